@@ -347,7 +347,12 @@ against the schemas of the layers its outer and inner designate: a config
 field of fixed values (a log's level, a rate_limit's mode, an on_error)
 compared with a string it never takes (outer.level == 'debugg') is an
 error, since the schema refuses any other value and the constraint never
-applies. So is, in a custom invariant, target.name compared with a name
+applies; so is a numeric config field the schema bounds (a retry's
+max_attempts, 1 to 10) compared with a number beyond the bounds
+(outer.max_attempts > 100, inner.rate < 0, outer.max_attempts in [20,
+30]; a number of a list that also holds a possible one is a warning), while a test it makes always
+true (inner.rate < 2000000000) is a warning, and one that restates a bound
+or checks a sign (outer.max_attempts >= 1) is not reported. So is, in a custom invariant, target.name compared with a name
 that is neither a declared model nor a declared tool, an audit record's
 tool with an undeclared tool, target.stage with anything but chat or tool,
 or 'refnd' in executions.tools: prove calls only what the policy declares,

@@ -46,6 +46,21 @@ type Kind struct {
 	// strings (a level, a mode), those strings, sorted. A constraint's
 	// `when` comparing the field with another string is reported.
 	Enums map[string][]string
+	// Bounds lists, for each numeric config field the schema bounds (a
+	// retry's max_attempts: 1 to 10), its bounds. A constraint's `when`
+	// comparing the field with a number it can never reach is reported.
+	Bounds map[string]Bound
+}
+
+// Bound is the range of a numeric config field: from Min (when HasMin;
+// excluded when MinOpen) to Max (when HasMax; excluded when MaxOpen).
+type Bound struct {
+	Min     float64 `json:"min"`
+	Max     float64 `json:"max"`
+	HasMin  bool    `json:"has_min"`
+	HasMax  bool    `json:"has_max"`
+	MinOpen bool    `json:"min_open,omitempty"`
+	MaxOpen bool    `json:"max_open,omitempty"`
 }
 
 // Supports reports whether k may be used in stage.
@@ -85,6 +100,9 @@ type catalogFile struct {
 	// Enums holds each builtin's fields of fixed string values
 	// (Kind.Enums), derived from its definition.
 	Enums map[string]map[string][]string `json:"enums"`
+	// Bounds holds each builtin's bounded numeric fields (Kind.Bounds),
+	// derived from its definition.
+	Bounds map[string]map[string]Bound `json:"bounds"`
 }
 
 type builtinMeta struct {
@@ -217,6 +235,109 @@ func configEnums(def cue.Value) map[string][]string {
 		out[it.Selector().Unquoted()] = slices.Compact(vals)
 	}
 	return out
+}
+
+// configBounds returns the numeric fields of a config definition whose
+// values the schema bounds (int & >=1 & <=10, with its default), with
+// their bounds (Kind.Bounds); nil when there is none.
+func configBounds(def cue.Value) map[string]Bound {
+	it, err := def.Fields(cue.Optional(true))
+	if err != nil {
+		return nil
+	}
+	var out map[string]Bound
+	for it.Next() {
+		v := it.Value()
+		if k := v.IncompleteKind(); k != cue.IntKind && k != cue.FloatKind && k != cue.NumberKind {
+			continue
+		}
+		b := valueBound(v, 0)
+		if !b.HasMin && !b.HasMax {
+			continue
+		}
+		if out == nil {
+			out = map[string]Bound{}
+		}
+		out[it.Selector().Unquoted()] = b
+	}
+	return out
+}
+
+// valueBound returns the bounds of the numbers v allows: those of the
+// constraints of a conjunction (>=1 & <=10) together, those of a
+// disjunction's values (its default among them) the widest of each side.
+func valueBound(v cue.Value, depth int) Bound {
+	if depth > 8 {
+		return Bound{}
+	}
+	if v.IsConcrete() {
+		if n, err := v.Float64(); err == nil {
+			return Bound{Min: n, Max: n, HasMin: true, HasMax: true}
+		}
+		return Bound{}
+	}
+	op, args := v.Expr()
+	if d, ok := v.Default(); ok && op != cue.OrOp {
+		// *3 | int & >=1 & <=10 reads as its default beside the rest.
+		op, args = cue.OrOp, append([]cue.Value{d}, args...)
+	}
+	switch op {
+	case cue.OrOp:
+		var out Bound
+		for i, a := range args {
+			b := valueBound(a, depth+1)
+			if i == 0 {
+				out = b
+				continue
+			}
+			out.Widen(b)
+		}
+		return out
+	case cue.AndOp:
+		var out Bound
+		for _, a := range args {
+			b := valueBound(a, depth+1)
+			if b.HasMin && (!out.HasMin || b.Min > out.Min || b.Min == out.Min && b.MinOpen) {
+				out.HasMin, out.Min, out.MinOpen = true, b.Min, b.MinOpen
+			}
+			if b.HasMax && (!out.HasMax || b.Max < out.Max || b.Max == out.Max && b.MaxOpen) {
+				out.HasMax, out.Max, out.MaxOpen = true, b.Max, b.MaxOpen
+			}
+		}
+		return out
+	case cue.GreaterThanOp, cue.GreaterThanEqualOp, cue.LessThanOp, cue.LessThanEqualOp:
+		if len(args) != 1 {
+			return Bound{}
+		}
+		n, err := args[0].Float64()
+		if err != nil {
+			return Bound{}
+		}
+		switch op {
+		case cue.GreaterThanOp, cue.GreaterThanEqualOp:
+			return Bound{Min: n, HasMin: true, MinOpen: op == cue.GreaterThanOp}
+		}
+		return Bound{Max: n, HasMax: true, MaxOpen: op == cue.LessThanOp}
+	case cue.NoOp:
+		if len(args) == 1 {
+			return valueBound(args[0], depth+1)
+		}
+	}
+	return Bound{}
+}
+
+// Widen widens out to hold b's numbers too.
+func (out *Bound) Widen(b Bound) {
+	if !b.HasMin || !out.HasMin {
+		out.HasMin, out.Min, out.MinOpen = false, 0, false
+	} else if b.Min < out.Min || b.Min == out.Min && !b.MinOpen {
+		out.Min, out.MinOpen = b.Min, b.MinOpen
+	}
+	if !b.HasMax || !out.HasMax {
+		out.HasMax, out.Max, out.MaxOpen = false, 0, false
+	} else if b.Max > out.Max || b.Max == out.Max && !b.MaxOpen {
+		out.Max, out.MaxOpen = b.Max, b.MaxOpen
+	}
 }
 
 // valueKind names the kind of value a field holds, as Kind.Config does.

@@ -155,6 +155,9 @@ func TestSuggest(t *testing.T) {
 func TestCustomKind(t *testing.T) {
 	s, err := NewSchema([]CustomKind{{ID: "sentiment", Stages: []string{"chat"}, Schema: `threshold: *0.5 | number & >0 & <=1`}})
 	require.NoError(t, err)
+	// Its numeric fields' bounds, default beside, as a builtin's.
+	assert.Equal(t, map[string]Bound{"threshold": {Min: 0, Max: 1, HasMin: true, HasMax: true, MinOpen: true}}, s.Catalog().Lookup("sentiment").Bounds)
+	assert.Equal(t, Bound{Min: 1, Max: 10, HasMin: true, HasMax: true}, s.Catalog().Lookup("retry").Bounds["max_attempts"])
 	ok := writePolicy(t, map[string]string{"p.cue": "package p\nchains: chat: [{use: \"sentiment\", threshold: 0.7}]\n"})
 	p, diags, err := Load(context.Background(), []string{ok}, Options{Schema: s})
 	require.NoError(t, err)

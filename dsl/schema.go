@@ -84,7 +84,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 	raw := builtinCatalog
 	for id, m := range raw.Builtins {
 		k := &Kind{ID: id, Stages: slices.Clone(m.Stages), Traits: slices.Clone(m.Traits), Repeatable: m.Repeatable, DistinctBy: slices.Clone(m.DistinctBy), Doc: m.Doc, Def: defName(id), Builtin: true,
-			Config: maps.Clone(raw.Configs[id]), Enums: cloneEnums(raw.Enums[id])}
+			Config: maps.Clone(raw.Configs[id]), Enums: cloneEnums(raw.Enums[id]), Bounds: maps.Clone(raw.Bounds[id])}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
 		}
@@ -162,6 +162,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			def := v.LookupPath(cue.ParsePath(k.Def))
 			k.Config, _ = configFields(def)
 			k.Enums = configEnums(def)
+			k.Bounds = configBounds(def)
 		}
 	}
 	return s, nil

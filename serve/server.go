@@ -450,18 +450,16 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	// The provider clients are built here rather than by runtime.Build so
 	// that every client, the host's too, notes the model serving a stream.
 	provided, err := runtime.ProviderModels(ctx, p, models)
-	if keysErr != nil {
-		// The models' unset variables are named with the keys', so that a
-		// first start names every variable it lacks at once.
+	if unsetMCP, unsetStores := unsetVariables(p, s.opts.LookupEnv); keysErr != nil || err != nil || len(unsetMCP) > 0 {
+		// The models' unset variables are named with the keys', the MCP
+		// servers' and the stores', so that a first start names every
+		// variable it lacks at once.
 		for _, c := range provided {
 			if cl, ok := c.(io.Closer); ok {
 				_ = cl.Close()
 			}
 		}
-		return nil, errors.Join(keysErr, err)
-	}
-	if err != nil {
-		return nil, err
+		return nil, errors.Join(append(append([]error{keysErr, err}, unsetMCP...), unsetStores...)...)
 	}
 	maps.Copy(models, provided)
 	deps.Models = make(map[string]runtime.ModelClient, len(models))

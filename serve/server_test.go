@@ -174,6 +174,32 @@ keys: app: {env: "AGENTC_TEST_SERVE_UNSET_APP"}
 	assert.Contains(t, err.Error(), "environment variable AGENTC_TEST_SERVE_UNSET_OPENAI (its api_key_env) is not set")
 }
 
+// The stores' url_env and the MCP servers' headers are named with them,
+// rather than in a later start once those are set.
+func TestUnsetStoreAndHeaderVariablesAreNamedTogether(t *testing.T) {
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, `package gw
+
+models: primary: {provider: "openai", model: "m", api_key_env: "AGENTC_TEST_SERVE_UNSET_OPENAI"}
+keys: app: {env: "AGENTC_TEST_SERVE_UNSET_APP"}
+stores: {
+	shared: {kind: "redis", url_env: "AGENTC_TEST_SERVE_UNSET_REDIS"}
+	ledger: {kind: "postgres", url_env: "AGENTC_TEST_SERVE_UNSET_PG"}
+}
+mcp: servers: pay: {url: "http://127.0.0.1:1/mcp", headers: {Authorization: "Bearer ${AGENTC_TEST_SERVE_UNSET_PAY}"}}
+chains: chat: [{use: "meter", store: "shared"}, {use: "rate_limit", rate: 5, per: "1m", store: "ledger"}]
+`)), LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	for _, want := range []string{
+		"environment variable AGENTC_TEST_SERVE_UNSET_APP is not set",
+		"environment variable AGENTC_TEST_SERVE_UNSET_OPENAI (its api_key_env) is not set",
+		`store "ledger": environment variable AGENTC_TEST_SERVE_UNSET_PG (its url_env) is not set`,
+		`store "shared": environment variable AGENTC_TEST_SERVE_UNSET_REDIS (its url_env) is not set`,
+		`mcp server "pay": header Authorization: environment variable AGENTC_TEST_SERVE_UNSET_PAY is not set`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
 func TestNoKeysAdmitsEveryCaller(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n"))})
 	code, _, body := do(t, "GET", s.url+"/v1/models", "", nil)

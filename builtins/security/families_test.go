@@ -2,7 +2,10 @@ package security
 
 import (
 	"encoding/base64"
+	"fmt"
+	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -223,4 +226,18 @@ func TestDocumentFamilies(t *testing.T) {
 // Document families.
 func BenchmarkDetectDocument2KB(b *testing.B) {
 	benchDetect2KB(b, newDetector(b, Config{}).DetectDocument)
+}
+
+// TestMaxFamilyScoreDocumented checks that detection.md gives the most the
+// families sum to, which vet holds a threshold against.
+func TestMaxFamilyScoreDocumented(t *testing.T) {
+	sum := 0.0
+	for _, f := range DefaultFamilies() {
+		require.Positive(t, f.Score, f.ID)
+		sum += f.Score
+	}
+	assert.InDelta(t, sum, MaxFamilyScore(), 1e-9)
+	doc, err := os.ReadFile("../../docs/detection.md")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(strings.Fields(string(doc)), " "), fmt.Sprintf("The families sum to %g at most", MaxFamilyScore()))
 }

@@ -113,6 +113,17 @@ func DefaultFamilies() []Family {
 	return slices.Clone(defaultFamilies)
 }
 
+// MaxFamilyScore is the most the default families can sum to, every one of
+// them matching a document: a threshold above it leaves the families unable
+// to block.
+func MaxFamilyScore() float64 {
+	sum := 0.0
+	for _, f := range defaultFamilies {
+		sum += f.Score
+	}
+	return math.Round(sum*1e6) / 1e6
+}
+
 // New compiles the configured patterns. An empty ID, an invalid regular expression or a
 // negative Threshold is an error naming the pattern or the field.
 func New(cfg Config) (*Detector, error) {

@@ -329,8 +329,8 @@ func TestInertArgNamesSuggest(t *testing.T) {
 	a := analyze(t, `package p
 stores: s: {kind: "memory"}
 tools: {
-	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: order_id: type: "string"}}
-	fetch: {args: {type: "object", properties: url: type: "string"}}
+	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: {order_id: type: "string"}, additionalProperties: false}}
+	fetch: {args: {type: "object", properties: {url: type: "string"}, additionalProperties: false}}
 }
 chains: tool: [
 	{use: "idempotent", ttl: "1h", store: "s", tools: ["refund"], key_args: ["orderid"]},

@@ -55,7 +55,13 @@ only add calls to those the other terms apply the layer to (when:
 for such a caller (request.model == 'big' ||
 request.params.metadata.?tier.orValue('') != 'internal') applies the
 layer to calls that any caller takes out by sending a value, and is
-reported.
+reported. A when, or a term, that no value the caller can send makes
+false is not reported: a run id is never empty nor holds a space (the
+caller names 1 to 128 printable characters, which a key's tenant may
+precede), a max_tokens is 0 (unset) or from 1 to 1,000,000, so "run.id !=
+''" and "request.max_tokens >= 0" hold for every caller. A when matching a
+pattern (run.id.matches(...)) is taken to be one the caller can make
+false.
 Layers that protect nothing (retry, fallback, memoize, log, ...) may be
 scoped by anything, and so may output_coerce, which shapes the answer for
 the caller, its only reader (when:
@@ -159,9 +165,10 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 			safe = true
 			continue
 		}
-		// Whether the term holds for a caller who sends nothing depends
-		// on the term alone: asked once, its first read is reported.
-		holds := optOut == nil && holdsByDefault(stage, term, info)
+		// Whether the term holds for a caller who sends nothing, and some
+		// value the caller sends makes it false, depends on the term
+		// alone: asked once, its first read is reported.
+		holds := optOut == nil && holdsByDefault(stage, term, info) && callerFalsifies(stage, term, info)
 		for _, r := range reads {
 			if first == nil || r.offset < first.offset {
 				first = &r
@@ -175,6 +182,10 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 	case first == nil:
 		return callerReadAt{}, false
 	case !safe:
+		if !callerFalsifies(stage, tree.Expr(), info) {
+			// No value the caller sends makes the when false.
+			return callerReadAt{}, false
+		}
 		return *first, true
 	case optOut != nil:
 		return *optOut, true
@@ -187,11 +198,7 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 // max_tokens unset (0) and a run of its own (run.id "anon-...", or in the
 // tool stage an MCP session's, "mcp-..."), the rest of the call unknown. A term it cannot tell holds for is taken not to.
 func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
-	env, unknowns, err := callerEnvironment(stage)
-	if err != nil {
-		return false
-	}
-	prg, err := env.PlanProgram(ast.NewAST(term, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	prg, unknowns, err := callerProgram(stage, term, info)
 	if err != nil {
 		return false
 	}
@@ -202,15 +209,158 @@ func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
 		ids = append(ids, "mcp-0")
 	}
 	for _, id := range ids {
-		vars := map[string]any{"run": map[string]any{"id": id}}
-		if stage == "chat" {
-			vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
-		}
-		if v, known := evalPartialBool(prg, vars, unknowns); known && v {
+		if v, known := evalPartialBool(prg, callerVarsOf(stage, id, 0, map[string]any{}), unknowns); known && v {
 			return true
 		}
 	}
 	return false
+}
+
+// callerProgram plans x, a when or a term of one, of a layer of stage for
+// partial evaluation, with the attributes unknown to it.
+func callerProgram(stage string, x ast.Expr, info *ast.SourceInfo) (cel.Program, []*cel.AttributePatternType, error) {
+	env, unknowns, err := callerEnvironment(stage)
+	if err != nil {
+		return nil, nil, err
+	}
+	prg, err := env.PlanProgram(ast.NewAST(x, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
+	return prg, unknowns, err
+}
+
+// callerVarsOf is the activation of a call whose caller sends run id,
+// max_tokens and metadata, the rest of the call unknown.
+func callerVarsOf(stage, id string, maxTokens int64, metadata map[string]any) map[string]any {
+	vars := map[string]any{"run": map[string]any{"id": id}}
+	if stage == "chat" {
+		vars["request"] = map[string]any{"params": map[string]any{"metadata": metadata}, "max_tokens": maxTokens}
+	}
+	return vars
+}
+
+// The bounds agentc serve holds what a caller sends to: a run id it names
+// is 1 to 128 printable ASCII characters without a space, and starts with
+// neither of the prefixes of the runs it gives (serve.validRunID); a
+// max_tokens is unset (0) or from 1 to 1,000,000 (serve.MaxOutputTokens).
+const (
+	callerRunIDMax     = 128
+	callerMaxTokensMax = 1_000_000
+)
+
+// callerFalsifies reports whether some value a caller can send makes x, a
+// when or a term of one, of a layer of stage, false, or leaves it unknown.
+// The values tried are a caller's who sends nothing, and those varying one
+// of run.id, request.max_tokens and request.params.metadata from it by the
+// literals x compares them to, their neighbours, and the bounds, a run id
+// with a tenant before it too, metadata with a long value or many keys: a term
+// none of them makes false (run.id != ”, request.max_tokens >= 0) is one
+// no caller makes false, as a run id is never empty nor max_tokens
+// negative.
+func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
+	prg, unknowns, err := callerProgram(stage, x, info)
+	if err != nil {
+		return true
+	}
+	var strs []string
+	var ints []int64
+	keys := map[string]bool{"x": true, "y": true}
+	pattern := false
+	ast.PreOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
+		// The strings a pattern matches are not among the values tried.
+		pattern = pattern || e.Kind() == ast.CallKind && e.AsCall().FunctionName() == "matches"
+		if e.Kind() == ast.LiteralKind {
+			switch v := e.AsLiteral().Value().(type) {
+			case string:
+				strs = append(strs, v)
+			case int64:
+				ints = append(ints, v)
+			case uint64:
+				ints = append(ints, int64(min(v, callerMaxTokensMax+1)))
+			case float64:
+				ints = append(ints, int64(max(min(v, callerMaxTokensMax+1), -1)))
+			}
+		}
+		if _, path, ok := selectPath(e); ok {
+			if key, ok := strings.CutPrefix(path, "request.params.metadata."); ok {
+				keys[strings.Split(key, ".")[0]] = true
+			}
+		}
+	}))
+	if pattern {
+		return true
+	}
+	strs = strs[:min(len(strs), 16)]
+	ints = ints[:min(len(ints), 16)]
+	falsifies := func(vars map[string]any) bool {
+		v, known := evalPartialBool(prg, vars, unknowns)
+		return !known || !v
+	}
+	defaultID := "anon-0"
+	ids := []string{defaultID, "x", "X", "0", "~", strings.Repeat("x", callerRunIDMax)}
+	if stage == "tool" {
+		ids = append(ids, "mcp-0")
+	}
+	for _, s := range strs {
+		ids = append(ids, s, s+"x", "x"+s, "x"+s+"x", s[:max(len(s)-1, 0)], strings.ToUpper(s))
+	}
+	for _, id := range ids {
+		if id != defaultID && id != "mcp-0" && !callerRunID(id) {
+			continue
+		}
+		// Under keys the run id carries the caller's tenant before it.
+		for _, run := range []string{id, "acme/" + id} {
+			if falsifies(callerVarsOf(stage, run, 0, map[string]any{})) {
+				return true
+			}
+		}
+	}
+	if stage != "chat" {
+		return false
+	}
+	for _, n := range append([]int64{1, callerMaxTokensMax}, ints...) {
+		for _, m := range []int64{n - 1, n, n + 1} {
+			if m >= 1 && m <= callerMaxTokensMax && falsifies(callerVarsOf(stage, defaultID, m, map[string]any{})) {
+				return true
+			}
+		}
+	}
+	for _, s := range strs {
+		keys[s] = true
+	}
+	values := append([]string{"", "x", strings.Repeat("x", 1<<16)}, strs...)
+	for _, s := range strs {
+		values = append(values, s+"x")
+	}
+	for _, v := range values {
+		all := map[string]any{}
+		for k := range keys {
+			all[k] = v
+			if falsifies(callerVarsOf(stage, defaultID, 0, map[string]any{k: v})) {
+				return true
+			}
+		}
+		if falsifies(callerVarsOf(stage, defaultID, 0, all)) {
+			return true
+		}
+	}
+	// Metadata of many keys.
+	many := map[string]any{}
+	for i := range 1024 {
+		many[fmt.Sprintf("k%d", i)] = "x"
+	}
+	return falsifies(callerVarsOf(stage, defaultID, 0, many))
+}
+
+// callerRunID reports whether a caller may name its run id.
+func callerRunID(id string) bool {
+	if id == "" || len(id) > callerRunIDMax || strings.HasPrefix(id, "anon-") || strings.HasPrefix(id, "mcp-") {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 var (

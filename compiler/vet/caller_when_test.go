@@ -46,6 +46,29 @@ func TestCallerRead(t *testing.T) {
 		{"tool.side_effecting || !run.id.startsWith('trusted-')", "run.id", "run.id"},
 		// An MCP session's calls without the header are of run mcp-...
 		{"tool.side_effecting || !run.id.startsWith('anon-')", "run.id", "run.id"},
+		// A term no value the caller can send makes false: a run id is
+		// never empty nor longer than 128 characters, max_tokens never
+		// negative, and metadata is a map. The layer applies to every call.
+		{"tool.side_effecting || run.id != ''", "", ""},
+		{"run.id != ''", "", ""},
+		{"size(run.id) > 0 && request.max_tokens >= 0", "", ""},
+		{"request.model == 'big' || request.max_tokens <= 1000000", "", ""},
+		{"tool.side_effecting || !run.id.contains(' ')", "", ""},
+		// ...while one a value makes false is reported.
+		{"tool.side_effecting || run.id != 'ops'", "run.id", "run.id"},
+		{"tool.side_effecting || size(run.id) < 100", "run.id", "run.id"},
+		{"request.model == 'big' || request.max_tokens < 4096", "request.max_tokens", "request.max_tokens"},
+		{"request.model == 'big' || request.params.metadata.?tier.orValue('free') == 'free'", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || !('skip' in request.params.metadata)", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || request.params.metadata.size() < 2", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || request.params.metadata.size() < 50", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || size(request.params.metadata.?note.orValue('')) < 1000", "request.params.metadata", "request.params.metadata"},
+		{"request.model == 'big' || run.id.matches('^[a-z0-9-]+$')", "run.id", "run.id"},
+		// A pattern's matches are not among the values tried: taken to be
+		// the caller's to make false.
+		{"tool.side_effecting || !run.id.matches('^adm-[0-9]+$')", "run.id", "run.id"},
+		// Under keys a run id carries its tenant: it may be longer than 128.
+		{"tool.side_effecting || size(run.id) <= 128", "run.id", "run.id"},
 		// What the layer decides about, the model's name, and the host's run data.
 		{"request.model == 'big'", "", ""},
 		{"size(request.tools) > 0 && messages.exists(m, m.role == 'tool')", "", ""},

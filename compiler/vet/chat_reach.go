@@ -2,7 +2,6 @@ package vet
 
 import (
 	"sort"
-	"sync"
 
 	"github.com/google/cel-go/cel"
 
@@ -33,42 +32,9 @@ const (
 	Always
 )
 
-// chatEnv is the chat stage's CEL variables, all dyn.
-var (
-	chatEnvOnce sync.Once
-	chatEnv     *cel.Env
-	chatEnvErr  error
-	// chatUnknowns are every chat variable but request.model.
-	chatUnknowns []*cel.AttributePatternType
-)
-
-func chatEnvironment() (*cel.Env, error) {
-	chatEnvOnce.Do(func() {
-		opts := []cel.EnvOption{
-			cel.ParserRecursionLimit(predicate.MaxNestingDepth),
-			cel.ParserExpressionSizeLimit(predicate.MaxSourceBytes),
-			cel.ExpressionNodeLimit(maxExprNodes),
-			// A when may read optionally (run.?meta), as the runtime's
-			// predicates may: without it such a when would not parse here
-			// and every check through this environment would pass it by.
-			cel.OptionalTypes(),
-		}
-		for _, v := range predicate.Variables(predicate.Chat) {
-			opts = append(opts, cel.Variable(v.Name, cel.DynType))
-			if v.Name != "request" {
-				chatUnknowns = append(chatUnknowns, cel.AttributePattern(v.Name))
-			}
-		}
-		fields, _ := predicate.ObjectFields("agentc.request")
-		for _, f := range fields {
-			if f.Name != "model" {
-				chatUnknowns = append(chatUnknowns, cel.AttributePattern("request").QualString(f.Name))
-			}
-		}
-		chatEnv, chatEnvErr = cel.NewEnv(opts...)
-	})
-	return chatEnv, chatEnvErr
-}
+// chatEnvironment is the chat stage's CEL variables, all dyn, in which
+// a when is evaluated for the calls of one model (predicate.ModelWhen).
+func chatEnvironment() (*cel.Env, error) { return predicate.ModelEnv() }
 
 // chatWhenKey is one chat `when` for calls of one model.
 type chatWhenKey struct {
@@ -99,18 +65,7 @@ func evalChatWhen(src, model string) Meet {
 	if issue != nil { // compile-cel reports it
 		return Depends
 	}
-	prg, err := env.Program(ast, append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
-	if err != nil {
-		return Depends
-	}
-	vars := map[string]any{}
-	unknowns := chatUnknowns
-	if model != "" {
-		vars["request"] = map[string]any{"model": model}
-	} else {
-		unknowns = append(append([]*cel.AttributePatternType{}, unknowns...), cel.AttributePattern("request"))
-	}
-	switch v, known := evalPartialBool(prg, vars, unknowns); {
+	switch v, known := predicate.ModelWhenChecked(env, ast, model); {
 	case !known:
 		return Depends
 	case v:

@@ -3,6 +3,7 @@ package vet
 import (
 	"fmt"
 	"maps"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
+	"github.com/agentc-dev/agentc/builtins/security"
 	"github.com/agentc-dev/agentc/dsl"
 )
 
@@ -29,28 +31,39 @@ scan_args false. Such a file_check or egress scoped with tools: to such a
 tool is an error (a call of it with q: "http://169.254.169.254/" runs), and
 so is a tool_policy
 arg_patterns entry naming an argument that none of the tools it applies to
-declares in its args schema (the pattern never matches). idempotent
+declares, in any case, in an args schema closed by additionalProperties:
+false (the pattern never matches); where a schema is open, a call may
+carry the argument and the pattern is tried on it: a warning. Nothing is
+said of an unscoped tool_policy where undeclared or MCP tools may be
+called, whose arguments the policy does not describe. idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
 side_effecting is an error (its calls run again on every delivery), and so
 is a key_args entry naming an argument that a side-effecting tool it
-applies to does not declare (every call of that tool is refused); one
-naming an argument the tool declares but does not require is a warning
-(a call without it is refused). A key_args or arg_patterns name gets the
+applies to does not declare, in an args schema closed by
+additionalProperties: false (every call of that tool is refused); one
+naming an argument the tool declares but does not require, or one an open
+schema does not list (a call may carry it), is a warning (a call without
+it is refused). A key_args or arg_patterns name gets the
 closest argument the tools declare as its did-you-mean (orderid:
 order_id). So is a url_arg or path_arg naming an
 argument the tool declares but does not require, for a tool an egress or
 file_check checks: the layer refuses a call without the URL or path. An
 unscoped file_check or egress (scan_args false) when no declared tool has
 the argument, or an
-unscoped idempotent when no declared tool is side_effecting, checks
-nothing: a warning. The same holds for a tool-chain output_coerce without
+unscoped idempotent when no declared tool is side_effecting (and no MCP
+server serves tools, which are side-effecting unless it marks them
+read-only), checks nothing: a warning. The same holds for a tool-chain output_coerce without
 schema, which checks each tool's result against its result_schema: scoped
 to a tool without one it is an error, unscoped when no tool has one a
 warning. A content_filter with neither keywords nor patterns, and a
 security or redact layer with defaults: false and nothing of its own
 (patterns, or a security classifier), match nothing: a warning. So do a
 tool_policy with no allow, deny nor arg_patterns, and a file_check whose roots hold "/" and that
-sets no extensions, max_bytes nor must_exist: every path lies inside "/".
+sets no extensions, max_bytes nor must_exist: every path lies inside "/". A
+security threshold above the most the phrase families can sum to (every
+family matching at once), or set with defaults: false, which drops the
+families, leaves them unable to block: the layer blocks on its signatures,
+patterns and classifier only, a warning at the threshold.
 A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
 scoped to a tool the policy does not declare (an MCP server's tool, or one
@@ -581,6 +594,10 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 	patterns, _ := e.Fields["arg_patterns"].([]any)
 	tools := e.Tools
 	if len(tools) == 0 {
+		if p.UndeclaredToolsRun() {
+			// It sees calls of tools whose arguments nothing describes.
+			return
+		}
 		tools = p.toolNames()
 	}
 	if len(tools) == 0 {
@@ -593,17 +610,22 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 			continue
 		}
 		var rel []dsl.Related
-		declared := false
+		declared, closed := false, true
 		for _, name := range tools {
 			t := p.Policy.Tools[name]
 			if t == nil {
 				declared = true // reported as a bad reference
 				break
 			}
-			has, known := t.HasArg(arg)
-			if has || !known {
+			// The layer tries a pattern on an argument of its name in any
+			// case, as a tool decoding with encoding/json reads it.
+			args, known := t.ArgNames()
+			if !known || slices.ContainsFunc(args, func(a string) bool { return strings.EqualFold(a, arg) }) {
 				declared = true
 				break
+			}
+			if _, ok := t.ClosedArgNames(); !ok {
+				closed = false
 			}
 			rel = append(rel, dsl.Related{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` have no %q", name, arg)})
 		}
@@ -615,8 +637,13 @@ func (p *Pass) inertArgPatterns(e *dsl.Entry) {
 			args, _ := p.Policy.Tools[name].ArgNames()
 			names = append(names, args...)
 		}
-		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: dsl.Error, Related: rel,
-			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: the pattern never matches%s", e.Ref(), i, arg, dsl.SuggestName(arg, names))})
+		sev, outcome := dsl.Error, "the pattern never matches"
+		if !closed {
+			// An open schema lets a call carry it, and the pattern is tried on it.
+			sev, outcome = dsl.Warning, "the pattern matches only a call carrying it beyond its tool's args schema, which lets one through"
+		}
+		p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("arg_patterns.%d.arg", i)), Severity: sev, Related: rel,
+			Message: fmt.Sprintf("%s arg_patterns[%d] names argument %q, which no tool it applies to declares: %s%s", e.Ref(), i, arg, outcome, dsl.SuggestName(arg, names))})
 	}
 }
 
@@ -699,7 +726,9 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 			}
 			rel = append(rel, dsl.Related{Pos: t.Pos, Message: fmt.Sprintf("`%s` is not side_effecting", name)})
 		}
-		if len(rel) > 0 {
+		// The tools of an MCP server are side-effecting unless the server
+		// marks them read-only: the layer dedupes their calls.
+		if len(rel) > 0 && len(p.Policy.MCPServers) == 0 {
 			p.Report(dsl.Diagnostic{Pos: e.UsePos, Severity: dsl.Warning, Related: rel,
 				Message: fmt.Sprintf("%s dedupes nothing: no declared tool is side_effecting, and idempotent passes the calls of other tools through; declare side_effecting: true on the tools whose calls must run once", e.Ref())})
 		}
@@ -725,6 +754,13 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 						Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not require %q", name, arg)}},
 						Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not require: a call without it is refused and does not run; list it in the tool's required, or key on arguments every call carries", e.Ref(), i, arg, name)})
 				}
+				continue
+			}
+			if _, closed := t.ClosedArgNames(); !closed {
+				// An open schema lets a call carry it: such a call runs.
+				p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
+					Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not list %q", name, arg)}},
+					Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare nor require: its args schema lets a call carry it, but a call without it is refused and does not run; declare and require it, or key on arguments every call carries%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
 				continue
 			}
 			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
@@ -768,6 +804,8 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	case "security":
 		if e.Fields["defaults"] == false && none("patterns") && e.Fields["classifier"] == nil {
 			what = "defaults: false drops the built-in signatures and phrase families, and it has no patterns nor classifier of its own"
+		} else {
+			p.inertThreshold(e)
 		}
 	case "redact":
 		if e.Fields["defaults"] == false && none("patterns") {
@@ -779,4 +817,26 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	}
 	p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning,
 		Message: fmt.Sprintf("%s checks nothing: %s, so every call passes it untouched", e.Ref(), what)})
+}
+
+// inertThreshold reports a security layer whose threshold its phrase
+// families can never reach: they sum to security.MaxFamilyScore at most,
+// and to nothing with defaults: false. The layer still blocks on its
+// signatures, patterns and classifier, so a warning.
+func (p *Pass) inertThreshold(e *dsl.Entry) {
+	t, ok := number(e.Fields["threshold"])
+	if !ok || e.FieldPos("threshold") == e.Pos {
+		// Unset: the default, 1, is the families' own.
+		return
+	}
+	var msg string
+	switch most := security.MaxFamilyScore(); {
+	case e.Fields["defaults"] == false:
+		msg = fmt.Sprintf("%s's threshold %g counts phrase families, which defaults: false drops: it decides nothing; remove it", e.Ref(), t)
+	case math.Round(t*1e6) > math.Round(most*1e6):
+		msg = fmt.Sprintf("%s's threshold %g is above %g, the most its phrase families sum to: no family blocks, only the signatures, patterns and classifier do; lower it to %g or less", e.Ref(), t, most, most)
+	default:
+		return
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("threshold"), Severity: dsl.Warning, Message: msg})
 }

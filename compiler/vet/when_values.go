@@ -3,6 +3,7 @@ package vet
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -152,7 +153,187 @@ func whenValueProblems(c *dsl.Constraint) dsl.Diagnostics {
 		}
 		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(l.offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}
+	return append(out, whenBoundProblems(c, native.Expr(), byteOff)...)
+}
+
+// flipped is the comparison b op' a for a op b.
+var flipped = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+// whenBoundProblems reports each comparison in the when x of c of a
+// numeric config field the schema bounds with a number that decides it:
+// outer.max_attempts > 100, where max_attempts is at most 10, is always
+// false, so the constraint never applies (an error); inner.rate < 1e12 is
+// always true (a warning: the test is dead). An always true test whose
+// number is 0 or sits at the bound (outer.max_attempts >= 1) restates the
+// schema, as a constraint may, and is not reported.
+func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int) dsl.Diagnostics {
+	ops := map[string]string{operators.Equals: "==", operators.NotEquals: "!=", operators.Less: "<",
+		operators.LessEquals: "<=", operators.Greater: ">", operators.GreaterEquals: ">="}
+	var out dsl.Diagnostics
+	// bound returns the bounds of the config field e reads, with its
+	// variable, field and the name of the layer its variable designates.
+	bound := func(e ast.Expr) (b dsl.Bound, v, f, name string, ok bool) {
+		v, f, ok = configField(e)
+		if !ok {
+			return b, "", "", "", false
+		}
+		name, kinds := c.Outer, c.OuterKinds
+		if v == "inner" {
+			name, kinds = c.Inner, c.InnerKinds
+		}
+		b, ok = fieldBound(kinds, f)
+		return b, v, f, name, ok
+	}
+	report := func(value ast.Expr, sev dsl.Severity, name, v, f string, b dsl.Bound, outcome string) {
+		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(byteOff(value)), Severity: sev, Rule: ruleUnknownValue, Message: fmt.Sprintf(
+			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, boundWords(b), outcome)})
+	}
+	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		args := e.AsCall().Args()
+		if len(args) != 2 {
+			return
+		}
+		if e.AsCall().FunctionName() == operators.In && args[1].Kind() == ast.ListKind {
+			// outer.max_attempts in [20, 30]: never where no number of
+			// the list is within the bounds; a dead number beside live
+			// ones is a warning.
+			b, v, f, name, ok := bound(args[0])
+			if !ok {
+				return
+			}
+			var dead []ast.Expr
+			live := false
+			for _, el := range args[1].AsList().Elements() {
+				n, isNum := numberLiteral(el)
+				if never, _ := boundTest(b, "==", n); isNum && never {
+					dead = append(dead, el)
+				} else {
+					live = true
+				}
+			}
+			for i, el := range dead {
+				lit := el.AsLiteral().ConvertToType(types.StringType).Value()
+				switch {
+				case live:
+					report(el, dsl.Warning, name, v, f, b, fmt.Sprintf("%v in the list never matches (its other values may)", lit))
+				case i == 0:
+					report(el, dsl.Error, name, v, f, b, "the in test is always false, and the constraint may never apply")
+				}
+			}
+			return
+		}
+		op, ok := ops[e.AsCall().FunctionName()]
+		if !ok {
+			return
+		}
+		field, value := args[0], args[1]
+		if _, _, ok := configField(field); !ok {
+			field, value, op = value, field, flipped[op]
+		}
+		n, isNum := numberLiteral(value)
+		b, v, f, name, ok := bound(field)
+		if !ok || !isNum {
+			return
+		}
+		never, always := boundTest(b, op, n)
+		atBound := n == 0 || b.HasMin && n == b.Min || b.HasMax && n == b.Max
+		if !never && (!always || atBound) {
+			return
+		}
+		test := fmt.Sprintf("%s.%s %s %s", v, f, op, value.AsLiteral().ConvertToType(types.StringType).Value())
+		if never {
+			report(value, dsl.Error, name, v, f, b, test+" is always false, and the constraint may never apply")
+		} else {
+			report(value, dsl.Warning, name, v, f, b, test+" is always true, and the test decides nothing")
+		}
+	}))
 	return out
+}
+
+// numberLiteral returns the number a numeric literal e holds.
+func numberLiteral(e ast.Expr) (float64, bool) {
+	if e.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	switch lit := e.AsLiteral().(type) {
+	case types.Int:
+		return float64(lit), true
+	case types.Uint:
+		return float64(lit), true
+	case types.Double:
+		return float64(lit), true
+	}
+	return 0, false
+}
+
+// fieldBound returns the bounds of field over kinds, the widest of each
+// side; false when a kind holding the field leaves it unbounded, or its
+// config is unknown.
+func fieldBound(kinds []*dsl.Kind, field string) (dsl.Bound, bool) {
+	var out dsl.Bound
+	found := false
+	for _, k := range kinds {
+		if k.Config == nil {
+			return dsl.Bound{}, false
+		}
+		if _, has := k.Config[field]; !has {
+			continue
+		}
+		b, ok := k.Bounds[field]
+		if !ok {
+			return dsl.Bound{}, false
+		}
+		if !found {
+			out, found = b, true
+			continue
+		}
+		out.Widen(b)
+	}
+	return out, found
+}
+
+// boundTest reports whether x op n never holds, or always holds, for
+// every number x of b.
+func boundTest(b dsl.Bound, op string, n float64) (never, always bool) {
+	below := b.HasMin && (n < b.Min || n == b.Min && b.MinOpen) // n under every x
+	above := b.HasMax && (n > b.Max || n == b.Max && b.MaxOpen) // n over every x
+	switch op {
+	case "==":
+		return below || above, false
+	case "!=":
+		return false, below || above
+	case ">":
+		return b.HasMax && b.Max <= n, below
+	case ">=":
+		return above, b.HasMin && b.Min >= n
+	case "<":
+		return b.HasMin && b.Min >= n, above
+	case "<=":
+		return below, b.HasMax && b.Max <= n
+	}
+	return false, false
+}
+
+// boundWords says b: "from 1 to 10", "above 0".
+func boundWords(b dsl.Bound) string {
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	lo, hi := "from "+num(b.Min), "to "+num(b.Max)
+	if b.MinOpen {
+		lo = "above " + num(b.Min)
+	}
+	if b.MaxOpen {
+		hi = "below " + num(b.Max)
+	}
+	switch {
+	case b.HasMin && b.HasMax:
+		return lo + " " + hi
+	case b.HasMin:
+		return lo
+	}
+	return hi
 }
 
 // configField reports the variable and field e reads: outer.level,

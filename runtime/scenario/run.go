@@ -32,6 +32,7 @@ import (
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // Options tune Run.
@@ -513,7 +514,8 @@ func (r stubResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 // for an undeclared name the scenario calls stands for a host that
 // registers it. A step calling a model that is neither declared nor
 // scripted, under a policy without a fallback or hedge layer to serve it
-// with another, or a tool, where the policy lets undeclared tools run,
+// with another (one whose when is false for calls of that model does
+// not), or a tool, where the policy lets undeclared tools run,
 // could only fail as not registered.
 func checkScripts(p *plan.Plan, s *Scenario) error {
 	var calls []call
@@ -568,15 +570,27 @@ func checkScripts(p *plan.Plan, s *Scenario) error {
 		errs = append(errs, errors.New("retrieval: the policy has no grounding section, so nothing retrieves and the script is never used"))
 	}
 	// A fallback or hedge layer calls the models it lists, whatever the
-	// call names.
-	routed := slices.ContainsFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "fallback" || l.Use == "hedge" })
+	// call names, unless its when is false for calls of that name: the
+	// layer is skipped, and the call fails as not registered.
+	routed := func(model string) bool {
+		return slices.ContainsFunc(p.Chains.Chat, func(l plan.Layer) bool {
+			if l.Use != "fallback" && l.Use != "hedge" {
+				return false
+			}
+			if l.When == nil {
+				return true
+			}
+			holds, known := predicate.ModelWhen(l.When.Source, model)
+			return holds || !known
+		})
+	}
 	for _, c := range calls {
 		_, isModel := p.Models[c.name]
 		_, isTool := p.Tools[c.name]
 		_, modelScript := s.Models[c.name]
 		_, toolScript := s.Tools[c.name]
 		switch {
-		case c.model && !isModel && !modelScript && !routed:
+		case c.model && !isModel && !modelScript && !routed(c.name):
 			errs = append(errs, unknownCall(c, "model", declaredModels))
 		case !c.model && p.Settings.AllowUndeclaredTools && !isTool && !toolScript:
 			// Without allow_undeclared_tools the policy refuses the

@@ -286,10 +286,25 @@ s.json:3:27: steps[1].parallel[0].chat.model: the policy declares no model "prim
 	se = refused(t, open, `{"steps": [{"tool": {"name": "refnd", "args": {}}}]}`)
 	assert.Contains(t, se.Error(), `steps[0].tool.name: the policy declares no tool "refnd" and the scenario scripts none, so the call can only fail; did you mean "refund"?`)
 
+	// A fallback or hedge whose when is false for the model the step
+	// names is skipped, and the call fails as not registered.
+	scoped := func(use, when string) *plan.Plan {
+		l := layer(use, `{"models":["primary","backup"]}`)
+		l.When = &plan.Predicate{Stage: plan.StageChat, Source: when}
+		return planWith(plan.Chains{Chat: []plan.Layer{l}})
+	}
+	se = refused(t, scoped("fallback", "request.model == 'backup'"), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"chat": {"model": "primry", "messages": []}}]}`)
+	assert.Contains(t, se.Error(), `steps[0].chat.model: the policy declares no model "primry" and the scenario scripts none, so the call can only fail; did you mean "primary"?`)
+	se = refused(t, scoped("hedge", "request.model.startsWith('back') && size(messages) > 0"), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"chat": {"model": "primry", "messages": []}}]}`)
+	assert.Contains(t, se.Error(), `steps[0].chat.model: the policy declares no model "primry"`)
+
 	for _, tt := range []struct {
 		p   *plan.Plan
 		src string
 	}{
+		// A when that may hold for the call lets the layer serve it.
+		{scoped("fallback", "request.model != 'backup'"), `{"models": {"primary": [{"text": "hi"}]}, "steps": [{"chat": {"model": "any", "messages": []}}]}`},
+		{scoped("hedge", "size(messages) < 3"), `{"models": {"primary": [{"text": "hi"}], "backup": [{"text": "hi"}]}, "steps": [{"chat": {"model": "any", "messages": []}}]}`},
 		// Without allow_undeclared_tools the policy refuses the call, as a
 		// case may assert.
 		{designPlan(), `{"steps": [{"tool": {"name": "refnd", "args": {}}}]}`},
