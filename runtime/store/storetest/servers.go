@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,13 +35,27 @@ func Redis(t testing.TB, opts ...redis.Option) *redis.Store {
 func Postgres(t testing.TB, opts ...postgres.Option) *postgres.Store {
 	t.Helper()
 	schema := Prefix(t)
-	s, err := postgres.Open(context.Background(), ServerURL(t, PostgresEnv), schema, opts...)
+	s, err := postgres.Open(context.Background(), slowConnect(ServerURL(t, PostgresEnv)), schema, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		_ = s.Close()
 	})
 	return s
+}
+
+// slowConnect returns the server URL u with a connect timeout of its own
+// (10 s) unless u sets one: a store opened with a short timeout to test its
+// operations would otherwise be bounded by it when it connects, and fail to
+// open on a loaded machine, where starting a server process can take longer.
+func slowConnect(u string) string {
+	if strings.Contains(u, "connect_timeout=") {
+		return u
+	}
+	if strings.Contains(u, "?") {
+		return u + "&connect_timeout=10"
+	}
+	return u + "?connect_timeout=10"
 }
 
 // Shared is a store that several pipelines share, as replicas do.
