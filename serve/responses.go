@@ -30,21 +30,6 @@ func storedResponse(x *exchange) {
 	x.fail(http.StatusNotFound, errNotFound, fmt.Sprintf("response %q: the gateway keeps no responses (each is answered with store false and forgotten), so none can be retrieved, listed, deleted or cancelled", x.r.PathValue("id")))
 }
 
-// compactResponse answers POST /v1/responses/compact, which Codex calls
-// to compact a long conversation when its provider is OpenAI's, with a 404
-// saying what to do instead. The API's answer is the user's messages and
-// an encrypted compaction item that only the provider can read: a later
-// call would carry it to the model past every layer of the policy, and
-// to a model of another provider not at all. Codex compacts with a
-// Responses call of its own (its summary prompt, answered on
-// /v1/responses through the chat chain) for any other provider.
-func compactResponse(x *exchange) {
-	x.fail(http.StatusNotFound, errNotFound, `POST /v1/responses/compact is not served: its answer, an encrypted compaction item, `+
-		`is read by the provider alone, past the policy's layers; compact the conversation with a /v1/responses call instead `+
-		`(Codex does so for a provider of its own: in config.toml, model_provider = "agentc" and [model_providers.agentc] `+
-		`with base_url = "<the gateway's URL>/v1", env_key naming the variable of your key, and wire_api = "responses")`)
-}
-
 // rsParams is what a Responses request holds beyond the call model: the
 // fields its response object repeats.
 type rsParams struct {
@@ -54,6 +39,9 @@ type rsParams struct {
 	// from holds, for each message of the request, what of the client's
 	// request it was made of (rsParam maps an upstream's param with it).
 	from []rsOrigin
+	// kept are the user's messages of a compaction's input, which its
+	// answer repeats (decodeCompact).
+	kept []json.RawMessage
 }
 
 // rsOrigin is what a message of a Responses request was made of: the
