@@ -79,6 +79,11 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c))
 	c.tok.release()
 	c.down = nil
+	if c.tok.fault != nil {
+		// The client's stream was refused (emitToken.admit): it returned
+		// once its yield said stop, which is the refusal, not the caller.
+		err = c.tok.fault
+	}
 	if c.Deltas > before || (err == nil && !c.Stopped) {
 		c.Served = c.Request.Model
 	}
@@ -145,6 +150,10 @@ type emitToken struct {
 	// generation is current, and written before the next yield is issued.
 	c  *ChatCall
 	pl atomic.Pointer[Pipeline]
+	// thinking is the number of thinking blocks the invocation's stream
+	// numbered, and fault its refusal of the stream (admit), nil if none.
+	thinking int
+	fault    error
 }
 
 // yield returns the model-facing yield for one invocation that pushes into c
@@ -156,6 +165,7 @@ type emitToken struct {
 func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 	gen := t.gen.Load()
 	t.c = c
+	t.thinking, t.fault = 0, nil
 	if t.pl.Load() != pl {
 		t.pl.Store(pl)
 	}
@@ -166,10 +176,36 @@ func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 			t.late()
 			return false
 		}
-		ok := t.c.emit(d)
+		ok := t.admit(&d) && t.c.emit(d)
 		t.busy.Add(-1)
 		return ok
 	}
+}
+
+// admit reports whether the model client's delta d may enter the chat
+// chain. A thinking fragment numbered more than MaxThinkingIndexSkip blocks
+// past the blocks the stream numbered is refused, and so is every delta
+// after it: the upstream's failure (KindTransient, which a fallback moves
+// on from before the first delta and a breaker counts), not the caller's
+// stop that a consumer refusing it would read as. Checked once here, it
+// holds for every consumer (ThinkingBuilder.Add refuses the same of a
+// layer's own deltas).
+func (t *emitToken) admit(d *Delta) bool {
+	if t.fault != nil {
+		return false
+	}
+	f := d.Thinking
+	if f == nil || f.Index < t.thinking {
+		return true
+	}
+	if f.Index-t.thinking > MaxThinkingIndexSkip {
+		t.fault = &CallError{Kind: KindTransient, Message: fmt.Sprintf(
+			"model %s: the model's stream sent thinking fragment index %d with %d blocks seen: a fragment may skip at most %d blocks",
+			t.c.Request.Model, f.Index, t.thinking, MaxThinkingIndexSkip)}
+		return false
+	}
+	t.thinking = f.Index + 1
+	return true
 }
 
 // late logs, once per pipeline, that a model client yielded after its

@@ -426,8 +426,34 @@ type servedSlot struct {
 	idHeader string
 }
 
-// NoteUpstreamRequestID implements runtime.UpstreamRequestIDs.
-func (s *servedSlot) NoteUpstreamRequestID(id string) { s.id.Store(&id) }
+// NoteUpstreamRequestID implements runtime.UpstreamRequestIDs. An id that
+// is not of a provider's form (requestIDForm) is not relayed, nor is the
+// id an earlier upstream of the request gave.
+func (s *servedSlot) NoteUpstreamRequestID(id string) {
+	if !requestIDForm(id) {
+		id = ""
+	}
+	s.id.Store(&id)
+}
+
+// maxRequestID is the longest upstream request id the gateway relays: a
+// provider's is a few dozen bytes (req_011CSHoEeqs5C35K2UUqR7Fy), and an
+// upstream's response headers are read up to 10 MiB.
+const maxRequestID = 128
+
+// requestIDForm reports whether id is of a provider's request id's form:
+// at most maxRequestID bytes of visible ASCII.
+func requestIDForm(id string) bool {
+	if len(id) > maxRequestID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
 
 // NoteServedModel implements runtime.ServedModels.
 func (s *servedSlot) NoteServedModel(name string) { s.name.Store(&name) }
@@ -435,7 +461,7 @@ func (s *servedSlot) NoteServedModel(name string) { s.name.Store(&name) }
 // setHeader sets the request id header of a response, when the upstream
 // gave an id.
 func (s *servedSlot) setHeader(h http.Header) {
-	if id := s.id.Load(); id != nil && s.idHeader != "" {
+	if id := s.id.Load(); id != nil && *id != "" && s.idHeader != "" {
 		h[s.idHeader] = []string{*id}
 	}
 }

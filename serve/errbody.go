@@ -2,9 +2,11 @@ package serve
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -35,12 +37,51 @@ func ownError(status int, code, layer, msg string) errDoc {
 func callError(a api, status int, err error) errDoc {
 	e := ownError(status, errorCode(err), runtime.LayerOf(err), clientMessage(err))
 	e.upstreamDetail(a, err)
-	e.msg, e.typ, e.param = withoutAccount(e.msg), withoutAccount(e.typ), withoutAccount(e.param)
+	e.msg = relayed(e.msg, maxRelayedMessage)
+	e.typ, e.param = relayed(e.typ, maxRelayedField), relayed(e.param, maxRelayedField)
 	if e.code != e.kind {
-		e.code = withoutAccount(e.code)
+		e.code = relayed(e.code, maxRelayedField)
 	}
 	return e
 }
+
+// maxRelayedMessage is the most of a failed call's message an error body
+// relays, and maxRelayedField the most of an upstream's error type, code
+// or param: an upstream's error body is read up to 1 MiB, and the client
+// has no use for more than a few KiB of it (the gateway's log keeps it
+// whole).
+const (
+	maxRelayedMessage = 4 << 10
+	maxRelayedField   = 256
+)
+
+// relayed is an upstream's text as a client may read it: without the ids
+// of the gateway's account (withoutAccount) nor anything shaped as a key
+// (keyShaped), and at most limit bytes, cut on a character's boundary and
+// marked as cut. The marks are removed before the cut, so that the cut
+// cannot leave a part of an id or a key that no longer matches.
+func relayed(msg string, limit int) string {
+	msg = withoutAccount(msg)
+	if strings.Contains(msg, "sk-") {
+		msg = keyShaped.ReplaceAllString(msg, "[redacted]")
+	}
+	if len(msg) <= limit {
+		return msg
+	}
+	mark := fmt.Sprintf(" … (cut: the message ran %d bytes)", len(msg))
+	cut := limit - len(mark)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + mark
+}
+
+// keyShaped matches what an upstream's text may hold of an API key besides
+// the gateway's own, which the provider clients already replace: a key of
+// OpenAI's or Anthropic's form (sk-, then at least 16 letters, digits, -
+// or _), and a provider's hint of one, its start and end around
+// asterisks ("sk-proj-****4b1d").
+var keyShaped = regexp.MustCompile(`\bsk-(?:[A-Za-z0-9_-]*\*{2,}[A-Za-z0-9_-]*|[A-Za-z0-9_-]{16,})`)
 
 // accountIDs are the ids of the gateway's upstream account that an
 // upstream's message may hold: OpenAI's organization (org- and 24 letters

@@ -43,7 +43,7 @@ const DefaultMaxInFlightBytes = 256 << 20
 // and its end (DELETE) do not; nor do the models routes and the probes.
 func bounded(route string, r *http.Request) bool {
 	switch route {
-	case "chat_completions", "messages", "count_tokens", "responses":
+	case "chat_completions", "messages", "count_tokens", "responses", "responses_compact":
 		return true
 	case "mcp":
 		return r.Method == http.MethodPost

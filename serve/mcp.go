@@ -1305,9 +1305,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	s.observeTool(name, res, err)
 	if err != nil {
-		// Without the ids of the gateway's accounts, as a chat route's
-		// upstream error (withoutAccount).
-		msg := withoutAccount(clientMessage(err))
+		// Without the ids of the gateway's accounts and bounded, as a
+		// chat route's upstream error (relayed).
+		msg := relayed(clientMessage(err), maxRelayedMessage)
 		if msg != err.Error() {
 			s.log.Warn("mcp tool call failed", "tool", name, "run", run.ID, "error", err.Error())
 		}

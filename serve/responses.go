@@ -39,6 +39,9 @@ type rsParams struct {
 	// from holds, for each message of the request, what of the client's
 	// request it was made of (rsParam maps an upstream's param with it).
 	from []rsOrigin
+	// kept are the user's messages of a compaction's input, which its
+	// answer repeats (decodeCompact).
+	kept []json.RawMessage
 }
 
 // rsOrigin is what a message of a Responses request was made of: the

@@ -252,17 +252,7 @@ func (r *rsResponse) append(b []byte) []byte {
 	b = appendNumber(b, req.TopP)
 	b = append(b, `,"truncation":"disabled","usage":`...)
 	if u := r.usage; u != nil {
-		b = append(b, `{"input_tokens":`...)
-		b = appendInt(b, u.InputTokens)
-		b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
-		b = appendInt(b, u.CachedInputTokens)
-		b = append(b, `},"output_tokens":`...)
-		b = appendInt(b, u.OutputTokens)
-		b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
-		b = appendInt(b, u.ReasoningTokens)
-		b = append(b, `},"total_tokens":`...)
-		b = appendInt(b, u.Total())
-		b = append(b, '}')
+		b = appendRSUsage(b, u)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -272,6 +262,21 @@ func (r *rsResponse) append(b []byte) []byte {
 	} else {
 		b = append(b, "null"...)
 	}
+	return append(b, '}')
+}
+
+// appendRSUsage appends a response's usage object.
+func appendRSUsage(b []byte, u *runtime.Usage) []byte {
+	b = append(b, `{"input_tokens":`...)
+	b = appendInt(b, u.InputTokens)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = appendInt(b, u.CachedInputTokens)
+	b = append(b, `},"output_tokens":`...)
+	b = appendInt(b, u.OutputTokens)
+	b = append(b, `,"output_tokens_details":{"reasoning_tokens":`...)
+	b = appendInt(b, u.ReasoningTokens)
+	b = append(b, `},"total_tokens":`...)
+	b = appendInt(b, u.Total())
 	return append(b, '}')
 }
 

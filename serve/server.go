@@ -926,6 +926,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/models/{model...}", "model", apiClient, s.getModel)
 	s.handle("POST /v1/chat/completions", "chat_completions", apiOpenAI, func(x *exchange) { s.chat(x, &openAIChat) })
 	s.handle("POST /v1/responses", "responses", apiOpenAI, func(x *exchange) { s.chat(x, &responsesChat) })
+	s.handle("POST /v1/responses/compact", "responses_compact", apiOpenAI, func(x *exchange) { s.chat(x, &responsesCompact) })
 	for _, p := range storedResponseRoutes {
 		s.handle(p, "responses_stored", apiOpenAI, storedResponse)
 	}

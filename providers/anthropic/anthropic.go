@@ -323,10 +323,13 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		stopped bool
 		refusal bool // a refusal's explanation went out
 		// tools maps content block indexes to tool-call indexes, and
-		// thinking to thinking-block indexes.
-		tools    []int64
-		thinking []int64
-		slab     wire.ToolCallSlab
+		// thinking to thinking-block indexes; ntools and nthinking count
+		// the blocks begun. A map, so that a delta finds its block in
+		// constant time however many an upstream begins before it.
+		tools             map[int64]int
+		thinking          map[int64]int
+		ntools, nthinking int
+		slab              wire.ToolCallSlab
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
@@ -360,24 +363,12 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		}
 		return err
 	}
-	toolIndex := func(block int64) int {
-		for i, b := range tools {
-			if b == block {
-				return i
-			}
-		}
-		return -1
-	}
 	think := func(block int64, td runtime.ThinkingDelta) bool {
-		td.Index = -1
-		for i, b := range thinking {
-			if b == block {
-				td.Index = i
-			}
-		}
-		if td.Index < 0 {
+		i, ok := thinking[block]
+		if !ok {
 			return true // a delta of a block that never started
 		}
+		td.Index = i
 		return emit(runtime.Delta{Thinking: &td})
 	}
 	for stream.Next() {
@@ -394,9 +385,16 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 			cb := &ev.ContentBlock
 			switch cb.Type {
 			case "tool_use":
-				tools = append(tools, ev.Index)
+				if tools == nil {
+					tools = map[int64]int{}
+				}
+				if _, again := tools[ev.Index]; !again {
+					// A block begun twice: its deltas go to the first.
+					tools[ev.Index] = ntools
+				}
+				ntools++
 				tc := slab.Take(1)
-				tc[0] = runtime.ToolCallDelta{Index: len(tools) - 1, ID: cb.ID, Name: cb.Name}
+				tc[0] = runtime.ToolCallDelta{Index: ntools - 1, ID: cb.ID, Name: cb.Name}
 				if !emit(runtime.Delta{ToolCalls: tc}) {
 					return nil
 				}
@@ -407,7 +405,12 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 			case "thinking", "redacted_thinking":
 				// Every thinking block gets a delta when it starts, so
 				// that an empty one keeps its place.
-				thinking = append(thinking, ev.Index)
+				if thinking == nil {
+					thinking = map[int64]int{}
+				}
+				// A block begun twice: its deltas go to the last.
+				thinking[ev.Index] = nthinking
+				nthinking++
 				td := runtime.ThinkingDelta{Text: cb.Thinking, Signature: cb.Signature}
 				if cb.Type == "redacted_thinking" {
 					td = runtime.ThinkingDelta{Redacted: true, Signature: cb.Data}
@@ -431,7 +434,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 					return nil
 				}
 			case "input_json_delta":
-				if i := toolIndex(ev.Index); i >= 0 && ev.Delta.PartialJSON != "" {
+				if i, ok := tools[ev.Index]; ok && ev.Delta.PartialJSON != "" {
 					tc := slab.Take(1)
 					tc[0] = runtime.ToolCallDelta{Index: i, Arguments: ev.Delta.PartialJSON}
 					if !emit(runtime.Delta{ToolCalls: tc}) {

@@ -51,13 +51,17 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Tools) > 0 {
+	tools, called := req.Tools, historyTools(req)
+	if called != nil {
+		tools = called
+	}
+	if len(tools) > 0 {
 		b = append(b, `,"tools":[`...)
-		for i := range req.Tools {
+		for i := range tools {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendTool(b, &req.Tools[i]); err != nil {
+			if b, err = appendTool(b, &tools[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -79,6 +83,9 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		choice = "any"
 	default:
 		choice = "tool"
+	}
+	if called != nil {
+		choice = "none"
 	}
 	if choice != "" {
 		b = append(b, `,"tool_choice":{"type":"`...)
@@ -663,6 +670,40 @@ func isDataURL(u string) bool {
 	_, ok := runtime.DataURL(u)
 	return ok
 }
+
+// historyTools returns, for a request that offers no tools, the tools its
+// history calls, each once in the order first called, with an empty
+// schema (nil when it offers tools or calls none). The Messages API
+// refuses a request whose messages hold tool_use or tool_result blocks
+// and that defines no tools, which a client sends when it asks for an
+// answer without tools once some were called (Codex compacting a
+// conversation); the body declares these, with tool_choice none, so that
+// the model calls none of them.
+func historyTools(req *runtime.ChatRequest) []runtime.ToolDef {
+	if len(req.Tools) > 0 {
+		return nil
+	}
+	var out []runtime.ToolDef
+	var seen map[string]bool
+	for i := range req.Messages {
+		for j := range req.Messages[i].ToolCalls {
+			name := req.Messages[i].ToolCalls[j].Name
+			if seen[name] {
+				continue
+			}
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[name] = true
+			out = append(out, runtime.ToolDef{Name: name, Parameters: emptySchema})
+		}
+	}
+	return out
+}
+
+// emptySchema is the input schema of a tool declared for its calls in a
+// request's history (historyTools).
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // customTools refuses OpenAI's custom (free-form) tools and their calls:
 // the Messages API has none. Offered as a tool of one string parameter,

@@ -29,7 +29,11 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 		return p, nil, err
 	}
 	p.System, p.Messages = sys, msgs
-	for _, t := range req.Tools {
+	tools, called := req.Tools, historyTools(req)
+	if called != nil {
+		tools = called
+	}
+	for _, t := range tools {
 		tp, err := sdkTool(t)
 		if err != nil {
 			return p, nil, err
@@ -62,6 +66,9 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 		if serial {
 			p.ToolChoice.OfTool.DisableParallelToolUse = anthropic.Bool(true)
 		}
+	}
+	if called != nil {
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
 	}
 	if req.CacheControl != nil {
 		p.CacheControl = cacheControl(req.CacheControl)
