@@ -45,8 +45,11 @@ func resultsUpstream(t *testing.T) string {
 	add("blob", &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
 		URI: "file:///k", MIMEType: "application/octet-stream", Blob: []byte("key " + leak)}}}})
 	add("link", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "file:///k", Name: "k", Description: "key " + leak}}})
-	add("image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngLike}, txt("key " + leak)}})
+	add("image", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngClean}, txt("key " + leak)}})
 	add("binary", &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+		URI: "file:///b", MIMEType: "image/png", Blob: pngClean}}}})
+	add("image_holding_key", &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: pngLike}}})
+	add("blob_holding_key", &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
 		URI: "file:///b", MIMEType: "image/png", Blob: pngLike}}}})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
@@ -54,9 +57,13 @@ func resultsUpstream(t *testing.T) string {
 }
 
 // pngLike is binary data (not UTF-8, mostly not text) holding leak, as a
-// PNG's text chunk among its compressed pixels would. (Data that is mostly
-// text decodes as text and is read: see docs/detection.md, Encoded values.)
-var pngLike = []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00\x9c\xfe\x07", 16) + leak + strings.Repeat("\x81\x00\xd3\x1f", 16))
+// PNG's text chunk among its compressed pixels would: its printable
+// stretches are read, as strings(1) reads them (docs/detection.md, Encoded
+// values). pngClean is the same without it.
+var (
+	pngLike  = []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00\x9c\xfe\x07", 16) + leak + strings.Repeat("\x81\x00\xd3\x1f", 16))
+	pngClean = []byte("\x89PNG\r\n\x1a\n" + strings.Repeat("\x00\x9c\xfe\x07", 16) + "IDAT" + strings.Repeat("\x81\x00\xd3\x1f", 16))
+)
 
 // TestMCPToolResultsAreRedacted: a redact layer of the tool chain masks
 // every text of an upstream's result that the client reads: its text
@@ -98,10 +105,28 @@ chains: tool: [{use: "redact"}]
 	// Binary data is data: it passes as the upstream sent it.
 	res, raw = call("image")
 	require.Len(t, res.Content, 2, raw)
-	assert.Equal(t, pngLike, res.Content[0].(*mcp.ImageContent).Data)
+	assert.Equal(t, pngClean, res.Content[0].(*mcp.ImageContent).Data)
 	res, raw = call("binary")
 	require.Len(t, res.Content, 1, raw)
-	assert.Equal(t, pngLike, res.Content[0].(*mcp.EmbeddedResource).Resource.Blob)
+	assert.Equal(t, pngClean, res.Content[0].(*mcp.EmbeddedResource).Resource.Blob)
+
+	// Unless its bytes hold the key, readable between the binary ones: then
+	// the client gets neither the key nor the bytes holding it.
+	for _, name := range []string{"image_holding_key", "blob_holding_key"} {
+		res, raw = call(name)
+		assert.Contains(t, raw, "[REDACTED:aws-access-key-id]", name)
+		for _, c := range res.Content {
+			switch c := c.(type) {
+			case *mcp.ImageContent:
+				assert.NotContains(t, string(c.Data), leak, name)
+			case *mcp.EmbeddedResource:
+				assert.NotContains(t, string(c.Resource.Blob), leak, name)
+				assert.NotContains(t, c.Resource.Text, leak, name)
+			case *mcp.TextContent:
+				assert.NotContains(t, c.Text, leak, name)
+			}
+		}
+	}
 }
 
 // TestMCPLookAlikeToolNamesWithheld: an upstream tool whose name holds a
