@@ -1342,8 +1342,12 @@ type TurnCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn   TurnFunc
-	ends []func(err error) error
+	fn TurnFunc
+	// ends are what the layers asked to do at the turn's end (AtEnd),
+	// each with the depth in the chain of the layer that asked; depth is
+	// that of the layer running now (attemptAt).
+	ends  []turnEnd
+	depth int
 	// mu guards earlier and withhold, which agent turns nested in the
 	// body may add to from goroutines of their own.
 	mu      sync.Mutex
@@ -1393,9 +1397,20 @@ func AddEarlier(ctx context.Context, texts []string) {
 // refused. The functions run in the order they were added, after the
 // transcript was settled (RunAgent withholds a refused answer's text
 // first); an error one returns is joined to the turn's, which no layer of
-// the chain sees.
+// the chain sees. A layer that runs the layers inside it again (a host's
+// retry) abandons their earlier attempt: what they added during it is
+// dropped when they are entered again, so only the ends of the attempt
+// that returned run, once each. Attempts run one after another: a layer
+// must not run the layers inside it concurrently with one TurnCall.
 func (c *TurnCall) AtEnd(fn func(err error) error) {
-	c.ends = append(c.ends, fn)
+	c.ends = append(c.ends, turnEnd{fn, c.depth})
+}
+
+// turnEnd is a function to run at a turn's end (AtEnd) and the depth in
+// the turn chain of the layer that added it.
+type turnEnd struct {
+	fn    func(err error) error
+	depth int
 }
 
 // IdempotencyKey returns the turn's idempotency key, derived from the run id

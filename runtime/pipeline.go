@@ -771,7 +771,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		}
 	}
 	for _, end := range c.ends {
-		if eerr := end(err); eerr != nil {
+		if eerr := end.fn(err); eerr != nil {
 			err = errors.Join(err, eerr)
 		}
 	}
