@@ -232,32 +232,19 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
-	// The transcript's indexes of the turn's first and last answers when
-	// the body ended without error (-1: it did not).
-	first, answer := -1, -1
-	// The output is what the turn chain let through: a content_filter or
-	// an after-phase guard that refused it, or the text of an earlier
-	// answer (TurnCall.Earlier), leaves none, and no answer of the turn
-	// keeps its text in the transcript either. It is settled before the
-	// turn's end is recorded (a checkpoint's save, wherever the layer
-	// stands in the chain), so no version holds the refused text.
-	// A turn whose body failed (failed: not final) and that a layer then
-	// refused withholds the text of its answers failedFirst to failedLast.
-	var failed error
-	failedFirst, failedLast := -1, -1
-	settle := func(out string, err error) {
-		if err != nil && answer >= 0 && (out != res.Output || Classify(err) == ClassBlocked) {
-			res.Messages = withholdTexts(res.Messages, first, answer)
-			pl.RecordTranscript(ctx, res.Messages)
-		}
-		if failed != nil && err != failed && Classify(err) == ClassBlocked {
-			res.Messages = withholdTexts(res.Messages, failedFirst, failedLast)
-			pl.RecordTranscript(ctx, res.Messages)
-		}
-	}
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
-		res, first, answer = AgentResult{}, -1, -1
-		failed, failedFirst, failedLast = nil, -1, -1
+	// The transcript's indexes of the first and the last answers whose
+	// text the body handed the turn chain (-1: none): every answer of a
+	// turn that returned, every answer of one that failed other than
+	// final. The output is what the turn chain let through: a
+	// content_filter or an after-phase guard that refused it, or the text
+	// of one of those answers (TurnCall.Earlier), leaves none, and no
+	// answer of the turn keeps its text in the transcript either
+	// (onRefused). It is withheld before the turn's end is recorded (a
+	// checkpoint's save, wherever the layer stands in the chain), so no
+	// version holds the refused text.
+	first, last := -1, -1
+	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+		res, first, last = AgentResult{}, -1, -1
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params)}
 		var err error
 		if len(pending) > 0 {
@@ -274,19 +261,28 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		}
 		res.Messages = turn.msgs
 		pl.RecordTranscript(ctx, turn.msgs)
-		if err != nil {
+		switch {
+		case err == nil:
+			first, last = turn.first, turn.answer
+			AddEarlier(ctx, turn.earlier())
+		case !Classify(err).Final():
 			// The text of a turn that failed is no output, but its
 			// answers' text is in the transcript the host gets: unless
 			// the turn ended final (blocked, over budget, in doubt: the
 			// layers keep that first reason), the turn chain reads it.
-			if f, l := turn.answers(); f >= 0 && !Classify(err).Final() {
-				failed, failedFirst, failedLast = err, f, l
-				AddEarlier(ctx, turn.texts(f, l+1))
+			if first, last = turn.answers(); first >= 0 {
+				AddEarlier(ctx, turn.texts(first, last+1))
 			}
+		}
+		if first >= 0 {
+			onRefused(ctx, func() {
+				res.Messages = withholdTexts(res.Messages, first, last)
+				pl.RecordTranscript(ctx, res.Messages)
+			})
+		}
+		if err != nil {
 			return "", err
 		}
-		first, answer = turn.first, turn.answer
-		AddEarlier(ctx, turn.earlier())
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
@@ -294,8 +290,8 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
-	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && err == nil && answer >= 0 {
-		pl.nestIn(ctx, outer, res.Messages, first, answer)
+	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && first >= 0 && !tr.Withheld {
+		pl.nestIn(ctx, outer, res.Messages, first, last)
 	}
 	return res, err
 }
