@@ -144,7 +144,13 @@ type AgentResult struct {
 // doubt) too, and their refusal replaces its error so.
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
-// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it.
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it. A turn
+// run by a tool call of an agent turn of the same run (a tool that runs an
+// agent of its own; two such calls of one answer run at once) is part of
+// that turn: it records neither the run's transcript nor its calls' intent
+// (a checkpoint's versions hold the outer turn's), its tool results are
+// recorded under names of their own (ToolRecord.Call), and its text
+// reaches the outer turn only as the tool's result.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -243,9 +249,17 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// checkpoint's save, wherever the layer stands in the chain), so no
 	// version holds the refused text.
 	first, last := -1, -1
+	// A turn a tool call of an agent turn of the same run runs is part of
+	// that turn (inAgentCall): the run's transcript is the outer turn's.
+	call := inAgentCall(ctx)
+	record := func(ctx context.Context, msgs []Message) {
+		if call == "" {
+			pl.RecordTranscript(ctx, msgs)
+		}
+	}
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
 		res, first, last = AgentResult{}, -1, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params)}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
@@ -260,7 +274,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			err = turn.run(ctx, maxSteps)
 		}
 		res.Messages = turn.msgs
-		pl.RecordTranscript(ctx, turn.msgs)
+		record(ctx, turn.msgs)
 		switch {
 		case err == nil:
 			first, last = turn.first, turn.answer
@@ -277,7 +291,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		if first >= 0 {
 			onRefused(ctx, func() {
 				res.Messages = withholdTexts(res.Messages, first, last)
-				pl.RecordTranscript(ctx, res.Messages)
+				record(ctx, res.Messages)
 			})
 		}
 		if err != nil {
@@ -290,10 +304,30 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
-	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && first >= 0 && !tr.Withheld {
+	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && call == "" && first >= 0 && !tr.Withheld {
 		pl.nestIn(ctx, outer, res.Messages, first, last)
 	}
 	return res, err
+}
+
+// inAgentCall returns the record key of the tool call of an agent turn
+// that ctx runs in, when that turn is of ctx's run (a tool that runs an
+// agent turn of its own, as two calls of one answer may at once), or "".
+// Such a turn is part of the outer one: it records neither the run's
+// transcript nor the calls it makes (the outer turn's, which a version
+// saved meanwhile holds and a resume continues), its calls' records are
+// named apart from the outer turn's (agentTurn.key), and its text reaches
+// the outer turn's host only as the tool's result, which the outer model
+// reads: it is not handed to the outer turn chain (nestIn).
+func inAgentCall(ctx context.Context) string {
+	key := agentCallOf(ctx)
+	if key == "" {
+		return ""
+	}
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); !ok || c.Meta.Run.ID != RunOf(ctx).ID {
+		return ""
+	}
+	return key
 }
 
 // nestIn hands an agent turn run in the body of an outer turn (a
@@ -414,6 +448,9 @@ type agentTurn struct {
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
+	// call is the record key of the outer agent turn's tool call that
+	// runs this one, "" for a turn of its own (inAgentCall).
+	call string
 	// resumed holds the calls settle runs although they may have started
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
@@ -474,7 +511,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 // A hook's error ends the turn before any call runs (run leaves the answer
 // out of the transcript).
 func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
-	if !t.pl.recordRuns.Load() {
+	if !t.pl.recordRuns.Load() || t.call != "" {
 		return nil
 	}
 	t.pl.RecordTranscript(ctx, t.msgs)
@@ -516,7 +553,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			out[i] = &m
 			continue
 		}
-		key := agentCallKey(at, call)
+		key := t.key(at, call)
 		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
 			m := recordAnswer(call, r)
 			out[i] = &m
@@ -871,6 +908,16 @@ func agentCallKey(at int, call ToolUse) string {
 	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
 }
 
+// key names a tool call of the turn in its run's records: agentCallKey,
+// after the key of the outer turn's call that runs the turn and a "/"
+// (inAgentCall), so that no record of one is taken for the other's.
+func (t *agentTurn) key(at int, call ToolUse) string {
+	if t.call != "" {
+		return t.call + "/" + agentCallKey(at, call)
+	}
+	return agentCallKey(at, call)
+}
+
 type agentCallCtxKey struct{}
 
 // agentCallOf returns the agent call key the tool call of ctx answers.
@@ -981,7 +1028,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				<-sem
 				wg.Done()
 			}()
-			key := agentCallKey(at, calls[i])
+			key := t.key(at, calls[i])
 			cctx := context.WithValue(ctx, agentCallCtxKey{}, key)
 			if intent, ok := t.resumed[key]; ok {
 				var done func()

@@ -1338,6 +1338,7 @@ type TurnCall struct {
 	Meta Meta
 
 	fn TurnFunc
+	pl *Pipeline
 	// ends are what the layers asked to do at the turn's end (AtEnd),
 	// each with the depth in the chain of the layer that asked; depth is
 	// that of the layer running now (attemptAt).
@@ -1398,7 +1399,11 @@ func AddEarlier(ctx context.Context, texts []string) {
 // retry) abandons their earlier attempt: what they added during it is
 // dropped when they are entered again, so only the ends of the attempt
 // that returned run, once each. Attempts run one after another: a layer
-// must not run the layers inside it concurrently with one TurnCall.
+// must not run the layers inside it concurrently with one TurnCall. A
+// turn run in the body of a turn of the same run and pipeline (a
+// scenario's turn step around an agent step, a tool of an agent turn that
+// runs an agent turn) is part of that turn: its ends do not run, the
+// outer turn's do once it returned.
 func (c *TurnCall) AtEnd(fn func(err error) error) {
 	c.ends = append(c.ends, turnEnd{fn, c.depth})
 }

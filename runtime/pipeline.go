@@ -785,8 +785,16 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 			defer pl.runs.end(pl.runs.begin(run.ID))
 		}
 	}
+	// A turn run in the body of a turn of the same run and pipeline (a
+	// scenario's turn step around an agent step, a tool that runs an
+	// agent turn) is part of it: what its layers ask to do at its end is
+	// left to the outer turn's end (a checkpoint saves the run once, as
+	// the outer turn ends, and a refused delegate does not finish the run
+	// the outer turn goes on with).
+	outer, nested := ctx.Value(turnCallKey{}).(*TurnCall)
+	nested = nested && outer.pl == pl && outer.Meta.Run.ID == run.ID
 	ctx = pl.withTurnGrounding(ctx, req.Input)
-	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
+	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl}
 	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	out, err := pl.turn(ctx, c)
@@ -797,6 +805,9 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		}
 	}
 	for _, end := range c.ends {
+		if nested {
+			break
+		}
 		if eerr := end.fn(err); eerr != nil {
 			err = errors.Join(err, eerr)
 		}

@@ -1,0 +1,151 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// delegating returns a model and tools for an agent turn ("plan the trip")
+// whose first answer asks the delegate tool twice, which runs an agent
+// turn of its own with the call's task as its input ("flights",
+// "hotels"); each of those looks its task up, then answers.
+func delegating(pl **runtime.Pipeline) (runtime.ModelClient, map[string]runtime.ToolFunc) {
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		input, last := req.Messages[0].Text(), req.Messages[len(req.Messages)-1]
+		var d runtime.Delta
+		switch {
+		case input == "plan the trip" && last.Role == "user":
+			d = runtime.Delta{Text: "asking both", FinishReason: runtime.FinishToolCalls, ToolCalls: []runtime.ToolCallDelta{
+				{Index: 0, ID: "call_1", Name: "delegate", Arguments: `{"task":"flights"}`},
+				{Index: 1, ID: "call_2", Name: "delegate", Arguments: `{"task":"hotels"}`}}}
+		case input == "plan the trip":
+			d = runtime.Delta{Text: "trip planned"}
+		case last.Role == "user":
+			d = runtime.Delta{Text: "looking up " + input, FinishReason: runtime.FinishToolCalls, ToolCalls: []runtime.ToolCallDelta{
+				{Index: 0, ID: "call_1", Name: "lookup", Arguments: `{}`}}}
+		default:
+			d = runtime.Delta{Text: input + " found"}
+		}
+		yield(d)
+		return nil
+	})
+	tools := map[string]runtime.ToolFunc{
+		"lookup": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil },
+		"delegate": func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+			res, err := (*pl).RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: fmt.Sprint(c.Args["task"])})
+			return res.Output, err
+		},
+	}
+	return model, tools
+}
+
+// TestNestedAgentTurnsOfOneAnswer: an agent turn's tool that runs an agent
+// turn of its own (two such calls of one answer, at once) ran it as a turn
+// of the same run: each recorded its transcript, the calls it was making
+// and their results as the run's, over the outer turn's, so a version
+// saved meanwhile (after_tool) held a nested turn's transcript as the
+// run's, which a resume would have continued in place of the outer turn.
+// The run's records are the outer turn's alone now; a nested turn's tool
+// results are recorded apart from the outer turn's calls.
+func TestNestedAgentTurnsOfOneAnswer(t *testing.T) {
+	var pl *runtime.Pipeline
+	model, tools := delegating(&pl)
+	store := runtime.NewMemoryCheckpoints()
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true,"keep":0}`)}})
+	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "trip"})
+
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
+	require.NoError(t, err)
+	assert.Equal(t, "trip planned", res.Output)
+
+	versions, err := store.CheckpointVersions(context.Background(), "trip")
+	require.NoError(t, err)
+	require.NotEmpty(t, versions)
+	var calls []string
+	for _, v := range versions {
+		cp, ok, err := store.CheckpointAt(context.Background(), "trip", v)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NotEmpty(t, cp.Transcript)
+		assert.Equal(t, "plan the trip", cp.Transcript[0].Text(), "version %d is the outer turn's", v)
+		if cp.Calls != nil {
+			assert.Len(t, cp.Calls.Calls, 2, "version %d records the outer turn's calls", v)
+			calls = cp.Calls.Calls
+		}
+	}
+	cp, _, err := store.LatestCheckpoint(context.Background(), "trip")
+	require.NoError(t, err)
+	var outer []string
+	for _, r := range cp.Tools {
+		if r.Tool == "delegate" {
+			outer = append(outer, r.Call)
+			continue
+		}
+		for _, c := range calls {
+			assert.False(t, strings.HasPrefix(c, r.Call), "a nested call's record %q is not taken for the outer call %q", r.Call, c)
+		}
+	}
+	assert.ElementsMatch(t, calls, outer)
+}
+
+// TestNestedAgentTurnsRace runs TestNestedAgentTurnsOfOneAnswer's turn
+// several times at once (go test -race): while the nested turns run, the
+// run's recorded transcript is the outer turn's.
+func TestNestedAgentTurnsRace(t *testing.T) {
+	var pl *runtime.Pipeline
+	model, tools := delegating(&pl)
+	tools["lookup"] = func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+		assert.Equal(t, "plan the trip", pl.Transcript(ctx)[0].Text(), "the run's transcript while a nested turn runs")
+		return "ok", nil
+	}
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true}`)}})
+	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprint("trip", i)})
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
+			assert.NoError(t, err)
+			assert.Equal(t, "trip planned", res.Output)
+			assert.Equal(t, "plan the trip", pl.Transcript(ctx)[0].Text())
+		})
+	}
+	wg.Wait()
+}
+
+// TestNestedAgentTurnRefused: a delegate's turn that its turn chain
+// refused ran the checkpoint's end of its own: it finished the run as
+// failed while the outer turn went on (the model told the tool failed),
+// and the outer turn's save was then refused, so the turn that answered
+// ended blocked. A nested turn's ends are the outer turn's: the run is
+// saved once, as the outer turn ended.
+func TestNestedAgentTurnRefused(t *testing.T) {
+	var pl *runtime.Pipeline
+	model, tools := delegating(&pl)
+	store := runtime.NewMemoryCheckpoints()
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), rt.Layer("guard", `{"deny":"input.text == \"flights\"","phase":"before"}`)}})
+	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "trip"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
+	require.NoError(t, err)
+	assert.Equal(t, "trip planned", res.Output)
+	require.Contains(t, answers(res.Messages)[0], "call_1=refused", "the delegate's refusal is the tool's answer")
+	cp, _, err := store.LatestCheckpoint(context.Background(), "trip")
+	require.NoError(t, err)
+	assert.Equal(t, runtime.RunRunning, cp.Status)
+	assert.Equal(t, 1, cp.Version, "one save, at the outer turn's end")
+}
