@@ -119,3 +119,34 @@ func TestNestedAgentTurnOfAFailedOuterBody(t *testing.T) {
 	assert.True(t, tr.Withheld)
 	assertNotRecorded(t, ctx, pl, store, "acct 1234")
 }
+
+// TestRequireOfTheFinalAnswer: an after-phase guard's require holds for
+// the text of each earlier answer of the turn too; output.final scopes it
+// to the turn's output, which it still checks.
+func TestRequireOfTheFinalAnswer(t *testing.T) {
+	calling := rt.Response{Stream: []runtime.Delta{{Text: "let me check", FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}}}
+	for _, tc := range []struct {
+		require, answer string
+		class           runtime.Class
+	}{
+		{"output.text.startsWith('Answer:')", "Answer: 42", runtime.ClassBlocked},
+		{"!output.final || output.text.startsWith('Answer:')", "Answer: 42", runtime.ClassOK},
+		{"!output.final || output.text.startsWith('Answer:')", "42", runtime.ClassBlocked},
+	} {
+		t.Run(tc.require+" "+tc.answer, func(t *testing.T) {
+			guard := rt.Layer("guard", `{"require":"`+strings.ReplaceAll(tc.require, `'`, `\"`)+`","phase":"after"}`)
+			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{guard}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(calling, rt.Response{Deltas: []string{tc.answer}})},
+					Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}})
+			res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "what is it?"})
+			require.Equal(t, tc.class, runtime.Classify(err), "%v", err)
+			if tc.class == runtime.ClassOK {
+				assert.Equal(t, tc.answer, res.Output)
+				assert.True(t, holds(res.Messages, "let me check"), "the earlier text let through")
+			} else {
+				assert.False(t, holds(res.Messages, tc.answer))
+			}
+		})
+	}
+}
