@@ -150,7 +150,13 @@ type AgentResult struct {
 // that turn: it records neither the run's transcript nor its calls' intent
 // (a checkpoint's versions hold the outer turn's), its tool results are
 // recorded under names of their own (ToolRecord.Call), and its text
-// reaches the outer turn only as the tool's result.
+// reaches the outer turn only as the tool's result. A layer of the turn
+// chain that runs the layers inside it again (a host's retry of a turn
+// whose model call failed) has the loop go on from the transcript the
+// attempt before left, as a resumed run does, so no tool call runs twice;
+// an attempt after one whose body returned returns what it returned. The
+// counts of the result (Steps, ToolCalls, Blocked, Usage) are then the
+// last attempt's.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -257,24 +263,10 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			pl.RecordTranscript(ctx, msgs)
 		}
 	}
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
-		res, first, last = AgentResult{}, -1, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
-		var err error
-		if len(pending) > 0 {
-			err = turn.settle(ctx, at, pending)
-			if err == nil {
-				turn.msgs = append(turn.msgs, tail...)
-				if req.Input != "" {
-					turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
-				}
-			}
-		}
-		if err == nil {
-			err = turn.run(ctx, maxSteps)
-		}
-		res.Messages = turn.msgs
-		record(ctx, turn.msgs)
+	// handOver hands the turn chain the text of the answers of the turn
+	// ended with err (TurnCall.Earlier), and has it withheld on refusal.
+	handOver := func(ctx context.Context, turn *agentTurn, err error) {
+		first, last = -1, -1
 		switch {
 		case err == nil:
 			first, last = turn.first, turn.answer
@@ -294,6 +286,53 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 				record(ctx, res.Messages)
 			})
 		}
+	}
+	// An attempt after the first (a layer of the turn chain ran the layers
+	// inside it again) continues the transcript the attempt before left,
+	// as a resumed run does, rather than start the turn again: no tool call
+	// of the turn runs twice. The attempt after a body that returned
+	// returns what it returned.
+	var prev *agentTurn
+	var prevErr error
+	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+		first, last = -1, -1
+		if prev != nil && prevErr == nil {
+			handOver(ctx, prev, nil)
+			return res.Output, nil
+		}
+		base, at, pending, tail, resumed := msgs, at, pending, tail, prev != nil
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
+		if resumed {
+			base, turn.first = prev.msgs, prev.first
+			var ins int
+			var err error
+			if at, pending, ins, err = pendingCalls(base); err != nil {
+				return "", err
+			}
+			tail = nil
+			if len(pending) > 0 {
+				tail, base = slices.Clone(base[ins:]), base[:ins]
+			}
+		}
+		res = AgentResult{}
+		turn.msgs = base
+		var err error
+		if len(pending) > 0 {
+			err = turn.settle(ctx, at, pending)
+			if err == nil {
+				turn.msgs = append(turn.msgs, tail...)
+				if req.Input != "" && !resumed {
+					turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
+				}
+			}
+		}
+		if err == nil {
+			err = turn.run(ctx, maxSteps)
+		}
+		prev, prevErr = &turn, err
+		res.Messages = turn.msgs
+		record(ctx, turn.msgs)
+		handOver(ctx, &turn, err)
 		if err != nil {
 			return "", err
 		}
