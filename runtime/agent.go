@@ -257,7 +257,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	first, last := -1, -1
 	// A turn a tool call of an agent turn of the same run runs is part of
 	// that turn (inAgentCall): the run's transcript is the outer turn's.
-	call := inAgentCall(ctx)
+	call := pl.inAgentCall(ctx)
 	record := func(ctx context.Context, msgs []Message) {
 		if call == "" {
 			pl.RecordTranscript(ctx, msgs)
@@ -350,7 +350,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 }
 
 // inAgentCall returns the record key of the tool call of an agent turn
-// that ctx runs in, when that turn is of ctx's run (a tool that runs an
+// that ctx runs in, when that turn is of ctx's run and of pl (a tool that runs an
 // agent turn of its own, as two calls of one answer may at once), or "".
 // Such a turn is part of the outer one: it records neither the run's
 // transcript nor the calls it makes (the outer turn's, which a version
@@ -358,12 +358,12 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 // named apart from the outer turn's (agentTurn.key), and its text reaches
 // the outer turn's host only as the tool's result, which the outer model
 // reads: it is not handed to the outer turn chain (nestIn).
-func inAgentCall(ctx context.Context) string {
+func (pl *Pipeline) inAgentCall(ctx context.Context) string {
 	key := agentCallOf(ctx)
 	if key == "" {
 		return ""
 	}
-	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); !ok || c.Meta.Run.ID != RunOf(ctx).ID {
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); !ok || c.pl != pl || c.Meta.Run.ID != RunOf(ctx).ID {
 		return ""
 	}
 	return key

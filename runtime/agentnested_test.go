@@ -149,3 +149,24 @@ func TestNestedAgentTurnRefused(t *testing.T) {
 	assert.Equal(t, runtime.RunRunning, cp.Status)
 	assert.Equal(t, 1, cp.Version, "one save, at the outer turn's end")
 }
+
+// TestDelegateOfAnotherPipeline: a tool that runs an agent turn of another
+// pipeline, of the same run id, runs a turn of that pipeline's run, which
+// records its own transcript.
+func TestDelegateOfAnotherPipeline(t *testing.T) {
+	var inner *runtime.Pipeline
+	model, tools := delegating(&inner)
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}})
+	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
+	deps := runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()}
+	inner = rt.Build(t, p, deps)
+	deps.Checkpoints = runtime.NewMemoryCheckpoints()
+	outer := rt.Build(t, p, deps)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "trip"})
+	res, err := outer.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "trip planned", res.Output)
+	assert.Equal(t, "plan the trip", outer.Transcript(ctx)[0].Text())
+	require.NotEmpty(t, inner.Transcript(ctx), "the other pipeline's run records its turns")
+	assert.Contains(t, []string{"flights", "hotels"}, inner.Transcript(ctx)[0].Text())
+}

@@ -818,12 +818,12 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 // holdTurn holds the named run for a turn while runs are recorded, and
 // returns what releases it: a turn of a run that another turn holds is
 // refused (ErrRunBusy), unless ctx is that turn's (a turn nested in the
-// body of a turn of the same run is part of it).
+// body of a turn of the same run and pipeline is part of it).
 func (pl *Pipeline) holdTurn(ctx context.Context, runID string) (func(), error) {
 	if !pl.recordRuns.Load() {
 		return func() {}, nil
 	}
-	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && c.Meta.Run.ID == runID {
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && c.pl == pl && c.Meta.Run.ID == runID {
 		return func() {}, nil
 	}
 	if _, busy := pl.turning.LoadOrStore(runID, struct{}{}); busy {
