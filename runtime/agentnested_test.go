@@ -49,6 +49,34 @@ func delegating(pl **runtime.Pipeline) (runtime.ModelClient, map[string]runtime.
 	return model, tools
 }
 
+// delegatingPipeline builds a pipeline of delegating's model and tools
+// whose turn chain is turn; check, when set, runs in each lookup.
+func delegatingPipeline(t *testing.T, turn []plan.Layer, check func(context.Context, *runtime.Pipeline)) (*runtime.Pipeline, *runtime.MemoryCheckpoints) {
+	var pl *runtime.Pipeline
+	model, tools := delegating(&pl)
+	if check != nil {
+		tools["lookup"] = func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			check(ctx, pl)
+			return "ok", nil
+		}
+	}
+	store := runtime.NewMemoryCheckpoints()
+	p := rt.Plan(plan.Chains{Turn: turn})
+	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
+	return pl, store
+}
+
+// planTrip runs the delegating turn of run id, its delegates two at once,
+// and returns its result and context.
+func planTrip(t *testing.T, pl *runtime.Pipeline, id string) (runtime.AgentResult, context.Context) {
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: id})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
+	assert.NoError(t, err)
+	assert.Equal(t, "trip planned", res.Output)
+	return res, ctx
+}
+
 // TestNestedAgentTurnsOfOneAnswer: an agent turn's tool that runs an agent
 // turn of its own (two such calls of one answer, at once) ran it as a turn
 // of the same run: each recorded its transcript, the calls it was making
@@ -58,17 +86,8 @@ func delegating(pl **runtime.Pipeline) (runtime.ModelClient, map[string]runtime.
 // The run's records are the outer turn's alone now; a nested turn's tool
 // results are recorded apart from the outer turn's calls.
 func TestNestedAgentTurnsOfOneAnswer(t *testing.T) {
-	var pl *runtime.Pipeline
-	model, tools := delegating(&pl)
-	store := runtime.NewMemoryCheckpoints()
-	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true,"keep":0}`)}})
-	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
-	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
-	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "trip"})
-
-	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
-	require.NoError(t, err)
-	assert.Equal(t, "trip planned", res.Output)
+	pl, store := delegatingPipeline(t, []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true,"keep":0}`)}, nil)
+	planTrip(t, pl, "trip")
 
 	versions, err := store.CheckpointVersions(context.Background(), "trip")
 	require.NoError(t, err)
@@ -104,22 +123,13 @@ func TestNestedAgentTurnsOfOneAnswer(t *testing.T) {
 // several times at once (go test -race): while the nested turns run, the
 // run's recorded transcript is the outer turn's.
 func TestNestedAgentTurnsRace(t *testing.T) {
-	var pl *runtime.Pipeline
-	model, tools := delegating(&pl)
-	tools["lookup"] = func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+	pl, _ := delegatingPipeline(t, []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true}`)}, func(ctx context.Context, pl *runtime.Pipeline) {
 		assert.Equal(t, "plan the trip", pl.Transcript(ctx)[0].Text(), "the run's transcript while a nested turn runs")
-		return "ok", nil
-	}
-	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true}`)}})
-	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
-	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	})
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
-			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprint("trip", i)})
-			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
-			assert.NoError(t, err)
-			assert.Equal(t, "trip planned", res.Output)
+			_, ctx := planTrip(t, pl, fmt.Sprint("trip", i))
 			assert.Equal(t, "plan the trip", pl.Transcript(ctx)[0].Text())
 		})
 	}
@@ -133,16 +143,8 @@ func TestNestedAgentTurnsRace(t *testing.T) {
 // ended blocked. A nested turn's ends are the outer turn's: the run is
 // saved once, as the outer turn ended.
 func TestNestedAgentTurnRefused(t *testing.T) {
-	var pl *runtime.Pipeline
-	model, tools := delegating(&pl)
-	store := runtime.NewMemoryCheckpoints()
-	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), rt.Layer("guard", `{"deny":"input.text == \"flights\"","phase":"before"}`)}})
-	p.Tools = map[string]plan.Tool{"delegate": {}, "lookup": {}}
-	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: store})
-	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "trip"})
-	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "plan the trip", MaxParallel: 2})
-	require.NoError(t, err)
-	assert.Equal(t, "trip planned", res.Output)
+	pl, store := delegatingPipeline(t, []plan.Layer{rt.Layer("checkpoint", `{}`), rt.Layer("guard", `{"deny":"input.text == \"flights\"","phase":"before"}`)}, nil)
+	res, _ := planTrip(t, pl, "trip")
 	require.Contains(t, answers(res.Messages)[0], "call_1=refused", "the delegate's refusal is the tool's answer")
 	cp, _, err := store.LatestCheckpoint(context.Background(), "trip")
 	require.NoError(t, err)
