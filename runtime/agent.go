@@ -144,7 +144,9 @@ type AgentResult struct {
 // doubt) too, and their refusal replaces its error so.
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
-// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it. A turn
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, and so
+// is an agent turn run in a host's turn body of the run while another
+// runs there (one after the other, each continues the transcript). A turn
 // run by a tool call of an agent turn of the same run (a tool that runs an
 // agent of its own; two such calls of one answer run at once) is part of
 // that turn: it records neither the run's transcript nor its calls' intent
@@ -258,6 +260,13 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// A turn a tool call of an agent turn of the same run runs is part of
 	// that turn (inAgentCall): the run's transcript is the outer turn's.
 	call := pl.inAgentCall(ctx)
+	if call == "" {
+		release, err := pl.holdAgent(ctx)
+		if err != nil {
+			return AgentResult{Messages: msgs}, err
+		}
+		defer release()
+	}
 	record := func(ctx context.Context, msgs []Message) {
 		if call == "" {
 			pl.RecordTranscript(ctx, msgs)
@@ -367,6 +376,30 @@ func (pl *Pipeline) inAgentCall(ctx context.Context) string {
 		return ""
 	}
 	return key
+}
+
+// holdAgent holds, while runs are recorded, the turn of pl and of ctx's
+// run whose body ctx is (a host's turn running agent turns) for an agent
+// turn, which records its transcript as the run's: a second one while
+// another runs in the same turn is refused (ErrRunBusy), as a second turn
+// of the run is (holdTurn); one after the other, each continues the
+// transcript. It returns what releases the turn.
+func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
+	c, ok := ctx.Value(turnCallKey{}).(*TurnCall)
+	if !ok || c.pl != pl || !pl.recordRuns.Load() || c.Meta.Run.ID != RunOf(ctx).ID {
+		return func() {}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.agent {
+		return nil, fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy)
+	}
+	c.agent = true
+	return func() {
+		c.mu.Lock()
+		c.agent = false
+		c.mu.Unlock()
+	}, nil
 }
 
 // nestIn hands an agent turn run in the body of an outer turn (a

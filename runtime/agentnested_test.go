@@ -172,3 +172,44 @@ func TestDelegateOfAnotherPipeline(t *testing.T) {
 	require.NotEmpty(t, inner.Transcript(ctx), "the other pipeline's run records its turns")
 	assert.Contains(t, []string{"flights", "hotels"}, inner.Transcript(ctx)[0].Text())
 }
+
+// TestConcurrentAgentTurnsOfOneHostTurn: a host's turn body that ran two
+// agent turns of its run at once had each record its transcript as the
+// run's over the other's, so the version saved after the turn lacked one
+// (a refund made, gone from the run's history). While the run is
+// recorded, the second is refused before anything runs (ErrRunBusy), as a
+// second turn of the run is; one after the other, both run.
+func TestConcurrentAgentTurnsOfOneHostTurn(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		input := req.Messages[len(req.Messages)-1].Text()
+		if input == "first" {
+			close(started)
+			<-release
+		}
+		yield(runtime.Delta{Text: "answer to " + input})
+		return nil
+	})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: runtime.NewMemoryCheckpoints()})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	_, err := pl.Turn(ctx, runtime.TurnRequest{Input: "both"}, func(ctx context.Context) (string, error) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "first"})
+			done <- err
+		}()
+		<-started
+		_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "second"})
+		assert.ErrorIs(t, err, runtime.ErrRunBusy)
+		close(release)
+		require.NoError(t, <-done)
+		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx), Input: "third"})
+		return res.Output, err
+	})
+	require.NoError(t, err)
+	transcript := pl.Transcript(ctx)
+	require.Len(t, transcript, 4)
+	assert.Equal(t, "answer to first", transcript[1].Text())
+	assert.Equal(t, "answer to third", transcript[3].Text())
+}
