@@ -144,7 +144,21 @@ type AgentResult struct {
 // doubt) too, and their refusal replaces its error so.
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
-// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it.
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, and so
+// is an agent turn run in a host's turn body of the run while another
+// runs there (one after the other, each continues the transcript). A turn
+// run by a tool call of an agent turn of the same run (a tool that runs an
+// agent of its own; two such calls of one answer run at once) is part of
+// that turn: it records neither the run's transcript nor its calls' intent
+// (a checkpoint's versions hold the outer turn's), its tool results are
+// recorded under names of their own (ToolRecord.Call), and its text
+// reaches the outer turn only as the tool's result. A layer of the turn
+// chain that runs the layers inside it again (a host's retry of a turn
+// whose model call failed) has the loop go on from the transcript the
+// attempt before left, as a resumed run does, so no tool call runs twice;
+// an attempt after one whose body returned returns what it returned. The
+// counts of the result (Steps, ToolCalls, Blocked, Usage) are then the
+// last attempt's.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -232,39 +246,91 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		input = lastUserText(append(msgs, tail...))
 	}
 	var res AgentResult
-	// The transcript's indexes of the turn's first and last answers when
-	// the body ended without error (-1: it did not).
-	first, answer := -1, -1
-	// The output is what the turn chain let through: a content_filter or
-	// an after-phase guard that refused it, or the text of an earlier
-	// answer (TurnCall.Earlier), leaves none, and no answer of the turn
-	// keeps its text in the transcript either. It is settled before the
-	// turn's end is recorded (a checkpoint's save, wherever the layer
-	// stands in the chain), so no version holds the refused text.
-	// A turn whose body failed (failed: not final) and that a layer then
-	// refused withholds the text of its answers failedFirst to failedLast.
-	var failed error
-	failedFirst, failedLast := -1, -1
-	settle := func(out string, err error) {
-		if err != nil && answer >= 0 && (out != res.Output || Classify(err) == ClassBlocked) {
-			res.Messages = withholdTexts(res.Messages, first, answer)
-			pl.RecordTranscript(ctx, res.Messages)
+	// The transcript's indexes of the first and the last answers whose
+	// text the body handed the turn chain (-1: none): every answer of a
+	// turn that returned, every answer of one that failed other than
+	// final. The output is what the turn chain let through: a
+	// content_filter or an after-phase guard that refused it, or the text
+	// of one of those answers (TurnCall.Earlier), leaves none, and no
+	// answer of the turn keeps its text in the transcript either
+	// (onRefused). It is withheld before the turn's end is recorded (a
+	// checkpoint's save, wherever the layer stands in the chain), so no
+	// version holds the refused text.
+	first, last := -1, -1
+	// A turn a tool call of an agent turn of the same run runs is part of
+	// that turn (inAgentCall): the run's transcript is the outer turn's.
+	call := pl.inAgentCall(ctx)
+	if call == "" {
+		release, err := pl.holdAgent(ctx)
+		if err != nil {
+			return AgentResult{Messages: msgs}, err
 		}
-		if failed != nil && err != failed && Classify(err) == ClassBlocked {
-			res.Messages = withholdTexts(res.Messages, failedFirst, failedLast)
-			pl.RecordTranscript(ctx, res.Messages)
+		defer release()
+	}
+	record := func(ctx context.Context, msgs []Message) {
+		if call == "" {
+			pl.RecordTranscript(ctx, msgs)
 		}
 	}
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session, settle: settle}, func(ctx context.Context) (string, error) {
-		res, first, answer = AgentResult{}, -1, -1
-		failed, failedFirst, failedLast = nil, -1, -1
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, msgs: msgs, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params)}
+	// handOver hands the turn chain the text of the answers of the turn
+	// ended with err (TurnCall.Earlier), and has it withheld on refusal.
+	handOver := func(ctx context.Context, turn *agentTurn, err error) {
+		first, last = -1, -1
+		switch {
+		case err == nil:
+			first, last = turn.first, turn.answer
+			AddEarlier(ctx, turn.earlier())
+		case !Classify(err).Final():
+			// The text of a turn that failed is no output, but its
+			// answers' text is in the transcript the host gets: unless
+			// the turn ended final (blocked, over budget, in doubt: the
+			// layers keep that first reason), the turn chain reads it.
+			if first, last = turn.answers(); first >= 0 {
+				AddEarlier(ctx, turn.texts(first, last+1))
+			}
+		}
+		if first >= 0 {
+			onRefused(ctx, func() {
+				res.Messages = withholdTexts(res.Messages, first, last)
+				record(ctx, res.Messages)
+			})
+		}
+	}
+	// An attempt after the first (a layer of the turn chain ran the layers
+	// inside it again) continues the transcript the attempt before left,
+	// as a resumed run does, rather than start the turn again: no tool call
+	// of the turn runs twice. The attempt after a body that returned
+	// returns what it returned.
+	var prev *agentTurn
+	var prevErr error
+	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+		first, last = -1, -1
+		if prev != nil && prevErr == nil {
+			handOver(ctx, prev, nil)
+			return res.Output, nil
+		}
+		base, at, pending, tail, resumed := msgs, at, pending, tail, prev != nil
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
+		if resumed {
+			base, turn.first = prev.msgs, prev.first
+			var ins int
+			var err error
+			if at, pending, ins, err = pendingCalls(base); err != nil {
+				return "", err
+			}
+			tail = nil
+			if len(pending) > 0 {
+				tail, base = slices.Clone(base[ins:]), base[:ins]
+			}
+		}
+		res = AgentResult{}
+		turn.msgs = base
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
 			if err == nil {
 				turn.msgs = append(turn.msgs, tail...)
-				if req.Input != "" {
+				if req.Input != "" && !resumed {
 					turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
 				}
 			}
@@ -272,21 +338,13 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		if err == nil {
 			err = turn.run(ctx, maxSteps)
 		}
+		prev, prevErr = &turn, err
 		res.Messages = turn.msgs
-		pl.RecordTranscript(ctx, turn.msgs)
+		record(ctx, turn.msgs)
+		handOver(ctx, &turn, err)
 		if err != nil {
-			// The text of a turn that failed is no output, but its
-			// answers' text is in the transcript the host gets: unless
-			// the turn ended final (blocked, over budget, in doubt: the
-			// layers keep that first reason), the turn chain reads it.
-			if f, l := turn.answers(); f >= 0 && !Classify(err).Final() {
-				failed, failedFirst, failedLast = err, f, l
-				AddEarlier(ctx, turn.texts(f, l+1))
-			}
 			return "", err
 		}
-		first, answer = turn.first, turn.answer
-		AddEarlier(ctx, turn.earlier())
 		return res.Output, nil
 	})
 	res.Attempts = tr.Attempts
@@ -294,10 +352,54 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
-	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && err == nil && answer >= 0 {
-		pl.nestIn(ctx, outer, res.Messages, first, answer)
+	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && call == "" && first >= 0 && !tr.Withheld {
+		pl.nestIn(ctx, outer, res.Messages, first, last)
 	}
 	return res, err
+}
+
+// inAgentCall returns the record key of the tool call of an agent turn
+// that ctx runs in, when that turn is of ctx's run and of pl (a tool that runs an
+// agent turn of its own, as two calls of one answer may at once), or "".
+// Such a turn is part of the outer one: it records neither the run's
+// transcript nor the calls it makes (the outer turn's, which a version
+// saved meanwhile holds and a resume continues), its calls' records are
+// named apart from the outer turn's (agentTurn.key), and its text reaches
+// the outer turn's host only as the tool's result, which the outer model
+// reads: it is not handed to the outer turn chain (nestIn).
+func (pl *Pipeline) inAgentCall(ctx context.Context) string {
+	key := agentCallOf(ctx)
+	if key == "" {
+		return ""
+	}
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); !ok || c.pl != pl || c.Meta.Run.ID != RunOf(ctx).ID {
+		return ""
+	}
+	return key
+}
+
+// holdAgent holds, while runs are recorded, the turn of pl and of ctx's
+// run whose body ctx is (a host's turn running agent turns) for an agent
+// turn, which records its transcript as the run's: a second one while
+// another runs in the same turn is refused (ErrRunBusy), as a second turn
+// of the run is (holdTurn); one after the other, each continues the
+// transcript. It returns what releases the turn.
+func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
+	c, ok := ctx.Value(turnCallKey{}).(*TurnCall)
+	if !ok || c.pl != pl || !pl.recordRuns.Load() || c.Meta.Run.ID != RunOf(ctx).ID {
+		return func() {}, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.agent {
+		return nil, fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy)
+	}
+	c.agent = true
+	return func() {
+		c.mu.Lock()
+		c.agent = false
+		c.mu.Unlock()
+	}, nil
 }
 
 // nestIn hands an agent turn run in the body of an outer turn (a
@@ -418,6 +520,9 @@ type agentTurn struct {
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
+	// call is the record key of the outer agent turn's tool call that
+	// runs this one, "" for a turn of its own (inAgentCall).
+	call string
 	// resumed holds the calls settle runs although they may have started
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
@@ -478,7 +583,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 // A hook's error ends the turn before any call runs (run leaves the answer
 // out of the transcript).
 func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
-	if !t.pl.recordRuns.Load() {
+	if !t.pl.recordRuns.Load() || t.call != "" {
 		return nil
 	}
 	t.pl.RecordTranscript(ctx, t.msgs)
@@ -520,7 +625,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			out[i] = &m
 			continue
 		}
-		key := agentCallKey(at, call)
+		key := t.key(at, call)
 		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
 			m := recordAnswer(call, r)
 			out[i] = &m
@@ -875,6 +980,16 @@ func agentCallKey(at int, call ToolUse) string {
 	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
 }
 
+// key names a tool call of the turn in its run's records: agentCallKey,
+// after the key of the outer turn's call that runs the turn and a "/"
+// (inAgentCall), so that no record of one is taken for the other's.
+func (t *agentTurn) key(at int, call ToolUse) string {
+	if t.call != "" {
+		return t.call + "/" + agentCallKey(at, call)
+	}
+	return agentCallKey(at, call)
+}
+
 type agentCallCtxKey struct{}
 
 // agentCallOf returns the agent call key the tool call of ctx answers.
@@ -985,7 +1100,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				<-sem
 				wg.Done()
 			}()
-			key := agentCallKey(at, calls[i])
+			key := t.key(at, calls[i])
 			cctx := context.WithValue(ctx, agentCallCtxKey{}, key)
 			if intent, ok := t.resumed[key]; ok {
 				var done func()

@@ -531,7 +531,7 @@ func (pl *Pipeline) build(ctx context.Context) error {
 					pl.keyers = append(pl.keyers, toolKeyer{k, sc})
 				}
 			case plan.StageTurn:
-				turn = append(turn, built[TurnHandler]{inst.(TurnWrapper).WrapTurn, sc})
+				turn = append(turn, built[TurnHandler]{attemptAt(len(turn)+1, inst.(TurnWrapper).WrapTurn), sc})
 			}
 		}
 	}
@@ -640,6 +640,24 @@ func (pl *Pipeline) keyCall(ctx context.Context, c *ToolCall) {
 			c.Meta.IdempotencyKey, c.Meta.keyDerived = key, true
 		}
 		return
+	}
+}
+
+// attemptAt returns wrap, whose handler, entered at the given depth of the
+// turn chain (1: outermost), drops on entry what a previous attempt of it
+// asked to do at the turn's end (TurnCall.AtEnd: a layer outside it that
+// runs it again abandoned that attempt), and adds what its layer asks at
+// that depth.
+func attemptAt(depth int, wrap func(TurnHandler) TurnHandler) func(TurnHandler) TurnHandler {
+	return func(next TurnHandler) TurnHandler {
+		h := wrap(next)
+		return func(ctx context.Context, c *TurnCall) (string, error) {
+			c.ends = slices.DeleteFunc(c.ends, func(e turnEnd) bool { return e.depth >= depth })
+			outer := c.depth
+			c.depth = depth
+			defer func() { c.depth = outer }()
+			return h(ctx, c)
+		}
 	}
 }
 

@@ -1320,11 +1320,6 @@ type TurnRequest struct {
 	Input string `json:"input"`
 	// Session identifies the conversation (the CEL variable `session`).
 	Session Session `json:"session,omitzero"`
-
-	// settle, when set, sees the turn's outcome once the whole turn chain
-	// has returned, before the layers' AtEnd functions run (RunAgent
-	// withholds a refused output from the transcript it recorded).
-	settle func(out string, err error)
 }
 
 // Session is a conversation.
@@ -1342,17 +1337,26 @@ type TurnCall struct {
 	// Meta is the call's metadata.
 	Meta Meta
 
-	fn   TurnFunc
-	ends []func(err error) error
-	// mu guards earlier and withhold, which agent turns nested in the
-	// body may add to from goroutines of their own.
+	fn TurnFunc
+	pl *Pipeline
+	// ends are what the layers asked to do at the turn's end (AtEnd),
+	// each with the depth in the chain of the layer that asked; depth is
+	// that of the layer running now (attemptAt).
+	ends  []turnEnd
+	depth int
+	// mu guards earlier, withhold and agent, which agent turns nested in
+	// the body may add to from goroutines of their own; agent is set
+	// while one of them runs (holdAgent).
 	mu      sync.Mutex
 	earlier []string
-	// body is what the turn's body returned (bodyOK: without error), and
-	// withhold what withholds the text of the agent turns run in the body
-	// (RunAgent nested in it) when the chain refuses the turn.
+	agent   bool
+	// body and bodyErr are what the turn's body returned (ran: it ran),
+	// and withhold what withholds the text of the agent turns run in it
+	// (RunAgent's own and those nested in it) when the chain refuses it
+	// (refused, onRefused).
 	body     string
-	bodyOK   bool
+	bodyErr  error
+	ran      bool
 	withhold []func()
 }
 
@@ -1390,12 +1394,27 @@ func AddEarlier(ctx context.Context, texts []string) {
 // error as the outermost layer returned it: a layer that records the turn
 // (a checkpoint's save) then records what every layer decided, a refusal
 // by a layer outside it included, and not an output a layer outside it
-// refused. The functions run in the order they were added, after the
-// transcript was settled (RunAgent withholds a refused answer's text
-// first); an error one returns is joined to the turn's, which no layer of
-// the chain sees.
+// refused. The functions run in the order they were added, after a
+// refused turn's answers' text was withheld (TurnResult.Withheld); an
+// error one returns is joined to the turn's, which no layer of the chain
+// sees. A layer that runs the layers inside it again (a host's
+// retry) abandons their earlier attempt: what they added during it is
+// dropped when they are entered again, so only the ends of the attempt
+// that returned run, once each. Attempts run one after another: a layer
+// must not run the layers inside it concurrently with one TurnCall. A
+// turn run in the body of a turn of the same run and pipeline (a
+// scenario's turn step around an agent step, a tool of an agent turn that
+// runs an agent turn) is part of that turn: its ends do not run, the
+// outer turn's do once it returned.
 func (c *TurnCall) AtEnd(fn func(err error) error) {
-	c.ends = append(c.ends, fn)
+	c.ends = append(c.ends, turnEnd{fn, c.depth})
+}
+
+// turnEnd is a function to run at a turn's end (AtEnd) and the depth in
+// the turn chain of the layer that added it.
+type turnEnd struct {
+	fn    func(err error) error
+	depth int
 }
 
 // IdempotencyKey returns the turn's idempotency key, derived from the run id
@@ -1411,6 +1430,14 @@ func (c *TurnCall) IdempotencyKey() string {
 type TurnResult struct {
 	Output   string `json:"output"`
 	Attempts int    `json:"attempts"`
+	// Withheld reports a turn whose body's outcome the turn chain refused
+	// (a content_filter or an after-phase guard refused its output or the
+	// text of an earlier answer; a body that failed other than final and
+	// was then refused): the text of the answers of the agent turns run in
+	// the body (RunAgent) is withheld from the run's recorded transcript,
+	// and a host that keeps a copy of their transcript withholds it from
+	// that copy (WithholdAnswerTexts).
+	Withheld bool `json:"withheld,omitempty"`
 }
 
 // Item is one retrieved grounding item (the CEL variable `item`).

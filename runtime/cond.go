@@ -187,8 +187,20 @@ var (
 )
 
 // EvalTurn evaluates a turn predicate over c; with hasOutput, `output` and
-// `status` are bound (after phase; err gives the status).
+// `status` are bound (after phase; err gives the status), output as the
+// turn's output (output.final).
 func (p *Predicate) EvalTurn(ctx context.Context, c *TurnCall, output string, err error, hasOutput bool) (bool, error) {
+	return p.evalTurn(ctx, c, output, err, hasOutput, true)
+}
+
+// EvalTurnEarlier evaluates an after-phase turn predicate over c with
+// text, the text an earlier answer of the turn wrote beside its tool
+// calls (TurnCall.Earlier), as `output.text`, and `output.final` false.
+func (p *Predicate) EvalTurnEarlier(ctx context.Context, c *TurnCall, text string, err error) (bool, error) {
+	return p.evalTurn(ctx, c, text, err, true, false)
+}
+
+func (p *Predicate) evalTurn(ctx context.Context, c *TurnCall, output string, err error, hasOutput, final bool) (bool, error) {
 	v := &predicate.TurnVars{
 		Run:     runInfo(&c.Meta.Run),
 		Input:   predicate.TurnInput{Text: c.Input},
@@ -196,7 +208,7 @@ func (p *Predicate) EvalTurn(ctx context.Context, c *TurnCall, output string, er
 	}
 	if hasOutput {
 		v.HasOutput = true
-		v.Output.Text = output
+		v.Output.Text, v.Output.Final = output, final
 		v.Status = Status(err)
 	}
 	return p.prog.Eval(ctx, v)

@@ -759,8 +759,39 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 	c.earlier, c.withhold = nil, nil // another attempt's
 	c.mu.Unlock()
 	out, err := c.fn(context.WithValue(ctx, turnCallKey{}, c))
-	c.body, c.bodyOK = out, err == nil
+	c.body, c.bodyErr, c.ran = out, err, true
 	return out, err
+}
+
+// refused reports whether the turn chain, which returned out and err,
+// refused what the turn's body returned, so that the text of the answers
+// the body handed the host is withheld (TurnResult.Withheld): a body that
+// returned without error whose output a layer replaced or refused, or a
+// body that failed other than final (its answers' text read by the
+// layers: TurnCall.Earlier) that a layer then refused. A body that ended
+// final (blocked, over budget, in doubt) was not read, and keeps its text.
+func (c *TurnCall) refused(out string, err error) bool {
+	switch {
+	case err == nil || !c.ran:
+		return false
+	case c.bodyErr == nil:
+		return out != c.body || Classify(err) == ClassBlocked
+	default:
+		return !Classify(c.bodyErr).Final() && Classify(err) == ClassBlocked
+	}
+}
+
+// onRefused has withhold run when the turn whose body ctx is (Pipeline.
+// Turn) ends refused (TurnCall.refused), before its ends (AtEnd): the
+// functions run the last added first (an agent turn's answers come after
+// those of one run earlier in the body, in a transcript it continued).
+// Outside a turn's body it does nothing.
+func onRefused(ctx context.Context, withhold func()) {
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok {
+		c.mu.Lock()
+		c.withhold = append(c.withhold, withhold)
+		c.mu.Unlock()
+	}
 }
 
 // Turn runs one agent turn through the turn chain: fn is the turn's body and
@@ -790,39 +821,45 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 			defer pl.runs.end(pl.runs.begin(run.ID))
 		}
 	}
+	// A turn run in the body of a turn of the same run and pipeline (a
+	// scenario's turn step around an agent step, a tool that runs an
+	// agent turn) is part of it: what its layers ask to do at its end is
+	// left to the outer turn's end (a checkpoint saves the run once, as
+	// the outer turn ends, and a refused delegate does not finish the run
+	// the outer turn goes on with).
+	outer, nested := ctx.Value(turnCallKey{}).(*TurnCall)
+	nested = nested && outer.pl == pl && outer.Meta.Run.ID == run.ID
 	ctx = pl.withTurnGrounding(ctx, req.Input)
-	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn}
+	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl}
 	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	out, err := pl.turn(ctx, c)
-	if req.settle != nil {
-		req.settle(out, err)
-	}
-	if err != nil && c.bodyOK && (out != c.body || Classify(err) == ClassBlocked) {
-		// A layer refused what the body returned: the agent turns run in
-		// the body withhold their text, the last first (an earlier one's
-		// answers come before it in a transcript it continued).
+	withheld := c.refused(out, err)
+	if withheld {
 		for i := len(c.withhold) - 1; i >= 0; i-- {
 			c.withhold[i]()
 		}
 	}
 	for _, end := range c.ends {
-		if eerr := end(err); eerr != nil {
+		if nested {
+			break
+		}
+		if eerr := end.fn(err); eerr != nil {
 			err = errors.Join(err, eerr)
 		}
 	}
-	return TurnResult{Output: out, Attempts: c.Meta.Attempts}, err
+	return TurnResult{Output: out, Attempts: c.Meta.Attempts, Withheld: withheld}, err
 }
 
 // holdTurn holds the named run for a turn while runs are recorded, and
 // returns what releases it: a turn of a run that another turn holds is
 // refused (ErrRunBusy), unless ctx is that turn's (a turn nested in the
-// body of a turn of the same run is part of it).
+// body of a turn of the same run and pipeline is part of it).
 func (pl *Pipeline) holdTurn(ctx context.Context, runID string) (func(), error) {
 	if !pl.recordRuns.Load() {
 		return func() {}, nil
 	}
-	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && c.Meta.Run.ID == runID {
+	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && c.pl == pl && c.Meta.Run.ID == runID {
 		return func() {}, nil
 	}
 	if _, busy := pl.turning.LoadOrStore(runID, struct{}{}); busy {

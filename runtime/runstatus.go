@@ -38,9 +38,11 @@ type ToolRecord struct {
 	// the index of the assistant message in the transcript, the call's id
 	// and the first 16 hex digits of the SHA-256 of its arguments' JSON
 	// text as a checkpoint writes it (compact, whatever spaces the model
-	// streamed), "4:call_1:9f86d081884c7d65". A resumed turn answers the call
-	// from the record instead of running it again. Empty for a call made
-	// outside RunAgent.
+	// streamed), "4:call_1:9f86d081884c7d65"; a call of an agent turn run
+	// by a tool call of an agent turn of the same run has that call's
+	// name, a "/" and its own. A resumed turn answers the call from the
+	// record instead of running it again. Empty for a call made outside
+	// RunAgent.
 	Call string `json:"call,omitempty"`
 	// InDoubt is set when the call may have had its effect but its outcome
 	// is not known or not recorded (an *InDoubtError,

@@ -21,7 +21,8 @@
 // (runtime.TurnCall.Earlier: the host shows it in the transcript as it
 // shows the output; the agent loop then withholds every answer's text of
 // the turn), or the text of any answer of an agent turn that failed other
-// than final (a turn blocked, over budget or in doubt is returned as is). Every text of the transcript
+// than final, or the output a host's turn body returned with such a failure
+// (a turn blocked, over budget or in doubt is returned as is). Every text of the transcript
 // the model reads is checked, wherever it sits: user and assistant text, text carried in
 // place of an image (an image part whose data: URL holds text), tool results, the arguments
 // (each number in plain decimal form, the number the tool chain runs however the call

@@ -167,8 +167,9 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // shows in the transcript (a turn's output is returned whole, so checking
 // it holds nothing back); a match in any blocks. A turn that failed has no
 // output, but the text of its answers is checked all the same (the agent
-// loop hands it over), unless it ended final (blocked, over budget, in
-// doubt), which is returned as is.
+// loop hands it over), and so is the output a host's body returned with
+// its error, unless it ended final (blocked, over budget, in doubt), which
+// is returned as is.
 func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
 		if err := m.check("input", c.Input); err != nil {
@@ -178,7 +179,9 @@ func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		if err != nil && runtime.Classify(err).Final() {
 			return out, err
 		}
-		if err == nil {
+		if err == nil || out != "" {
+			// A body that failed other than final hands back what
+			// output it has with its error: the host gets it.
 			if berr := m.check("output", out); berr != nil {
 				return "", berr
 			}

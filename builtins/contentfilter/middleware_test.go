@@ -2,6 +2,7 @@ package contentfilter_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -144,4 +145,21 @@ func TestConfigErrors(t *testing.T) {
 		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
 		assert.Error(t, err, cfg)
 	}
+}
+
+// TestTurnOutputOfAFailedBody: a host's turn body that failed other than
+// final with partial output handed that output back with its error,
+// unchecked (an after-phase guard reads it; the filter read only the
+// output of a turn without error). It is checked: a match blocks.
+func TestTurnOutputOfAFailedBody(t *testing.T) {
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Named("words", rt.Layer("content_filter", filterConfig))}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.NoError(t, err)
+	res, err := pl.Turn(context.Background(), runtime.TurnRequest{Input: "hi"}, func(context.Context) (string, error) {
+		return "the code is ACME-1234", errors.New("the stream broke")
+	})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, "words", b.Layer)
+	assert.Empty(t, res.Output)
 }

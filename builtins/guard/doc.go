@@ -26,7 +26,8 @@
 // which the host shows in the transcript too: any evaluation that blocks
 // blocks the turn, and the agent loop then withholds every answer's text
 // of the turn (a `require` holds for each of those texts, not only the
-// last), except that a turn that ended final is returned as it
+// last; `output.final` is true for the output alone, so a `require` meant
+// for the final answer only reads `!output.final || ...`), except that a turn that ended final is returned as it
 // ended, without evaluation, keeping that first reason: blocked, over
 // budget, or in doubt (a side-effecting call of the turn may have run with
 // its outcome unknown, or ran with its audit outcome not written), which a

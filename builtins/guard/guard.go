@@ -236,8 +236,8 @@ var _ runtime.ToolAdmitter = (*Guard)(nil)
 
 // WrapTurn implements runtime.TurnWrapper. An after-phase guard evaluates
 // its predicate over the turn's output, then over the text of each of the
-// turn's earlier answers (runtime.TurnCall.Earlier) as the output: any
-// refusal blocks.
+// turn's earlier answers (runtime.TurnCall.Earlier) as the output, with
+// output.final false: any refusal blocks.
 func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	if g.Phase == "before" {
 		return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
@@ -261,7 +261,7 @@ func (g *Guard) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		// calls reaches the host in the transcript as the output does:
 		// each is judged as an output of the turn.
 		for _, text := range c.Earlier() {
-			v, eerr := g.pred.EvalTurn(ctx, c, text, err, true)
+			v, eerr := g.pred.EvalTurnEarlier(ctx, c, text, err)
 			if berr := g.decide(ctx, v, eerr); berr != nil {
 				return "", berr
 			}

@@ -75,7 +75,7 @@ var variableDocs = map[string]string{
 	"result":      "the tool's result; a read of its fields is checked against the tools' result_schema",
 	"input":       "the turn's input",
 	"session":     "the session the turn belongs to",
-	"output":      "the turn's answer",
+	"output":      "the turn's answer, then each earlier answer's text beside its tool calls (output.final tells them apart)",
 	"turn.status": `ok or failed: a turn that ended blocked, over budget or in doubt is returned as it ended, without running the guard`,
 	"item":        "one retrieved grounding item",
 	"field":       "the name of the state field set or appended to",
@@ -124,7 +124,8 @@ var fieldDocs = map[string]string{
 	"agentc.message.tool_call_id": `for a tool result, the id of the call it answers; "" otherwise`,
 	"agentc.message.tool_calls":   "for an assistant message, the tool calls the model asked for",
 
-	"agentc.output.text": "the turn's answer",
+	"agentc.output.final": "text is the turn's output (its final answer's text), not the text an earlier answer wrote beside its tool calls",
+	"agentc.output.text":  "the turn's answer, or the text an earlier answer of the turn wrote beside its tool calls, each read as an output (final tells them apart)",
 
 	"agentc.params.metadata":        "the request's metadata, as the caller sent it (agentc serve adds its user as user_id); a key may be absent",
 	"agentc.params.response_format": `the output format's type: text, json_object or json_schema; "" when unset`,

@@ -46,7 +46,8 @@ var (
 	toolType     = newObjectType("agentc.tool", false, toolFields()...)
 	inputType    = newObjectType("agentc.input", false, stringField[TurnInput]("text", func(v *TurnInput) string { return v.Text }))
 	sessionType  = newObjectType("agentc.session", false, sessionFields()...)
-	outputType   = newObjectType("agentc.output", false, stringField[TurnOutput]("text", func(v *TurnOutput) string { return v.Text }))
+	outputType   = newObjectType("agentc.output", false, stringField[TurnOutput]("text", func(v *TurnOutput) string { return v.Text }),
+		boolField[TurnOutput]("final", func(v *TurnOutput) bool { return v.Final }))
 	itemType     = newObjectType("agentc.item", false, itemFields()...)
 	toolDefType  = newObjectType("agentc.tool_def", false, toolDefFields()...)
 	paramsType   = newObjectType("agentc.params", false, paramsFields()...)

@@ -106,9 +106,14 @@ type SessionInfo struct {
 	Meta map[string]any // session.meta, map(string, dyn)
 }
 
-// TurnOutput is the CEL variable `output` of the turn stage, after phase.
+// TurnOutput is the CEL variable `output` of the turn stage, after phase: the turn's output,
+// or the text an earlier answer of the turn wrote beside its tool calls, which an after-phase
+// guard reads as an output too.
 type TurnOutput struct {
 	Text string // output.text
+	// Final is output.final: true when Text is the turn's output (its final answer's text, ""
+	// for a turn that failed), false when it is an earlier answer's text.
+	Final bool
 }
 
 // Item is the CEL variable `item` of the admit stage: one retrieved grounding item.

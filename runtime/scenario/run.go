@@ -997,10 +997,10 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 	if err == nil {
 		sr.Output = &res.Output
 	}
-	var se stepErr
-	if runtime.Classify(err) == runtime.ClassBlocked && !errors.As(err, &se) {
+	if res.Withheld {
 		r.withholdNested(nested)
 	}
+	var se stepErr
 	if errors.As(err, &se) {
 		// The turn ended on a nested step: report its outcome.
 		sr.Outcome, sr.Error = se.sr.Outcome, se.sr.Error
@@ -1010,10 +1010,10 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 	return sr
 }
 
-// withholdNested withholds, when the turn chain refused a turn step whose
-// nested steps all ended ok, the text of its agent steps' answers from
-// their results and from the transcript a later step continues, as the
-// agent's own turn chain's refusal withholds it (runtime.
+// withholdNested withholds, when the turn chain refused what a turn
+// step's body returned (runtime.TurnResult.Withheld), the text of its
+// agent steps' answers from their results and from the transcript a later
+// step continues, as the run's recorded transcript withholds it (runtime.
 // WithholdAnswerTexts): the host would show it.
 func (r *runner) withholdNested(nested []StepResult) {
 	last := r.lastTranscript()

@@ -1,0 +1,170 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// turnAgain is a host's turn layer that runs the layers inside it once
+// more when they fail other than final (a retry of the host's own).
+type turnAgain struct{}
+
+func (*turnAgain) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		out, err := next(ctx, c)
+		if err != nil && !runtime.Classify(err).Final() {
+			return next(ctx, c)
+		}
+		return out, err
+	}
+}
+
+// endsKey carries the log of the turnEnd layers' end functions.
+type endsKey struct{}
+
+type endsLog struct {
+	mu  sync.Mutex
+	ran []string
+}
+
+// turnEnd is a host's turn layer that asks, once its inner layers
+// returned, to log at the turn's end its tag and the output it saw.
+type turnEnd struct {
+	Tag string `json:"tag"`
+}
+
+func (e *turnEnd) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		out, err := next(ctx, c)
+		log := ctx.Value(endsKey{}).(*endsLog)
+		seen := e.Tag + ":" + out
+		c.AtEnd(func(error) error {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			log.ran = append(log.ran, seen)
+			return nil
+		})
+		return out, err
+	}
+}
+
+// turnFlaky is a host's turn layer that fails its first turn after its
+// inner layers returned, as a check of its own that failed for a moment.
+type turnFlaky struct{ failed bool }
+
+func (f *turnFlaky) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		out, err := next(ctx, c)
+		if err == nil && !f.failed {
+			f.failed = true
+			return "", &runtime.CallError{Kind: runtime.KindTransient, Message: "check unavailable"}
+		}
+		return out, err
+	}
+}
+
+func init() {
+	runtime.Register(runtime.Module{ID: "test.turn_flaky", Stages: []plan.Stage{plan.StageTurn},
+		New: func() runtime.Middleware { return &turnFlaky{} }})
+	runtime.Register(runtime.Module{ID: "test.turn_again", Stages: []plan.Stage{plan.StageTurn},
+		New: func() runtime.Middleware { return &turnAgain{} }})
+	runtime.Register(runtime.Module{ID: "test.turn_end", Stages: []plan.Stage{plan.StageTurn}, ConfigSchema: "tag: string",
+		New: func() runtime.Middleware { return &turnEnd{} }})
+}
+
+// TestTurnEndsOfAnAbandonedAttempt: a layer that runs the layers inside it
+// again (a host's retry) abandons their first attempt, but what they asked
+// to do at the turn's end (TurnCall.AtEnd) during it still ran: the same
+// end twice, one of them with the failed attempt's outcome, and a
+// checkpoint inside saved the run once per attempt. Only the ends of the
+// attempt that returned run now; those of the layers outside it are kept.
+func TestTurnEndsOfAnAbandonedAttempt(t *testing.T) {
+	store := runtime.NewMemoryCheckpoints()
+	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{
+		rt.Layer("test.turn_end", `{"tag":"outer"}`),
+		rt.Layer("test.turn_again", `{}`),
+		rt.Layer("checkpoint", `{}`),
+		rt.Layer("test.turn_end", `{"tag":"inner"}`),
+	}}), runtime.Deps{Checkpoints: store})
+	log := &endsLog{}
+	ctx := context.WithValue(runtime.WithRun(context.Background(), runtime.Run{ID: "r1"}), endsKey{}, log)
+	attempts := 0
+	res, err := pl.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) {
+		attempts++
+		if attempts == 1 {
+			return "half", errors.New("upstream hiccup")
+		}
+		return "whole", nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "whole", res.Output)
+	assert.Equal(t, 2, attempts)
+	assert.Equal(t, []string{"inner:whole", "outer:whole"}, log.ran, "the abandoned attempt's end does not run")
+	versions, err := store.CheckpointVersions(context.Background(), "r1")
+	require.NoError(t, err)
+	assert.Len(t, versions, 1, "one save, of the attempt that returned")
+}
+
+// TestAgentTurnAttemptRunsNoCallTwice: a layer that runs the turn chain's
+// inner layers again (a host's retry of a turn whose model call failed)
+// ran the agent loop from the start again: the refund the first attempt
+// made ran again. An attempt continues the transcript the attempt before
+// it left, as a resumed run does: the refund runs once, the model is asked
+// again with its result.
+func TestAgentTurnAttemptRunsNoCallTwice(t *testing.T) {
+	var failed bool
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "user":
+			yield(runtime.Delta{Text: "refunding", FinishReason: runtime.FinishToolCalls,
+				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "r1", Name: "refund", Arguments: `{"order":7}`}}})
+		case !failed:
+			failed = true
+			return &runtime.CallError{Kind: runtime.KindTransient, Message: "upstream hiccup"}
+		default:
+			yield(runtime.Delta{Text: "refunded"})
+		}
+		return nil
+	})
+	tools, made := countingTools(0)
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.NoError(t, err)
+	assert.Equal(t, "refunded", res.Output)
+	assert.Equal(t, map[string]int{"refund 7": 1}, made())
+	require.Len(t, res.Messages, 4, "input, the calling answer, its result, the answer")
+	assert.Equal(t, "refunding", res.Messages[1].Text())
+	assert.Equal(t, "r1", res.Messages[2].ToolCallID)
+	assert.Equal(t, res.Messages, pl.Transcript(ctx))
+}
+
+// TestAgentTurnAttemptAfterItsBodyReturned: an attempt after one whose
+// body returned (a layer inside the retry failed then) returns what that
+// body returned: the model is not asked again, no tool runs again.
+func TestAgentTurnAttemptAfterItsBodyReturned(t *testing.T) {
+	model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"refunded"}})
+	tools, made := countingTools(0)
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`), rt.Layer("test.turn_flaky", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.NoError(t, err)
+	assert.Equal(t, "refunded", res.Output)
+	assert.Equal(t, 2, model.Calls())
+	assert.Equal(t, map[string]int{"refund 7": 1}, made())
+	assert.Len(t, res.Messages, 4)
+}
