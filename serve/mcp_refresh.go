@@ -63,7 +63,10 @@ func (u *upstreamServer) refreshLoop() {
 }
 
 // admit waits until the server's tools are not being listed again, then
-// refuses a call of t unless t's definition is the one served.
+// refuses a call of t unless t's definition is the one served. A call whose
+// context ends while it waits was never sent: its error is marked
+// runtime.NotRun, so that idempotent releases its claim and audit records
+// it failed, not in doubt.
 func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
 	u.mu.Lock()
 	if u.stale && !u.running {
@@ -76,7 +79,7 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
 		select {
 		case <-pending:
 		case <-ctx.Done():
-			return ctx.Err()
+			return runtime.NotRun(ctx.Err())
 		}
 	}
 	if u.serves(t) {
