@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -744,7 +745,9 @@ func badInputSchema(t *mcp.Tool) *runtime.BlockedError {
 
 // toolDef is the definition of an upstream tool as an MCP client's model
 // reads it: the name it is served under, its titles and description, its
-// input schema.
+// input schema (Parameters), and the keys and strings of the rest the proxy
+// lists (its output schema, icons and _meta), one a line after the
+// description: a client may put any of them in front of its model.
 func toolDef(name string, t *mcp.Tool) runtime.ToolDef {
 	var desc []string
 	if t.Title != "" {
@@ -754,11 +757,40 @@ func toolDef(name string, t *mcp.Tool) runtime.ToolDef {
 		desc = append(desc, t.Annotations.Title)
 	}
 	desc = append(desc, t.Description)
+	rest := struct {
+		OutputSchema any        `json:"outputSchema,omitempty"`
+		Icons        []mcp.Icon `json:"icons,omitempty"`
+		Meta         mcp.Meta   `json:"_meta,omitempty"`
+	}{t.OutputSchema, t.Icons, t.Meta}
+	if b, err := json.Marshal(rest); err == nil {
+		var v any
+		if json.Unmarshal(b, &v) == nil {
+			desc = appendStrings(desc, v)
+		}
+	}
 	td := runtime.ToolDef{Name: name, Description: strings.Join(desc, "\n")}
 	if b, err := json.Marshal(t.InputSchema); err == nil {
 		td.Parameters = b
 	}
 	return td
+}
+
+// appendStrings appends the keys and strings of v, a decoded JSON value, in
+// the order of its keys.
+func appendStrings(out []string, v any) []string {
+	switch v := v.(type) {
+	case string:
+		out = append(out, v)
+	case []any:
+		for _, e := range v {
+			out = appendStrings(out, e)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out = appendStrings(append(out, k), v[k])
+		}
+	}
+	return out
 }
 
 func (u *upstreams) close() {
