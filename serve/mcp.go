@@ -90,6 +90,9 @@ type upstreamServer struct {
 	dirty   bool
 	running bool
 	stale   bool
+	// refreshed is when the last listing for a change started
+	// (refreshLoop).
+	refreshed time.Time
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time

@@ -42,8 +42,16 @@ func (u *upstreamServer) markChanged() {
 	}
 }
 
-// refreshLoop runs onChange until no change is noted any more, then lets
-// the waiting calls go.
+// refreshEvery is the least time between the starts of two listings of
+// an upstream's tools for its changes: an upstream announcing a change
+// every few milliseconds would otherwise have a generation built, its
+// definitions scanned (a classifier's request each) and every MCP client
+// told to list the tools again, as often.
+var refreshEvery = time.Second
+
+// refreshLoop runs onChange until no change is noted any more, at most once
+// a refreshEvery (the changes noted meanwhile are listed at once), then
+// lets the waiting calls go.
 func (u *upstreamServer) refreshLoop() {
 	for {
 		u.mu.Lock()
@@ -56,7 +64,12 @@ func (u *upstreamServer) refreshLoop() {
 			u.mu.Unlock()
 			return
 		}
-		u.dirty = false
+		if wait := refreshEvery - time.Since(u.refreshed); wait > 0 {
+			u.mu.Unlock()
+			time.Sleep(wait)
+			continue
+		}
+		u.dirty, u.refreshed = false, time.Now()
 		u.mu.Unlock()
 		u.onChange(u)
 	}
