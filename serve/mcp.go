@@ -582,6 +582,14 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 	for name, b := range ScanTools(ctx, pl, tools, log) {
 		u.tools[name].withheld = b
 	}
+	for _, name := range u.names {
+		if t := u.tools[name]; t.withheld == nil {
+			if extra := undeclaredArgs(pl.Plan().Tools[name].Args, t.tool.InputSchema); len(extra) > 0 {
+				log.Warn("mcp tool's input schema lists arguments its declaration in the policy does not", "tool", name, "server", t.server,
+					"arguments", extra)
+			}
+		}
+	}
 	for _, up := range u.servers {
 		up.setServed(u.served(up))
 	}
@@ -590,6 +598,41 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 		fx[name] = annotatedEffects(t.tool)
 	}
 	pl.DeclareToolEffects(fx)
+}
+
+// undeclaredArgs returns, sorted, the arguments an upstream tool's input
+// schema lists (its properties) that the policy's declaration of the tool,
+// declared, does not, when the declaration is open: the tool chain checks a
+// call against the declaration, so such an argument passes it unchecked
+// (by file_check, egress, a guard typed against the declaration). Nil when
+// the policy declares no arguments for the tool, or closes them
+// (additionalProperties: false refuses a call carrying another).
+func undeclaredArgs(declared json.RawMessage, upstream any) []string {
+	var decl struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+	}
+	if len(declared) == 0 || json.Unmarshal(declared, &decl) != nil || string(decl.AdditionalProperties) == "false" {
+		return nil
+	}
+	b, err := json.Marshal(upstream)
+	if err != nil {
+		return nil
+	}
+	var up struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(b, &up) != nil {
+		return nil
+	}
+	var extra []string
+	for name := range up.Properties {
+		if _, ok := decl.Properties[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	return extra
 }
 
 // annotatedEffects returns the effects t's annotations state, with the MCP
