@@ -169,3 +169,40 @@ func TestADoubtTheStoreCannotRecordWaitsOutTheLease(t *testing.T) {
 	assert.False(t, errors.Is(err, context.DeadlineExceeded))
 	assert.EqualValues(t, 1, calls.Load())
 }
+
+// A side-effecting call cancelled before it reached the tool, its error
+// marked runtime.NotRun (an MCP call cancelled while it waited for its
+// server's tools to be listed again), did not act: its claim is released,
+// and the call sent again runs, once.
+func TestACallCancelledBeforeItRanIsReleased(t *testing.T) {
+	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl": "1h"}`))
+	p.Tools = map[string]plan.Tool{"charge": {SideEffecting: true}}
+	var calls atomic.Int64
+	started := make(chan struct{})
+	charge := func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-ctx.Done()
+			return nil, runtime.NotRun(ctx.Err())
+		}
+		return "charged", nil
+	}
+	pl := rt.Build(t, p, runtime.Deps{KV: runtime.NewMemoryKV(), Tools: map[string]runtime.ToolFunc{"charge": charge}})
+	req := runtime.ToolRequest{Name: "charge", Args: map[string]any{"order_id": "A1"}}
+	cctx, cancel := context.WithCancel(ctx1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(cctx, req)
+		done <- err
+	}()
+	<-started
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	dctx, cancel := context.WithTimeout(ctx1, 5*time.Second)
+	defer cancel()
+	res, err := pl.Tool(dctx, req)
+	require.NoError(t, err, "the call sent again runs")
+	assert.Equal(t, "charged", res.Value)
+	assert.EqualValues(t, 2, calls.Load())
+}
