@@ -41,6 +41,10 @@ type progressRelay struct {
 	// up is the upstream's last progress, last the last relayed.
 	up, last float64
 	at       time.Time
+	// sending is set while a notification is being written to the client
+	// (deliver); next is the latest one to write after it.
+	sending bool
+	next    *mcp.ProgressNotificationParams
 }
 
 type progressKey struct{}
@@ -78,7 +82,27 @@ func (r *progressRelay) send(p *mcp.ProgressNotificationParams) {
 		return
 	}
 	r.up, r.last, r.at = p.Progress, out.Progress, now
-	_ = r.session.NotifyProgress(r.ctx, out)
+	if r.sending {
+		r.next = out
+		return
+	}
+	r.sending = true
+	go r.deliver(out)
+}
+
+// deliver writes out to the client, then the latest progress that came
+// meanwhile, if any. The write waits for the client's stream: send, on the
+// upstream session's reader, which reads every call's answer, hands the
+// progress over and goes on, so a client that stops reading holds no one
+// else's call.
+func (r *progressRelay) deliver(out *mcp.ProgressNotificationParams) {
+	for out != nil {
+		_ = r.session.NotifyProgress(r.ctx, out)
+		r.mu.Lock()
+		out, r.next = r.next, nil
+		r.sending = out != nil
+		r.mu.Unlock()
+	}
 }
 
 // following gives params a progress token of u's when ctx carries a
@@ -95,8 +119,9 @@ func (u *upstreamServer) following(ctx context.Context, params *mcp.CallToolPara
 }
 
 // relayProgress is the session's handler of the upstream's progress
-// notifications: one with the token of a call in flight is relayed to its
-// client, any other dropped.
+// notifications, run on its reader: one with the token of a call in flight
+// is relayed to its client (without waiting for the client's stream), any
+// other dropped.
 func (u *upstreamServer) relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req.Params == nil {
 		return

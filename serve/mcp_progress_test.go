@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -221,4 +222,65 @@ func TestMCPProgressAfterAnswerLeaksNothing(t *testing.T) {
 	// its relay gone or not yet gone: the counts are logged, not held.
 	t.Logf("relayed: %d of %d progress notifications sent before their answers, %d of %d sent after",
 		got[1], calls+1, got[99], lateSent.Load())
+}
+
+// pausingTransport is a client transport whose reads wait while paused is
+// set: a client that stops reading its stream.
+type pausingTransport struct {
+	mcp.Transport
+	paused  *atomic.Bool
+	release chan struct{}
+}
+
+func (p pausingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := p.Transport.Connect(ctx)
+	return pausingConn{c, p}, err
+}
+
+type pausingConn struct {
+	mcp.Connection
+	p pausingTransport
+}
+
+func (c pausingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if c.p.paused.Load() {
+		<-c.p.release
+	}
+	return c.Connection.Read(ctx)
+}
+
+// TestMCPProgressToAClientThatDoesNotReadHoldsNothing: the upstream's
+// progress is relayed from its session's reader, which reads the answers
+// of every call on it. A client that stops reading its stream held the
+// reader in the write of its progress, so no other call of the upstream,
+// any tenant's, got its answer; the reader now hands the progress over and
+// goes on.
+func TestMCPProgressToAClientThatDoesNotReadHoldsNothing(t *testing.T) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "proxy", Version: "1"}, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	var paused atomic.Bool
+	release := make(chan struct{})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, pausingTransport{ct, &paused, release}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { close(release); _ = cs.Close(); _ = ss.Close() })
+	paused.Store(true)
+
+	u := &upstreamServer{}
+	u.progress.Store("agentc-1", &progressRelay{ctx: ctx, session: ss, token: "client-1"})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 3; i++ {
+			u.relayProgress(ctx, &mcp.ProgressNotificationClientRequest{Params: &mcp.ProgressNotificationParams{ProgressToken: "agentc-1", Progress: float64(i), Total: 3}})
+			time.Sleep(progressEvery + 10*time.Millisecond)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream's reader is held by a client that does not read")
+	}
 }
