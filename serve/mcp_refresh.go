@@ -201,6 +201,14 @@ func (u *upstreams) successor(up *upstreamServer, tools []*mcp.Tool) (*upstreams
 func (s *Server) refreshMCP(up *upstreamServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
+	// The tools are listed before the lock that builds generations is
+	// taken: a server whose listing hangs (connectTimeout at most) holds
+	// neither the other servers' changes nor a reload.
+	cs, err := up.session(ctx)
+	var tools []*mcp.Tool
+	if err == nil {
+		tools, err = UpstreamTools(ctx, cs)
+	}
 	// Close holds reloadMu while the calls in flight finish, and those
 	// may be waiting for this refresh.
 	for !s.reloadMu.TryLock() {
@@ -214,11 +222,6 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	g := s.cur.Load()
 	if s.closed.Load() || g == nil || g.mcp.servers[up.name] != up {
 		return // closed, or a reload connected again
-	}
-	cs, err := up.session(ctx)
-	var tools []*mcp.Tool
-	if err == nil {
-		tools, err = UpstreamTools(ctx, cs)
 	}
 	if err != nil {
 		up.setServed(nil)
