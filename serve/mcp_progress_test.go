@@ -86,11 +86,14 @@ func TestMCPProgressIsRelayed(t *testing.T) {
 	res, err := cs.CallTool(ctx, params)
 	require.NoError(t, err)
 	assert.Equal(t, "done", text(t, res))
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) >= 3
-	}, 5*time.Second, 10*time.Millisecond)
+	waitGot := func() {
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) >= 3
+		}, 5*time.Second, 10*time.Millisecond)
+	}
+	waitGot()
 	mu.Lock()
 	var progress []float64
 	for _, p := range got {
@@ -110,11 +113,7 @@ func TestMCPProgressIsRelayed(t *testing.T) {
 		params.SetProgressToken("client-8")
 		res, err = cs.CallTool(ctx, params)
 		require.NoError(t, err)
-		require.Eventually(t, func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(got) >= 3
-		}, 5*time.Second, 10*time.Millisecond)
+		waitGot()
 		mu.Lock()
 		progress = nil
 		for _, p := range got {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,25 +29,7 @@ func TestMCPHangingListingHoldsNoOtherServer(t *testing.T) {
 	}
 	slow := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	slow.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, h)
-	var hold atomic.Bool
-	listing := make(chan struct{}, 1)
-	release := make(chan struct{})
-	var once sync.Once
-	slow.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && hold.Load() {
-				select {
-				case listing <- struct{}{}:
-				default:
-				}
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-			return next(ctx, method, req)
-		}
-	})
+	lists := holdLists(slow)
 	quick := mcp.NewServer(&mcp.Implementation{Name: "quick", Version: "1"}, nil)
 	quick.AddTool(&mcp.Tool{Name: "b", InputSchema: map[string]any{"type": "object"}}, h)
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
@@ -58,16 +38,11 @@ keys: agent: {sha256: %q}
 mcp: servers: {slow: url: %q, quick: url: %q}
 `, sha("agent-key"), serve(slow), serve(quick)))), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
-	// Before the servers close (cleanups run last first).
-	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	t.Cleanup(lists.free) // before the servers close (cleanups run last first)
 
-	hold.Store(true)
+	lists.hold()
 	slow.AddTool(&mcp.Tool{Name: "a2", InputSchema: map[string]any{"type": "object"}}, h)
-	select {
-	case <-listing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the proxy did not list the slow upstream's tools again")
-	}
+	lists.waitHeld(t)
 	quick.AddTool(&mcp.Tool{Name: "b2", InputSchema: map[string]any{"type": "object"}}, h)
 	start := time.Now()
 	require.Eventually(t, func() bool {

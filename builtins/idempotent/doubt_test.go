@@ -96,15 +96,7 @@ func TestACallThatMayHaveRunIsInDoubtAtOnce(t *testing.T) {
 				case "panic":
 					assert.Panics(t, func() { _, _ = a.Tool(ctx1, req) })
 				case "cancelled":
-					cctx, cancel := context.WithCancel(ctx1)
-					done := make(chan error, 1)
-					go func() {
-						_, err := a.Tool(cctx, req)
-						done <- err
-					}()
-					<-started
-					cancel()
-					require.ErrorIs(t, <-done, context.Canceled)
+					require.ErrorIs(t, cancelWhileRunning(a, req, started), context.Canceled)
 				default:
 					_, err := a.Tool(ctx1, req)
 					require.Error(t, err)
@@ -189,15 +181,7 @@ func TestACallCancelledBeforeItRanIsReleased(t *testing.T) {
 	}
 	pl := rt.Build(t, p, runtime.Deps{KV: runtime.NewMemoryKV(), Tools: map[string]runtime.ToolFunc{"charge": charge}})
 	req := runtime.ToolRequest{Name: "charge", Args: map[string]any{"order_id": "A1"}}
-	cctx, cancel := context.WithCancel(ctx1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := pl.Tool(cctx, req)
-		done <- err
-	}()
-	<-started
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	require.ErrorIs(t, cancelWhileRunning(pl, req, started), context.Canceled)
 
 	dctx, cancel := context.WithTimeout(ctx1, 5*time.Second)
 	defer cancel()
@@ -205,4 +189,19 @@ func TestACallCancelledBeforeItRanIsReleased(t *testing.T) {
 	require.NoError(t, err, "the call sent again runs")
 	assert.Equal(t, "charged", res.Value)
 	assert.EqualValues(t, 2, calls.Load())
+}
+
+// cancelWhileRunning runs req on pl, cancels its context once started is
+// closed, and returns the call's error.
+func cancelWhileRunning(pl *runtime.Pipeline, req runtime.ToolRequest, started <-chan struct{}) error {
+	cctx, cancel := context.WithCancel(ctx1)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(cctx, req)
+		done <- err
+	}()
+	<-started
+	cancel()
+	return <-done
 }
