@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +90,9 @@ type upstreamServer struct {
 	dirty   bool
 	running bool
 	stale   bool
+	// refreshed is when the last listing for a change started
+	// (refreshLoop).
+	refreshed time.Time
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time
@@ -364,7 +368,8 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 			}
 			rt = headerTransport{header: h, base: rt}
 		}
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{Transport: noteTransport{base: boundTransport{base: rt}}}}
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{
+			Transport: noteTransport{base: boundTransport{base: rt}}, CheckRedirect: sameOrigin}}
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -373,6 +378,24 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
 	}
 	return cs, nil
+}
+
+// sameOrigin lets an upstream's HTTP client follow a redirect within the
+// origin (scheme, host and port) of the request that started it, at most
+// 10, and refuses one elsewhere: the server's headers (its credentials)
+// are added to every request the transport sends, and a 307 or 308 posts a
+// call's arguments again, so a server redirecting to another host (a
+// compromised one, an open redirect on it) would hand both to that host.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	switch {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case req.URL.Scheme != first.Scheme || req.URL.Host != first.Host:
+		return fmt.Errorf("the server redirected to another origin (%s://%s); the proxy follows a redirect within the server's origin only",
+			req.URL.Scheme, req.URL.Host)
+	}
+	return nil
 }
 
 // maxStderrLine bounds a line of a command server's standard error in the
@@ -578,6 +601,14 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 	for name, b := range ScanTools(ctx, pl, tools, log) {
 		u.tools[name].withheld = b
 	}
+	for _, name := range u.names {
+		if t := u.tools[name]; t.withheld == nil {
+			if extra := undeclaredArgs(pl.Plan().Tools[name].Args, t.tool.InputSchema); len(extra) > 0 {
+				log.Warn("mcp tool's input schema lists arguments its declaration in the policy does not", "tool", name, "server", t.server,
+					"arguments", extra)
+			}
+		}
+	}
 	for _, up := range u.servers {
 		up.setServed(u.served(up))
 	}
@@ -586,6 +617,41 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 		fx[name] = annotatedEffects(t.tool)
 	}
 	pl.DeclareToolEffects(fx)
+}
+
+// undeclaredArgs returns, sorted, the arguments an upstream tool's input
+// schema lists (its properties) that the policy's declaration of the tool,
+// declared, does not, when the declaration is open: the tool chain checks a
+// call against the declaration, so such an argument passes it unchecked
+// (by file_check, egress, a guard typed against the declaration). Nil when
+// the policy declares no arguments for the tool, or closes them
+// (additionalProperties: false refuses a call carrying another).
+func undeclaredArgs(declared json.RawMessage, upstream any) []string {
+	var decl struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+	}
+	if len(declared) == 0 || json.Unmarshal(declared, &decl) != nil || string(decl.AdditionalProperties) == "false" {
+		return nil
+	}
+	b, err := json.Marshal(upstream)
+	if err != nil {
+		return nil
+	}
+	var up struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(b, &up) != nil {
+		return nil
+	}
+	var extra []string
+	for name := range up.Properties {
+		if _, ok := decl.Properties[name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	sort.Strings(extra)
+	return extra
 }
 
 // annotatedEffects returns the effects t's annotations state, with the MCP
@@ -744,7 +810,9 @@ func badInputSchema(t *mcp.Tool) *runtime.BlockedError {
 
 // toolDef is the definition of an upstream tool as an MCP client's model
 // reads it: the name it is served under, its titles and description, its
-// input schema.
+// input schema (Parameters), and the keys and strings of the rest the proxy
+// lists (its output schema, icons and _meta), one a line after the
+// description: a client may put any of them in front of its model.
 func toolDef(name string, t *mcp.Tool) runtime.ToolDef {
 	var desc []string
 	if t.Title != "" {
@@ -754,11 +822,40 @@ func toolDef(name string, t *mcp.Tool) runtime.ToolDef {
 		desc = append(desc, t.Annotations.Title)
 	}
 	desc = append(desc, t.Description)
+	rest := struct {
+		OutputSchema any        `json:"outputSchema,omitempty"`
+		Icons        []mcp.Icon `json:"icons,omitempty"`
+		Meta         mcp.Meta   `json:"_meta,omitempty"`
+	}{t.OutputSchema, t.Icons, t.Meta}
+	if b, err := json.Marshal(rest); err == nil {
+		var v any
+		if json.Unmarshal(b, &v) == nil {
+			desc = appendStrings(desc, v)
+		}
+	}
 	td := runtime.ToolDef{Name: name, Description: strings.Join(desc, "\n")}
 	if b, err := json.Marshal(t.InputSchema); err == nil {
 		td.Parameters = b
 	}
 	return td
+}
+
+// appendStrings appends the keys and strings of v, a decoded JSON value, in
+// the order of its keys.
+func appendStrings(out []string, v any) []string {
+	switch v := v.(type) {
+	case string:
+		out = append(out, v)
+	case []any:
+		for _, e := range v {
+			out = appendStrings(out, e)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			out = appendStrings(append(out, k), v[k])
+		}
+	}
+	return out
 }
 
 func (u *upstreams) close() {

@@ -50,8 +50,10 @@ func defaultIgnorable(r rune) bool {
 }
 
 // policyToolNames returns the tool names p writes rules for: its tools
-// declarations, the tools scopes of its tool layers and the allow and deny
-// lists of its tool_policy layers.
+// declarations, the tools scopes of its tool layers, the allow and deny
+// lists of its tool_policy layers and the strings its tool layers'
+// predicates compare tool.name with (a guard's "tool.name == 'refund'",
+// "tool.name in ['refund', 'charge']"; not "args.method == 'DELETE'").
 func policyToolNames(p *plan.Plan) map[string]bool {
 	names := map[string]bool{}
 	if p == nil {
@@ -63,6 +65,11 @@ func policyToolNames(p *plan.Plan) map[string]bool {
 	for _, l := range p.Chains.Of(plan.StageTool) {
 		for _, name := range l.Tools {
 			names[name] = true
+		}
+		for _, ps := range predicateStrings(l) {
+			if ps.toolName {
+				names[ps.s] = true
+			}
 		}
 		if l.Use == "tool_policy" {
 			var cfg struct{ Allow, Deny []string }

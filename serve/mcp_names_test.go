@@ -125,3 +125,34 @@ func TestLookAlikes(t *testing.T) {
 	assert.Equal(t, LayerMCP, blocked["Lookup"].Layer)
 	assert.Empty(t, lookAlikes([]ListedTool{{Name: "charge"}}, map[string]bool{"Charge": true, "charge": true}), "a name the policy names is kept")
 }
+
+// TestMCPCaseVariantOfAPredicateNameWithheld: a policy names a tool in a
+// tool layer's predicate too (a guard's deny or a when comparing tool.name
+// with "refund"). An upstream listing "Refund" in place of the "refund"
+// such a guard names would offer the client's model the guarded tool
+// while its calls skip the guard: it is withheld as a variant of a tool a
+// tools scope names is. A string the predicate compares with something
+// else ('STOCK', a value of an argument) names no tool: "stock" is served.
+func TestMCPCaseVariantOfAPredicateNameWithheld(t *testing.T) {
+	upstream, calls := namesUpstream(t, "Refund", "Charge", "stock")
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+chains: tool: [
+	{use: "guard", name: "refund_limit", deny: "tool.name == 'refund' && has(args.amount) && args.amount > 100.0 && !(has(args.note) && args.note == 'STOCK')", message: "refunds over 100 need an approver"},
+	{use: "guard", name: "charge_limit", when: "tool.name in [\"charge\"]", deny: "has(args.amount) && args.amount > 100.0"},
+	{use: "audit", trail: "logical"},
+]
+`, sha("agent-key"), upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	assert.Equal(t, []string{"stock"}, listedTools(t, cs))
+	for _, name := range []string{"Refund", "Charge"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"amount": 250}})
+		if err == nil {
+			assert.True(t, res.IsError, "%q is refused", name)
+		}
+		assert.Zero(t, calls(name), "the upstream never sees a call of %q", name)
+	}
+	assert.Contains(t, s.logs.String(), `differs from \"refund\", the name of a tool the policy names`)
+}

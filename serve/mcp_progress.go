@@ -14,13 +14,16 @@ import (
 // the upstream reports for the call. The upstream is given a token of the
 // proxy's own (one per call: the client's token means nothing to it, and
 // two clients may use the same), and each notifications/progress it sends
-// with that token is relayed to the client with the client's token. Only
-// the numbers pass: the progress and the total. The message is upstream
-// text that no layer of the tool chain read (redact, for one, reads the
-// result only), so it is left out. A progress that does not increase is
-// dropped (the specification says it must), and so is one that comes
-// within progressEvery of the last relayed: an upstream cannot flood the
-// client's stream.
+// with that token is relayed to the client with the client's token. The
+// upstream's message and numbers are data no layer of the tool chain read
+// (redact, for one, reads the result only: a card number passes as a
+// progress of 4111111111111111), so neither is relayed: the client gets
+// the whole percent of the total reached (a total of 100), or, from an
+// upstream that gives no total or a progress beyond it, the count of the
+// notifications relayed for the call (no total). A progress that does not
+// increase is dropped (the specification says it must), and so is one
+// that comes within progressEvery of the last relayed: an upstream cannot
+// flood the client's stream.
 
 // progressEvery is the least time between two progress notifications
 // relayed for a call.
@@ -34,9 +37,14 @@ type progressRelay struct {
 	session *mcp.ServerSession
 	token   any
 
-	mu   sync.Mutex
-	last float64
-	at   time.Time
+	mu sync.Mutex
+	// up is the upstream's last progress, last the last relayed.
+	up, last float64
+	at       time.Time
+	// sending is set while a notification is being written to the client
+	// (deliver); next is the latest one to write after it.
+	sending bool
+	next    *mcp.ProgressNotificationParams
 }
 
 type progressKey struct{}
@@ -63,11 +71,38 @@ func (r *progressRelay) send(p *mcp.ProgressNotificationParams) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	if !r.at.IsZero() && (p.Progress <= r.last || now.Sub(r.at) < progressEvery) {
+	if !r.at.IsZero() && (p.Progress <= r.up || now.Sub(r.at) < progressEvery) {
 		return
 	}
-	r.last, r.at = p.Progress, now
-	_ = r.session.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: p.Progress, Total: p.Total})
+	out := &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: r.last + 1}
+	if p.Total > 0 && p.Progress >= 0 && p.Progress <= p.Total {
+		out.Progress, out.Total = math.Floor(p.Progress/p.Total*100), 100
+	}
+	if !r.at.IsZero() && out.Progress <= r.last {
+		return
+	}
+	r.up, r.last, r.at = p.Progress, out.Progress, now
+	if r.sending {
+		r.next = out
+		return
+	}
+	r.sending = true
+	go r.deliver(out)
+}
+
+// deliver writes out to the client, then the latest progress that came
+// meanwhile, if any. The write waits for the client's stream: send, on the
+// upstream session's reader, which reads every call's answer, hands the
+// progress over and goes on, so a client that stops reading holds no one
+// else's call.
+func (r *progressRelay) deliver(out *mcp.ProgressNotificationParams) {
+	for out != nil {
+		_ = r.session.NotifyProgress(r.ctx, out)
+		r.mu.Lock()
+		out, r.next = r.next, nil
+		r.sending = out != nil
+		r.mu.Unlock()
+	}
 }
 
 // following gives params a progress token of u's when ctx carries a
@@ -84,8 +119,9 @@ func (u *upstreamServer) following(ctx context.Context, params *mcp.CallToolPara
 }
 
 // relayProgress is the session's handler of the upstream's progress
-// notifications: one with the token of a call in flight is relayed to its
-// client, any other dropped.
+// notifications, run on its reader: one with the token of a call in flight
+// is relayed to its client (without waiting for the client's stream), any
+// other dropped.
 func (u *upstreamServer) relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req.Params == nil {
 		return

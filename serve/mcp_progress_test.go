@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,7 @@ func progressUpstream(t *testing.T) (string, func() []any) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
 	type in struct {
 		Steps []float64 `json:"steps"`
+		Total *float64  `json:"total,omitempty"`
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "work", Description: "Works a while.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
@@ -35,10 +37,14 @@ func progressUpstream(t *testing.T) (string, func() []any) {
 			mu.Lock()
 			tokens = append(tokens, tok)
 			mu.Unlock()
+			total := 3.0
+			if in.Total != nil {
+				total = *in.Total
+			}
 			for _, p := range in.Steps {
 				if tok != nil {
 					require.NoError(t, req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-						ProgressToken: tok, Progress: p, Total: 3, Message: fmt.Sprintf("reading customer 4111-1111-1111-%04.0f", p)}))
+						ProgressToken: tok, Progress: p, Total: total, Message: fmt.Sprintf("reading customer 4111-1111-1111-%04.0f", p)}))
 				}
 				time.Sleep(3 * progressEvery)
 			}
@@ -56,8 +62,11 @@ func progressUpstream(t *testing.T) (string, func() []any) {
 // TestMCPProgressIsRelayed: an upstream's progress notifications during a
 // call reach the client that asked for them (its progressToken), with the
 // client's token; their messages, upstream text no layer of the tool chain
-// read, are left out; a progress that does not increase is dropped; a call
-// without a token gives the upstream none.
+// read, are left out, and so are their numbers: the client gets the whole
+// percent of the total reached, or without a total the count of the
+// notifications relayed, so that an upstream cannot hand it a number no
+// layer read (a card number as the progress); a progress that does not
+// increase is dropped; a call without a token gives the upstream none.
 func TestMCPProgressIsRelayed(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	url, tokens := progressUpstream(t)
@@ -77,23 +86,46 @@ func TestMCPProgressIsRelayed(t *testing.T) {
 	res, err := cs.CallTool(ctx, params)
 	require.NoError(t, err)
 	assert.Equal(t, "done", text(t, res))
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) >= 3
-	}, 5*time.Second, 10*time.Millisecond)
+	waitGot := func() {
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) >= 3
+		}, 5*time.Second, 10*time.Millisecond)
+	}
+	waitGot()
 	mu.Lock()
 	var progress []float64
 	for _, p := range got {
 		progress = append(progress, p.Progress)
 		assert.Equal(t, "client-7", p.ProgressToken)
-		assert.Equal(t, 3.0, p.Total)
+		assert.Equal(t, 100.0, p.Total)
 		assert.Empty(t, p.Message, "the upstream's message passed no layer of the tool chain")
 	}
+	got = nil
 	mu.Unlock()
-	assert.Equal(t, []float64{1, 2, 3}, progress)
+	assert.Equal(t, []float64{33, 66, 100}, progress)
+
+	// Numbers of the upstream's own: a card number as the progress, a
+	// total of 0 (none) or below the progress.
+	for _, total := range []float64{0, 2} {
+		params = &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"steps": []float64{4111111111111111, 4111111111111112, 4111111111111113}, "total": total}}
+		params.SetProgressToken("client-8")
+		res, err = cs.CallTool(ctx, params)
+		require.NoError(t, err)
+		waitGot()
+		mu.Lock()
+		progress = nil
+		for _, p := range got {
+			progress = append(progress, p.Progress)
+			assert.Zero(t, p.Total, "total %v", total)
+		}
+		got = nil
+		mu.Unlock()
+		assert.Equal(t, []float64{1, 2, 3}, progress, "total %v", total)
+	}
 	up := tokens()
-	require.Len(t, up, 1)
+	require.Len(t, up, 3)
 	assert.NotNil(t, up[0], "the upstream was given a token")
 	assert.NotEqual(t, "client-7", up[0], "the upstream gets a token of the proxy's, not the client's")
 
@@ -105,8 +137,8 @@ func TestMCPProgressIsRelayed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "done", text(t, res))
 	up = tokens()
-	require.Len(t, up, 2)
-	assert.Nil(t, up[1])
+	require.Len(t, up, 4)
+	assert.Nil(t, up[3])
 	mu.Lock()
 	assert.Empty(t, got)
 	mu.Unlock()
@@ -189,4 +221,65 @@ func TestMCPProgressAfterAnswerLeaksNothing(t *testing.T) {
 	// its relay gone or not yet gone: the counts are logged, not held.
 	t.Logf("relayed: %d of %d progress notifications sent before their answers, %d of %d sent after",
 		got[1], calls+1, got[99], lateSent.Load())
+}
+
+// pausingTransport is a client transport whose reads wait while paused is
+// set: a client that stops reading its stream.
+type pausingTransport struct {
+	mcp.Transport
+	paused  *atomic.Bool
+	release chan struct{}
+}
+
+func (p pausingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := p.Transport.Connect(ctx)
+	return pausingConn{c, p}, err
+}
+
+type pausingConn struct {
+	mcp.Connection
+	p pausingTransport
+}
+
+func (c pausingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if c.p.paused.Load() {
+		<-c.p.release
+	}
+	return c.Connection.Read(ctx)
+}
+
+// TestMCPProgressToAClientThatDoesNotReadHoldsNothing: the upstream's
+// progress is relayed from its session's reader, which reads the answers
+// of every call on it. A client that stops reading its stream held the
+// reader in the write of its progress, so no other call of the upstream,
+// any tenant's, got its answer; the reader now hands the progress over and
+// goes on.
+func TestMCPProgressToAClientThatDoesNotReadHoldsNothing(t *testing.T) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "proxy", Version: "1"}, nil)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	var paused atomic.Bool
+	release := make(chan struct{})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, pausingTransport{ct, &paused, release}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { close(release); _ = cs.Close(); _ = ss.Close() })
+	paused.Store(true)
+
+	u := &upstreamServer{}
+	u.progress.Store("agentc-1", &progressRelay{ctx: ctx, session: ss, token: "client-1"})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 3; i++ {
+			u.relayProgress(ctx, &mcp.ProgressNotificationClientRequest{Params: &mcp.ProgressNotificationParams{ProgressToken: "agentc-1", Progress: float64(i), Total: 3}})
+			time.Sleep(progressEvery + 10*time.Millisecond)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream's reader is held by a client that does not read")
+	}
 }

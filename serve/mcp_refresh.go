@@ -42,8 +42,16 @@ func (u *upstreamServer) markChanged() {
 	}
 }
 
-// refreshLoop runs onChange until no change is noted any more, then lets
-// the waiting calls go.
+// refreshEvery is the least time between the starts of two listings of
+// an upstream's tools for its changes: an upstream announcing a change
+// every few milliseconds would otherwise have a generation built, its
+// definitions scanned (a classifier's request each) and every MCP client
+// told to list the tools again, as often.
+var refreshEvery = time.Second
+
+// refreshLoop runs onChange until no change is noted any more, at most once
+// a refreshEvery (the changes noted meanwhile are listed at once), then
+// lets the waiting calls go.
 func (u *upstreamServer) refreshLoop() {
 	for {
 		u.mu.Lock()
@@ -56,14 +64,22 @@ func (u *upstreamServer) refreshLoop() {
 			u.mu.Unlock()
 			return
 		}
-		u.dirty = false
+		if wait := refreshEvery - time.Since(u.refreshed); wait > 0 {
+			u.mu.Unlock()
+			time.Sleep(wait)
+			continue
+		}
+		u.dirty, u.refreshed = false, time.Now()
 		u.mu.Unlock()
 		u.onChange(u)
 	}
 }
 
 // admit waits until the server's tools are not being listed again, then
-// refuses a call of t unless t's definition is the one served.
+// refuses a call of t unless t's definition is the one served. A call whose
+// context ends while it waits was never sent: its error is marked
+// runtime.NotRun, so that idempotent releases its claim and audit records
+// it failed, not in doubt.
 func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
 	u.mu.Lock()
 	if u.stale && !u.running {
@@ -76,7 +92,7 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
 		select {
 		case <-pending:
 		case <-ctx.Done():
-			return ctx.Err()
+			return runtime.NotRun(ctx.Err())
 		}
 	}
 	if u.serves(t) {
@@ -185,6 +201,14 @@ func (u *upstreams) successor(up *upstreamServer, tools []*mcp.Tool) (*upstreams
 func (s *Server) refreshMCP(up *upstreamServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
+	// The tools are listed before the lock that builds generations is
+	// taken: a server whose listing hangs (connectTimeout at most) holds
+	// neither the other servers' changes nor a reload.
+	cs, err := up.session(ctx)
+	var tools []*mcp.Tool
+	if err == nil {
+		tools, err = UpstreamTools(ctx, cs)
+	}
 	// Close holds reloadMu while the calls in flight finish, and those
 	// may be waiting for this refresh.
 	for !s.reloadMu.TryLock() {
@@ -198,11 +222,6 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	g := s.cur.Load()
 	if s.closed.Load() || g == nil || g.mcp.servers[up.name] != up {
 		return // closed, or a reload connected again
-	}
-	cs, err := up.session(ctx)
-	var tools []*mcp.Tool
-	if err == nil {
-		tools, err = UpstreamTools(ctx, cs)
 	}
 	if err != nil {
 		up.setServed(nil)

@@ -108,3 +108,39 @@ func TestMCPUnknownToolListsAgain(t *testing.T) {
 	assert.Zero(t, echo.count("lookup"))
 	assert.Equal(t, map[string]string{"stock": "Check the stock of an item."}, listedDescriptions(t, cs))
 }
+
+// TestMCPFlappingUpstreamListIsPaced: an upstream that says its tools
+// changed, and changes them, every 15 ms had the proxy build,
+// scan and install a generation for each listing (61 a second, each
+// telling every MCP client to list its tools again). Listings for changes
+// come at most one a refreshEvery; the last change is served.
+func TestMCPFlappingUpstreamListIsPaced(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "x", Description: "version 0", InputSchema: map[string]any{"type": "object"}}, h)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	g0 := s.srv.cur.Load().n
+	last := 0
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		last++
+		srv.AddTool(&mcp.Tool{Name: "x", Description: fmt.Sprint("version ", last), InputSchema: map[string]any{"type": "object"}}, h)
+		time.Sleep(15 * time.Millisecond) // past the SDK's delay of a change's notification
+	}
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	require.Eventually(t, func() bool {
+		tools, err := UpstreamTools(context.Background(), cs)
+		return err == nil && len(tools) == 1 && tools[0].Description == fmt.Sprint("version ", last)
+	}, 5*time.Second, 20*time.Millisecond, "the last change is served")
+	assert.LessOrEqual(t, int(s.srv.cur.Load().n-g0), 3, "a generation at most a refreshEvery")
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "ok", text(t, res))
+}

@@ -75,18 +75,9 @@ func checkToolNames(p *plan.Plan, u *upstreams, host map[string]bool) error {
 				}
 			}
 		}
-		preds := map[string]*plan.Predicate{"when": l.When}
-		for k, pr := range l.Predicates {
-			preds[k] = pr
-		}
-		for _, k := range slices.Sorted(maps.Keys(preds)) {
-			if preds[k] == nil {
-				continue
-			}
-			for _, m := range celString.FindAllStringSubmatch(preds[k].Source, -1) {
-				if err := check(at+" "+k, m[1]+m[2]); err != nil {
-					return err
-				}
+		for _, ps := range predicateStrings(l) {
+			if err := check(at+" "+ps.key, ps.s); err != nil {
+				return err
 			}
 		}
 	}
@@ -99,4 +90,41 @@ func layerRef(l plan.Layer) string {
 		return l.Name
 	}
 	return l.Use
+}
+
+// predicateString is a string literal of a layer's predicate.
+type predicateString struct {
+	key string // the predicate: "when", "deny", "require"...
+	s   string
+	// toolName is set when the predicate compares tool.name with it
+	// (toolNameCompare).
+	toolName bool
+}
+
+// toolNameCompare matches a comparison of tool.name with string literals:
+// tool.name == 'x', 'x' != tool.name, tool.name in ['x', "y"].
+var toolNameCompare = regexp.MustCompile(`\btool\.name\s*[!=]=\s*(?:'[^'\\]*'|"[^"\\]*")|(?:'[^'\\]*'|"[^"\\]*")\s*[!=]=\s*tool\.name\b|\btool\.name\s+in\s*\[[^\]]*\]`)
+
+// predicateStrings returns the string literals of l's predicates (its when
+// and the others), the predicates in order of their keys.
+func predicateStrings(l plan.Layer) []predicateString {
+	preds := map[string]*plan.Predicate{"when": l.When}
+	maps.Copy(preds, l.Predicates)
+	var out []predicateString
+	for _, k := range slices.Sorted(maps.Keys(preds)) {
+		if preds[k] == nil {
+			continue
+		}
+		src := preds[k].Source
+		named := map[string]bool{}
+		for _, cmp := range toolNameCompare.FindAllString(src, -1) {
+			for _, m := range celString.FindAllStringSubmatch(cmp, -1) {
+				named[m[1]+m[2]] = true
+			}
+		}
+		for _, m := range celString.FindAllStringSubmatch(src, -1) {
+			out = append(out, predicateString{k, m[1] + m[2], named[m[1]+m[2]]})
+		}
+	}
+	return out
 }

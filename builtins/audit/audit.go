@@ -101,7 +101,8 @@ func Decision(err error, meta *runtime.Meta) runtime.AuditDecision {
 // invoke writes the intent, runs call and writes the outcome. effect is set
 // for a call that may make an effect a repetition would make again (a
 // side-effecting tool not declared retry_safe): when such a call panics, or
-// fails while its context is cancelled, it may have made its effect before
+// fails while its context is cancelled (with an error that does not prove
+// it never ran, runtime.DidNotRun), it may have made its effect before
 // it stopped, so its outcome is recorded in doubt (decision in_doubt,
 // error_type in_doubt, the cause in the message), as idempotent treats it,
 // rather than failed, which a person settling the trail would read as "did
@@ -137,7 +138,7 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	v, err = call()
 	completed = true
 	out := a.outcome(rec, meta, start, err, "")
-	if effect && err != nil && ctx.Err() != nil && out.Decision == runtime.DecisionFailed {
+	if effect && err != nil && ctx.Err() != nil && !runtime.DidNotRun(err) && out.Decision == runtime.DecisionFailed {
 		markInDoubt(&out)
 	}
 	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {

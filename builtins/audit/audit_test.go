@@ -234,6 +234,24 @@ func TestCallThatMayHaveRunIsInDoubt(t *testing.T) {
 		assert.Equal(t, "in_doubt", recs[1].ErrorType)
 		assert.Contains(t, recs[1].ErrorMessage, "before it stopped (timeout): ", "the kind the failure had")
 	})
+	t.Run("cancelled before it ran", func(t *testing.T) {
+		// Its error proves it never reached the tool (an MCP call
+		// cancelled while it waited for its server's tools to be listed
+		// again): it failed, and did not act.
+		sink := &runtime.MemoryAudit{}
+		tool := func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			<-ctx.Done()
+			return nil, runtime.NotRun(ctx.Err())
+		}
+		pl := rt.Build(t, effectPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+		ctx, cancel := context.WithTimeout(ctx1, 10*time.Millisecond)
+		defer cancel()
+		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{}})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		recs := sink.Records()
+		require.Len(t, recs, 2)
+		assert.Equal(t, runtime.DecisionFailed, recs[1].Decision)
+	})
 	t.Run("timed out", func(t *testing.T) {
 		// The tool's own deadline, or an upstream's 504: it may have
 		// acted, as idempotent and meter take it (the runtime marks the

@@ -28,7 +28,8 @@
 //     declared retry_safe that failed with a timeout, its own deadline or
 //     an upstream's 504, which the runtime marks runtime.MayHaveRun:
 //     runtime.ClassInDoubt; or such a tool that panicked, or failed while
-//     its call was cancelled, having perhaps made its effect before it
+//     its call was cancelled (with an error that does not prove it never
+//     ran, runtime.DidNotRun), having perhaps made its effect before it
 //     stopped, as idempotent treats it), for a person to settle with the
 //     idempotency key; "ran" when the call ran, its effect standing, but
 //     its result could not be used and the caller got an error marked

@@ -51,7 +51,9 @@
 //     the token still holds the lease); on failure the lease is released,
 //     so a failure is never stored and the next duplicate runs the tool
 //     again (a call that ran is another matter: step 5). A call that panics instead of returning, or fails because its
-//     context was cancelled while it ran, or fails with a timeout
+//     context was cancelled while it ran (unless its error proves it was
+//     never sent, runtime.DidNotRun: an MCP call cancelled while it
+//     waited for its server's tools to be listed again), or fails with a timeout
 //     (runtime.KindOf "timeout": its own deadline, an upstream's 504), or
 //     fails in a way that leaves its outcome unknown (runtime.MayHaveRun,
 //     runtime.ErrOutcomeUnrecorded), may have made its effect first: the

@@ -96,15 +96,7 @@ func TestACallThatMayHaveRunIsInDoubtAtOnce(t *testing.T) {
 				case "panic":
 					assert.Panics(t, func() { _, _ = a.Tool(ctx1, req) })
 				case "cancelled":
-					cctx, cancel := context.WithCancel(ctx1)
-					done := make(chan error, 1)
-					go func() {
-						_, err := a.Tool(cctx, req)
-						done <- err
-					}()
-					<-started
-					cancel()
-					require.ErrorIs(t, <-done, context.Canceled)
+					require.ErrorIs(t, cancelWhileRunning(a, req, started), context.Canceled)
 				default:
 					_, err := a.Tool(ctx1, req)
 					require.Error(t, err)
@@ -168,4 +160,48 @@ func TestADoubtTheStoreCannotRecordWaitsOutTheLease(t *testing.T) {
 	require.ErrorAs(t, err, &doubt, "in doubt once the lease expired")
 	assert.False(t, errors.Is(err, context.DeadlineExceeded))
 	assert.EqualValues(t, 1, calls.Load())
+}
+
+// A side-effecting call cancelled before it reached the tool, its error
+// marked runtime.NotRun (an MCP call cancelled while it waited for its
+// server's tools to be listed again), did not act: its claim is released,
+// and the call sent again runs, once.
+func TestACallCancelledBeforeItRanIsReleased(t *testing.T) {
+	p := toolPlan(rt.Layer("idempotent", `{"lease_ttl": "1h"}`))
+	p.Tools = map[string]plan.Tool{"charge": {SideEffecting: true}}
+	var calls atomic.Int64
+	started := make(chan struct{})
+	charge := func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-ctx.Done()
+			return nil, runtime.NotRun(ctx.Err())
+		}
+		return "charged", nil
+	}
+	pl := rt.Build(t, p, runtime.Deps{KV: runtime.NewMemoryKV(), Tools: map[string]runtime.ToolFunc{"charge": charge}})
+	req := runtime.ToolRequest{Name: "charge", Args: map[string]any{"order_id": "A1"}}
+	require.ErrorIs(t, cancelWhileRunning(pl, req, started), context.Canceled)
+
+	dctx, cancel := context.WithTimeout(ctx1, 5*time.Second)
+	defer cancel()
+	res, err := pl.Tool(dctx, req)
+	require.NoError(t, err, "the call sent again runs")
+	assert.Equal(t, "charged", res.Value)
+	assert.EqualValues(t, 2, calls.Load())
+}
+
+// cancelWhileRunning runs req on pl, cancels its context once started is
+// closed, and returns the call's error.
+func cancelWhileRunning(pl *runtime.Pipeline, req runtime.ToolRequest, started <-chan struct{}) error {
+	cctx, cancel := context.WithCancel(ctx1)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(cctx, req)
+		done <- err
+	}()
+	<-started
+	cancel()
+	return <-done
 }

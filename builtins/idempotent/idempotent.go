@@ -474,9 +474,10 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		m.publish(ctx, c, key, token, storeErr(err))
 		return v, err
 	}
-	if err != nil && (ctx.Err() != nil || runtime.KindOf(err) == string(runtime.KindTimeout) ||
+	if err != nil && (ctx.Err() != nil && !runtime.DidNotRun(err) || runtime.KindOf(err) == string(runtime.KindTimeout) ||
 		runtime.Classify(err) == runtime.ClassInDoubt) && !c.Tool.RetrySafe {
-		// Cancelled, or timed out, while the tool ran (its own deadline,
+		// Cancelled (unless its error proves the call was never sent:
+		// runtime.DidNotRun), or timed out, while the tool ran (its own deadline,
 		// an upstream's 504), or failed in a way that leaves its outcome
 		// unknown (runtime.MayHaveRun: an MCP upstream's connection lost
 		// after the call was sent; runtime.ErrOutcomeUnrecorded: it ran and

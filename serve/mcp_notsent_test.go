@@ -1,0 +1,124 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// TestMCPCallCancelledBeforeItIsSentIsNotInDoubt: a call of a
+// side-effecting tool waits while its upstream's tools are listed again
+// (the server said they changed) and is cancelled there, never sent. It
+// did not run: audit records it failed, not in doubt, and idempotent
+// releases its claim, so the call sent again with its key runs (once)
+// instead of failing in doubt for the claim's ttl.
+func TestMCPCallCancelledBeforeItIsSentIsNotInDoubt(t *testing.T) {
+	var refunds atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			refunds.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
+		})
+	lists := holdLists(srv)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
+`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
+	t.Cleanup(lists.free) // before the servers close (cleanups run last first)
+
+	// The upstream says its tools changed, and its list hangs: the
+	// proxy's calls of its tools wait.
+	lists.hold()
+	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	lists.waitHeld(t)
+	args := map[string]any{"order_id": "A1"}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: args})
+	cancel()
+	require.Error(t, err, "the call is cancelled while it waits")
+	var outcome *runtime.AuditRecord
+	require.Eventually(t, func() bool {
+		for _, r := range audit.Records() {
+			if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
+				outcome = &r
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.NotEqual(t, runtime.DecisionInDoubt, outcome.Decision, "the call was never sent: %+v", *outcome)
+
+	lists.free()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: args})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, "the call sent again with its key runs: %s", text(t, res))
+	assert.EqualValues(t, 1, refunds.Load())
+}
+
+// listHold holds an upstream's tools/list requests, once hold is called,
+// until free is (or the request ends).
+type listHold struct {
+	held    atomic.Bool
+	listing chan struct{} // a listing is held
+	release chan struct{}
+	once    sync.Once
+}
+
+// holdLists has srv's tools/list requests held as h says.
+func holdLists(srv *mcp.Server) *listHold {
+	h := &listHold{listing: make(chan struct{}, 1), release: make(chan struct{})}
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && h.held.Load() {
+				select {
+				case h.listing <- struct{}{}:
+				default:
+				}
+				select {
+				case <-h.release:
+				case <-ctx.Done():
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return h
+}
+
+func (h *listHold) hold() { h.held.Store(true) }
+
+func (h *listHold) free() {
+	h.held.Store(false)
+	h.once.Do(func() { close(h.release) })
+}
+
+// waitHeld waits until a listing is held.
+func (h *listHold) waitHeld(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.listing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy did not list the upstream's tools again")
+	}
+}
