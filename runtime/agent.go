@@ -165,7 +165,9 @@ type AgentResult struct {
 // after_tool saves it), and each tool result is recorded with the call it
 // answers. Tool calls of the last assistant message of Messages that lack a
 // result (a resumed turn that was cut short) are settled first: a call with
-// a recorded result is answered from it without running, a side-effecting
+// a recorded result (one recorded after the call was, CallIntent.Records: an
+// earlier call of the same place, id and arguments, as a shortened history
+// can make, never answers it) is answered from it without running, a side-effecting
 // tool that is not retry_safe without one, or a tool the policy does not
 // declare (allowed by settings.allow_undeclared_tools, or no longer
 // declared), ends the turn with an *InDoubtError and nothing runs, unless a
@@ -614,7 +616,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 	for i, k := range pending {
 		calls[i] = all[k]
 	}
-	records := t.pl.toolRecords(ctx)
+	records := t.pl.callRecords(ctx)
 	out := make([]*Message, len(calls))
 	var doubt []error
 	var run []int

@@ -42,6 +42,13 @@ type CallIntent struct {
 	// clock alone, whatever the clocks of the processes that recorded and
 	// resume the turn. A store without one is judged by Time.
 	StoreTimes map[string]time.Time `json:"store_times,omitempty"`
+	// Records is how many tool results the run had recorded when the calls
+	// were (Checkpoint.Tools): a call of the turn is answered only from a
+	// record after those (callRecords). A key names a call by its place,
+	// id and arguments, which a call made before can share (a model that
+	// gives its calls no id, a host that shortened the transcript): its
+	// record never answers the later call.
+	Records int `json:"records,omitempty"`
 }
 
 // ResumeClockSkew is how far apart the clocks of the process that recorded
@@ -243,8 +250,24 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 	intent.Stores, intent.Keys, intent.StoreTimes = pl.claimStores(ctx, keys, calls)
 	s := pl.runState(id)
 	s.mu.Lock()
+	intent.Records = len(s.tools)
 	s.intent = intent
 	s.mu.Unlock()
+}
+
+// callRecords returns the tool records of the run of ctx that may answer a
+// call of its latest agent turn: those made after the turn recorded its
+// calls (CallIntent.Records), every one when no turn recorded calls (a
+// checkpoint of an earlier version).
+func (pl *Pipeline) callRecords(ctx context.Context) []ToolRecord {
+	r, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) []ToolRecord {
+		from := 0
+		if s.intent != nil {
+			from = min(max(s.intent.Records, 0), len(s.tools))
+		}
+		return slices.Clone(s.tools[from:])
+	})
+	return r
 }
 
 // claimStores returns, by record key, the identity of the store each call
@@ -373,7 +396,7 @@ func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, rec
 // clone returns a copy of c that shares no memory with it.
 func (c *CallIntent) clone() *CallIntent {
 	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores), Keys: maps.Clone(c.Keys),
-		StoreTimes: maps.Clone(c.StoreTimes)}
+		StoreTimes: maps.Clone(c.StoreTimes), Records: c.Records}
 }
 
 // NewStoreID returns a new random store identity (SharedLeaser.StoreID):
