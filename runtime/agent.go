@@ -59,8 +59,10 @@ type AgentRequest struct {
 	// non-nil Tools, any under ToolChoice "none", another than the one a
 	// ToolChoice names) is answered with an error result and does not run.
 	Params ChatRequest
-	// MaxSteps bounds the model calls of the turn (0:
-	// DefaultAgentMaxSteps).
+	// MaxSteps bounds the model answers of the turn (0:
+	// DefaultAgentMaxSteps), over its attempts: an attempt after one whose
+	// model call failed (a host's retry layer) makes the answers the
+	// attempts before left, the failed call not counted.
 	MaxSteps int
 	// MaxParallel bounds the tool calls of one step that run at once (0:
 	// DefaultAgentMaxParallel).
@@ -73,7 +75,9 @@ type AgentRequest struct {
 	// OnBlock is OnBlockTellModel ("" is the same) or OnBlockEndTurn.
 	OnBlock string
 	// OnDelta, when set, sees every delta of every model call as it streams
-	// (steps count from 1). It runs on the caller's goroutine.
+	// (steps count the turn's model calls from 1, an attempt after the
+	// first going on from the calls made). It runs on the caller's
+	// goroutine.
 	OnDelta func(step int, d Delta)
 }
 
@@ -89,13 +93,16 @@ type AgentResult struct {
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
 	Messages []Message `json:"messages"`
-	// Steps is the number of model calls made.
+	// Steps is the number of model calls made, a failed one included.
 	Steps int `json:"steps"`
 	// ToolCalls is the number of tool calls the model requested.
 	ToolCalls int `json:"tool_calls"`
 	// Blocked is the number of tool calls a guard refused.
 	Blocked int `json:"blocked,omitempty"`
-	// Usage sums the usage of the model calls.
+	// Usage sums the usage of the model calls. Steps, ToolCalls, Blocked
+	// and Usage count every attempt of the turn (a host's retry layer that
+	// ran the turn chain's inner layers again): the model calls of an
+	// attempt that failed were made, and are billed.
 	Usage Usage `json:"usage"`
 	// FinishReason is the last model call's.
 	FinishReason string `json:"finish_reason,omitempty"`
@@ -157,8 +164,8 @@ type AgentResult struct {
 // whose model call failed) has the loop go on from the transcript the
 // attempt before left, as a resumed run does, so no tool call runs twice;
 // an attempt after one whose body returned returns what it returned. The
-// counts of the result (Steps, ToolCalls, Blocked, Usage) are then the
-// last attempt's.
+// counts of the result (Steps, ToolCalls, Blocked, Usage) are those of every
+// attempt, and MaxSteps bounds the answers of them all.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
@@ -301,8 +308,10 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// An attempt after the first (a layer of the turn chain ran the layers
 	// inside it again) continues the transcript the attempt before left,
 	// as a resumed run does, rather than start the turn again: no tool call
-	// of the turn runs twice. The attempt after a body that returned
-	// returns what it returned.
+	// of the turn runs twice, and its counts add to theirs: their model
+	// calls were made (and are billed), their answers count towards
+	// MaxSteps. The attempt after a body that returned returns what it
+	// returned.
 	var prev *agentTurn
 	var prevErr error
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
@@ -314,7 +323,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		base, at, pending, tail, resumed := msgs, at, pending, tail, prev != nil
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
 		if resumed {
-			base, turn.first = prev.msgs, prev.first
+			base, turn.first, turn.made, turn.retried = prev.msgs, prev.first, prev.made, true
 			var ins int
 			var err error
 			if at, pending, ins, err = pendingCalls(base); err != nil {
@@ -325,7 +334,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 				tail, base = slices.Clone(base[ins:]), base[:ins]
 			}
 		}
-		res = AgentResult{}
+		res = AgentResult{Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Usage: res.Usage}
 		turn.msgs = base
 		var err error
 		if len(pending) > 0 {
@@ -517,8 +526,13 @@ type agentTurn struct {
 	msgs     []Message
 	res      *AgentResult
 	// first and answer are the indexes of the first and the last model
-	// answers appended (-1: none).
+	// answers appended (-1: none); made counts the model answers of the
+	// turn, those of the attempts before included (MaxSteps bounds them).
 	first, answer int
+	made          int
+	// retried is set for an attempt after the first: the calls it settles
+	// are an earlier attempt's, counted in ToolCalls by it.
+	retried bool
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -531,10 +545,13 @@ type agentTurn struct {
 	resumed map[string]ResumedIntent
 }
 
+// run makes the turn's model calls until an answer without tool calls, or
+// until the turn has maxSteps answers (an earlier attempt's included). The
+// steps OnDelta sees go on from the model calls the turn made.
 func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
-	for step := 1; step <= maxSteps; step++ {
-		resp, msg, err := t.chat(ctx, step)
-		t.res.Steps = step
+	for t.made < maxSteps {
+		t.res.Steps++
+		resp, msg, err := t.chat(ctx, t.res.Steps)
 		t.res.Usage.Add(resp.Usage)
 		t.res.FinishReason = resp.FinishReason
 		t.res.Output = resp.Text
@@ -545,6 +562,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
 		t.answer = len(t.msgs) - 1
+		t.made++
 		if t.first < 0 {
 			t.first = t.answer
 		}
@@ -662,7 +680,9 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 		for j, i := range run {
 			sub[j] = calls[i]
 		}
-		t.res.ToolCalls += len(sub)
+		if !t.retried {
+			t.res.ToolCalls += len(sub)
+		}
 		results, err := t.tools(ctx, at, sub, nil)
 		for j, i := range run {
 			out[i] = &results[j]
