@@ -88,7 +88,11 @@ type AgentResult struct {
 	// chain (a content_filter, an after-phase guard) refused it or the
 	// text of an earlier answer of the turn (TurnCall.Earlier); no answer
 	// of the turn then keeps its text in Messages (an answer without tool
-	// calls is left out).
+	// calls is left out). A turn that ended well and that a layer could
+	// not record at its end (a checkpoint's save failed) keeps its output,
+	// counts and Stop: the error says the output is returned but was not
+	// recorded (Pipeline.Turn), and wraps ErrOutcomeUnrecorded when the
+	// store failed; the run's saved versions lack the turn.
 	Output string `json:"output"`
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
