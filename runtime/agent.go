@@ -1018,10 +1018,41 @@ func (t *agentTurn) key(at int, call ToolUse) string {
 
 type agentCallCtxKey struct{}
 
-// agentCallOf returns the agent call key the tool call of ctx answers.
+// agentCall is what the context of an agent turn's tool call carries: the
+// call's record key, and whether its tool runs (the context is the tool's,
+// and a call of the tool chain made with it is the tool's own, not the
+// agent's call).
+type agentCall struct {
+	key    string
+	inTool bool
+}
+
+// agentCallOf returns the record key of the agent turn's tool call that ctx
+// is of (the call's, or its tool's: inAgentCall).
 func agentCallOf(ctx context.Context) string {
-	k, _ := ctx.Value(agentCallCtxKey{}).(string)
-	return k
+	c, _ := ctx.Value(agentCallCtxKey{}).(agentCall)
+	return c.key
+}
+
+// agentRecordOf returns the record key the outcome of the tool call of ctx
+// is recorded under (ToolRecord.Call): the agent turn's call's, "" for a
+// call that the tool of an agent turn's call made, which answers no call of
+// the turn.
+func agentRecordOf(ctx context.Context) string {
+	c, _ := ctx.Value(agentCallCtxKey{}).(agentCall)
+	if c.inTool {
+		return ""
+	}
+	return c.key
+}
+
+// inToolOf returns ctx for the tool of an agent turn's call to run with
+// (agentRecordOf), or ctx itself outside an agent turn's call.
+func inToolOf(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(agentCallCtxKey{}).(agentCall); ok && !c.inTool {
+		return context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: c.key, inTool: true})
+	}
+	return ctx
 }
 
 // lastRecord returns the last record of the run answering the call key.
@@ -1127,7 +1158,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				wg.Done()
 			}()
 			key := t.key(at, calls[i])
-			cctx := context.WithValue(ctx, agentCallCtxKey{}, key)
+			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: key})
 			if intent, ok := t.resumed[key]; ok {
 				var done func()
 				cctx, done = withResumedCall(cctx, calls[i].Name, intent)

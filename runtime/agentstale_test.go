@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
@@ -92,4 +93,54 @@ func TestRunAgentNeverAnswersACallFromAnEarlierCallsRecord(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRunAgentNeverAnswersACallFromTheCallsItMade: a tool of an agent turn
+// that makes a call of the tool chain itself (a fetch that follows a
+// redirect through the chain, so that its policy holds for the second
+// address too) had that call recorded under the agent call's name, so a
+// process that stopped once the inner call's result was saved, before the
+// outer call's, resumed the turn with the outer call answered by the inner
+// one's result. Only the agent's call is recorded under its name: the
+// outer call, side-effecting and without a record, is in doubt.
+func TestRunAgentNeverAnswersACallFromTheCallsItMade(t *testing.T) {
+	base := runtime.NewMemoryCheckpoints()
+	// Saves: the model's call, then the inner call's result; the process
+	// dies then.
+	store := &stoppingStore{CheckpointStore: base, n: 2}
+	p := refundPlan()
+	p.Tools["fetch"] = plan.Tool{SideEffecting: true}
+	var pl *runtime.Pipeline
+	fetch := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if c.Args["url"] == "a" {
+			res, err := pl.Tool(ctx, runtime.ToolRequest{Name: "fetch", Args: map[string]any{"url": "b"}})
+			if err != nil {
+				return nil, err
+			}
+			return fmt.Sprint("a, redirected: ", res.Value), nil
+		}
+		return "b's page", nil
+	}
+	first := rt.NewModel(callTools(use("f1", "fetch", `{"url":"a"}`)), rt.Response{Deltas: []string{"unused"}})
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": first}, Checkpoints: store,
+		Tools: map[string]runtime.ToolFunc{"fetch": fetch}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "inner"})
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "fetch a"})
+	require.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	require.True(t, store.dead())
+	require.NoError(t, pl.Close())
+
+	second := rt.NewModel(rt.Response{Deltas: []string{"done"}})
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": second}, Checkpoints: base,
+		Tools: map[string]runtime.ToolFunc{"fetch": fetch}})
+	cp, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	saved, err := cp.Resume(ctx, "inner")
+	require.NoError(t, err)
+	require.Len(t, saved.Tools, 1, "the inner call's result")
+	_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt, "the fetch is not answered from the inner call's record")
+	assert.Equal(t, "fetch", doubt.Tool)
+	assert.Zero(t, second.Calls())
 }

@@ -507,7 +507,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
-	v, err := fn(ctx, c)
+	// A call the tool makes through the tool chain is its own, not the
+	// agent turn's call: it is recorded apart (agentRecordOf).
+	v, err := fn(inToolOf(ctx), c)
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
@@ -626,7 +628,7 @@ func (c *ToolCall) Interrupted(err error) error {
 // the first hook's error when the call succeeded.
 func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err error) error {
 	if pl.recordRuns.Load() {
-		pl.recordTool(runID(ctx), tool, agentCallOf(ctx), v, err)
+		pl.recordTool(runID(ctx), tool, agentRecordOf(ctx), v, err)
 		for _, hook := range pl.toolHooks {
 			if herr := hook(ctx); herr != nil && err == nil {
 				return herr

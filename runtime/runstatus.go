@@ -44,7 +44,8 @@ type ToolRecord struct {
 	// record instead of running it again, when the record was made after
 	// its turn recorded the call (CallIntent.Records): a call made before
 	// under the same name never answers it. Empty for a call made outside
-	// RunAgent.
+	// RunAgent, and for a call the tool of an agent turn's call made
+	// through the tool chain (it is the tool's, not the turn's call).
 	Call string `json:"call,omitempty"`
 	// InDoubt is set when the call may have had its effect but its outcome
 	// is not known or not recorded (an *InDoubtError,
