@@ -1046,11 +1046,17 @@ func agentRecordOf(ctx context.Context) string {
 	return c.key
 }
 
-// inToolOf returns ctx for the tool of an agent turn's call to run with
-// (agentRecordOf), or ctx itself outside an agent turn's call.
+// inToolOf returns ctx for the tool of an agent turn's call to run with,
+// or ctx itself outside an agent turn's call: the calls the tool makes
+// through the tool chain are its own, recorded under no call of the turn
+// (agentRecordOf), and none is the resumed call its own is (ResumedCall),
+// which a layer would judge by what the turn recorded of the resumed one.
 func inToolOf(ctx context.Context) context.Context {
 	if c, ok := ctx.Value(agentCallCtxKey{}).(agentCall); ok && !c.inTool {
-		return context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: c.key, inTool: true})
+		ctx = context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: c.key, inTool: true})
+		if resumedOf(ctx) != nil {
+			ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
+		}
 	}
 	return ctx
 }

@@ -166,11 +166,19 @@ type resumedCallKey struct{}
 // terminal looks for the mark only while there are some.
 var resumesInFlight atomic.Int64
 
+// resumedOf returns the mark of ctx's resumed call, or nil: none, or the
+// context is the tool's of such a call (inToolOf), whose own calls are not
+// the resumed one.
+func resumedOf(ctx context.Context) *resumedCall {
+	r, _ := ctx.Value(resumedCallKey{}).(*resumedCall)
+	return r
+}
+
 // ResumedCall reports whether the call of ctx is a resumed call that may
 // have started before, and what its turn recorded of it: since when it
 // could have been claimed, and in which store.
 func ResumedCall(ctx context.Context) (ResumedIntent, bool) {
-	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+	if r := resumedOf(ctx); r != nil {
 		return r.intent, true
 	}
 	return ResumedIntent{}, false
@@ -181,7 +189,7 @@ func ResumedCall(ctx context.Context) (ResumedIntent, bool) {
 // its store having the identity the turn recorded, and has now claimed it:
 // the call never started, and runs.
 func VouchNeverStarted(ctx context.Context) {
-	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+	if r := resumedOf(ctx); r != nil {
 		r.vouched.Store(true)
 	}
 }
@@ -190,7 +198,7 @@ func VouchNeverStarted(ctx context.Context) {
 // of ctx with the outcome its store holds (a result or an error): the call
 // ran before, and that outcome is its answer.
 func VouchReplayed(ctx context.Context) {
-	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+	if r := resumedOf(ctx); r != nil {
 		r.replayed.Store(true)
 	}
 }
@@ -206,8 +214,8 @@ func resumedUnanswered(ctx context.Context, tool, key string, err error) error {
 	if err == nil || resumesInFlight.Load() == 0 {
 		return err
 	}
-	r, ok := ctx.Value(resumedCallKey{}).(*resumedCall)
-	if !ok || r.tool != tool || r.vouched.Load() || r.replayed.Load() || Classify(err) == ClassInDoubt {
+	r := resumedOf(ctx)
+	if r == nil || r.tool != tool || r.vouched.Load() || r.replayed.Load() || Classify(err) == ClassInDoubt {
 		return err
 	}
 	return NotRun(errors.Join(&InDoubtError{Layer: LayerCheckpoint, Tool: tool, IdempotencyKey: key}, err))
@@ -220,8 +228,8 @@ func resumedGate(ctx context.Context, c *ToolCall) error {
 	if resumesInFlight.Load() == 0 {
 		return nil
 	}
-	r, ok := ctx.Value(resumedCallKey{}).(*resumedCall)
-	if !ok || r.tool != c.Name || r.vouched.Load() {
+	r := resumedOf(ctx)
+	if r == nil || r.tool != c.Name || r.vouched.Load() {
 		return nil
 	}
 	return NotRun(&InDoubtError{Layer: LayerCheckpoint, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()})
