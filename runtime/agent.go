@@ -59,8 +59,10 @@ type AgentRequest struct {
 	// non-nil Tools, any under ToolChoice "none", another than the one a
 	// ToolChoice names) is answered with an error result and does not run.
 	Params ChatRequest
-	// MaxSteps bounds the model calls of the turn (0:
-	// DefaultAgentMaxSteps).
+	// MaxSteps bounds the model answers of the turn (0:
+	// DefaultAgentMaxSteps), over its attempts: an attempt after one whose
+	// model call failed (a host's retry layer) makes the answers the
+	// attempts before left, the failed call not counted.
 	MaxSteps int
 	// MaxParallel bounds the tool calls of one step that run at once (0:
 	// DefaultAgentMaxParallel).
@@ -73,7 +75,9 @@ type AgentRequest struct {
 	// OnBlock is OnBlockTellModel ("" is the same) or OnBlockEndTurn.
 	OnBlock string
 	// OnDelta, when set, sees every delta of every model call as it streams
-	// (steps count from 1). It runs on the caller's goroutine.
+	// (steps count the turn's model calls from 1, an attempt after the
+	// first going on from the calls made). It runs on the caller's
+	// goroutine.
 	OnDelta func(step int, d Delta)
 }
 
@@ -84,18 +88,25 @@ type AgentResult struct {
 	// chain (a content_filter, an after-phase guard) refused it or the
 	// text of an earlier answer of the turn (TurnCall.Earlier); no answer
 	// of the turn then keeps its text in Messages (an answer without tool
-	// calls is left out).
+	// calls is left out). A turn that ended well and that a layer could
+	// not record at its end (a checkpoint's save failed) keeps its output,
+	// counts and Stop: the error says the output is returned but was not
+	// recorded (Pipeline.Turn), and wraps ErrOutcomeUnrecorded when the
+	// store failed; the run's saved versions lack the turn.
 	Output string `json:"output"`
 	// Messages is the transcript after the turn: the request's messages,
 	// the input, and every assistant message and tool result of the turn.
 	Messages []Message `json:"messages"`
-	// Steps is the number of model calls made.
+	// Steps is the number of model calls made, a failed one included.
 	Steps int `json:"steps"`
 	// ToolCalls is the number of tool calls the model requested.
 	ToolCalls int `json:"tool_calls"`
 	// Blocked is the number of tool calls a guard refused.
 	Blocked int `json:"blocked,omitempty"`
-	// Usage sums the usage of the model calls.
+	// Usage sums the usage of the model calls. Steps, ToolCalls, Blocked
+	// and Usage count every attempt of the turn (a host's retry layer that
+	// ran the turn chain's inner layers again): the model calls of an
+	// attempt that failed were made, and are billed.
 	Usage Usage `json:"usage"`
 	// FinishReason is the last model call's.
 	FinishReason string `json:"finish_reason,omitempty"`
@@ -157,15 +168,17 @@ type AgentResult struct {
 // whose model call failed) has the loop go on from the transcript the
 // attempt before left, as a resumed run does, so no tool call runs twice;
 // an attempt after one whose body returned returns what it returned. The
-// counts of the result (Steps, ToolCalls, Blocked, Usage) are then the
-// last attempt's.
+// counts of the result (Steps, ToolCalls, Blocked, Usage) are those of every
+// attempt, and MaxSteps bounds the answers of them all.
 //
 // When the run is checkpointed, the transcript holding the model's tool
 // calls is recorded before any of them runs (a checkpoint layer with
 // after_tool saves it), and each tool result is recorded with the call it
 // answers. Tool calls of the last assistant message of Messages that lack a
 // result (a resumed turn that was cut short) are settled first: a call with
-// a recorded result is answered from it without running, a side-effecting
+// a recorded result (one recorded after the call was, CallIntent.Records: an
+// earlier call of the same place, id and arguments, as a shortened history
+// can make, never answers it) is answered from it without running, a side-effecting
 // tool that is not retry_safe without one, or a tool the policy does not
 // declare (allowed by settings.allow_undeclared_tools, or no longer
 // declared), ends the turn with an *InDoubtError and nothing runs, unless a
@@ -299,8 +312,10 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// An attempt after the first (a layer of the turn chain ran the layers
 	// inside it again) continues the transcript the attempt before left,
 	// as a resumed run does, rather than start the turn again: no tool call
-	// of the turn runs twice. The attempt after a body that returned
-	// returns what it returned.
+	// of the turn runs twice, and its counts add to theirs: their model
+	// calls were made (and are billed), their answers count towards
+	// MaxSteps. The attempt after a body that returned returns what it
+	// returned.
 	var prev *agentTurn
 	var prevErr error
 	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
@@ -312,7 +327,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		base, at, pending, tail, resumed := msgs, at, pending, tail, prev != nil
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
 		if resumed {
-			base, turn.first = prev.msgs, prev.first
+			base, turn.first, turn.made, turn.retried = prev.msgs, prev.first, prev.made, true
 			var ins int
 			var err error
 			if at, pending, ins, err = pendingCalls(base); err != nil {
@@ -323,7 +338,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 				tail, base = slices.Clone(base[ins:]), base[:ins]
 			}
 		}
-		res = AgentResult{}
+		res = AgentResult{Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Usage: res.Usage}
 		turn.msgs = base
 		var err error
 		if len(pending) > 0 {
@@ -515,8 +530,13 @@ type agentTurn struct {
 	msgs     []Message
 	res      *AgentResult
 	// first and answer are the indexes of the first and the last model
-	// answers appended (-1: none).
+	// answers appended (-1: none); made counts the model answers of the
+	// turn, those of the attempts before included (MaxSteps bounds them).
 	first, answer int
+	made          int
+	// retried is set for an attempt after the first: the calls it settles
+	// are an earlier attempt's, counted in ToolCalls by it.
+	retried bool
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -529,10 +549,13 @@ type agentTurn struct {
 	resumed map[string]ResumedIntent
 }
 
+// run makes the turn's model calls until an answer without tool calls, or
+// until the turn has maxSteps answers (an earlier attempt's included). The
+// steps OnDelta sees go on from the model calls the turn made.
 func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
-	for step := 1; step <= maxSteps; step++ {
-		resp, msg, err := t.chat(ctx, step)
-		t.res.Steps = step
+	for t.made < maxSteps {
+		t.res.Steps++
+		resp, msg, err := t.chat(ctx, t.res.Steps)
 		t.res.Usage.Add(resp.Usage)
 		t.res.FinishReason = resp.FinishReason
 		t.res.Output = resp.Text
@@ -543,6 +566,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
 		t.answer = len(t.msgs) - 1
+		t.made++
 		if t.first < 0 {
 			t.first = t.answer
 		}
@@ -614,7 +638,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 	for i, k := range pending {
 		calls[i] = all[k]
 	}
-	records := t.pl.toolRecords(ctx)
+	records := t.pl.callRecords(ctx)
 	out := make([]*Message, len(calls))
 	var doubt []error
 	var run []int
@@ -660,7 +684,9 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 		for j, i := range run {
 			sub[j] = calls[i]
 		}
-		t.res.ToolCalls += len(sub)
+		if !t.retried {
+			t.res.ToolCalls += len(sub)
+		}
 		results, err := t.tools(ctx, at, sub, nil)
 		for j, i := range run {
 			out[i] = &results[j]
@@ -992,10 +1018,47 @@ func (t *agentTurn) key(at int, call ToolUse) string {
 
 type agentCallCtxKey struct{}
 
-// agentCallOf returns the agent call key the tool call of ctx answers.
+// agentCall is what the context of an agent turn's tool call carries: the
+// call's record key, and whether its tool runs (the context is the tool's,
+// and a call of the tool chain made with it is the tool's own, not the
+// agent's call).
+type agentCall struct {
+	key    string
+	inTool bool
+}
+
+// agentCallOf returns the record key of the agent turn's tool call that ctx
+// is of (the call's, or its tool's: inAgentCall).
 func agentCallOf(ctx context.Context) string {
-	k, _ := ctx.Value(agentCallCtxKey{}).(string)
-	return k
+	c, _ := ctx.Value(agentCallCtxKey{}).(agentCall)
+	return c.key
+}
+
+// agentRecordOf returns the record key the outcome of the tool call of ctx
+// is recorded under (ToolRecord.Call): the agent turn's call's, "" for a
+// call that the tool of an agent turn's call made, which answers no call of
+// the turn.
+func agentRecordOf(ctx context.Context) string {
+	c, _ := ctx.Value(agentCallCtxKey{}).(agentCall)
+	if c.inTool {
+		return ""
+	}
+	return c.key
+}
+
+// inToolOf returns ctx for the tool of an agent turn's call to run with,
+// or ctx itself outside an agent turn's call: the calls the tool makes
+// through the tool chain are its own, recorded under no call of the turn
+// (agentRecordOf), and none is the resumed call its own is (ResumedCall),
+// which a layer would judge by what the turn recorded of the resumed one.
+func inToolOf(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(agentCallCtxKey{}).(agentCall); ok && !c.inTool {
+		ctx = context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: c.key, inTool: true})
+		if resumedOf(ctx) != nil {
+			ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
+		}
+	}
+	return ctx
 }
 
 // lastRecord returns the last record of the run answering the call key.
@@ -1101,7 +1164,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				wg.Done()
 			}()
 			key := t.key(at, calls[i])
-			cctx := context.WithValue(ctx, agentCallCtxKey{}, key)
+			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: key})
 			if intent, ok := t.resumed[key]; ok {
 				var done func()
 				cctx, done = withResumedCall(cctx, calls[i].Name, intent)

@@ -42,6 +42,13 @@ type CallIntent struct {
 	// clock alone, whatever the clocks of the processes that recorded and
 	// resume the turn. A store without one is judged by Time.
 	StoreTimes map[string]time.Time `json:"store_times,omitempty"`
+	// Records is how many tool results the run had recorded when the calls
+	// were (Checkpoint.Tools): a call of the turn is answered only from a
+	// record after those (callRecords). A key names a call by its place,
+	// id and arguments, which a call made before can share (a model that
+	// gives its calls no id, a host that shortened the transcript): its
+	// record never answers the later call.
+	Records int `json:"records,omitempty"`
 }
 
 // ResumeClockSkew is how far apart the clocks of the process that recorded
@@ -159,11 +166,19 @@ type resumedCallKey struct{}
 // terminal looks for the mark only while there are some.
 var resumesInFlight atomic.Int64
 
+// resumedOf returns the mark of ctx's resumed call, or nil: none, or the
+// context is the tool's of such a call (inToolOf), whose own calls are not
+// the resumed one.
+func resumedOf(ctx context.Context) *resumedCall {
+	r, _ := ctx.Value(resumedCallKey{}).(*resumedCall)
+	return r
+}
+
 // ResumedCall reports whether the call of ctx is a resumed call that may
 // have started before, and what its turn recorded of it: since when it
 // could have been claimed, and in which store.
 func ResumedCall(ctx context.Context) (ResumedIntent, bool) {
-	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+	if r := resumedOf(ctx); r != nil {
 		return r.intent, true
 	}
 	return ResumedIntent{}, false
@@ -174,7 +189,7 @@ func ResumedCall(ctx context.Context) (ResumedIntent, bool) {
 // its store having the identity the turn recorded, and has now claimed it:
 // the call never started, and runs.
 func VouchNeverStarted(ctx context.Context) {
-	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+	if r := resumedOf(ctx); r != nil {
 		r.vouched.Store(true)
 	}
 }
@@ -183,7 +198,7 @@ func VouchNeverStarted(ctx context.Context) {
 // of ctx with the outcome its store holds (a result or an error): the call
 // ran before, and that outcome is its answer.
 func VouchReplayed(ctx context.Context) {
-	if r, ok := ctx.Value(resumedCallKey{}).(*resumedCall); ok {
+	if r := resumedOf(ctx); r != nil {
 		r.replayed.Store(true)
 	}
 }
@@ -199,8 +214,8 @@ func resumedUnanswered(ctx context.Context, tool, key string, err error) error {
 	if err == nil || resumesInFlight.Load() == 0 {
 		return err
 	}
-	r, ok := ctx.Value(resumedCallKey{}).(*resumedCall)
-	if !ok || r.tool != tool || r.vouched.Load() || r.replayed.Load() || Classify(err) == ClassInDoubt {
+	r := resumedOf(ctx)
+	if r == nil || r.tool != tool || r.vouched.Load() || r.replayed.Load() || Classify(err) == ClassInDoubt {
 		return err
 	}
 	return NotRun(errors.Join(&InDoubtError{Layer: LayerCheckpoint, Tool: tool, IdempotencyKey: key}, err))
@@ -213,8 +228,8 @@ func resumedGate(ctx context.Context, c *ToolCall) error {
 	if resumesInFlight.Load() == 0 {
 		return nil
 	}
-	r, ok := ctx.Value(resumedCallKey{}).(*resumedCall)
-	if !ok || r.tool != c.Name || r.vouched.Load() {
+	r := resumedOf(ctx)
+	if r == nil || r.tool != c.Name || r.vouched.Load() {
 		return nil
 	}
 	return NotRun(&InDoubtError{Layer: LayerCheckpoint, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()})
@@ -243,8 +258,24 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 	intent.Stores, intent.Keys, intent.StoreTimes = pl.claimStores(ctx, keys, calls)
 	s := pl.runState(id)
 	s.mu.Lock()
+	intent.Records = len(s.tools)
 	s.intent = intent
 	s.mu.Unlock()
+}
+
+// callRecords returns the tool records of the run of ctx that may answer a
+// call of its latest agent turn: those made after the turn recorded its
+// calls (CallIntent.Records), every one when no turn recorded calls (a
+// checkpoint of an earlier version).
+func (pl *Pipeline) callRecords(ctx context.Context) []ToolRecord {
+	r, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) []ToolRecord {
+		from := 0
+		if s.intent != nil {
+			from = min(max(s.intent.Records, 0), len(s.tools))
+		}
+		return slices.Clone(s.tools[from:])
+	})
+	return r
 }
 
 // claimStores returns, by record key, the identity of the store each call
@@ -373,7 +404,7 @@ func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, rec
 // clone returns a copy of c that shares no memory with it.
 func (c *CallIntent) clone() *CallIntent {
 	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores), Keys: maps.Clone(c.Keys),
-		StoreTimes: maps.Clone(c.StoreTimes)}
+		StoreTimes: maps.Clone(c.StoreTimes), Records: c.Records}
 }
 
 // NewStoreID returns a new random store identity (SharedLeaser.StoreID):

@@ -206,6 +206,13 @@ func (s *stoppingStore) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoin
 	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
 }
 
+// dead reports whether the process died (made its last save).
+func (s *stoppingStore) dead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saves >= s.n
+}
+
 // TestRunAgentResumesCallsOfSpacedArguments: a model's arguments as they
 // stream often hold spaces and escapes a checkpoint does not keep (the
 // store writes them compact). The record of each call was keyed on the

@@ -1428,6 +1428,9 @@ func (c *TurnCall) IdempotencyKey() string {
 
 // TurnResult is the outcome of a turn.
 type TurnResult struct {
+	// Output is the turn's output as the turn chain returned it: kept when
+	// the turn ended well and only what a layer records at its end failed
+	// (Pipeline.Turn's error says so).
 	Output   string `json:"output"`
 	Attempts int    `json:"attempts"`
 	// Withheld reports a turn whose body's outcome the turn chain refused

@@ -570,12 +570,6 @@ func (b *BuildContext) OnToolCalls(fn func(ctx context.Context) error) {
 	b.p.callHooks = append(b.p.callHooks, fn)
 }
 
-// toolRecords returns the recorded tool results of the run ctx carries.
-func (pl *Pipeline) toolRecords(ctx context.Context) []ToolRecord {
-	r, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) []ToolRecord { return slices.Clone(s.tools) })
-	return r
-}
-
 // SecretMasker returns a function that masks the secrets of a run in a
 // record a layer writes (an audit's arguments): it returns args with every
 // string and number that holds a secret value of the run in clear (the

@@ -507,7 +507,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
-	v, err := fn(ctx, c)
+	// A call the tool makes through the tool chain is its own, not the
+	// agent turn's call: it is recorded apart (agentRecordOf).
+	v, err := fn(inToolOf(ctx), c)
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
@@ -626,7 +628,7 @@ func (c *ToolCall) Interrupted(err error) error {
 // the first hook's error when the call succeeded.
 func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err error) error {
 	if pl.recordRuns.Load() {
-		pl.recordTool(runID(ctx), tool, agentCallOf(ctx), v, err)
+		pl.recordTool(runID(ctx), tool, agentRecordOf(ctx), v, err)
 		for _, hook := range pl.toolHooks {
 			if herr := hook(ctx); herr != nil && err == nil {
 				return herr
@@ -797,7 +799,10 @@ func onRefused(ctx context.Context, withhold func()) {
 // Turn runs one agent turn through the turn chain: fn is the turn's body and
 // its return value the turn's output. What the layers asked to do at the
 // turn's end (TurnCall.AtEnd: a checkpoint's save) is done once the whole
-// chain has returned, and its error joined to the turn's.
+// chain has returned, and its error joined to the turn's. A turn that ended
+// well keeps its output when such an end fails (its effects and its output
+// were made, only not recorded): the error says so, and wraps the end's (a
+// save the store failed: ErrOutcomeUnrecorded).
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
@@ -840,13 +845,22 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 			c.withhold[i]()
 		}
 	}
+	var endErr error
 	for _, end := range c.ends {
 		if nested {
 			break
 		}
 		if eerr := end.fn(err); eerr != nil {
-			err = errors.Join(err, eerr)
+			endErr = errors.Join(endErr, eerr)
 		}
+	}
+	switch {
+	case endErr == nil:
+	case err == nil:
+		// The output was made and is returned; only its record failed.
+		err = fmt.Errorf("turn: the turn ended well and its output is returned, but it was not recorded at the turn's end: %w", endErr)
+	default:
+		err = errors.Join(err, endErr)
 	}
 	return TurnResult{Output: out, Attempts: c.Meta.Attempts, Withheld: withheld}, err
 }

@@ -41,8 +41,11 @@ type ToolRecord struct {
 	// streamed), "4:call_1:9f86d081884c7d65"; a call of an agent turn run
 	// by a tool call of an agent turn of the same run has that call's
 	// name, a "/" and its own. A resumed turn answers the call from the
-	// record instead of running it again. Empty for a call made outside
-	// RunAgent.
+	// record instead of running it again, when the record was made after
+	// its turn recorded the call (CallIntent.Records): a call made before
+	// under the same name never answers it. Empty for a call made outside
+	// RunAgent, and for a call the tool of an agent turn's call made
+	// through the tool chain (it is the tool's, not the turn's call).
 	Call string `json:"call,omitempty"`
 	// InDoubt is set when the call may have had its effect but its outcome
 	// is not known or not recorded (an *InDoubtError,

@@ -168,3 +168,75 @@ func TestAgentTurnAttemptAfterItsBodyReturned(t *testing.T) {
 	assert.Equal(t, map[string]int{"refund 7": 1}, made())
 	assert.Len(t, res.Messages, 4)
 }
+
+// attemptModel answers a turn's input with a refund call, fails its next
+// call once (a transient upstream failure), and then answers with calls of
+// then, one an answer, before "refunded". Each answer reports 10 input and
+// 5 output tokens.
+func attemptModel(then ...runtime.ToolUse) runtime.ModelFunc {
+	var failed bool
+	var n int
+	return runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case last.Role == "user":
+			yield(runtime.Delta{FinishReason: runtime.FinishToolCalls, Usage: usage,
+				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "r1", Name: "refund", Arguments: `{"order":7}`}}})
+		case !failed:
+			failed = true
+			return &runtime.CallError{Kind: runtime.KindTransient, Message: "upstream hiccup"}
+		case n < len(then):
+			c := then[n]
+			n++
+			yield(runtime.Delta{FinishReason: runtime.FinishToolCalls, Usage: usage,
+				ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)}}})
+		default:
+			yield(runtime.Delta{Text: "refunded", Usage: usage})
+		}
+		return nil
+	})
+}
+
+// TestAgentTurnAttemptsCountEveryModelCall: the result of a turn a host's
+// retry ran again counted the last attempt's model calls alone, so a host
+// billing from its usage left out what the earlier attempts spent. The
+// counts (Usage, Steps, ToolCalls) are of every attempt: three model calls
+// (the failed one included), the usage of the two that answered, the one
+// tool call.
+func TestAgentTurnAttemptsCountEveryModelCall(t *testing.T) {
+	tools, made := countingTools(0)
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": attemptModel()}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	var steps []int
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7",
+		OnDelta: func(step int, _ runtime.Delta) { steps = append(steps, step) }})
+	require.NoError(t, err)
+	assert.Equal(t, "refunded", res.Output)
+	assert.Equal(t, map[string]int{"refund 7": 1}, made())
+	assert.Equal(t, runtime.Usage{InputTokens: 20, OutputTokens: 10}, res.Usage)
+	assert.Equal(t, 3, res.Steps)
+	assert.Equal(t, 1, res.ToolCalls)
+	assert.Equal(t, []int{1, 3}, steps, "the steps of the attempt after go on from the calls made")
+}
+
+// TestAgentTurnAttemptsShareTheStepBound: each attempt of a turn a host's
+// retry ran again had MaxSteps answers of its own, so a turn bounded to
+// two answers made three. The answers of the earlier attempts count: the
+// attempt after a first answer and a failed call makes one more.
+func TestAgentTurnAttemptsShareTheStepBound(t *testing.T) {
+	tools, made := countingTools(0)
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{
+		"primary": attemptModel(use("l1", "lookup", `{"order":7}`))}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxSteps: 2})
+	require.NoError(t, err)
+	assert.Equal(t, runtime.StopMaxSteps, res.Stop)
+	assert.Equal(t, 3, res.Steps, "two answers and the failed call")
+	assert.Equal(t, map[string]int{"refund 7": 1, "lookup 7": 1}, made())
+	assert.Equal(t, 2, res.ToolCalls)
+}

@@ -130,3 +130,36 @@ func resumeAgent(t *testing.T, p *plan.Plan, deps runtime.Deps, runID string) (r
 	require.NoError(t, err)
 	return pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx)})
 }
+
+// An agent turn that ended well and whose save failed returned its output
+// with an error saying only that the run was not saved, while the result
+// said its output is empty when the turn fails. The output was made (and
+// the transcript the result holds has it): the result keeps it, as the
+// turn's counts, and the error says the turn ended well, its output
+// returned, and was not recorded. So does a host's own turn.
+func TestStoreDownAfterAnAgentTurnKeepsItsOutput(t *testing.T) {
+	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Named("runs", rt.Layer("checkpoint", `{}`))}})
+	model := rt.NewModel(rt.Response{Deltas: []string{"order 7 is refunded"}})
+	pl := rt.Build(t, p, runtime.Deps{Checkpoints: downStore{runtime.NewMemoryCheckpoints()},
+		Models: map[string]runtime.ModelClient{"primary": model}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.Equal(t, "runs", runtime.LayerOf(err))
+	assert.ErrorContains(t, err, "the turn ended well and its output is returned, but it was not recorded")
+	assert.ErrorContains(t, err, "connection refused")
+	assert.Equal(t, "order 7 is refunded", res.Output)
+	assert.Equal(t, runtime.StopDone, res.Stop)
+	assert.Equal(t, "order 7 is refunded", res.Messages[len(res.Messages)-1].Text())
+
+	tr, err := pl.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) { return "ok", nil })
+	require.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.ErrorContains(t, err, "the turn ended well and its output is returned, but it was not recorded")
+	assert.Equal(t, "ok", tr.Output)
+
+	_, err = pl.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) {
+		return "", rt.Transient("model down")
+	})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "output is returned", "a turn that failed returns no output")
+}
