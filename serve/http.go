@@ -173,6 +173,12 @@ func (s *Server) authenticate(x *exchange) bool {
 	if x.g.keys.open() {
 		return true
 	}
+	if param := keyInURL(x.r.URL.RawQuery); param != "" {
+		x.err = errKeyInURL(param)
+		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_request"`)
+		x.fail(http.StatusUnauthorized, errUnauthorized, x.err.Error())
+		return false
+	}
 	presented, err := presentedKey(x.r.Header)
 	if err != nil {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_request"`)
@@ -181,7 +187,7 @@ func (s *Server) authenticate(x *exchange) bool {
 	}
 	if presented == "" {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc"`)
-		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY")
+		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY, x-api-key: KEY or api-key: KEY")
 		return false
 	}
 	k, ok := x.g.keys.match(presented)

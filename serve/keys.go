@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -101,11 +102,12 @@ func (kr *keyring) match(presented string) (*virtualKey, bool) {
 }
 
 // presentedKey returns the key a request carries: `Authorization: Bearer
-// KEY` (OpenAI clients, MCP clients) or `x-api-key: KEY` (Anthropic
-// clients), "" when it carries none. A request that carries two keys that
-// differ (both headers, or one repeated) is refused with errKeyConflict:
-// which one the caller meant is not the gateway's to guess, and a proxy in
-// front may have checked the other. The same key twice is one key.
+// KEY` (OpenAI clients, MCP clients), `x-api-key: KEY` (Anthropic clients)
+// or `api-key: KEY` (Azure OpenAI's clients), "" when it carries none. A
+// request that carries two keys that differ (two of the headers, or one
+// repeated) is refused with errKeyConflict: which one the caller meant is
+// not the gateway's to guess, and a proxy in front may have checked the
+// other. The same key twice is one key.
 func presentedKey(h http.Header) (string, error) {
 	var key string
 	add := func(v string) error {
@@ -118,9 +120,11 @@ func presentedKey(h http.Header) (string, error) {
 		key = v
 		return nil
 	}
-	for _, v := range h.Values("x-api-key") {
-		if err := add(v); err != nil {
-			return "", err
+	for _, name := range []string{"x-api-key", "api-key"} {
+		for _, v := range h.Values(name) {
+			if err := add(v); err != nil {
+				return "", err
+			}
 		}
 	}
 	for _, a := range h.Values("Authorization") {
@@ -133,11 +137,38 @@ func presentedKey(h http.Header) (string, error) {
 	return key, nil
 }
 
+// urlKeyParams are the query parameters in which clients of some APIs
+// send their key (Google's key, api_key, access_token...), lower-case.
+var urlKeyParams = map[string]bool{"key": true, "api_key": true, "api-key": true, "apikey": true, "x-api-key": true,
+	"access_token": true, "token": true}
+
+// keyInURL returns the name of a query parameter of rawQuery that would
+// carry a key (urlKeyParams, in any case), "" when none does. The query is
+// split at '&' and at ';', as some proxies split it, so that a parameter
+// net/url would skip is seen too.
+func keyInURL(rawQuery string) string {
+	for _, pair := range strings.FieldsFunc(rawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, _, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if urlKeyParams[strings.ToLower(strings.TrimSpace(name))] {
+			return name
+		}
+	}
+	return ""
+}
+
+// errKeyInURL refuses a request whose URL carries a key.
+func errKeyInURL(param string) error {
+	return fmt.Errorf("API key in the URL (query parameter %q): the gateway reads a key from a header only (Authorization: Bearer KEY, x-api-key or api-key), since a URL is written to the logs of the proxies it crosses; send it in a header, and rotate a key that was sent in a URL", param)
+}
+
 // errNoKeys refuses a policy without keys where Options.RequireKeys is set.
 var errNoKeys = errors.New("the policy declares no keys, so it would serve every caller that reaches the gateway's network address on the operator's providers; declare keys (keys: NAME: {sha256: \"...\"} or {env: \"VAR\"}), listen on a loopback address, or serve it open (agentc serve -keyless)")
 
 // errKeyConflict refuses a request that carries two different keys.
-var errKeyConflict = errors.New("conflicting API keys: the request carries more than one key (x-api-key, Authorization: Bearer, or a header repeated) and they differ; send one")
+var errKeyConflict = errors.New("conflicting API keys: the request carries more than one key (Authorization: Bearer, x-api-key, api-key, or a header repeated) and they differ; send one")
 
 // varName matches the conventional name of an environment variable.
 var varName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)

@@ -1,0 +1,97 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// keyedServer serves keysPolicy: alice by hash, bob from BOB_KEY.
+func keyedServer(t *testing.T) *served {
+	t.Helper()
+	return startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("alice-key")))),
+		LookupEnv: func(k string) (string, bool) { return map[string]string{"BOB_KEY": "bob-key"}[k], k == "BOB_KEY" }})
+}
+
+// Azure-style clients send their key in api-key. It is a key like the
+// others: read, and refused when it differs from another the request
+// carries, whichever one the gateway would have read alone.
+func TestAzureKeyHeader(t *testing.T) {
+	s := keyedServer(t)
+	tests := []struct {
+		name   string
+		header []string
+		want   int
+		body   string
+	}{
+		{"api-key alone", []string{"api-key", "bob-key"}, 200, `"object":"list"`},
+		{"api-key unknown", []string{"api-key", "mallory"}, 401, "unknown API key"},
+		{"api-key and the same bearer", []string{"api-key", "bob-key", "Authorization", "Bearer bob-key"}, 200, `"object":"list"`},
+		{"an unknown api-key beside a good bearer", []string{"api-key", "mallory", "Authorization", "Bearer bob-key"}, 401, "conflicting API keys"},
+		{"an unknown api-key beside a good x-api-key", []string{"api-key", "mallory", "x-api-key", "alice-key"}, 401, "conflicting API keys"},
+		{"two good keys", []string{"api-key", "alice-key", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, body := do(t, "GET", s.url+"/v1/models", "", nil, tt.header...)
+			assert.Equal(t, tt.want, code, body)
+			assert.Contains(t, body, tt.body)
+			assert.NotContains(t, body, "mallory", "a presented key is never echoed")
+		})
+	}
+}
+
+// An OpenAI SDK client configured as Azure's are, its key in api-key and
+// no bearer token, is served.
+func TestAzureStyleClientIsServed(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	g := newGateway(t, "", []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	c := openai.NewClient(option.WithBaseURL(g.url+"/v1/"), option.WithHeader("api-key", clientKey), option.WithMaxRetries(0))
+	resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	require.NoError(t, err)
+	require.NotEmpty(t, resp.Choices)
+	assert.NotEmpty(t, resp.Choices[0].Message.Content)
+
+	bad := openai.NewClient(option.WithBaseURL(g.url+"/v1/"), option.WithHeader("api-key", "mallory"),
+		option.WithAPIKey(clientKey), option.WithMaxRetries(0))
+	_, err = bad.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	var apiErr *openai.Error
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
+	assert.Contains(t, apiErr.Message, "conflicting API keys")
+	assert.Equal(t, 1, g.oa.requests(), "the refused call reaches no upstream")
+}
+
+// A key in the URL's query (?key=, ?api_key=...) is refused, a good key
+// in a header beside it or not: the gateway reads keys from headers only,
+// a URL's query is written to the logs of the proxies it crosses, and a
+// proxy in front may have checked the one the gateway would not read.
+func TestKeyInTheURLIsRefused(t *testing.T) {
+	s := keyedServer(t)
+	for _, q := range []string{"key=bob-key", "api_key=bob-key", "api-key=bob-key", "apikey=bob-key", "access_token=bob-key",
+		"API_KEY=bob-key", "x-api-key=bob-key", "token=bob-key"} {
+		t.Run(q, func(t *testing.T) {
+			code, h, body := do(t, "GET", s.url+"/v1/models?"+q, "", nil)
+			assert.Equal(t, http.StatusUnauthorized, code, body)
+			assert.Contains(t, body, "in the URL")
+			assert.NotContains(t, body, "bob-key", "the key is not echoed")
+			assert.NotEmpty(t, h.Get("WWW-Authenticate"))
+
+			code, _, body = do(t, "GET", s.url+"/v1/models?"+q, "alice-key", nil)
+			assert.Equal(t, http.StatusUnauthorized, code, body)
+			assert.Contains(t, body, "in the URL")
+		})
+	}
+	// Other query parameters are no key.
+	code, _, body := do(t, "GET", s.url+"/v1/models?limit=5&api-version=2024-10-21", "alice-key", nil)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.NotContains(t, s.logs.String(), "bob-key", "a key in the URL is not logged")
+}
