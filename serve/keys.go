@@ -50,6 +50,10 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 			copy(vk.hash[:], b)
 		case k.Env != "":
 			v, ok := lookup(k.Env)
+			// A header's value is read without the spaces around it
+			// (presentedKey), so the key is too: a variable read from a
+			// file whole keeps its last newline.
+			v = strings.TrimSpace(v)
 			if !ok || v == "" {
 				if !varName.MatchString(k.Env) {
 					// Not shaped like a variable's name: it may be the key
@@ -68,6 +72,15 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 	}
 	if len(unset) > 0 {
 		return nil, errors.Join(unset...)
+	}
+	// One secret under two keys would admit its holder as whichever the
+	// keyring compares last: the tenant of the other's budgets and runs.
+	seen := make(map[[sha256.Size]byte]string, len(kr.keys))
+	for _, k := range kr.keys {
+		if other, dup := seen[k.hash]; dup {
+			return nil, fmt.Errorf("keys %q and %q are the same key (their hashes or their variables' values are equal), so a caller presenting it could not be told to be one or the other; give each its own key", other, k.name)
+		}
+		seen[k.hash] = k.name
 	}
 	return kr, nil
 }
