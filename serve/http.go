@@ -61,6 +61,9 @@ type exchange struct {
 	run    string
 	status int
 	bytes  int64
+	// tenantSlot is set when the request holds one of its tenant's calls
+	// in flight (Options.MaxInFlightPerTenant).
+	tenantSlot bool
 	// bodyBytes is what the request's body charged to MaxInFlightBytes.
 	bodyBytes int64
 	// rpc is set on a POST /mcp until the MCP server takes the message:
@@ -153,6 +156,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			return
 		}
 		if bounded(route, r) {
+			if !s.takeTenantSlot(x) {
+				return
+			}
+			defer s.leaveTenantSlot(x)
 			if !s.takeSlot(x) {
 				return
 			}

@@ -68,6 +68,44 @@ func (s *Server) takeSlot(x *exchange) bool {
 	return false
 }
 
+// takeTenantSlot admits a request under its tenant's share of the calls
+// in flight (Options.MaxInFlightPerTenant) where the generation's keys
+// name more than one tenant, or answers as takeSlot does and returns
+// false.
+func (s *Server) takeTenantSlot(x *exchange) bool {
+	limit := s.opts.MaxInFlightPerTenant
+	if limit <= 0 || x.g.tenants < 2 {
+		return true
+	}
+	tenant := x.caller.tenant
+	s.tenantMu.Lock()
+	n := s.tenantCalls[tenant]
+	if n < limit {
+		s.tenantCalls[tenant] = n + 1
+	}
+	s.tenantMu.Unlock()
+	if n >= limit {
+		x.overloaded(fmt.Errorf("tenant %q is over its limit of %d requests in flight (MaxInFlightPerTenant)", tenant, limit),
+			fmt.Sprintf("tenant %q is served its limit of %d requests at once", tenant, limit))
+		return false
+	}
+	x.tenantSlot = true
+	return true
+}
+
+// leaveTenantSlot ends a request admitted by takeTenantSlot.
+func (s *Server) leaveTenantSlot(x *exchange) {
+	if !x.tenantSlot {
+		return
+	}
+	tenant := x.caller.tenant
+	s.tenantMu.Lock()
+	if s.tenantCalls[tenant]--; s.tenantCalls[tenant] <= 0 {
+		delete(s.tenantCalls, tenant)
+	}
+	s.tenantMu.Unlock()
+}
+
 // leaveSlot ends a request admitted by takeSlot.
 func (s *Server) leaveSlot() {
 	if s.slots != nil {

@@ -98,6 +98,13 @@ type Options struct {
 	// bound). A request past it is refused at once, a 503 with
 	// Retry-After: it never waits.
 	MaxInFlight int
+	// MaxInFlightPerTenant bounds the requests of one tenant served at
+	// once on the routes MaxInFlight bounds, where the policy's keys name
+	// more than one tenant (default: half of MaxInFlight; negative: no
+	// bound of its own), so that one tenant holding calls open (slow
+	// streams, a stalled upstream) leaves room for the others. A request
+	// past it is refused at once, as one past MaxInFlight is.
+	MaxInFlightPerTenant int
 	// MaxInFlightBytes bounds the bytes of request bodies held at once on
 	// the routes MaxInFlight bounds (default DefaultMaxInFlightBytes;
 	// negative: no bound). A body is charged when its size is known: at
@@ -187,6 +194,9 @@ func (o *Options) defaults() {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
+	if o.MaxInFlightPerTenant == 0 && o.MaxInFlight > 0 {
+		o.MaxInFlightPerTenant = max(o.MaxInFlight/2, 1)
+	}
 	if o.MaxInFlightBytes == 0 {
 		o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
@@ -232,6 +242,10 @@ type Server struct {
 	// slots holds a token for each request in flight on a bounded route
 	// (Options.MaxInFlight); nil: no bound.
 	slots chan struct{}
+	// tenantCalls counts the requests in flight of each tenant on a
+	// bounded route (Options.MaxInFlightPerTenant), under tenantMu.
+	tenantMu    sync.Mutex
+	tenantCalls map[string]int
 	// bodyBytes are the bytes of request bodies charged to
 	// Options.MaxInFlightBytes.
 	bodyBytes atomic.Int64
@@ -286,7 +300,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.CacheUsage.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts}
+	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts, tenantCalls: map[string]int{}}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
@@ -414,6 +428,8 @@ type generation struct {
 	// withholdCache withholds the prompt-cache figures of the usage a
 	// client is sent (withholdCacheUsage).
 	withholdCache bool
+	// tenants is the number of tenants the keys name.
+	tenants int
 	// deps are the pipeline's deps but its tools: a generation built for
 	// an upstream's new tool list (refreshMCP) reuses them.
 	deps runtime.Deps
@@ -509,7 +525,7 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 	}
 	ups.scan(ctx, pl, s.log)
 	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, deps: base, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log,
-		withholdCache: s.opts.CacheUsage.withholds(kr)}
+		withholdCache: s.opts.CacheUsage.withholds(kr), tenants: kr.tenants()}
 	for name := range p.Models {
 		g.models = append(g.models, name)
 	}

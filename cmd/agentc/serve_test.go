@@ -136,6 +136,11 @@ func TestServeCapsFlags(t *testing.T) {
 		assert.Equal(t, exitUsage, rc, f)
 		assert.Contains(t, stderr.String(), "must not be negative (0: no bound)")
 	}
+	assert.Contains(t, stderr.String(), "-maxinflighttenant")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxinflighttenant", "-1", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "-maxinflighttenant must not be negative")
 }
 
 // A -listen or -metrics address without a port ("8080", "localhost") was
