@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -94,4 +95,49 @@ func TestKeyInTheURLIsRefused(t *testing.T) {
 	code, _, body := do(t, "GET", s.url+"/v1/models?limit=5&api-version=2024-10-21", "alice-key", nil)
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.NotContains(t, s.logs.String(), "bob-key", "a key in the URL is not logged")
+}
+
+// A key's variable is read at every load: a reload that finds another
+// value admits the new key and refuses the old one at once; a reload that
+// finds it unset fails, naming the variable, and the previous policy
+// serves on with the keys it read (to revoke a key, remove it from the
+// policy).
+func TestKeyVariableIsReadAgainAtReload(t *testing.T) {
+	var mu sync.Mutex
+	env := map[string]string{"BOB_KEY": "bob-key"}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(keysPolicy, sha("alice-key")))), WatchInterval: -1,
+		LookupEnv: func(k string) (string, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			v, ok := env[k]
+			return v, ok
+		}})
+	set := func(v string, ok bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			env["BOB_KEY"] = v
+		} else {
+			delete(env, "BOB_KEY")
+		}
+	}
+	status := func(key string) int {
+		code, _, _ := do(t, "GET", s.url+"/v1/models", key, nil)
+		return code
+	}
+	require.Equal(t, http.StatusOK, status("bob-key"))
+
+	set("bob-key-2", true)
+	require.NoError(t, s.srv.Reload(context.Background()))
+	assert.Equal(t, http.StatusUnauthorized, status("bob-key"), "the rotated key is refused at once")
+	assert.Equal(t, http.StatusOK, status("bob-key-2"))
+
+	set("", false)
+	err := s.srv.Reload(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "BOB_KEY is not set")
+	assert.NotContains(t, err.Error(), "bob-key-2")
+	assert.Equal(t, http.StatusOK, status("bob-key-2"), "the previous policy serves on")
+	assert.Equal(t, http.StatusOK, status("alice-key"))
+	assert.Contains(t, scrape(t, s.url), `agentc_serve_reloads_total{result="failed"} 1`)
 }
