@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
@@ -585,6 +586,10 @@ func (s *Server) install(g *generation) {
 		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
 			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
 	}
+	if g.tenants > 1 && !s.opts.MetricsElsewhere {
+		s.log.Warn("the keys name more than one tenant: /metrics, which names every tenant and its spend, is served on the callers' address to loopback connections only; serve it on an internal address with -metrics ADDR",
+			"tenants", g.tenants)
+	}
 	if turn := g.plan.Chains.Turn; len(turn) > 0 {
 		names := make([]string, len(turn))
 		for i, l := range turn {
@@ -919,6 +924,30 @@ func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})
 }
 
+// guardTenants serves h (the metrics on the callers' listener) to every
+// connection while the policy's keys name at most one tenant, and to
+// loopback connections only (a scraper beside the gateway) while they name
+// more: the metrics name every tenant and its spend, which neither another
+// tenant nor a caller without a key has any business reading.
+func (s *Server) guardTenants(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cur.Load().tenants > 1 {
+			ap, err := netip.ParseAddrPort(r.RemoteAddr)
+			if err != nil || !ap.Addr().Unmap().IsLoopback() {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(errTenantsMetrics + "\n"))
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// errTenantsMetrics refuses /metrics on the callers' listener to a
+// connection from another host.
+const errTenantsMetrics = "the metrics name every tenant and its spend: with keys of more than one tenant they are served on this address to loopback connections only; serve them on an internal address with -metrics ADDR (Options.MetricsElsewhere and OpsHandler)"
+
 // OpsHandler serves GET /metrics, /healthz and /readyz, for a listener of
 // its own: an internal address the scraper and the orchestrator reach and
 // callers do not (see Options.MetricsElsewhere). Any other path is 404.
@@ -936,7 +965,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if !s.opts.MetricsElsewhere {
-		s.mux.Handle("GET /metrics", s.guardHost(s.metricsHandler()))
+		s.mux.Handle("GET /metrics", s.guardHost(s.guardTenants(s.metricsHandler())))
 	}
 	s.handle("GET /v1/models", "models", apiClient, s.listModels)
 	s.handle("GET /v1/models/{model...}", "model", apiClient, s.getModel)

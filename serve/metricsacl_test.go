@@ -1,0 +1,53 @@
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// metricsFrom asks srv for /metrics as a connection from remote would.
+func metricsFrom(srv *Server, remote string) (int, string) {
+	r := httptest.NewRequest("GET", "/metrics", nil)
+	r.RemoteAddr = remote
+	r.Host = strings.Split(remote, ":")[0]
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+// The metrics name every tenant and its spend. Where the keys name more
+// than one tenant, /metrics on the callers' listener is served to loopback
+// connections only (a scraper beside the gateway): a tenant, or anyone
+// reaching the address without a key, would otherwise read the others'
+// names, spend and tokens. A policy of one tenant serves them as before.
+func TestTenantsMetricsAreNotServedToCallers(t *testing.T) {
+	logs := &logBuffer{}
+	srv := inProcess(t, "", func(o *Options) {
+		o.Source = cueSource(writePolicy(t, fmt.Sprintf(twoTenants, sha("alice-key"), sha("bob-key"))))
+		o.Models = nil
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	assert.Contains(t, logs.String(), "served on the callers' address to loopback connections only", "the start says so")
+	code, body := metricsFrom(srv, "10.1.2.3:40000")
+	assert.Equal(t, http.StatusForbidden, code, body)
+	assert.Contains(t, body, "-metrics")
+	assert.NotContains(t, body, "agentc_serve")
+	code, body = metricsFrom(srv, "[2001:db8::1]:40000")
+	assert.Equal(t, http.StatusForbidden, code, body)
+
+	code, body = metricsFrom(srv, "127.0.0.1:40000")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "agentc_serve_policy_generation")
+	code, _ = metricsFrom(srv, "[::1]:40000")
+	assert.Equal(t, http.StatusOK, code)
+
+	one := inProcess(t, "")
+	code, body = metricsFrom(one, "10.1.2.3:40000")
+	assert.Equal(t, http.StatusOK, code, body)
+}
