@@ -586,10 +586,6 @@ func (s *Server) install(g *generation) {
 		s.log.Warn("audit trail in process memory: not durable (lost when the process ends), and only the last records are kept; declare a sqlite, redis or postgres store as its sink",
 			"layers", names, "kept", runtime.DefaultMemoryAuditMax)
 	}
-	if g.tenants > 1 && !s.opts.MetricsElsewhere {
-		s.log.Warn("the keys name more than one tenant: /metrics, which names every tenant and its spend, is served on the callers' address to loopback connections only; serve it on an internal address with -metrics ADDR",
-			"tenants", g.tenants)
-	}
 	if turn := g.plan.Chains.Turn; len(turn) > 0 {
 		names := make([]string, len(turn))
 		for i, l := range turn {
@@ -748,6 +744,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		shutdownDone <- err
 	}()
 	s.log.Info("serving", "addr", ln.Addr().String(), "policy", s.cur.Load().plan.Policy)
+	if s.metricsLoopbackOnly(ln.Addr()) {
+		s.log.Warn("the keys name more than one tenant: /metrics, which names every tenant and its spend, is served on this address to loopback connections only; serve it on an internal address with -metrics ADDR",
+			"addr", ln.Addr().String(), "tenants", s.cur.Load().tenants)
+	}
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -942,6 +942,16 @@ func (s *Server) guardTenants(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// metricsLoopbackOnly reports whether a scraper on another host than the
+// gateway's, reaching it at addr, is refused /metrics (guardTenants).
+func (s *Server) metricsLoopbackOnly(addr net.Addr) bool {
+	if s.opts.MetricsElsewhere || s.cur.Load().tenants < 2 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(addr.String())
+	return err != nil || !ap.Addr().IsLoopback()
 }
 
 // errTenantsMetrics refuses /metrics on the callers' listener to a
