@@ -20,34 +20,6 @@ func keyedServer(t *testing.T) *served {
 		LookupEnv: func(k string) (string, bool) { return map[string]string{"BOB_KEY": "bob-key"}[k], k == "BOB_KEY" }})
 }
 
-// Azure-style clients send their key in api-key. It is a key like the
-// others: read, and refused when it differs from another the request
-// carries, whichever one the gateway would have read alone.
-func TestAzureKeyHeader(t *testing.T) {
-	s := keyedServer(t)
-	tests := []struct {
-		name   string
-		header []string
-		want   int
-		body   string
-	}{
-		{"api-key alone", []string{"api-key", "bob-key"}, 200, `"object":"list"`},
-		{"api-key unknown", []string{"api-key", "mallory"}, 401, "unknown API key"},
-		{"api-key and the same bearer", []string{"api-key", "bob-key", "Authorization", "Bearer bob-key"}, 200, `"object":"list"`},
-		{"an unknown api-key beside a good bearer", []string{"api-key", "mallory", "Authorization", "Bearer bob-key"}, 401, "conflicting API keys"},
-		{"an unknown api-key beside a good x-api-key", []string{"api-key", "mallory", "x-api-key", "alice-key"}, 401, "conflicting API keys"},
-		{"two good keys", []string{"api-key", "alice-key", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, body := do(t, "GET", s.url+"/v1/models", "", nil, tt.header...)
-			assert.Equal(t, tt.want, code, body)
-			assert.Contains(t, body, tt.body)
-			assert.NotContains(t, body, "mallory", "a presented key is never echoed")
-		})
-	}
-}
-
 // An OpenAI SDK client configured as Azure's are, its key in api-key and
 // no bearer token, is served.
 func TestAzureStyleClientIsServed(t *testing.T) {
