@@ -64,8 +64,12 @@ type exchange struct {
 	// tenantSlot is set when the request holds one of its tenant's calls
 	// in flight (Options.MaxInFlightPerTenant).
 	tenantSlot bool
-	// bodyBytes is what the request's body charged to MaxInFlightBytes.
-	bodyBytes int64
+	// bodyBytes is what the request's body charged to MaxInFlightBytes,
+	// and tenantBytes to its tenant's MaxInFlightBytesPerTenant.
+	bodyBytes, tenantBytes int64
+	// tenantBytesOver is set when the body was refused for its tenant's
+	// share rather than the gateway's bound.
+	tenantBytesOver bool
 	// rpc is set on a POST /mcp until the MCP server takes the message:
 	// the gateway's own refusals are JSON-RPC error responses, to the
 	// request's id (rpcID) when it could be read.

@@ -146,19 +146,43 @@ func (s *Server) takeBody(x *exchange) bool {
 	return true
 }
 
-// chargeBody adds n bytes to the bodies in flight, or nothing and returns
-// false when that would pass MaxInFlightBytes.
+// chargeBody adds n bytes to the bodies in flight, and to those of the
+// caller's tenant where the keys name more than one, or nothing and
+// returns false when that would pass MaxInFlightBytes or
+// MaxInFlightBytesPerTenant.
 func (s *Server) chargeBody(x *exchange, n int64) bool {
 	if limit := s.opts.MaxInFlightBytes; s.bodyBytes.Add(n) > limit && limit > 0 {
 		s.bodyBytes.Add(-n)
 		return false
 	}
+	if limit := s.opts.MaxInFlightBytesPerTenant; limit > 0 && x.g.tenants > 1 {
+		tenant := x.caller.tenant
+		s.tenantMu.Lock()
+		over := s.tenantBytes[tenant]+n > limit
+		if !over {
+			s.tenantBytes[tenant] += n
+		}
+		s.tenantMu.Unlock()
+		if over {
+			s.bodyBytes.Add(-n)
+			x.tenantBytesOver = true
+			return false
+		}
+		x.tenantBytes += n
+	}
 	x.bodyBytes += n
 	return true
 }
 
-// refuseBody answers a request whose body would pass MaxInFlightBytes.
+// refuseBody answers a request whose body would pass MaxInFlightBytes, or
+// its tenant's MaxInFlightBytesPerTenant.
 func (s *Server) refuseBody(x *exchange) {
+	if x.tenantBytesOver {
+		limit := s.opts.MaxInFlightBytesPerTenant
+		x.overloaded(fmt.Errorf("tenant %q is over its limit of %d bytes of request bodies in flight (MaxInFlightBytesPerTenant)", x.caller.tenant, limit),
+			fmt.Sprintf("tenant %q is holding its limit of %d bytes of request bodies at once", x.caller.tenant, limit))
+		return
+	}
 	limit := s.opts.MaxInFlightBytes
 	x.overloaded(fmt.Errorf("over the limit of %d bytes of request bodies in flight (MaxInFlightBytes)", limit),
 		fmt.Sprintf("the gateway is holding its limit of %d bytes of request bodies at once", limit))
@@ -169,6 +193,15 @@ func (s *Server) leaveBody(x *exchange) {
 	if x.bodyBytes != 0 {
 		s.bodyBytes.Add(-x.bodyBytes)
 		x.bodyBytes = 0
+	}
+	if x.tenantBytes != 0 {
+		tenant := x.caller.tenant
+		s.tenantMu.Lock()
+		if s.tenantBytes[tenant] -= x.tenantBytes; s.tenantBytes[tenant] <= 0 {
+			delete(s.tenantBytes, tenant)
+		}
+		s.tenantMu.Unlock()
+		x.tenantBytes = 0
 	}
 }
 

@@ -115,6 +115,14 @@ type Options struct {
 	// MaxBodyBytes (New fails otherwise), or a body at the limit is never
 	// served.
 	MaxInFlightBytes int64
+	// MaxInFlightBytesPerTenant bounds the bytes of request bodies one
+	// tenant holds at once on those routes, where the policy's keys name
+	// more than one tenant (default: half of MaxInFlightBytes, at least
+	// MaxBodyBytes; negative: no bound of its own), so that one tenant's
+	// bodies (trickled, each within BodyTimeout) leave room for the
+	// others'. A request past it is refused as one past MaxInFlightBytes
+	// is. It must be at least MaxBodyBytes (New fails otherwise).
+	MaxInFlightBytesPerTenant int64
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
 	// limit (see upstreamTool.call).
@@ -201,6 +209,9 @@ func (o *Options) defaults() {
 	if o.MaxInFlightBytes == 0 {
 		o.MaxInFlightBytes = DefaultMaxInFlightBytes
 	}
+	if o.MaxInFlightBytesPerTenant == 0 && o.MaxInFlightBytes > 0 {
+		o.MaxInFlightBytesPerTenant = max(o.MaxInFlightBytes/2, o.MaxBodyBytes)
+	}
 	if o.MaxMessages == 0 {
 		o.MaxMessages = DefaultMaxMessages
 	}
@@ -247,6 +258,9 @@ type Server struct {
 	// bounded route (Options.MaxInFlightPerTenant), under tenantMu.
 	tenantMu    sync.Mutex
 	tenantCalls map[string]int
+	// tenantBytes counts the bytes of request bodies each tenant holds
+	// (Options.MaxInFlightBytesPerTenant), under tenantMu.
+	tenantBytes map[string]int64
 	// bodyBytes are the bytes of request bodies charged to
 	// Options.MaxInFlightBytes.
 	bodyBytes atomic.Int64
@@ -294,6 +308,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
 			opts.MaxInFlightBytes, opts.MaxBodyBytes)
 	}
+	if opts.MaxInFlightBytesPerTenant > 0 && opts.MaxInFlightBytesPerTenant < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("serve: Options.MaxInFlightBytesPerTenant (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+			opts.MaxInFlightBytesPerTenant, opts.MaxBodyBytes)
+	}
 	hosts, err := newHostRule(opts.AllowHosts)
 	if err != nil {
 		return nil, err
@@ -301,7 +319,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.CacheUsage.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts, tenantCalls: map[string]int{}}
+	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
+		tenantCalls: map[string]int{}, tenantBytes: map[string]int64{}}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)

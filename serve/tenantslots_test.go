@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +141,59 @@ func TestOneTenantHasEveryCallInFlight(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
+}
+
+// openBody starts a POST of a body of n bytes to url with key, sending
+// only its first byte: the gateway charges the body when it reads the
+// Content-Length, and holds it while the rest does not come.
+func openBody(t *testing.T, url, key string, n int) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", key, n)
+	require.NoError(t, err)
+	return conn
+}
+
+// One tenant trickling bodies (each within the body deadline) would hold
+// every byte of MaxInFlightBytes, and every other tenant's call would be
+// a 503: where the keys name more than one tenant, a tenant holds at most
+// MaxInFlightBytesPerTenant (half of MaxInFlightBytes by default, and at
+// least MaxBodyBytes), and the others are served.
+func TestOneTenantCannotHoldEveryBodyByte(t *testing.T) {
+	started, release := make(chan struct{}, 16), make(chan struct{})
+	close(release)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(twoTenants, sha("alice-key"), sha("bob-key")))),
+		WatchInterval: -1, MaxBodyBytes: 1000, MaxInFlightBytes: 4000,
+		Models: func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+			return map[string]runtime.ModelClient{"primary": heldModel(started, release)}, nil
+		}})
+	openBody(t, s.url, "alice-key", 1000)
+	openBody(t, s.url, "alice-key", 1000)
+	require.Eventually(t, func() bool {
+		_, _, b := do(t, "GET", s.url+"/metrics", "", nil)
+		return strings.Contains(b, "agentc_serve_request_body_bytes_in_flight 2000\n")
+	}, 10*time.Second, 5*time.Millisecond)
+
+	body := chatBody("primary", strings.Repeat("a", 900), false)
+	require.Greater(t, len(body), 900)
+	code, h, resp := do(t, "POST", s.url+"/v1/chat/completions", "alice-key", body)
+	assert.Equal(t, http.StatusServiceUnavailable, code, resp)
+	assert.Contains(t, resp, "bank-a")
+	assert.Equal(t, "1", h.Get("Retry-After"))
+
+	code, _, resp = do(t, "POST", s.url+"/v1/chat/completions", "bob-key", body)
+	assert.Equal(t, http.StatusOK, code, resp)
+	code, _, resp = do(t, "POST", s.url+"/v1/chat/completions", "alice-key", chatBody("primary", "hi", false))
+	assert.Equal(t, http.StatusServiceUnavailable, code, "alice's share is held: %s", resp)
+}
+
+// A tenant's share of the body bytes below the largest body would refuse
+// every body at the limit: New fails, as for MaxInFlightBytes.
+func TestTenantBodyShareBelowTheBodyLimitFails(t *testing.T) {
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
+		MaxBodyBytes: 1000, MaxInFlightBytesPerTenant: 999})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "MaxInFlightBytesPerTenant (999) must be at least Options.MaxBodyBytes (1000)")
 }

@@ -38,6 +38,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxInFlight := fs.Int("maxinflight", serve.DefaultMaxInFlight, "most chat, token count and MCP calls served at once (more: 503 with Retry-After; 0: no bound)")
 	maxInFlightTenant := fs.Int("maxinflighttenant", 0, "most of those calls one tenant is served at once, where the keys name more than one tenant (more: 503 with Retry-After; 0: half of -maxinflight)")
 	maxInFlightBytes := fs.Int64("maxinflightbytes", serve.DefaultMaxInFlightBytes, "most bytes of request bodies held at once by chat, token count and MCP calls (more: 503 with Retry-After; 0: no bound)")
+	maxInFlightBytesTenant := fs.Int64("maxinflightbytestenant", 0, "most of those bytes one tenant holds at once, where the keys name more than one tenant (more: 503 with Retry-After; 0: half of -maxinflightbytes, at least -maxbody)")
 	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
@@ -73,8 +74,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if *maxMessages < 0 || *maxParts < 0 || *maxInFlight < 0 || *maxInFlightBytes < 0 {
 		return fail(env, "serve: -maxmessages, -maxparts, -maxinflight and -maxinflightbytes must not be negative (0: no bound)")
 	}
-	if *maxInFlightTenant < 0 {
-		return fail(env, "serve: -maxinflighttenant must not be negative (0: half of -maxinflight)")
+	if *maxInFlightTenant < 0 || *maxInFlightBytesTenant < 0 {
+		return fail(env, "serve: -maxinflighttenant and -maxinflightbytestenant must not be negative (0: half of -maxinflight, of -maxinflightbytes)")
+	}
+	if *maxInFlightBytesTenant > 0 && *maxInFlightBytesTenant < *maxBody {
+		return fail(env, "serve: -maxinflightbytestenant (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytesTenant, *maxBody)
 	}
 	if *maxInFlightBytes > 0 && *maxInFlightBytes < *maxBody {
 		return fail(env, "serve: -maxinflightbytes (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytes, *maxBody)
@@ -137,7 +141,8 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
 		MaxInFlightBytes: *maxInFlightBytes, MaxInFlightPerTenant: *maxInFlightTenant,
-		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
+		MaxInFlightBytesPerTenant: *maxInFlightBytesTenant,
+		MetricsElsewhere:          *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
 		RequireKeys: !*keyless && !loopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
 	})
 	if err != nil {

@@ -140,7 +140,11 @@ func TestServeCapsFlags(t *testing.T) {
 	stderr = &lockedBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxinflighttenant", "-1", "p"})
 	assert.Equal(t, exitUsage, rc)
-	assert.Contains(t, stderr.String(), "-maxinflighttenant must not be negative")
+	assert.Contains(t, stderr.String(), "-maxinflighttenant and -maxinflightbytestenant must not be negative")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxbody", "2048", "-maxinflightbytestenant", "1024", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "-maxinflightbytestenant (1024) must be at least -maxbody (2048)")
 }
 
 // A -listen or -metrics address without a port ("8080", "localhost") was
