@@ -197,3 +197,40 @@ func TestTenantBodyShareBelowTheBodyLimitFails(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MaxInFlightBytesPerTenant (999) must be at least Options.MaxBodyBytes (1000)")
 }
+
+// Reloads that race (SIGHUP, the watcher, Server.Reload at once) run one
+// at a time while calls are served: each installs a generation of its
+// own, none fails, and no call is refused or lost.
+func TestRacingReloadsUnderLoad(t *testing.T) {
+	const reloads, calls = 12, 40
+	// Room for every call: none waits to be counted.
+	started, release := make(chan struct{}, calls), make(chan struct{})
+	close(release)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(twoTenants, sha("alice-key"), sha("bob-key")))),
+		WatchInterval: -1,
+		Models: func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+			return map[string]runtime.ModelClient{"primary": heldModel(started, release)}, nil
+		}})
+	var wg sync.WaitGroup
+	errs := make(chan error, reloads+calls)
+	for range reloads {
+		wg.Go(func() { errs <- s.srv.Reload(context.Background()) })
+	}
+	for range calls {
+		wg.Go(func() {
+			code, _, body := do(t, "POST", s.url+"/v1/chat/completions", "alice-key", chatBody("primary", "hi", false))
+			if code != http.StatusOK {
+				errs <- fmt.Errorf("call: %d %s", code, body)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	code, _, body := do(t, "GET", s.url+"/readyz", "", nil)
+	require.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, fmt.Sprintf("generation %d", reloads+1))
+	assert.Contains(t, scrape(t, s.url), fmt.Sprintf(`agentc_serve_reloads_total{result="ok"} %d`, reloads))
+}
