@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -233,4 +235,46 @@ func TestRacingReloadsUnderLoad(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, fmt.Sprintf("generation %d", reloads+1))
 	assert.Contains(t, scrape(t, s.url), fmt.Sprintf(`agentc_serve_reloads_total{result="ok"} %d`, reloads))
+}
+
+// A reload that removes a model a call is using: the call finishes on the
+// generation it started on, which is closed only once it has; a call
+// naming the model after the reload is 404 unknown_model.
+func TestReloadRemovingAModelInUse(t *testing.T) {
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	dir := writePolicy(t, "package gw\nmodels: {primary: {}, backup: {}}\n")
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1,
+		Models: func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+			m := heldModel(started, release)
+			return map[string]runtime.ModelClient{"primary": m, "backup": m}, nil
+		}})
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := do(t, "POST", s.url+"/v1/chat/completions", "", chatBody("backup", "hi", true))
+		done <- code
+	}()
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not reach the model")
+	}
+	old := s.srv.cur.Load()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package gw\nmodels: primary: {}\n"), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+
+	code, _, body := do(t, "POST", s.url+"/v1/chat/completions", "", chatBody("backup", "hi", false))
+	assert.Equal(t, http.StatusNotFound, code, body)
+	assert.Contains(t, body, "unknown_model")
+	select {
+	case <-old.done:
+		t.Fatal("the replaced generation was closed under the call it serves")
+	default:
+	}
+	close(release)
+	assert.Equal(t, http.StatusOK, <-done, "the call finishes on its generation")
+	select {
+	case <-old.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the replaced generation was not closed after its last call")
+	}
 }
