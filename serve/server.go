@@ -101,8 +101,8 @@ type Options struct {
 	MaxInFlight int
 	// MaxInFlightPerTenant bounds the requests of one tenant served at
 	// once on the routes MaxInFlight bounds, where the policy's keys name
-	// more than one tenant (default: half of MaxInFlight; negative: no
-	// bound of its own), so that one tenant holding calls open (slow
+	// more than one tenant (default: half of MaxInFlight, none while
+	// MaxInFlight is unbounded; negative: no bound of its own), so that one tenant holding calls open (slow
 	// streams, a stalled upstream) leaves room for the others. A request
 	// past it is refused at once, as one past MaxInFlight is.
 	MaxInFlightPerTenant int
@@ -118,7 +118,8 @@ type Options struct {
 	// MaxInFlightBytesPerTenant bounds the bytes of request bodies one
 	// tenant holds at once on those routes, where the policy's keys name
 	// more than one tenant (default: half of MaxInFlightBytes, at least
-	// MaxBodyBytes; negative: no bound of its own), so that one tenant's
+	// MaxBodyBytes, none while MaxInFlightBytes is unbounded; negative: no
+	// bound of its own), so that one tenant's
 	// bodies (trickled, each within BodyTimeout) leave room for the
 	// others'. A request past it is refused as one past MaxInFlightBytes
 	// is. It must be at least MaxBodyBytes (New fails otherwise).
