@@ -54,3 +54,16 @@ func TestTenantsMetricsAreNotServedToCallers(t *testing.T) {
 	code, body = metricsFrom(one, "10.1.2.3:40000")
 	assert.Equal(t, http.StatusOK, code, body)
 }
+
+// A loopback connection is told by its address in either notation.
+func TestMetricsLoopbackInIPv6Notation(t *testing.T) {
+	srv := inProcess(t, "", func(o *Options) {
+		o.Source = cueSource(writePolicy(t, fmt.Sprintf(twoTenants, sha("alice-key"), sha("bob-key"))))
+		o.Models = nil
+	})
+	code, body := metricsFrom(srv, "[::ffff:127.0.0.1]:40000")
+	assert.Equal(t, http.StatusOK, code, body)
+	code, _ = metricsFrom(srv, "[::ffff:10.1.2.3]:40000")
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.False(t, srv.metricsLoopbackOnly(&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 8080}))
+}

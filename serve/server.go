@@ -971,7 +971,7 @@ func (s *Server) metricsLoopbackOnly(addr net.Addr) bool {
 		return false
 	}
 	ap, err := netip.ParseAddrPort(addr.String())
-	return err != nil || !ap.Addr().IsLoopback()
+	return err != nil || !ap.Addr().Unmap().IsLoopback()
 }
 
 // errTenantsMetrics refuses /metrics on the callers' listener to a
