@@ -61,8 +61,15 @@ type exchange struct {
 	run    string
 	status int
 	bytes  int64
-	// bodyBytes is what the request's body charged to MaxInFlightBytes.
-	bodyBytes int64
+	// tenantSlot is set when the request holds one of its tenant's calls
+	// in flight (Options.MaxInFlightPerTenant).
+	tenantSlot bool
+	// bodyBytes is what the request's body charged to MaxInFlightBytes,
+	// and tenantBytes to its tenant's MaxInFlightBytesPerTenant.
+	bodyBytes, tenantBytes int64
+	// tenantBytesOver is set when the body was refused for its tenant's
+	// share rather than the gateway's bound.
+	tenantBytesOver bool
 	// rpc is set on a POST /mcp until the MCP server takes the message:
 	// the gateway's own refusals are JSON-RPC error responses, to the
 	// request's id (rpcID) when it could be read.
@@ -153,6 +160,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			return
 		}
 		if bounded(route, r) {
+			if !s.takeTenantSlot(x) {
+				return
+			}
+			defer s.leaveTenantSlot(x)
 			if !s.takeSlot(x) {
 				return
 			}
@@ -173,6 +184,12 @@ func (s *Server) authenticate(x *exchange) bool {
 	if x.g.keys.open() {
 		return true
 	}
+	if param := keyInURL(x.r.URL.RawQuery); param != "" {
+		x.err = errKeyInURL(param)
+		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_request"`)
+		x.fail(http.StatusUnauthorized, errUnauthorized, x.err.Error())
+		return false
+	}
 	presented, err := presentedKey(x.r.Header)
 	if err != nil {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_request"`)
@@ -181,7 +198,7 @@ func (s *Server) authenticate(x *exchange) bool {
 	}
 	if presented == "" {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc"`)
-		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY or x-api-key: KEY")
+		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY, x-api-key: KEY or api-key: KEY")
 		return false
 	}
 	k, ok := x.g.keys.match(presented)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -49,6 +50,10 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 			copy(vk.hash[:], b)
 		case k.Env != "":
 			v, ok := lookup(k.Env)
+			// A header's value is read without the spaces around it
+			// (presentedKey), so the key is too: a variable read from a
+			// file whole keeps its last newline.
+			v = strings.TrimSpace(v)
 			if !ok || v == "" {
 				if !varName.MatchString(k.Env) {
 					// Not shaped like a variable's name: it may be the key
@@ -67,6 +72,15 @@ func newKeyring(keys map[string]plan.Key, lookup func(string) (string, bool)) (*
 	}
 	if len(unset) > 0 {
 		return nil, errors.Join(unset...)
+	}
+	// One secret under two keys would admit its holder as whichever the
+	// keyring compares last: the tenant of the other's budgets and runs.
+	seen := make(map[[sha256.Size]byte]string, len(kr.keys))
+	for _, k := range kr.keys {
+		if other, dup := seen[k.hash]; dup {
+			return nil, fmt.Errorf("keys %q and %q are the same key (their hashes or their variables' values are equal), so a caller presenting it could not be told to be one or the other; give each its own key", other, k.name)
+		}
+		seen[k.hash] = k.name
 	}
 	return kr, nil
 }
@@ -101,11 +115,12 @@ func (kr *keyring) match(presented string) (*virtualKey, bool) {
 }
 
 // presentedKey returns the key a request carries: `Authorization: Bearer
-// KEY` (OpenAI clients, MCP clients) or `x-api-key: KEY` (Anthropic
-// clients), "" when it carries none. A request that carries two keys that
-// differ (both headers, or one repeated) is refused with errKeyConflict:
-// which one the caller meant is not the gateway's to guess, and a proxy in
-// front may have checked the other. The same key twice is one key.
+// KEY` (OpenAI clients, MCP clients), `x-api-key: KEY` (Anthropic clients)
+// or `api-key: KEY` (Azure OpenAI's clients), "" when it carries none. A
+// request that carries two keys that differ (two of the headers, or one
+// repeated) is refused with errKeyConflict: which one the caller meant is
+// not the gateway's to guess, and a proxy in front may have checked the
+// other. The same key twice is one key.
 func presentedKey(h http.Header) (string, error) {
 	var key string
 	add := func(v string) error {
@@ -118,9 +133,11 @@ func presentedKey(h http.Header) (string, error) {
 		key = v
 		return nil
 	}
-	for _, v := range h.Values("x-api-key") {
-		if err := add(v); err != nil {
-			return "", err
+	for _, name := range []string{"x-api-key", "api-key"} {
+		for _, v := range h.Values(name) {
+			if err := add(v); err != nil {
+				return "", err
+			}
 		}
 	}
 	for _, a := range h.Values("Authorization") {
@@ -133,11 +150,38 @@ func presentedKey(h http.Header) (string, error) {
 	return key, nil
 }
 
+// urlKeyParams are the query parameters in which clients of some APIs
+// send their key (Google's key, api_key, access_token...), lower-case.
+var urlKeyParams = map[string]bool{"key": true, "api_key": true, "api-key": true, "apikey": true, "x-api-key": true,
+	"access_token": true, "token": true}
+
+// keyInURL returns the name of a query parameter of rawQuery that would
+// carry a key (urlKeyParams, in any case), "" when none does. The query is
+// split at '&' and at ';', as some proxies split it, so that a parameter
+// net/url would skip is seen too.
+func keyInURL(rawQuery string) string {
+	for _, pair := range strings.FieldsFunc(rawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, _, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if urlKeyParams[strings.ToLower(strings.TrimSpace(name))] {
+			return name
+		}
+	}
+	return ""
+}
+
+// errKeyInURL refuses a request whose URL carries a key.
+func errKeyInURL(param string) error {
+	return fmt.Errorf("API key in the URL (query parameter %q): the gateway reads a key from a header only (Authorization: Bearer KEY, x-api-key or api-key), since a URL is written to the logs of the proxies it crosses; send it in a header, and rotate a key that was sent in a URL", param)
+}
+
 // errNoKeys refuses a policy without keys where Options.RequireKeys is set.
 var errNoKeys = errors.New("the policy declares no keys, so it would serve every caller that reaches the gateway's network address on the operator's providers; declare keys (keys: NAME: {sha256: \"...\"} or {env: \"VAR\"}), listen on a loopback address, or serve it open (agentc serve -keyless)")
 
 // errKeyConflict refuses a request that carries two different keys.
-var errKeyConflict = errors.New("conflicting API keys: the request carries more than one key (x-api-key, Authorization: Bearer, or a header repeated) and they differ; send one")
+var errKeyConflict = errors.New("conflicting API keys: the request carries more than one key (Authorization: Bearer, x-api-key, api-key, or a header repeated) and they differ; send one")
 
 // varName matches the conventional name of an environment variable.
 var varName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)

@@ -66,3 +66,52 @@ func TestRequireKeysRefusesAKeylessPolicy(t *testing.T) {
 	require.NoError(t, err, "without RequireKeys a keyless policy serves every caller, as documented")
 	require.NoError(t, s.Close())
 }
+
+// Two keys that are the same secret (two variables holding it, a hash
+// written twice) would admit its holder as whichever of them the keyring
+// compared last, the tenant of the other key's budgets and runs: the load
+// fails, naming both keys and neither the secret nor its variable's value.
+func TestKeysHoldingTheSameSecretFailTheLoad(t *testing.T) {
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"A_KEY": "shared-secret", "B_KEY": "shared-secret", "C_KEY": "other"}[k]
+		return v, ok
+	}
+	_, err := newKeyring(map[string]plan.Key{"alice": {Env: "A_KEY", Tenant: "bank-a"}, "bob": {Env: "B_KEY", Tenant: "bank-b"},
+		"carol": {Env: "C_KEY"}}, env)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `keys "alice" and "bob" are the same key`)
+	assert.NotContains(t, err.Error(), "shared-secret")
+
+	_, err = newKeyring(map[string]plan.Key{"alice": {SHA256: sha("k")}, "bob": {SHA256: strings.ToUpper(sha("k"))}}, env)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `keys "alice" and "bob" are the same key`)
+
+	_, err = newKeyring(map[string]plan.Key{"alice": {SHA256: sha("shared-secret")}, "bob": {Env: "B_KEY"}}, env)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `keys "alice" and "bob" are the same key`)
+
+	kr, err := newKeyring(map[string]plan.Key{"alice": {Env: "A_KEY"}, "carol": {Env: "C_KEY"}}, env)
+	require.NoError(t, err)
+	assert.Equal(t, 2, kr.tenants())
+}
+
+// A variable read from a file often ends with a newline (a Kubernetes
+// secret, `$(cat key)` kept whole): a header's value is read without the
+// spaces around it, so the key so held is compared without them, or it
+// would never match and every request would be refused.
+func TestKeyVariableIsReadWithoutSurroundingSpace(t *testing.T) {
+	env := func(k string) (string, bool) {
+		v, ok := map[string]string{"A_KEY": "alice-key\n", "BLANK": " \n\t"}[k]
+		return v, ok
+	}
+	kr, err := newKeyring(map[string]plan.Key{"alice": {Env: "A_KEY"}}, env)
+	require.NoError(t, err)
+	k, ok := kr.match("alice-key")
+	require.True(t, ok)
+	assert.Equal(t, "alice", k.name)
+	_, ok = kr.match("alice-key\n")
+	assert.False(t, ok, "a presented key is trimmed before it is compared, never matched with the newline")
+
+	_, err = newKeyring(map[string]plan.Key{"blank": {Env: "BLANK"}}, env)
+	require.EqualError(t, err, `key "blank": environment variable BLANK is not set`, "a variable of spaces holds no key")
+}

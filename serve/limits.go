@@ -68,6 +68,44 @@ func (s *Server) takeSlot(x *exchange) bool {
 	return false
 }
 
+// takeTenantSlot admits a request under its tenant's share of the calls
+// in flight (Options.MaxInFlightPerTenant) where the generation's keys
+// name more than one tenant, or answers as takeSlot does and returns
+// false.
+func (s *Server) takeTenantSlot(x *exchange) bool {
+	limit := s.opts.MaxInFlightPerTenant
+	if limit <= 0 || x.g.tenants < 2 {
+		return true
+	}
+	tenant := x.caller.tenant
+	s.tenantMu.Lock()
+	n := s.tenantCalls[tenant]
+	if n < limit {
+		s.tenantCalls[tenant] = n + 1
+	}
+	s.tenantMu.Unlock()
+	if n >= limit {
+		x.overloaded(fmt.Errorf("tenant %q is over its limit of %d requests in flight (MaxInFlightPerTenant)", tenant, limit),
+			fmt.Sprintf("tenant %q is served its limit of %d requests at once", tenant, limit))
+		return false
+	}
+	x.tenantSlot = true
+	return true
+}
+
+// leaveTenantSlot ends a request admitted by takeTenantSlot.
+func (s *Server) leaveTenantSlot(x *exchange) {
+	if !x.tenantSlot {
+		return
+	}
+	tenant := x.caller.tenant
+	s.tenantMu.Lock()
+	if s.tenantCalls[tenant]--; s.tenantCalls[tenant] <= 0 {
+		delete(s.tenantCalls, tenant)
+	}
+	s.tenantMu.Unlock()
+}
+
 // leaveSlot ends a request admitted by takeSlot.
 func (s *Server) leaveSlot() {
 	if s.slots != nil {
@@ -108,19 +146,43 @@ func (s *Server) takeBody(x *exchange) bool {
 	return true
 }
 
-// chargeBody adds n bytes to the bodies in flight, or nothing and returns
-// false when that would pass MaxInFlightBytes.
+// chargeBody adds n bytes to the bodies in flight, and to those of the
+// caller's tenant where the keys name more than one, or nothing and
+// returns false when that would pass MaxInFlightBytes or
+// MaxInFlightBytesPerTenant.
 func (s *Server) chargeBody(x *exchange, n int64) bool {
 	if limit := s.opts.MaxInFlightBytes; s.bodyBytes.Add(n) > limit && limit > 0 {
 		s.bodyBytes.Add(-n)
 		return false
 	}
+	if limit := s.opts.MaxInFlightBytesPerTenant; limit > 0 && x.g.tenants > 1 {
+		tenant := x.caller.tenant
+		s.tenantMu.Lock()
+		over := s.tenantBytes[tenant]+n > limit
+		if !over {
+			s.tenantBytes[tenant] += n
+		}
+		s.tenantMu.Unlock()
+		if over {
+			s.bodyBytes.Add(-n)
+			x.tenantBytesOver = true
+			return false
+		}
+		x.tenantBytes += n
+	}
 	x.bodyBytes += n
 	return true
 }
 
-// refuseBody answers a request whose body would pass MaxInFlightBytes.
+// refuseBody answers a request whose body would pass MaxInFlightBytes, or
+// its tenant's MaxInFlightBytesPerTenant.
 func (s *Server) refuseBody(x *exchange) {
+	if x.tenantBytesOver {
+		limit := s.opts.MaxInFlightBytesPerTenant
+		x.overloaded(fmt.Errorf("tenant %q is over its limit of %d bytes of request bodies in flight (MaxInFlightBytesPerTenant)", x.caller.tenant, limit),
+			fmt.Sprintf("tenant %q is holding its limit of %d bytes of request bodies at once", x.caller.tenant, limit))
+		return
+	}
 	limit := s.opts.MaxInFlightBytes
 	x.overloaded(fmt.Errorf("over the limit of %d bytes of request bodies in flight (MaxInFlightBytes)", limit),
 		fmt.Sprintf("the gateway is holding its limit of %d bytes of request bodies at once", limit))
@@ -131,6 +193,15 @@ func (s *Server) leaveBody(x *exchange) {
 	if x.bodyBytes != 0 {
 		s.bodyBytes.Add(-x.bodyBytes)
 		x.bodyBytes = 0
+	}
+	if x.tenantBytes != 0 {
+		tenant := x.caller.tenant
+		s.tenantMu.Lock()
+		if s.tenantBytes[tenant] -= x.tenantBytes; s.tenantBytes[tenant] <= 0 {
+			delete(s.tenantBytes, tenant)
+		}
+		s.tenantMu.Unlock()
+		x.tenantBytes = 0
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
@@ -98,6 +99,13 @@ type Options struct {
 	// bound). A request past it is refused at once, a 503 with
 	// Retry-After: it never waits.
 	MaxInFlight int
+	// MaxInFlightPerTenant bounds the requests of one tenant served at
+	// once on the routes MaxInFlight bounds, where the policy's keys name
+	// more than one tenant (default: half of MaxInFlight, none while
+	// MaxInFlight is unbounded; negative: no bound of its own), so that one tenant holding calls open (slow
+	// streams, a stalled upstream) leaves room for the others. A request
+	// past it is refused at once, as one past MaxInFlight is.
+	MaxInFlightPerTenant int
 	// MaxInFlightBytes bounds the bytes of request bodies held at once on
 	// the routes MaxInFlight bounds (default DefaultMaxInFlightBytes;
 	// negative: no bound). A body is charged when its size is known: at
@@ -107,6 +115,15 @@ type Options struct {
 	// MaxBodyBytes (New fails otherwise), or a body at the limit is never
 	// served.
 	MaxInFlightBytes int64
+	// MaxInFlightBytesPerTenant bounds the bytes of request bodies one
+	// tenant holds at once on those routes, where the policy's keys name
+	// more than one tenant (default: half of MaxInFlightBytes, at least
+	// MaxBodyBytes, none while MaxInFlightBytes is unbounded; negative: no
+	// bound of its own), so that one tenant's
+	// bodies (trickled, each within BodyTimeout) leave room for the
+	// others'. A request past it is refused as one past MaxInFlightBytes
+	// is. It must be at least MaxBodyBytes (New fails otherwise).
+	MaxInFlightBytesPerTenant int64
 	// MaxToolResultBytes bounds the result of an upstream MCP tool call
 	// (default 4 MiB): a larger result is an error result naming the
 	// limit (see upstreamTool.call).
@@ -187,8 +204,14 @@ func (o *Options) defaults() {
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = DefaultMaxInFlight
 	}
+	if o.MaxInFlightPerTenant == 0 && o.MaxInFlight > 0 {
+		o.MaxInFlightPerTenant = max(o.MaxInFlight/2, 1)
+	}
 	if o.MaxInFlightBytes == 0 {
 		o.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
+	if o.MaxInFlightBytesPerTenant == 0 && o.MaxInFlightBytes > 0 {
+		o.MaxInFlightBytesPerTenant = max(o.MaxInFlightBytes/2, o.MaxBodyBytes)
 	}
 	if o.MaxMessages == 0 {
 		o.MaxMessages = DefaultMaxMessages
@@ -232,6 +255,13 @@ type Server struct {
 	// slots holds a token for each request in flight on a bounded route
 	// (Options.MaxInFlight); nil: no bound.
 	slots chan struct{}
+	// tenantCalls counts the requests in flight of each tenant on a
+	// bounded route (Options.MaxInFlightPerTenant), under tenantMu.
+	tenantMu    sync.Mutex
+	tenantCalls map[string]int
+	// tenantBytes counts the bytes of request bodies each tenant holds
+	// (Options.MaxInFlightBytesPerTenant), under tenantMu.
+	tenantBytes map[string]int64
 	// bodyBytes are the bytes of request bodies charged to
 	// Options.MaxInFlightBytes.
 	bodyBytes atomic.Int64
@@ -279,6 +309,10 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
 			opts.MaxInFlightBytes, opts.MaxBodyBytes)
 	}
+	if opts.MaxInFlightBytesPerTenant > 0 && opts.MaxInFlightBytesPerTenant < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("serve: Options.MaxInFlightBytesPerTenant (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+			opts.MaxInFlightBytesPerTenant, opts.MaxBodyBytes)
+	}
 	hosts, err := newHostRule(opts.AllowHosts)
 	if err != nil {
 		return nil, err
@@ -286,7 +320,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.CacheUsage.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts}
+	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
+		tenantCalls: map[string]int{}, tenantBytes: map[string]int64{}}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
@@ -414,6 +449,8 @@ type generation struct {
 	// withholdCache withholds the prompt-cache figures of the usage a
 	// client is sent (withholdCacheUsage).
 	withholdCache bool
+	// tenants is the number of tenants the keys name.
+	tenants int
 	// deps are the pipeline's deps but its tools: a generation built for
 	// an upstream's new tool list (refreshMCP) reuses them.
 	deps runtime.Deps
@@ -509,7 +546,7 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 	}
 	ups.scan(ctx, pl, s.log)
 	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, deps: base, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log,
-		withholdCache: s.opts.CacheUsage.withholds(kr)}
+		withholdCache: s.opts.CacheUsage.withholds(kr), tenants: kr.tenants()}
 	for name := range p.Models {
 		g.models = append(g.models, name)
 	}
@@ -727,6 +764,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		shutdownDone <- err
 	}()
 	s.log.Info("serving", "addr", ln.Addr().String(), "policy", s.cur.Load().plan.Policy)
+	if s.metricsLoopbackOnly(ln.Addr()) {
+		s.log.Warn("the keys name more than one tenant: /metrics, which names every tenant and its spend, is served on this address to loopback connections only; serve it on an internal address with -metrics ADDR",
+			"addr", ln.Addr().String(), "tenants", s.cur.Load().tenants)
+	}
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -903,6 +944,40 @@ func (s *Server) metricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{})
 }
 
+// guardTenants serves h (the metrics on the callers' listener) to every
+// connection while the policy's keys name at most one tenant, and to
+// loopback connections only (a scraper beside the gateway) while they name
+// more: the metrics name every tenant and its spend, which neither another
+// tenant nor a caller without a key has any business reading.
+func (s *Server) guardTenants(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cur.Load().tenants > 1 {
+			ap, err := netip.ParseAddrPort(r.RemoteAddr)
+			if err != nil || !ap.Addr().Unmap().IsLoopback() {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(errTenantsMetrics + "\n"))
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// metricsLoopbackOnly reports whether a scraper on another host than the
+// gateway's, reaching it at addr, is refused /metrics (guardTenants).
+func (s *Server) metricsLoopbackOnly(addr net.Addr) bool {
+	if s.opts.MetricsElsewhere || s.cur.Load().tenants < 2 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(addr.String())
+	return err != nil || !ap.Addr().Unmap().IsLoopback()
+}
+
+// errTenantsMetrics refuses /metrics on the callers' listener to a
+// connection from another host.
+const errTenantsMetrics = "the metrics name every tenant and its spend: with keys of more than one tenant they are served on this address to loopback connections only; serve them on an internal address with -metrics ADDR (Options.MetricsElsewhere and OpsHandler)"
+
 // OpsHandler serves GET /metrics, /healthz and /readyz, for a listener of
 // its own: an internal address the scraper and the orchestrator reach and
 // callers do not (see Options.MetricsElsewhere). Any other path is 404.
@@ -920,7 +995,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if !s.opts.MetricsElsewhere {
-		s.mux.Handle("GET /metrics", s.guardHost(s.metricsHandler()))
+		s.mux.Handle("GET /metrics", s.guardHost(s.guardTenants(s.metricsHandler())))
 	}
 	s.handle("GET /v1/models", "models", apiClient, s.listModels)
 	s.handle("GET /v1/models/{model...}", "model", apiClient, s.getModel)

@@ -114,6 +114,14 @@ func TestVirtualKeys(t *testing.T) {
 		// is one key to win over the other whatever it is.
 		{"a good x-api-key and another bearer", []string{"Authorization", "Bearer mallory", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
 		{"two good keys", []string{"Authorization", "Bearer alice-key", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
+		// Azure-style clients send their key in api-key: a key like the
+		// others, refused beside another that differs.
+		{"azure header", []string{"api-key", "bob-key"}, 200, `"object":"list"`},
+		{"azure header unknown", []string{"api-key", "mallory"}, 401, "unknown API key"},
+		{"azure header and the same bearer", []string{"api-key", "bob-key", "Authorization", "Bearer bob-key"}, 200, `"object":"list"`},
+		{"an unknown azure header beside a good bearer", []string{"api-key", "mallory", "Authorization", "Bearer bob-key"}, 401, "conflicting API keys"},
+		{"an unknown azure header beside a good x-api-key", []string{"api-key", "mallory", "x-api-key", "alice-key"}, 401, "conflicting API keys"},
+		{"two good keys, one in the azure header", []string{"api-key", "alice-key", "x-api-key", "bob-key"}, 401, "conflicting API keys"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

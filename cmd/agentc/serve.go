@@ -36,7 +36,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxMessages := fs.Int("maxmessages", serve.DefaultMaxMessages, "most messages of a chat request (more: 400; 0: no bound)")
 	maxParts := fs.Int("maxparts", serve.DefaultMaxParts, "most content parts, blocks and tool calls of a chat request (more: 400; 0: no bound)")
 	maxInFlight := fs.Int("maxinflight", serve.DefaultMaxInFlight, "most chat, token count and MCP calls served at once (more: 503 with Retry-After; 0: no bound)")
+	maxInFlightTenant := fs.Int("maxinflighttenant", 0, "most of those calls one tenant is served at once, where the keys name more than one tenant (more: 503 with Retry-After; 0: half of -maxinflight)")
 	maxInFlightBytes := fs.Int64("maxinflightbytes", serve.DefaultMaxInFlightBytes, "most bytes of request bodies held at once by chat, token count and MCP calls (more: 503 with Retry-After; 0: no bound)")
+	maxInFlightBytesTenant := fs.Int64("maxinflightbytestenant", 0, "most of those bytes one tenant holds at once, where the keys name more than one tenant (more: 503 with Retry-After; 0: half of -maxinflightbytes, at least -maxbody)")
 	maxRuns := fs.Int("maxruns", 10000, "named runs a tenant keeps (more: its runs idle the longest end)")
 	maxSessions := fs.Int("maxsessions", 1000, "MCP sessions a key keeps open (more: those used the longest ago are closed)")
 	logFormat := fs.String("log", "text", "access and server log format: text or json")
@@ -71,6 +73,12 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if *maxMessages < 0 || *maxParts < 0 || *maxInFlight < 0 || *maxInFlightBytes < 0 {
 		return fail(env, "serve: -maxmessages, -maxparts, -maxinflight and -maxinflightbytes must not be negative (0: no bound)")
+	}
+	if *maxInFlightTenant < 0 || *maxInFlightBytesTenant < 0 {
+		return fail(env, "serve: -maxinflighttenant and -maxinflightbytestenant must not be negative (0: half of -maxinflight, of -maxinflightbytes)")
+	}
+	if *maxInFlightBytesTenant > 0 && *maxInFlightBytesTenant < *maxBody {
+		return fail(env, "serve: -maxinflightbytestenant (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytesTenant, *maxBody)
 	}
 	if *maxInFlightBytes > 0 && *maxInFlightBytes < *maxBody {
 		return fail(env, "serve: -maxinflightbytes (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytes, *maxBody)
@@ -132,8 +140,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		ShutdownTimeout: *shutdown, DrainDelay: *drain, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
 		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
-		MaxInFlightBytes: *maxInFlightBytes,
-		MetricsElsewhere: *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
+		MaxInFlightBytes: *maxInFlightBytes, MaxInFlightPerTenant: *maxInFlightTenant,
+		MaxInFlightBytesPerTenant: *maxInFlightBytesTenant,
+		MetricsElsewhere:          *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
 		RequireKeys: !*keyless && !loopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
 	})
 	if err != nil {

@@ -136,6 +136,15 @@ func TestServeCapsFlags(t *testing.T) {
 		assert.Equal(t, exitUsage, rc, f)
 		assert.Contains(t, stderr.String(), "must not be negative (0: no bound)")
 	}
+	assert.Contains(t, stderr.String(), "-maxinflighttenant")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxinflighttenant", "-1", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "-maxinflighttenant and -maxinflightbytestenant must not be negative")
+	stderr = &lockedBuffer{}
+	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxbody", "2048", "-maxinflightbytestenant", "1024", "p"})
+	assert.Equal(t, exitUsage, rc)
+	assert.Contains(t, stderr.String(), "-maxinflightbytestenant (1024) must be at least -maxbody (2048)")
 }
 
 // A -listen or -metrics address without a port ("8080", "localhost") was
