@@ -686,7 +686,7 @@ func (s *scope) applies(ok bool, err error) bool {
 func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l plan.Layer) (Middleware, *scope, error) {
 	m, ok := LookupModule(l.Use)
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown middleware %q (not registered: import its package, or, for a plan of another agentc, build the plan again with the agentc that loads it)", l.Use)
+		return nil, nil, fmt.Errorf("unknown middleware %q (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)", l.Use)
 	}
 	if !m.Supports(stage) {
 		return nil, nil, fmt.Errorf("middleware %q does not support the %s stage", l.Use, stage)
