@@ -686,7 +686,7 @@ func (s *scope) applies(ok bool, err error) bool {
 func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l plan.Layer) (Middleware, *scope, error) {
 	m, ok := LookupModule(l.Use)
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown middleware %q (not registered; import its package)", l.Use)
+		return nil, nil, fmt.Errorf("unknown middleware %q (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)", l.Use)
 	}
 	if !m.Supports(stage) {
 		return nil, nil, fmt.Errorf("middleware %q does not support the %s stage", l.Use, stage)
@@ -746,6 +746,9 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(inst); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return fmt.Errorf("%w (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)", err)
+		}
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {

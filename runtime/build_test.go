@@ -181,9 +181,9 @@ func TestBuildErrorsNameTheLayer(t *testing.T) {
 		chains plan.Chains
 		want   []string
 	}{
-		{"unknown middleware", plan.Chains{Tool: []plan.Layer{rt.Layer("nope", "")}}, []string{`chains.tool[0] "nope"`, `unknown middleware "nope"`}},
+		{"unknown middleware", plan.Chains{Tool: []plan.Layer{rt.Layer("nope", "")}}, []string{`chains.tool[0] "nope"`, `unknown middleware "nope" (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)`}},
 		{"wrong stage", plan.Chains{Tool: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"]}`)}}, []string{`chains.tool[0] "hedge"`, "does not support the tool stage"}},
-		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `unknown field "max_attempt"`}},
+		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `config: json: unknown field "max_attempt" (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`}},
 		{"bad type", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":"3"}`)}}, []string{"config"}},
 		// encoding/json matches a key to a field regardless of case, and
 		// the last of two wins: a reader of the plan sees a ceiling of 1

@@ -32,9 +32,13 @@ func (pl *Pipeline) model(name string) ModelClient {
 	return pl.models[name]
 }
 
-// unknownModel says that no client serves the model name, with the nearest
-// name of those that have one and the list of them.
+// unknownModel says that no client serves the model name: for a model the
+// plan declares, where its client is given; else the nearest name of those
+// that have one and the list of them.
 func (pl *Pipeline) unknownModel(name string) string {
+	if _, declared := pl.plan.Models[name]; declared {
+		return fmt.Sprintf("model %q is not registered: the plan declares it, but no client serves it (give its client in runtime.Deps.Models, or declare its provider in the policy)", name)
+	}
 	names := slices.Sorted(maps.Keys(pl.models))
 	msg := fmt.Sprintf("model %q is not registered", name)
 	if best := textdist.Closest(name, names); best != "" {
@@ -493,7 +497,7 @@ func (s *ChatStream) Err() error { return s.err }
 func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	fn := c.entry.fn
 	if fn == nil {
-		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered", c.Name)}
+		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered (give its function in runtime.Deps.Tools)", c.Name)}
 	}
 	// A tool may have effects: never start it for a call whose context has
 	// already ended (like the chat and turn terminals).

@@ -115,6 +115,25 @@ func TestUnknownModelNamesTheModels(t *testing.T) {
 	require.EqualError(t, err, `model "gpt-4o" is not registered (the models: backup, primary)`)
 }
 
+// A call to a model the plan declares that no client serves (no
+// Deps.Models entry, no provider), or to a declared tool without its
+// function, says what to give: a host that forgot one learns how to fix it.
+func TestDeclaredModelWithoutClientSaysWhatToGive(t *testing.T) {
+	echo := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "ok"})
+		return nil
+	})
+	p := providerPlan(map[string]plan.Model{"primary": {}, "backup": {}})
+	p.Tools = map[string]plan.Tool{"refund": {}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": echo}})
+	require.NoError(t, err)
+	defer pl.Close()
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "backup"})
+	require.EqualError(t, err, `model "backup" is not registered: the plan declares it, but no client serves it (give its client in runtime.Deps.Models, or declare its provider in the policy)`)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "refund"})
+	require.EqualError(t, err, `tool "refund" is not registered (give its function in runtime.Deps.Tools)`)
+}
+
 func TestRegisterProviderRefusesDuplicates(t *testing.T) {
 	assert.Contains(t, runtime.Providers(), "key_echo")
 	assert.Panics(t, func() {

@@ -93,6 +93,16 @@ func StoreKinds() []string {
 	return out
 }
 
+// unregisteredKind says that no opener is registered for kind, naming the
+// kinds that are and, for a kind agentc ships, the package that registers it.
+func unregisteredKind(kind string, registered []string) string {
+	hint := "import its package"
+	if slices.Contains([]string{"sqlite", "redis", "postgres"}, kind) {
+		hint = "import github.com/agentc-dev/agentc/runtime/store/" + kind + ", or builtins/all"
+	}
+	return fmt.Sprintf("kind %q is not registered (registered: %v; %s, or provide the store in Deps)", kind, registered, hint)
+}
+
 // checkStoreKinds refuses a plan that declares a store of a kind not
 // registered, naming the store and the kinds known, whether or not a layer
 // names that store: a store is opened only when a layer uses it, so an
@@ -106,8 +116,7 @@ func checkStoreKinds(stores map[string]plan.Store, deps *Deps) error {
 			continue
 		}
 		if kind := stores[name].Kind; !registered(kind) {
-			return fmt.Errorf("build stores.%s: kind %q is not registered (registered: %v; import its package, or provide the store in Deps)",
-				name, kind, StoreKinds())
+			return fmt.Errorf("build stores.%s: %s", name, unregisteredKind(kind, StoreKinds()))
 		}
 	}
 	return nil
@@ -333,8 +342,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	}
 	open, ok := lookupStoreKind(ps.Kind)
 	if !ok {
-		return nil, fmt.Errorf("store %q: kind %q is not registered (registered: %v; import its package, or provide the store in Deps)",
-			name, ps.Kind, StoreKinds())
+		return nil, fmt.Errorf("store %q: %s", name, unregisteredKind(ps.Kind, StoreKinds()))
 	}
 	if ctx == nil {
 		ctx = context.Background()

@@ -35,6 +35,10 @@
 //
 // Run it with: go run ./examples/service -plan examples/service/plan.json
 //
+// policy.cue is the policy plan.json is built from: after a change to it,
+// build the plan again with
+// `go run ./cmd/agentc build -o examples/service/plan.json examples/service`.
+//
 // replicated/policy.cue is its policy for several replicas sharing one Redis
 // and one PostgreSQL (REDIS_URL, DATABASE_URL): build it with agentc build
 // and start each replica on the plan (docs/state.md).

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -164,6 +165,9 @@ func Load(path string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if st.IsDir() {
+		return nil, &Error{Source: path, Problems: []string{"a directory, not a plan file (a policy directory? build its plan with `agentc build -o plan.json DIR` and load that)"}}
+	}
 	if !st.Mode().IsRegular() {
 		return nil, &Error{Source: path, Problems: []string{"not a regular file"}}
 	}
@@ -179,7 +183,12 @@ func Load(path string) (*Plan, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{Source: path, Problems: []string{fmt.Sprintf("larger than %d MiB", MaxFileSize>>20)}}
 	}
-	return Decode(path, data)
+	p, err := Decode(path, data)
+	var perr *Error
+	if strings.HasSuffix(path, ".cue") && errors.As(err, &perr) && len(perr.Problems) == 1 && strings.Contains(perr.Problems[0], "not JSON") {
+		perr.Problems[0] += " (a CUE policy, not its plan? build the plan with `agentc build -o plan.json POLICY` and load that)"
+	}
+	return p, err
 }
 
 // Encode writes p as indented JSON with a trailing newline.

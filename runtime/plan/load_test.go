@@ -228,3 +228,15 @@ func TestDecodeRefusesNumbersNoFieldHolds(t *testing.T) {
 	_, err := Decode("ok.json", []byte(`{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":0.0e-999,"usd_per_mtok_out":4.9e-324}},"tools":{"t":{"side_effecting":false,"retry_safe":false,"args":{"maximum":1.7976931348623157e308,"minimum":-0,"multipleOf":18446744073709551615}}},"admit":{"stage":"admit","source":"true","cost_limit":1000000000}}`))
 	require.NoError(t, err)
 }
+
+// A policy given where its plan is expected (its directory, a .cue file)
+// is refused with the command that builds the plan.
+func TestLoadOfAPolicySaysToBuildItsPlan(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	require.EqualError(t, err, "invalid plan "+dir+":\n\ta directory, not a plan file (a policy directory? build its plan with `agentc build -o plan.json DIR` and load that)")
+	cue := filepath.Join(dir, "policy.cue")
+	require.NoError(t, os.WriteFile(cue, []byte("package p\n"), 0o600))
+	_, err = Load(cue)
+	require.EqualError(t, err, "invalid plan "+cue+":\n\tline 1, col 1: not JSON: invalid character 'p' looking for beginning of value (a CUE policy, not its plan? build the plan with `agentc build -o plan.json POLICY` and load that)")
+}
