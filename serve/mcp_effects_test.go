@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -164,6 +165,20 @@ func TestMCPCallNeverSentIsRetried(t *testing.T) {
 	// The upstream goes away: new connections are refused.
 	require.NoError(t, upstream.Listener.Close())
 	upstream.CloseClientConnections()
+	// The session's stream breaks with its connections; a call sent in
+	// the moment before the proxy sees it end cannot tell the session's
+	// failure from one after it was written (in doubt, as it should be).
+	// Here the call starts once the proxy has seen it: every attempt opens
+	// a new session, refused before anything is sent.
+	up := s.srv.cur.Load().mcp.servers["bank"]
+	up.mu.Lock()
+	ended := up.ended
+	up.mu.Unlock()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy did not see its upstream session end")
+	}
 	cs := connectProxy(t, s.url, "agent-key", map[string]string{RunHeader: "pay-2"})
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "charge", Arguments: map[string]any{"id": "A2"}})
 	require.NoError(t, err)
