@@ -55,12 +55,13 @@ only add calls to those the other terms apply the layer to (when:
 for such a caller (request.model == 'big' ||
 request.params.metadata.?tier.orValue('') != 'internal') applies the
 layer to calls that any caller takes out by sending a value, and is
-reported. A when, or a term, that no value the caller can send makes
-false is not reported: a run id is never empty nor holds a space (the
-caller names 1 to 128 printable characters, which a key's tenant may
-precede), a max_tokens is 0 (unset) or from 1 to 1,000,000, so "run.id !=
-''" and "request.max_tokens >= 0" hold for every caller. A when matching a
-pattern (run.id.matches(...)) is taken to be one the caller can make
+reported. A when, or a term, proven true whatever the caller sends is
+not reported: a run id is never empty nor holds a space (the caller names
+1 to 128 printable characters, which a key's tenant may precede), a
+max_tokens is 0 (unset) or from 1 to 1,000,000, so "run.id != ''",
+"size(run.id) > 0", "!run.id.contains(' ')", "request.max_tokens >= 0" and
+"request.max_tokens <= 1000000" hold for every caller. Any other term
+reading what the caller sends is taken to be one the caller can make
 false.
 Layers that protect nothing (retry, fallback, memoize, log, ...) may be
 scoped by anything, and so may output_coerce, which shapes the answer for
@@ -168,7 +169,7 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 		// Whether the term holds for a caller who sends nothing, and some
 		// value the caller sends makes it false, depends on the term
 		// alone: asked once, its first read is reported.
-		holds := optOut == nil && holdsByDefault(stage, term, info) && callerFalsifies(stage, term, info)
+		holds := optOut == nil && holdsByDefault(stage, term, info) && !callerAlwaysTrue(term)
 		for _, r := range reads {
 			if first == nil || r.offset < first.offset {
 				first = &r
@@ -182,7 +183,7 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 	case first == nil:
 		return callerReadAt{}, false
 	case !safe:
-		if !callerFalsifies(stage, tree.Expr(), info) {
+		if callerAlwaysTrue(tree.Expr()) {
 			// No value the caller sends makes the when false.
 			return callerReadAt{}, false
 		}
@@ -237,130 +238,118 @@ func callerVarsOf(stage, id string, maxTokens int64, metadata map[string]any) ma
 	return vars
 }
 
-// The bounds agentc serve holds what a caller sends to: a run id it names
-// is 1 to 128 printable ASCII characters without a space, and starts with
-// neither of the prefixes of the runs it gives (serve.validRunID); a
-// max_tokens is unset (0) or from 1 to 1,000,000 (serve.MaxOutputTokens).
-const (
-	callerRunIDMax     = 128
-	callerMaxTokensMax = 1_000_000
-)
+// callerMaxTokensMax is the largest max_tokens agentc serve admits
+// (serve.MaxOutputTokens); unset, it is 0.
+const callerMaxTokensMax = 1_000_000
 
-// callerFalsifies reports whether some value a caller can send makes x, a
-// when or a term of one, of a layer of stage, false, or leaves it unknown.
-// The values tried are a caller's who sends nothing, and those varying one
-// of run.id, request.max_tokens and request.params.metadata from it by the
-// literals x compares them to, their neighbours, and the bounds, a run id
-// with a tenant before it too, metadata with a long value or many keys: a term
-// none of them makes false (run.id != ”, request.max_tokens >= 0) is one
-// no caller makes false, as a run id is never empty nor max_tokens
-// negative.
-func callerFalsifies(stage string, x ast.Expr, info *ast.SourceInfo) bool {
-	prg, unknowns, err := callerProgram(stage, x, info)
-	if err != nil {
-		return true
-	}
-	var strs []string
-	var ints []int64
-	keys := map[string]bool{"x": true, "y": true}
-	pattern := false
-	ast.PreOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
-		// The strings a pattern matches are not among the values tried.
-		pattern = pattern || e.Kind() == ast.CallKind && e.AsCall().FunctionName() == "matches"
-		if e.Kind() == ast.LiteralKind {
-			switch v := e.AsLiteral().Value().(type) {
-			case string:
-				strs = append(strs, v)
-			case int64:
-				ints = append(ints, v)
-			case uint64:
-				ints = append(ints, int64(min(v, callerMaxTokensMax+1)))
-			case float64:
-				ints = append(ints, int64(max(min(v, callerMaxTokensMax+1), -1)))
-			}
-		}
-		if _, path, ok := selectPath(e); ok {
-			if key, ok := strings.CutPrefix(path, "request.params.metadata."); ok {
-				keys[strings.Split(key, ".")[0]] = true
-			}
-		}
-	}))
-	if pattern {
-		return true
-	}
-	strs = strs[:min(len(strs), 16)]
-	ints = ints[:min(len(ints), 16)]
-	falsifies := func(vars map[string]any) bool {
-		v, known := evalPartialBool(prg, vars, unknowns)
-		return !known || !v
-	}
-	defaultID := "anon-0"
-	ids := []string{defaultID, "x", "X", "0", "~", strings.Repeat("x", callerRunIDMax)}
-	if stage == "tool" {
-		ids = append(ids, "mcp-0")
-	}
-	for _, s := range strs {
-		ids = append(ids, s, s+"x", "x"+s, "x"+s+"x", s[:max(len(s)-1, 0)], strings.ToUpper(s))
-	}
-	for _, id := range ids {
-		if id != defaultID && id != "mcp-0" && !callerRunID(id) {
-			continue
-		}
-		// Under keys the run id carries the caller's tenant before it.
-		for _, run := range []string{id, "acme/" + id} {
-			if falsifies(callerVarsOf(stage, run, 0, map[string]any{})) {
-				return true
-			}
-		}
-	}
-	if stage != "chat" {
+// callerAlwaysTrue reports whether x, a when or a term of one, is true
+// whatever the caller sends, being made of terms of the few shapes known
+// to hold for every value serve admits: a run id is never empty and holds
+// no space (run.id != ”, size(run.id) > 0, !run.id.contains(' ')), and
+// max_tokens is 0 (unset) or from 1 to 1,000,000 (request.max_tokens >= 0,
+// request.max_tokens <= 1000000), joined by && and ||. Any other term is
+// taken to be one a caller can make false: a when is reported unless it is
+// proven to hold, never because no value tried made it false.
+func callerAlwaysTrue(x ast.Expr) bool {
+	if x.Kind() != ast.CallKind {
 		return false
 	}
-	for _, n := range append([]int64{1, callerMaxTokensMax}, ints...) {
-		for _, m := range []int64{n - 1, n, n + 1} {
-			if m >= 1 && m <= callerMaxTokensMax && falsifies(callerVarsOf(stage, defaultID, m, map[string]any{})) {
-				return true
-			}
-		}
-	}
-	for _, s := range strs {
-		keys[s] = true
-	}
-	values := append([]string{"", "x", strings.Repeat("x", 1<<16)}, strs...)
-	for _, s := range strs {
-		values = append(values, s+"x")
-	}
-	for _, v := range values {
-		all := map[string]any{}
-		for k := range keys {
-			all[k] = v
-			if falsifies(callerVarsOf(stage, defaultID, 0, map[string]any{k: v})) {
-				return true
-			}
-		}
-		if falsifies(callerVarsOf(stage, defaultID, 0, all)) {
-			return true
-		}
-	}
-	// Metadata of many keys.
-	many := map[string]any{}
-	for i := range 1024 {
-		many[fmt.Sprintf("k%d", i)] = "x"
-	}
-	return falsifies(callerVarsOf(stage, defaultID, 0, many))
-}
-
-// callerRunID reports whether a caller may name its run id.
-func callerRunID(id string) bool {
-	if id == "" || len(id) > callerRunIDMax || strings.HasPrefix(id, "anon-") || strings.HasPrefix(id, "mcp-") {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
+	c := x.AsCall()
+	args := c.Args()
+	switch c.FunctionName() {
+	case operators.LogicalAnd:
+		return len(args) == 2 && callerAlwaysTrue(args[0]) && callerAlwaysTrue(args[1])
+	case operators.LogicalOr:
+		return len(args) == 2 && (callerAlwaysTrue(args[0]) || callerAlwaysTrue(args[1]))
+	case operators.LogicalNot:
+		// !run.id.contains(' ')
+		if len(args) != 1 || args[0].Kind() != ast.CallKind {
 			return false
 		}
+		in := args[0].AsCall()
+		return in.FunctionName() == "contains" && in.IsMemberFunction() && isPath(in.Target(), "run.id") &&
+			len(in.Args()) == 1 && literalString(in.Args()[0]) == " "
+	case operators.NotEquals, operators.Greater, operators.GreaterEquals, operators.Less, operators.LessEquals:
+	default:
+		return false
 	}
-	return true
+	if len(args) != 2 {
+		return false
+	}
+	op, a, b := c.FunctionName(), args[0], args[1]
+	// Written with the value on the right: 0 < size(run.id) is size(run.id) > 0.
+	if _, ok := literalNumber(a); ok {
+		a, b = b, a
+		op = map[string]string{operators.Greater: operators.Less, operators.Less: operators.Greater,
+			operators.GreaterEquals: operators.LessEquals, operators.LessEquals: operators.GreaterEquals,
+			operators.NotEquals: operators.NotEquals}[op]
+	} else if literalString(a) == "" && a.Kind() == ast.LiteralKind {
+		a, b = b, a
+	}
+	switch {
+	case isPath(a, "run.id"):
+		return op == operators.NotEquals && b.Kind() == ast.LiteralKind && literalString(b) == "" && isStringLiteral(b)
+	case isRunIDSize(a):
+		n, ok := literalNumber(b)
+		return ok && (op == operators.Greater && n >= 0 && n < 1 || op == operators.GreaterEquals && n <= 1 || op == operators.NotEquals && n == 0)
+	case isPath(a, "request.max_tokens"):
+		n, ok := literalNumber(b)
+		return ok && (op == operators.GreaterEquals && n <= 0 || op == operators.Greater && n < 0 ||
+			op == operators.LessEquals && n >= callerMaxTokensMax || op == operators.Less && n > callerMaxTokensMax)
+	}
+	return false
+}
+
+// isPath reports whether x selects path (run.id, request.max_tokens).
+func isPath(x ast.Expr, path string) bool {
+	_, p, ok := selectPath(x)
+	return ok && p == path
+}
+
+// isRunIDSize reports whether x is size(run.id) or run.id.size().
+func isRunIDSize(x ast.Expr) bool {
+	if x.Kind() != ast.CallKind || x.AsCall().FunctionName() != "size" {
+		return false
+	}
+	c := x.AsCall()
+	if c.IsMemberFunction() {
+		return len(c.Args()) == 0 && isPath(c.Target(), "run.id")
+	}
+	return len(c.Args()) == 1 && isPath(c.Args()[0], "run.id")
+}
+
+// isStringLiteral reports whether x is a string literal.
+func isStringLiteral(x ast.Expr) bool {
+	if x.Kind() != ast.LiteralKind {
+		return false
+	}
+	_, ok := x.AsLiteral().Value().(string)
+	return ok
+}
+
+// literalString returns the value of x, a string literal, or "".
+func literalString(x ast.Expr) string {
+	if x.Kind() != ast.LiteralKind {
+		return ""
+	}
+	v, _ := x.AsLiteral().Value().(string)
+	return v
+}
+
+// literalNumber returns the value of x, a number literal.
+func literalNumber(x ast.Expr) (float64, bool) {
+	if x.Kind() != ast.LiteralKind {
+		return 0, false
+	}
+	switch v := x.AsLiteral().Value().(type) {
+	case int64:
+		return float64(v), true
+	case uint64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }
 
 var (

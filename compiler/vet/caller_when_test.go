@@ -67,6 +67,14 @@ func TestCallerRead(t *testing.T) {
 		// A pattern's matches are not among the values tried: taken to be
 		// the caller's to make false.
 		{"tool.side_effecting || !run.id.matches('^adm-[0-9]+$')", "run.id", "run.id"},
+		// A when is reported unless it is proven to hold: values a caller
+		// sends together, a length, a string built from pieces.
+		{"run.id != 'adm' || request.params.metadata.?t.orValue('') != 'y'", "run.id", "run.id"},
+		{"request.model == 'big' || !(run.id == 'adm' && request.params.metadata.?t.orValue('') == 'y')", "run.id", "run.id"},
+		{"request.model == 'big' || run.id.size() != 7", "run.id", "run.id"},
+		{"request.model == 'big' || run.id != 'adm' + 'in'", "run.id", "run.id"},
+		{"tool.side_effecting || '' != run.id", "", ""},
+		{"tool.side_effecting || 0 < run.id.size()", "", ""},
 		// Under keys a run id carries its tenant: it may be longer than 128.
 		{"tool.side_effecting || size(run.id) <= 128", "run.id", "run.id"},
 		// What the layer decides about, the model's name, and the host's run data.
