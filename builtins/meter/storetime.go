@@ -25,6 +25,12 @@ type storeTime struct {
 	offset time.Duration
 	// read is when the offset was measured, on clock; zero: never.
 	read time.Time
+	// reading is closed when the read under way ends; nil: none is.
+	reading chan struct{}
+	// failed is when a read last failed, on clock, and err its error: a
+	// store that cannot be read is asked again after storeTimeRetry.
+	failed time.Time
+	err    error
 }
 
 // storeTimeEvery is how often the store's time is read again: the clocks
@@ -32,32 +38,79 @@ type storeTime struct {
 // that time.
 const storeTimeEvery = time.Minute
 
+// storeTimeRetry is how long after a failed read the store's time is not
+// asked again: in between, the last offset is used, or, before any was
+// measured, the read's error is the call's.
+const storeTimeRetry = time.Second
+
 // now returns the store's time, reading it when the offset is older than
-// storeTimeEvery (or the pipeline's clock went back). A store that cannot
-// be read leaves the last offset in use; before any was measured it is an
-// error, and the call does not run.
+// storeTimeEvery (or the pipeline's clock went back). One read is under
+// way at a time, outside the lock: meanwhile, and when a read fails, calls
+// use the last offset; before any was measured they wait for the read
+// under way (as long as their context lets them) or fail with the last
+// read's error, and the call does not run.
 func (s *storeTime) now(ctx context.Context) (time.Time, error) {
 	if s.store == nil {
 		return s.clock.Now(), nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t0 := s.clock.Now()
-	if age := t0.Sub(s.read); !s.read.IsZero() && age >= 0 && age < storeTimeEvery {
-		return t0.Add(s.offset), nil
+	for {
+		s.mu.Lock()
+		t0 := s.clock.Now()
+		measured := !s.read.IsZero()
+		if age := t0.Sub(s.read); measured && age >= 0 && age < storeTimeEvery {
+			s.mu.Unlock()
+			return t0.Add(s.offset), nil
+		}
+		if wait := s.reading; wait != nil {
+			if measured {
+				s.mu.Unlock()
+				return t0.Add(s.offset), nil
+			}
+			s.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return time.Time{}, ctx.Err()
+			}
+		}
+		if since := t0.Sub(s.failed); s.err != nil && since >= 0 && since < storeTimeRetry {
+			defer s.mu.Unlock()
+			if measured {
+				return t0.Add(s.offset), nil
+			}
+			return time.Time{}, s.err
+		}
+		done := make(chan struct{})
+		s.reading = done
+		s.mu.Unlock()
+		return s.measure(ctx, t0, done)
 	}
+}
+
+// measure reads the store's time for now, which started its read at t0
+// and ends it by closing done.
+func (s *storeTime) measure(ctx context.Context, t0 time.Time, done chan struct{}) (time.Time, error) {
 	_, at, err := s.store.StoreIDAt(ctx)
 	t1 := s.clock.Now()
 	if err == nil && at.IsZero() {
 		err = errors.New("the store did not tell its time")
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reading = nil
+	close(done)
 	if err != nil {
+		// A read the caller gave up on says nothing of the store.
+		if ctx.Err() == nil {
+			s.failed, s.err = t1, err
+		}
 		if s.read.IsZero() {
 			return time.Time{}, err
 		}
 		return t1.Add(s.offset), nil
 	}
-	s.offset, s.read = at.Sub(t0.Add(t1.Sub(t0)/2)), t1
+	s.offset, s.read, s.err = at.Sub(t0.Add(t1.Sub(t0)/2)), t1, nil
 	return t1.Add(s.offset), nil
 }
 
