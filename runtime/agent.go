@@ -62,7 +62,9 @@ type AgentRequest struct {
 	// MaxSteps bounds the model answers of the turn (0:
 	// DefaultAgentMaxSteps), over its attempts: an attempt after one whose
 	// model call failed (a host's retry layer) makes the answers the
-	// attempts before left, the failed call not counted.
+	// attempts before left, the failed call not counted, nor an answer
+	// whose calls could not be recorded before they ran (it left the
+	// transcript).
 	MaxSteps int
 	// MaxParallel bounds the tool calls of one step that run at once (0:
 	// DefaultAgentMaxParallel).
@@ -324,33 +326,44 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			handOver(ctx, prev, nil)
 			return res.Output, nil
 		}
-		base, at, pending, tail, resumed := msgs, at, pending, tail, prev != nil
+		// The messages after the settled calls' results, and the input
+		// when those calls were pending, go in once they are settled.
+		base, at, pending, tail, addInput := msgs, at, pending, tail, req.Input != "" && len(pending) > 0
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
-		if resumed {
-			base, turn.first, turn.made, turn.retried = prev.msgs, prev.first, prev.made, true
+		output, finish := "", res.FinishReason
+		if prev != nil {
+			// What the attempt before left: its transcript, its answers
+			// (an answer it dropped is not one), and the tail and input
+			// unless it added them (it got past settle).
+			base, turn.made, turn.retried = prev.msgs, prev.made, true
+			turn.first, turn.answer = prev.answers()
+			if turn.answer >= 0 {
+				output = base[turn.answer].Text()
+			}
 			var ins int
 			var err error
 			if at, pending, ins, err = pendingCalls(base); err != nil {
 				return "", err
 			}
-			tail = nil
-			if len(pending) > 0 {
-				tail, base = slices.Clone(base[ins:]), base[:ins]
+			if prev.settled {
+				tail, addInput = nil, false
+				if len(pending) > 0 {
+					tail, base = slices.Clone(base[ins:]), base[:ins]
+				}
 			}
 		}
-		res = AgentResult{Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Usage: res.Usage}
+		res = AgentResult{Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Usage: res.Usage, Output: output, FinishReason: finish}
 		turn.msgs = base
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
-			if err == nil {
-				turn.msgs = append(turn.msgs, tail...)
-				if req.Input != "" && !resumed {
-					turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
-				}
-			}
 		}
 		if err == nil {
+			turn.msgs = append(turn.msgs, tail...)
+			if addInput {
+				turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
+			}
+			turn.settled = true
 			err = turn.run(ctx, maxSteps)
 		}
 		prev, prevErr = &turn, err
@@ -424,6 +437,9 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 // transcript, as the agent's own chain's refusal does, when that
 // transcript still holds them where the agent left them.
 func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
+	if first < 0 || last < first || last >= len(msgs) {
+		return
+	}
 	outer.mu.Lock()
 	defer outer.mu.Unlock()
 	for _, m := range msgs[first : last+1] {
@@ -485,7 +501,7 @@ func WithholdAnswerTexts(msgs []Message, from int) []Message {
 // earlier returns the text of each answer of the turn before its last one
 // that wrote any (TurnCall.Earlier).
 func (t *agentTurn) earlier() []string {
-	if t.first < 0 {
+	if t.first < 0 || t.answer < t.first {
 		return nil
 	}
 	return t.texts(t.first, t.answer)
@@ -537,6 +553,10 @@ type agentTurn struct {
 	// retried is set for an attempt after the first: the calls it settles
 	// are an earlier attempt's, counted in ToolCalls by it.
 	retried bool
+	// settled is set once the attempt settled the calls left without a
+	// result and added the messages after them and the input: an attempt
+	// after one that did not adds them itself.
+	settled bool
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -588,7 +608,14 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			// leaves the transcript, so that a run resumed from the
 			// turn's end asks the model again rather than take them
 			// for calls that may have run (in doubt).
-			t.msgs, t.answer = t.msgs[:at], -1
+			// Nor does it count: not towards MaxSteps, nor as the
+			// turn's first answer (an attempt after goes on from what
+			// is left).
+			t.msgs, t.made = t.msgs[:at], t.made-1
+			if t.first == at {
+				t.first = -1
+			}
+			t.first, t.answer = t.answers()
 			return err
 		}
 		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
