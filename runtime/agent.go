@@ -168,8 +168,12 @@ type AgentResult struct {
 // reaches the outer turn only as the tool's result. A layer of the turn
 // chain that runs the layers inside it again (a host's retry of a turn
 // whose model call failed) has the loop go on from the transcript the
-// attempt before left, as a resumed run does, so no tool call runs twice;
-// an attempt after one whose body returned returns what it returned. The
+// attempt before left, as a resumed run does, so no tool call runs twice
+// (a read-only or retry_safe call answered "cancelled" because that
+// attempt's context ended runs again, the cancellation being the
+// attempt's), the messages after a resumed transcript's calls and Input
+// added once, after their results, when that attempt did not get to add
+// them; an attempt after one whose body returned returns what it returned. The
 // counts of the result (Steps, ToolCalls, Blocked, Usage) are those of every
 // attempt, and MaxSteps bounds the answers of them all.
 //
@@ -336,6 +340,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			// (an answer it dropped is not one), and the tail and input
 			// unless it added them (it got past settle).
 			base, turn.made, turn.retried = prev.msgs, prev.made, true
+			base, turn.rerun = prev.uncancelled(ctx)
 			turn.first, turn.answer = prev.answers()
 			if turn.answer >= 0 {
 				output = base[turn.answer].Text()
@@ -557,6 +562,14 @@ type agentTurn struct {
 	// result and added the messages after them and the input: an attempt
 	// after one that did not adds them itself.
 	settled bool
+	// cancelled names (by id) the calls of the last step answered
+	// "cancelled" because the attempt's context ended: an attempt after
+	// runs those that may run again (uncancelled).
+	cancelled []string
+	// rerun holds the record keys of the calls of an attempt before that
+	// its end cancelled, which settle runs again rather than answer from
+	// their records (the cancellation).
+	rerun map[string]bool
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -677,7 +690,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			continue
 		}
 		key := t.key(at, call)
-		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
+		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt && !t.rerun[key] {
 			m := recordAnswer(call, r)
 			out[i] = &m
 			if r.Class == ClassBlocked.String() && t.req.OnBlock == OnBlockEndTurn && blockErr == nil {
@@ -1204,12 +1217,48 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 	if panicked {
 		panic(panicValue)
 	}
+	t.cancelled = nil
 	for i := range calls {
 		if blocked[i] {
 			t.res.Blocked++
 		}
+		if errs[i] != nil && out[i].Role != "" && errs[i] == ctx.Err() {
+			t.cancelled = append(t.cancelled, calls[i].ID)
+		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// uncancelled returns the transcript the attempt left without the results
+// of its last step's calls that its end cancelled (cancelled) and that
+// may run again (callInDoubt: read-only, retry_safe): they are the
+// attempt's outcome, not the calls', and an attempt after settles them
+// again. It returns their record keys too (agentTurn.rerun). A call whose
+// id another call of the step shares is left answered.
+func (t *agentTurn) uncancelled(ctx context.Context) ([]Message, map[string]bool) {
+	at, _, _, err := pendingCalls(t.msgs)
+	if len(t.cancelled) == 0 || at < 0 || err != nil {
+		return t.msgs, nil
+	}
+	calls := t.msgs[at].ToolCalls
+	rerun := map[string]bool{}
+	ids := map[string]bool{}
+	for _, id := range t.cancelled {
+		if k := callsOf(calls, id); len(k) == 1 && t.pl.callInDoubt(ctx, calls[k[0]], false) == nil {
+			ids[id] = true
+			rerun[t.key(at, calls[k[0]])] = true
+		}
+	}
+	if len(ids) == 0 {
+		return t.msgs, nil
+	}
+	msgs := slices.Clone(t.msgs[:at+1])
+	for _, m := range t.msgs[at+1:] {
+		if m.Role != "tool" || !ids[m.ToolCallID] {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs, rerun
 }
 
 // tool runs one call and returns its tool message, whether a guard blocked

@@ -313,8 +313,9 @@ func TestAgentTurnAttemptAfterADroppedAnswer(t *testing.T) {
 // TestAgentTurnAttemptAtTheStepBound: the last step the turn may make
 // called a tool that outlived the attempt's deadline; a host's retry ran
 // the turn again, which had no step left, and panicked handing the turn
-// chain the answers' text. It ends at the bound, its output the last
-// answer's text, as a turn that reached it in one attempt.
+// chain the answers' text. It runs the lookup again (its "cancelled" was
+// the attempt's) and ends at the bound, its output the last answer's
+// text, as a turn that reached it in one attempt.
 func TestAgentTurnAttemptAtTheStepBound(t *testing.T) {
 	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "looking", FinishReason: runtime.FinishToolCalls,
 		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "l1", Name: "lookup", Arguments: `{"order":7}`}}}}},
@@ -342,6 +343,8 @@ func TestAgentTurnAttemptAtTheStepBound(t *testing.T) {
 	assert.Equal(t, 1, model.Calls())
 	require.Len(t, res.Messages, 3, "the input, the answer, its call's result")
 	assert.Equal(t, "l1", res.Messages[2].ToolCallID)
+	assert.Equal(t, "found", res.Messages[2].Parts[0].Text, "the lookup the deadline cancelled ran again")
+	assert.Equal(t, int32(2), lookups.Load())
 	assert.Equal(t, res.Messages, pl.Transcript(ctx))
 }
 
@@ -350,7 +353,8 @@ func TestAgentTurnAttemptAtTheStepBound(t *testing.T) {
 // host's retry ran the turn again. The input, added once the calls are
 // settled, was left out: the model answered the question before, and the
 // transcript lacked the input and the message after the call. The attempt
-// after adds them, after the lookup's result.
+// after adds them, after the lookup's result, which it runs again: its
+// "cancelled" was the attempt's, not the turn's.
 func TestAgentTurnAttemptKeepsTheInput(t *testing.T) {
 	var seen []runtime.Message
 	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
@@ -378,6 +382,8 @@ func TestAgentTurnAttemptKeepsTheInput(t *testing.T) {
 	assert.Equal(t, "answer", res.Output)
 	require.Len(t, seen, 5, "q1, the call, its result, the message after it, the input")
 	assert.Equal(t, "l1", seen[2].ToolCallID)
+	assert.Equal(t, "found", seen[2].Parts[0].Text, "the lookup the deadline cancelled ran again")
+	assert.Equal(t, int32(2), lookups.Load())
 	assert.Equal(t, "meanwhile", seen[3].Content)
 	assert.Equal(t, "q2", seen[4].Content)
 	require.Len(t, res.Messages, 6)
