@@ -336,10 +336,11 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
 		output, finish := "", res.FinishReason
 		if prev != nil {
-			// What the attempt before left: its transcript, its answers
-			// (an answer it dropped is not one), and the tail and input
-			// unless it added them (it got past settle).
-			base, turn.made, turn.retried = prev.msgs, prev.made, true
+			// What the attempt before left: its transcript (less the
+			// results its end cancelled), its answers (an answer it
+			// dropped is not one), and the tail and input unless it
+			// added them (it got past settle).
+			turn.made, turn.retried = prev.made, true
 			base, turn.rerun = prev.uncancelled(ctx)
 			turn.first, turn.answer = prev.answers()
 			if turn.answer >= 0 {
