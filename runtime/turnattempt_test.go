@@ -280,6 +280,34 @@ func init() {
 		New: func() runtime.Middleware { return &turnAgainWithin{} }})
 }
 
+// withinAttempts returns a pipeline of refundPlan under a turn_again_within
+// layer, with model and a lookup tool whose first call outlives the
+// attempt's deadline, the run's context and the count of the lookups.
+func withinAttempts(t *testing.T, model runtime.ModelClient) (*runtime.Pipeline, context.Context, *atomic.Int32) {
+	lookups := new(atomic.Int32)
+	tools := map[string]runtime.ToolFunc{"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+		if lookups.Add(1) == 1 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return "found", nil
+	}}
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again_within", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	return pl, runtime.WithRun(context.Background(), runtime.Run{ID: "r1"}), lookups
+}
+
+// runAgentUnpanicked runs req, requiring that it neither panics nor fails.
+func runAgentUnpanicked(t *testing.T, pl *runtime.Pipeline, ctx context.Context, req runtime.AgentRequest) runtime.AgentResult {
+	t.Helper()
+	var res runtime.AgentResult
+	var err error
+	require.NotPanics(t, func() { res, err = pl.RunAgent(ctx, req) })
+	require.NoError(t, err)
+	return res
+}
+
 // TestAgentTurnAttemptAfterADroppedAnswer: the save recording a model
 // answer's calls before they run failed for a moment, so the answer left
 // the transcript and the turn failed; a host's retry then ran the turn
@@ -295,12 +323,7 @@ func TestAgentTurnAttemptAfterADroppedAnswer(t *testing.T) {
 	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools,
 		Checkpoints: &failingFirstSave{CheckpointStore: runtime.NewMemoryCheckpoints()}})
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
-	var res runtime.AgentResult
-	var err error
-	require.NotPanics(t, func() {
-		res, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxSteps: 1})
-	})
-	require.NoError(t, err)
+	res := runAgentUnpanicked(t, pl, ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxSteps: 1})
 	assert.Equal(t, runtime.StopDone, res.Stop)
 	assert.Equal(t, "done", res.Output)
 	assert.Equal(t, 2, model.Calls())
@@ -320,24 +343,8 @@ func TestAgentTurnAttemptAtTheStepBound(t *testing.T) {
 	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "looking", FinishReason: runtime.FinishToolCalls,
 		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "l1", Name: "lookup", Arguments: `{"order":7}`}}}}},
 		rt.Response{Deltas: []string{"unused"}})
-	var lookups atomic.Int32
-	tools := map[string]runtime.ToolFunc{"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
-		if lookups.Add(1) == 1 {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		return "found", nil
-	}}
-	p := refundPlan()
-	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again_within", `{}`)}, p.Chains.Turn...)
-	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
-	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
-	var res runtime.AgentResult
-	var err error
-	require.NotPanics(t, func() {
-		res, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "look order 7 up", MaxSteps: 1})
-	})
-	require.NoError(t, err)
+	pl, ctx, lookups := withinAttempts(t, model)
+	res := runAgentUnpanicked(t, pl, ctx, runtime.AgentRequest{Model: "primary", Input: "look order 7 up", MaxSteps: 1})
 	assert.Equal(t, runtime.StopMaxSteps, res.Stop)
 	assert.Equal(t, "looking", res.Output)
 	assert.Equal(t, 1, model.Calls())
@@ -362,18 +369,7 @@ func TestAgentTurnAttemptKeepsTheInput(t *testing.T) {
 		yield(runtime.Delta{Text: "answer"})
 		return nil
 	})
-	var lookups atomic.Int32
-	tools := map[string]runtime.ToolFunc{"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
-		if lookups.Add(1) == 1 {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		return "found", nil
-	}}
-	p := refundPlan()
-	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again_within", `{}`)}, p.Chains.Turn...)
-	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
-	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	pl, ctx, lookups := withinAttempts(t, model)
 	msgs := []runtime.Message{{Role: "user", Content: "q1"},
 		{Role: "assistant", ToolCalls: []runtime.ToolUse{use("l1", "lookup", `{"order":7}`)}},
 		{Role: "user", Content: "meanwhile"}}
