@@ -62,7 +62,9 @@ type AgentRequest struct {
 	// MaxSteps bounds the model answers of the turn (0:
 	// DefaultAgentMaxSteps), over its attempts: an attempt after one whose
 	// model call failed (a host's retry layer) makes the answers the
-	// attempts before left, the failed call not counted.
+	// attempts before left, the failed call not counted, nor an answer
+	// whose calls could not be recorded before they ran (it left the
+	// transcript).
 	MaxSteps int
 	// MaxParallel bounds the tool calls of one step that run at once (0:
 	// DefaultAgentMaxParallel).
@@ -166,8 +168,12 @@ type AgentResult struct {
 // reaches the outer turn only as the tool's result. A layer of the turn
 // chain that runs the layers inside it again (a host's retry of a turn
 // whose model call failed) has the loop go on from the transcript the
-// attempt before left, as a resumed run does, so no tool call runs twice;
-// an attempt after one whose body returned returns what it returned. The
+// attempt before left, as a resumed run does, so no tool call runs twice
+// (a read-only or retry_safe call answered "cancelled" because that
+// attempt's context ended runs again, the cancellation being the
+// attempt's), the messages after a resumed transcript's calls and Input
+// added once, after their results, when that attempt did not get to add
+// them; an attempt after one whose body returned returns what it returned. The
 // counts of the result (Steps, ToolCalls, Blocked, Usage) are those of every
 // attempt, and MaxSteps bounds the answers of them all.
 //
@@ -324,33 +330,46 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			handOver(ctx, prev, nil)
 			return res.Output, nil
 		}
-		base, at, pending, tail, resumed := msgs, at, pending, tail, prev != nil
+		// The messages after the settled calls' results, and the input
+		// when those calls were pending, go in once they are settled.
+		base, at, pending, tail, addInput := msgs, at, pending, tail, req.Input != "" && len(pending) > 0
 		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
-		if resumed {
-			base, turn.first, turn.made, turn.retried = prev.msgs, prev.first, prev.made, true
+		output, finish := "", res.FinishReason
+		if prev != nil {
+			// What the attempt before left: its transcript (less the
+			// results its end cancelled), its answers (an answer it
+			// dropped is not one), and the tail and input unless it
+			// added them (it got past settle).
+			turn.made, turn.retried = prev.made, true
+			base, turn.rerun = prev.uncancelled(ctx)
+			turn.first, turn.answer = prev.answers()
+			if turn.answer >= 0 {
+				output = base[turn.answer].Text()
+			}
 			var ins int
 			var err error
 			if at, pending, ins, err = pendingCalls(base); err != nil {
 				return "", err
 			}
-			tail = nil
-			if len(pending) > 0 {
-				tail, base = slices.Clone(base[ins:]), base[:ins]
+			if prev.settled {
+				tail, addInput = nil, false
+				if len(pending) > 0 {
+					tail, base = slices.Clone(base[ins:]), base[:ins]
+				}
 			}
 		}
-		res = AgentResult{Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Usage: res.Usage}
+		res = AgentResult{Steps: res.Steps, ToolCalls: res.ToolCalls, Blocked: res.Blocked, Usage: res.Usage, Output: output, FinishReason: finish}
 		turn.msgs = base
 		var err error
 		if len(pending) > 0 {
 			err = turn.settle(ctx, at, pending)
-			if err == nil {
-				turn.msgs = append(turn.msgs, tail...)
-				if req.Input != "" && !resumed {
-					turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
-				}
-			}
 		}
 		if err == nil {
+			turn.msgs = append(turn.msgs, tail...)
+			if addInput {
+				turn.msgs = append(turn.msgs, Message{Role: "user", Content: req.Input})
+			}
+			turn.settled = true
 			err = turn.run(ctx, maxSteps)
 		}
 		prev, prevErr = &turn, err
@@ -424,6 +443,9 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 // transcript, as the agent's own chain's refusal does, when that
 // transcript still holds them where the agent left them.
 func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
+	if first < 0 || last < first || last >= len(msgs) {
+		return
+	}
 	outer.mu.Lock()
 	defer outer.mu.Unlock()
 	for _, m := range msgs[first : last+1] {
@@ -485,7 +507,7 @@ func WithholdAnswerTexts(msgs []Message, from int) []Message {
 // earlier returns the text of each answer of the turn before its last one
 // that wrote any (TurnCall.Earlier).
 func (t *agentTurn) earlier() []string {
-	if t.first < 0 {
+	if t.first < 0 || t.answer < t.first {
 		return nil
 	}
 	return t.texts(t.first, t.answer)
@@ -537,6 +559,18 @@ type agentTurn struct {
 	// retried is set for an attempt after the first: the calls it settles
 	// are an earlier attempt's, counted in ToolCalls by it.
 	retried bool
+	// settled is set once the attempt settled the calls left without a
+	// result and added the messages after them and the input: an attempt
+	// after one that did not adds them itself.
+	settled bool
+	// cancelled names (by id) the calls of the last step answered
+	// "cancelled" because the attempt's context ended: an attempt after
+	// runs those that may run again (uncancelled).
+	cancelled []string
+	// rerun holds the record keys of the calls of an attempt before that
+	// its end cancelled, which settle runs again rather than answer from
+	// their records (the cancellation).
+	rerun map[string]bool
 	// offered names the tools the turn offers the model (offeredTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
@@ -588,7 +622,14 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			// leaves the transcript, so that a run resumed from the
 			// turn's end asks the model again rather than take them
 			// for calls that may have run (in doubt).
-			t.msgs, t.answer = t.msgs[:at], -1
+			// Nor does it count: not towards MaxSteps, nor as the
+			// turn's first answer (an attempt after goes on from what
+			// is left).
+			t.msgs, t.made = t.msgs[:at], t.made-1
+			if t.first == at {
+				t.first = -1
+			}
+			t.first, t.answer = t.answers()
 			return err
 		}
 		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
@@ -650,7 +691,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			continue
 		}
 		key := t.key(at, call)
-		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt {
+		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt && !t.rerun[key] {
 			m := recordAnswer(call, r)
 			out[i] = &m
 			if r.Class == ClassBlocked.String() && t.req.OnBlock == OnBlockEndTurn && blockErr == nil {
@@ -1177,12 +1218,48 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 	if panicked {
 		panic(panicValue)
 	}
+	t.cancelled = nil
 	for i := range calls {
 		if blocked[i] {
 			t.res.Blocked++
 		}
+		if errs[i] != nil && out[i].Role != "" && errs[i] == ctx.Err() {
+			t.cancelled = append(t.cancelled, calls[i].ID)
+		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// uncancelled returns the transcript the attempt left without the results
+// of its last step's calls that its end cancelled (cancelled) and that
+// may run again (callInDoubt: read-only, retry_safe): they are the
+// attempt's outcome, not the calls', and an attempt after settles them
+// again. It returns their record keys too (agentTurn.rerun). A call whose
+// id another call of the step shares is left answered.
+func (t *agentTurn) uncancelled(ctx context.Context) ([]Message, map[string]bool) {
+	at, _, _, err := pendingCalls(t.msgs)
+	if len(t.cancelled) == 0 || at < 0 || err != nil {
+		return t.msgs, nil
+	}
+	calls := t.msgs[at].ToolCalls
+	rerun := map[string]bool{}
+	ids := map[string]bool{}
+	for _, id := range t.cancelled {
+		if k := callsOf(calls, id); len(k) == 1 && t.pl.callInDoubt(ctx, calls[k[0]], false) == nil {
+			ids[id] = true
+			rerun[t.key(at, calls[k[0]])] = true
+		}
+	}
+	if len(ids) == 0 {
+		return t.msgs, nil
+	}
+	msgs := slices.Clone(t.msgs[:at+1])
+	for _, m := range t.msgs[at+1:] {
+		if m.Role != "tool" || !ids[m.ToolCallID] {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs, rerun
 }
 
 // tool runs one call and returns its tool message, whether a guard blocked

@@ -3,8 +3,11 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -239,4 +242,147 @@ func TestAgentTurnAttemptsShareTheStepBound(t *testing.T) {
 	assert.Equal(t, 3, res.Steps, "two answers and the failed call")
 	assert.Equal(t, map[string]int{"refund 7": 1, "lookup 7": 1}, made())
 	assert.Equal(t, 2, res.ToolCalls)
+}
+
+// failingFirstSave is a checkpoint store whose first save fails (the store
+// unavailable for a moment), the others pass.
+type failingFirstSave struct {
+	runtime.CheckpointStore
+	saves atomic.Int32
+}
+
+func (s *failingFirstSave) SaveCheckpoint(ctx context.Context, cp runtime.Checkpoint) (int, error) {
+	if s.saves.Add(1) == 1 {
+		return 0, errors.New("connection refused")
+	}
+	return s.CheckpointStore.SaveCheckpoint(ctx, cp)
+}
+
+// turnAgainWithin is a host's turn layer that gives the layers inside it
+// 100ms, and runs them once more, without that bound, when they fail other
+// than final.
+type turnAgainWithin struct{}
+
+func (*turnAgainWithin) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
+	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
+		actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		out, err := next(actx, c)
+		cancel()
+		if err != nil && !runtime.Classify(err).Final() {
+			return next(ctx, c)
+		}
+		return out, err
+	}
+}
+
+func init() {
+	runtime.Register(runtime.Module{ID: "test.turn_again_within", Stages: []plan.Stage{plan.StageTurn},
+		New: func() runtime.Middleware { return &turnAgainWithin{} }})
+}
+
+// withinAttempts returns a pipeline of refundPlan under a turn_again_within
+// layer, with model and a lookup tool whose first call outlives the
+// attempt's deadline, the run's context and the count of the lookups.
+func withinAttempts(t *testing.T, model runtime.ModelClient) (*runtime.Pipeline, context.Context, *atomic.Int32) {
+	lookups := new(atomic.Int32)
+	tools := map[string]runtime.ToolFunc{"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+		if lookups.Add(1) == 1 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return "found", nil
+	}}
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again_within", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	return pl, runtime.WithRun(context.Background(), runtime.Run{ID: "r1"}), lookups
+}
+
+// runAgentUnpanicked runs req, requiring that it neither panics nor fails.
+func runAgentUnpanicked(t *testing.T, pl *runtime.Pipeline, ctx context.Context, req runtime.AgentRequest) runtime.AgentResult {
+	t.Helper()
+	var res runtime.AgentResult
+	var err error
+	require.NotPanics(t, func() { res, err = pl.RunAgent(ctx, req) })
+	require.NoError(t, err)
+	return res
+}
+
+// TestAgentTurnAttemptAfterADroppedAnswer: the save recording a model
+// answer's calls before they run failed for a moment, so the answer left
+// the transcript and the turn failed; a host's retry then ran the turn
+// again. The dropped answer still counted towards MaxSteps and as the
+// turn's first answer, so the attempt after, with no step left, asked
+// nothing and panicked handing the turn chain the answers' text. The
+// dropped answer counts for nothing: the model is asked again.
+func TestAgentTurnAttemptAfterADroppedAnswer(t *testing.T) {
+	model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"done"}})
+	tools, made := countingTools(0)
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools,
+		Checkpoints: &failingFirstSave{CheckpointStore: runtime.NewMemoryCheckpoints()}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	res := runAgentUnpanicked(t, pl, ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxSteps: 1})
+	assert.Equal(t, runtime.StopDone, res.Stop)
+	assert.Equal(t, "done", res.Output)
+	assert.Equal(t, 2, model.Calls())
+	assert.Empty(t, made(), "the refund of the dropped answer never ran")
+	require.Len(t, res.Messages, 2, "the input and the answer")
+	assert.Equal(t, "done", res.Messages[1].Text())
+	assert.Equal(t, res.Messages, pl.Transcript(ctx))
+}
+
+// TestAgentTurnAttemptAtTheStepBound: the last step the turn may make
+// called a tool that outlived the attempt's deadline; a host's retry ran
+// the turn again, which had no step left, and panicked handing the turn
+// chain the answers' text. It runs the lookup again (its "cancelled" was
+// the attempt's) and ends at the bound, its output the last answer's
+// text, as a turn that reached it in one attempt.
+func TestAgentTurnAttemptAtTheStepBound(t *testing.T) {
+	model := rt.NewModel(rt.Response{Stream: []runtime.Delta{{Text: "looking", FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "l1", Name: "lookup", Arguments: `{"order":7}`}}}}},
+		rt.Response{Deltas: []string{"unused"}})
+	pl, ctx, lookups := withinAttempts(t, model)
+	res := runAgentUnpanicked(t, pl, ctx, runtime.AgentRequest{Model: "primary", Input: "look order 7 up", MaxSteps: 1})
+	assert.Equal(t, runtime.StopMaxSteps, res.Stop)
+	assert.Equal(t, "looking", res.Output)
+	assert.Equal(t, 1, model.Calls())
+	require.Len(t, res.Messages, 3, "the input, the answer, its call's result")
+	assert.Equal(t, "l1", res.Messages[2].ToolCallID)
+	assert.Equal(t, "found", res.Messages[2].Parts[0].Text, "the lookup the deadline cancelled ran again")
+	assert.Equal(t, int32(2), lookups.Load())
+	assert.Equal(t, res.Messages, pl.Transcript(ctx))
+}
+
+// TestAgentTurnAttemptKeepsTheInput: a resumed transcript's call (a
+// lookup) outlived the attempt's deadline while it was settled, and a
+// host's retry ran the turn again. The input, added once the calls are
+// settled, was left out: the model answered the question before, and the
+// transcript lacked the input and the message after the call. The attempt
+// after adds them, after the lookup's result, which it runs again: its
+// "cancelled" was the attempt's, not the turn's.
+func TestAgentTurnAttemptKeepsTheInput(t *testing.T) {
+	var seen []runtime.Message
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		seen = slices.Clone(req.Messages)
+		yield(runtime.Delta{Text: "answer"})
+		return nil
+	})
+	pl, ctx, lookups := withinAttempts(t, model)
+	msgs := []runtime.Message{{Role: "user", Content: "q1"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{use("l1", "lookup", `{"order":7}`)}},
+		{Role: "user", Content: "meanwhile"}}
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: msgs, Input: "q2"})
+	require.NoError(t, err)
+	assert.Equal(t, "answer", res.Output)
+	require.Len(t, seen, 5, "q1, the call, its result, the message after it, the input")
+	assert.Equal(t, "l1", seen[2].ToolCallID)
+	assert.Equal(t, "found", seen[2].Parts[0].Text, "the lookup the deadline cancelled ran again")
+	assert.Equal(t, int32(2), lookups.Load())
+	assert.Equal(t, "meanwhile", seen[3].Content)
+	assert.Equal(t, "q2", seen[4].Content)
+	require.Len(t, res.Messages, 6)
+	assert.Equal(t, seen, res.Messages[:5])
+	assert.Equal(t, res.Messages, pl.Transcript(ctx))
 }
