@@ -281,7 +281,10 @@ func TestMidStreamFailureIsAnErrorEvent(t *testing.T) {
 	assert.Contains(t, as.Err().Error(), "overloaded_error")
 	require.NotEmpty(t, msg.Content)
 	assert.NotEmpty(t, msg.Content[0].Text)
-	assert.Contains(t, g.logs.String(), "mid-stream")
+	// The handler logs the failure once the client has read the stream's
+	// end: on a loaded machine that comes a moment later.
+	assert.Eventually(t, func() bool { return strings.Contains(g.logs.String(), "mid-stream") }, 5*time.Second, 5*time.Millisecond,
+		"the failure is logged: %s", g.logs.String())
 }
 
 // TestClientDisconnectMidStream: the upstream request is cancelled, and the

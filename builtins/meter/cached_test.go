@@ -149,9 +149,12 @@ func TestACacheHitInsideTheMeterChargesTheModelCallsBeforeIt(t *testing.T) {
 	backup := rt.NewModel(rt.Response{Deltas: []string{"ok"}, Usage: runtime.Usage{InputTokens: 20, OutputTokens: 2}})
 	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Layer("meter", `{"scope":"global"}`),
-		rt.Layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`),
+		// The backup's racer starts once the primary's has had 200 ms to
+		// send its request: its cache hit comes after it on a loaded machine
+		// too (the backup's model call waits for it, afterCalls).
+		rt.Layer("hedge", `{"models":["primary","backup"],"delay":"200ms"}`),
 		rt.Layer("memoize", `{"scope":"global"}`),
-	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": afterCalls(backup, primary)}})
 	m := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
 	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "Where is order A1234?"}}}
 	lost := runtime.EstimateInput(&req)
@@ -175,4 +178,21 @@ func TestACacheHitInsideTheMeterChargesTheModelCallsBeforeIt(t *testing.T) {
 	assert.InDelta(t, first.USD+m.Cost("primary", lost), got.USD, 1e-12, "the losing racer is billed")
 	assert.Equal(t, first.Tokens()+lost.InputTokens, got.Tokens())
 	assert.Equal(t, first.Calls+1, got.Calls)
+}
+
+// afterCalls is model answering only once first has been called as many
+// times as model has been called: a hedge's backup that answers after the
+// primary's request went out, however late the loaded machine starts the
+// primary's racer.
+func afterCalls(model, first *rt.Model) runtime.ModelClient {
+	return runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		for first.Calls() <= model.Calls() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return model.Stream(ctx, req, yield)
+	})
 }
