@@ -690,7 +690,8 @@ type ListedTool struct {
 // or of another tool of tools (lookAlikes).
 func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, log *slog.Logger) map[string]*runtime.BlockedError {
 	blocked := map[string]*runtime.BlockedError{}
-	lookAlike := lookAlikes(tools, policyToolNames(pl.Plan()))
+	names, rules := policyToolNames(pl.Plan())
+	lookAlike := lookAlikes(tools, names, rules)
 	for _, t := range tools {
 		if b := badToolName(t.Name); b != nil {
 			blocked[t.Name] = b

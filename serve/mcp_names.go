@@ -3,15 +3,21 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // The layers of the tool chain name tools exactly: a guard scoped to
@@ -54,10 +60,11 @@ func defaultIgnorable(r rune) bool {
 // lists of its tool_policy layers and the strings its tool layers'
 // predicates compare tool.name with (a guard's "tool.name == 'refund'",
 // "tool.name in ['refund', 'charge']"; not "args.method == 'DELETE'").
-func policyToolNames(p *plan.Plan) map[string]bool {
+func policyToolNames(p *plan.Plan) (map[string]bool, []nameRule) {
 	names := map[string]bool{}
+	var rules []nameRule
 	if p == nil {
-		return names
+		return names, nil
 	}
 	for name := range p.Tools {
 		names[name] = true
@@ -66,10 +73,12 @@ func policyToolNames(p *plan.Plan) map[string]bool {
 		for _, name := range l.Tools {
 			names[name] = true
 		}
-		for _, ps := range predicateStrings(l) {
-			if ps.toolName {
-				names[ps.s] = true
+		for _, pred := range layerPredicates(l) {
+			exact, more := toolNameRules(pred)
+			for _, name := range exact {
+				names[name] = true
 			}
+			rules = append(rules, more...)
 		}
 		if l.Use == "tool_policy" {
 			var cfg struct{ Allow, Deny []string }
@@ -80,7 +89,129 @@ func policyToolNames(p *plan.Plan) map[string]bool {
 			}
 		}
 	}
-	return names
+	return names, rules
+}
+
+// layerPredicates returns the sources of l's predicates: its when and the
+// others.
+func layerPredicates(l plan.Layer) []string {
+	var out []string
+	if l.When != nil {
+		out = append(out, l.When.Source)
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.Predicates)) {
+		if p := l.Predicates[k]; p != nil {
+			out = append(out, p.Source)
+		}
+	}
+	return out
+}
+
+// nameRule is a rule a predicate gives about tool names other than an
+// exact name: tool.name.startsWith('delete_'), endsWith, contains, matches.
+type nameRule struct {
+	src  string // as written: tool.name.startsWith('delete_')
+	kind string
+	s    string
+	re   *regexp.Regexp // matches: the pattern, and in any case
+	anyc *regexp.Regexp
+}
+
+// applies reports whether the rule holds for name as CEL reads it.
+func (r nameRule) applies(name string) bool {
+	switch r.kind {
+	case "startsWith":
+		return strings.HasPrefix(name, r.s)
+	case "endsWith":
+		return strings.HasSuffix(name, r.s)
+	case "contains":
+		return strings.Contains(name, r.s)
+	}
+	return r.re.MatchString(name)
+}
+
+// appliesFolded reports whether the rule holds for name read in any case
+// or form (foldToolName).
+func (r nameRule) appliesFolded(name string) bool {
+	f, s := foldToolName(name), foldToolName(r.s)
+	switch r.kind {
+	case "startsWith":
+		return strings.HasPrefix(f, s)
+	case "endsWith":
+		return strings.HasSuffix(f, s)
+	case "contains":
+		return strings.Contains(f, s)
+	}
+	return r.anyc.MatchString(name) || r.re.MatchString(f)
+}
+
+// toolNameRules returns what the predicate src says of tool names: the
+// names it compares tool.name with (tool.name == 'x', 'x' != tool.name,
+// tool.name in ['x', 'y'], raw strings too), and the rules of the methods
+// it calls on tool.name with a string (startsWith, endsWith, contains,
+// matches). A name of another path (args.tool.name) is not one.
+func toolNameRules(src string) ([]string, []nameRule) {
+	tree, ok := predicate.ParseSyntax(src)
+	if !ok {
+		return nil, nil
+	}
+	isName := func(e ast.Expr) bool {
+		if e.Kind() != ast.SelectKind || e.AsSelect().FieldName() != "name" || e.AsSelect().IsTestOnly() {
+			return false
+		}
+		op := e.AsSelect().Operand()
+		return op.Kind() == ast.IdentKind && op.AsIdent() == "tool"
+	}
+	str := func(e ast.Expr) (string, bool) {
+		if e.Kind() != ast.LiteralKind {
+			return "", false
+		}
+		v, ok := e.AsLiteral().Value().(string)
+		return v, ok
+	}
+	var names []string
+	var rules []nameRule
+	ast.PreOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		c := e.AsCall()
+		args := c.Args()
+		switch fn := c.FunctionName(); {
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
+			for i, a := range args {
+				if v, ok := str(args[1-i]); ok && isName(a) {
+					names = append(names, v)
+				}
+			}
+		case fn == operators.In && len(args) == 2 && isName(args[0]) && args[1].Kind() == ast.ListKind:
+			for _, el := range args[1].AsList().Elements() {
+				if v, ok := str(el); ok {
+					names = append(names, v)
+				}
+			}
+		case c.IsMemberFunction() && isName(c.Target()) && len(args) == 1:
+			v, ok := str(args[0])
+			if !ok {
+				return
+			}
+			r := nameRule{src: fmt.Sprintf("tool.name.%s(%q)", fn, v), kind: fn, s: v}
+			switch fn {
+			case "startsWith", "endsWith", "contains":
+			case "matches":
+				var err1, err2 error
+				r.re, err1 = regexp.Compile(v)
+				r.anyc, err2 = regexp.Compile("(?i)" + v)
+				if err1 != nil || err2 != nil {
+					return
+				}
+			default:
+				return
+			}
+			rules = append(rules, r)
+		}
+	}))
+	return names, rules
 }
 
 // lookAlikes returns, by name, the block of each tool of tools whose name
@@ -88,7 +219,7 @@ func policyToolNames(p *plan.Plan) map[string]bool {
 // of another tool listed, without being that name. A name the policy
 // names itself is not withheld so; nor is a tool whose name is withheld
 // already (badToolName), which no other tool is then compared with.
-func lookAlikes(tools []ListedTool, named map[string]bool) map[string]*runtime.BlockedError {
+func lookAlikes(tools []ListedTool, named map[string]bool, rules []nameRule) map[string]*runtime.BlockedError {
 	type origin struct{ name, what string }
 	byFold := map[string][]origin{}
 	for name := range named {
@@ -112,6 +243,18 @@ func lookAlikes(tools []ListedTool, named map[string]bool) map[string]*runtime.B
 			if o.name != t.Name {
 				blocked[t.Name] = &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
 					"tool name %q differs from %q, the name of %s, only in case or form: a rule naming one would not apply to the other", t.Name, o.name, o.what)}
+				break
+			}
+		}
+		if blocked[t.Name] != nil {
+			continue
+		}
+		// A rule a predicate gives about names (tool.name.startsWith('delete_'))
+		// that the name escapes only by its case or form.
+		for _, r := range rules {
+			if !r.applies(t.Name) && r.appliesFolded(t.Name) {
+				blocked[t.Name] = &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
+					"tool name %q escapes %s, a rule of the policy, only by case or form: the rule would not apply to it", t.Name, r.src)}
 				break
 			}
 		}

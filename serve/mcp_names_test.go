@@ -113,7 +113,7 @@ func TestLookAlikes(t *testing.T) {
 	for _, name := range []string{"refund", "Refund", "lookup", "Lookup", "stock", "Stock\u200b"} {
 		tools = append(tools, ListedTool{Name: name})
 	}
-	blocked := lookAlikes(tools, map[string]bool{"refund": true, "CHARGE": true})
+	blocked := lookAlikes(tools, map[string]bool{"refund": true, "CHARGE": true}, nil)
 	var names []string
 	for name := range blocked {
 		names = append(names, name)
@@ -123,7 +123,53 @@ func TestLookAlikes(t *testing.T) {
 		blocked["Refund"].Message)
 	assert.Contains(t, blocked["lookup"].Message, `differs from "Lookup", the name of another tool listed`)
 	assert.Equal(t, LayerMCP, blocked["Lookup"].Layer)
-	assert.Empty(t, lookAlikes([]ListedTool{{Name: "charge"}}, map[string]bool{"Charge": true, "charge": true}), "a name the policy names is kept")
+	assert.Empty(t, lookAlikes([]ListedTool{{Name: "charge"}}, map[string]bool{"Charge": true, "charge": true}, nil), "a name the policy names is kept")
+}
+
+// TestToolNameRules: what a predicate says of tool names is read from its
+// syntax: names it compares tool.name with (raw strings too, not the name
+// of another path), and the rules of the methods it calls on tool.name. A
+// listed name that escapes a rule only by case or form is withheld, as one
+// differing from a name is: a guard denying tool.name.startsWith('delete_')
+// would not apply to Delete_repo.
+func TestToolNameRules(t *testing.T) {
+	for _, tt := range []struct {
+		src   string
+		names []string
+		rules []string
+	}{
+		{"tool.name == 'delete_repo'", []string{"delete_repo"}, nil},
+		{"'delete_repo' != tool.name", []string{"delete_repo"}, nil},
+		{"tool.name in ['a', \"b\"]", []string{"a", "b"}, nil},
+		{"tool.name == r'delete_repo'", []string{"delete_repo"}, nil},
+		{"args.tool.name == 'DELETE'", nil, nil},
+		{"tool.name.startsWith('delete_') || tool.name.endsWith(\"_all\")", nil, []string{`tool.name.startsWith("delete_")`, `tool.name.endsWith("_all")`}},
+		{"tool.name.contains('drop') && tool.name.matches('^rm_[a-z]+$')", nil, []string{`tool.name.contains("drop")`, `tool.name.matches("^rm_[a-z]+$")`}},
+		{"tool.name.matches('(')", nil, nil},
+		{"not ( valid", nil, nil},
+	} {
+		names, rules := toolNameRules(tt.src)
+		assert.Equal(t, tt.names, names, tt.src)
+		var srcs []string
+		for _, r := range rules {
+			srcs = append(srcs, r.src)
+		}
+		assert.Equal(t, tt.rules, srcs, tt.src)
+	}
+
+	_, rules := toolNameRules("tool.name.startsWith('delete_') || tool.name.endsWith('_all') || tool.name.contains('drop') || tool.name.matches('^rm_[a-z]+$')")
+	var tools []ListedTool
+	for _, name := range []string{"Delete_repo", "delete_branch", "wipe_ALL", "cache_all", "table_DROP", "dropper", "rm_Tmp", "rm_log", "lookup"} {
+		tools = append(tools, ListedTool{Name: name})
+	}
+	blocked := lookAlikes(tools, map[string]bool{}, rules)
+	var names []string
+	for name := range blocked {
+		names = append(names, name)
+	}
+	assert.ElementsMatch(t, []string{"Delete_repo", "wipe_ALL", "table_DROP", "rm_Tmp"}, names)
+	assert.Equal(t, `tool name "Delete_repo" escapes tool.name.startsWith("delete_"), a rule of the policy, only by case or form: the rule would not apply to it`,
+		blocked["Delete_repo"].Message)
 }
 
 // TestMCPCaseVariantOfAPredicateNameWithheld: a policy names a tool in a
@@ -155,4 +201,31 @@ chains: tool: [
 		assert.Zero(t, calls(name), "the upstream never sees a call of %q", name)
 	}
 	assert.Contains(t, s.logs.String(), `differs from \"refund\", the name of a tool the policy names`)
+}
+
+// TestMCPCaseVariantEscapingANameRuleWithheld: a guard denying
+// tool.name.startsWith('delete_') does not apply to Delete_repo, which CEL
+// compares exactly: an upstream listing it is withheld, its calls never
+// sent, while delete_branch is served and guarded.
+func TestMCPCaseVariantEscapingANameRuleWithheld(t *testing.T) {
+	upstream, calls := namesUpstream(t, "Delete_repo", "delete_branch", "lookup")
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: gh: url: %q
+chains: tool: [
+	{use: "guard", name: "no_deletes", deny: "tool.name.startsWith('delete_')", message: "deletes need an approver"},
+	{use: "audit", trail: "logical"},
+]
+`, sha("agent-key"), upstream))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	assert.Equal(t, []string{"delete_branch", "lookup"}, listedTools(t, cs))
+	for _, name := range []string{"Delete_repo", "delete_branch"} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		if err == nil {
+			assert.True(t, res.IsError, "%q is refused", name)
+		}
+		assert.Zero(t, calls(name), "the upstream never sees a call of %q", name)
+	}
+	assert.Contains(t, s.logs.String(), `escapes tool.name.startsWith(\"delete_\")`)
 }

@@ -97,13 +97,9 @@ type predicateString struct {
 	key string // the predicate: "when", "deny", "require"...
 	s   string
 	// toolName is set when the predicate compares tool.name with it
-	// (toolNameCompare).
+	// (toolNameRules).
 	toolName bool
 }
-
-// toolNameCompare matches a comparison of tool.name with string literals:
-// tool.name == 'x', 'x' != tool.name, tool.name in ['x', "y"].
-var toolNameCompare = regexp.MustCompile(`\btool\.name\s*[!=]=\s*(?:'[^'\\]*'|"[^"\\]*")|(?:'[^'\\]*'|"[^"\\]*")\s*[!=]=\s*tool\.name\b|\btool\.name\s+in\s*\[[^\]]*\]`)
 
 // predicateStrings returns the string literals of l's predicates (its when
 // and the others), the predicates in order of their keys.
@@ -117,10 +113,9 @@ func predicateStrings(l plan.Layer) []predicateString {
 		}
 		src := preds[k].Source
 		named := map[string]bool{}
-		for _, cmp := range toolNameCompare.FindAllString(src, -1) {
-			for _, m := range celString.FindAllStringSubmatch(cmp, -1) {
-				named[m[1]+m[2]] = true
-			}
+		names, _ := toolNameRules(src)
+		for _, name := range names {
+			named[name] = true
 		}
 		for _, m := range celString.FindAllStringSubmatch(src, -1) {
 			out = append(out, predicateString{k, m[1] + m[2], named[m[1]+m[2]]})
