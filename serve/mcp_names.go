@@ -59,7 +59,8 @@ func defaultIgnorable(r rune) bool {
 // declarations, the tools scopes of its tool layers, the allow and deny
 // lists of its tool_policy layers and the strings its tool layers'
 // predicates compare tool.name with (a guard's "tool.name == 'refund'",
-// "tool.name in ['refund', 'charge']"; not "args.method == 'DELETE'").
+// "tool.name in ['refund', 'charge']"; not "args.method == 'DELETE'"),
+// and the rules about names those predicates give (toolNameRules).
 func policyToolNames(p *plan.Plan) (map[string]bool, []nameRule) {
 	names := map[string]bool{}
 	var rules []nameRule
