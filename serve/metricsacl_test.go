@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -66,4 +67,27 @@ func TestMetricsLoopbackInIPv6Notation(t *testing.T) {
 	code, _ = metricsFrom(srv, "[::ffff:10.1.2.3]:40000")
 	assert.Equal(t, http.StatusForbidden, code)
 	assert.False(t, srv.metricsLoopbackOnly(&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 8080}))
+}
+
+// A connection to a Unix socket is local: the metrics are served to it,
+// and a start on such a socket does not warn (an embedder's listener; its
+// remote address names no host).
+func TestMetricsOnAUnixSocket(t *testing.T) {
+	srv := inProcess(t, "", func(o *Options) {
+		o.Source = cueSource(writePolicy(t, fmt.Sprintf(twoTenants, sha("alice-key"), sha("bob-key"))))
+		o.Models = nil
+	})
+	assert.False(t, srv.metricsLoopbackOnly(&net.UnixAddr{Name: "/run/agentc.sock", Net: "unix"}))
+	for _, remote := range []string{"@", ""} {
+		r := httptest.NewRequest("GET", "/metrics", nil)
+		r.RemoteAddr = remote
+		r.Host = "localhost"
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(&net.UnixAddr{Name: "/run/agentc.sock", Net: "unix"})))
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, r)
+		assert.Equal(t, http.StatusOK, w.Code, "remote %q: %s", remote, w.Body.String())
+	}
+	// Without a Unix listener, an address that names no host is not local.
+	code, _ := metricsFrom(srv, "@")
+	assert.Equal(t, http.StatusForbidden, code)
 }

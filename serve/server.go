@@ -951,7 +951,7 @@ func (s *Server) metricsHandler() http.Handler {
 // tenant nor a caller without a key has any business reading.
 func (s *Server) guardTenants(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cur.Load().tenants > 1 {
+		if s.cur.Load().tenants > 1 && !onUnixSocket(r) {
 			ap, err := netip.ParseAddrPort(r.RemoteAddr)
 			if err != nil || !ap.Addr().Unmap().IsLoopback() {
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -967,11 +967,19 @@ func (s *Server) guardTenants(h http.Handler) http.Handler {
 // metricsLoopbackOnly reports whether a scraper on another host than the
 // gateway's, reaching it at addr, is refused /metrics (guardTenants).
 func (s *Server) metricsLoopbackOnly(addr net.Addr) bool {
-	if s.opts.MetricsElsewhere || s.cur.Load().tenants < 2 {
+	if s.opts.MetricsElsewhere || s.cur.Load().tenants < 2 || addr.Network() == "unix" {
 		return false
 	}
 	ap, err := netip.ParseAddrPort(addr.String())
 	return err != nil || !ap.Addr().Unmap().IsLoopback()
+}
+
+// onUnixSocket reports whether r came on a Unix socket listener (an
+// embedder's): its connections are local, and their remote address names
+// no host.
+func onUnixSocket(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && (local.Network() == "unix" || local.Network() == "unixpacket")
 }
 
 // errTenantsMetrics refuses /metrics on the callers' listener to a
