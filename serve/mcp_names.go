@@ -191,8 +191,9 @@ func toolNameRules(src string) ([]string, []nameRule) {
 					names = append(names, v)
 				}
 			}
-		case c.IsMemberFunction() && isName(c.Target()) && len(args) == 1:
-			v, ok := str(args[0])
+		case c.IsMemberFunction() && isName(c.Target()) && len(args) == 1,
+			fn == "matches" && !c.IsMemberFunction() && len(args) == 2 && isName(args[0]):
+			v, ok := str(args[len(args)-1])
 			if !ok {
 				return
 			}

@@ -146,6 +146,7 @@ func TestToolNameRules(t *testing.T) {
 		{"tool.name.startsWith('delete_') || tool.name.endsWith(\"_all\")", nil, []string{`tool.name.startsWith("delete_")`, `tool.name.endsWith("_all")`}},
 		{"tool.name.contains('drop') && tool.name.matches('^rm_[a-z]+$')", nil, []string{`tool.name.contains("drop")`, `tool.name.matches("^rm_[a-z]+$")`}},
 		{"tool.name.matches('(')", nil, nil},
+		{"matches(tool.name, '^rm_')", nil, []string{`tool.name.matches("^rm_")`}},
 		{"not ( valid", nil, nil},
 	} {
 		names, rules := toolNameRules(tt.src)
