@@ -54,7 +54,7 @@ func TestInvalidValueHints(t *testing.T) {
 		{"env name", `keys: app: {env: "app-key"}`,
 			`keys.app.env: "app-key" is not the name of an environment variable (letters, digits and _, not starting with a digit)`},
 		{"shared secret", `keys: {a: {env: "APP_KEY"}, b: {env: "APP_KEY", tenant: "t"}}`,
-			`key "b" has the same env as key "a": a caller presenting that secret is always taken for key "b" (tenant "t"), never for "a" (tenant "a")`},
+			`key "b" has the same env as key "a": a caller presenting that secret could not be told to be one (tenant "t") or the other (tenant "a"), and agentc serve refuses to start`},
 		{"key in env", `keys: app: {env: "ghp_0123456789abcdefghijklmnop"}`,
 			`key "app": env holds what looks like a key, not the name of the variable that holds it`},
 		{"hex key in env", `keys: app: {env: "d428fc11ed3fc4326beedaad8207f743"}`,

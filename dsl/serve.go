@@ -109,8 +109,8 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 	if len(p.Keys) > 0 {
 		p.KeysPos, _ = l.pos.lookup([]string{"keys"}, true)
 	}
-	// Two keys with one secret: the server takes a caller presenting it
-	// for the last of them by name, with its tenant.
+	// Two keys with one secret: a caller presenting it could be either,
+	// with either tenant (agentc serve refuses such keys when it loads).
 	byName := make([]string, 0, len(p.Keys))
 	for name := range p.Keys {
 		byName = append(byName, name)
@@ -127,7 +127,7 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 			continue
 		}
 		if first, dup := seen[id]; dup {
-			l.errorf(l.userPos([]string{"keys", name, field}), "schema/invalid-value", "key %q has the same %s as key %q: a caller presenting that secret is always taken for key %q (tenant %q), never for %q (tenant %q); give each key its own secret", name, field, first, name, k.Tenant, first, p.Keys[first].Tenant)
+			l.errorf(l.userPos([]string{"keys", name, field}), "schema/invalid-value", "key %q has the same %s as key %q: a caller presenting that secret could not be told to be one (tenant %q) or the other (tenant %q), and agentc serve refuses to start; give each key its own secret", name, field, first, k.Tenant, p.Keys[first].Tenant)
 			continue
 		}
 		seen[id] = name
