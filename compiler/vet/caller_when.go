@@ -267,8 +267,11 @@ func callerAlwaysTrue(x ast.Expr) bool {
 			return false
 		}
 		in := args[0].AsCall()
-		return in.FunctionName() == "contains" && in.IsMemberFunction() && isPath(in.Target(), "run.id") &&
-			len(in.Args()) == 1 && literalString(in.Args()[0]) == " "
+		if in.FunctionName() != "contains" || !in.IsMemberFunction() || !isPath(in.Target(), "run.id") || len(in.Args()) != 1 {
+			return false
+		}
+		v, ok := stringLiteral(in.Args()[0])
+		return ok && v == " "
 	case operators.NotEquals, operators.Greater, operators.GreaterEquals, operators.Less, operators.LessEquals:
 	default:
 		return false
@@ -278,22 +281,23 @@ func callerAlwaysTrue(x ast.Expr) bool {
 	}
 	op, a, b := c.FunctionName(), args[0], args[1]
 	// Written with the value on the right: 0 < size(run.id) is size(run.id) > 0.
-	if _, ok := literalNumber(a); ok {
+	if _, ok := numberLiteral(a); ok {
 		a, b = b, a
 		op = map[string]string{operators.Greater: operators.Less, operators.Less: operators.Greater,
 			operators.GreaterEquals: operators.LessEquals, operators.LessEquals: operators.GreaterEquals,
 			operators.NotEquals: operators.NotEquals}[op]
-	} else if literalString(a) == "" && a.Kind() == ast.LiteralKind {
+	} else if _, ok := stringLiteral(a); ok {
 		a, b = b, a
 	}
 	switch {
 	case isPath(a, "run.id"):
-		return op == operators.NotEquals && b.Kind() == ast.LiteralKind && literalString(b) == "" && isStringLiteral(b)
+		v, ok := stringLiteral(b)
+		return op == operators.NotEquals && ok && v == ""
 	case isRunIDSize(a):
-		n, ok := literalNumber(b)
+		n, ok := numberLiteral(b)
 		return ok && (op == operators.Greater && n >= 0 && n < 1 || op == operators.GreaterEquals && n <= 1 || op == operators.NotEquals && n == 0)
 	case isPath(a, "request.max_tokens"):
-		n, ok := literalNumber(b)
+		n, ok := numberLiteral(b)
 		return ok && (op == operators.GreaterEquals && n <= 0 || op == operators.Greater && n < 0 ||
 			op == operators.LessEquals && n >= callerMaxTokensMax || op == operators.Less && n > callerMaxTokensMax)
 	}
@@ -318,38 +322,13 @@ func isRunIDSize(x ast.Expr) bool {
 	return len(c.Args()) == 1 && isPath(c.Args()[0], "run.id")
 }
 
-// isStringLiteral reports whether x is a string literal.
-func isStringLiteral(x ast.Expr) bool {
+// stringLiteral returns the value of x, a string literal.
+func stringLiteral(x ast.Expr) (string, bool) {
 	if x.Kind() != ast.LiteralKind {
-		return false
+		return "", false
 	}
-	_, ok := x.AsLiteral().Value().(string)
-	return ok
-}
-
-// literalString returns the value of x, a string literal, or "".
-func literalString(x ast.Expr) string {
-	if x.Kind() != ast.LiteralKind {
-		return ""
-	}
-	v, _ := x.AsLiteral().Value().(string)
-	return v
-}
-
-// literalNumber returns the value of x, a number literal.
-func literalNumber(x ast.Expr) (float64, bool) {
-	if x.Kind() != ast.LiteralKind {
-		return 0, false
-	}
-	switch v := x.AsLiteral().Value().(type) {
-	case int64:
-		return float64(v), true
-	case uint64:
-		return float64(v), true
-	case float64:
-		return v, true
-	}
-	return 0, false
+	v, ok := x.AsLiteral().Value().(string)
+	return v, ok
 }
 
 var (
