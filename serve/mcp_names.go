@@ -3,7 +3,6 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -75,7 +74,7 @@ func policyToolNames(p *plan.Plan) (map[string]bool, []nameRule) {
 			names[name] = true
 		}
 		for _, pred := range layerPredicates(l) {
-			exact, more := toolNameRules(pred)
+			exact, more := toolNameRules(pred.src)
 			for _, name := range exact {
 				names[name] = true
 			}
@@ -93,27 +92,13 @@ func policyToolNames(p *plan.Plan) (map[string]bool, []nameRule) {
 	return names, rules
 }
 
-// layerPredicates returns the sources of l's predicates: its when and the
-// others.
-func layerPredicates(l plan.Layer) []string {
-	var out []string
-	if l.When != nil {
-		out = append(out, l.When.Source)
-	}
-	for _, k := range slices.Sorted(maps.Keys(l.Predicates)) {
-		if p := l.Predicates[k]; p != nil {
-			out = append(out, p.Source)
-		}
-	}
-	return out
-}
-
 // nameRule is a rule a predicate gives about tool names other than an
 // exact name: tool.name.startsWith('delete_'), endsWith, contains, matches.
 type nameRule struct {
 	src  string // as written: tool.name.startsWith('delete_')
 	kind string
 	s    string
+	fs   string         // s folded (foldToolName)
 	re   *regexp.Regexp // matches: the pattern, and in any case
 	anyc *regexp.Regexp
 }
@@ -134,7 +119,7 @@ func (r nameRule) applies(name string) bool {
 // appliesFolded reports whether the rule holds for name read in any case
 // or form (foldToolName).
 func (r nameRule) appliesFolded(name string) bool {
-	f, s := foldToolName(name), foldToolName(r.s)
+	f, s := foldToolName(name), r.fs
 	switch r.kind {
 	case "startsWith":
 		return strings.HasPrefix(f, s)
@@ -197,7 +182,7 @@ func toolNameRules(src string) ([]string, []nameRule) {
 			if !ok {
 				return
 			}
-			r := nameRule{src: fmt.Sprintf("tool.name.%s(%q)", fn, v), kind: fn, s: v}
+			r := nameRule{src: fmt.Sprintf("tool.name.%s(%q)", fn, v), kind: fn, s: v, fs: foldToolName(v)}
 			switch fn {
 			case "startsWith", "endsWith", "contains":
 			case "matches":

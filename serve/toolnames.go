@@ -96,29 +96,32 @@ func layerRef(l plan.Layer) string {
 type predicateString struct {
 	key string // the predicate: "when", "deny", "require"...
 	s   string
-	// toolName is set when the predicate compares tool.name with it
-	// (toolNameRules).
-	toolName bool
 }
 
 // predicateStrings returns the string literals of l's predicates (its when
 // and the others), the predicates in order of their keys.
 func predicateStrings(l plan.Layer) []predicateString {
+	var out []predicateString
+	for _, p := range layerPredicates(l) {
+		for _, m := range celString.FindAllStringSubmatch(p.src, -1) {
+			out = append(out, predicateString{p.key, m[1] + m[2]})
+		}
+	}
+	return out
+}
+
+// keyedPredicate is a predicate of a layer and its key.
+type keyedPredicate struct{ key, src string }
+
+// layerPredicates returns l's predicates, its when and the others, in
+// order of their keys.
+func layerPredicates(l plan.Layer) []keyedPredicate {
 	preds := map[string]*plan.Predicate{"when": l.When}
 	maps.Copy(preds, l.Predicates)
-	var out []predicateString
+	var out []keyedPredicate
 	for _, k := range slices.Sorted(maps.Keys(preds)) {
-		if preds[k] == nil {
-			continue
-		}
-		src := preds[k].Source
-		named := map[string]bool{}
-		names, _ := toolNameRules(src)
-		for _, name := range names {
-			named[name] = true
-		}
-		for _, m := range celString.FindAllStringSubmatch(src, -1) {
-			out = append(out, predicateString{k, m[1] + m[2], named[m[1]+m[2]]})
+		if preds[k] != nil {
+			out = append(out, keyedPredicate{k, preds[k].Source})
 		}
 	}
 	return out
