@@ -169,7 +169,7 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 		// Whether the term holds for a caller who sends nothing, and some
 		// value the caller sends makes it false, depends on the term
 		// alone: asked once, its first read is reported.
-		holds := optOut == nil && holdsByDefault(stage, term, info) && !callerAlwaysTrue(term)
+		holds := optOut == nil && !callerAlwaysTrue(term) && holdsByDefault(stage, term, info)
 		for _, r := range reads {
 			if first == nil || r.offset < first.offset {
 				first = &r
@@ -199,7 +199,11 @@ func callerRead(stage, src string) (callerReadAt, bool) {
 // max_tokens unset (0) and a run of its own (run.id "anon-...", or in the
 // tool stage an MCP session's, "mcp-..."), the rest of the call unknown. A term it cannot tell holds for is taken not to.
 func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
-	prg, unknowns, err := callerProgram(stage, term, info)
+	env, unknowns, err := callerEnvironment(stage)
+	if err != nil {
+		return false
+	}
+	prg, err := env.PlanProgram(ast.NewAST(term, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
 	if err != nil {
 		return false
 	}
@@ -210,37 +214,20 @@ func holdsByDefault(stage string, term ast.Expr, info *ast.SourceInfo) bool {
 		ids = append(ids, "mcp-0")
 	}
 	for _, id := range ids {
-		if v, known := evalPartialBool(prg, callerVarsOf(stage, id, 0, map[string]any{}), unknowns); known && v {
+		vars := map[string]any{"run": map[string]any{"id": id}}
+		if stage == "chat" {
+			vars["request"] = map[string]any{"params": map[string]any{"metadata": map[string]any{}}, "max_tokens": 0}
+		}
+		if v, known := evalPartialBool(prg, vars, unknowns); known && v {
 			return true
 		}
 	}
 	return false
 }
 
-// callerProgram plans x, a when or a term of one, of a layer of stage for
-// partial evaluation, with the attributes unknown to it.
-func callerProgram(stage string, x ast.Expr, info *ast.SourceInfo) (cel.Program, []*cel.AttributePatternType, error) {
-	env, unknowns, err := callerEnvironment(stage)
-	if err != nil {
-		return nil, nil, err
-	}
-	prg, err := env.PlanProgram(ast.NewAST(x, info), append([]cel.ProgramOption{cel.EvalOptions(cel.OptPartialEval)}, programOptions...)...)
-	return prg, unknowns, err
-}
-
-// callerVarsOf is the activation of a call whose caller sends run id,
-// max_tokens and metadata, the rest of the call unknown.
-func callerVarsOf(stage, id string, maxTokens int64, metadata map[string]any) map[string]any {
-	vars := map[string]any{"run": map[string]any{"id": id}}
-	if stage == "chat" {
-		vars["request"] = map[string]any{"params": map[string]any{"metadata": metadata}, "max_tokens": maxTokens}
-	}
-	return vars
-}
-
-// callerMaxTokensMax is the largest max_tokens agentc serve admits
-// (serve.MaxOutputTokens); unset, it is 0.
-const callerMaxTokensMax = 1_000_000
+// CallerMaxTokens is the largest max_tokens agentc serve admits
+// (serve.MaxOutputTokens, kept equal by a test of serve); unset, it is 0.
+const CallerMaxTokens = 1_000_000
 
 // callerAlwaysTrue reports whether x, a when or a term of one, is true
 // whatever the caller sends, being made of terms of the few shapes known
@@ -283,9 +270,8 @@ func callerAlwaysTrue(x ast.Expr) bool {
 	// Written with the value on the right: 0 < size(run.id) is size(run.id) > 0.
 	if _, ok := numberLiteral(a); ok {
 		a, b = b, a
-		op = map[string]string{operators.Greater: operators.Less, operators.Less: operators.Greater,
-			operators.GreaterEquals: operators.LessEquals, operators.LessEquals: operators.GreaterEquals,
-			operators.NotEquals: operators.NotEquals}[op]
+		sym, _ := operators.FindReverse(op)
+		op, _ = operators.Find(flipped[sym])
 	} else if _, ok := stringLiteral(a); ok {
 		a, b = b, a
 	}
@@ -299,7 +285,7 @@ func callerAlwaysTrue(x ast.Expr) bool {
 	case isPath(a, "request.max_tokens"):
 		n, ok := numberLiteral(b)
 		return ok && (op == operators.GreaterEquals && n <= 0 || op == operators.Greater && n < 0 ||
-			op == operators.LessEquals && n >= callerMaxTokensMax || op == operators.Less && n > callerMaxTokensMax)
+			op == operators.LessEquals && n >= CallerMaxTokens || op == operators.Less && n > CallerMaxTokens)
 	}
 	return false
 }
