@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -44,21 +45,32 @@ func (l *eventLimit) Read(p []byte) (int, error) {
 	if n < 0 || n > len(p) {
 		return n, err // the decoder reports the bad count
 	}
-	for i, b := range p[:n] {
-		l.since++
-		if b == '\n' {
-			if l.line == 0 || l.line == 1 && l.cr {
-				l.since = 0
+	// Line by line, each found by bytes.IndexByte: its bytes counted at
+	// once, then its "\n".
+	for off := 0; off < n; {
+		k := bytes.IndexByte(p[off:n], '\n')
+		seg := k
+		if k < 0 {
+			seg = n - off
+		}
+		if seg > 0 {
+			l.cr = l.line == 0 && seg == 1 && p[off] == '\r'
+			l.line += seg
+			if l.since+seg > MaxEventBytes {
+				l.err = ErrEventTooLarge
+				return off + max(MaxEventBytes-l.since, 0), l.err
 			}
-			l.line, l.cr = 0, false
-			continue
+			l.since += seg
 		}
-		l.line++
-		l.cr = l.line == 1 && b == '\r'
-		if l.since > MaxEventBytes {
-			l.err = ErrEventTooLarge
-			return i, l.err
+		if k < 0 {
+			break
 		}
+		l.since++
+		if l.line == 0 || l.line == 1 && l.cr {
+			l.since = 0
+		}
+		l.line, l.cr = 0, false
+		off += k + 1
 	}
 	return n, err
 }

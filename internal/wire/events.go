@@ -28,7 +28,8 @@ type Events struct {
 	data       []byte
 }
 
-// maxEventLine is the longest line Events reads, as the SDKs' decoders.
+// maxEventLine bounds the line buffer, as the SDKs' decoders do; a line
+// of an event over MaxEventBytes fails first (eventLimit).
 const maxEventLine = bufio.MaxScanTokenSize << 9
 
 // NewEvents returns the events of r.

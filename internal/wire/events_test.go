@@ -157,3 +157,21 @@ func FuzzEvents(f *testing.F) {
 		require.Equal(t, sdkEvents(iotest.OneByteReader(strings.NewReader(body))), ourEvents(iotest.OneByteReader(strings.NewReader(body))))
 	})
 }
+
+// BenchmarkEventsDeltas: a stream of 20,000 ordinary delta events (about
+// 2.8 MB), read through the bound on an event's bytes.
+func BenchmarkEventsDeltas(b *testing.B) {
+	body := strings.Repeat(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"the answer is "}}]}`+"\n\n", 20000)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		ev := wire.NewEvents(strings.NewReader(body))
+		n := 0
+		for ev.Next() {
+			n++
+		}
+		if n != 20000 || ev.Err() != nil {
+			b.Fatal(n, ev.Err())
+		}
+	}
+}
