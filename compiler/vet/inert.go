@@ -825,13 +825,16 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 // signatures, patterns and classifier, so a warning.
 func (p *Pass) inertThreshold(e *dsl.Entry) {
 	t, ok := number(e.Fields["threshold"])
-	if !ok || e.FieldPos("threshold") == e.Pos {
-		// Unset: the default, 1, is the families' own.
+	if !ok {
 		return
 	}
 	var msg string
 	switch most := security.MaxFamilyScore(); {
 	case e.Fields["defaults"] == false:
+		if t == security.DefaultThreshold {
+			// Unset, or set to the default: nothing to remove.
+			return
+		}
 		msg = fmt.Sprintf("%s's threshold %g counts phrase families, which defaults: false drops: it decides nothing; remove it", e.Ref(), t)
 	case math.Round(t*1e6) > math.Round(most*1e6):
 		msg = fmt.Sprintf("%s's threshold %g is above %g, the most its phrase families sum to: no family blocks, only the signatures, patterns and classifier do; lower it to %g or less", e.Ref(), t, most, most)
