@@ -50,7 +50,7 @@ func TestAzureStyleClientIsServed(t *testing.T) {
 func TestKeyInTheURLIsRefused(t *testing.T) {
 	s := keyedServer(t)
 	for _, q := range []string{"key=bob-key", "api_key=bob-key", "api-key=bob-key", "apikey=bob-key", "access_token=bob-key",
-		"API_KEY=bob-key", "x-api-key=bob-key", "token=bob-key"} {
+		"API_KEY=bob-key", "x-api-key=bob-key", "token=bob-key", "a=1;key=bob-key", "k%65y=bob-key", "limit=5&Api%5FKey=bob-key"} {
 		t.Run(q, func(t *testing.T) {
 			code, h, body := do(t, "GET", s.url+"/v1/models?"+q, "", nil)
 			assert.Equal(t, http.StatusUnauthorized, code, body)
