@@ -1,7 +1,7 @@
 // Package security detects prompt-injection attempts in text: requests to ignore or override
 // earlier instructions, to reveal the system prompt, role switches such as "you are now DAN"
 // or "developer mode", and chat-template tokens smuggled into user content. Instructions
-// hidden in base64 runs or rot13, or spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
+// hidden in base64, base32 or hex runs or rot13, or spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
 // are decoded and checked too.
 //
 // Patterns are RE2 regular expressions. Unless a Pattern is Raw it is matched against a

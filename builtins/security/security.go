@@ -1,15 +1,12 @@
 package security
 
 import (
-	"encoding/base64"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
@@ -35,8 +32,8 @@ type Config struct {
 	Patterns []Pattern
 	// DisableDefaults drops the default patterns and the default families.
 	DisableDefaults bool
-	// IgnoreEncoded turns off decoding base64 runs (24 characters or more) and rot13 text and
-	// checking the decoded text.
+	// IgnoreEncoded turns off decoding rot13 text and runs of base64, base32 and hex (as
+	// textnorm.Encodings finds them) and checking the decoded text.
 	IgnoreEncoded bool
 	// Threshold is the least sum of family scores that blocks (see Family); 0 means
 	// DefaultThreshold. Signatures (Patterns and DefaultPatterns) block whatever it is.
@@ -55,7 +52,8 @@ type Match struct {
 	// ("amoral-persona+never-refuse") and Start and End span all their matches. It is 0
 	// for a signature match.
 	Score float64
-	// Encoding is "base64" or "rot13" when the instruction was found in decoded text,
+	// Encoding is "base64", "base32", "hex" or "rot13" when the instruction was found in
+	// decoded text,
 	// "leetspeak" when it was found after folding digits and symbols that stand for letters
 	// ("1gn0r3" for "ignore"), "" otherwise.
 	Encoding string
@@ -162,7 +160,7 @@ func New(cfg Config) (*Detector, error) {
 // Detect reports the earliest injection signature in text (ties go to the pattern listed
 // first) and whether there was one. When nothing matches in the text itself, the text is
 // checked again with leetspeak folded (see foldLeet), then, unless Config.IgnoreEncoded is
-// set, decoded as rot13 and with its base64 runs decoded.
+// set, decoded as rot13 and with its runs of base64, base32 and hex decoded.
 //
 // Each of these texts is matched first against the signatures, then against the weighted
 // families: a signature match wins, else the families matched sum their scores and block at
@@ -199,13 +197,9 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 		m.Encoding = "rot13"
 		return m, true
 	}
-	for _, run := range base64Runs(text) {
-		decoded, ok := decodeBase64(text[run[0]:run[1]])
-		if !ok {
-			continue
-		}
-		if m, ok := d.detectText(decoded, doc); ok {
-			return Match{PatternID: m.PatternID, Score: m.Score, Start: run[0], End: run[1], Encoding: "base64"}, true
+	for _, e := range textnorm.Encodings(text) {
+		if m, ok := d.detectText(e.Text, doc); ok {
+			return Match{PatternID: m.PatternID, Score: m.Score, Start: e.Start, End: e.End, Encoding: encodingOf(text[e.Start:e.End])}, true
 		}
 	}
 	return Match{}, false
@@ -435,106 +429,32 @@ func containsAny(s string, needles []string) bool {
 	return false
 }
 
-// base64Runs returns the [start, end) offsets of runs of base64 characters long enough to
-// hide an instruction. A run wrapped over lines (MIME's 76 characters, PEM's 64, or any
-// width of a multiple of four of at least minWrapped) is one run, its line breaks inside it:
-// a line of such a length that a line of base64 follows goes on with it.
-func base64Runs(text string) [][2]int {
-	const (
-		minRun     = 24
-		minWrapped = 16
-	)
-	var runs [][2]int
-	start, line, n := -1, 0, 0 // the run's start, its current line's start, its characters
-	for i := 0; i <= len(text); i++ {
-		if i < len(text) && isBase64Char(text[i]) {
-			if start < 0 {
-				start, line, n = i, i, 0
-			}
-			n++
-			continue
-		}
-		if start < 0 {
-			continue
-		}
-		if w := i - line; w >= minWrapped && w%4 == 0 && !strings.HasSuffix(text[line:i], "=") {
-			next := i
-			if next < len(text) && text[next] == '\r' {
-				next++
-			}
-			if next < len(text) && text[next] == '\n' && next+1 < len(text) && isBase64Char(text[next+1]) {
-				i, line = next, next+1
-				continue
-			}
-		}
-		if n >= minRun {
-			runs = append(runs, [2]int{start, i})
-		}
-		start = -1
+// encodingOf names the encoding of run, a run textnorm.Encodings decoded: "hex" for hex
+// digits, contiguous or with their bytes separated (a space or a colon: no base64 or base32
+// run holds one) or a dump's lines; "base32" for RFC 4648's upper-case alphabet; "base64"
+// otherwise. Encodings tries them in that order.
+func encodingOf(run string) string {
+	if strings.ContainsAny(run, " :") {
+		return "hex"
 	}
-	return runs
-}
-
-func isBase64Char(b byte) bool {
-	return (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9') ||
-		b == '+' || b == '/' || b == '-' || b == '_' || b == '='
-}
-
-// minDecodedStretch is the fewest characters of a stretch of printable text
-// read out of base64 that decodes to more than text (binary bytes around an
-// instruction): random bytes hold shorter ones.
-const minDecodedStretch = 8
-
-// urlSafe maps the URL-safe alphabet's two characters to the standard one's, and drops the
-// line breaks of a run wrapped over lines.
-var urlSafe = strings.NewReplacer("-", "+", "_", "/", "\r", "", "\n", "")
-
-// decodeBase64 decodes a run of base64 as a model reading it does, and returns the text it
-// holds: whatever its length, wrapped over lines or not, in either alphabet (the standard and
-// the URL-safe one, mixed too), each stretch between padding on its own, each up to a character that breaks it (an odd
-// one at its end). The decoded bytes of a stretch are text when they are printable UTF-8 whole;
-// else their runs of at least minDecodedStretch printable characters are (an instruction with
-// binary bytes around it), joined by line breaks. It reports false when the run holds no text.
-func decodeBase64(s string) (string, bool) {
-	var text strings.Builder
-	for seg := range strings.SplitSeq(s, "=") {
-		if seg == "" {
-			continue
+	run = strings.TrimRight(run, "=")
+	hexRun, base32Run := true, true
+	for i := 0; i < len(run); i++ {
+		c := run[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			hexRun = false
 		}
-		// On a character that breaks it, the bytes decoded before it.
-		out, _ := base64.RawStdEncoding.DecodeString(urlSafe.Replace(seg))
-		printableRuns(&text, out)
-	}
-	return text.String(), text.Len() > 0
-}
-
-// printableRuns writes to text the runs of printable UTF-8 of b (letters, marks, numbers,
-// punctuation, symbols, spaces) that are b whole or at least minDecodedStretch characters
-// long, each after a line break when text holds some already.
-func printableRuns(text *strings.Builder, b []byte) {
-	start, n := -1, 0
-	flush := func(end int) {
-		if start >= 0 && (n >= minDecodedStretch || start == 0 && end == len(b)) {
-			if text.Len() > 0 {
-				text.WriteByte('\n')
-			}
-			text.Write(b[start:end])
+		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
+			base32Run = false
 		}
-		start, n = -1, 0
 	}
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && size <= 1 || !unicode.IsPrint(r) && !unicode.IsSpace(r) {
-			flush(i)
-		} else {
-			if start < 0 {
-				start = i
-			}
-			n++
-		}
-		i += size
+	switch {
+	case hexRun:
+		return "hex"
+	case base32Run:
+		return "base32"
 	}
-	flush(len(b))
+	return "base64"
 }
 
 // leetLetter maps the digits and symbols commonly written for letters to those letters.
