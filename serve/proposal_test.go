@@ -26,11 +26,13 @@ tools: {
 	refund: args: {type: "object", required: ["amount"], properties: amount: type: "number"}
 	send_note: args: {type: "object", properties: text: type: "string"}
 	close_account: args: {type: "object", required: ["account_id"], properties: account_id: type: "integer"}
+	read_report: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
 }
 chains: tool: [
 	{use: "meter", budget: calls: 1},
 	{use: "tool_policy", deny: ["delete_account"]},
 	{use: "egress", allow: ["api.example.com"], tools: ["fetch_page"]},
+	{use: "file_check", roots: ["."], tools: ["read_report"]},
 	{use: "guard", name: "refund_limit", tools: ["refund"], deny: "args.amount > 100.0", message: "refunds over 100 need an approver"},
 	{use: "pii", action: "redact", tools: ["send_note"]},
 	{use: "guard", name: "protected_account", tools: ["close_account"], deny: "args.account_id == 9007199254740993", message: "account 9007199254740993 is protected"},
@@ -117,6 +119,10 @@ var proposals = []struct{ name, tool, args, layer string }{
 	// A number no float64 or int64 holds cannot be checked as written.
 	{"more digits than float64 holds", "refund", `{"amount":0.1000000000000000055511151231257827}`, "tools"},
 	{"exponent out of range", "refund", `{"amount":1e400}`, "tools"},
+	// file_check reads a relative path against its root, the client that
+	// runs the call against its own directory, or as a URL.
+	{"relative path", "read_report", `{"path":"etc/shadow"}`, "file_check"},
+	{"file URL", "read_report", `{"path":"file:///etc/shadow"}`, "file_check"},
 }
 
 // TestProposedToolCallsAreAdmittedBeforeTheyAreRelayed: a tool call the

@@ -22,6 +22,8 @@
 // member beside a referenced one whose name differs from it only in case (which a tool
 // decoding case-insensitively may read instead) blocks the call with a *runtime.BlockedError
 // naming the layer, and on success the tool sees each resolved real path in its arguments (a
-// copy; the caller's arguments are untouched). Relative roots are taken from runtime.Deps.Dir
+// copy; the caller's arguments are untouched). A call proposed rather than run here
+// (Middleware.AdmitTool: a gateway relays it to the client, which runs the tool on the path as
+// the model wrote it) must give absolute paths: a relative one is refused. Relative roots are taken from runtime.Deps.Dir
 // (the policy's directory under the agentc commands), else from the working directory at Build.
 package filecheck

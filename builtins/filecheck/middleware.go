@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/argpath"
@@ -94,7 +95,7 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if c.Tool == nil {
 			return next(ctx, c)
 		}
-		args, changed, err := m.check(c)
+		args, changed, err := m.check(c, false)
 		if err != nil {
 			return nil, err
 		}
@@ -110,19 +111,24 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 }
 
 // AdmitTool implements runtime.ToolAdmitter: the path_arg check WrapTool
-// makes.
+// makes, over a call that is proposed, not run here: a gateway relays it to
+// the client, which runs the tool on the path as the model wrote it. A path
+// that is not absolute is refused, since the client reads it against its
+// own working directory (or as a URL: "file:///etc/shadow"), not against
+// the first root the check reads it from.
 func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
 	if c.Tool == nil {
 		return nil
 	}
-	_, _, err := m.check(c)
+	_, _, err := m.check(c, true)
 	return err
 }
 
 // check checks every path the path_arg references of c reach. It returns
 // the arguments with each path replaced by its resolved real path (a copy;
-// c.Args when no path changed, reported by changed), or the refusal.
-func (m *Middleware) check(c *runtime.ToolCall) (args map[string]any, changed bool, err error) {
+// c.Args when no path changed, reported by changed), or the refusal. A
+// proposed call's paths must be absolute (AdmitTool).
+func (m *Middleware) check(c *runtime.ToolCall, proposed bool) (args map[string]any, changed bool, err error) {
 	args = c.Args
 	var paths []argpath.Value
 	for _, ref := range c.Tool.PathRefs() {
@@ -137,6 +143,9 @@ func (m *Middleware) check(c *runtime.ToolCall) (args map[string]any, changed bo
 		paths = append(paths, vs...)
 	}
 	for _, v := range paths {
+		if proposed && !filepath.IsAbs(v.S) {
+			return nil, false, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("tool %s: argument %s: the path %q is not absolute: the client that runs a proposed call reads it against its own directory, not against the root %s", c.Name, v.At, v.S, m.checker.lexRoots[0])}
+		}
 		real, err := m.checker.Check(v.S)
 		if err != nil {
 			var denied *DeniedError

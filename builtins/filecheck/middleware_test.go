@@ -154,3 +154,54 @@ func TestValidateRefusesTildeRoot(t *testing.T) {
 	_, err = runtime.ValidateConfig("file_check", []byte(`{"roots":["/srv","./work~"]}`))
 	assert.NoError(t, err)
 }
+
+// TestAdmitToolRefusesPathsTheClientReadsElsewhere: a proposed call (a
+// gateway relays it to the client, which runs it) was admitted on the path
+// as the layer resolves it, relative to its first root, while the client
+// runs the tool on the text the model wrote: "etc/shadow" against its own
+// working directory, "file:///etc/shadow" as a URL. A proposal's paths must
+// be absolute; an absolute path inside a root is admitted as before.
+func TestAdmitToolRefusesPathsTheClientReadsElsewhere(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "reports"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "reports", "q3.csv"), []byte("a,b"), 0o644))
+	cfg, err := json.Marshal(map[string]any{"roots": []string{root}})
+	require.NoError(t, err)
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("files", rt.Layer("file_check", string(cfg)))}})
+	p.Tools = map[string]plan.Tool{"read_report": {PathArg: "path"}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.NoError(t, err)
+	defer pl.Close()
+
+	admit := func(path string) error {
+		return pl.AdmitTool(context.Background(), runtime.ToolRequest{Name: "read_report", Args: map[string]any{"path": path}})
+	}
+	for _, path := range []string{"etc/shadow", "reports/q3.csv", "file:///etc/shadow", "./reports/q3.csv", ""} {
+		err := admit(path)
+		var blocked *runtime.BlockedError
+		require.ErrorAs(t, err, &blocked, "%q", path)
+		assert.Equal(t, "files", blocked.Layer)
+		if path != "" {
+			assert.Contains(t, blocked.Message, "not absolute", "%q", path)
+		}
+	}
+	require.NoError(t, admit(filepath.Join(root, "reports", "q3.csv")))
+	require.NoError(t, admit(filepath.Join(root, "reports", "..", "reports", "new.csv")))
+	var blocked *runtime.BlockedError
+	require.ErrorAs(t, admit(filepath.Join(root, "..", "..", "etc", "shadow")), &blocked)
+
+	// Run here, the call's relative path is read against the first root, and
+	// the tool sees the resolved path: unchanged.
+	realRoot, err := filepath.EvalSymlinks(root)
+	require.NoError(t, err)
+	var seen any
+	pl2, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"read_report": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+		seen = c.Args["path"]
+		return "ok", nil
+	}}})
+	require.NoError(t, err)
+	defer pl2.Close()
+	_, err = pl2.Tool(context.Background(), runtime.ToolRequest{Name: "read_report", Args: map[string]any{"path": "reports/q3.csv"}})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(realRoot, "reports", "q3.csv"), seen)
+}
