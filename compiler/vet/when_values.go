@@ -3,7 +3,6 @@ package vet
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -186,7 +185,7 @@ func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int
 	}
 	report := func(value ast.Expr, sev dsl.Severity, name, v, f string, b dsl.Bound, outcome string) {
 		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(byteOff(value)), Severity: sev, Rule: ruleUnknownValue, Message: fmt.Sprintf(
-			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, boundWords(b), outcome)})
+			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, b.Words(), outcome)})
 	}
 	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
 		if e.Kind() != ast.CallKind {
@@ -315,25 +314,6 @@ func boundTest(b dsl.Bound, op string, n float64) (never, always bool) {
 		return below, b.HasMax && b.Max <= n
 	}
 	return false, false
-}
-
-// boundWords says b: "from 1 to 10", "above 0".
-func boundWords(b dsl.Bound) string {
-	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-	lo, hi := "from "+num(b.Min), "to "+num(b.Max)
-	if b.MinOpen {
-		lo = "above " + num(b.Min)
-	}
-	if b.MaxOpen {
-		hi = "below " + num(b.Max)
-	}
-	switch {
-	case b.HasMin && b.HasMax:
-		return lo + " " + hi
-	case b.HasMin:
-		return lo
-	}
-	return hi
 }
 
 // configField reports the variable and field e reads: outer.level,
