@@ -82,10 +82,11 @@ func Decode(source string, data []byte) (*Plan, error) {
 				"/version: plan format %s; this agentc reads format %d (build the plan again with the agentc that loads it)", v, Version)}, data)}
 		}
 	}
-	if dups := duplicateKeys(data); len(dups) > 0 {
+	dups, nums := scan(data)
+	if len(dups) > 0 {
 		return nil, &Error{Source: source, Problems: dups}
 	}
-	if nums := numberProblems(data); len(nums) > 0 {
+	if len(nums) > 0 {
 		// Before the schema: its validator's arithmetic crashes on an
 		// exponent beyond a million and slows down with the digits.
 		return nil, &Error{Source: source, Problems: nums}

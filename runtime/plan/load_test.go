@@ -290,3 +290,25 @@ func TestDecodeRefusesConfigOutsideBounds(t *testing.T) {
 		assert.NoError(t, err, in)
 	}
 }
+
+// One walk of a plan finds its repeated keys and its numbers no float64
+// holds; the repeated keys are reported, all of them, before the numbers
+// (a number may sit under a key whose other value a reader sees).
+func TestDecodeReportsRepeatedKeysBeforeNumbers(t *testing.T) {
+	both := `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1e400,"usd_per_mtok_out":1,"usd_per_mtok_out":2}},"policy":"q"}`
+	_, err := Decode("both.json", []byte(both))
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{
+		`/models/m/usd_per_mtok_out (line 1, col 99): duplicate key "usd_per_mtok_out" (also at line 1, col 78)`,
+		`/policy (line 1, col 122): duplicate key "policy" (also at line 1, col 14)`,
+	}, pe.Problems)
+
+	nums := `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1e400,"usd_per_mtok_out":-1e-400}}}`
+	_, err = Decode("nums.json", []byte(nums))
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{
+		`/models/m/usd_per_mtok_in (line 1, col 72): number 1e400 does not fit a Go float64`,
+		`/models/m/usd_per_mtok_out (line 1, col 97): number -1e-400 does not fit a Go float64`,
+	}, pe.Problems)
+}
