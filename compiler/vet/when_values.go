@@ -65,7 +65,7 @@ func whenValueProblems(c *dsl.Constraint) dsl.Diagnostics {
 		lits = append(lits, whenLiteral{v: v, field: f, op: op, list: list, value: string(s), offset: byteOff(value)})
 	}
 	// One walk of the when finds the comparisons of both checks: with a
-	// string (lits, reported below) and with a number (boundProblems).
+	// string (lits, reported below) and with a number (boundChecker).
 	var bounds dsl.Diagnostics
 	checkBound := boundChecker(c, byteOff, &bounds)
 	ast.PostOrderVisit(native.Expr(), ast.NewExprVisitor(func(e ast.Expr) {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -125,7 +126,7 @@ func configProblems(p *Plan) []string {
 				continue
 			}
 			var config map[string]any
-			dec := json.NewDecoder(strings.NewReader(string(l.Config)))
+			dec := json.NewDecoder(bytes.NewReader(l.Config))
 			dec.UseNumber()
 			if dec.Decode(&config) != nil {
 				continue // the schema made it an object
