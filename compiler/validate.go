@@ -2,11 +2,14 @@ package compiler
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // checkConstraintIDs reports a policy constraint whose id would report under
@@ -45,7 +48,30 @@ func validateConfigs(_ context.Context, c *Compilation) error {
 	return nil
 }
 
-// validateEntries runs each linked module's Validate on its entries of p.
+// checkDurations reports each duration of e's config, nested ones
+// included (a retry's breaker.cooldown), that the schema's syntax accepts
+// but no time.Duration holds ("3000000h", about 342 years), at the field,
+// and whether it reported one: the module could not decode the config.
+func checkDurations(c *Compilation, e *dsl.Entry) bool {
+	if e.Kind == nil {
+		return false
+	}
+	reported := false
+	for _, path := range slices.Sorted(maps.Keys(e.Kind.Durations)) {
+		s, ok := plan.ConfigValue(e.Fields, path).(string)
+		if !ok {
+			continue
+		}
+		if msg := plan.DurationProblem(s, e.Kind.Durations[path]); msg != "" {
+			c.report(dsl.Errorf(e.FieldPos(path), "schema/invalid-value", "%s.%s: %s", e.Path(), path, msg))
+			reported = true
+		}
+	}
+	return reported
+}
+
+// validateEntries runs each linked module's Validate on its entries of p,
+// after checking their durations (checkDurations).
 // With typedOnly (p is a policy with errors, decoded partly) it checks only
 // the entries whose own value has no error and in which no error was
 // reported: the config of another is not what the policy says, or its
@@ -61,7 +87,7 @@ func validateEntries(c *Compilation, p *dsl.Policy, typedOnly bool) {
 	}
 	for _, stage := range dsl.Stages {
 		for _, e := range p.Chains[stage] {
-			if e == nil || (typedOnly && (!e.WellTyped() || reported(e))) {
+			if e == nil || (typedOnly && (!e.WellTyped() || reported(e))) || checkDurations(c, e) {
 				continue
 			}
 			known, err := runtime.ValidateConfig(e.Use, e.Config)

@@ -9,6 +9,7 @@ import (
 	"cuelang.org/go/cue"
 
 	"github.com/agentc-dev/agentc/internal/textdist"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // Kind describes a middleware kind (a builtin or a registered custom
@@ -49,19 +50,19 @@ type Kind struct {
 	// Bounds lists, for each numeric config field the schema bounds (a
 	// retry's max_attempts: 1 to 10), its bounds. A constraint's `when`
 	// comparing the field with a number it can never reach is reported.
+	// A field of a nested struct (a retry's breaker.failures) is listed
+	// by its dotted path.
 	Bounds map[string]Bound
+	// Durations lists the config fields that hold a duration (#Duration,
+	// #PositiveDuration: true), nested ones by their dotted path as in
+	// Bounds: a value longer than a time.Duration holds is refused at
+	// the field.
+	Durations map[string]bool
 }
 
-// Bound is the range of a numeric config field: from Min (when HasMin;
-// excluded when MinOpen) to Max (when HasMax; excluded when MaxOpen).
-type Bound struct {
-	Min     float64 `json:"min"`
-	Max     float64 `json:"max"`
-	HasMin  bool    `json:"has_min"`
-	HasMax  bool    `json:"has_max"`
-	MinOpen bool    `json:"min_open,omitempty"`
-	MaxOpen bool    `json:"max_open,omitempty"`
-}
+// Bound is the range of a numeric config field (plan.Bound: the plan's
+// loader holds a plan's configs to the same bounds).
+type Bound = plan.Bound
 
 // Supports reports whether k may be used in stage.
 func (k *Kind) Supports(stage string) bool {
@@ -103,6 +104,9 @@ type catalogFile struct {
 	// Bounds holds each builtin's bounded numeric fields (Kind.Bounds),
 	// derived from its definition.
 	Bounds map[string]map[string]Bound `json:"bounds"`
+	// Durations holds each builtin's duration fields (Kind.Durations),
+	// derived from its definition.
+	Durations map[string]map[string]bool `json:"durations"`
 }
 
 type builtinMeta struct {
@@ -238,29 +242,79 @@ func configEnums(def cue.Value) map[string][]string {
 }
 
 // configBounds returns the numeric fields of a config definition whose
-// values the schema bounds (int & >=1 & <=10, with its default), with
-// their bounds (Kind.Bounds); nil when there is none.
+// schema bounds them, those of its nested structs by their dotted path
+// (breaker.failures), with their bounds (Kind.Bounds); nil when there is
+// none.
 func configBounds(def cue.Value) map[string]Bound {
-	it, err := def.Fields(cue.Optional(true))
-	if err != nil {
-		return nil
-	}
 	var out map[string]Bound
-	for it.Next() {
-		v := it.Value()
+	eachConfigField(def, "", 0, func(path string, v cue.Value) {
 		if k := v.IncompleteKind(); k != cue.IntKind && k != cue.FloatKind && k != cue.NumberKind {
-			continue
+			return
 		}
 		b := valueBound(v, 0)
 		if !b.HasMin && !b.HasMax {
-			continue
+			return
 		}
 		if out == nil {
 			out = map[string]Bound{}
 		}
-		out[it.Selector().Unquoted()] = b
-	}
+		out[path] = b
+	})
 	return out
+}
+
+// configDurations returns the fields of a config definition, nested ones
+// by their dotted path, that hold a duration (a disjunct is #Duration),
+// true for those that must be above zero (#PositiveDuration): Kind.Durations;
+// nil when there is none. schema is the schemas package's value, which
+// defines both.
+func configDurations(schema, def cue.Value) map[string]bool {
+	duration := schema.LookupPath(cue.ParsePath("#Duration"))
+	positive := schema.LookupPath(cue.ParsePath("#PositiveDuration"))
+	if !duration.Exists() || !positive.Exists() {
+		return nil
+	}
+	var out map[string]bool
+	eachConfigField(def, "", 0, func(path string, v cue.Value) {
+		if v.IncompleteKind() != cue.StringKind {
+			return
+		}
+		op, args := v.Expr()
+		if op != cue.OrOp {
+			args = []cue.Value{v}
+		}
+		for _, a := range args {
+			if a.IsConcrete() || duration.Subsume(a) != nil {
+				continue
+			}
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[path] = out[path] || positive.Subsume(a) == nil
+		}
+	})
+	return out
+}
+
+// eachConfigField calls visit with the dotted path and value of each field
+// of the struct v, optional ones included, and of the structs nested in
+// it (not those of lists or of maps keyed by names).
+func eachConfigField(v cue.Value, prefix string, depth int, visit func(path string, v cue.Value)) {
+	if depth > 8 {
+		return
+	}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return
+	}
+	for it.Next() {
+		path := prefix + it.Selector().Unquoted()
+		fv := it.Value()
+		visit(path, fv)
+		if fv.IncompleteKind() == cue.StructKind {
+			eachConfigField(fv, path+".", depth+1, visit)
+		}
+	}
 }
 
 // valueBound returns the bounds of the numbers v allows: those of the
@@ -324,20 +378,6 @@ func valueBound(v cue.Value, depth int) Bound {
 		}
 	}
 	return Bound{}
-}
-
-// Widen widens out to hold b's numbers too.
-func (out *Bound) Widen(b Bound) {
-	if !b.HasMin || !out.HasMin {
-		out.HasMin, out.Min, out.MinOpen = false, 0, false
-	} else if b.Min < out.Min || b.Min == out.Min && !b.MinOpen {
-		out.Min, out.MinOpen = b.Min, b.MinOpen
-	}
-	if !b.HasMax || !out.HasMax {
-		out.HasMax, out.Max, out.MaxOpen = false, 0, false
-	} else if b.Max > out.Max || b.Max == out.Max && !b.MaxOpen {
-		out.Max, out.MaxOpen = b.Max, b.MaxOpen
-	}
 }
 
 // valueKind names the kind of value a field holds, as Kind.Config does.

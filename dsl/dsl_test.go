@@ -152,6 +152,37 @@ func TestSuggest(t *testing.T) {
 	assert.Len(t, c.IDs(), 25)
 }
 
+// TestCatalogNestedBounds: the fields of a config's nested structs are in
+// the catalog by their dotted path, with their bounds or as durations
+// (true: above zero), as the top-level ones are, so that vet and the plan
+// loader hold them to the schema alike.
+func TestCatalogNestedBounds(t *testing.T) {
+	s, err := DefaultSchema()
+	require.NoError(t, err)
+	c := s.Catalog()
+	var nested []string
+	for _, id := range c.IDs() {
+		k := c.Lookup(id)
+		for path := range k.Bounds {
+			if strings.Contains(path, ".") {
+				nested = append(nested, id+" "+path)
+			}
+		}
+		for path, positive := range k.Durations {
+			if strings.Contains(path, ".") {
+				nested = append(nested, fmt.Sprintf("%s %s duration positive=%v", id, path, positive))
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{
+		"meter budget.calls", "meter budget.tokens", "meter budget.usd",
+		"retry breaker.failures", "retry breaker.cooldown duration positive=true",
+		"security classifier.threshold", "security classifier.timeout duration positive=false",
+	}, nested)
+	assert.Equal(t, Bound{Min: 1, Max: 1000, HasMin: true, HasMax: true}, c.Lookup("retry").Bounds["breaker.failures"])
+	assert.Equal(t, map[string]bool{"attempt_timeout": false, "breaker.cooldown": true, "initial_delay": false, "max_delay": false}, c.Lookup("retry").Durations)
+}
+
 func TestCustomKind(t *testing.T) {
 	s, err := NewSchema([]CustomKind{{ID: "sentiment", Stages: []string{"chat"}, Schema: `threshold: *0.5 | number & >0 & <=1`}})
 	require.NoError(t, err)

@@ -84,7 +84,8 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 	raw := builtinCatalog
 	for id, m := range raw.Builtins {
 		k := &Kind{ID: id, Stages: slices.Clone(m.Stages), Traits: slices.Clone(m.Traits), Repeatable: m.Repeatable, DistinctBy: slices.Clone(m.DistinctBy), Doc: m.Doc, Def: defName(id), Builtin: true,
-			Config: maps.Clone(raw.Configs[id]), Enums: cloneEnums(raw.Enums[id]), Bounds: maps.Clone(raw.Bounds[id])}
+			Config: maps.Clone(raw.Configs[id]), Enums: cloneEnums(raw.Enums[id]), Bounds: maps.Clone(raw.Bounds[id]),
+			Durations: maps.Clone(raw.Durations[id])}
 		if err := s.catalog.add(k); err != nil {
 			return nil, err
 		}
@@ -163,6 +164,7 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			k.Config, _ = configFields(def)
 			k.Enums = configEnums(def)
 			k.Bounds = configBounds(def)
+			k.Durations = configDurations(v, def)
 		}
 	}
 	return s, nil

@@ -384,3 +384,33 @@ func TestOutputHexWrappedOverLines(t *testing.T) {
 		assert.True(t, strings.HasSuffix(got, "bye\n"))
 	}
 }
+
+// TestChatResultAttachmentMarkers: a text attachment a tool returned is
+// masked in its result and written back as one base64 data: URL, whatever
+// the case of its base64 marker or a line break a URL parser drops inside
+// it: the model, and any layer after, read the masked text from it.
+func TestChatResultAttachmentMarkers(t *testing.T) {
+	body := base64.StdEncoding.EncodeToString([]byte("key " + awsKey))
+	for _, head := range []string{"text/plain;base64", "text/plain;BASE64", "text/plain;charset=utf-8;Base64", "text/plain;base\n64"} {
+		model := &recordingModel{}
+		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}})
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+		require.NoError(t, err)
+		msgs := []runtime.Message{
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c0", Name: "read", Arguments: json.RawMessage(`{}`)}}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c0", Text: "file"},
+				{Type: runtime.PartImage, ToolCallID: "c0", ImageURL: "data:" + head + "," + body}}},
+		}
+		_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+		require.NoError(t, err, head)
+		require.Len(t, model.seen, 1)
+		att := model.seen[0][1].Parts[1]
+		assert.Equal(t, runtime.PartImage, att.Type, "%q: it stays in its result", head)
+		assert.Equal(t, 1, strings.Count(strings.ToLower(att.ImageURL), "base64,"), "%q: %s", head, att.ImageURL)
+		text, isText := att.Attachment()
+		assert.True(t, isText, head)
+		assert.Contains(t, text, "[REDACTED", head)
+		assert.NotContains(t, text, awsKey, head)
+		require.NoError(t, pl.Close())
+	}
+}

@@ -2,6 +2,7 @@ package vet_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -388,4 +389,36 @@ chains: tool: [
 	assert.Equal(t, "no_drop", a.Blocker("drop").Name, "a when that holds for every call of the tool")
 	retry := a.Policy.Chains["tool"][3]
 	assert.True(t, a.Reaches(retry, "refund"))
+}
+
+// TestConstraintWhenValuesAndBounds: a when comparing config fields with
+// strings and with numbers gets the reports of both checks from its one
+// walk, in the order and with the messages each check gives: the strings'
+// first, then the numbers'.
+func TestConstraintWhenValuesAndBounds(t *testing.T) {
+	a := analyze(t, `package p
+tools: t: {}
+chains: tool: [
+	{use: "log", level: "info"},
+	{use: "retry", max_attempts: 4},
+	{use: "rate_limit", rate: 5, mode: "reject"},
+]
+constraints: [
+	{id: "mixed", outer: "log", inner: "rate_limit", when: "inner.rate < 0 || outer.level == 'debugg' || inner.burst > 2000000000 || inner.mode in ['rejct', 'wait']", why: "w"},
+	{id: "nested", outer: "retry", inner: "rate_limit", when: "(outer.max_attempts in [20, 2] && inner.mode != 'wiat') || 20 < outer.max_attempts", why: "w"},
+]
+`)
+	var got []string
+	for _, d := range a.Problems {
+		got = append(got, fmt.Sprintf("%d:%d %s %s: %s", d.Pos.Line, d.Pos.Col, d.Severity, d.Rule, d.Message))
+	}
+	assert.Equal(t, []string{
+		"9:91 error cel/unknown-value: constraint mixed: when: outer.level is never 'debugg': the schema of log allows 'debug', 'error', 'info' or 'warn' only, so outer.level == 'debugg' is always false, and the constraint may never apply; did you mean 'debug'?",
+		"9:146 warning cel/unknown-value: constraint mixed: when: inner.mode is never 'rejct': the schema of rate_limit allows 'block', 'reject' or 'wait' only, so 'rejct' in the list never matches (its other values may); did you mean 'reject'?",
+		"9:71 error cel/unknown-value: constraint mixed: when: the schema of rate_limit allows inner.rate from 1 to 1000000000 only, so inner.rate < 0 is always false, and the constraint may never apply",
+		"9:117 error cel/unknown-value: constraint mixed: when: the schema of rate_limit allows inner.burst from 1 to 1000000000 only, so inner.burst > 2000000000 is always false, and the constraint may never apply",
+		"10:109 error cel/unknown-value: constraint nested: when: inner.mode is never 'wiat': the schema of rate_limit allows 'block', 'reject' or 'wait' only, so inner.mode != 'wiat' is always true; did you mean 'wait'?",
+		"10:85 warning cel/unknown-value: constraint nested: when: the schema of retry allows outer.max_attempts from 1 to 10 only, so 20 in the list never matches (its other values may)",
+		"10:120 error cel/unknown-value: constraint nested: when: the schema of retry allows outer.max_attempts from 1 to 10 only, so outer.max_attempts > 20 is always false, and the constraint may never apply",
+	}, got)
 }

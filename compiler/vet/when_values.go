@@ -3,7 +3,6 @@ package vet
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -65,10 +64,15 @@ func whenValueProblems(c *dsl.Constraint) dsl.Diagnostics {
 		}
 		lits = append(lits, whenLiteral{v: v, field: f, op: op, list: list, value: string(s), offset: byteOff(value)})
 	}
+	// One walk of the when finds the comparisons of both checks: with a
+	// string (lits, reported below) and with a number (boundChecker).
+	var bounds dsl.Diagnostics
+	checkBound := boundChecker(c, byteOff, &bounds)
 	ast.PostOrderVisit(native.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		if e.Kind() != ast.CallKind {
 			return
 		}
+		checkBound(e)
 		call := e.AsCall()
 		args := call.Args()
 		switch call.FunctionName() {
@@ -153,23 +157,26 @@ func whenValueProblems(c *dsl.Constraint) dsl.Diagnostics {
 		}
 		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(l.offset), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}
-	return append(out, whenBoundProblems(c, native.Expr(), byteOff)...)
+	return append(out, bounds...)
 }
 
 // flipped is the comparison b op' a for a op b.
 var flipped = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
-// whenBoundProblems reports each comparison in the when x of c of a
-// numeric config field the schema bounds with a number that decides it:
-// outer.max_attempts > 100, where max_attempts is at most 10, is always
-// false, so the constraint never applies (an error); inner.rate < 1e12 is
-// always true (a warning: the test is dead). An always true test whose
-// number is 0 or sits at the bound (outer.max_attempts >= 1) restates the
-// schema, as a constraint may, and is not reported.
-func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int) dsl.Diagnostics {
-	ops := map[string]string{operators.Equals: "==", operators.NotEquals: "!=", operators.Less: "<",
-		operators.LessEquals: "<=", operators.Greater: ">", operators.GreaterEquals: ">="}
-	var out dsl.Diagnostics
+// comparisonOps names the comparisons of CEL's operators.
+var comparisonOps = map[string]string{operators.Equals: "==", operators.NotEquals: "!=", operators.Less: "<",
+	operators.LessEquals: "<=", operators.Greater: ">", operators.GreaterEquals: ">="}
+
+// boundChecker returns a check of one call of the when of c, which
+// appends to out a comparison of a numeric config field the schema bounds
+// with a number that decides it: outer.max_attempts > 100, where
+// max_attempts is at most 10, is always false, so the constraint never
+// applies (an error); inner.rate < 1e12 is always true (a warning: the
+// test is dead). An always true test whose number is 0 or sits at the
+// bound (outer.max_attempts >= 1) restates the schema, as a constraint
+// may, and is not reported. whenValueProblems calls it on each call of
+// its one walk of the when.
+func boundChecker(c *dsl.Constraint, byteOff func(ast.Expr) int, out *dsl.Diagnostics) func(e ast.Expr) {
 	// bound returns the bounds of the config field e reads, with its
 	// variable, field and the name of the layer its variable designates.
 	bound := func(e ast.Expr) (b dsl.Bound, v, f, name string, ok bool) {
@@ -185,13 +192,10 @@ func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int
 		return b, v, f, name, ok
 	}
 	report := func(value ast.Expr, sev dsl.Severity, name, v, f string, b dsl.Bound, outcome string) {
-		out = append(out, dsl.Diagnostic{Pos: c.When.PosAt(byteOff(value)), Severity: sev, Rule: ruleUnknownValue, Message: fmt.Sprintf(
-			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, boundWords(b), outcome)})
+		*out = append(*out, dsl.Diagnostic{Pos: c.When.PosAt(byteOff(value)), Severity: sev, Rule: ruleUnknownValue, Message: fmt.Sprintf(
+			"constraint %s: when: the schema of %s allows %s.%s %s only, so %s", c.ID, name, v, f, b.Words(), outcome)})
 	}
-	ast.PostOrderVisit(x, ast.NewExprVisitor(func(e ast.Expr) {
-		if e.Kind() != ast.CallKind {
-			return
-		}
+	return func(e ast.Expr) {
 		args := e.AsCall().Args()
 		if len(args) != 2 {
 			return
@@ -225,7 +229,7 @@ func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int
 			}
 			return
 		}
-		op, ok := ops[e.AsCall().FunctionName()]
+		op, ok := comparisonOps[e.AsCall().FunctionName()]
 		if !ok {
 			return
 		}
@@ -249,8 +253,7 @@ func whenBoundProblems(c *dsl.Constraint, x ast.Expr, byteOff func(ast.Expr) int
 		} else {
 			report(value, dsl.Warning, name, v, f, b, test+" is always true, and the test decides nothing")
 		}
-	}))
-	return out
+	}
 }
 
 // numberLiteral returns the number a numeric literal e holds.
@@ -315,25 +318,6 @@ func boundTest(b dsl.Bound, op string, n float64) (never, always bool) {
 		return below, b.HasMax && b.Max <= n
 	}
 	return false, false
-}
-
-// boundWords says b: "from 1 to 10", "above 0".
-func boundWords(b dsl.Bound) string {
-	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-	lo, hi := "from "+num(b.Min), "to "+num(b.Max)
-	if b.MinOpen {
-		lo = "above " + num(b.Min)
-	}
-	if b.MaxOpen {
-		hi = "below " + num(b.Max)
-	}
-	switch {
-	case b.HasMin && b.HasMax:
-		return lo + " " + hi
-	case b.HasMin:
-		return lo
-	}
-	return hi
 }
 
 // configField reports the variable and field e reads: outer.level,

@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkDecode decodes the service example's plan: a valid plan, walked
-// once for repeated keys.
+// once for its repeated keys and its numbers together.
 func BenchmarkDecode(b *testing.B) {
 	data, err := os.ReadFile("../../examples/service/replicated/plan.json")
 	require.NoError(b, err)

@@ -56,8 +56,10 @@ func (e *Error) Error() string {
 // the data in errors. A plan that is not JSON, repeats a key in an object,
 // holds a number that no float64 holds (or of more than MaxNumberLength
 // characters), does not match the schema, has another version, repeats a layer name
-// within a chain (a layer's name defaults to its use) or fails references
-// returns *Error.
+// within a chain (a layer's name defaults to its use), fails references or
+// holds a builtin's config field, nested or not, outside its schema's
+// bounds (a number out of range, a negative duration, or one longer than
+// a time.Duration holds) returns *Error.
 func Decode(source string, data []byte) (*Plan, error) {
 	s, err := planSchema()
 	if err != nil {
@@ -80,10 +82,11 @@ func Decode(source string, data []byte) (*Plan, error) {
 				"/version: plan format %s; this agentc reads format %d (build the plan again with the agentc that loads it)", v, Version)}, data)}
 		}
 	}
-	if dups := duplicateKeys(data); len(dups) > 0 {
+	dups, nums := scan(data)
+	if len(dups) > 0 {
 		return nil, &Error{Source: source, Problems: dups}
 	}
-	if nums := numberProblems(data); len(nums) > 0 {
+	if len(nums) > 0 {
 		// Before the schema: its validator's arithmetic crashes on an
 		// exponent beyond a million and slows down with the digits.
 		return nil, &Error{Source: source, Problems: nums}
@@ -101,6 +104,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 	}
 	problems := duplicateNames(&p)
 	problems = append(problems, references(&p)...)
+	problems = append(problems, configProblems(&p)...)
 	if len(problems) > 0 {
 		return nil, &Error{Source: source, Problems: locate(problems, data)}
 	}

@@ -240,3 +240,75 @@ func TestLoadOfAPolicySaysToBuildItsPlan(t *testing.T) {
 	_, err = Load(cue)
 	require.EqualError(t, err, "invalid plan "+cue+":\n\tline 1, col 1: not JSON: invalid character 'p' looking for beginning of value (a CUE policy, not its plan? build the plan with `agentc build -o plan.json POLICY` and load that)")
 }
+
+// A builtin's config field outside the bounds its schema gives, nested in
+// a struct or not, is refused at its place: a plan edited by hand cannot
+// run a breaker that never opens, a budget of a billion billion dollars or
+// a negative cooldown that agentc vet would have refused. A duration is
+// refused below zero and beyond what a time.Duration holds; a string of
+// another form (a meter's window "month") is the layer's to judge.
+func TestDecodeRefusesConfigOutsideBounds(t *testing.T) {
+	layer := func(use, config string) string {
+		return `{"version":1,"policy":"p","chains":{"chat":[{"use":"` + use + `","config":` + config + `}]}}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{layer("retry", `{"breaker":{"failures":1000000000}}`),
+			`/chains/chat/0/config/breaker/failures (line 1, col 92): 1000000000 is out of range: retry's breaker.failures is from 1 to 1000`},
+		{layer("retry", `{"breaker":{"failures":-3}}`),
+			`/chains/chat/0/config/breaker/failures (line 1, col 92): -3 is out of range: retry's breaker.failures is from 1 to 1000`},
+		{layer("retry", `{"breaker":{"cooldown":"-5s"}}`),
+			`/chains/chat/0/config/breaker/cooldown (line 1, col 92): retry's breaker.cooldown "-5s" is out of range: a duration is never below zero`},
+		{layer("retry", `{"breaker":{"cooldown":"0s"}}`),
+			`/chains/chat/0/config/breaker/cooldown (line 1, col 92): retry's breaker.cooldown "0s" is out of range: must be above zero`},
+		{layer("retry", `{"breaker":{"cooldown":"1000000000000000000000000000000h"}}`),
+			`/chains/chat/0/config/breaker/cooldown (line 1, col 92): retry's breaker.cooldown "1000000000000000000000000000000h" is out of range: longer than the longest duration, 2562047h47m16.854775807s (about 292 years)`},
+		{layer("retry", `{"max_attempts":1000}`),
+			`/chains/chat/0/config/max_attempts (line 1, col 85): 1000 is out of range: retry's max_attempts is from 1 to 10`},
+		{layer("meter", `{"budget":{"usd":1e30}}`),
+			`/chains/chat/0/config/budget/usd (line 1, col 86): 1e30 is out of range: meter's budget.usd is above 0 to 1000000`},
+		{layer("meter", `{"budget":{"calls":-5}}`),
+			`/chains/chat/0/config/budget/calls (line 1, col 88): -5 is out of range: meter's budget.calls is from 1 to 1000000000`},
+		{layer("meter", `{"lease":"3000000h"}`),
+			`/chains/chat/0/config/lease (line 1, col 78): meter's lease "3000000h" is out of range: longer than the longest duration, 2562047h47m16.854775807s (about 292 years)`},
+		{layer("security", `{"classifier":{"url":"http://127.0.0.1:9","threshold":5}}`),
+			`/chains/chat/0/config/classifier/threshold (line 1, col 126): 5 is out of range: security's classifier.threshold is from 0 to 1`},
+		{layer("security", `{"classifier":{"url":"http://127.0.0.1:9","timeout":"-1s"}}`),
+			`/chains/chat/0/config/classifier/timeout (line 1, col 124): security's classifier.timeout "-1s" is out of range: a duration is never below zero`},
+	} {
+		_, err := Decode("edited.json", []byte(c.in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, c.in)
+		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
+	}
+	for _, in := range []string{
+		layer("meter", `{"window":"month","budget":{"usd":0.5,"calls":1000000000},"lease":"2562047h"}`),
+		layer("retry", `{"max_attempts":10,"multiplier":1,"breaker":{"failures":1000,"cooldown":"30s"}}`),
+		// A field of another kind is the layer's decoder's to refuse.
+		layer("retry", `{"max_attempts":"many"}`),
+	} {
+		_, err := Decode("ok.json", []byte(in))
+		assert.NoError(t, err, in)
+	}
+}
+
+// One walk of a plan finds its repeated keys and its numbers no float64
+// holds; the repeated keys are reported, all of them, before the numbers
+// (a number may sit under a key whose other value a reader sees).
+func TestDecodeReportsRepeatedKeysBeforeNumbers(t *testing.T) {
+	both := `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1e400,"usd_per_mtok_out":1,"usd_per_mtok_out":2}},"policy":"q"}`
+	_, err := Decode("both.json", []byte(both))
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{
+		`/models/m/usd_per_mtok_out (line 1, col 99): duplicate key "usd_per_mtok_out" (also at line 1, col 78)`,
+		`/policy (line 1, col 122): duplicate key "policy" (also at line 1, col 14)`,
+	}, pe.Problems)
+
+	nums := `{"version":1,"policy":"p","chains":{},"models":{"m":{"usd_per_mtok_in":1e400,"usd_per_mtok_out":-1e-400}}}`
+	_, err = Decode("nums.json", []byte(nums))
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, []string{
+		`/models/m/usd_per_mtok_in (line 1, col 72): number 1e400 does not fit a Go float64`,
+		`/models/m/usd_per_mtok_out (line 1, col 97): number -1e-400 does not fit a Go float64`,
+	}, pe.Problems)
+}

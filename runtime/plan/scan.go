@@ -33,61 +33,67 @@ func syntaxProblem(data []byte, err error) string {
 	return "not JSON: " + err.Error()
 }
 
-// duplicateKeys lists the keys an object of data, which must be one valid
-// JSON value, repeats: encoding/json keeps the last of them, while a reader
-// of the file may see the first, so a plan that repeats a key is refused.
-// Among the keys of a layer's config, which the runtime decodes into a Go
-// struct whose field names match keys regardless of case, keys that differ
-// only in case are repeats too.
-func duplicateKeys(data []byte) (problems []string) {
-	w := jsonwalk.Walker{
-		Fold: isLayerConfig,
-		Repeat: func(obj []byte, key string, start, first int64) bool {
-			problems = append(problems, fmt.Sprintf("%s/%s (%s): duplicate key %q (also at %s)",
-				obj, jsonpointer.Escape(key), at(data, start), key, at(data, first)))
-			return true
-		},
-	}
-	_ = w.Walk(data) // data was decoded whole before
-	return problems
-}
-
 // MaxNumberLength bounds the characters of a number in a plan: a float64
 // or a 64-bit integer takes at most 24.
 const MaxNumberLength = 100
 
-// numberProblems lists the numbers of data, which must be one valid JSON
-// value, that no Go float64 holds (beyond its range, or a number other
-// than zero too small for it, which would be read as 0) or that have more
-// than MaxNumberLength characters, wherever they are: no field of a plan,
-// nor a limit of the JSON Schemas it holds, needs one.
-func numberProblems(data []byte) (problems []string) {
-	values(data, func(ptr []byte, start int64) bool {
-		if c := data[start]; c != '-' && (c < '0' || c > '9') {
+// scan walks data, which must be one valid JSON value, once, and lists
+// two kinds of problems of it.
+//
+// dups are the keys an object repeats: encoding/json keeps the last of
+// them, while a reader of the file may see the first, so a plan that
+// repeats a key is refused. Among the keys of a layer's config, which the
+// runtime decodes into a Go struct whose field names match keys regardless
+// of case, keys that differ only in case are repeats too.
+//
+// nums are the numbers that no Go float64 holds (beyond its range, or a
+// number other than zero too small for it, which would be read as 0) or
+// that have more than MaxNumberLength characters, wherever they are: no
+// field of a plan, nor a limit of the JSON Schemas it holds, needs one.
+func scan(data []byte) (dups, nums []string) {
+	w := jsonwalk.Walker{
+		Fold: isLayerConfig,
+		Repeat: func(obj []byte, key string, start, first int64) bool {
+			dups = append(dups, fmt.Sprintf("%s/%s (%s): duplicate key %q (also at %s)",
+				obj, jsonpointer.Escape(key), at(data, start), key, at(data, first)))
 			return true
-		}
-		end := start
-		for end < int64(len(data)) && strings.IndexByte("+-.0123456789eE", data[end]) >= 0 {
-			end++
-		}
-		num := string(data[start:end])
-		loc := string(ptr)
-		if loc == "" {
-			loc = "/"
-		}
-		if len(num) > MaxNumberLength {
-			problems = append(problems, fmt.Sprintf("%s (%s): number %s... of %d characters: a plan's numbers have at most %d",
-				loc, at(data, start), num[:40], len(num), MaxNumberLength))
+		},
+		Value: func(ptr []byte, start int64) bool {
+			if p := numberProblem(data, ptr, start); p != "" {
+				nums = append(nums, p)
+			}
 			return true
-		}
-		f, err := strconv.ParseFloat(num, 64)
-		mantissa, _, _ := strings.Cut(strings.ToLower(num), "e")
-		if err != nil || f == 0 && strings.ContainsAny(mantissa, "123456789") {
-			problems = append(problems, fmt.Sprintf("%s (%s): number %s does not fit a Go float64", loc, at(data, start), num))
-		}
-		return true
-	})
-	return problems
+		},
+	}
+	_ = w.Walk(data) // data was decoded whole before
+	return dups, nums
+}
+
+// numberProblem says what is wrong with the value of data at start, whose
+// JSON pointer is ptr, when it is a number scan refuses ("" otherwise).
+func numberProblem(data, ptr []byte, start int64) string {
+	if c := data[start]; c != '-' && (c < '0' || c > '9') {
+		return ""
+	}
+	end := start
+	for end < int64(len(data)) && strings.IndexByte("+-.0123456789eE", data[end]) >= 0 {
+		end++
+	}
+	num := string(data[start:end])
+	loc := string(ptr)
+	if loc == "" {
+		loc = "/"
+	}
+	if len(num) > MaxNumberLength {
+		return fmt.Sprintf("%s (%s): number %s... of %d characters: a plan's numbers have at most %d",
+			loc, at(data, start), num[:40], len(num), MaxNumberLength)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	mantissa, _, _ := strings.Cut(strings.ToLower(num), "e")
+	if err != nil || f == 0 && strings.ContainsAny(mantissa, "123456789") {
+		return fmt.Sprintf("%s (%s): number %s does not fit a Go float64", loc, at(data, start), num)
+	}
+	return ""
 }
 
 // values calls visit with the JSON pointer (valid during the call only)

@@ -141,10 +141,12 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 
 // withAttachmentText returns the image part p (whose data is text:
 // scanned.AttachmentText) holding text in place of its data, its media type
-// and its other fields kept.
+// and its other fields kept. A data: URL's head is taken as a parser reads
+// it, without the tabs and line breaks it drops: a base64 marker broken
+// over two lines (";base\n64") is one, and is not written twice.
 func withAttachmentText(p runtime.ContentPart, text string) runtime.ContentPart {
-	if rest, ok := runtime.DataURL(p.ImageURL); ok {
-		head, _, _ := strings.Cut(rest, ",")
+	if u, ok := runtime.CanonicalDataURL(p.ImageURL); ok {
+		head, _, _ := strings.Cut(strings.TrimPrefix(u, "data:"), ",")
 		if n := len(";base64"); len(head) >= n && strings.EqualFold(head[len(head)-n:], ";base64") {
 			head = head[:len(head)-n]
 		}

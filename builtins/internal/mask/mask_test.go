@@ -434,3 +434,31 @@ func TestMessageMasksResultAttachmentInItsResult(t *testing.T) {
 	assert.Equal(t, runtime.ContentPart{Type: runtime.PartImage, ToolCallID: "call_1", MediaType: "text/csv", Data: []byte("id,[S]")}, got.Parts[3])
 	assert.Equal(t, "att s3cret", scanned.AttachmentText(msg.Parts[1]), "the caller's message is untouched")
 }
+
+// TestResultAttachmentKeepsItsDataURLHead: a tool result's text attachment
+// masked in place is written back as a base64 data: URL with the media
+// type and parameters it came with and one base64 marker, whatever the
+// marker's case, a plain (percent-encoded) body, or the line breaks a URL
+// parser drops inside the head: the layers and the model read the masked
+// text from it, as they read the original.
+func TestResultAttachmentKeepsItsDataURLHead(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString([]byte("att s3cret"))
+	masked := base64.StdEncoding.EncodeToString([]byte("att [S]"))
+	for _, c := range []struct{ url, want string }{
+		{"data:text/plain;base64," + b64, "data:text/plain;base64," + masked},
+		{"data:text/plain;BASE64," + b64, "data:text/plain;base64," + masked},
+		{"data:text/plain;charset=utf-8;Base64," + b64, "data:text/plain;charset=utf-8;base64," + masked},
+		{"DATA:text/csv;base64," + b64, "data:text/csv;base64," + masked},
+		{"data:text/plain,att%20s3cret", "data:text/plain;base64," + masked},
+		{"data:;base64," + b64, "data:;base64," + masked},
+		{"data:text/plain;base\n64," + b64, "data:text/plain;base64," + masked},
+		{"data:text/pl\tain;charset=utf-8;base64," + b64, "data:text/plain;charset=utf-8;base64," + masked},
+	} {
+		part := runtime.ContentPart{Type: runtime.PartImage, ToolCallID: "call_1", ImageURL: c.url}
+		msg := runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "call_1"}, part}}
+		got, ok := mask.Transcript{Mask: (&secret{}).mask}.Message("", &msg)
+		require.True(t, ok, "%q", c.url)
+		assert.Equal(t, c.want, got.Parts[1].ImageURL, "%q", c.url)
+		assert.Equal(t, "att [S]", scanned.AttachmentText(got.Parts[1]), "%q: the masked attachment reads as text again", c.url)
+	}
+}
