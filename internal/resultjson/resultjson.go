@@ -60,6 +60,9 @@ func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
 // parser of the text's reader may read the first (or, as Go's
 // encoding/json into a struct, a key in another case as the field).
 func Parse(text string) (any, error) {
+	if v, ok := decodeOnce([]byte(text)); ok {
+		return v, nil
+	}
 	if key, ok := jsonwalk.RepeatedKey([]byte(text)); ok {
 		return nil, errors.New("not valid JSON: " + RepeatedKeyProblem(key))
 	}
@@ -103,6 +106,9 @@ func Data(v any) (any, string, error) {
 		raw = b
 	}
 	if text {
+		if out, ok := decodeOnce(raw); ok {
+			return dataOf(out, raw)
+		}
 		// Its readers read a key given twice apart (Parse).
 		if key, ok := jsonwalk.RepeatedKey(raw); ok {
 			return nil, string(raw), errors.New(RepeatedKeyProblem(key))
@@ -114,6 +120,11 @@ func Data(v any) (any, string, error) {
 	if err := dec.Decode(&out); err != nil {
 		return nil, string(raw), err
 	}
+	return dataOf(out, raw)
+}
+
+// dataOf is Data's answer for out, the value read from raw.
+func dataOf(out any, raw []byte) (any, string, error) {
 	if sc, ok := structuredContent(out); ok {
 		b, err := json.Marshal(sc)
 		if err != nil {
