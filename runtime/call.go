@@ -1344,12 +1344,10 @@ type TurnCall struct {
 	// that of the layer running now (attemptAt).
 	ends  []turnEnd
 	depth int
-	// mu guards earlier, withhold and agent, which agent turns nested in
-	// the body may add to from goroutines of their own; agent is set
-	// while one of them runs (holdAgent).
+	// mu guards earlier and withhold, which agent turns nested in the
+	// body may add to from goroutines of their own.
 	mu      sync.Mutex
 	earlier []string
-	agent   bool
 	// body and bodyErr are what the turn's body returned (ran: it ran),
 	// and withhold what withholds the text of the agent turns run in it
 	// (RunAgent's own and those nested in it) when the chain refuses it
