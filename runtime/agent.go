@@ -115,7 +115,11 @@ type AgentResult struct {
 	// Stop says why the turn ended: StopDone or StopMaxSteps ("" when it
 	// failed).
 	Stop string `json:"stop,omitempty"`
-	// Attempts is the turn chain's attempt count.
+	// Attempts is the number of attempts of the turn chain that ran the
+	// agent loop (TurnResult.Attempts): 1 for a turn run once, one more
+	// for each time a layer of the chain ran the layers inside it again
+	// (a host's retry), each attempt after the first continuing the
+	// transcript the one before left.
 	Attempts int `json:"attempts"`
 }
 

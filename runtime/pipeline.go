@@ -764,6 +764,7 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 	c.mu.Lock()
 	c.earlier, c.withhold = nil, nil // another attempt's
 	c.mu.Unlock()
+	c.runs++
 	out, err := c.fn(context.WithValue(ctx, turnCallKey{}, c))
 	c.body, c.bodyErr, c.ran = out, err, true
 	return out, err
@@ -866,7 +867,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	default:
 		err = errors.Join(err, endErr)
 	}
-	return TurnResult{Output: out, Attempts: c.Meta.Attempts, Withheld: withheld}, err
+	return TurnResult{Output: out, Attempts: max(c.Meta.Attempts, c.runs), Withheld: withheld}, err
 }
 
 // enclosingTurn returns the turn of pl and of ctx's run whose body ctx is
