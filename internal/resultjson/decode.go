@@ -109,19 +109,8 @@ func (d *decoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[k.(string)] = v
-		d.space()
-		if d.i >= len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
-			return m, true
-		default:
-			return nil, false
+		if more, ok := d.next('}'); !more {
+			return m, ok
 		}
 	}
 }
@@ -143,21 +132,29 @@ func (d *decoder) list(depth int) (any, bool) {
 			return nil, false
 		}
 		l = append(l, v)
-		d.space()
-		if d.i >= len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-			d.space()
-		case ']':
-			d.i++
-			return l, true
-		default:
-			return nil, false
+		if more, ok := d.next(']'); !more {
+			return l, ok
 		}
 	}
+}
+
+// next reads what follows a member of an object or a list that end
+// reads: more after a comma, the end (ok), or a fault (not ok).
+func (d *decoder) next(end byte) (more, ok bool) {
+	d.space()
+	if d.i >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		d.space()
+		return true, true
+	case end:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // number reads a number by JSON's grammar as its text.

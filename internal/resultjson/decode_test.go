@@ -1,11 +1,8 @@
 package resultjson
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,42 +15,9 @@ import (
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 )
 
-// parseTwoPasses is Parse as it read a text before its one pass: the keys
-// given twice by jsonwalk.RepeatedKey, then the value by encoding/json.
-// It is the reference the one pass must agree with.
-func parseTwoPasses(text string) (any, error) {
-	if key, ok := jsonwalk.RepeatedKey([]byte(text)); ok {
-		return nil, errors.New("not valid JSON: " + RepeatedKeyProblem(key))
-	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, errors.New("not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not valid JSON: trailing data after the value")
-	}
-	return v, nil
-}
-
-// dataTwoPasses is Data of raw JSON text as it read it before its one
-// pass.
-func dataTwoPasses(raw []byte) (any, string, error) {
-	if key, ok := jsonwalk.RepeatedKey(raw); ok {
-		return nil, string(raw), errors.New(RepeatedKeyProblem(key))
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out any
-	if err := dec.Decode(&out); err != nil {
-		return nil, string(raw), err
-	}
-	return dataOf(out, raw)
-}
-
 // agree fails t unless Parse and Data read text as they read it in two
-// passes: the same value, or the same error.
+// passes (parseTwoPasses, dataTwoPasses: how they read every text before
+// decodeOnce): the same value, or the same error.
 func agree(t *testing.T, text []byte) {
 	t.Helper()
 	got, gerr := Parse(string(text))
