@@ -2,6 +2,7 @@ package resultjson
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -89,7 +90,8 @@ func (d *decoder) object(depth int) (any, bool) {
 		d.i++
 		return m, true
 	}
-	var keys keySet
+	var small [keyListMax]string
+	keys := keySet{list: small[:0]}
 	for {
 		if d.i >= len(d.data) || d.data[d.i] != '"' {
 			return nil, false
@@ -298,8 +300,10 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// keySet holds the keys of one object folded (jsonwalk.FoldKey): a list
-// while the object is small, a map past that.
+// keySet holds the keys of one object: a list while the object is small
+// (strings.EqualFold tells keys that fold alike, their runes being of
+// the same case folding orbits), a map of the keys folded
+// (jsonwalk.FoldKey) past that.
 type keySet struct {
 	list []string
 	set  map[string]struct{}
@@ -309,29 +313,27 @@ const keyListMax = 16
 
 // add adds k and reports whether no key of the set folds as it does.
 func (s *keySet) add(k string) bool {
+	if s.set == nil {
+		for _, g := range s.list {
+			if strings.EqualFold(g, k) {
+				return false
+			}
+		}
+		if len(s.list) < keyListMax {
+			s.list = append(s.list, k)
+			return true
+		}
+		s.set = make(map[string]struct{}, 2*keyListMax)
+		for _, g := range s.list {
+			s.set[foldKey(g)] = struct{}{}
+		}
+		s.list = nil
+	}
 	f := foldKey(k)
-	if s.set != nil {
-		if _, dup := s.set[f]; dup {
-			return false
-		}
-		s.set[f] = struct{}{}
-		return true
-	}
-	for _, g := range s.list {
-		if g == f {
-			return false
-		}
-	}
-	if len(s.list) < keyListMax {
-		s.list = append(s.list, f)
-		return true
-	}
-	s.set = make(map[string]struct{}, 2*keyListMax)
-	for _, g := range s.list {
-		s.set[g] = struct{}{}
+	if _, dup := s.set[f]; dup {
+		return false
 	}
 	s.set[f] = struct{}{}
-	s.list = nil
 	return true
 }
 

@@ -186,6 +186,13 @@ func TestFoldKeyAsJSONWalk(t *testing.T) {
 		k := string(rune(c))
 		assert.Equal(t, jsonwalk.FoldKey(k), foldKey(k), "%q", k)
 	}
+	// A small object's keys are told apart by strings.EqualFold.
+	keys := []string{"task", "TASK", "ta\u017fk", "kind", "\u212aind", "i", "ı", "I", "é", "É", "s", "ſ", "\ufffd", "a/b", "A/B"}
+	for _, a := range keys {
+		for _, b := range keys {
+			assert.Equal(t, jsonwalk.FoldKey(a) == jsonwalk.FoldKey(b), strings.EqualFold(a, b), "%q, %q", a, b)
+		}
+	}
 }
 
 // A large object's keys are kept in a map: a key given twice far apart is
@@ -252,6 +259,18 @@ func BenchmarkParse(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			_, _ = Parse(text)
+		}
+	})
+	// For scale: encoding/json's decoding alone, which notices no key
+	// given twice.
+	b.Run("encoding/json alone", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var v any
+			dec := json.NewDecoder(strings.NewReader(text))
+			dec.UseNumber()
+			_ = dec.Decode(&v)
 		}
 	})
 }
