@@ -1349,9 +1349,10 @@ type TurnCall struct {
 	mu      sync.Mutex
 	earlier []string
 	// body and bodyErr are what the turn's body returned (ran: it ran;
-	// runs: the attempts that ran it, TurnResult.Attempts), and withhold what withholds the text of the agent turns run in it
-	// (RunAgent's own and those nested in it) when the chain refuses it
-	// (refused, onRefused).
+	// runs: the attempts that ran it, TurnResult.Attempts), and withhold
+	// what withholds the text of the agent turns run in it (RunAgent's
+	// own and those nested in it) when the chain refuses it (refused,
+	// onRefused).
 	body     string
 	bodyErr  error
 	ran      bool
