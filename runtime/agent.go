@@ -115,7 +115,11 @@ type AgentResult struct {
 	// Stop says why the turn ended: StopDone or StopMaxSteps ("" when it
 	// failed).
 	Stop string `json:"stop,omitempty"`
-	// Attempts is the turn chain's attempt count.
+	// Attempts is the number of attempts of the turn chain that ran the
+	// agent loop (TurnResult.Attempts): 1 for a turn run once, one more
+	// for each time a layer of the chain ran the layers inside it again
+	// (a host's retry), each attempt after the first continuing the
+	// transcript the one before left.
 	Attempts int `json:"attempts"`
 }
 
@@ -403,37 +407,28 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 // reads: it is not handed to the outer turn chain (nestIn).
 func (pl *Pipeline) inAgentCall(ctx context.Context) string {
 	key := agentCallOf(ctx)
-	if key == "" {
-		return ""
-	}
-	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); !ok || c.pl != pl || c.Meta.Run.ID != RunOf(ctx).ID {
+	if key == "" || pl.enclosingTurn(ctx) == nil {
 		return ""
 	}
 	return key
 }
 
-// holdAgent holds, while runs are recorded, the turn of pl and of ctx's
-// run whose body ctx is (a host's turn running agent turns) for an agent
-// turn, which records its transcript as the run's: a second one while
-// another runs in the same turn is refused (ErrRunBusy), as a second turn
-// of the run is (holdTurn); one after the other, each continues the
-// transcript. It returns what releases the turn.
+// holdAgent holds, while runs are recorded, the turn whose body ctx is
+// (enclosingTurn: a host's turn running agent turns) for an agent turn,
+// which records its transcript as the run's: a second one while another
+// runs in the same turn is refused (ErrRunBusy), as a second turn of the
+// run is (holdTurn); one after the other, each continues the transcript.
+// It returns what releases the turn.
 func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
-	c, ok := ctx.Value(turnCallKey{}).(*TurnCall)
-	if !ok || c.pl != pl || !pl.recordRuns.Load() || c.Meta.Run.ID != RunOf(ctx).ID {
+	c := pl.enclosingTurn(ctx)
+	if c == nil {
 		return func() {}, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.agent {
+	release, ok := pl.hold(c)
+	if !ok {
 		return nil, fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy)
 	}
-	c.agent = true
-	return func() {
-		c.mu.Lock()
-		c.agent = false
-		c.mu.Unlock()
-	}, nil
+	return release, nil
 }
 
 // nestIn hands an agent turn run in the body of an outer turn (a

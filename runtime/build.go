@@ -318,9 +318,9 @@ type Pipeline struct {
 	// agent turn recorded the model's tool calls, before any runs
 	// (BuildContext.OnToolCalls).
 	recordRuns atomic.Bool
-	// turning holds the ids of the runs with a turn under way while runs
-	// are recorded (holdTurn).
-	turning   sync.Map
+	// busy holds, while runs are recorded, the ids of the runs with a
+	// turn under way and the turns whose body runs an agent turn (hold).
+	busy      sync.Map
 	toolHooks []func(ctx context.Context) error
 	callHooks []func(ctx context.Context) error
 	// checkpointKeep is how many versions of a run the saves in each

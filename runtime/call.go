@@ -1344,19 +1344,19 @@ type TurnCall struct {
 	// that of the layer running now (attemptAt).
 	ends  []turnEnd
 	depth int
-	// mu guards earlier, withhold and agent, which agent turns nested in
-	// the body may add to from goroutines of their own; agent is set
-	// while one of them runs (holdAgent).
+	// mu guards earlier and withhold, which agent turns nested in the
+	// body may add to from goroutines of their own.
 	mu      sync.Mutex
 	earlier []string
-	agent   bool
-	// body and bodyErr are what the turn's body returned (ran: it ran),
-	// and withhold what withholds the text of the agent turns run in it
-	// (RunAgent's own and those nested in it) when the chain refuses it
-	// (refused, onRefused).
+	// body and bodyErr are what the turn's body returned (ran: it ran;
+	// runs: the attempts that ran it, TurnResult.Attempts), and withhold
+	// what withholds the text of the agent turns run in it (RunAgent's
+	// own and those nested in it) when the chain refuses it (refused,
+	// onRefused).
 	body     string
 	bodyErr  error
 	ran      bool
+	runs     int
 	withhold []func()
 }
 
@@ -1431,8 +1431,13 @@ type TurnResult struct {
 	// Output is the turn's output as the turn chain returned it: kept when
 	// the turn ended well and only what a layer records at its end failed
 	// (Pipeline.Turn's error says so).
-	Output   string `json:"output"`
-	Attempts int    `json:"attempts"`
+	Output string `json:"output"`
+	// Attempts is the number of the turn chain's attempts: the times its
+	// layers ran the turn's body (a layer that runs the layers inside it
+	// again, such as a host's retry, makes one more each time), or the
+	// attempt count a layer stamped on the turn's Meta when that is more;
+	// 1 for a turn run once (or refused before its body ran).
+	Attempts int `json:"attempts"`
 	// Withheld reports a turn whose body's outcome the turn chain refused
 	// (a content_filter or an after-phase guard refused its output or the
 	// text of an earlier answer; a body that failed other than final and

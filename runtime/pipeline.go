@@ -764,6 +764,7 @@ func turnTerminal(ctx context.Context, c *TurnCall) (string, error) {
 	c.mu.Lock()
 	c.earlier, c.withhold = nil, nil // another attempt's
 	c.mu.Unlock()
+	c.runs++
 	out, err := c.fn(context.WithValue(ctx, turnCallKey{}, c))
 	c.body, c.bodyErr, c.ran = out, err, true
 	return out, err
@@ -818,10 +819,18 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	if err != nil {
 		return TurnResult{}, err
 	}
+	// A turn run in the body of a turn of the same run and pipeline (a
+	// scenario's turn step around an agent step, a tool that runs an
+	// agent turn) is part of it: it does not hold the run the outer turn
+	// holds, and what its layers ask to do at its end is left to the
+	// outer turn's end (a checkpoint saves the run once, as the outer
+	// turn ends, and a refused delegate does not finish the run the outer
+	// turn goes on with). A fresh run has no outer turn.
+	nested := pl.enclosingTurn(ctx) != nil
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else {
-		release, err := pl.holdTurn(ctx, run.ID)
+		release, err := pl.holdTurn(run.ID, nested)
 		if err != nil {
 			return TurnResult{}, err
 		}
@@ -830,14 +839,6 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 			defer pl.runs.end(pl.runs.begin(run.ID))
 		}
 	}
-	// A turn run in the body of a turn of the same run and pipeline (a
-	// scenario's turn step around an agent step, a tool that runs an
-	// agent turn) is part of it: what its layers ask to do at its end is
-	// left to the outer turn's end (a checkpoint saves the run once, as
-	// the outer turn ends, and a refused delegate does not finish the run
-	// the outer turn goes on with).
-	outer, nested := ctx.Value(turnCallKey{}).(*TurnCall)
-	nested = nested && outer.pl == pl && outer.Meta.Run.ID == run.ID
 	ctx = pl.withTurnGrounding(ctx, req.Input)
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl}
 	c.Meta.Run = *run
@@ -866,24 +867,47 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	default:
 		err = errors.Join(err, endErr)
 	}
-	return TurnResult{Output: out, Attempts: c.Meta.Attempts, Withheld: withheld}, err
+	return TurnResult{Output: out, Attempts: max(c.Meta.Attempts, c.runs), Withheld: withheld}, err
 }
 
-// holdTurn holds the named run for a turn while runs are recorded, and
-// returns what releases it: a turn of a run that another turn holds is
-// refused (ErrRunBusy), unless ctx is that turn's (a turn nested in the
-// body of a turn of the same run and pipeline is part of it).
-func (pl *Pipeline) holdTurn(ctx context.Context, runID string) (func(), error) {
+// enclosingTurn returns the turn of pl and of ctx's run whose body ctx is
+// (Pipeline.Turn), or nil: a turn, an agent turn or a tool call run there
+// is part of that turn.
+func (pl *Pipeline) enclosingTurn(ctx context.Context) *TurnCall {
+	c, ok := ctx.Value(turnCallKey{}).(*TurnCall)
+	if !ok || c.pl != pl || c.Meta.Run.ID != RunOf(ctx).ID {
+		return nil
+	}
+	return c
+}
+
+// hold holds key in pl.busy while runs are recorded, and returns what
+// releases it; false when key is held already. The keys are the ids of
+// the runs a turn holds (holdTurn) and the turns whose body runs an agent
+// turn (holdAgent): one turn of a run, and one agent turn in a turn's
+// body, at a time, as each records its transcript as the run's.
+func (pl *Pipeline) hold(key any) (func(), bool) {
 	if !pl.recordRuns.Load() {
+		return func() {}, true
+	}
+	if _, busy := pl.busy.LoadOrStore(key, struct{}{}); busy {
+		return nil, false
+	}
+	return func() { pl.busy.Delete(key) }, true
+}
+
+// holdTurn holds the named run for a turn, and returns what releases it:
+// a turn of a run that another turn holds is refused (ErrRunBusy), unless
+// it is nested in that turn's body (enclosingTurn), which it is part of.
+func (pl *Pipeline) holdTurn(runID string, nested bool) (func(), error) {
+	if nested {
 		return func() {}, nil
 	}
-	if c, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && c.pl == pl && c.Meta.Run.ID == runID {
-		return func() {}, nil
-	}
-	if _, busy := pl.turning.LoadOrStore(runID, struct{}{}); busy {
+	release, ok := pl.hold(runID)
+	if !ok {
 		return nil, fmt.Errorf("turn: run %q: %w (one turn of a run at a time while its transcript is recorded)", runID, ErrRunBusy)
 	}
-	return func() { pl.turning.Delete(runID) }, nil
+	return release, nil
 }
 
 // Admit returns the items the plan's admission predicate admits, in order. A

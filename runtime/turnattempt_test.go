@@ -386,3 +386,51 @@ func TestAgentTurnAttemptKeepsTheInput(t *testing.T) {
 	assert.Equal(t, seen, res.Messages[:5])
 	assert.Equal(t, res.Messages, pl.Transcript(ctx))
 }
+
+// TestTurnAttemptsCountTheChainsAttempts: a turn a host's retry ran again
+// reported one attempt (the count stamped by a retry of the chat or tool
+// chains alone, which no layer of the turn chain stamps), though its body
+// ran twice and the agent loop's second attempt continued the first's
+// transcript. Attempts counts the turn chain's attempts: once, 1; run
+// again, 2, for a host's turn, an agent turn and one whose attempt after
+// returns what its body returned before.
+func TestTurnAttemptsCountTheChainsAttempts(t *testing.T) {
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+	again := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("test.turn_again", `{}`)}}), runtime.Deps{})
+	res, err := again.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) { return "once", nil })
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Attempts, "a turn run once")
+	failed := false
+	res, err = again.Turn(ctx, runtime.TurnRequest{Input: "go"}, func(context.Context) (string, error) {
+		if !failed {
+			failed = true
+			return "", &runtime.CallError{Kind: runtime.KindTransient, Message: "upstream hiccup"}
+		}
+		return "twice", nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "twice", res.Output)
+	assert.Equal(t, 2, res.Attempts, "a host's turn run again")
+
+	tools, made := countingTools(0)
+	p := refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`)}, p.Chains.Turn...)
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": attemptModel()}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	agent, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.NoError(t, err)
+	assert.Equal(t, "refunded", agent.Output)
+	assert.Equal(t, map[string]int{"refund 7": 1}, made())
+	assert.Equal(t, 2, agent.Attempts, "an agent turn whose model call failed, run again")
+	agent, err = pl.RunAgent(runtime.WithRun(context.Background(), runtime.Run{ID: "r2"}), runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.NoError(t, err)
+	assert.Equal(t, 1, agent.Attempts, "an agent turn run once")
+
+	model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"refunded"}})
+	p = refundPlan()
+	p.Chains.Turn = append([]plan.Layer{rt.Layer("test.turn_again", `{}`), rt.Layer("test.turn_flaky", `{}`)}, p.Chains.Turn...)
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	agent, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, model.Calls())
+	assert.Equal(t, 2, agent.Attempts, "an agent turn whose body returned, run again by a layer that failed after it")
+}

@@ -60,6 +60,16 @@ func Compile(raw json.RawMessage) (*jsonschema.Schema, error) {
 // parser of the text's reader may read the first (or, as Go's
 // encoding/json into a struct, a key in another case as the field).
 func Parse(text string) (any, error) {
+	if v, ok := decodeOnce([]byte(text)); ok {
+		return v, nil
+	}
+	return parseTwoPasses(text)
+}
+
+// parseTwoPasses reads text as Parse does, in two passes, the first for
+// a key given twice (jsonwalk.RepeatedKey), the second by encoding/json:
+// it says why a text that decodeOnce does not read is refused.
+func parseTwoPasses(text string) (any, error) {
 	if key, ok := jsonwalk.RepeatedKey([]byte(text)); ok {
 		return nil, errors.New("not valid JSON: " + RepeatedKeyProblem(key))
 	}
@@ -87,33 +97,50 @@ func RepeatedKeyProblem(key string) string {
 // (numbers as json.Number); the structured content of an MCP result stands
 // for the result.
 func Data(v any) (any, string, error) {
-	var raw []byte
-	text := true // raw is text a tool wrote, not the JSON form of a Go value
 	switch r := v.(type) {
 	case json.RawMessage:
-		raw = r
+		return dataOfText(r)
 	case []byte:
-		raw = r
-	default:
-		text = false
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, "", err
-		}
-		raw = b
+		return dataOfText(r)
 	}
-	if text {
-		// Its readers read a key given twice apart (Parse).
-		if key, ok := jsonwalk.RepeatedKey(raw); ok {
-			return nil, string(raw), errors.New(RepeatedKeyProblem(key))
-		}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, "", err
 	}
+	return decodeData(raw)
+}
+
+// dataOfText is Data of raw, text a tool wrote, whose readers read a key
+// given twice apart (Parse).
+func dataOfText(raw []byte) (any, string, error) {
+	if out, ok := decodeOnce(raw); ok {
+		return dataOf(out, raw)
+	}
+	return dataTwoPasses(raw)
+}
+
+// dataTwoPasses is dataOfText in two passes, as parseTwoPasses: it says
+// why a text that decodeOnce does not read is refused.
+func dataTwoPasses(raw []byte) (any, string, error) {
+	if key, ok := jsonwalk.RepeatedKey(raw); ok {
+		return nil, string(raw), errors.New(RepeatedKeyProblem(key))
+	}
+	return decodeData(raw)
+}
+
+// decodeData is Data of the first JSON value of raw, by encoding/json.
+func decodeData(raw []byte) (any, string, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var out any
 	if err := dec.Decode(&out); err != nil {
 		return nil, string(raw), err
 	}
+	return dataOf(out, raw)
+}
+
+// dataOf is Data's answer for out, the value read from raw.
+func dataOf(out any, raw []byte) (any, string, error) {
 	if sc, ok := structuredContent(out); ok {
 		b, err := json.Marshal(sc)
 		if err != nil {
