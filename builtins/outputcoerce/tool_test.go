@@ -59,6 +59,15 @@ func TestToolResultSchemaValidPassesAndAnnotateLogs(t *testing.T) {
 	_, err = raw.Tool(context.Background(), runtime.ToolRequest{Name: "order"})
 	require.NoError(t, err, "raw JSON results are parsed")
 
+	// Raw bytes holding a valid value and another after it were checked
+	// by the first, and the tool's reader got both.
+	for _, v := range []any{json.RawMessage(`{"status":"open"} {"status":"lost"}`), []byte(`{"status":"open"}{"status":"lost"}`)} {
+		_, err = toolPipeline(t, `{}`, map[string]any{"order": v}).Tool(context.Background(), runtime.ToolRequest{Name: "order"})
+		var re *outputcoerce.ResultError
+		require.ErrorAs(t, err, &re, "%s", v)
+		assert.Equal(t, "not valid JSON: trailing data after the value", re.Diagnostics[0].Message)
+	}
+
 	ann := toolPipeline(t, `{"mode":"annotate"}`, map[string]any{"order": map[string]any{"status": "lost"}})
 	v, err = ann.Tool(context.Background(), runtime.ToolRequest{Name: "order"})
 	require.NoError(t, err)

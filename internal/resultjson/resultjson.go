@@ -80,7 +80,7 @@ func parseTwoPasses(text string) (any, error) {
 		return nil, errors.New("not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not valid JSON: trailing data after the value")
+		return nil, errors.New("not valid JSON: " + errTrailing.Error())
 	}
 	return v, nil
 }
@@ -93,7 +93,7 @@ func RepeatedKeyProblem(key string) string {
 
 // Data is a tool result as JSON data, with its JSON text: raw JSON bytes
 // ([]byte, json.RawMessage) are parsed (refused, as by Parse, when an
-// object gives a key twice), any other value is marshalled and parsed back
+// object gives a key twice or the bytes hold more than one value), any other value is marshalled and parsed back
 // (numbers as json.Number); the structured content of an MCP result stands
 // for the result.
 func Data(v any) (any, string, error) {
@@ -128,13 +128,21 @@ func dataTwoPasses(raw []byte) (any, string, error) {
 	return decodeData(raw)
 }
 
-// decodeData is Data of the first JSON value of raw, by encoding/json.
+// errTrailing refuses a text that holds more than one JSON value: its
+// reader reads all of it, where a check of the first value would pass it.
+var errTrailing = errors.New("trailing data after the value")
+
+// decodeData is Data of the JSON value raw holds, by encoding/json; raw
+// holding more than one value is refused (errTrailing).
 func decodeData(raw []byte) (any, string, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var out any
 	if err := dec.Decode(&out); err != nil {
 		return nil, string(raw), err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, string(raw), errTrailing
 	}
 	return dataOf(out, raw)
 }

@@ -60,3 +60,22 @@ func TestAKeyGivenTwiceIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"b": json.Number("1"), "B": json.Number("2")}, data)
 }
+
+// TestDataRefusesTrailingData: raw bytes holding a JSON value and more
+// (`{"status":"ok"} {"status":"error"}`) were read as their first value, so
+// output_coerce validated that value while the result the model reads holds
+// both; Parse refuses such a text, and so does Data now.
+func TestDataRefusesTrailingData(t *testing.T) {
+	for _, raw := range []string{`{"status":"ok"} {"status":"error"}`, `{"status":"ok"} tail`, `1 2`, "[] ]"} {
+		for _, v := range []any{json.RawMessage(raw), []byte(raw)} {
+			_, text, err := Data(v)
+			require.EqualError(t, err, "trailing data after the value", raw)
+			assert.Equal(t, raw, text)
+		}
+		_, err := Parse(raw)
+		require.Error(t, err)
+	}
+	data, _, err := Data(json.RawMessage(" {\"status\":\"ok\"}\n\t "))
+	require.NoError(t, err, "white space around the value is no data")
+	assert.Equal(t, map[string]any{"status": "ok"}, data)
+}
