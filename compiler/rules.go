@@ -248,7 +248,12 @@ membership in an empty list (tool.name in []). So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
-doubt is returned without running it. The parts that read the call
+doubt is returned without running it. A guard's deny and require are read
+together with its when, as the guard runs only where the when holds: a
+deny that cannot hold where the when does (when: "args.currency ==
+'EUR'", deny: "args.currency == 'USD' && args.amount > 100.0") never
+blocks, nor does a require the when makes always true (when: "args.count
+> 10", require: "args.count > 5"). The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
