@@ -278,7 +278,11 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. The same holds of the
+format type, or build messages of another role. So is run.meta.tenant or
+run.meta.key compared with a tenant or a key name no declared key has,
+where the policy declares keys: agentc serve sets them from the key it
+admitted (a host embedding agentc may set others; without keys the host
+names the tenant, and nothing is said). The same holds of the
 name of a tool offered (request.tools), called (response.tool_calls) or
 called earlier (a message's tool_calls) in the chat stage, compared with a
 name no declared tool has where only declared tools run: a warning, as a
