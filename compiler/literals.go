@@ -96,6 +96,8 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 			// declare (runtime.Deps.Models): a warning.
 			return valueSet{values: sortedNames(p.Models), what: "the declared models", sev: dsl.Warning}, true
 		}
+	case "run.meta.tenant", "run.meta.key":
+		return c.metaKeyValues(path, stage)
 	case "response.finish_reason":
 		if stage == predicate.Chat {
 			// A provider passes a finish reason it does not map through as

@@ -248,7 +248,12 @@ membership in an empty list (tool.name in []). So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
-doubt is returned without running it. The parts that read the call
+doubt is returned without running it. A guard's deny and require are read
+together with its when, as the guard runs only where the when holds: a
+deny that cannot hold where the when does (when: "args.currency ==
+'EUR'", deny: "args.currency == 'USD' && args.amount > 100.0") never
+blocks, nor does a require the when makes always true (when: "args.count
+> 10", require: "args.count > 5"). The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an
@@ -273,7 +278,11 @@ tool_calls, content_filter, pause_turn or '', request.params.response_format
 with anything but text, json_object, json_schema or '' (none set), and a
 message's role with anything but system, user, assistant or tool: a host
 may register an undeclared model client, send another finish reason or
-format type, or build messages of another role. The same holds of the
+format type, or build messages of another role. So is run.meta.tenant or
+run.meta.key compared with a tenant or a key name no declared key has,
+where the policy declares keys: agentc serve sets them from the key it
+admitted (a host embedding agentc may set others; without keys the host
+names the tenant, and nothing is said). The same holds of the
 name of a tool offered (request.tools), called (response.tool_calls) or
 called earlier (a message's tool_calls) in the chat stage, compared with a
 name no declared tool has where only declared tools run: a warning, as a

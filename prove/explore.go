@@ -455,30 +455,28 @@ func timed(chain []plan.Layer) bool {
 // tool chain, once and as concurrent duplicates.
 func (e *explorer) targets() []target {
 	var out []target
-	if len(e.orig.Chains.Chat) > 0 {
-		for _, m := range sortedKeys(e.orig.Models) {
-			out = append(out, target{stage: plan.StageChat, name: m, copies: 1, label: "chat " + m})
-		}
+	// An empty chain is explored too: the call reaches the model or tool
+	// directly, and the invariants hold of that run or not.
+	for _, m := range sortedKeys(e.orig.Models) {
+		out = append(out, target{stage: plan.StageChat, name: m, copies: 1, label: "chat " + m})
 	}
-	if len(e.orig.Chains.Tool) > 0 {
-		for _, name := range sortedKeys(e.orig.Tools) {
-			variants := argVariants(e.orig.Tools[name].Args)
-			for vi, args := range variants {
-				for c := 1; c <= e.opts.Copies; c++ {
-					label := "tool " + name
-					if len(variants) > 1 {
-						label += fmt.Sprintf(" (args %d)", vi+1)
-					}
-					if c == 1 {
-						out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
-						continue
-					}
-					// Concurrent copies one after the other, and admitted
-					// together.
-					label += fmt.Sprintf(" x%d concurrent", c)
-					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label + ", one after the other"},
-						target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
+	for _, name := range sortedKeys(e.orig.Tools) {
+		variants := argVariants(e.orig.Tools[name].Args)
+		for vi, args := range variants {
+			for c := 1; c <= e.opts.Copies; c++ {
+				label := "tool " + name
+				if len(variants) > 1 {
+					label += fmt.Sprintf(" (args %d)", vi+1)
 				}
+				if c == 1 {
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+					continue
+				}
+				// Concurrent copies one after the other, and admitted
+				// together.
+				label += fmt.Sprintf(" x%d concurrent", c)
+				out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label + ", one after the other"},
+					target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
 			}
 		}
 	}

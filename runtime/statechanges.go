@@ -784,11 +784,17 @@ func unionKeys[V any](a, b map[string]V) map[string]bool {
 	return out
 }
 
+// jsonOr writes a config value for a message, compacted: a plan file
+// indents its configs, and a message is one line. "unset" when absent.
 func jsonOr(b json.RawMessage) string {
 	if len(b) == 0 {
 		return "unset"
 	}
-	return string(b)
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return strings.Join(strings.Fields(string(b)), " ")
+	}
+	return out.String()
 }
 
 // layerFields returns the top-level fields of l's config, with its

@@ -32,6 +32,7 @@ var Suite = []*Rule{
 	Inert,
 	ContextWindow,
 	BudgetBelowEstimate,
+	RefuseUnestimatedOutput,
 	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,

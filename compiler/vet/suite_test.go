@@ -48,6 +48,7 @@ var designRules = map[string]dsl.Severity{
 	"guard/undeclared-tools":             dsl.Warning,
 	"guard/context-window":               dsl.Warning,
 	"guard/budget-below-estimate":        dsl.Warning,
+	"guard/output-unestimated":           dsl.Warning,
 	"state/store-setup":                  dsl.Error,
 	"state/local-in-replicas":            dsl.Warning,
 	"state/cache-across-tenants":         dsl.Warning,
