@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"slices"
 	"sort"
@@ -951,14 +950,11 @@ func (s *Server) metricsHandler() http.Handler {
 // tenant nor a caller without a key has any business reading.
 func (s *Server) guardTenants(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cur.Load().tenants > 1 && !onUnixSocket(r) {
-			ap, err := netip.ParseAddrPort(r.RemoteAddr)
-			if err != nil || !ap.Addr().Unmap().IsLoopback() {
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.WriteHeader(http.StatusForbidden)
-				_, _ = w.Write([]byte(errTenantsMetrics + "\n"))
-				return
-			}
+		if s.cur.Load().tenants > 1 && !onUnixSocket(r) && !LoopbackAddr(r.RemoteAddr) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(errTenantsMetrics + "\n"))
+			return
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -970,8 +966,7 @@ func (s *Server) metricsLoopbackOnly(addr net.Addr) bool {
 	if s.opts.MetricsElsewhere || s.cur.Load().tenants < 2 || addr.Network() == "unix" {
 		return false
 	}
-	ap, err := netip.ParseAddrPort(addr.String())
-	return err != nil || !ap.Addr().Unmap().IsLoopback()
+	return !LoopbackAddr(addr.String())
 }
 
 // onUnixSocket reports whether r came on a Unix socket listener (an

@@ -143,7 +143,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxInFlightBytes: *maxInFlightBytes, MaxInFlightPerTenant: *maxInFlightTenant,
 		MaxInFlightBytesPerTenant: *maxInFlightBytesTenant,
 		MetricsElsewhere:          *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
-		RequireKeys: !*keyless && !loopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
+		RequireKeys: !*keyless && !serve.LoopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
 	})
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
@@ -312,20 +312,4 @@ func clientless(p *plan.Plan) error {
 		return fmt.Errorf("models %s declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
 	}
 	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", names[0])
-}
-
-// loopbackAddr reports whether addr, a -listen address, names a loopback
-// interface only: localhost or a loopback IP. An address of every
-// interface (":8080", "0.0.0.0:8080") or of a host name is not one.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	host, _, _ = strings.Cut(host, "%")
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
