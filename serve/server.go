@@ -296,20 +296,31 @@ type Server struct {
 // ErrAborted is returned by Serve when Abort cut the shutdown short.
 var ErrAborted = errors.New("serve: stopped at once; the requests in flight were cut")
 
+// OptionsError is New's error for Options that cannot serve whatever the
+// policy. Its message names the field and the agentc serve flag that sets
+// it.
+type OptionsError struct{ msg string }
+
+func (e *OptionsError) Error() string { return e.msg }
+
+func optionsErrorf(format string, args ...any) error {
+	return &OptionsError{msg: "serve: " + fmt.Sprintf(format, args...)}
+}
+
 // New loads the first generation of the policy and returns the server. A
 // policy that does not load or build fails New, and so do options that
-// cannot serve (MaxInFlightBytes below MaxBodyBytes).
+// cannot serve (MaxInFlightBytes below MaxBodyBytes, an *OptionsError).
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Source == nil {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
 	if opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < opts.MaxBodyBytes {
-		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+		return nil, optionsErrorf("-maxinflightbytes (Options.MaxInFlightBytes, %d) must be at least -maxbody (Options.MaxBodyBytes, %d), or a body at the limit is never served",
 			opts.MaxInFlightBytes, opts.MaxBodyBytes)
 	}
 	if opts.MaxInFlightBytesPerTenant > 0 && opts.MaxInFlightBytesPerTenant < opts.MaxBodyBytes {
-		return nil, fmt.Errorf("serve: Options.MaxInFlightBytesPerTenant (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+		return nil, optionsErrorf("-maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, %d) must be at least -maxbody (Options.MaxBodyBytes, %d), or a body at the limit is never served",
 			opts.MaxInFlightBytesPerTenant, opts.MaxBodyBytes)
 	}
 	hosts, err := newHostRule(opts.AllowHosts)

@@ -197,7 +197,7 @@ func TestTenantBodyShareBelowTheBodyLimitFails(t *testing.T) {
 	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
 		MaxBodyBytes: 1000, MaxInFlightBytesPerTenant: 999})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "MaxInFlightBytesPerTenant (999) must be at least Options.MaxBodyBytes (1000)")
+	assert.Contains(t, err.Error(), "serve: -maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, 999) must be at least -maxbody (Options.MaxBodyBytes, 1000)")
 }
 
 // Reloads that race (SIGHUP, the watcher, Server.Reload at once) run one
