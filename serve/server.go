@@ -258,9 +258,10 @@ type Server struct {
 	// bounded route (Options.MaxInFlightPerTenant), under tenantMu.
 	tenantMu    sync.Mutex
 	tenantCalls map[string]int
-	// tenantBytes counts the bytes of request bodies each tenant holds
-	// (Options.MaxInFlightBytesPerTenant), under tenantMu.
-	tenantBytes map[string]int64
+	// tenantBytes are the shares of the tenants whose requests hold bytes
+	// of request bodies (Options.MaxInFlightBytesPerTenant): the map and
+	// the shares' refs under tenantMu, their bytes atomic.
+	tenantBytes map[string]*tenantBody
 	// bodyBytes are the bytes of request bodies charged to
 	// Options.MaxInFlightBytes.
 	bodyBytes atomic.Int64
@@ -331,7 +332,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
-		tenantCalls: map[string]int{}, tenantBytes: map[string]int64{}}
+		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
