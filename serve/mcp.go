@@ -486,12 +486,15 @@ const (
 
 // UpstreamTools lists every tool of a session, following pagination, within
 // the bounds above (maxUpstreamTools definitions, maxUpstreamToolBytes of
-// their JSON, maxUpstreamPages pages, no cursor twice).
+// their JSON, maxUpstreamPages pages, no cursor twice), each name once: a
+// call names its tool by name, so of two definitions under one name (the
+// one scanned, the one the server runs) neither can be trusted.
 func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var out []*mcp.Tool
 	var size int
 	params := &mcp.ListToolsParams{}
 	cursors := map[string]bool{}
+	names := map[string]bool{}
 	for page := 1; ; page++ {
 		res, err := cs.ListTools(ctx, params)
 		if err != nil {
@@ -508,6 +511,10 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 			if size += len(b); size > maxUpstreamToolBytes {
 				return nil, fmt.Errorf("the server's tool definitions are over the limit of %d bytes", maxUpstreamToolBytes)
 			}
+			if names[t.Name] {
+				return nil, fmt.Errorf("the server lists tool %.64q twice: a call names its tool by name, so which of the two definitions it would run cannot be told", t.Name)
+			}
+			names[t.Name] = true
 			out = append(out, t)
 		}
 		switch {
