@@ -217,7 +217,20 @@ mcp: servers: pager: url: %q
 	require.NoError(t, err)
 	require.Equal(t, "ran ping", text(t, res))
 
-	list.Store(endlessLists[`the server's list gave cursor "again" again on page 2: it never ends`])
+	listAgain(t, s, srv, list, endlessLists[`the server's list gave cursor "again" again on page 2: it never ends`])
+	assert.Contains(t, s.logs.String(), `it never ends`)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), `tool "ping" of mcp server "pager" is not served`)
+}
+
+// listAgain has the upstream answer tools/list with pages from now on,
+// announces a change of its list, and waits until the gateway logs that
+// the list could not be taken again.
+func listAgain(t *testing.T, s *served, srv *mcp.Server, list *atomic.Value, pages func(cursor string) *mcp.ListToolsResult) {
+	t.Helper()
+	list.Store(pages)
 	srv.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
@@ -225,11 +238,6 @@ mcp: servers: pager: url: %q
 	require.Eventually(t, func() bool {
 		return strings.Contains(s.logs.String(), "mcp upstream tools could not be listed again")
 	}, 5*time.Second, 10*time.Millisecond)
-	assert.Contains(t, s.logs.String(), `it never ends`)
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
-	require.NoError(t, err)
-	assert.True(t, res.IsError)
-	assert.Contains(t, text(t, res), `tool "ping" of mcp server "pager" is not served`)
 }
 
 // TestMCPHugeToolDefinitionWithheld: a tool whose definition is over the
@@ -497,13 +505,6 @@ mcp: servers: pager: url: %q
 
 mcp: servers: pager: url: %q
 `, upstream))), WatchInterval: -1})
-	list.Store(twice)
-	srv.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		})
-	require.Eventually(t, func() bool {
-		return strings.Contains(s.logs.String(), "mcp upstream tools could not be listed again")
-	}, 5*time.Second, 10*time.Millisecond)
+	listAgain(t, s, srv, list, twice)
 	assert.Contains(t, s.logs.String(), `server=pager error="the server lists tool \"ping\" twice`)
 }
