@@ -59,8 +59,8 @@ mcp: servers: envy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {
 }
 
 // TestMCPStdioUpstreamEnvUnset: a command server's env naming a variable
-// the gateway lacks fails the load, naming the server, the entry and the
-// variable, as a header's does.
+// the gateway lacks, or holding a malformed reference, fails the load,
+// naming the server, the entry and the variable, as a header's does.
 func TestMCPStdioUpstreamEnvUnset(t *testing.T) {
 	dir := writePolicy(t, fmt.Sprintf(`package gw
 
@@ -73,6 +73,16 @@ mcp: servers: gh: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {
 		LookupEnv: func(string) (string, bool) { return "", false }})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `mcp server "gh": env GITHUB_TOKEN: environment variable AGENTC_TEST_UNSET_TOKEN is not set`)
+
+	// A $ that is no reference is refused as a header's is ($$ writes one).
+	dir = writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: gh: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGENTC_TEST_MCP_STDIO: "1", PS1: "$ "}}
+`, os.Args[0]))
+	_, err = New(context.Background(), Options{Source: cueSource(dir), Logger: slog.New(slog.DiscardHandler),
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `mcp server "gh": env PS1: offset 0: a $ that is neither ${NAME} nor $$`)
 }
 
 // TestCommandEnvSkipsFunctions: an inherited variable whose value is a
