@@ -652,13 +652,14 @@ func stopReason(finish, stopSeq string, calls bool) string {
 }
 
 // appendStopSequence appends the stop_sequence field: the sequence the
-// model stopped at, else null.
+// model stopped at (as the upstream wrote it, bounded as its error fields
+// are), else null.
 func appendStopSequence(b []byte, finish, stopSeq string) []byte {
 	b = append(b, `,"stop_sequence":`...)
 	if finish != runtime.FinishStop || stopSeq == "" {
 		return append(b, "null"...)
 	}
-	return wire.AppendString(b, stopSeq)
+	return wire.AppendString(b, relayed(stopSeq, maxRelayedField))
 }
 
 // appendAnthropicUsage appends a usage object; Anthropic's input_tokens

@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"fmt"
-
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -41,7 +39,7 @@ func (c CacheUsage) check() error {
 	case "", CacheUsageAuto, CacheUsageReport, CacheUsageWithhold:
 		return nil
 	}
-	return fmt.Errorf("serve: Options.CacheUsage: want %q, %q or %q, got %q", CacheUsageAuto, CacheUsageReport, CacheUsageWithhold, string(c))
+	return optionsErrorf("-cacheusage (Options.CacheUsage) must be %s, %s or %s, got %q", CacheUsageAuto, CacheUsageReport, CacheUsageWithhold, string(c))
 }
 
 // withholds reports whether c withholds the figures of a generation whose

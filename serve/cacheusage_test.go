@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,4 +76,15 @@ keys: other: {sha256: "` + "0000000000000000000000000000000000000000000000000000
 		assert.EqualValues(t, 82, r.Usage.InputTokens, mode)
 		assert.EqualValues(t, want, r.Usage.InputTokensDetails.CachedTokens, mode)
 	}
+}
+
+// TestNewRefusesUnknownCacheUsage: a CacheUsage other than the three is
+// refused by New, before the policy is read, in the words agentc serve's
+// flag shows.
+func TestNewRefusesUnknownCacheUsage(t *testing.T) {
+	_, err := New(context.Background(), Options{Source: cueSource(filepath.Join(t.TempDir(), "missing")), CacheUsage: "hide"})
+	require.Error(t, err)
+	assert.Equal(t, `serve: -cacheusage (Options.CacheUsage) must be auto, report or withhold, got "hide"`, err.Error())
+	var oe *OptionsError
+	assert.ErrorAs(t, err, &oe)
 }

@@ -444,15 +444,20 @@ const maxRequestID = 128
 // requestIDForm reports whether id is of a provider's request id's form:
 // at most maxRequestID bytes of visible ASCII.
 func requestIDForm(id string) bool {
-	if len(id) > maxRequestID {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= ' ' || id[i] > '~' {
-			return false
+	return len(id) <= maxRequestID && invisibleByte(id) < 0
+}
+
+// invisibleByte returns the index of the first byte of s that is not
+// visible ASCII ('!' to '~': a space, a control or a byte of a character
+// outside ASCII), or -1: the form of an id a header carries (a request id,
+// a run id).
+func invisibleByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return i
 		}
 	}
-	return true
+	return -1
 }
 
 // NoteServedModel implements runtime.ServedModels.

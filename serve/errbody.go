@@ -47,9 +47,9 @@ func callError(a api, status int, err error) errDoc {
 
 // maxRelayedMessage is the most of a failed call's message an error body
 // relays, and maxRelayedField the most of an upstream's error type, code
-// or param: an upstream's error body is read up to 1 MiB, and the client
-// has no use for more than a few KiB of it (the gateway's log keeps it
-// whole).
+// or param, and of a finish reason or stop sequence it wrote: an
+// upstream's error body is read up to 1 MiB, and the client has no use for
+// more than a few KiB of it (the gateway's log keeps it whole).
 const (
 	maxRelayedMessage = 4 << 10
 	maxRelayedField   = 256

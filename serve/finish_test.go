@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -196,5 +197,45 @@ func TestPausedTurnReachesEachClientUnfinished(t *testing.T) {
 		assert.Equal(t, "Hello..", msg.Content[0].Text)
 		assert.Equal(t, anthropic.StopReasonPauseTurn, msg.StopReason, "stream %v", stream)
 		assert.Equal(t, openAIAnswer{content: "Hello..", finish: "length"}, g.askOpenAI(t, "backup", stream), "stream %v", stream)
+	}
+}
+
+// An upstream's finish reason the gateway has no word for is relayed to
+// an OpenAI client, and the stop sequence an Anthropic model stopped at
+// to an Anthropic client: one of 10 KiB was relayed whole (the upstream's
+// stream is read up to its events' bound). Each is bounded as an
+// upstream's error fields are (maxRelayedField), cut and marked; a short
+// one is relayed as it is.
+func TestUpstreamFinishWordsAreBounded(t *testing.T) {
+	long := strings.Repeat("z", 10<<10)
+	openAIFinishing := func(reason string) string {
+		return `data: {"id":"chatcmpl-f1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":{"role":"assistant","content":"Hello.."},"logprobs":null,"finish_reason":null}]}
+
+data: {"id":"chatcmpl-f1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"` + reason + `"}]}
+
+data: {"id":"chatcmpl-f1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}
+
+data: [DONE]
+
+`
+	}
+	anthropicStoppedAt := func(seq string) string {
+		return strings.Replace(anthropicStopping("stop_sequence"), `"stop_sequence":null},"usage"`, `"stop_sequence":"`+seq+`"},"usage"`, 1)
+	}
+	for _, stream := range []bool{false, true} {
+		g := newGateway(t, typicalChain, []reply{{body: openAIFinishing(long)}, {body: openAIFinishing("abort")}},
+			[]reply{{body: anthropicStoppedAt(long)}, {body: anthropicStoppedAt(`\n\nHuman:`)}})
+		got := g.askOpenAI(t, "primary", stream)
+		assert.Equal(t, "Hello..", got.content)
+		assert.LessOrEqual(t, len(got.finish), maxRelayedField, "stream %v", stream)
+		assert.True(t, strings.HasPrefix(got.finish, "zzz"), got.finish)
+		assert.Contains(t, got.finish, "(cut: the message ran 10240 bytes)")
+		assert.Equal(t, "abort", g.askOpenAI(t, "primary", stream).finish, "stream %v", stream)
+
+		msg := g.askAnthropic(t, "backup", stream)
+		assert.Equal(t, anthropic.StopReasonStopSequence, msg.StopReason, "stream %v", stream)
+		assert.LessOrEqual(t, len(msg.StopSequence), maxRelayedField, "stream %v", stream)
+		assert.True(t, strings.HasPrefix(msg.StopSequence, "zzz"), msg.StopSequence)
+		assert.Equal(t, "\n\nHuman:", g.askAnthropic(t, "backup", stream).StopSequence, "stream %v", stream)
 	}
 }

@@ -55,11 +55,25 @@ func (h *hostRule) applies(r *http.Request, keyless bool) bool {
 		return true
 	}
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
+	return ok && local != nil && LoopbackAddr(local.String())
+}
+
+// LoopbackAddr reports whether addr, a host and a port (a listener's
+// address, a connection's remote address, agentc serve's -listen), names a
+// loopback host only: localhost, or a loopback IP, IPv4-mapped
+// (::ffff:127.0.0.1) or with a zone (::1%lo). An address of every
+// interface (":8080", "0.0.0.0:8080") or of another name is not one.
+func LoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
 		return false
 	}
-	ap, err := netip.ParseAddrPort(local.String())
-	return err == nil && ap.Addr().IsLoopback()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	host, _, _ = strings.Cut(host, "%")
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // accepts reports whether host (a Host header, perhaps with a port) is

@@ -65,8 +65,11 @@ type exchange struct {
 	// in flight (Options.MaxInFlightPerTenant).
 	tenantSlot bool
 	// bodyBytes is what the request's body charged to MaxInFlightBytes,
-	// and tenantBytes to its tenant's MaxInFlightBytesPerTenant.
+	// and tenantBytes to its tenant's MaxInFlightBytesPerTenant, the share
+	// tenantBody, which the request holds from its first charge to
+	// leaveBody.
 	bodyBytes, tenantBytes int64
+	tenantBody             *tenantBody
 	// tenantBytesOver is set when the body was refused for its tenant's
 	// share rather than the gateway's bound.
 	tenantBytesOver bool

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -149,21 +150,15 @@ func (s *Server) takeBody(x *exchange) bool {
 // chargeBody adds n bytes to the bodies in flight, and to those of the
 // caller's tenant where the keys name more than one, or nothing and
 // returns false when that would pass MaxInFlightBytes or
-// MaxInFlightBytesPerTenant.
+// MaxInFlightBytesPerTenant. It takes no lock but at a request's first
+// charge (tenantShare): a chunked body is charged at every read, and the
+// reads of every tenant's requests would wait for one another.
 func (s *Server) chargeBody(x *exchange, n int64) bool {
-	if limit := s.opts.MaxInFlightBytes; s.bodyBytes.Add(n) > limit && limit > 0 {
-		s.bodyBytes.Add(-n)
+	if !chargeWithin(&s.bodyBytes, n, s.opts.MaxInFlightBytes) {
 		return false
 	}
 	if limit := s.opts.MaxInFlightBytesPerTenant; limit > 0 && x.g.tenants > 1 {
-		tenant := x.caller.tenant
-		s.tenantMu.Lock()
-		over := s.tenantBytes[tenant]+n > limit
-		if !over {
-			s.tenantBytes[tenant] += n
-		}
-		s.tenantMu.Unlock()
-		if over {
+		if !chargeWithin(&s.tenantShare(x).bytes, n, limit) {
 			s.bodyBytes.Add(-n)
 			x.tenantBytesOver = true
 			return false
@@ -172,6 +167,52 @@ func (s *Server) chargeBody(x *exchange, n int64) bool {
 	}
 	x.bodyBytes += n
 	return true
+}
+
+// chargeWithin adds n to c unless that would take it past limit (no
+// bound: limit 0 or negative), and reports whether it did. A charge
+// refused is never added, even for a moment: another request's charge
+// is refused only when the bytes held leave it no room.
+func chargeWithin(c *atomic.Int64, n, limit int64) bool {
+	if limit <= 0 {
+		c.Add(n)
+		return true
+	}
+	for {
+		v := c.Load()
+		if v+n > limit {
+			return false
+		}
+		if c.CompareAndSwap(v, v+n) {
+			return true
+		}
+	}
+}
+
+// tenantBody is a tenant's share of the bytes of request bodies in flight
+// (MaxInFlightBytesPerTenant).
+type tenantBody struct {
+	bytes atomic.Int64
+	// refs counts the requests holding the share, under Server.tenantMu:
+	// the last to leave drops it.
+	refs int
+}
+
+// tenantShare returns the share of x's tenant, taking it for x at its
+// first charge; leaveBody returns it.
+func (s *Server) tenantShare(x *exchange) *tenantBody {
+	if x.tenantBody == nil {
+		s.tenantMu.Lock()
+		t := s.tenantBytes[x.caller.tenant]
+		if t == nil {
+			t = &tenantBody{}
+			s.tenantBytes[x.caller.tenant] = t
+		}
+		t.refs++
+		s.tenantMu.Unlock()
+		x.tenantBody = t
+	}
+	return x.tenantBody
 }
 
 // refuseBody answers a request whose body would pass MaxInFlightBytes, or
@@ -194,14 +235,14 @@ func (s *Server) leaveBody(x *exchange) {
 		s.bodyBytes.Add(-x.bodyBytes)
 		x.bodyBytes = 0
 	}
-	if x.tenantBytes != 0 {
-		tenant := x.caller.tenant
+	if t := x.tenantBody; t != nil {
+		t.bytes.Add(-x.tenantBytes)
 		s.tenantMu.Lock()
-		if s.tenantBytes[tenant] -= x.tenantBytes; s.tenantBytes[tenant] <= 0 {
-			delete(s.tenantBytes, tenant)
+		if t.refs--; t.refs == 0 {
+			delete(s.tenantBytes, x.caller.tenant)
 		}
 		s.tenantMu.Unlock()
-		x.tenantBytes = 0
+		x.tenantBody, x.tenantBytes = nil, 0
 	}
 }
 

@@ -547,9 +547,11 @@ func TestNewRefusesInFlightBytesBelowBodyLimit(t *testing.T) {
 	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
 		MaxBodyBytes: 2048, MaxInFlightBytes: 1024})
 	require.Error(t, err)
-	assert.Equal(t, "serve: Options.MaxInFlightBytes (1024) must be at least Options.MaxBodyBytes (2048), or a body at the limit is never served (negative: no bound)", err.Error())
+	assert.Equal(t, "serve: -maxinflightbytes (Options.MaxInFlightBytes, 1024) must be at least -maxbody (Options.MaxBodyBytes, 2048), or a body at the limit is never served", err.Error())
+	var oe *OptionsError
+	assert.ErrorAs(t, err, &oe, "an option's error, not the policy's")
 	_, err = New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
 		MaxInFlightBytes: 1 << 20})
 	require.Error(t, err, "against the default MaxBodyBytes (4 MiB)")
-	assert.Contains(t, err.Error(), "MaxBodyBytes (4194304)")
+	assert.Contains(t, err.Error(), "MaxBodyBytes, 4194304)")
 }

@@ -59,11 +59,11 @@ type upstreamServer struct {
 	name string
 	spec plan.MCPServer
 	dir  string
-	// lookupEnv reads the variables the server's headers name, at each
-	// connection.
+	// lookupEnv reads the variables the server's headers or env name, at
+	// each connection.
 	lookupEnv func(string) (string, bool)
-	// secrets are the credentials the headers read, scrubbed from the
-	// messages of the server's session.
+	// secrets are the credentials the headers or env read, scrubbed from
+	// the messages of the server's session.
 	secrets secrets
 	log     *slog.Logger
 	// onChange lists the server's tools again, scans them and serves the
@@ -331,8 +331,9 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 	return tools, nil
 }
 
-// connect opens a session with server name. A command server's standard
-// error goes to log, a record a line (os.Stderr when log is nil).
+// connect opens a session with server name. A command server gets the
+// environment commandEnv gives it, and its standard error goes to log, a
+// record a line (os.Stderr when log is nil).
 func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions, log *slog.Logger) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
@@ -340,23 +341,22 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	case len(s.Command) > 0 && len(s.Headers) > 0:
 		return nil, fmt.Errorf("mcp server %q: headers apply to a url, not to a command", name)
 	case len(s.Command) > 0:
+		env, err := commandEnv(s.Env, lookupEnv)
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %q: %w", name, err)
+		}
 		cmd := exec.Command(s.Command[0], s.Command[1:]...)
 		cmd.Dir = dir
+		cmd.Env = env
 		cmd.Stderr = os.Stderr
 		if log != nil {
-			w, err := stderrLog(log, name)
+			w, err := stderrLog(log, name, sec)
 			if err != nil {
 				return nil, fmt.Errorf("mcp server %q: %w", name, err)
 			}
 			// The child holds its own end: the reader ends when it exits.
 			defer w.Close()
 			cmd.Stderr = w
-		}
-		if len(s.Env) > 0 {
-			cmd.Env = os.Environ()
-			for k, v := range s.Env {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
 		}
 		t = noteCommand{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
 	case s.URL != "":
@@ -404,8 +404,9 @@ const maxStderrLine = 4 << 10
 
 // stderrLog returns the writing end of a pipe whose lines are logged to log
 // as records naming server name (a line the JSON log keeps whole, where the
-// raw bytes would break it), each cut at maxStderrLine.
-func stderrLog(log *slog.Logger, name string) (*os.File, error) {
+// raw bytes would break it), each cut at maxStderrLine, with the values sec
+// recorded (the credentials the server's env read) scrubbed.
+func stderrLog(log *slog.Logger, name string, sec *secrets) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -417,7 +418,7 @@ func stderrLog(log *slog.Logger, name string) (*os.File, error) {
 		for {
 			line, err := br.ReadSlice('\n')
 			if text := strings.TrimRight(string(line), "\r\n"); !skip && text != "" {
-				log.Info("mcp server stderr", "server", name, "line", text)
+				log.Info("mcp server stderr", "server", name, "line", sec.scrub(text))
 			}
 			skip = errors.Is(err, bufio.ErrBufferFull)
 			if err != nil && !skip {
@@ -485,12 +486,15 @@ const (
 
 // UpstreamTools lists every tool of a session, following pagination, within
 // the bounds above (maxUpstreamTools definitions, maxUpstreamToolBytes of
-// their JSON, maxUpstreamPages pages, no cursor twice).
+// their JSON, maxUpstreamPages pages, no cursor twice), each name once: a
+// call names its tool by name, so of two definitions under one name (the
+// one scanned, the one the server runs) neither can be trusted.
 func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
 	var out []*mcp.Tool
 	var size int
 	params := &mcp.ListToolsParams{}
 	cursors := map[string]bool{}
+	names := map[string]bool{}
 	for page := 1; ; page++ {
 		res, err := cs.ListTools(ctx, params)
 		if err != nil {
@@ -507,6 +511,10 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 			if size += len(b); size > maxUpstreamToolBytes {
 				return nil, fmt.Errorf("the server's tool definitions are over the limit of %d bytes", maxUpstreamToolBytes)
 			}
+			if names[t.Name] {
+				return nil, fmt.Errorf("the server lists tool %.64q twice: a call names its tool by name, so which of the two definitions it would run cannot be told", t.Name)
+			}
+			names[t.Name] = true
 			out = append(out, t)
 		}
 		switch {
@@ -1671,15 +1679,15 @@ const errSessionKey errCode = "session_key_mismatch"
 // sessionUserKey carries the caller's key name to the session binding.
 type sessionUserKey struct{}
 
-// mcpHeaders expands an MCP server's headers from the environment. An
-// error names the header and the variable, never a value.
+// mcpHeaders expands an MCP server's headers from the environment
+// (expandRefs). An error names the header and the variable, never a value.
 func mcpHeaders(headers map[string]string, lookupEnv func(string) (string, bool)) (http.Header, error) {
+	values, err := expandRefs("header", headers, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
 	h := http.Header{}
-	for name, tmpl := range headers {
-		v, err := envtmpl.Expand(tmpl, lookupEnv)
-		if err != nil {
-			return nil, fmt.Errorf("header %s: %w", name, err)
-		}
+	for name, v := range values {
 		if strings.ContainsAny(v, "\r\n") {
 			return nil, fmt.Errorf("header %s: its value holds a line break", name)
 		}

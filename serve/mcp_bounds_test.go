@@ -174,8 +174,8 @@ var endlessLists = map[string]func(cursor string) *mcp.ListToolsResult{
 	`the server's list goes on past 1000 pages, the limit`: func(cursor string) *mcp.ListToolsResult {
 		return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: cursor + "x"}
 	},
-	`the server's list gave cursor "again" again on page 2: it never ends`: func(string) *mcp.ListToolsResult {
-		return &mcp.ListToolsResult{Tools: manyTools("t", 1, "A tool."), NextCursor: "again"}
+	`the server's list gave cursor "again" again on page 2: it never ends`: func(cursor string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: manyTools("t"+cursor, 1, "A tool."), NextCursor: "again"}
 	},
 	`the server lists more than 10000 tools, the limit`: func(cursor string) *mcp.ListToolsResult {
 		return &mcp.ListToolsResult{Tools: manyTools("t"+cursor, 1000, "A tool."), NextCursor: cursor + "x"}
@@ -217,7 +217,20 @@ mcp: servers: pager: url: %q
 	require.NoError(t, err)
 	require.Equal(t, "ran ping", text(t, res))
 
-	list.Store(endlessLists[`the server's list gave cursor "again" again on page 2: it never ends`])
+	listAgain(t, s, srv, list, endlessLists[`the server's list gave cursor "again" again on page 2: it never ends`])
+	assert.Contains(t, s.logs.String(), `it never ends`)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), `tool "ping" of mcp server "pager" is not served`)
+}
+
+// listAgain has the upstream answer tools/list with pages from now on,
+// announces a change of its list, and waits until the gateway logs that
+// the list could not be taken again.
+func listAgain(t *testing.T, s *served, srv *mcp.Server, list *atomic.Value, pages func(cursor string) *mcp.ListToolsResult) {
+	t.Helper()
+	list.Store(pages)
 	srv.AddTool(&mcp.Tool{Name: "other", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
@@ -225,11 +238,6 @@ mcp: servers: pager: url: %q
 	require.Eventually(t, func() bool {
 		return strings.Contains(s.logs.String(), "mcp upstream tools could not be listed again")
 	}, 5*time.Second, 10*time.Millisecond)
-	assert.Contains(t, s.logs.String(), `it never ends`)
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
-	require.NoError(t, err)
-	assert.True(t, res.IsError)
-	assert.Contains(t, text(t, res), `tool "ping" of mcp server "pager" is not served`)
 }
 
 // TestMCPHugeToolDefinitionWithheld: a tool whose definition is over the
@@ -468,4 +476,35 @@ func TestRequestID(t *testing.T) {
 	} {
 		assert.Equal(t, want, string(requestID(strings.NewReader(body))), body)
 	}
+}
+
+// TestMCPUpstreamListsAToolTwice: an upstream whose tools/list gives one
+// name twice (two definitions of which a call would run one) failed the
+// load saying the tool "is served by both "pager" and "pager"; give one of
+// them a prefix", which no prefix fixes. The load fails naming the server
+// and the tool, and so does the log of a list taken again.
+func TestMCPUpstreamListsAToolTwice(t *testing.T) {
+	twice := func(string) *mcp.ListToolsResult {
+		return &mcp.ListToolsResult{Tools: []*mcp.Tool{
+			{Name: "ping", Description: "Ping.", InputSchema: map[string]any{"type": "object"}},
+			{Name: "lookup", InputSchema: map[string]any{"type": "object"}},
+			{Name: "ping", Description: "Ping, then refund.", InputSchema: map[string]any{"type": "object"}},
+		}}
+	}
+	_, upstream, list := pagingUpstream(t)
+	list.Store(twice)
+	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1, Logger: slog.New(slog.DiscardHandler), LookupEnv: func(string) (string, bool) { return "", false }})
+	require.Error(t, err)
+	assert.Equal(t, `mcp server "pager": list tools: the server lists tool "ping" twice: a call names its tool by name, so which of the two definitions it would run cannot be told`, err.Error())
+
+	srv, upstream, list := pagingUpstream(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: pager: url: %q
+`, upstream))), WatchInterval: -1})
+	listAgain(t, s, srv, list, twice)
+	assert.Contains(t, s.logs.String(), `server=pager error="the server lists tool \"ping\" twice`)
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// secrets are the values an MCP server's headers read from the
+// secrets are the values an MCP server's headers or env read from the
 // environment (its credentials), kept to scrub them from every message
 // the server's session produces: an upstream or a proxy in front of it
 // that echoes the request's Authorization in its error would otherwise

@@ -550,7 +550,8 @@ func openAIFinish(r string, refused, calls bool) string {
 	case r == runtime.FinishPauseTurn:
 		return runtime.FinishLength
 	case r != "":
-		return r
+		// One the gateway has no word for, as the upstream wrote it.
+		return relayed(r, maxRelayedField)
 	case calls:
 		return runtime.FinishToolCalls
 	}

@@ -198,3 +198,18 @@ func TestAllowHostsAreNames(t *testing.T) {
 		assert.Contains(t, err.Error(), "AllowHosts")
 	}
 }
+
+// TestLoopbackAddr: one reading of a loopback address serves the Host
+// check (the listener's address), the metrics' guard (the caller's) and
+// agentc serve's -listen: an IPv4-mapped loopback address and one with a
+// zone are loopback, a link-local address with the same zone is not.
+func TestLoopbackAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.0.0.2:1": true, "[::1]:8080": true, "localhost:8080": true, "LOCALHOST:1": true,
+		"[::ffff:127.0.0.1]:8080": true, "[::1%lo]:8080": true, "[::ffff:127.0.0.1%lo]:8080": true,
+		"[fe80::1%lo]:8080": false, "[::ffff:10.0.0.1]:8080": false, ":8080": false, "0.0.0.0:8080": false,
+		"[::]:8080": false, "10.0.0.5:8080": false, "gw.example:8080": false, "127.0.0.1": false, "bad": false, "": false,
+	} {
+		assert.Equal(t, want, LoopbackAddr(addr), addr)
+	}
+}

@@ -170,13 +170,11 @@ func validRunID(id string) error {
 	if len(id) > maxRunID {
 		return fmt.Errorf("%s is longer than %d characters", RunHeader, maxRunID)
 	}
-	for i := 0; i < len(id); i++ {
+	if i := invisibleByte(id); i >= 0 {
 		if id[i] == ' ' {
 			return fmt.Errorf("%s holds a space: a run id is printable ASCII without spaces", RunHeader)
 		}
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return fmt.Errorf("%s holds a character that is not printable ASCII", RunHeader)
-		}
+		return fmt.Errorf("%s holds a character that is not printable ASCII", RunHeader)
 	}
 	if strings.HasPrefix(id, anonPrefix) {
 		// A client naming the run of another request in flight would share

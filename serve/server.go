@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"slices"
 	"sort"
@@ -259,9 +258,10 @@ type Server struct {
 	// bounded route (Options.MaxInFlightPerTenant), under tenantMu.
 	tenantMu    sync.Mutex
 	tenantCalls map[string]int
-	// tenantBytes counts the bytes of request bodies each tenant holds
-	// (Options.MaxInFlightBytesPerTenant), under tenantMu.
-	tenantBytes map[string]int64
+	// tenantBytes are the shares of the tenants whose requests hold bytes
+	// of request bodies (Options.MaxInFlightBytesPerTenant): the map and
+	// the shares' refs under tenantMu, their bytes atomic.
+	tenantBytes map[string]*tenantBody
 	// bodyBytes are the bytes of request bodies charged to
 	// Options.MaxInFlightBytes.
 	bodyBytes atomic.Int64
@@ -297,20 +297,31 @@ type Server struct {
 // ErrAborted is returned by Serve when Abort cut the shutdown short.
 var ErrAborted = errors.New("serve: stopped at once; the requests in flight were cut")
 
+// OptionsError is New's error for Options that cannot serve whatever the
+// policy. Its message names the field and the agentc serve flag that sets
+// it.
+type OptionsError struct{ msg string }
+
+func (e *OptionsError) Error() string { return e.msg }
+
+func optionsErrorf(format string, args ...any) error {
+	return &OptionsError{msg: "serve: " + fmt.Sprintf(format, args...)}
+}
+
 // New loads the first generation of the policy and returns the server. A
 // policy that does not load or build fails New, and so do options that
-// cannot serve (MaxInFlightBytes below MaxBodyBytes).
+// cannot serve (MaxInFlightBytes below MaxBodyBytes, an *OptionsError).
 func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Source == nil {
 		return nil, errors.New("serve: Options.Source is required")
 	}
 	opts.defaults()
 	if opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < opts.MaxBodyBytes {
-		return nil, fmt.Errorf("serve: Options.MaxInFlightBytes (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+		return nil, optionsErrorf("-maxinflightbytes (Options.MaxInFlightBytes, %d) must be at least -maxbody (Options.MaxBodyBytes, %d), or a body at the limit is never served",
 			opts.MaxInFlightBytes, opts.MaxBodyBytes)
 	}
 	if opts.MaxInFlightBytesPerTenant > 0 && opts.MaxInFlightBytesPerTenant < opts.MaxBodyBytes {
-		return nil, fmt.Errorf("serve: Options.MaxInFlightBytesPerTenant (%d) must be at least Options.MaxBodyBytes (%d), or a body at the limit is never served (negative: no bound)",
+		return nil, optionsErrorf("-maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, %d) must be at least -maxbody (Options.MaxBodyBytes, %d), or a body at the limit is never served",
 			opts.MaxInFlightBytesPerTenant, opts.MaxBodyBytes)
 	}
 	hosts, err := newHostRule(opts.AllowHosts)
@@ -321,7 +332,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
-		tenantCalls: map[string]int{}, tenantBytes: map[string]int64{}}
+		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}}
 	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
@@ -951,14 +962,11 @@ func (s *Server) metricsHandler() http.Handler {
 // tenant nor a caller without a key has any business reading.
 func (s *Server) guardTenants(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cur.Load().tenants > 1 && !onUnixSocket(r) {
-			ap, err := netip.ParseAddrPort(r.RemoteAddr)
-			if err != nil || !ap.Addr().Unmap().IsLoopback() {
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.WriteHeader(http.StatusForbidden)
-				_, _ = w.Write([]byte(errTenantsMetrics + "\n"))
-				return
-			}
+		if s.cur.Load().tenants > 1 && !onUnixSocket(r) && !LoopbackAddr(r.RemoteAddr) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(errTenantsMetrics + "\n"))
+			return
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -970,8 +978,7 @@ func (s *Server) metricsLoopbackOnly(addr net.Addr) bool {
 	if s.opts.MetricsElsewhere || s.cur.Load().tenants < 2 || addr.Network() == "unix" {
 		return false
 	}
-	ap, err := netip.ParseAddrPort(addr.String())
-	return err != nil || !ap.Addr().Unmap().IsLoopback()
+	return !LoopbackAddr(addr.String())
 }
 
 // onUnixSocket reports whether r came on a Unix socket listener (an

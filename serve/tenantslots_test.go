@@ -197,7 +197,7 @@ func TestTenantBodyShareBelowTheBodyLimitFails(t *testing.T) {
 	_, err := New(context.Background(), Options{Source: cueSource(writePolicy(t, "package gw\nmodels: m: {}\n")),
 		MaxBodyBytes: 1000, MaxInFlightBytesPerTenant: 999})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "MaxInFlightBytesPerTenant (999) must be at least Options.MaxBodyBytes (1000)")
+	assert.Contains(t, err.Error(), "serve: -maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, 999) must be at least -maxbody (Options.MaxBodyBytes, 1000)")
 }
 
 // Reloads that race (SIGHUP, the watcher, Server.Reload at once) run one
@@ -277,4 +277,52 @@ func TestReloadRemovingAModelInUse(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the replaced generation was not closed after its last call")
 	}
+}
+
+// TestTenantBodyBytesAreExact: a tenant's share of the body bytes in
+// flight admits bytes up to its bound and none past it, whatever the
+// other tenants hold; what a request returns is charged again, and a
+// tenant holding nothing is forgotten.
+func TestTenantBodyBytesAreExact(t *testing.T) {
+	s := &Server{opts: Options{MaxInFlightBytes: 25, MaxInFlightBytesPerTenant: 10}, tenantBytes: map[string]*tenantBody{}}
+	g := &generation{tenants: 2}
+	ex := func(tenant string) *exchange { return &exchange{s: s, g: g, caller: caller{tenant: tenant}} }
+	a1, a2, b := ex("a"), ex("a"), ex("b")
+	require.True(t, s.chargeBody(a1, 6))
+	assert.False(t, s.chargeBody(a2, 5), "6 + 5 is past a's 10")
+	assert.True(t, a2.tenantBytesOver)
+	require.True(t, s.chargeBody(a2, 4), "6 + 4 is a's 10")
+	require.True(t, s.chargeBody(b, 10), "b's share is its own")
+	assert.False(t, s.chargeBody(b, 1))
+	assert.EqualValues(t, 20, s.bodyBytes.Load())
+	s.leaveBody(a1)
+	assert.True(t, s.chargeBody(a2, 6), "a1's 6 returned")
+	for _, x := range []*exchange{a1, a2, b} {
+		s.leaveBody(x)
+	}
+	assert.Zero(t, s.bodyBytes.Load())
+	assert.Zero(t, len(s.tenantBytes), "no tenant holds a byte")
+
+	// Concurrent charges of one tenant's reads, a byte each until refused,
+	// admit its bound exactly: none past it, and none refused short of it.
+	s = &Server{opts: Options{MaxInFlightBytes: -1, MaxInFlightBytesPerTenant: 1000}, tenantBytes: map[string]*tenantBody{}}
+	reqs := make([]*exchange, 8)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		reqs[i] = ex("a")
+		wg.Add(1)
+		go func(x *exchange) {
+			defer wg.Done()
+			for s.chargeBody(x, 1) {
+			}
+		}(reqs[i])
+	}
+	wg.Wait()
+	var held int64
+	for _, x := range reqs {
+		held += x.tenantBytes
+		s.leaveBody(x)
+	}
+	assert.EqualValues(t, 1000, held)
+	assert.Zero(t, len(s.tenantBytes))
 }

@@ -10,24 +10,29 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
-// unsetVariables names the variables p's MCP servers' headers read
+// unsetVariables names the variables p's MCP servers' headers and env read
 // (through lookup, as they connect) and its stores' url_env read (from the
 // process's environment, as the stores open) that are unset or empty, so
 // that a start failing for want of variables names all of them at once:
-// mcp is the servers', stores the stores'. The headers are read whenever the
-// server connects, so one unset fails every start; a store's url_env only
-// when a layer opens the store.
+// mcp is the servers', stores the stores'. The headers and env are read
+// whenever the server connects, so one unset fails every start; a store's
+// url_env only when a layer opens the store.
 func unsetVariables(p *plan.Plan, lookup func(string) (string, bool)) (mcp, stores []error) {
 	for _, name := range slices.Sorted(maps.Keys(p.MCPServers)) {
-		headers := p.MCPServers[name].Headers
-		for _, h := range slices.Sorted(maps.Keys(headers)) {
-			vars, err := envtmpl.Vars(headers[h])
-			if err != nil {
-				continue // connecting reports it
-			}
-			for _, v := range vars {
-				if val, ok := lookup(v); !ok || val == "" {
-					mcp = append(mcp, fmt.Errorf("mcp server %q: header %s: environment variable %s is not set", name, h, v))
+		s := p.MCPServers[name]
+		for _, f := range []struct {
+			field  string
+			values map[string]string
+		}{{"header", s.Headers}, {"env", s.Env}} {
+			for _, k := range slices.Sorted(maps.Keys(f.values)) {
+				vars, err := envtmpl.Vars(f.values[k])
+				if err != nil {
+					continue // connecting reports it
+				}
+				for _, v := range vars {
+					if val, ok := lookup(v); !ok || val == "" {
+						mcp = append(mcp, fmt.Errorf("mcp server %q: %s %s: environment variable %s is not set", name, f.field, k, v))
+					}
 				}
 			}
 		}

@@ -60,11 +60,6 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(env, "serve: %s %s: %v (want HOST:PORT, such as 127.0.0.1:8080)", a.flag, a.addr, err)
 		}
 	}
-	switch serve.CacheUsage(*cacheUsage) {
-	case serve.CacheUsageAuto, serve.CacheUsageReport, serve.CacheUsageWithhold:
-	default:
-		return fail(env, "serve: -cacheusage must be auto, report or withhold, got %q", *cacheUsage)
-	}
 	if *drain < 0 {
 		return fail(env, "serve: -drain must not be negative")
 	}
@@ -76,12 +71,6 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if *maxInFlightTenant < 0 || *maxInFlightBytesTenant < 0 {
 		return fail(env, "serve: -maxinflighttenant and -maxinflightbytestenant must not be negative (0: half of -maxinflight, of -maxinflightbytes)")
-	}
-	if *maxInFlightBytesTenant > 0 && *maxInFlightBytesTenant < *maxBody {
-		return fail(env, "serve: -maxinflightbytestenant (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytesTenant, *maxBody)
-	}
-	if *maxInFlightBytes > 0 && *maxInFlightBytes < *maxBody {
-		return fail(env, "serve: -maxinflightbytes (%d) must be at least -maxbody (%d), or a body at the limit is never served", *maxInFlightBytes, *maxBody)
 	}
 	// 0 is no bound, which Options reads as the default.
 	unbounded := func(n int) int {
@@ -143,8 +132,11 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxInFlightBytes: *maxInFlightBytes, MaxInFlightPerTenant: *maxInFlightTenant,
 		MaxInFlightBytesPerTenant: *maxInFlightBytesTenant,
 		MetricsElsewhere:          *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
-		RequireKeys: !*keyless && !loopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
+		RequireKeys: !*keyless && !serve.LoopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
 	})
+	if oe := (*serve.OptionsError)(nil); errors.As(err, &oe) {
+		return fail(env, "%v", err) // the options' error, not the policy's
+	}
 	if err != nil {
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
 	}
@@ -312,20 +304,4 @@ func clientless(p *plan.Plan) error {
 		return fmt.Errorf("models %s declare no provider: agentc serve has no client for them (give each provider, model and api_key_env: docs/providers.md)", strings.Join(names, ", "))
 	}
 	return fmt.Errorf("model %s declares no provider: agentc serve has no client for it (give it provider, model and api_key_env: docs/providers.md)", names[0])
-}
-
-// loopbackAddr reports whether addr, a -listen address, names a loopback
-// interface only: localhost or a loopback IP. An address of every
-// interface (":8080", "0.0.0.0:8080") or of a host name is not one.
-func loopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	host, _, _ = strings.Cut(host, "%")
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
