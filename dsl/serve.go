@@ -165,8 +165,15 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		}
 		sort.Strings(names)
 		for _, k := range names {
-			if literalSecret(k, s.Env[k]) {
-				l.errorf(l.userPos(append(path, "env", k)), "schema/invalid-value", "mcp server %q: env %s holds a credential in the policy (and the plan); the command inherits the environment of agentc serve, so set %s there and remove it from env", name, k, k)
+			// A command gets only a few variables of agentc serve's
+			// environment (HOME, PATH...) and what env names: ${NAME}
+			// passes one on, as in a header.
+			vars, err := envtmpl.Vars(s.Env[k])
+			switch {
+			case err != nil:
+				l.errorf(l.userPos(append(path, "env", k)), "schema/invalid-value", "mcp server %q: env %s: %v", name, k, err)
+			case len(vars) == 0 && literalSecret(k, s.Env[k]):
+				l.errorf(l.userPos(append(path, "env", k)), "schema/invalid-value", "mcp server %q: env %s holds a credential in the policy (and the plan); name the environment variable of agentc serve that holds it: %s: \"${%s}\"", name, k, k, k)
 			}
 		}
 		p.MCPServers[name] = s
