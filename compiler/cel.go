@@ -254,7 +254,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 		c.checkResultReads(x, tools)
 	}
 	c.checkConstant(x, env, checked, kind, field)
-	c.checkConstantUnderWhen(x, when, checked, kind, field)
+	c.checkConstantUnderWhen(x, when, checked, phase, kind, field)
 	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked, keyFailure(kind, field, onError)) {
 		return checked
 	}

@@ -253,7 +253,10 @@ together with its when, as the guard runs only where the when holds: a
 deny that cannot hold where the when does (when: "args.currency ==
 'EUR'", deny: "args.currency == 'USD' && args.amount > 100.0") never
 blocks, nor does a require the when makes always true (when: "args.count
-> 10", require: "args.count > 5"). The parts that read the call
+> 10", require: "args.count > 5"; or args.amount, a number, compared with
+10.0 and 5.0). An after-phase guard's are not read together: the layers
+inside it may rewrite what its when read (a fallback the request's model)
+before the predicate reads it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
 always true admits every item), a warning where it makes the layer act
 on every call (a deny that blocks every call, a when always true, an

@@ -19,9 +19,11 @@ import (
 // require the when makes always false, or a deny it makes always true,
 // blocks every call the guard sees: a warning, as the policy fails
 // closed. What the when or the predicate decides alone is left to
-// checkConstant.
-func (c *Compilation) checkConstantUnderWhen(x, when *dsl.Expr, checked *predicate.Checked, kind, field string) {
-	if when == nil || kind != "guard" || (field != "deny" && field != "require") {
+// checkConstant. An after-phase guard is left alone: the layers inside it
+// may rewrite what the when read (a fallback the request's model, redact
+// the messages) before its predicate reads it.
+func (c *Compilation) checkConstantUnderWhen(x, when *dsl.Expr, checked *predicate.Checked, phase predicate.Phase, kind, field string) {
+	if when == nil || kind != "guard" || phase == predicate.After || (field != "deny" && field != "require") {
 		return
 	}
 	exact := neverNaN(checked)
@@ -31,11 +33,20 @@ func (c *Compilation) checkConstantUnderWhen(x, when *dsl.Expr, checked *predica
 	if _, ok := constantValue(x.Source, exact); ok {
 		return
 	}
-	negated, ok := negatedSource(x.Source, exact)
+	// Where the when holds, a field it compares with a number is no NaN:
+	// the predicate's order comparisons of it negate into the other order
+	// in the conjunction with the when (not alone, below).
+	notNaN := comparedInConjuncts(when.Source)
+	for f := range exact {
+		notNaN[f] = true
+	}
+	negated, ok := negatedSource(x.Source, notNaN)
 	if !ok {
 		return
 	}
-	if _, ok := constantValue(negated, exact); ok {
+	if alone, ok := negatedSource(x.Source, exact); !ok {
+		return
+	} else if _, ok := constantValue(alone, exact); ok {
 		return
 	}
 	// The guard blocks where deny holds (require does not): value is
@@ -139,4 +150,40 @@ func neverNaNOperand(e ast.Expr, exact map[string]bool) bool {
 	}
 	field, ok := fieldPath(e)
 	return ok && (exact[field] || strings.HasPrefix(field, "size("))
+}
+
+// comparedInConjuncts returns the fields that src, a when, compares with a
+// number written out (==, <, <=, >, >=) in a term that must hold for it to
+// hold (src itself, or a term of an && of such terms): where src holds,
+// none of them is NaN, which satisfies no such comparison.
+func comparedInConjuncts(src string) map[string]bool {
+	out := map[string]bool{}
+	tree, ok := predicate.ParseSyntax(src)
+	if !ok {
+		return out
+	}
+	var walk func(ast.Expr)
+	walk = func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		call := e.AsCall()
+		args := call.Args()
+		switch call.FunctionName() {
+		case operators.LogicalAnd:
+			walk(args[0])
+			walk(args[1])
+		case operators.Equals, operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals:
+			for i, a := range args {
+				if _, ok := number(args[1-i]); !ok {
+					continue
+				}
+				if f, ok := fieldPath(a); ok {
+					out[f] = true
+				}
+			}
+		}
+	}
+	walk(tree.Expr())
+	return out
 }
