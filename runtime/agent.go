@@ -162,10 +162,11 @@ type AgentResult struct {
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
 // before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, and so
-// is an agent turn run in a host's turn body of the run while another
-// runs there (one after the other, each continues the transcript). A turn
-// run by a tool call of an agent turn of the same run (a tool that runs an
-// agent of its own; two such calls of one answer run at once) is part of
+// is an agent turn run in a host's turn body of the run, or in a turn
+// nested in it, while another runs there (one after the other, each
+// continues the transcript). A turn run by a tool call of an agent turn
+// of the same run (a tool that runs an agent of its own; two such calls
+// of one answer run at once) is part of
 // that turn: it records neither the run's transcript nor its calls' intent
 // (a checkpoint's versions hold the outer turn's), its tool results are
 // recorded under names of their own (ToolRecord.Call), and its text
@@ -414,9 +415,10 @@ func (pl *Pipeline) inAgentCall(ctx context.Context) string {
 }
 
 // holdAgent holds, while runs are recorded, the turn whose body ctx is
-// (enclosingTurn: a host's turn running agent turns) for an agent turn,
-// which records its transcript as the run's: a second one while another
-// runs in the same turn is refused (ErrRunBusy), as a second turn of the
+// (enclosingTurn: a host's turn running agent turns), or the outermost
+// turn it is nested in, for an agent turn, which records its transcript
+// as the run's: a second one while another runs in the same turn, or in
+// a turn nested in it, is refused (ErrRunBusy), as a second turn of the
 // run is (holdTurn); one after the other, each continues the transcript.
 // It returns what releases the turn.
 func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
@@ -424,7 +426,7 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 	if c == nil {
 		return func() {}, nil
 	}
-	release, ok := pl.hold(c)
+	release, ok := pl.hold(c.outermost)
 	if !ok {
 		return nil, fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy)
 	}

@@ -1,0 +1,71 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// TestConcurrentAgentTurnsAcrossNestedTurns: a host's turn body that ran
+// an agent turn of its run while another ran in a turn nested in the body
+// (Pipeline.Turn there) had each held a different turn, so neither was
+// refused and each recorded its transcript as the run's over the other's.
+// A nested turn is part of the outer one: the second agent turn is refused
+// (ErrRunBusy), whichever of the two runs in the nested turn.
+func TestConcurrentAgentTurnsAcrossNestedTurns(t *testing.T) {
+	for _, name := range []string{"first nested", "second nested", "both nested"} {
+		t.Run(name, func(t *testing.T) {
+			started, release := make(chan struct{}), make(chan struct{})
+			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+				input := req.Messages[len(req.Messages)-1].Text()
+				if input == "first" {
+					close(started)
+					<-release
+				}
+				yield(runtime.Delta{Text: "answer to " + input})
+				return nil
+			})
+			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: runtime.NewMemoryCheckpoints()})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			agent := func(ctx context.Context, input string, nested bool) (runtime.AgentResult, error) {
+				req := runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx), Input: input}
+				if !nested {
+					return pl.RunAgent(ctx, req)
+				}
+				var res runtime.AgentResult
+				_, err := pl.Turn(ctx, runtime.TurnRequest{Input: input}, func(ctx context.Context) (string, error) {
+					var err error
+					res, err = pl.RunAgent(ctx, req)
+					return res.Output, err
+				})
+				return res, err
+			}
+			_, err := pl.Turn(ctx, runtime.TurnRequest{Input: "both"}, func(ctx context.Context) (string, error) {
+				done := make(chan error, 1)
+				go func() {
+					_, err := agent(ctx, "first", name != "second nested")
+					done <- err
+				}()
+				<-started
+				_, err := agent(ctx, "second", name != "first nested")
+				assert.ErrorIs(t, err, runtime.ErrRunBusy)
+				close(release)
+				require.NoError(t, <-done)
+				res, err := agent(ctx, "third", true)
+				return res.Output, err
+			})
+			require.NoError(t, err)
+			transcript := pl.Transcript(ctx)
+			require.Len(t, transcript, 4, "one after the other, each continues the transcript")
+			assert.Equal(t, "answer to first", transcript[1].Text())
+			assert.Equal(t, "answer to third", transcript[3].Text())
+		})
+	}
+}
