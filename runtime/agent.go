@@ -391,7 +391,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
-	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && call == "" && first >= 0 && !tr.Withheld {
+	if outer := pl.enclosingTurn(ctx); outer != nil && call == "" && first >= 0 && !tr.Withheld {
 		pl.nestIn(ctx, outer, res.Messages, first, last)
 	}
 	return res, err
@@ -433,12 +433,13 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 	return release, nil
 }
 
-// nestIn hands an agent turn run in the body of an outer turn (a
-// scenario's turn step around an agent step) to it: the outer chain's
-// layers read the text of each of its answers (TurnCall.Earlier), and a
-// refusal of the outer turn withholds them from the run's recorded
-// transcript, as the agent's own chain's refusal does, when that
-// transcript still holds them where the agent left them.
+// nestIn hands an agent turn run in the body of an outer turn of the same
+// run and pipeline (enclosingTurn: a scenario's turn step around an agent
+// step) to it: the outer chain's layers read the text of each of its
+// answers (TurnCall.Earlier), and a refusal of the outer turn withholds
+// them from the run's recorded transcript, as the agent's own chain's
+// refusal does, when that transcript still holds them where the agent
+// left them.
 func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
 	if first < 0 || last < first || last >= len(msgs) {
 		return

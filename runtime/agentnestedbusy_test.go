@@ -69,3 +69,39 @@ func TestConcurrentAgentTurnsAcrossNestedTurns(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentTurnOfAnotherRunInATurnBody: an agent turn run in a host's turn
+// body with a context of another run, or on another pipeline, was handed
+// to that turn as if part of it: the outer chain read its answers and, on
+// refusing the outer turn, withheld their text from the other run's
+// recorded transcript, which its own chain had let through. Such an agent
+// turn is a turn of its own run and pipeline: the outer turn is left alone.
+func TestAgentTurnOfAnotherRunInATurnBody(t *testing.T) {
+	guard := rt.Layer("guard", `{"deny":"input.text == \"outer\" && output.text.contains(\"acct 1234\")","phase":"after"}`)
+	for _, name := range []string{"other run", "other pipeline"} {
+		t.Run(name, func(t *testing.T) {
+			deps := func() runtime.Deps {
+				return runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Deltas: []string{"your acct 1234 is open"}})},
+					Checkpoints: runtime.NewMemoryCheckpoints()}
+			}
+			outer := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), guard}}), deps())
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			inner, innerCtx := outer, func(ctx context.Context) context.Context { return runtime.WithRun(ctx, runtime.Run{ID: "r2"}) }
+			if name == "other pipeline" {
+				inner = rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}), deps())
+				innerCtx = func(ctx context.Context) context.Context { return ctx }
+			}
+			tr, err := outer.Turn(ctx, runtime.TurnRequest{Input: "outer"}, func(ctx context.Context) (string, error) {
+				res, err := inner.RunAgent(innerCtx(ctx), runtime.AgentRequest{Model: "primary", Input: "inner"})
+				require.NoError(t, err)
+				assert.Equal(t, "your acct 1234 is open", res.Output)
+				return "done", nil
+			})
+			assert.NoError(t, err, "the outer turn's chain judges its own turn")
+			assert.False(t, tr.Withheld)
+			transcript := inner.Transcript(innerCtx(ctx))
+			require.Len(t, transcript, 2)
+			assert.Equal(t, "your acct 1234 is open", transcript[1].Text(), "the other run's own chain let it through")
+		})
+	}
+}
