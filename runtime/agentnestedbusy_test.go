@@ -105,3 +105,40 @@ func TestAgentTurnOfAnotherRunInATurnBody(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentTurnOfAnotherPipelineRefusedByItsOwnChain: an agent turn run in
+// the body of another pipeline's turn, or with a context of another run,
+// hands its answers to its own turn chain (AddEarlier) and has them
+// withheld on its own chain's refusal (onRefused), never to the turn whose
+// body it runs in: its own chain refuses it and withholds its text from
+// its run's transcript, and the outer turn's chain reads none of it.
+func TestAgentTurnOfAnotherPipelineRefusedByItsOwnChain(t *testing.T) {
+	guard := rt.Layer("guard", `{"deny":"input.text == \"inner\" && output.text.contains(\"acct 1234\")","phase":"after"}`)
+	calling := runtime.Delta{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+		ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: "echo", Arguments: `{}`}}}
+	for _, name := range []string{"other run", "other pipeline"} {
+		t.Run(name, func(t *testing.T) {
+			store := runtime.NewMemoryCheckpoints()
+			deps := runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.Response{Stream: []runtime.Delta{calling}}, rt.Response{Deltas: []string{"all fine"}})},
+				Checkpoints: store, Tools: map[string]runtime.ToolFunc{"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil }}}
+			inner := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), guard}}), deps)
+			outer, innerCtx := inner, func(ctx context.Context) context.Context { return runtime.WithRun(ctx, runtime.Run{ID: "r2"}) }
+			if name == "other pipeline" {
+				deps.Checkpoints = runtime.NewMemoryCheckpoints()
+				outer = rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), rt.Layer("content_filter", `{"keywords":["acct 1234"]}`)}}), deps)
+				innerCtx = func(ctx context.Context) context.Context { return ctx }
+			}
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+			var agentCtx context.Context
+			tr, err := outer.Turn(ctx, runtime.TurnRequest{Input: "outer"}, func(ctx context.Context) (string, error) {
+				agentCtx = innerCtx(ctx)
+				_, err := inner.RunAgent(agentCtx, runtime.AgentRequest{Model: "primary", Input: "inner"})
+				assert.Equal(t, runtime.ClassBlocked, runtime.Classify(err), "%v", err)
+				return "done", nil
+			})
+			require.NoError(t, err, "the outer chain read none of the agent turn's answers")
+			assert.False(t, tr.Withheld)
+			assertNotRecorded(t, agentCtx, inner, store, "acct 1234")
+		})
+	}
+}
