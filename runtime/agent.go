@@ -166,9 +166,9 @@ type AgentResult struct {
 // nested in it, while another runs there (one after the other, each
 // continues the transcript). A turn run by a tool call of an agent turn
 // of the same run (a tool that runs an agent of its own; two such calls
-// of one answer run at once) is part of
-// that turn: it records neither the run's transcript nor its calls' intent
-// (a checkpoint's versions hold the outer turn's), its tool results are
+// of one answer run at once) is part of that turn: it records neither
+// the run's transcript nor its calls' intent (a checkpoint's versions
+// hold the outer turn's), its tool results are
 // recorded under names of their own (ToolRecord.Call), and its text
 // reaches the outer turn only as the tool's result. A layer of the turn
 // chain that runs the layers inside it again (a host's retry of a turn
