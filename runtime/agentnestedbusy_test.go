@@ -12,6 +12,25 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
+// firstHeld builds a pipeline recording its runs (a checkpoint) whose
+// model answers each input ("answer to first"), holding its answer to
+// "first" until release is closed; started is closed once it is asked.
+func firstHeld(t *testing.T) (pl *runtime.Pipeline, started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		input := req.Messages[len(req.Messages)-1].Text()
+		if input == "first" {
+			close(started)
+			<-release
+		}
+		yield(runtime.Delta{Text: "answer to " + input})
+		return nil
+	})
+	pl = rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: runtime.NewMemoryCheckpoints()})
+	return pl, started, release
+}
+
 // TestConcurrentAgentTurnsAcrossNestedTurns: a host's turn body that ran
 // an agent turn of its run while another ran in a turn nested in the body
 // (Pipeline.Turn there) had each held a different turn, so neither was
@@ -21,18 +40,7 @@ import (
 func TestConcurrentAgentTurnsAcrossNestedTurns(t *testing.T) {
 	for _, name := range []string{"first nested", "second nested", "both nested"} {
 		t.Run(name, func(t *testing.T) {
-			started, release := make(chan struct{}), make(chan struct{})
-			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-				input := req.Messages[len(req.Messages)-1].Text()
-				if input == "first" {
-					close(started)
-					<-release
-				}
-				yield(runtime.Delta{Text: "answer to " + input})
-				return nil
-			})
-			pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}),
-				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: runtime.NewMemoryCheckpoints()})
+			pl, started, release := firstHeld(t)
 			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
 			agent := func(ctx context.Context, input string, nested bool) (runtime.AgentResult, error) {
 				req := runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx), Input: input}
