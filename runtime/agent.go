@@ -162,12 +162,13 @@ type AgentResult struct {
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
 // before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, and so
-// is an agent turn run in a host's turn body of the run while another
-// runs there (one after the other, each continues the transcript). A turn
-// run by a tool call of an agent turn of the same run (a tool that runs an
-// agent of its own; two such calls of one answer run at once) is part of
-// that turn: it records neither the run's transcript nor its calls' intent
-// (a checkpoint's versions hold the outer turn's), its tool results are
+// is an agent turn run in a host's turn body of the run, or in a turn
+// nested in it, while another runs there (one after the other, each
+// continues the transcript). A turn run by a tool call of an agent turn
+// of the same run (a tool that runs an agent of its own; two such calls
+// of one answer run at once) is part of that turn: it records neither
+// the run's transcript nor its calls' intent (a checkpoint's versions
+// hold the outer turn's), its tool results are
 // recorded under names of their own (ToolRecord.Call), and its text
 // reaches the outer turn only as the tool's result. A layer of the turn
 // chain that runs the layers inside it again (a host's retry of a turn
@@ -390,7 +391,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	if res.Messages == nil {
 		res.Messages = msgs
 	}
-	if outer, ok := ctx.Value(turnCallKey{}).(*TurnCall); ok && call == "" && first >= 0 && !tr.Withheld {
+	if outer := pl.enclosingTurn(ctx); outer != nil && call == "" && first >= 0 && !tr.Withheld {
 		pl.nestIn(ctx, outer, res.Messages, first, last)
 	}
 	return res, err
@@ -414,9 +415,10 @@ func (pl *Pipeline) inAgentCall(ctx context.Context) string {
 }
 
 // holdAgent holds, while runs are recorded, the turn whose body ctx is
-// (enclosingTurn: a host's turn running agent turns) for an agent turn,
-// which records its transcript as the run's: a second one while another
-// runs in the same turn is refused (ErrRunBusy), as a second turn of the
+// (enclosingTurn: a host's turn running agent turns), or the outermost
+// turn it is nested in, for an agent turn, which records its transcript
+// as the run's: a second one while another runs in the same turn, or in
+// a turn nested in it, is refused (ErrRunBusy), as a second turn of the
 // run is (holdTurn); one after the other, each continues the transcript.
 // It returns what releases the turn.
 func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
@@ -424,19 +426,20 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 	if c == nil {
 		return func() {}, nil
 	}
-	release, ok := pl.hold(c)
+	release, ok := pl.hold(c.outermost)
 	if !ok {
 		return nil, fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy)
 	}
 	return release, nil
 }
 
-// nestIn hands an agent turn run in the body of an outer turn (a
-// scenario's turn step around an agent step) to it: the outer chain's
-// layers read the text of each of its answers (TurnCall.Earlier), and a
-// refusal of the outer turn withholds them from the run's recorded
-// transcript, as the agent's own chain's refusal does, when that
-// transcript still holds them where the agent left them.
+// nestIn hands an agent turn run in the body of an outer turn of the same
+// run and pipeline (enclosingTurn: a scenario's turn step around an agent
+// step) to it: the outer chain's layers read the text of each of its
+// answers (TurnCall.Earlier), and a refusal of the outer turn withholds
+// them from the run's recorded transcript, as the agent's own chain's
+// refusal does, when that transcript still holds them where the agent
+// left them.
 func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
 	if first < 0 || last < first || last >= len(msgs) {
 		return

@@ -180,18 +180,7 @@ func TestDelegateOfAnotherPipeline(t *testing.T) {
 // recorded, the second is refused before anything runs (ErrRunBusy), as a
 // second turn of the run is; one after the other, both run.
 func TestConcurrentAgentTurnsOfOneHostTurn(t *testing.T) {
-	started, release := make(chan struct{}), make(chan struct{})
-	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-		input := req.Messages[len(req.Messages)-1].Text()
-		if input == "first" {
-			close(started)
-			<-release
-		}
-		yield(runtime.Delta{Text: "answer to " + input})
-		return nil
-	})
-	pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}),
-		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: runtime.NewMemoryCheckpoints()})
+	pl, started, release := firstHeld(t)
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
 	_, err := pl.Turn(ctx, runtime.TurnRequest{Input: "both"}, func(ctx context.Context) (string, error) {
 		done := make(chan error, 1)

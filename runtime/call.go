@@ -1339,6 +1339,11 @@ type TurnCall struct {
 
 	fn TurnFunc
 	pl *Pipeline
+	// outermost is the turn holding the run that this one is nested in
+	// (Pipeline.Turn in the body of a turn of the same run and pipeline),
+	// or this one: the agent turns run in the bodies of them all record
+	// one transcript, the run's (holdAgent).
+	outermost *TurnCall
 	// ends are what the layers asked to do at the turn's end (AtEnd),
 	// each with the depth in the chain of the layer that asked; depth is
 	// that of the layer running now (attemptAt).

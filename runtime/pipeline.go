@@ -826,7 +826,8 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	// outer turn's end (a checkpoint saves the run once, as the outer
 	// turn ends, and a refused delegate does not finish the run the outer
 	// turn goes on with). A fresh run has no outer turn.
-	nested := pl.enclosingTurn(ctx) != nil
+	enclosing := pl.enclosingTurn(ctx)
+	nested := enclosing != nil
 	if fresh != "" {
 		defer pl.EndRun(fresh)
 	} else {
@@ -841,6 +842,10 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl}
+	c.outermost = c
+	if nested {
+		c.outermost = enclosing.outermost
+	}
 	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	out, err := pl.turn(ctx, c)
@@ -883,9 +888,10 @@ func (pl *Pipeline) enclosingTurn(ctx context.Context) *TurnCall {
 
 // hold holds key in pl.busy while runs are recorded, and returns what
 // releases it; false when key is held already. The keys are the ids of
-// the runs a turn holds (holdTurn) and the turns whose body runs an agent
-// turn (holdAgent): one turn of a run, and one agent turn in a turn's
-// body, at a time, as each records its transcript as the run's.
+// the runs a turn holds (holdTurn) and the outermost turns whose body, or
+// a nested turn's, runs an agent turn (holdAgent): one turn of a run, and
+// one agent turn in a turn's body and the turns nested in it, at a time,
+// as each records its transcript as the run's.
 func (pl *Pipeline) hold(key any) (func(), bool) {
 	if !pl.recordRuns.Load() {
 		return func() {}, true
