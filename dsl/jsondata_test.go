@@ -48,3 +48,41 @@ func TestLoadDataJSON(t *testing.T) {
 		})
 	}
 }
+
+// A CUE scenario or test file is data: an optional field in it (result?:
+// 2) was left out of the JSON unsaid, so the expectation or the argument
+// it wrote was never checked nor used. It is refused at its place, as a
+// required field (!) is; an optional field of a definition or a hidden
+// helper, which is no data, is not.
+func TestLoadDataOptionalField(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, src, want string }{
+		{"in want", "tests: x: {\n\twant: steps: [{outcome: \"ok\", result?: 2}]\n}\n",
+			"x.cue:2:32: result?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a case field", "tests: x: {\n\twant_prove?: [\"audit_complete\"]\n}\n",
+			"x.cue:2:2: want_prove?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"in a scenario's args", "steps: [{tool: {name: \"t\", args: {amount?: 5000}}}]\n",
+			"x.cue:1:35: amount?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"quoted, in a pattern", "tests: [string]: want: \"audit\"?: []\ntests: x: {}\n",
+			"x.cue:1:24: \"audit\"?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"each one", "a?: 1\nb: c?: 2\n",
+			"x.cue:1:1: a?: an optional field is neither checked nor used (it is left out of the data): remove the ?\n" +
+				"x.cue:2:4: c?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a definition", "#Step: {outcome?: string, result?: _}\ntests: x: want: steps: [#Step & {outcome: \"ok\"}]\n", ""},
+		{"a hidden helper", "_base: {audit?: []}\n_#b: {audit?: []}\ntests: x: want: _base & {steps: []}\n", ""},
+		{"a let", "let s = {a?: 1}\ntests: x: want: s & {steps: []}\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, "x.cue")
+			require.NoError(t, os.WriteFile(path, []byte(tc.src), 0o600))
+			_, err := LoadData(context.Background(), path, DataOptions{})
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.want, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		})
+	}
+}

@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
 )
 
 // ErrNotRegular is returned by ReadFile for a path that is not a regular
@@ -161,6 +164,10 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 			evalErr = errors.New(strings.TrimSpace(cueerrors.Details(err, nil)))
 			return
 		}
+		if err := optionalFields(path, src); err != nil {
+			evalErr = err
+			return
+		}
 		if out, err = v.MarshalJSON(); err != nil {
 			evalErr = fmt.Errorf("%s: %v", path, err)
 		}
@@ -172,4 +179,39 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, evalErr
+}
+
+// optionalFields refuses an optional field (a?: 1) in src, the CUE data
+// file path: the field is left out of the data, so what it writes is
+// never checked nor used. A definition, a hidden field or a let, which are
+// no data, may hold them. src has been evaluated without error.
+func optionalFields(path string, src []byte) error {
+	f, err := parser.ParseFile(path, src)
+	if err != nil {
+		return nil // evaluated already: not reached
+	}
+	var errs []error
+	ast.Walk(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.LetClause:
+			return false
+		case *ast.Field:
+			name, isIdent, _ := ast.LabelName(n.Label)
+			if isIdent && (strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_")) {
+				return false
+			}
+			if n.Constraint == token.OPTION {
+				label := name
+				if l, ok := n.Label.(*ast.BasicLit); ok {
+					label = l.Value
+				}
+				pos := n.Label.Pos().Position()
+				errs = append(errs, fmt.Errorf("%s:%d:%d: %s?: an optional field is neither checked nor used (it is left out of the data): remove the ?",
+					path, pos.Line, pos.Column, label))
+				return false
+			}
+		}
+		return true
+	}, nil)
+	return errors.Join(errs...)
 }
