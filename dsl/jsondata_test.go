@@ -86,3 +86,18 @@ func TestLoadDataOptionalField(t *testing.T) {
 		})
 	}
 }
+
+// A value left incomplete is refused at its place, whether or not CUE's
+// error carries one (a disjunction, top, did not).
+func TestLoadDataIncompleteIsPlaced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.cue")
+	for _, v := range []string{`"ok" | "blocked"`, "_", "string"} {
+		src := "tests: x: {\n\twant: steps: [{outcome: " + v + "}]\n}\n"
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
+		_, err := LoadData(context.Background(), path, DataOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "tests.x.want.steps.0.outcome: incomplete value")
+		assert.Contains(t, err.Error(), path+":2:26", v)
+	}
+}

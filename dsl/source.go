@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -161,7 +162,7 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 		}()
 		v := cuecontext.New().CompileBytes(src, cue.Filename(path))
 		if err := v.Validate(cue.Concrete(true)); err != nil {
-			evalErr = errors.New(strings.TrimSpace(cueerrors.Details(err, nil)))
+			evalErr = errors.New(placedDetails(v, err))
 			return
 		}
 		if err := optionalFields(path, src); err != nil {
@@ -179,6 +180,39 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, evalErr
+}
+
+// placedDetails renders err, an error of validating v, as
+// cueerrors.Details does, each error followed by its positions; an error
+// CUE gives no position (an incomplete disjunction, an incomplete _) is
+// placed at the value its path names in v, else at its field.
+func placedDetails(v cue.Value, err error) string {
+	var b strings.Builder
+	for _, e := range cueerrors.Errors(err) {
+		text := strings.TrimSpace(cueerrors.Details(e, nil))
+		if e.Position().IsValid() || len(e.InputPositions()) > 0 {
+			b.WriteString(text + "\n")
+			continue
+		}
+		var sels []cue.Selector
+		for _, name := range e.Path() {
+			if i, err := strconv.Atoi(name); err == nil && i >= 0 {
+				sels = append(sels, cue.Index(i))
+			} else {
+				sels = append(sels, cue.Str(name))
+			}
+		}
+		at := v.LookupPath(cue.MakePath(sels...))
+		pos := at.Pos()
+		if f, ok := at.Source().(*ast.Field); ok && f.Value != nil && f.Value.Pos().IsValid() {
+			pos = f.Value.Pos() // the value written, as CUE places an incomplete type
+		}
+		if pos.IsValid() {
+			text += ":\n    " + pos.String()
+		}
+		b.WriteString(text + "\n")
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // optionalFields refuses an optional field (a?: 1) in src, the CUE data
