@@ -35,18 +35,27 @@ func TestLoadDataJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, "x.json")
-			require.NoError(t, os.WriteFile(path, []byte(tc.src), 0o600))
-			data, err := LoadData(context.Background(), path, DataOptions{})
-			if tc.want == "" {
-				require.NoError(t, err)
+			if data := loadDataAs(t, filepath.Join(dir, "x.json"), tc.src, tc.want); tc.want == "" {
 				assert.Equal(t, tc.src, string(data))
-				return
 			}
-			require.Error(t, err)
-			assert.Equal(t, tc.want, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
 		})
 	}
+}
+
+// loadDataAs writes src at path and loads it: it returns the data when
+// want is "", else asserts that the error, the file's directory left
+// out, is want.
+func loadDataAs(t *testing.T, path, src, want string) []byte {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
+	data, err := LoadData(context.Background(), path, DataOptions{})
+	if want == "" {
+		require.NoError(t, err)
+		return data
+	}
+	require.Error(t, err)
+	assert.Equal(t, want, strings.ReplaceAll(err.Error(), filepath.Dir(path)+string(filepath.Separator), ""))
+	return nil
 }
 
 // A CUE scenario or test file is data: an optional field in it (result?:
@@ -74,15 +83,7 @@ func TestLoadDataOptionalField(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, "x.cue")
-			require.NoError(t, os.WriteFile(path, []byte(tc.src), 0o600))
-			_, err := LoadData(context.Background(), path, DataOptions{})
-			if tc.want == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			assert.Equal(t, tc.want, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+			loadDataAs(t, filepath.Join(dir, "x.cue"), tc.src, tc.want)
 		})
 	}
 }
