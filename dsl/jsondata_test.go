@@ -77,6 +77,8 @@ func TestLoadDataOptionalField(t *testing.T) {
 		{"each one", "a?: 1\nb: c?: 2\n",
 			"x.cue:1:1: a?: an optional field is neither checked nor used (it is left out of the data): remove the ?\n" +
 				"x.cue:2:4: c?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a computed label", "k: \"a\"\n(k)?: 1\n",
+			"x.cue:2:1: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
 		{"a definition", "#Step: {outcome?: string, result?: _}\ntests: x: want: steps: [#Step & {outcome: \"ok\"}]\n", ""},
 		{"a hidden helper", "_base: {audit?: []}\n_#b: {audit?: []}\ntests: x: want: _base & {steps: []}\n", ""},
 		{"a let", "let s = {a?: 1}\ntests: x: want: s & {steps: []}\n", ""},
@@ -93,12 +95,13 @@ func TestLoadDataOptionalField(t *testing.T) {
 func TestLoadDataIncompleteIsPlaced(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.cue")
-	for _, v := range []string{`"ok" | "blocked"`, "_", "string"} {
+	for v, at := range map[string]string{`"ok" | "blocked"`: ":2:26", "_": ":2:26", "string": ":2:26", `{"0": _}`: ":2:32", `{"a b": "x" | "y"}`: ":2:34"} {
 		src := "tests: x: {\n\twant: steps: [{outcome: " + v + "}]\n}\n"
 		require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
 		_, err := LoadData(context.Background(), path, DataOptions{})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "tests.x.want.steps.0.outcome: incomplete value")
-		assert.Contains(t, err.Error(), path+":2:26", v)
+		assert.Contains(t, err.Error(), "tests.x.want.steps.0.outcome")
+		assert.Contains(t, err.Error(), ": incomplete value")
+		assert.True(t, strings.HasSuffix(err.Error(), path+at), "%s: %s", v, err)
 	}
 }

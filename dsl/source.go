@@ -194,12 +194,16 @@ func placedDetails(v cue.Value, err error) string {
 			b.WriteString(text + "\n")
 			continue
 		}
+		// The path's labels are written as CUE writes them: a list's
+		// index as a number, a name that is no identifier quoted.
 		var sels []cue.Selector
-		for _, name := range e.Path() {
-			if i, err := strconv.Atoi(name); err == nil && i >= 0 {
+		for _, label := range e.Path() {
+			if name, err := strconv.Unquote(label); err == nil {
+				sels = append(sels, cue.Str(name))
+			} else if i, err := strconv.Atoi(label); err == nil && i >= 0 {
 				sels = append(sels, cue.Index(i))
 			} else {
-				sels = append(sels, cue.Str(name))
+				sels = append(sels, cue.Str(label))
 			}
 		}
 		at := v.LookupPath(cue.MakePath(sels...))
@@ -235,13 +239,15 @@ func optionalFields(path string, src []byte) error {
 				return false
 			}
 			if n.Constraint == token.OPTION {
-				label := name
+				label := name + "?: "
 				if l, ok := n.Label.(*ast.BasicLit); ok {
-					label = l.Value
+					label = l.Value + "?: "
+				} else if name == "" {
+					label = "" // a label computed from an expression
 				}
-				pos := n.Label.Pos().Position()
-				errs = append(errs, fmt.Errorf("%s:%d:%d: %s?: an optional field is neither checked nor used (it is left out of the data): remove the ?",
-					path, pos.Line, pos.Column, label))
+				p := n.Label.Pos().Position()
+				at := Pos{File: path, Line: p.Line, Col: p.Column}
+				errs = append(errs, fmt.Errorf("%s: %san optional field is neither checked nor used (it is left out of the data): remove the ?", at, label))
 				return false
 			}
 		}
