@@ -73,7 +73,11 @@ func TestLoadDataOptionalField(t *testing.T) {
 		{"in a scenario's args", "steps: [{tool: {name: \"t\", args: {amount?: 5000}}}]\n",
 			"x.cue:1:35: amount?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
 		{"quoted, in a pattern", "tests: [string]: want: \"audit\"?: []\ntests: x: {}\n",
-			"x.cue:1:24: \"audit\"?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+			"x.cue:1:24: \"audit\"?: an optional field is neither checked nor used (it is left out of the data): remove the ? (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)"},
+		{"after a pattern", "tests: [string]: {a?: 1}\nb?: 2\n",
+			"x.cue:1:19: a?: an optional field is neither checked nor used (it is left out of the data): remove the ? (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)\n" +
+				"x.cue:2:1: b?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a schema for the cases", "#Case: want_prove?: [...string]\ntests: [string]: #Case\ntests: x: {}\n", ""},
 		{"each one", "a?: 1\nb: c?: 2\n",
 			"x.cue:1:1: a?: an optional field is neither checked nor used (it is left out of the data): remove the ?\n" +
 				"x.cue:2:4: c?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},

@@ -222,14 +222,27 @@ func placedDetails(v cue.Value, err error) string {
 // optionalFields refuses an optional field (a?: 1) in src, the CUE data
 // file path: the field is left out of the data, so what it writes is
 // never checked nor used. A definition, a hidden field or a let, which are
-// no data, may hold them. src has been evaluated without error.
+// no data, may hold them; one under a pattern constraint, which applies to
+// data, is told that a schema goes in a definition. src has been
+// evaluated without error.
 func optionalFields(path string, src []byte) error {
 	f, err := parser.ParseFile(path, src)
 	if err != nil {
 		return nil // evaluated already: not reached
 	}
 	var errs []error
+	patterns := 0 // the pattern constraints ([string]: ...) around the node
+	isPattern := func(n ast.Node) bool {
+		f, ok := n.(*ast.Field)
+		if ok {
+			_, ok = f.Label.(*ast.ListLit)
+		}
+		return ok
+	}
 	ast.Walk(f, func(n ast.Node) bool {
+		if isPattern(n) {
+			patterns++
+		}
 		switch n := n.(type) {
 		case *ast.LetClause:
 			return false
@@ -247,11 +260,19 @@ func optionalFields(path string, src []byte) error {
 				}
 				p := n.Label.Pos().Position()
 				at := Pos{File: path, Line: p.Line, Col: p.Column}
-				errs = append(errs, fmt.Errorf("%s: %san optional field is neither checked nor used (it is left out of the data): remove the ?", at, label))
+				hint := ""
+				if patterns > 0 {
+					hint = " (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)"
+				}
+				errs = append(errs, fmt.Errorf("%s: %san optional field is neither checked nor used (it is left out of the data): remove the ?%s", at, label, hint))
 				return false
 			}
 		}
 		return true
-	}, nil)
+	}, func(n ast.Node) {
+		if isPattern(n) {
+			patterns--
+		}
+	})
 	return errors.Join(errs...)
 }
