@@ -121,7 +121,9 @@ type DataOptions struct {
 // bytes, UTF-8, nesting at most MaxNesting levels, and for CUE an
 // evaluation within Timeout. A .json file is returned as read, once it is
 // known to hold one JSON value that repeats no key of an object; a .cue file
-// is evaluated on its own (no package, no schema) and returned as JSON.
+// is evaluated on its own (no package, no schema) and returned as JSON,
+// once it is known to leave no value incomplete and to write no optional
+// field as data (CUE leaves one out of the JSON).
 // Errors name the file, and the position when there is one.
 func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error) {
 	if opts.Timeout <= 0 {

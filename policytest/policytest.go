@@ -27,7 +27,9 @@
 // Test files are evaluated on their own: they are not part of the policy
 // package. A file holds nothing but `tests`, and a case nothing but the
 // fields above: an unknown field (a misspelt want) is an error with a
-// did-you-mean, not an expectation silently left unchecked.
+// did-you-mean, not an expectation silently left unchecked, as is an
+// optional field of a CUE file (result?: 2), which CUE leaves out of the
+// data (dsl.LoadData).
 package policytest
 
 import (
