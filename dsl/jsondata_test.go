@@ -35,16 +35,77 @@ func TestLoadDataJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, "x.json")
-			require.NoError(t, os.WriteFile(path, []byte(tc.src), 0o600))
-			data, err := LoadData(context.Background(), path, DataOptions{})
-			if tc.want == "" {
-				require.NoError(t, err)
+			if data := loadDataAs(t, filepath.Join(dir, "x.json"), tc.src, tc.want); tc.want == "" {
 				assert.Equal(t, tc.src, string(data))
-				return
 			}
-			require.Error(t, err)
-			assert.Equal(t, tc.want, strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
 		})
+	}
+}
+
+// loadDataAs writes src at path and loads it: it returns the data when
+// want is "", else asserts that the error, the file's directory left
+// out, is want.
+func loadDataAs(t *testing.T, path, src, want string) []byte {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
+	data, err := LoadData(context.Background(), path, DataOptions{})
+	if want == "" {
+		require.NoError(t, err)
+		return data
+	}
+	require.Error(t, err)
+	assert.Equal(t, want, strings.ReplaceAll(err.Error(), filepath.Dir(path)+string(filepath.Separator), ""))
+	return nil
+}
+
+// A CUE scenario or test file is data: an optional field in it (result?:
+// 2) was left out of the JSON unsaid, so the expectation or the argument
+// it wrote was never checked nor used. It is refused at its place, as a
+// required field (!) is; an optional field of a definition or a hidden
+// helper, which is no data, is not.
+func TestLoadDataOptionalField(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, src, want string }{
+		{"in want", "tests: x: {\n\twant: steps: [{outcome: \"ok\", result?: 2}]\n}\n",
+			"x.cue:2:32: result?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a case field", "tests: x: {\n\twant_prove?: [\"audit_complete\"]\n}\n",
+			"x.cue:2:2: want_prove?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"in a scenario's args", "steps: [{tool: {name: \"t\", args: {amount?: 5000}}}]\n",
+			"x.cue:1:35: amount?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"quoted, in a pattern", "tests: [string]: want: \"audit\"?: []\ntests: x: {}\n",
+			"x.cue:1:24: \"audit\"?: an optional field is neither checked nor used (it is left out of the data): remove the ? (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)"},
+		{"after a pattern", "tests: [string]: {a?: 1}\nb?: 2\n",
+			"x.cue:1:19: a?: an optional field is neither checked nor used (it is left out of the data): remove the ? (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)\n" +
+				"x.cue:2:1: b?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a schema for the cases", "#Case: want_prove?: [...string]\ntests: [string]: #Case\ntests: x: {}\n", ""},
+		{"each one", "a?: 1\nb: c?: 2\n",
+			"x.cue:1:1: a?: an optional field is neither checked nor used (it is left out of the data): remove the ?\n" +
+				"x.cue:2:4: c?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a computed label", "k: \"a\"\n(k)?: 1\n",
+			"x.cue:2:1: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
+		{"a definition", "#Step: {outcome?: string, result?: _}\ntests: x: want: steps: [#Step & {outcome: \"ok\"}]\n", ""},
+		{"a hidden helper", "_base: {audit?: []}\n_#b: {audit?: []}\ntests: x: want: _base & {steps: []}\n", ""},
+		{"a let", "let s = {a?: 1}\ntests: x: want: s & {steps: []}\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			loadDataAs(t, filepath.Join(dir, "x.cue"), tc.src, tc.want)
+		})
+	}
+}
+
+// A value left incomplete is refused at its place, whether or not CUE's
+// error carries one (a disjunction, top, did not).
+func TestLoadDataIncompleteIsPlaced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.cue")
+	for v, at := range map[string]string{`"ok" | "blocked"`: ":2:26", "_": ":2:26", "string": ":2:26", `{"0": _}`: ":2:32", `{"a b": "x" | "y"}`: ":2:34"} {
+		src := "tests: x: {\n\twant: steps: [{outcome: " + v + "}]\n}\n"
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o600))
+		_, err := LoadData(context.Background(), path, DataOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "tests.x.want.steps.0.outcome")
+		assert.Contains(t, err.Error(), ": incomplete value")
+		assert.True(t, strings.HasSuffix(err.Error(), path+at), "%s: %s", v, err)
 	}
 }

@@ -8,13 +8,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/cuecontext"
 	cueerrors "cuelang.org/go/cue/errors"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
 )
 
 // ErrNotRegular is returned by ReadFile for a path that is not a regular
@@ -117,7 +121,9 @@ type DataOptions struct {
 // bytes, UTF-8, nesting at most MaxNesting levels, and for CUE an
 // evaluation within Timeout. A .json file is returned as read, once it is
 // known to hold one JSON value that repeats no key of an object; a .cue file
-// is evaluated on its own (no package, no schema) and returned as JSON.
+// is evaluated on its own (no package, no schema) and returned as JSON,
+// once it is known to leave no value incomplete and to write no optional
+// field as data (CUE leaves one out of the JSON).
 // Errors name the file, and the position when there is one.
 func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error) {
 	if opts.Timeout <= 0 {
@@ -158,7 +164,11 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 		}()
 		v := cuecontext.New().CompileBytes(src, cue.Filename(path))
 		if err := v.Validate(cue.Concrete(true)); err != nil {
-			evalErr = errors.New(strings.TrimSpace(cueerrors.Details(err, nil)))
+			evalErr = errors.New(placedDetails(v, err))
+			return
+		}
+		if err := optionalFields(path, src); err != nil {
+			evalErr = err
 			return
 		}
 		if out, err = v.MarshalJSON(); err != nil {
@@ -172,4 +182,99 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, evalErr
+}
+
+// placedDetails renders err, an error of validating v, as
+// cueerrors.Details does, each error followed by its positions; an error
+// CUE gives no position (an incomplete disjunction, an incomplete _) is
+// placed at the value its path names in v, else at its field.
+func placedDetails(v cue.Value, err error) string {
+	var b strings.Builder
+	for _, e := range cueerrors.Errors(err) {
+		text := strings.TrimSpace(cueerrors.Details(e, nil))
+		if e.Position().IsValid() || len(e.InputPositions()) > 0 {
+			b.WriteString(text + "\n")
+			continue
+		}
+		// The path's labels are written as CUE writes them: a list's
+		// index as a number, a name that is no identifier quoted.
+		var sels []cue.Selector
+		for _, label := range e.Path() {
+			if name, err := strconv.Unquote(label); err == nil {
+				sels = append(sels, cue.Str(name))
+			} else if i, err := strconv.Atoi(label); err == nil && i >= 0 {
+				sels = append(sels, cue.Index(i))
+			} else {
+				sels = append(sels, cue.Str(label))
+			}
+		}
+		at := v.LookupPath(cue.MakePath(sels...))
+		pos := at.Pos()
+		if f, ok := at.Source().(*ast.Field); ok && f.Value != nil && f.Value.Pos().IsValid() {
+			pos = f.Value.Pos() // the value written, as CUE places an incomplete type
+		}
+		if pos.IsValid() {
+			text += ":\n    " + pos.String()
+		}
+		b.WriteString(text + "\n")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// optionalFields refuses an optional field (a?: 1) in src, the CUE data
+// file path: the field is left out of the data, so what it writes is
+// never checked nor used. A definition, a hidden field or a let, which are
+// no data, may hold them; one under a pattern constraint, which applies to
+// data, is told that a schema goes in a definition. src has been
+// evaluated without error.
+func optionalFields(path string, src []byte) error {
+	f, err := parser.ParseFile(path, src)
+	if err != nil {
+		return nil // evaluated already: not reached
+	}
+	var errs []error
+	patterns := 0 // the pattern constraints ([string]: ...) around the node
+	isPattern := func(n ast.Node) bool {
+		f, ok := n.(*ast.Field)
+		if ok {
+			_, ok = f.Label.(*ast.ListLit)
+		}
+		return ok
+	}
+	ast.Walk(f, func(n ast.Node) bool {
+		if isPattern(n) {
+			patterns++
+		}
+		switch n := n.(type) {
+		case *ast.LetClause:
+			return false
+		case *ast.Field:
+			name, isIdent, _ := ast.LabelName(n.Label)
+			if isIdent && (strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_")) {
+				return false
+			}
+			if n.Constraint == token.OPTION {
+				label := name + "?: "
+				if l, ok := n.Label.(*ast.BasicLit); ok {
+					label = l.Value + "?: "
+				} else if name == "" {
+					label = "" // a label computed from an expression
+				}
+				p := n.Label.Pos().Position()
+				at := Pos{File: path, Line: p.Line, Col: p.Column}
+				hint := ""
+				if patterns > 0 {
+					hint = " (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)"
+				}
+				errs = append(errs, fmt.Errorf("%s: %san optional field is neither checked nor used (it is left out of the data): remove the ?%s", at, label, hint))
+				return false
+			}
+		}
+		return true
+	}, func(n ast.Node) {
+		if isPattern(n) {
+			patterns--
+		}
+	})
+	return errors.Join(errs...)
 }

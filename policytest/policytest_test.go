@@ -368,3 +368,37 @@ func TestProblemsArePlaced(t *testing.T) {
 	assert.Equal(t, file+":6:4", cases[0].Where(`scenario: models."gpt-4.1"[0]: a problem`))
 	assert.Equal(t, file+":9:28", cases[0].Where(`$.executions.models."gpt-4.1": want 1, got 0`))
 }
+
+// A want of what a run under the policy can never have (no span without
+// a tracing layer, no checkpoints without a checkpoint layer or step, no
+// state without a state section) holds for any run: refused, as an empty
+// audit under a policy that writes none is.
+func TestRunVacuousWant(t *testing.T) {
+	const chat = `models: primary: [{text: "hi"}], steps: [{chat: {model: "primary", messages: [{role: "user", content: "hi"}]}}]`
+	for _, tc := range []struct{ want, err string }{
+		{`trace: []`, `want: trace: the policy has no tracing layer, so a run records no span and an empty trace holds for any run`},
+		{`trace: null`, `want: trace: the policy has no tracing layer, so a run records no span and an empty trace holds for any run`},
+		{`checkpoints: null`, `want: checkpoints: the policy has no checkpoint layer and no step saves or resumes one, so a run reports no checkpoints and null holds for any run`},
+		{`state: null`, `want: state: the policy declares no state, so a run reports none and null holds for any run`},
+	} {
+		err := runCase(t, chat, tc.want)
+		require.Error(t, err, tc.want)
+		assert.Equal(t, tc.err, err.Error())
+	}
+	// Where the policy has them, the same wants are compared.
+	policy := `package p
+models: primary: {provider: "openai", model: "m", api_key_env: "K"}
+chains: chat: [{use: "tracing"}]
+chains: turn: [{use: "checkpoint"}]
+state: fields: count: schema: type: "integer"
+`
+	run := func(want string) string {
+		return runOnlyCase(t, policy, "package p\ntests: a: {\n\tscenario: {"+chat+"}\n\twant: "+want+"\n}\n")
+	}
+	assert.Contains(t, run("trace: []"), "$.trace: want 0 elements")
+	assert.Contains(t, run("state: null"), "$.state")
+	assert.Contains(t, run("checkpoints: null"), "$.checkpoints")
+	// A step that saves one is reported without a checkpoint layer.
+	err := runCase(t, strings.TrimSuffix(chat, "]")+`, {checkpoint: {}}]`, `checkpoints: null`)
+	assert.NoError(t, err)
+}
