@@ -48,7 +48,6 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/prove"
-	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
@@ -473,9 +472,6 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	if err := scenario.CheckWantNames(c.Want, p, sc); err != nil {
 		return "", nil, fmt.Errorf("want: %w", err)
 	}
-	if err := checkVacuous(c.Want, p, sc); err != nil {
-		return "", nil, fmt.Errorf("want: %w", err)
-	}
 	w, _ := c.Want.(map[string]any)
 	_, trace := w["trace"]
 	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})
@@ -494,60 +490,6 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	// holds of a run that did not crash.
 	scenario.FillFalse(c.Want, got)
 	return strings.Join(conformance.Differences(c.Want, got, ""), "\n"), out, nil
-}
-
-// checkVacuous refuses a want of the absence of what no run of s under p
-// has, which holds for any run: an empty trace under a policy with no
-// tracing layer (nor a layer of a module not registered here, which may
-// record spans), checkpoints: null under one with no checkpoint layer
-// whose scenario saves and resumes none, state: null under one with no
-// state section.
-func checkVacuous(want any, p *plan.Plan, s *scenario.Scenario) error {
-	w, _ := want.(map[string]any)
-	if t, present := w["trace"]; present {
-		if list, _ := t.([]any); len(list) == 0 && !mayTrace(p) {
-			return errors.New("trace: the policy has no tracing layer, so a run records no span and an empty trace holds for any run")
-		}
-	}
-	if cp, present := w["checkpoints"]; present && cp == nil && !hasCheckpoints(p, s) {
-		return errors.New("checkpoints: the policy has no checkpoint layer and no step saves or resumes one, so a run reports no checkpoints and null holds for any run")
-	}
-	if st, present := w["state"]; present && st == nil && p.State == nil {
-		return errors.New("state: the policy declares no state, so a run reports none and null holds for any run")
-	}
-	return nil
-}
-
-// mayTrace reports whether a run under p may record a span: p has a
-// tracing layer, or a layer of a module not registered here.
-func mayTrace(p *plan.Plan) bool {
-	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
-		for _, l := range chain {
-			if _, ok := runtime.LookupModule(l.Use); !ok || l.Use == "tracing" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// hasCheckpoints reports whether the result of running s under p lists
-// checkpoints: p has a checkpoint layer, or a step of s saves or resumes
-// one.
-func hasCheckpoints(p *plan.Plan, s *scenario.Scenario) bool {
-	if slices.ContainsFunc(p.Chains.Turn, func(l plan.Layer) bool { return l.Use == "checkpoint" }) {
-		return true
-	}
-	var walk func([]scenario.Step) bool
-	walk = func(steps []scenario.Step) bool {
-		for _, st := range steps {
-			if st.Checkpoint != nil || st.Resume != nil || walk(st.Parallel) || st.Turn != nil && walk(st.Turn.Steps) {
-				return true
-			}
-		}
-		return false
-	}
-	return s != nil && walk(s.Steps)
 }
 
 // caseProblems puts the problems of a case's scenario on one line, each

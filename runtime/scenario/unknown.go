@@ -399,7 +399,9 @@ func didYouMean(v string, known []string) string {
 // the result lists: those p declares and those s scripts. An empty audit
 // (audit: [] or null, "no record was written") under a policy nothing of
 // which writes a record would hold for any run, and is refused too, as is
-// a meter under a policy whose chat chain has no meter (all zeros).
+// a meter under a policy whose chat chain has no meter (all zeros), an
+// empty trace with no tracing layer, checkpoints: null with no checkpoint
+// layer nor step, and state: null with no state section.
 func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
 	if err := checkExecutionNames(want, p, s); err != nil {
 		return err
@@ -412,6 +414,28 @@ func CheckWantNames(want any, p *plan.Plan, s *Scenario) error {
 		}
 		if _, present := w["meter"]; present && !slices.ContainsFunc(p.Chains.Chat, func(l plan.Layer) bool { return l.Use == "meter" }) {
 			return errors.New(`meter: the policy's chat chain has no meter, so the result's meter is all zeros in every run`)
+		}
+		// An empty trace under a policy with no tracing layer (nor a
+		// layer of a module not registered here, which may record spans),
+		// checkpoints: null under one with no checkpoint layer whose
+		// scenario saves and resumes none, state: null under one with no
+		// state section: each holds for any run.
+		if t, present := w["trace"]; present {
+			if list, _ := t.([]any); len(list) == 0 && !mayTrace(p) {
+				return errors.New("trace: the policy has no tracing layer, so a run records no span and an empty trace holds for any run")
+			}
+		}
+		if cp, present := w["checkpoints"]; present && cp == nil {
+			var steps []Step
+			if s != nil {
+				steps = s.Steps
+			}
+			if _, ok := checkpointStore(p, steps); !ok {
+				return errors.New("checkpoints: the policy has no checkpoint layer and no step saves or resumes one, so a run reports no checkpoints and null holds for any run")
+			}
+		}
+		if st, present := w["state"]; present && st == nil && p.State == nil {
+			return errors.New("state: the policy declares no state, so a run reports none and null holds for any run")
 		}
 	}
 	var names []string
@@ -526,4 +550,17 @@ func scriptNames(s *Scenario, models bool) []string {
 		return slices.Collect(maps.Keys(s.Models))
 	}
 	return slices.Collect(maps.Keys(s.Tools))
+}
+
+// mayTrace reports whether a run under p may record a span: p has a
+// tracing layer, or a layer of a module not registered here.
+func mayTrace(p *plan.Plan) bool {
+	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
+		for _, l := range chain {
+			if _, ok := runtime.LookupModule(l.Use); !ok || l.Use == "tracing" {
+				return true
+			}
+		}
+	}
+	return false
 }
