@@ -289,16 +289,15 @@ func costOf(m plan.Model, u runtime.Usage) float64 {
 // the bill passes a ceiling by more than one call and the meter charged
 // less than was billed, the budget did not bound what was spent: a layer
 // dropped usage before the meter saw it, or made calls below it. A meter
-// with `when` applies to some calls only, and one with a `window` starts
-// afresh: the bill is compared only against a meter without `when`, over a
-// run within one of its windows.
+// with `when` is compared with the calls made while a call it applies to
+// was inside it; one with a `window` only over a run within one window.
 func budgetOvershoot(e *explorer, o *outcome) []string {
 	var out []string
-	bill := e.billed(o)
 	for _, l := range o.ledgers {
 		b, g := l.budget, l.ledger
 		usd, tokens := e.oneCall(o, l.pos)
 		billed := l.stage == plan.StageChat && e.billedCovers(o, l.pos)
+		bill := e.billed(o, l.pos)
 		// One call over the ceiling: the largest the meter charged, or the
 		// largest a provider billed.
 		oneUSD, oneTokens := math.Max(usd, bill.maxUSD), max(tokens, bill.maxTokens)
@@ -319,20 +318,15 @@ func budgetOvershoot(e *explorer, o *outcome) []string {
 }
 
 // billedCovers reports whether the bill of a run is compared against the
-// chat meter at pos: a meter without `when`, and a run that stayed within
-// one of its windows.
+// chat meter at pos: a run that stayed within one of its windows.
 func (e *explorer) billedCovers(o *outcome, pos int) bool {
-	if pos >= len(e.orig.Chains.Chat) {
-		return false
-	}
-	l := e.orig.Chains.Chat[pos]
-	if l.When != nil {
+	if pos < 0 || pos >= len(e.orig.Chains.Chat) {
 		return false
 	}
 	var cfg struct {
 		Window string `json:"window"`
 	}
-	_ = json.Unmarshal(l.Config, &cfg)
+	_ = json.Unmarshal(e.orig.Chains.Chat[pos].Config, &cfg)
 	return oneWindow(cfg.Window, scenario.Epoch, scenario.Epoch.Add(o.elapsed))
 }
 
@@ -374,13 +368,24 @@ func (b bill) why() string {
 }
 
 // billed returns what the providers bill for the model calls the chat
-// chain sent in a run: the usage that arrived from each, and the input of
-// each call cancelled after it started.
-func (e *explorer) billed(o *outcome) bill {
+// chain sent in a run for the calls the meter at pos applies to: the usage
+// that arrived from each, and the input of each call cancelled after it
+// started. A meter with `when` applies to the calls its scope probe saw
+// (probed), and covers the model calls made while one of them was inside
+// it; a meter without one applies to every call.
+func (e *explorer) billed(o *outcome, pos int) bill {
 	var b bill
 	model := len(e.orig.Chains.Chat)
+	scoped := pos >= 0 && pos < model && e.orig.Chains.Chat[pos].When != nil
+	inside := 0
 	for _, ev := range o.events {
-		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != model {
+		switch {
+		case ev.Kind == evScopeIn && ev.Pos == pos:
+			inside++
+		case ev.Kind == evScopeOut && ev.Pos == pos:
+			inside--
+		}
+		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != model || scoped && inside <= 0 {
 			continue
 		}
 		u := ev.Usage

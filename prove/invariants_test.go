@@ -129,3 +129,24 @@ func TestBudgetOvershootJudgeInsideMeter(t *testing.T) {
 	r = explorePolicy(t, models+`chains: chat: [{use: "judge", model: "primary", prompt: "allow or block"}, {use: "meter", budget: {usd: 0.01}}]`, 4)
 	assert.Empty(t, violated(r))
 }
+
+// A meter with `when` bounds the calls it applies to, and what is spent for
+// them: a judge inside it spends past its budget for those calls, and for
+// the calls the meter leaves alone it bounds nothing.
+func TestBudgetOvershootJudgeInsideScopedMeter(t *testing.T) {
+	r := explorePolicy(t, `models: {
+	primary: {usd_per_mtok_in: 3.0, usd_per_mtok_out: 15.0}
+	backup: {usd_per_mtok_in: 3.0, usd_per_mtok_out: 15.0}
+}
+chains: chat: [
+	{use: "meter", budget: {usd: 0.01}, when: "request.model == 'primary'"},
+	{use: "judge", model: "backup", prompt: "allow or block"},
+]`, 4)
+	var targets []string
+	for _, v := range r.Violations {
+		if v.Invariant == prove.BudgetOvershoot {
+			targets = append(targets, v.Target)
+		}
+	}
+	assert.Equal(t, []string{"chat primary"}, targets, "violations: %v", violated(r))
+}
