@@ -296,8 +296,11 @@ func budgetOvershoot(e *explorer, o *outcome) []string {
 	for _, l := range o.ledgers {
 		b, g := l.budget, l.ledger
 		usd, tokens := e.oneCall(o, l.pos)
+		var bill bill
 		billed := l.stage == plan.StageChat && e.billedCovers(o, l.pos)
-		bill := e.billed(o, l.pos)
+		if billed {
+			bill = e.billed(o, l.pos)
+		}
 		// One call over the ceiling: the largest the meter charged, or the
 		// largest a provider billed.
 		oneUSD, oneTokens := math.Max(usd, bill.maxUSD), max(tokens, bill.maxTokens)

@@ -150,3 +150,13 @@ chains: chat: [
 	}
 	assert.Equal(t, []string{"chat primary"}, targets, "violations: %v", violated(r))
 }
+
+// A meter with a window starts afresh at each window: over a run that
+// waits past one (a retry after a rate limit), the providers bill more than
+// one call over the ceiling while each window stays within it. The policy
+// proves clean.
+func TestBudgetOvershootWindowStartsAfresh(t *testing.T) {
+	r := explorePolicy(t, `models: primary: {usd_per_mtok_in: 3, usd_per_mtok_out: 15}
+chains: chat: [{use: "meter", budget: usd: 0.01, window: "1s"}, {use: "retry", max_attempts: 2, initial_delay: "1s"}]`, 5)
+	assert.Empty(t, violated(r))
+}
