@@ -93,6 +93,8 @@ func (e *explorer) trace(o *outcome) []string {
 	for _, ev := range o.events {
 		var line string
 		switch ev.Kind {
+		case evScopeIn, evScopeOut:
+			continue
 		case evEnter:
 			line = fmt.Sprintf("enter %s %s", ev.Stage, posName(e.orig, ev.Stage, ev.Pos))
 			if ev.Pos == len(chainOf(e.orig, ev.Stage)) {

@@ -758,7 +758,7 @@ func (e *explorer) runScenario(ctx context.Context, t target, script []string, s
 		OnExecute: func(ctx context.Context, stage plan.Stage, name string) {
 			recorderOf(ctx).add(ctx, event{Kind: evExecute, Stage: stage, Name: name})
 		},
-		Inspect: func(pl *runtime.Pipeline) { o.ledgers = ledgers(pl, sc.RunID) },
+		Inspect: func(pl *runtime.Pipeline) { o.ledgers = ledgers(pl, e.orig, sc.RunID) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("prove: %s: %w", t.label, err)
@@ -774,8 +774,9 @@ func (e *explorer) runScenario(ctx context.Context, t target, script []string, s
 	return o, nil
 }
 
-// ledgers reads the ledger of every meter layer with a budget.
-func ledgers(pl *runtime.Pipeline, runID string) []ledgerOf {
+// ledgers reads the ledger of every meter layer with a budget; orig is the
+// plan without probes, where a layer's position is read.
+func ledgers(pl *runtime.Pipeline, orig *plan.Plan, runID string) []ledgerOf {
 	var out []ledgerOf
 	for _, st := range []plan.Stage{plan.StageChat, plan.StageTool} {
 		for _, l := range pl.Layers(st) {
@@ -790,9 +791,10 @@ func ledgers(pl *runtime.Pipeline, runID string) []ledgerOf {
 			if json.Unmarshal(raw, &cfg) != nil || cfg.Budget == nil {
 				continue
 			}
-			// The pipeline's chains hold a probe above every layer: the
-			// layer's own position is half its index.
-			out = append(out, ledgerOf{stage: st, layer: l.Name, pos: l.Index / 2, budget: *cfg.Budget, ledger: lr.Ledger(runID)})
+			// The pipeline's chains hold probes between the layers: the
+			// layer's own position is that of its name in the plan.
+			pos := slices.IndexFunc(chainOf(orig, st), func(o plan.Layer) bool { return layerName(o) == l.Name })
+			out = append(out, ledgerOf{stage: st, layer: l.Name, pos: pos, budget: *cfg.Budget, ledger: lr.Ledger(runID)})
 		}
 	}
 	return out

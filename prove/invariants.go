@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 
@@ -277,19 +278,32 @@ func costOf(m plan.Model, u runtime.Usage) float64 {
 // ceiling, unless calls the meter admitted were charged together (a hedge
 // outside the meter, a meter that admits a call past its ceiling).
 //
-// What the providers bill is checked too: a model call cancelled after it
-// started (a hedge's racer that lost, an attempt that timed out) is billed
-// its input, which the runtime estimates and a meter charges (a hedge
-// reports its losers' usage as discarded); when such calls carry the spend
-// more than one call over a chat ceiling and the meter charged less than
-// was billed, a layer dropped what was billed and the budget did not bound
-// what was spent.
+// What the providers bill is checked too, against every chat ceiling in
+// dollars or tokens: every model call the chain sent (the calls through the
+// meter, a judge's verdicts and compaction's summaries, each retried or
+// fallen-back attempt, a hedge's racers), each billed the usage it reported,
+// or its input when it was cancelled after it started (a hedge's racer that
+// lost, an attempt that timed out). Every such call runs for a call that
+// passed the meter: either through it, or as the own call of a layer inside
+// it (which goes down the chain below that layer, past the meter). So when
+// the bill passes a ceiling by more than one call and the meter charged
+// less than was billed, the budget did not bound what was spent: a layer
+// dropped usage before the meter saw it, or made calls below it. A meter
+// with `when` is compared with the calls made while a call it applies to
+// was inside it; one with a `window` only over a run within one window.
 func budgetOvershoot(e *explorer, o *outcome) []string {
 	var out []string
-	billedUSD, billedTokens, cancelled := e.billed(o)
 	for _, l := range o.ledgers {
 		b, g := l.budget, l.ledger
 		usd, tokens := e.oneCall(o, l.pos)
+		var bill bill
+		billed := l.stage == plan.StageChat && e.billedCovers(o, l.pos)
+		if billed {
+			bill = e.billed(o, l.pos)
+		}
+		// One call over the ceiling: the largest the meter charged, or the
+		// largest a provider billed.
+		oneUSD, oneTokens := math.Max(usd, bill.maxUSD), max(tokens, bill.maxTokens)
 		switch {
 		case b.USD != nil && l.stage == plan.StageChat && g.USD > *b.USD+usd+1e-9:
 			out = append(out, fmt.Sprintf("%s meter %s charged $%.6g against a budget of $%g: more than its largest call ($%.6g) over it", l.stage, l.layer, g.USD, *b.USD, usd))
@@ -297,37 +311,103 @@ func budgetOvershoot(e *explorer, o *outcome) []string {
 			out = append(out, fmt.Sprintf("%s meter %s charged %d tokens against a budget of %d: more than its largest call (%d tokens) over it", l.stage, l.layer, g.Tokens(), *b.Tokens, tokens))
 		case b.Calls != nil && g.Calls > *b.Calls:
 			out = append(out, fmt.Sprintf("%s meter %s charged %d calls against a budget of %d", l.stage, l.layer, g.Calls, *b.Calls))
-		case cancelled > 0 && b.USD != nil && l.stage == plan.StageChat && billedUSD > *b.USD+usd+1e-9 && billedUSD > g.USD+1e-9:
-			out = append(out, fmt.Sprintf("%s meter %s: the models billed $%.6g against a budget of $%g, more than its largest call ($%.6g) over it; the meter charged $%.6g: of %d model calls cancelled after they started (billed their input), some were not charged", l.stage, l.layer, billedUSD, *b.USD, usd, g.USD, cancelled))
-		case cancelled > 0 && b.Tokens != nil && l.stage == plan.StageChat && billedTokens > *b.Tokens+tokens && billedTokens > g.Tokens():
-			out = append(out, fmt.Sprintf("%s meter %s: the models billed %d tokens against a budget of %d, more than its largest call (%d tokens) over it; the meter charged %d: of %d model calls cancelled after they started (billed their input), some were not charged", l.stage, l.layer, billedTokens, *b.Tokens, tokens, g.Tokens(), cancelled))
+		case billed && b.USD != nil && bill.usd > *b.USD+oneUSD+1e-9 && bill.usd > g.USD+1e-9:
+			out = append(out, fmt.Sprintf("%s meter %s: the models billed $%.6g for %d calls against a budget of $%g, more than one call ($%.6g) over it; the meter charged $%.6g for %d: %s", l.stage, l.layer, bill.usd, bill.calls, *b.USD, oneUSD, g.USD, g.Calls, bill.why()))
+		case billed && b.Tokens != nil && bill.tokens > *b.Tokens+oneTokens && bill.tokens > g.Tokens():
+			out = append(out, fmt.Sprintf("%s meter %s: the models billed %d tokens for %d calls against a budget of %d, more than one call (%d tokens) over it; the meter charged %d for %d: %s", l.stage, l.layer, bill.tokens, bill.calls, *b.Tokens, oneTokens, g.Tokens(), g.Calls, bill.why()))
 		}
 	}
 	return out
 }
 
-// billed returns what the providers bill for a run's model calls: the
-// usage that arrived from each, and the input of each call cancelled after
-// it started (counted in cancelled).
-func (e *explorer) billed(o *outcome) (usd float64, tokens int64, cancelled int) {
+// billedCovers reports whether the bill of a run is compared against the
+// chat meter at pos: a run that stayed within one of its windows.
+func (e *explorer) billedCovers(o *outcome, pos int) bool {
+	if pos < 0 || pos >= len(e.orig.Chains.Chat) {
+		return false
+	}
+	var cfg struct {
+		Window string `json:"window"`
+	}
+	_ = json.Unmarshal(e.orig.Chains.Chat[pos].Config, &cfg)
+	return oneWindow(cfg.Window, scenario.Epoch, scenario.Epoch.Add(o.elapsed))
+}
+
+// oneWindow reports whether from and to fall in one window of a meter's
+// window ("" none, "month", or whole seconds from the Unix epoch on, as the
+// meter cuts them); a window that does not parse counts as crossed.
+func oneWindow(window string, from, to time.Time) bool {
+	switch window {
+	case "":
+		return true
+	case "month":
+		from, to = from.UTC(), to.UTC()
+		return from.Year() == to.Year() && from.Month() == to.Month()
+	}
+	d, err := time.ParseDuration(window)
+	secs := int64(d / time.Second)
+	if err != nil || secs <= 0 {
+		return false
+	}
+	floor := func(t time.Time) int64 { s := t.Unix(); return s - ((s%secs)+secs)%secs }
+	return floor(from) == floor(to)
+}
+
+// bill is what the providers bill for a run's model calls.
+type bill struct {
+	usd              float64
+	tokens           int64
+	calls, cancelled int
+	maxUSD           float64
+	maxTokens        int64
+}
+
+// why says where a bill the meter did not charge may come from.
+func (b bill) why() string {
+	if b.cancelled > 0 {
+		return fmt.Sprintf("of the model calls billed (%d of them cancelled after they started, billed their input), some were not charged: a layer dropped their usage before the meter, or made them below it", b.cancelled)
+	}
+	return "of the model calls billed, some were not charged: a layer inside the meter made them below it (a judge's verdicts, a compaction's summaries), or dropped their usage before the meter"
+}
+
+// billed returns what the providers bill for the model calls the chat
+// chain sent in a run for the calls the meter at pos applies to: the usage
+// that arrived from each, and the input of each call cancelled after it
+// started. A meter with `when` applies to the calls its scope probe saw
+// (probed), and covers the model calls made while one of them was inside
+// it; a meter without one applies to every call.
+func (e *explorer) billed(o *outcome, pos int) bill {
+	var b bill
 	model := len(e.orig.Chains.Chat)
+	scoped := pos >= 0 && pos < model && e.orig.Chains.Chat[pos].When != nil
+	inside := 0
 	for _, ev := range o.events {
-		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != model {
+		switch {
+		case ev.Kind == evScopeIn && ev.Pos == pos:
+			inside++
+		case ev.Kind == evScopeOut && ev.Pos == pos:
+			inside--
+		}
+		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != model || scoped && inside <= 0 {
 			continue
 		}
 		u := ev.Usage
 		if ev.ErrKind == "canceled" {
-			cancelled++
+			b.cancelled++
 			if u.InputTokens == 0 && u.OutputTokens == 0 {
 				u = runtime.Usage{InputTokens: e.usage.InputTokens}
 			}
 		} else if u.InputTokens == 0 && u.OutputTokens == 0 {
 			continue
 		}
-		usd += costOf(e.orig.Models[ev.Model], u)
-		tokens += u.InputTokens + u.OutputTokens
+		usd := costOf(e.orig.Models[ev.Model], u)
+		b.calls++
+		b.usd += usd
+		b.tokens += u.InputTokens + u.OutputTokens
+		b.maxUSD = math.Max(b.maxUSD, usd)
+		b.maxTokens = max(b.maxTokens, u.InputTokens+u.OutputTokens)
 	}
-	return usd, tokens, cancelled
+	return b
 }
 
 func chainOf(p *plan.Plan, stage plan.Stage) []plan.Layer {

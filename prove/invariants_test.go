@@ -97,3 +97,66 @@ chains: chat: [
 	require.NoError(t, err)
 	assert.Greater(t, res.Meter.USD, 0.001+0.0004, "agentc run shows the overshoot: %+v\n%s", res.Meter, strings.Join(v.Trace, "\n"))
 }
+
+// A judge inside a meter sends its own verdict calls below the meter,
+// which never charges them (vet refuses the order, order/judge-before-meter,
+// but prove explores it): the providers bill every call while the ledger
+// grows by the responses only, and the spend passes the budget by more than
+// one call. Nothing is cancelled; the bill is compared all the same. The
+// counterexample replays, and under the order vet asks for (the judge
+// outside the meter, which charges the verdicts) the policy proves clean.
+func TestBudgetOvershootJudgeInsideMeter(t *testing.T) {
+	const models = `models: primary: {provider: "anthropic", model: "claude-sonnet-4-5", api_key_env: "K", usd_per_mtok_in: 3.0, usd_per_mtok_out: 15.0}
+`
+	p, dir := policyPlan(t, models+`chains: chat: [{use: "meter", budget: {usd: 0.01}}, {use: "judge", model: "primary", prompt: "allow or block"}]`)
+	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: 4, Dir: dir})
+	require.NoError(t, err)
+	var found *prove.Counterexample
+	for _, v := range r.Violations {
+		if v.Invariant == prove.BudgetOvershoot {
+			found = v
+		}
+	}
+	require.NotNil(t, found, "violations: %v", violated(r))
+	assert.Contains(t, found.Message, "billed")
+	ids, err := prove.Replay(context.Background(), p, found.Scenario, prove.Options{Dir: dir})
+	require.NoError(t, err)
+	assert.Contains(t, ids, prove.BudgetOvershoot)
+	res, err := scenario.Run(context.Background(), p, found.Scenario, scenario.Options{Dir: dir})
+	require.NoError(t, err)
+	assert.Greater(t, res.Executions.Models["primary"], int(res.Meter.Calls), "the verdict calls ran uncharged")
+
+	r = explorePolicy(t, models+`chains: chat: [{use: "judge", model: "primary", prompt: "allow or block"}, {use: "meter", budget: {usd: 0.01}}]`, 4)
+	assert.Empty(t, violated(r))
+}
+
+// A meter with `when` bounds the calls it applies to, and what is spent for
+// them: a judge inside it spends past its budget for those calls, and for
+// the calls the meter leaves alone it bounds nothing.
+func TestBudgetOvershootJudgeInsideScopedMeter(t *testing.T) {
+	r := explorePolicy(t, `models: {
+	primary: {usd_per_mtok_in: 3.0, usd_per_mtok_out: 15.0}
+	backup: {usd_per_mtok_in: 3.0, usd_per_mtok_out: 15.0}
+}
+chains: chat: [
+	{use: "meter", budget: {usd: 0.01}, when: "request.model == 'primary'"},
+	{use: "judge", model: "backup", prompt: "allow or block"},
+]`, 4)
+	var targets []string
+	for _, v := range r.Violations {
+		if v.Invariant == prove.BudgetOvershoot {
+			targets = append(targets, v.Target)
+		}
+	}
+	assert.Equal(t, []string{"chat primary"}, targets, "violations: %v", violated(r))
+}
+
+// A meter with a window starts afresh at each window: over a run that
+// waits past one (a retry after a rate limit), the providers bill more than
+// one call over the ceiling while each window stays within it. The policy
+// proves clean.
+func TestBudgetOvershootWindowStartsAfresh(t *testing.T) {
+	r := explorePolicy(t, `models: primary: {usd_per_mtok_in: 3, usd_per_mtok_out: 15}
+chains: chat: [{use: "meter", budget: usd: 0.01, window: "1s"}, {use: "retry", max_attempts: 2, initial_delay: "1s"}]`, 5)
+	assert.Empty(t, violated(r))
+}

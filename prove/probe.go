@@ -33,6 +33,10 @@ const (
 	evDelta   = "delta"   // a delta reached the caller
 	evExecute = "execute" // a model or a tool really ran
 	evRecord  = "record"  // an audit record was written
+	// A call entered and left the scope of a chat meter with `when` at Pos:
+	// the meter applied to it (a scope probe, see probed).
+	evScopeIn  = "scope_in"
+	evScopeOut = "scope_out"
 )
 
 // event is one entry of a run's trace.
@@ -111,6 +115,9 @@ type probe struct {
 	Stage string `json:"stage"`
 	// Last marks the probe just outside the model (or tool, or turn).
 	Last bool `json:"last,omitempty"`
+	// Scope marks the probe just inside a chat meter with `when`, under
+	// the same `when`: it sees the calls the meter applies to.
+	Scope bool `json:"scope,omitempty"`
 }
 
 func (p *probe) exit(ctx context.Context, err error) {
@@ -122,6 +129,12 @@ func (p *probe) exit(ctx context.Context, err error) {
 func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		rec := recorderOf(ctx)
+		if p.Scope {
+			rec.add(ctx, event{Kind: evScopeIn, Stage: p.Stage, Pos: p.Pos})
+			err := next(ctx, c, yield)
+			rec.add(ctx, event{Kind: evScopeOut, Stage: p.Stage, Pos: p.Pos})
+			return err
+		}
 		rec.add(ctx, event{Kind: evEnter, Stage: p.Stage, Pos: p.Pos})
 		y := yield
 		if p.Pos == 0 {
@@ -198,7 +211,9 @@ func (s recordingSink) Append(ctx context.Context, r runtime.AuditRecord) error 
 }
 
 // probed returns a copy of chain with a probe above every layer and one
-// above the model or tool (position len(chain)).
+// above the model or tool (position len(chain)); a chat meter with `when`
+// gets a scope probe just inside it, under the same `when`, which sees the
+// calls the meter applies to.
 func probed(stage plan.Stage, chain []plan.Layer) []plan.Layer {
 	if len(chain) == 0 {
 		return nil
@@ -211,8 +226,15 @@ func probed(stage plan.Stage, chain []plan.Layer) []plan.Layer {
 		}
 		out = append(out, plan.Layer{Use: probeID, Name: probeName(i),
 			Config: []byte(`{"pos":` + itoa(i) + `,"stage":"` + stage + `"` + last + `}`)})
-		if i < len(chain) {
-			out = append(out, chain[i])
+		if i == len(chain) {
+			break
+		}
+		l := chain[i]
+		out = append(out, l)
+		if stage == plan.StageChat && l.Use == "meter" && l.When != nil {
+			when := *l.When
+			out = append(out, plan.Layer{Use: probeID, Name: "prove_scope_" + itoa(i), When: &when,
+				Config: []byte(`{"pos":` + itoa(i) + `,"stage":"` + stage + `","scope":true}`)})
 		}
 	}
 	return out
