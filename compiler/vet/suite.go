@@ -33,6 +33,7 @@ var Suite = []*Rule{
 	ContextWindow,
 	BudgetBelowEstimate,
 	RefuseUnestimatedOutput,
+	UnmeteredClassifier,
 	UndeclaredTools,
 	StoreSetup,
 	LocalInReplicas,

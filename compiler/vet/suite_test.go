@@ -49,6 +49,7 @@ var designRules = map[string]dsl.Severity{
 	"guard/context-window":               dsl.Warning,
 	"guard/budget-below-estimate":        dsl.Warning,
 	"guard/output-unestimated":           dsl.Warning,
+	"guard/unmetered-classifier":         dsl.Warning,
 	"state/store-setup":                  dsl.Error,
 	"state/local-in-replicas":            dsl.Warning,
 	"state/cache-across-tenants":         dsl.Warning,
