@@ -405,7 +405,9 @@ const maxStderrLine = 4 << 10
 // stderrLog returns the writing end of a pipe whose lines are logged to log
 // as records naming server name (a line the JSON log keeps whole, where the
 // raw bytes would break it), each cut at maxStderrLine, with the values sec
-// recorded (the credentials the server's env read) scrubbed.
+// recorded (the credentials the server's env read, and each long line of
+// one of several lines) scrubbed; a line cut ends before any start of such
+// a value there (secrets.cut).
 func stderrLog(log *slog.Logger, name string, sec *secrets) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -417,10 +419,16 @@ func stderrLog(log *slog.Logger, name string, sec *secrets) (*os.File, error) {
 		skip := false // the rest of a line over the bound
 		for {
 			line, err := br.ReadSlice('\n')
+			cut := errors.Is(err, bufio.ErrBufferFull)
 			if text := strings.TrimRight(string(line), "\r\n"); !skip && text != "" {
-				log.Info("mcp server stderr", "server", name, "line", sec.scrub(text))
+				if cut {
+					text = sec.cut(text)
+				} else {
+					text = sec.scrub(text)
+				}
+				log.Info("mcp server stderr", "server", name, "line", text)
 			}
-			skip = errors.Is(err, bufio.ErrBufferFull)
+			skip = cut
 			if err != nil && !skip {
 				return
 			}

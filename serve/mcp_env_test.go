@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -118,4 +119,43 @@ mcp: servers: envy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "login failed with") }, 10*time.Second, 10*time.Millisecond)
 	assert.Contains(t, logs.String(), `"line":"login failed with [redacted]"`)
 	assert.NotContains(t, logs.String(), "passed-token-value")
+}
+
+// TestMCPStdioUpstreamStderrMultilineSecret: a credential of several
+// lines (a PEM key) that a command server writes on its standard error
+// reaches the log as lines, none of which holds the whole value; each of
+// its lines of minSecretLine bytes or more is scrubbed from them. A line
+// cut at maxStderrLine in the middle of a credential shows none of it.
+func TestMCPStdioUpstreamStderrMultilineSecret(t *testing.T) {
+	const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3S\n-----END PRIVATE KEY-----"
+	logs := &logBuffer{}
+	gateway := map[string]string{"AGENTC_TEST_PASSED_KEY": pem, "AGENTC_TEST_PASSED_TOKEN": "passed-token-value"}
+	long := strings.Repeat("x", maxStderrLine-6)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: envy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {
+	AGENTC_TEST_MCP_STDIO: "1"
+	SIGNING_TOKEN: "${AGENTC_TEST_PASSED_TOKEN}"
+	AGENTC_TEST_MCP_STDERR: "using key ${AGENTC_TEST_PASSED_KEY}\n%s${AGENTC_TEST_PASSED_TOKEN}\nstderr done\n"
+	TLS_PRIVATE_KEY: "${AGENTC_TEST_PASSED_KEY}"
+}}
+`, os.Args[0], long))), WatchInterval: -1, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		LookupEnv: func(k string) (string, bool) { v, ok := gateway[k]; return v, ok }})
+	cs := connectProxy(t, s.url, "", nil)
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "stderr done") }, 10*time.Second, 10*time.Millisecond)
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var rec struct{ Msg, Line string }
+		require.NoError(t, json.Unmarshal([]byte(l), &rec))
+		if rec.Msg == "mcp server stderr" {
+			got = append(got, rec.Line)
+		}
+	}
+	require.Len(t, got, 7, "the key's five lines, the long line and the last")
+	assert.Equal(t, []string{"using key [redacted]", "[redacted]", "[redacted]", "[redacted]", "[redacted]"}, got[:5])
+	assert.True(t, strings.HasPrefix(got[5], long), "the long line is logged up to the credential")
+	assert.True(t, got[5] == long, "no part of the credential cut at the bound: %q", got[5][len(long)-10:])
+	assert.Equal(t, "stderr done", got[6])
 }
