@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// secrets are the values an MCP server's headers or env read from the
-// environment (its credentials), kept to scrub them from every message
+// secrets are the values an MCP server's headers, or its env's
+// credentials (commandEnv), read from the environment, kept to scrub them from every message
 // the server's session produces: an upstream or a proxy in front of it
 // that echoes the request's Authorization in its error would otherwise
 // put the credential in a tool's error result, which the MCP client and
