@@ -7,11 +7,11 @@ import (
 )
 
 // secrets are the values an MCP server's headers, or its env's
-// credentials (commandEnv), read from the environment, kept to scrub them from every message
-// the server's session produces: an upstream or a proxy in front of it
-// that echoes the request's Authorization in its error would otherwise
-// put the credential in a tool's error result, which the MCP client and
-// its model read, and in the log.
+// credentials (commandEnv), read from the environment, kept to scrub them
+// from every message the server's session produces: an upstream or a proxy
+// in front of it that echoes the request's Authorization in its error
+// would otherwise put the credential in a tool's error result, which the
+// MCP client and its model read, and in the log.
 type secrets struct {
 	mu     sync.Mutex
 	values []string
