@@ -652,12 +652,16 @@ func stopReason(finish, stopSeq string, calls bool) string {
 }
 
 // appendStopSequence appends the stop_sequence field: the sequence the
-// model stopped at (as the upstream wrote it, bounded as its error fields
-// are), else null.
-func appendStopSequence(b []byte, finish, stopSeq string) []byte {
+// model stopped at, else null. One of asked, the request's stop_sequences,
+// is relayed unchanged, as a client compares it with its list; another the
+// upstream wrote is bounded as its error fields are.
+func appendStopSequence(b []byte, finish, stopSeq string, asked []string) []byte {
 	b = append(b, `,"stop_sequence":`...)
 	if finish != runtime.FinishStop || stopSeq == "" {
 		return append(b, "null"...)
+	}
+	if slices.Contains(asked, stopSeq) {
+		return wire.AppendString(b, stopSeq)
 	}
 	return wire.AppendString(b, relayed(stopSeq, maxRelayedField))
 }
@@ -786,7 +790,7 @@ func completeAnthropic(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	}
 	b = append(b, `],"stop_reason":`...)
 	b = wire.AppendString(b, stopReason(resp.FinishReason, resp.StopSequence, len(resp.ToolCalls) > 0))
-	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
+	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence, p.req.Stop)
 	b = append(b, `,"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)
 	b = append(b, "}\n"...)
@@ -988,7 +992,7 @@ func (s *anthropicStream) end(resp *runtime.ChatResponse) {
 	s.event("message_delta")
 	b := append(s.buf, `{"type":"message_delta","delta":{"stop_reason":`...)
 	b = wire.AppendString(b, stopReason(resp.FinishReason, resp.StopSequence, s.tools.any()))
-	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence)
+	b = appendStopSequence(b, resp.FinishReason, resp.StopSequence, s.p.req.Stop)
 	b = append(b, `},"usage":`...)
 	b = appendAnthropicUsage(b, resp.Usage)
 	b = append(b, "}\n\n"...)

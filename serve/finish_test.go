@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -82,10 +83,10 @@ func (g *gateway) askOpenAI(t *testing.T, model string, stream bool) openAIAnswe
 
 // askAnthropic asks model through the Messages route, streaming or not,
 // and returns the message.
-func (g *gateway) askAnthropic(t *testing.T, model string, stream bool) anthropic.Message {
+func (g *gateway) askAnthropic(t *testing.T, model string, stream bool, stop ...string) anthropic.Message {
 	t.Helper()
 	params := anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: 256,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}}
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}, StopSequences: stop}
 	if !stream {
 		msg, err := g.anthropic(t).Messages.New(context.Background(), params)
 		require.NoError(t, err)
@@ -237,5 +238,27 @@ data: [DONE]
 		assert.LessOrEqual(t, len(msg.StopSequence), maxRelayedField, "stream %v", stream)
 		assert.True(t, strings.HasPrefix(msg.StopSequence, "zzz"), msg.StopSequence)
 		assert.Equal(t, "\n\nHuman:", g.askAnthropic(t, "backup", stream).StopSequence, "stream %v", stream)
+	}
+}
+
+// TestClientStopSequenceRelayedWhole: the stop sequence an Anthropic model
+// stopped at is one of the client's own stop_sequences, which a client
+// compares with its list: one over maxRelayedField was cut and marked, and
+// matched none of them. It is relayed unchanged when it is one of the
+// request's; an upstream's other sequence is still cut.
+func TestClientStopSequenceRelayedWhole(t *testing.T) {
+	own := "\n\nEND OF ANSWER " + strings.Repeat("=", 300)
+	other := strings.Repeat("y", 300)
+	anthropicStoppedAt := func(seq string) string {
+		return strings.Replace(anthropicStopping("stop_sequence"), `"stop_sequence":null},"usage"`, `"stop_sequence":`+strconv.Quote(seq)+`},"usage"`, 1)
+	}
+	for _, stream := range []bool{false, true} {
+		g := newGateway(t, typicalChain, nil, []reply{{body: anthropicStoppedAt(own)}, {body: anthropicStoppedAt(other)}})
+		msg := g.askAnthropic(t, "backup", stream, "STOP", own)
+		assert.Equal(t, anthropic.StopReasonStopSequence, msg.StopReason, "stream %v", stream)
+		assert.True(t, msg.StopSequence == own, "stream %v: the client's own sequence, whole: %q", stream, msg.StopSequence)
+		msg = g.askAnthropic(t, "backup", stream, "STOP", own)
+		assert.LessOrEqual(t, len(msg.StopSequence), maxRelayedField, "stream %v", stream)
+		assert.Contains(t, msg.StopSequence, "(cut: the message ran 300 bytes)", "stream %v", stream)
 	}
 }

@@ -62,8 +62,8 @@ type upstreamServer struct {
 	// lookupEnv reads the variables the server's headers or env name, at
 	// each connection.
 	lookupEnv func(string) (string, bool)
-	// secrets are the credentials the headers or env read, scrubbed from
-	// the messages of the server's session.
+	// secrets are the credentials the headers or env read (commandEnv),
+	// scrubbed from the messages of the server's session.
 	secrets secrets
 	log     *slog.Logger
 	// onChange lists the server's tools again, scans them and serves the
@@ -212,7 +212,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 			}()
 		}
 	}
-	return connect(ctx, u.name, u.spec, u.dir, u.secrets.lookup(u.lookupEnv), &u.secrets, opts, u.log)
+	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, &u.secrets, opts, u.log)
 }
 
 // renew ends cs, a session that refused a call as closing, waits until it
@@ -303,7 +303,7 @@ type upstreamTool struct {
 // the URL. The caller closes the session.
 func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
 	var sec secrets
-	return connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil, nil)
+	return connect(ctx, name, s, dir, os.LookupEnv, &sec, nil, nil)
 }
 
 // ListUpstream connects to one upstream MCP server of a plan as Upstream
@@ -319,7 +319,7 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 			sec.add(lit[strings.LastIndexAny(lit, " \t")+1:])
 		}
 	}
-	cs, err := connect(ctx, name, s, dir, sec.lookup(os.LookupEnv), &sec, nil, nil)
+	cs, err := connect(ctx, name, s, dir, os.LookupEnv, &sec, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,9 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 
 // connect opens a session with server name. A command server gets the
 // environment commandEnv gives it, and its standard error goes to log, a
-// record a line (os.Stderr when log is nil).
+// record a line (os.Stderr when log is nil). The values the headers read
+// through lookupEnv, and those the env's credentials read, are recorded
+// in sec.
 func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions, log *slog.Logger) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
@@ -341,7 +343,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	case len(s.Command) > 0 && len(s.Headers) > 0:
 		return nil, fmt.Errorf("mcp server %q: headers apply to a url, not to a command", name)
 	case len(s.Command) > 0:
-		env, err := commandEnv(s.Env, lookupEnv)
+		env, err := commandEnv(s.Env, lookupEnv, sec)
 		if err != nil {
 			return nil, fmt.Errorf("mcp server %q: %w", name, err)
 		}
@@ -362,7 +364,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	case s.URL != "":
 		var rt http.RoundTripper = http.DefaultTransport
 		if len(s.Headers) > 0 {
-			h, err := mcpHeaders(s.Headers, lookupEnv)
+			h, err := mcpHeaders(s.Headers, sec.lookup(lookupEnv))
 			if err != nil {
 				return nil, fmt.Errorf("mcp server %q: %w", name, err)
 			}
@@ -405,7 +407,9 @@ const maxStderrLine = 4 << 10
 // stderrLog returns the writing end of a pipe whose lines are logged to log
 // as records naming server name (a line the JSON log keeps whole, where the
 // raw bytes would break it), each cut at maxStderrLine, with the values sec
-// recorded (the credentials the server's env read) scrubbed.
+// recorded (the credentials the server's env read, and each long line of
+// one of several lines) scrubbed; a line cut ends before any start of such
+// a value there (secrets.cut).
 func stderrLog(log *slog.Logger, name string, sec *secrets) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -417,10 +421,16 @@ func stderrLog(log *slog.Logger, name string, sec *secrets) (*os.File, error) {
 		skip := false // the rest of a line over the bound
 		for {
 			line, err := br.ReadSlice('\n')
+			cut := errors.Is(err, bufio.ErrBufferFull)
 			if text := strings.TrimRight(string(line), "\r\n"); !skip && text != "" {
-				log.Info("mcp server stderr", "server", name, "line", sec.scrub(text))
+				if cut {
+					text = sec.cut(text)
+				} else {
+					text = sec.scrub(text)
+				}
+				log.Info("mcp server stderr", "server", name, "line", text)
 			}
-			skip = errors.Is(err, bufio.ErrBufferFull)
+			skip = cut
 			if err != nil && !skip {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 )
 
@@ -30,26 +31,60 @@ var inheritedEnv = func() []string {
 // commandEnv returns the environment of a command server: the inherited
 // variables (inheritedEnv) agentc serve has, read from its own environment,
 // and env's entries, which replace them, each value's ${NAME} read through
-// lookupEnv. An inherited value that is a shell function definition (what
-// bash exports: "() {...}") is left out. The slice is never nil: an
-// exec.Cmd given a nil Env passes the whole environment on.
-func commandEnv(env map[string]string, lookupEnv func(string) (string, bool)) ([]string, error) {
+// lookupEnv. The values an entry reads are recorded in sec, to be scrubbed
+// from the server's messages, when the entry holds a credential
+// (credentialEntry); a setting (LOG_LEVEL, a directory) is not, as
+// scrubbing it would scrub every word or path it is part of. An inherited
+// value that is a shell function definition (what bash exports: "()
+// {...}") is left out. The slice is never nil: an exec.Cmd given a nil Env
+// passes the whole environment on.
+func commandEnv(env map[string]string, lookupEnv func(string) (string, bool), sec *secrets) ([]string, error) {
 	vars := map[string]string{}
 	for _, k := range inheritedEnv {
 		if v, ok := os.LookupEnv(k); ok && !strings.HasPrefix(v, "()") {
 			vars[k] = v
 		}
 	}
-	declared, err := expandRefs("env", env, lookupEnv)
-	if err != nil {
-		return nil, err
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		read := map[string]string{}
+		declared, err := expandRefs("env", map[string]string{k: env[k]}, func(name string) (string, bool) {
+			v, ok := lookupEnv(name)
+			if ok {
+				read[name] = v
+			}
+			return v, ok
+		})
+		if err != nil {
+			return nil, err
+		}
+		if credentialEntry(k, declared[k], read) {
+			for _, v := range read {
+				sec.add(v)
+			}
+		}
+		vars[k] = declared[k]
 	}
-	maps.Copy(vars, declared)
 	out := make([]string, 0, len(vars))
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		out = append(out, k+"="+vars[k])
 	}
 	return out, nil
+}
+
+// credentialEntry reports whether the env entry name, whose value is value
+// with the variables read (name to value), holds a credential: the entry's
+// name or the name of a variable it reads is a credential's, or the value
+// or a variable's has a credential's shape (dsl.CredentialVar).
+func credentialEntry(name, value string, read map[string]string) bool {
+	if dsl.CredentialVar(name, value) {
+		return true
+	}
+	for k, v := range read {
+		if dsl.CredentialVar(k, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // expandRefs expands the ${NAME} references of an MCP server's values (its

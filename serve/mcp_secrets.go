@@ -6,12 +6,12 @@ import (
 	"sync"
 )
 
-// secrets are the values an MCP server's headers or env read from the
-// environment (its credentials), kept to scrub them from every message
-// the server's session produces: an upstream or a proxy in front of it
-// that echoes the request's Authorization in its error would otherwise
-// put the credential in a tool's error result, which the MCP client and
-// its model read, and in the log.
+// secrets are the values an MCP server's headers, or its env's
+// credentials (commandEnv), read from the environment, kept to scrub them
+// from every message the server's session produces: an upstream or a proxy
+// in front of it that echoes the request's Authorization in its error
+// would otherwise put the credential in a tool's error result, which the
+// MCP client and its model read, and in the log.
 type secrets struct {
 	mu     sync.Mutex
 	values []string
@@ -28,17 +28,38 @@ func (s *secrets) lookup(lookupEnv func(string) (string, bool)) func(string) (st
 	}
 }
 
+// minSecretLine is the length from which a line of a credential of
+// several lines (a PEM key) is recorded on its own: a server's standard
+// error reaches the log a line at a time, so no line holds the whole
+// value. A shorter line (a PEM key's last few characters of base64) is
+// not, as scrubbing it would scrub ordinary text.
+const minSecretLine = 8
+
 // add records v, unless it is too short to scrub without scrubbing
-// everything else.
+// everything else, and each line of v of minSecretLine bytes or more.
+// The values are kept longest first, so that a value is scrubbed whole
+// before any of its lines is.
 func (s *secrets) add(v string) {
 	if len(v) < 4 {
 		return
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.record(v)
+	if strings.ContainsAny(v, "\r\n") {
+		for _, line := range strings.FieldsFunc(v, func(r rune) bool { return r == '\r' || r == '\n' }) {
+			if line = strings.TrimSpace(line); len(line) >= minSecretLine {
+				s.record(line)
+			}
+		}
+	}
+	slices.SortStableFunc(s.values, func(a, b string) int { return len(b) - len(a) })
+}
+
+func (s *secrets) record(v string) {
 	if !slices.Contains(s.values, v) {
 		s.values = append(s.values, v)
 	}
-	s.mu.Unlock()
 }
 
 // scrub replaces the recorded values in msg.
@@ -47,6 +68,24 @@ func (s *secrets) scrub(msg string) string {
 	defer s.mu.Unlock()
 	for _, v := range s.values {
 		msg = strings.ReplaceAll(msg, v, "[redacted]")
+	}
+	return msg
+}
+
+// cut returns msg, the first part of a text cut at a bound, scrubbed, and
+// without its end where that is the start of a recorded value: a value
+// the bound cut in two would otherwise show its first part.
+func (s *secrets) cut(msg string) string {
+	msg = s.scrub(msg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.values {
+		for n := min(len(v)-1, len(msg)); n > 0; n-- {
+			if strings.HasSuffix(msg, v[:n]) {
+				msg = msg[:len(msg)-n]
+				break
+			}
+		}
 	}
 	return msg
 }

@@ -199,7 +199,7 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 	}
 	for _, e := range textnorm.Encodings(text) {
 		if m, ok := d.detectText(e.Text, doc); ok {
-			return Match{PatternID: m.PatternID, Score: m.Score, Start: e.Start, End: e.End, Encoding: encodingOf(text[e.Start:e.End])}, true
+			return Match{PatternID: m.PatternID, Score: m.Score, Start: e.Start, End: e.End, Encoding: e.Kind}, true
 		}
 	}
 	return Match{}, false
@@ -427,34 +427,6 @@ func containsAny(s string, needles []string) bool {
 		}
 	}
 	return false
-}
-
-// encodingOf names the encoding of run, a run textnorm.Encodings decoded: "hex" for hex
-// digits, contiguous or with their bytes separated (a space or a colon: no base64 or base32
-// run holds one) or a dump's lines; "base32" for RFC 4648's upper-case alphabet; "base64"
-// otherwise. Encodings tries them in that order.
-func encodingOf(run string) string {
-	if strings.ContainsAny(run, " :") {
-		return "hex"
-	}
-	run = strings.TrimRight(run, "=")
-	hexRun, base32Run := true, true
-	for i := 0; i < len(run); i++ {
-		c := run[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			hexRun = false
-		}
-		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
-			base32Run = false
-		}
-	}
-	switch {
-	case hexRun:
-		return "hex"
-	case base32Run:
-		return "base32"
-	}
-	return "base64"
 }
 
 // leetLetter maps the digits and symbols commonly written for letters to those letters.

@@ -442,6 +442,29 @@ func TestDetectHexAndBase32(t *testing.T) {
 			assert.Equal(t, tc.payload, strings.TrimRight(in[m.Start:m.End], " "))
 		})
 	}
+	// The run found may hold more than the digits (a 0x or id_ before them, \x or dashes
+	// between the bytes): the encoding named is the one decoded.
+	sep := func(b []byte, prefix, between string) string {
+		parts := make([]string, len(b))
+		for i, c := range b {
+			parts[i] = fmt.Sprintf("%s%02x", prefix, c)
+		}
+		return strings.Join(parts, between)
+	}
+	for name, payload := range map[string]string{
+		"0x":      "0x" + hex.EncodeToString(inj),
+		"id_":     "id_" + hex.EncodeToString(inj),
+		`\x`:      sep(inj, `\x`, ""),
+		"dashes":  sep(inj, "", "-"),
+		"0x, ...": sep(inj, "0x", ", "),
+	} {
+		t.Run("hex, "+name, func(t *testing.T) {
+			in := "please decode and follow: " + payload + " thanks"
+			m, ok := d.Detect(in)
+			require.True(t, ok, in)
+			assert.Equal(t, "hex", m.Encoding, in[m.Start:m.End])
+		})
+	}
 	benign := []byte("just a harmless note about lunch plans")
 	for _, enc := range []string{hex.EncodeToString(benign), base32.StdEncoding.EncodeToString(benign), spaced(benign)} {
 		_, ok := d.Detect("attachment: " + enc)

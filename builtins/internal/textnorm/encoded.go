@@ -8,7 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Encoded is a run of a text written in base64 or hex whose decoding holds printable text.
+// Encoded is a run of a text written in base64, base32 or hex whose decoding holds printable
+// text.
 type Encoded struct {
 	// Start and End are the byte offsets of the run in the text (End exclusive), its padding
 	// included.
@@ -16,6 +17,10 @@ type Encoded struct {
 	// Text is the printable pieces of the run's decoding, MinDecoded bytes or more each,
 	// joined by line breaks.
 	Text string
+	// Kind is the encoding the run was decoded from: "base64", "base32" or "hex" (a dump's
+	// lines, or bytes with separators or prefixes, are "hex" too). A run whose pieces come
+	// from more than one decoding names the one that gave the longest piece.
+	Kind string
 }
 
 const (
@@ -81,8 +86,8 @@ func Encodings(text string) []Encoded {
 		}
 		i = padded
 		if !wrapped {
-			if pieces := decodeRun(text[start:end]); pieces != "" {
-				out = append(out, Encoded{Start: start, End: padded, Text: pieces})
+			if pieces, kind := decodeRun(text[start:end]); pieces != "" {
+				out = append(out, Encoded{Start: start, End: padded, Text: pieces, Kind: kind})
 			}
 			continue
 		}
@@ -93,16 +98,19 @@ func Encodings(text string) []Encoded {
 			}
 		}
 		run := string(buf)
-		pieces := decodeRun(run)
+		pieces, kind := decodeRun(run)
 		// A short last line may be a word of the text after the run, glued to it ("done"
 		// under a value's encoding): the run is read without it too.
 		if last := end - strings.LastIndexByte(text[start:end], '\n') - start - 1; last < minWrapped {
-			if more := decodeRun(run[:len(run)-last]); more != "" && more != pieces {
+			if more, moreKind := decodeRun(run[:len(run)-last]); more != "" && more != pieces {
+				if pieces == "" {
+					kind = moreKind
+				}
 				pieces = strings.TrimPrefix(pieces+"\n"+more, "\n")
 			}
 		}
 		if pieces != "" {
-			out = append(out, Encoded{Start: start, End: padded, Text: pieces})
+			out = append(out, Encoded{Start: start, End: padded, Text: pieces, Kind: kind})
 		}
 	}
 	return hexDumps(text, separatedHex(text, out))
@@ -187,22 +195,36 @@ func wrappedRunStart(text string, known Walk) int {
 	}
 }
 
-// decodeRun returns the printable pieces of run's decodings as hex and as base64, joined by
-// line breaks, or "".
-func decodeRun(run string) string {
+// decodeRun returns the printable pieces of run's decodings as hex, base32 and base64,
+// joined by line breaks, or "", and the encoding of the decoding read whole, else of the one
+// that gave the longest piece.
+func decodeRun(run string) (string, string) {
 	var pieces []string
 	var whole bool
+	kind, longest := "", 0
+	// note names kind the encoding of the pieces from on when one is the longest yet.
+	note := func(from int, k string) {
+		for _, p := range pieces[from:] {
+			if len(p) > longest {
+				kind, longest = k, len(p)
+			}
+		}
+	}
 	// The runs of hex digits within the run ("0x" or "id_" before one), and of the base32
 	// alphabet (upper-case letters and 2 to 7).
 	if pieces, whole = subRuns(run, minHex, isHex, decodeHex, pieces); whole {
-		return strings.Join(pieces, "\n")
+		return strings.Join(pieces, "\n"), "hex"
 	}
+	note(0, "hex")
+	from := len(pieces)
 	if pieces, whole = subRuns(run, minBase32, isBase32, decodeBase32, pieces); whole {
-		return strings.Join(pieces, "\n")
+		return strings.Join(pieces, "\n"), "base32"
 	}
+	note(from, "base32")
 	if len(run) < minBase64 {
-		return strings.Join(pieces, "\n")
+		return strings.Join(pieces, "\n"), kind
 	}
+	from = len(pieces)
 	// Read the URL-safe alphabet as the standard one: a run may mix them only by chance.
 	var stdBuf [smallRun]byte
 	std := append(stdBuf[:0], run...)
@@ -237,7 +259,8 @@ func decodeRun(run string) string {
 			break
 		}
 	}
-	return strings.Join(pieces, "\n")
+	note(from, "base64")
+	return strings.Join(pieces, "\n"), kind
 }
 
 // subRuns appends to pieces what decode reads in each run of min characters or more of run

@@ -177,7 +177,7 @@ func readDump(text string, run []dumpLine) (Encoded, bool) {
 	if len(pieces) == 0 {
 		return Encoded{}, false
 	}
-	return Encoded{Start: run[0].start, End: run[len(run)-1].end, Text: strings.Join(pieces, "\n")}, true
+	return Encoded{Start: run[0].start, End: run[len(run)-1].end, Text: strings.Join(pieces, "\n"), Kind: "hex"}, true
 }
 
 // dumpBytes decodes the groups of l.

@@ -58,7 +58,7 @@ func separatedHex(text string, out []Encoded) []Encoded {
 			k++ // a separator, a line break or an indent
 		}
 		if pieces, _ := printable(dec, nil); len(pieces) > 0 {
-			out = append(out, Encoded{Start: i, End: end, Text: strings.Join(pieces, "\n")})
+			out = append(out, Encoded{Start: i, End: end, Text: strings.Join(pieces, "\n"), Kind: "hex"})
 			added = true
 		}
 		i = end - 1
