@@ -40,10 +40,10 @@ var hexKey = regexp.MustCompile(`^[0-9a-f]*[0-9][0-9a-f]*$`)
 // literalSecret reports whether value, given for name, is a credential
 // written out rather than a reference to one.
 func literalSecret(name, value string) bool {
-	if secretValue.MatchString(value) {
+	if CredentialVar("", value) {
 		return true
 	}
-	if !secretName.MatchString(name) || len(value) < 8 || strings.ContainsAny(value, " \t") {
+	if !CredentialVar(name, "") || len(value) < 8 || strings.ContainsAny(value, " \t") {
 		return false
 	}
 	// A reference, a file or a URL holding the secret is not the secret.
