@@ -499,3 +499,25 @@ func TestProblemsUnderADottedNameArePlaced(t *testing.T) {
 	})
 	assert.Equal(t, []string{`models."gpt-4.1"[0].txt`}, asked)
 }
+
+// An empty trace under a policy with no tracing layer holds for any run and
+// is refused; a host's module, registered or not, may record spans through
+// BuildContext.TracerProvider, so under one it is an assertion.
+func TestCheckWantEmptyTraceUnderAHostModule(t *testing.T) {
+	runtime.Register(runtime.Module{ID: "host_spans_test", Stages: []plan.Stage{plan.StageChat},
+		New: func() runtime.Middleware { return passChat{} }})
+	want := map[string]any{"trace": []any{}}
+	p := &plan.Plan{Chains: plan.Chains{Chat: []plan.Layer{{Use: "retry"}}}}
+	err := scenario.CheckWantNames(want, p, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "trace: the policy has no tracing layer")
+	for _, use := range []string{"host_spans_test", "not_registered_here", "tracing"} {
+		p := &plan.Plan{Chains: plan.Chains{Chat: []plan.Layer{{Use: use}}}}
+		assert.NoError(t, scenario.CheckWantNames(want, p, nil), use)
+	}
+}
+
+// passChat is a host's chat middleware that passes every call on.
+type passChat struct{}
+
+func (passChat) WrapChat(next runtime.ChatHandler) runtime.ChatHandler { return next }

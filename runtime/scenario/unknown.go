@@ -553,11 +553,12 @@ func scriptNames(s *Scenario, models bool) []string {
 }
 
 // mayTrace reports whether a run under p may record a span: p has a
-// tracing layer, or a layer of a module not registered here.
+// tracing layer, or a layer of a host's module (registered or not), which
+// may record spans through BuildContext.TracerProvider.
 func mayTrace(p *plan.Plan) bool {
 	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
 		for _, l := range chain {
-			if _, ok := runtime.LookupModule(l.Use); !ok || l.Use == "tracing" {
+			if m, ok := runtime.LookupModule(l.Use); !ok || !m.Builtin || l.Use == "tracing" {
 				return true
 			}
 		}
