@@ -62,9 +62,12 @@ func loadDataAs(t *testing.T, path, src, want string) []byte {
 // 2) was left out of the JSON unsaid, so the expectation or the argument
 // it wrote was never checked nor used. It is refused at its place, as a
 // required field (!) is; an optional field of a definition or a hidden
-// helper, which is no data, is not.
+// helper, which is no data, is not, unless it holds data and reaches the
+// data. One that holds a schema (a type, a default, an open struct or
+// list) is not refused.
 func TestLoadDataOptionalField(t *testing.T) {
 	dir := t.TempDir()
+	const msg = "an optional field is neither checked nor used (it is left out of the data): remove the ?"
 	tests := []struct{ name, src, want string }{
 		{"in want", "tests: x: {\n\twant: steps: [{outcome: \"ok\", result?: 2}]\n}\n",
 			"x.cue:2:32: result?: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
@@ -84,8 +87,43 @@ func TestLoadDataOptionalField(t *testing.T) {
 		{"a computed label", "k: \"a\"\n(k)?: 1\n",
 			"x.cue:2:1: an optional field is neither checked nor used (it is left out of the data): remove the ?"},
 		{"a definition", "#Step: {outcome?: string, result?: _}\ntests: x: want: steps: [#Step & {outcome: \"ok\"}]\n", ""},
-		{"a hidden helper", "_base: {audit?: []}\n_#b: {audit?: []}\ntests: x: want: _base & {steps: []}\n", ""},
-		{"a let", "let s = {a?: 1}\ntests: x: want: s & {steps: []}\n", ""},
+		{"a hidden helper left unused", "_#b: {audit?: []}\n_c: d?: 1\nlet e = {f?: 2}\n_g: e\ntests: x: want: steps: []\n", ""},
+
+		// An optional field that reaches the data through a reference (a
+		// hidden helper, a let, a definition) was left out of the JSON as
+		// one written in place was, and so was a pattern constraint naming
+		// one field (["audit"]: []), which applies to no field: each is
+		// refused at its place, with where it is used, once.
+		{"a hidden helper", "_base: {audit?: []}\ntests: x: want: _base & {steps: []}\n",
+			"x.cue:1:9: audit?: " + msg + " (used at tests.x.want, x.cue:2:11)"},
+		{"a let, in a list", "let s = {result?: 2}\ntests: x: want: steps: [s & {outcome: \"ok\"}]\n",
+			"x.cue:1:10: result?: " + msg + " (used at tests.x.want.steps[0], x.cue:2:25)"},
+		{"a definition used as data", "#W: {audit?: []}\ntests: x: want: #W\n",
+			"x.cue:1:6: audit?: " + msg + " (used at tests.x.want, x.cue:2:11)"},
+		{"a definition used twice, told once", "#W: {audit?: []}\ntests: x: want: #W\ntests: y: want: #W\n",
+			"x.cue:1:6: audit?: " + msg + " (used at tests.x.want, x.cue:2:11)"},
+		{"a struct of data", "#Case: want?: {steps: [], audit?: []}\ntests: [string]: #Case\ntests: x: {}\n",
+			"x.cue:1:8: want?: " + msg + " (used at tests.x, x.cue:3:8)"},
+		{"in an open schema the case fills", "#Case: want?: {steps: [...], audit?: [\"a\"]}\ntests: [string]: #Case\ntests: x: want: steps: []\n",
+			"x.cue:1:30: audit?: " + msg + " (used at tests.x.want, x.cue:3:11)"},
+		{"deep in a helper, placed at its use", "_s: {x: [{a?: {b: 1}}]}\ntests: x: want: _s\n",
+			"x.cue:1:11: a?: " + msg + " (used at tests.x.want.x[0], x.cue:2:11)"},
+		{"at the top level", "_b: {a?: 1}\n_b\ntests: {}\n",
+			"x.cue:1:6: a?: " + msg + " (used at the top level, x.cue:2:1)"},
+		{"a quoted name", "_b: {\"the audit\"?: null}\ntests: x: want: _b\n",
+			"x.cue:1:6: \"the audit\"?: " + msg + " (used at tests.x.want, x.cue:2:11)"},
+		{"a pattern naming one field", "tests: x: want: {[\"audit\"]: []}\n",
+			"x.cue:1:18: [\"audit\"]: a pattern constraint naming one field is neither checked nor used (it is left out of the data): remove the [ ] (used at tests.x.want, x.cue:1:11)"},
+		{"a pattern naming one field, by a definition", "#W: {[\"audit\"]: [1]}\ntests: x: want: #W\n",
+			"x.cue:1:6: [\"audit\"]: a pattern constraint naming one field is neither checked nor used (it is left out of the data): remove the [ ] (used at tests.x.want, x.cue:2:11)"},
+
+		// Schemas: what the field holds is no data.
+		{"a schema for the cases, of each kind", "#Case: {want?: {...}, scenario!: {...}, want_vet?: [...string], prove_k?: int, n?: string, d?: *5 | int, e?: string | *\"a\", o?: \"ok\" | \"blocked\", m?: {x: *1 | int}, r?: >0, no?: _|_, p?: {[string]: int}}\ntests: [string]: #Case\ntests: x: scenario: {}\n", ""},
+		{"a recursive schema", "#T: {next?: #T, v?: 1, w?: #T}\ntests: x: want: steps: []\n_t: #T\n", ""},
+		{"a pattern matching a written field", "tests: x: want: {[\"audit\"]: [], audit: []}\n", ""},
+		{"a pattern naming no one field", "tests: x: want: {[=~\"^a\"]: [], [\"a\" | \"b\"]: []}\n", ""},
+		{"a pattern over the cases", "tests: [string]: want: steps: []\ntests: x: {}\n", ""},
+		{"a default written as data", "#Case: {prove_k: *5 | int}\ntests: [string]: #Case\ntests: x: {}\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -167,7 +167,7 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 			evalErr = errors.New(placedDetails(v, err))
 			return
 		}
-		if err := optionalFields(path, src); err != nil {
+		if err := optionalFields(path, src, v); err != nil {
 			evalErr = err
 			return
 		}
@@ -222,17 +222,25 @@ func placedDetails(v cue.Value, err error) string {
 }
 
 // optionalFields refuses an optional field (a?: 1) in src, the CUE data
-// file path: the field is left out of the data, so what it writes is
-// never checked nor used. A definition, a hidden field or a let, which are
-// no data, may hold them; one under a pattern constraint, which applies to
-// data, is told that a schema goes in a definition. src has been
-// evaluated without error.
-func optionalFields(path string, src []byte) error {
+// file path, and v, its value: the field is left out of the data, so what
+// it writes is never checked nor used. Written outside a definition, a
+// hidden field or a let, one is refused whatever it holds; one under a
+// pattern constraint, which applies to data, is told that a schema goes
+// in a definition. Those, which are no data, may hold optional fields
+// that are a schema, but one that reaches the data (_base: {audit?: []},
+// want: _base) is refused as well when it holds data (see
+// optionalInData). src has been evaluated without error.
+func optionalFields(path string, src []byte, v cue.Value) error {
 	f, err := parser.ParseFile(path, src)
 	if err != nil {
 		return nil // evaluated already: not reached
 	}
 	var errs []error
+	told := map[Pos]bool{} // the fields refused as written
+	var helpers [][2]int   // the byte ranges of definitions, hidden fields, lets and patterns
+	helper := func(n ast.Node) {
+		helpers = append(helpers, [2]int{n.Pos().Offset(), n.End().Offset()})
+	}
 	patterns := 0 // the pattern constraints ([string]: ...) around the node
 	isPattern := func(n ast.Node) bool {
 		f, ok := n.(*ast.Field)
@@ -244,13 +252,16 @@ func optionalFields(path string, src []byte) error {
 	ast.Walk(f, func(n ast.Node) bool {
 		if isPattern(n) {
 			patterns++
+			helper(n)
 		}
 		switch n := n.(type) {
 		case *ast.LetClause:
+			helper(n)
 			return false
 		case *ast.Field:
 			name, isIdent, _ := ast.LabelName(n.Label)
 			if isIdent && (strings.HasPrefix(name, "#") || strings.HasPrefix(name, "_")) {
+				helper(n)
 				return false
 			}
 			if n.Constraint == token.OPTION {
@@ -266,7 +277,8 @@ func optionalFields(path string, src []byte) error {
 				if patterns > 0 {
 					hint = " (a schema for the cases goes in a definition: #Case: {...}, tests: [string]: #Case)"
 				}
-				errs = append(errs, fmt.Errorf("%s: %san optional field is neither checked nor used (it is left out of the data): remove the ?%s", at, label, hint))
+				errs = append(errs, fmt.Errorf("%s: %s%s%s", at, label, optionalText, hint))
+				told[at] = true
 				return false
 			}
 		}
@@ -276,5 +288,169 @@ func optionalFields(path string, src []byte) error {
 			patterns--
 		}
 	})
+	// Where a value is used is the first of its places outside the
+	// helpers: the data the file writes (tests: x: want: #W), rather
+	// than the definition or the pattern it is unified with; none when
+	// each is in a helper (_s: {x: [{a?: 1}]}, want: _s at want.x[0]).
+	used := func(v cue.Value) token.Pos {
+		places := []token.Pos{v.Pos()}
+		if _, parts := v.Expr(); len(parts) > 1 {
+			for _, p := range parts {
+				places = append(places, p.Pos())
+			}
+		}
+	next:
+		for _, p := range places {
+			if !p.IsValid() {
+				continue
+			}
+			for _, r := range helpers {
+				if r[0] <= p.Offset() && p.Offset() < r[1] {
+					continue next
+				}
+			}
+			return p
+		}
+		return token.NoPos
+	}
+	errs = append(errs, optionalInData(path, v, told, used)...)
 	return errors.Join(errs...)
+}
+
+// optionalText is the problem of an optional field in a data file.
+const optionalText = "an optional field is neither checked nor used (it is left out of the data): remove the ?"
+
+// optionalInData walks v, the data of the CUE file path, as it is
+// written out (the regular fields of its structs, the elements of its
+// lists) and refuses, each once, at its place and with the place where it
+// is used:
+//   - an optional field that holds data (isData): a helper's, a let's or a
+//     definition's (#W: {audit?: []}, want: #W), left out of the data as
+//     one written in place is. One that holds a schema (want?: {...},
+//     n?: int, d?: *5 | int) is not, nor is what it holds walked;
+//   - a pattern constraint naming one field (["audit"]: []) that holds
+//     data when the struct has no such field: it applies to none.
+//
+// A field in told, refused already as written, is left out; used gives
+// the place where a value is used, if the file writes one, else the
+// place of the nearest value around it that it writes is given.
+func optionalInData(path string, v cue.Value, told map[Pos]bool, used func(cue.Value) token.Pos) []error {
+	var errs []error
+	at := func(p token.Pos) Pos {
+		q := p.Position()
+		return Pos{File: path, Line: q.Line, Col: q.Column}
+	}
+	// The values around the one walked, innermost first: where a field
+	// is used is looked up only when one is refused.
+	type around struct {
+		v  cue.Value
+		up *around
+	}
+	refuse := func(field cue.Value, label, text string, in *around) {
+		place := token.NoPos
+		for a := in; a != nil && !place.IsValid(); a = a.up {
+			place = used(a.v)
+		}
+		pos := at(field.Pos())
+		if told[pos] {
+			return
+		}
+		if pos.IsValid() {
+			told[pos] = true
+		} else {
+			pos = at(place)
+		}
+		where := in.v.Path().String()
+		if where == "" {
+			where = "the top level"
+		}
+		errs = append(errs, fmt.Errorf("%s: %s: %s (used at %s, %s)", pos, label, text, where, at(place)))
+	}
+	var walk func(in *around, depth int)
+	walk = func(in *around, depth int) {
+		if depth > MaxNesting {
+			return // checked before evaluation: not reached
+		}
+		v := in.v
+		switch v.Kind() {
+		case cue.StructKind:
+			it, err := v.Fields(cue.Optional(true), cue.Patterns(true))
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				sel, fv := it.Selector(), it.Value()
+				switch {
+				case it.IsOptional():
+					if isData(fv, 0) {
+						refuse(fv, sel.String(), optionalText, in)
+					}
+				case sel.ConstraintType() == cue.PatternConstraint:
+					// A pattern of one concrete string names one field;
+					// any other ([string], =~"^a", "a" | "b") is a schema.
+					name, err := sel.Pattern().String()
+					if err != nil || !sel.Pattern().IsConcrete() || v.LookupPath(cue.MakePath(cue.Str(name))).Exists() || !isData(fv, 0) {
+						continue
+					}
+					refuse(fv, sel.String(), "a pattern constraint naming one field is neither checked nor used (it is left out of the data): remove the [ ]", in)
+				case !sel.IsConstraint():
+					walk(&around{fv, in}, depth+1)
+				}
+			}
+		case cue.ListKind:
+			it, err := v.List()
+			if err != nil {
+				return
+			}
+			for it.Next() {
+				walk(&around{it.Value(), in}, depth+1)
+			}
+		}
+	}
+	walk(&around{v: v}, 0)
+	return errs
+}
+
+// isData reports whether v, the value of an optional field or a pattern,
+// is data rather than a schema: a concrete value with no default
+// (*5 | int), no error (_|_), a struct with no pattern constraint, no
+// ellipsis and no required field whose fields, optional ones included,
+// are data, a closed list whose elements are. A value deeper than
+// MaxNesting (a recursive definition, #T: {next?: #T}) is a schema.
+func isData(v cue.Value, depth int) bool {
+	if depth > MaxNesting || v.Err() != nil || !v.IsConcrete() {
+		return false
+	}
+	if _, ok := v.Default(); ok {
+		return false
+	}
+	switch v.Kind() {
+	case cue.StructKind:
+		if v.LookupPath(cue.MakePath(cue.AnyString)).Exists() {
+			return false
+		}
+		it, err := v.Fields(cue.Optional(true), cue.Patterns(true))
+		if err != nil {
+			return false
+		}
+		for it.Next() {
+			if ct := it.Selector().ConstraintType(); ct == cue.PatternConstraint || ct == cue.RequiredConstraint || !isData(it.Value(), depth+1) {
+				return false
+			}
+		}
+	case cue.ListKind:
+		if v.LookupPath(cue.MakePath(cue.AnyIndex)).Exists() {
+			return false
+		}
+		it, err := v.List()
+		if err != nil {
+			return false
+		}
+		for it.Next() {
+			if !isData(it.Value(), depth+1) {
+				return false
+			}
+		}
+	}
+	return true
 }
