@@ -1,13 +1,11 @@
 package crossproc_test
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -41,6 +39,7 @@ const (
 
 func TestMain(m *testing.M) {
 	if sc := os.Getenv(envScenario); sc != "" {
+		go awaitStdinEnd()
 		if err := work(sc); err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)
 			os.Exit(2)
@@ -73,44 +72,22 @@ type group struct {
 	prefix string
 	dir    string
 	start  time.Time
+	// n counts the workers spawned; report is told of a stuck one.
+	n      int
+	report func(*worker)
 }
 
 func newGroup(t *testing.T, b backend, lead time.Duration) *group {
-	return &group{t: t, b: b, prefix: storetest.Prefix(t), dir: t.TempDir(), start: time.Now().Add(lead)}
-}
-
-// spawn starts a worker of scenario with arg; its stdout lines go to lines.
-func (g *group) spawn(scenario, arg string) (*exec.Cmd, <-chan string) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envScenario+"="+scenario, envBackend+"="+g.b.kind, envURL+"="+g.b.url,
-		envPrefix+"="+g.prefix, envDir+"="+g.dir, envStart+"="+strconv.FormatInt(g.start.UnixNano(), 10), envArg+"="+arg)
-	out, err := cmd.StdoutPipe()
-	require.NoError(g.t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(g.t, cmd.Start())
-	lines := make(chan string, 1024)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	return cmd, lines
+	return &group{t: t, b: b, prefix: storetest.Prefix(t), dir: t.TempDir(), start: time.Now().Add(lead), report: reportStuck(t)}
 }
 
 // killAt spawns a worker of scenario with arg and kills it (SIGKILL) once
 // it wrote the line want.
 func (g *group) killAt(scenario, arg, want string) {
-	worker, lines := g.spawn(scenario, arg)
-	select {
-	case l := <-lines:
-		require.Equal(g.t, want, l)
-	case <-time.After(20 * time.Second):
-		g.t.Fatalf("the worker of %s never reached the point of the kill", scenario)
-	}
-	require.NoError(g.t, worker.Process.Kill())
-	_ = worker.Wait()
+	w := g.spawn(scenario, arg)
+	require.Equal(g.t, want, w.next(g.t), "the worker of %s reached the point of the kill", scenario)
+	require.NoError(g.t, w.kill())
+	_ = w.end()
 }
 
 // run spawns n workers and returns each one's output lines once all exited
@@ -119,12 +96,12 @@ func (g *group) run(scenario string, n int, arg string) [][]string {
 	out := make([][]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		cmd, lines := g.spawn(scenario, arg)
+		w := g.spawn(scenario, arg)
 		wg.Go(func() {
-			for l := range lines {
+			for l := range w.lines {
 				out[i] = append(out[i], l)
 			}
-			assert.NoError(g.t, cmd.Wait(), "worker %d of %s", i, scenario)
+			assert.NoError(g.t, w.end(), "worker %s (its output is shown below)", w.name)
 		})
 	}
 	wg.Wait()
@@ -148,9 +125,9 @@ func openStore(t *testing.T, b backend, prefix string) runtime.StoreBackend {
 		err error
 	)
 	if b.kind == "redis" {
-		s, err = redis.Open(context.Background(), b.url, prefix)
+		s, err = redis.Open(testContext(t), b.url, prefix)
 	} else {
-		s, err = postgres.Open(context.Background(), b.url, prefix)
+		s, err = postgres.Open(testContext(t), b.url, prefix)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
@@ -188,15 +165,10 @@ func TestAKilledLeaseHolderLeavesTheCallInDoubt(t *testing.T) {
 		t.Run(b.kind, func(t *testing.T) {
 			for _, tool := range []string{"charge", "refund"} { // refund is retry_safe
 				g := newGroup(t, b, 0)
-				holder, lines := g.spawn("hold", tool)
-				select {
-				case l := <-lines:
-					require.Equal(t, "started", l)
-				case <-time.After(20 * time.Second):
-					t.Fatal("the holder never started the call")
-				}
-				require.NoError(t, holder.Process.Kill()) // SIGKILL while it holds the lease
-				_ = holder.Wait()
+				holder := g.spawn("hold", tool)
+				require.Equal(t, "started", holder.next(t), "the holder started the call")
+				require.NoError(t, holder.kill()) // SIGKILL while it holds the lease
+				_ = holder.end()
 				begin := time.Now()
 				out := g.run("hold-duplicate", 1, tool)
 				waited := time.Since(begin)
@@ -231,23 +203,18 @@ func TestMemoizeWaiterTakesOverFromAKilledLeader(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.kind, func(t *testing.T) {
 			g := newGroup(t, b, 0)
-			leader, lines := g.spawn("memoize-hold", "")
-			select {
-			case l := <-lines:
-				require.Equal(t, "started", l)
-			case <-time.After(20 * time.Second):
-				t.Fatal("the leader never started the call")
-			}
-			waiter, answers := g.spawn("memoize-waiter", "")
+			leader := g.spawn("memoize-hold", "")
+			require.Equal(t, "started", leader.next(t), "the leader started the call")
+			waiter := g.spawn("memoize-waiter", "")
 			time.Sleep(500 * time.Millisecond) // the waiter finds the lease held and waits
-			require.NoError(t, leader.Process.Kill())
-			_ = leader.Wait()
+			require.NoError(t, leader.kill())
+			_ = leader.end()
 			begin := time.Now()
 			var got []string
-			for l := range answers {
+			for l := range waiter.lines {
 				got = append(got, l)
 			}
-			require.NoError(t, waiter.Wait())
+			require.NoError(t, waiter.end(), "the waiter (its output is shown below)")
 			waited := time.Since(begin)
 			require.Len(t, got, 1)
 			assert.Contains(t, got[0], `"answer":"A-`, "the waiter ran the call itself")
@@ -295,7 +262,7 @@ func TestBudgetsAreSharedAcrossProcesses(t *testing.T) {
 			for _, lines := range g.run("usd-budget", 4, "") {
 				assert.Empty(t, lines, "no worker failed")
 			}
-			l, err := openStore(t, b, g.prefix).(runtime.Budgeter).LedgerOf(context.Background(), "agentc/meter/chat/meter/global")
+			l, err := openStore(t, b, g.prefix).(runtime.Budgeter).LedgerOf(testContext(t), "agentc/meter/chat/meter/global")
 			require.NoError(t, err)
 			usd := l.USD
 			// Each call costs usdPerCall; at most 4 processes x 8 goroutines
@@ -322,7 +289,7 @@ func TestRefusingBudgetHoldsAcrossProcesses(t *testing.T) {
 					require.NoError(t, err, lines[0])
 					calls += n
 				}
-				l, err := openStore(t, b, g.prefix).(runtime.Budgeter).LedgerOf(context.Background(), "agentc/meter/chat/meter/global")
+				l, err := openStore(t, b, g.prefix).(runtime.Budgeter).LedgerOf(testContext(t), "agentc/meter/chat/meter/global")
 				require.NoError(t, err)
 				assert.Equal(t, calls, l.Calls)
 				overrun := float64(calls*extra) * 15 / 1e6 // primary: 15 USD per million output tokens
@@ -353,18 +320,18 @@ func auditRuns(t *testing.T) int {
 func killAuditWorkers(t *testing.T, g *group, n, first, spread int) map[string]bool {
 	acked := map[string]bool{}
 	for i := range n {
-		cmd, lines := g.spawn("audit", fmt.Sprintf("w%d", i))
+		w := g.spawn("audit", fmt.Sprintf("w%d", i))
 		want := first + (i*7)%spread
-		for l := range lines {
+		for l := range w.lines {
 			if run, ok := strings.CutPrefix(l, "ack "); ok {
 				acked[run] = true
 				want--
 				if want == 0 {
-					require.NoError(t, cmd.Process.Kill())
+					require.NoError(t, w.kill())
 				}
 			}
 		}
-		_ = cmd.Wait()
+		_ = w.end()
 	}
 	return acked
 }
@@ -383,7 +350,7 @@ func TestAuditSurvivesKillNine(t *testing.T) {
 	runs := auditRuns(t)
 	acked := killAuditWorkers(t, g, runs, 5, 40)
 	s := openStore(t, *pg, g.prefix).(*postgres.Store)
-	recs, err := s.Records(context.Background(), "")
+	recs, err := s.Records(testContext(t), "")
 	require.NoError(t, err)
 	outcome := map[string]bool{}
 	intents := 0
@@ -430,7 +397,7 @@ func TestSQLiteAuditSurvivesKillNine(t *testing.T) {
 	var check string
 	require.NoError(t, db.QueryRowContext(context.Background(), "PRAGMA integrity_check").Scan(&check))
 	assert.Equal(t, "ok", check, "integrity_check after %d kills", kills)
-	recs, err := s.Records(context.Background(), "")
+	recs, err := s.Records(testContext(t), "")
 	require.NoError(t, err)
 	outcome := map[string]bool{}
 	for _, r := range recs {

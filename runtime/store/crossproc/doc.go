@@ -8,6 +8,11 @@
 // killed midway and resumed by another process from its SQLite checkpoints
 // (no refund made twice, the one cut short in doubt).
 //
+// A worker still running after two minutes, or near the test's deadline,
+// is stuck: its goroutines are dumped (SIGQUIT), it is killed and the test
+// fails with its output. A worker whose test process is gone (its stdin
+// ends) exits, so none outlives the test or holds its output open.
+//
 // Measured under kill -9: 200 kills on PostgreSQL, 4,902 acknowledged
 // calls, none without its outcome row (44 s; 20 kills by default,
 // AGENTC_XPROC_AUDIT_RUNS sets more); 220 kills on SQLite, 2,958

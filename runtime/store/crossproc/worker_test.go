@@ -86,6 +86,9 @@ func work(scenario string) error {
 		deps  runtime.Deps
 	)
 	switch scenario {
+	case "stuck":
+		say("started")
+		select {} // never ends: found stuck by the test, or its stdin ends
 	case "idempotent":
 		p = e.sharedPlan(plan.Chains{Tool: []plan.Layer{rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "5s"}`)}})
 		tools["pay"] = func(_ context.Context, c *runtime.ToolCall) (any, error) {

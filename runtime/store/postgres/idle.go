@@ -18,6 +18,15 @@ import (
 // that failure from one whose statement ran, and so cannot be sent again.
 // A hook the configuration sets (PrepareConn, or the older BeforeAcquire)
 // still runs after the check.
+//
+// The driver may have left a read in progress on the idle connection: a
+// write slower than 15 ms (a loaded machine) starts a background reader,
+// which reads the answer and goes on reading until the next message. The
+// peek would wait for that read, and no message comes to an idle session:
+// the operation, whatever its timeout, would never return. So the
+// connection is first brought to rest (pgconn.PgConn.SyncConn, bounded by
+// the operation's context: a ping when a read is in progress or read data
+// is buffered, nothing otherwise); one whose ping fails is dropped.
 func checkIdle(cfg *pgxpool.Config) {
 	next := cfg.PrepareConn
 	if next == nil && cfg.BeforeAcquire != nil {
@@ -25,6 +34,12 @@ func checkIdle(cfg *pgxpool.Config) {
 		next = func(ctx context.Context, c *pgx.Conn) (bool, error) { return before(ctx, c), nil }
 	}
 	cfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
+		if err := c.PgConn().SyncConn(ctx); err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			return false, nil
+		}
 		if idleEnded(c.PgConn().Conn()) {
 			return false, nil
 		}
