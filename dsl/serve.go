@@ -8,16 +8,12 @@ import (
 
 	"cuelang.org/go/cue"
 
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 )
 
-// secretName matches the name of a variable or parameter that holds a
-// credential.
-var secretName = regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential)`)
-
-// secretValue matches the shapes of common credentials: GitHub, GitLab,
-// OpenAI, Anthropic, Slack, Stripe and AWS access keys.
-var secretValue = regexp.MustCompile(`^(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|sk-[\w-]{16,}|sk_(live|test)_\w{16,}|xox[abpr]-[\w-]{10,}|AKIA[0-9A-Z]{16})$`)
+// secretValue matches the shapes of common credentials (credential.Value).
+var secretValue = credential.Value
 
 // KeyShaped reports whether a value given as the name of an environment
 // variable is rather a key: a known credential shape, a run of lower-case
@@ -40,10 +36,10 @@ var hexKey = regexp.MustCompile(`^[0-9a-f]*[0-9][0-9a-f]*$`)
 // literalSecret reports whether value, given for name, is a credential
 // written out rather than a reference to one.
 func literalSecret(name, value string) bool {
-	if CredentialVar("", value) {
+	if credential.Var("", value) {
 		return true
 	}
-	if !CredentialVar(name, "") || len(value) < 8 || strings.ContainsAny(value, " \t") {
+	if !credential.Var(name, "") || len(value) < 8 || strings.ContainsAny(value, " \t") {
 		return false
 	}
 	// A reference, a file or a URL holding the secret is not the secret.

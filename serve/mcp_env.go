@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 )
 
@@ -74,13 +74,13 @@ func commandEnv(env map[string]string, lookupEnv func(string) (string, bool), se
 // credentialEntry reports whether the env entry name, whose value is value
 // with the variables read (name to value), holds a credential: the entry's
 // name or the name of a variable it reads is a credential's, or the value
-// or a variable's has a credential's shape (dsl.CredentialVar).
+// or a variable's has a credential's shape (credential.Var).
 func credentialEntry(name, value string, read map[string]string) bool {
-	if dsl.CredentialVar(name, value) {
+	if credential.Var(name, value) {
 		return true
 	}
 	for k, v := range read {
-		if dsl.CredentialVar(k, v) {
+		if credential.Var(k, v) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package dsl
+package credential
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestCredentialVar(t *testing.T) {
+func TestVar(t *testing.T) {
 	for _, c := range []struct {
 		name, value string
 		want        bool
@@ -27,6 +27,6 @@ func TestCredentialVar(t *testing.T) {
 		{"CERT", "-----BEGIN CERTIFICATE-----\nMIIE\n-----END CERTIFICATE-----", false},
 		{"", "", false},
 	} {
-		assert.Equal(t, c.want, CredentialVar(c.name, c.value), "%s=%q", c.name, c.value)
+		assert.Equal(t, c.want, Var(c.name, c.value), "%s=%q", c.name, c.value)
 	}
 }
