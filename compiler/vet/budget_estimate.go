@@ -62,13 +62,20 @@ func (p *Pass) outputBound(name string) int {
 	return 0
 }
 
+// meterCeilings returns a meter entry's budget ceilings in tokens and in
+// dollars, each with whether it is set.
+func meterCeilings(e *dsl.Entry) (tokens float64, hasTokens bool, usd float64, hasUSD bool) {
+	budget, _ := e.Fields["budget"].(map[string]any)
+	tokens, hasTokens = number(budget["tokens"])
+	usd, hasUSD = number(budget["usd"])
+	return tokens, hasTokens, usd, hasUSD
+}
+
 func (p *Pass) budgetBelowEstimate(e *dsl.Entry) {
 	if e.Use != "meter" || stringField(e, "on_cross") != "refuse" {
 		return
 	}
-	budget, _ := e.Fields["budget"].(map[string]any)
-	tokens, hasTokens := number(budget["tokens"])
-	usd, hasUSD := number(budget["usd"])
+	tokens, hasTokens, usd, hasUSD := meterCeilings(e)
 	if !hasTokens && !hasUSD {
 		return
 	}

@@ -41,10 +41,7 @@ func (p *Pass) refuseUnestimatedOutput(e *dsl.Entry) {
 	if e.Use != "meter" || stringField(e, "on_cross") != "refuse" {
 		return
 	}
-	budget, _ := e.Fields["budget"].(map[string]any)
-	_, hasTokens := number(budget["tokens"])
-	_, hasUSD := number(budget["usd"])
-	if !hasTokens && !hasUSD {
+	if _, hasTokens, _, hasUSD := meterCeilings(e); !hasTokens && !hasUSD {
 		return // a calls ceiling counts calls, not their output
 	}
 	var inside []string

@@ -33,10 +33,7 @@ classifier's, and is not named.`,
 		for _, e := range p.Policy.Chains["chat"] {
 			switch e.Use {
 			case "meter":
-				budget, _ := e.Fields["budget"].(map[string]any)
-				_, hasTokens := number(budget["tokens"])
-				_, hasUSD := number(budget["usd"])
-				if !hasTokens && !hasUSD {
+				if _, hasTokens, _, hasUSD := meterCeilings(e); !hasTokens && !hasUSD {
 					continue
 				}
 			case "rate_limit":
