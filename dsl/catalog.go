@@ -107,6 +107,13 @@ type catalogFile struct {
 	// Durations holds each builtin's duration fields (Kind.Durations),
 	// derived from its definition.
 	Durations map[string]map[string]bool `json:"durations"`
+	// DurationWords holds, for each duration field that also takes words
+	// (a meter's window: "month"), those words (configDurationWords).
+	DurationWords map[string]map[string][]string `json:"duration_words"`
+	// Fields holds each builtin's config fields, nested ones by their
+	// dotted path, with their kinds (configFieldKinds): the plan's loader
+	// holds a plan's configs to them.
+	Fields map[string]map[string]string `json:"fields"`
 }
 
 type builtinMeta struct {
@@ -292,6 +299,52 @@ func configDurations(schema, def cue.Value) map[string]bool {
 			}
 			out[path] = out[path] || positive.Subsume(a) == nil
 		}
+	})
+	return out
+}
+
+// configFieldKinds returns the fields of a config definition, those of
+// its nested structs by their dotted path (breaker.failures), with the
+// kind of value each holds, as Kind.Config does; a struct that takes any
+// key (a map keyed by names, such as tracing's attributes) is "map".
+func configFieldKinds(def cue.Value) map[string]string {
+	out := map[string]string{}
+	eachConfigField(def, "", 0, func(path string, v cue.Value) {
+		kind := valueKind(v.IncompleteKind())
+		if kind == "struct" && v.Allows(cue.AnyString) {
+			kind = "map"
+		}
+		out[path] = kind
+	})
+	return out
+}
+
+// configDurationWords returns the duration fields of a config definition
+// (configDurations) that take words besides durations (a meter's window:
+// #Duration | "month"), with those words, sorted; nil when there is none.
+func configDurationWords(schema, def cue.Value) map[string][]string {
+	duration := schema.LookupPath(cue.ParsePath("#Duration"))
+	durations := configDurations(schema, def)
+	var out map[string][]string
+	eachConfigField(def, "", 0, func(path string, v cue.Value) {
+		if _, ok := durations[path]; !ok {
+			return
+		}
+		op, args := v.Expr()
+		if op != cue.OrOp {
+			return
+		}
+		for _, a := range args {
+			s, err := a.String()
+			if err != nil || !a.IsConcrete() || duration.Unify(a).Validate() == nil {
+				continue
+			}
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[path] = append(out[path], s)
+		}
+		slices.Sort(out[path])
 	})
 	return out
 }
