@@ -57,9 +57,11 @@ func (e *Error) Error() string {
 // holds a number that no float64 holds (or of more than MaxNumberLength
 // characters), does not match the schema, has another version, repeats a layer name
 // within a chain (a layer's name defaults to its use), fails references or
-// holds a builtin's config field, nested or not, outside its schema's
-// bounds (a number out of range, a negative duration, or one longer than
-// a time.Duration holds) returns *Error.
+// holds a builtin's config that its schema refuses, nested fields included
+// (a key it lacks or spells in another case, a value of another kind, a
+// fraction for an integer, a number out of range, a duration that does
+// not parse, is negative or longer than a time.Duration holds) returns
+// *Error.
 func Decode(source string, data []byte) (*Plan, error) {
 	s, err := planSchema()
 	if err != nil {
