@@ -306,16 +306,67 @@ func configDurations(schema, def cue.Value) map[string]bool {
 // configFieldKinds returns the fields of a config definition, those of
 // its nested structs by their dotted path (breaker.failures), with the
 // kind of value each holds, as Kind.Config does; a struct that takes any
-// key (a map keyed by names, such as tracing's attributes) is "map".
+// key (a map keyed by names, such as tracing's attributes) is "map". A
+// field that a struct declares only for one value of another field (a
+// summarizing compaction's model, a chat classifier's) is listed too; one
+// whose kind differs between such values is "any".
 func configFieldKinds(def cue.Value) map[string]string {
 	out := map[string]string{}
-	eachConfigField(def, "", 0, func(path string, v cue.Value) {
-		kind := valueKind(v.IncompleteKind())
-		if kind == "struct" && v.Allows(cue.AnyString) {
-			kind = "map"
+	var walk func(v cue.Value, prefix string, depth int)
+	walk = func(v cue.Value, prefix string, depth int) {
+		if depth > 8 {
+			return
 		}
-		out[path] = kind
-	})
+		for _, variant := range structVariants(v) {
+			it, err := variant.Fields(cue.Optional(true))
+			if err != nil {
+				continue
+			}
+			for it.Next() {
+				path, fv := prefix+it.Selector().Unquoted(), it.Value()
+				kind := valueKind(fv.IncompleteKind())
+				if kind == "struct" && fv.Allows(cue.AnyString) {
+					kind = "map"
+				}
+				if old, seen := out[path]; seen && old != kind {
+					kind = "any"
+				}
+				out[path] = kind
+				if kind == "struct" {
+					walk(fv, path+".", depth+1)
+				}
+			}
+		}
+	}
+	walk(def, "", 0)
+	return out
+}
+
+// structVariants returns the struct v and, for each of its fields that
+// holds one of a fixed set of strings (strategy: "keep_recent" |
+// "summarize"), v with the field set to each of them, so that the fields
+// a comprehension declares under one (if strategy == "summarize") appear.
+func structVariants(v cue.Value) []cue.Value {
+	out := []cue.Value{v}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return out
+	}
+	for it.Next() {
+		fv := it.Value()
+		if fv.IncompleteKind() != cue.StringKind {
+			continue
+		}
+		op, args := fv.Expr()
+		if op != cue.OrOp {
+			continue
+		}
+		for _, a := range args {
+			if s, err := a.String(); err == nil && a.IsConcrete() {
+				out = append(out, v.FillPath(cue.MakePath(it.Selector()), s))
+			}
+		}
+	}
 	return out
 }
 
