@@ -107,6 +107,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 	problems := duplicateNames(&p)
 	problems = append(problems, references(&p)...)
 	problems = append(problems, configProblems(&p)...)
+	problems = append(problems, durationProblems(&p)...)
 	if len(problems) > 0 {
 		return nil, &Error{Source: source, Problems: locate(problems, data)}
 	}
@@ -293,6 +294,24 @@ func references(p *Plan) []string {
 					out = append(out, fmt.Sprintf("%s/tools: %q are not the layer's tools %q", ploc, pr.Tools, l.Tools))
 				}
 			}
+		}
+	}
+	return out
+}
+
+// durationProblems lists the durations of the plan's own fields that the
+// schema's pattern lets through and the policy schema refuses: a
+// settings.run_idle longer than a time.Duration holds, a store's timeout
+// that is not above zero or is too long (Build would fail on them late,
+// a store's timeout only when the store is opened).
+func durationProblems(p *Plan) []string {
+	var out []string
+	if msg := DurationProblem(p.Settings.RunIdle, false); msg != "" {
+		out = append(out, "/settings/run_idle: "+msg)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
+		if msg := DurationProblem(p.Stores[name].Timeout, true); msg != "" {
+			out = append(out, fmt.Sprintf("/stores/%s/timeout: %s", jsonpointer.Escape(name), msg))
 		}
 	}
 	return out

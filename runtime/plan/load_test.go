@@ -374,3 +374,29 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 		assert.NoError(t, err, in)
 	}
 }
+
+// A plan edited by hand past the bounds the policy schema gives its own
+// numbers and durations is refused at Decode, where Build would fail late
+// (run_idle, a store's timeout) or take it (a state queue of a hundred
+// billion events, allocated whole when a field has a background sink; a
+// price that makes every bill infinite).
+func TestDecodeHoldsPlanValuesToThePolicyBounds(t *testing.T) {
+	plan := func(extra string) string {
+		return `{"version":1,"policy":"p","chains":{}` + extra + `}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{plan(`,"state":{"queue":100000000000,"fields":{}}`), `/state/queue (line 1, col 56): must be <= 1e+06 but found 100000000000`},
+		{plan(`,"models":{"m":{"usd_per_mtok_in":1e300,"usd_per_mtok_out":1}}`), `/models/m/usd_per_mtok_in (line 1, col 72): must be <= 100000 but found 1e300`},
+		{plan(`,"models":{"m":{"usd_per_mtok_in":1,"usd_per_mtok_out":1,"context_tokens":1000000000}}`), `/models/m/context_tokens (line 1, col 112): must be <= 1e+08 but found 1000000000`},
+		{plan(`,"tools":{"t":{"side_effecting":true,"retry_safe":false}},"invariants":{"max_executions":{"t":1000000}}}`), `/invariants/max_executions/t (line 1, col 132): must be <= 1000 but found 1000000`},
+		{plan(`,"settings":{"run_idle":"9999999999999h"}`), `/settings/run_idle (line 1, col 62): "9999999999999h" is out of range: longer than the longest duration, 2562047h47m16.854775807s (about 292 years)`},
+		{plan(`,"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"0s"}}`), `/stores/s/timeout (line 1, col 107): "0s" is out of range: must be above zero`},
+	} {
+		_, err := Decode("edited.json", []byte(c.in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, c.in)
+		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
+	}
+	_, err := Decode("ok.json", []byte(plan(`,"settings":{"run_idle":"0s"},"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"2s"}}`)))
+	assert.NoError(t, err)
+}
