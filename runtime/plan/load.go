@@ -246,7 +246,8 @@ func flatten(ve *jsonschema.ValidationError) []string {
 // predicate or invariants.max_executions names is declared (as agentc vet requires, allowed undeclared
 // tools or not: a misspelt name would leave the real tool unguarded), that
 // only tool-chain layers are scoped to tools, and that each of a layer's
-// compiled predicates is the one its config holds. The runtime uses the
+// compiled predicates is the one its config holds, compiled for the
+// layer's stage and its config's phase. The runtime uses the
 // compiled predicate and the config's other fields; a predicate that says
 // something else than the config (a tampered plan) would run a rule that a
 // reader of the config does not see.
@@ -289,6 +290,13 @@ func references(p *Plan) []string {
 					out = append(out, fmt.Sprintf("%s: the config holds no string %s for this predicate", ploc, key))
 				} else if src != pr.Source {
 					out = append(out, fmt.Sprintf("%s/source: %q is not the config's %s %q", ploc, pr.Source, key, src))
+				}
+				if pr.Stage != stage {
+					out = append(out, fmt.Sprintf("%s/stage: %q is not the layer's stage %q", ploc, pr.Stage, stage))
+				}
+				var phase string
+				if raw, ok := config["phase"]; ok && json.Unmarshal(raw, &phase) == nil && pr.Phase != phase {
+					out = append(out, fmt.Sprintf("%s/phase: %q is not the config's phase %q", ploc, pr.Phase, phase))
 				}
 				if !slices.Equal(pr.Tools, l.Tools) {
 					out = append(out, fmt.Sprintf("%s/tools: %q are not the layer's tools %q", ploc, pr.Tools, l.Tools))

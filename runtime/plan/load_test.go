@@ -92,6 +92,13 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{`/chains/tool/0/predicates/deny/source (line 1, col 146): "false" is not the config's deny "args.amount > 100.0"`}},
 		{"predicate the config lacks", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"require":"true"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny (line 1, col 109): the config holds no string deny for this predicate`}},
+		// The guard runs at its config's phase and stage; a predicate
+		// compiled for another would read what is not there yet (result
+		// before the call) or type args by another stage.
+		{"predicate of another phase", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"tool","phase":"after","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/phase (line 1, col 147): "after" is not the config's phase "before"`}},
+		{"predicate of another stage", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"chat","phase":"before","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/stage (line 1, col 132): "chat" is not the layer's stage "tool"`}},
 		{"predicate typed by other tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"guard","tools":["a"],"config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/tools`, `are not the layer's tools ["a"]`}},
 		{"layer scoped to an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
