@@ -196,17 +196,7 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 	if kind == "any" {
 		return
 	}
-	isKind := map[string]func(any) bool{
-		"string": func(v any) bool { _, ok := v.(string); return ok },
-		"bool":   func(v any) bool { _, ok := v.(bool); return ok },
-		"list":   func(v any) bool { _, ok := v.([]any); return ok },
-		"struct": func(v any) bool { _, ok := v.(map[string]any); return ok },
-		"int":    func(v any) bool { _, ok := v.(json.Number); return ok },
-		"float":  func(v any) bool { _, ok := v.(json.Number); return ok },
-		"number": func(v any) bool { _, ok := v.(json.Number); return ok },
-	}
-	isKind["map"] = isKind["struct"]
-	if is, known := isKind[kind]; known && !is(v) {
+	if want, known := kindOfCatalog[kind]; known && kindOf(v) != want {
 		c.out = append(c.out, fmt.Sprintf("%s: %s: %s's %s is %s", loc, kindOf(v), c.use, path, article(kind)))
 		return
 	}
@@ -238,6 +228,11 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 		}
 	}
 }
+
+// kindOfCatalog is the kind of JSON value (kindOf) each kind of the
+// catalog's fields holds ("any" holds every kind).
+var kindOfCatalog = map[string]string{"string": "a string", "bool": "a bool", "list": "a list",
+	"struct": "an object", "map": "an object", "int": "a number", "float": "a number", "number": "a number"}
 
 // kindOf names the kind of a decoded JSON value: "a string", "null".
 func kindOf(v any) string {
