@@ -272,13 +272,3 @@ func ConfigValue(config map[string]any, path string) any {
 	}
 	return v
 }
-
-// pointer turns a dotted field path into the JSON pointer suffix of its
-// value: "breaker.failures" -> "/breaker/failures".
-func pointer(path string) string {
-	var b strings.Builder
-	for _, key := range strings.Split(path, ".") {
-		b.WriteString("/" + jsonpointer.Escape(key))
-	}
-	return b.String()
-}
