@@ -360,7 +360,9 @@ field of fixed values (a log's level, a rate_limit's mode, an on_error)
 compared with a string it never takes (outer.level == 'debugg') is an
 error, since the schema refuses any other value and the constraint never
 applies; so is a numeric config field the schema bounds (a retry's
-max_attempts, 1 to 10) compared with a number beyond the bounds
+max_attempts, 1 to 10; a nested struct's field by its path, a retry's
+breaker.failures, 1 to 1000: outer.breaker.failures > 5000,
+inner['budget']['calls'] < 1) compared with a number beyond the bounds
 (outer.max_attempts > 100, inner.rate < 0, outer.max_attempts in [20,
 30]; a number of a list that also holds a possible one is a warning), while a test it makes always
 true (inner.rate < 2000000000) is a warning, and one that restates a bound

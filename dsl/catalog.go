@@ -107,6 +107,13 @@ type catalogFile struct {
 	// Durations holds each builtin's duration fields (Kind.Durations),
 	// derived from its definition.
 	Durations map[string]map[string]bool `json:"durations"`
+	// DurationWords holds, for each duration field that also takes words
+	// (a meter's window: "month"), those words (configDurationWords).
+	DurationWords map[string]map[string][]string `json:"duration_words"`
+	// Fields holds each builtin's config fields, nested ones by their
+	// dotted path, with their kinds (configFieldKinds): the plan's loader
+	// holds a plan's configs to them.
+	Fields map[string]map[string]string `json:"fields"`
 }
 
 type builtinMeta struct {
@@ -292,6 +299,103 @@ func configDurations(schema, def cue.Value) map[string]bool {
 			}
 			out[path] = out[path] || positive.Subsume(a) == nil
 		}
+	})
+	return out
+}
+
+// configFieldKinds returns the fields of a config definition, those of
+// its nested structs by their dotted path (breaker.failures), with the
+// kind of value each holds, as Kind.Config does; a struct that takes any
+// key (a map keyed by names, such as tracing's attributes) is "map". A
+// field that a struct declares only for one value of another field (a
+// summarizing compaction's model, a chat classifier's) is listed too; one
+// whose kind differs between such values is "any".
+func configFieldKinds(def cue.Value) map[string]string {
+	out := map[string]string{}
+	var walk func(v cue.Value, prefix string, depth int)
+	walk = func(v cue.Value, prefix string, depth int) {
+		if depth > 8 {
+			return
+		}
+		for _, variant := range structVariants(v) {
+			it, err := variant.Fields(cue.Optional(true))
+			if err != nil {
+				continue
+			}
+			for it.Next() {
+				path, fv := prefix+it.Selector().Unquoted(), it.Value()
+				kind := valueKind(fv.IncompleteKind())
+				if kind == "struct" && fv.Allows(cue.AnyString) {
+					kind = "map"
+				}
+				if old, seen := out[path]; seen && old != kind {
+					kind = "any"
+				}
+				out[path] = kind
+				if kind == "struct" {
+					walk(fv, path+".", depth+1)
+				}
+			}
+		}
+	}
+	walk(def, "", 0)
+	return out
+}
+
+// structVariants returns the struct v and, for each of its fields that
+// holds one of a fixed set of strings (strategy: "keep_recent" |
+// "summarize"), v with the field set to each of them, so that the fields
+// a comprehension declares under one (if strategy == "summarize") appear.
+func structVariants(v cue.Value) []cue.Value {
+	out := []cue.Value{v}
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return out
+	}
+	for it.Next() {
+		fv := it.Value()
+		if fv.IncompleteKind() != cue.StringKind {
+			continue
+		}
+		op, args := fv.Expr()
+		if op != cue.OrOp {
+			continue
+		}
+		for _, a := range args {
+			if s, err := a.String(); err == nil && a.IsConcrete() {
+				out = append(out, v.FillPath(cue.MakePath(it.Selector()), s))
+			}
+		}
+	}
+	return out
+}
+
+// configDurationWords returns the duration fields of a config definition
+// (configDurations) that take words besides durations (a meter's window:
+// #Duration | "month"), with those words, sorted; nil when there is none.
+func configDurationWords(schema, def cue.Value) map[string][]string {
+	duration := schema.LookupPath(cue.ParsePath("#Duration"))
+	durations := configDurations(schema, def)
+	var out map[string][]string
+	eachConfigField(def, "", 0, func(path string, v cue.Value) {
+		if _, ok := durations[path]; !ok {
+			return
+		}
+		op, args := v.Expr()
+		if op != cue.OrOp {
+			return
+		}
+		for _, a := range args {
+			s, err := a.String()
+			if err != nil || !a.IsConcrete() || duration.Unify(a).Validate() == nil {
+				continue
+			}
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[path] = append(out[path], s)
+		}
+		slices.Sort(out[path])
 	})
 	return out
 }

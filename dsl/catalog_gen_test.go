@@ -36,6 +36,8 @@ func TestCatalogUpToDate(t *testing.T) {
 	cat.Enums = map[string]map[string][]string{}
 	cat.Bounds = map[string]map[string]Bound{}
 	cat.Durations = map[string]map[string]bool{}
+	cat.DurationWords = map[string]map[string][]string{}
+	cat.Fields = map[string]map[string]string{}
 	for id := range cat.Builtins {
 		def := v.LookupPath(cue.ParsePath(defName(id)))
 		require.True(t, def.Exists(), "builtin %q has no definition %s", id, defName(id))
@@ -50,6 +52,10 @@ func TestCatalogUpToDate(t *testing.T) {
 		if durations := configDurations(v, def); durations != nil {
 			cat.Durations[id] = durations
 		}
+		if words := configDurationWords(v, def); words != nil {
+			cat.DurationWords[id] = words
+		}
+		cat.Fields[id] = configFieldKinds(def)
 	}
 	want, err := json.MarshalIndent(cat, "", "  ")
 	require.NoError(t, err)

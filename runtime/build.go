@@ -746,9 +746,6 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(inst); err != nil {
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
-			return fmt.Errorf("%w (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)", err)
-		}
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -757,16 +754,25 @@ func decodeConfig(inst Middleware, raw json.RawMessage) error {
 	return nil
 }
 
-// caseVariant is a key of a plan config that names a field only
-// regardless of case (exactKeys).
-type caseVariant struct{ error }
+// configProblem is a problem of a plan config that exactKeys finds, at
+// its place.
+type configProblem struct{ error }
 
-// exactKeys refuses a key of raw that names a field of t (at any depth)
-// only regardless of case: encoding/json would decode "CALLS" into the
-// field "calls", and the last of the two into it, so the layer would run
-// with another value than the one a reader of the plan sees. A value that
-// does not fit t is left to the decoder.
+// exactKeys refuses, naming its place, a key of raw that names a field of
+// t (at any depth) only regardless of case: encoding/json would decode
+// "CALLS" into the field "calls", and the last of the two into it, so the
+// layer would run with another value than the one a reader of the plan
+// sees. It refuses a key that names no field at all, and a value of a
+// field that decodes itself (a Duration) that it refuses, there too: the
+// decoder would say neither where. Another value that does not fit t is
+// left to the decoder.
 func exactKeys(raw []byte, t reflect.Type) error {
+	at := func(path string) string {
+		if path == "" {
+			return ""
+		}
+		return path + ": "
+	}
 	w := jsonfields.Walk{Dec: json.NewDecoder(bytes.NewReader(raw)),
 		Member: func(path, key string, fields map[string]reflect.Type) (reflect.Type, error) {
 			if ft, ok := fields[key]; ok {
@@ -774,14 +780,23 @@ func exactKeys(raw []byte, t reflect.Type) error {
 			}
 			for name := range fields {
 				if strings.EqualFold(name, key) {
-					at := ""
-					if path != "" {
-						at = path + ": "
-					}
-					return nil, caseVariant{fmt.Errorf("%sunknown field %q (keys match the fields exactly: %q)", at, key, name)}
+					return nil, configProblem{fmt.Errorf("%sunknown field %q (keys match the fields exactly: %q)", at(path), key, name)}
 				}
 			}
-			return nil, nil
+			return nil, configProblem{fmt.Errorf("%sunknown field %q (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)", at(path), key)}
+		},
+		Opaque: func(path string, t reflect.Type, raw json.RawMessage) error {
+			if t != durationType || bytes.Equal(raw, []byte("null")) {
+				return nil
+			}
+			var d Duration
+			if err := d.UnmarshalJSON(raw); err != nil {
+				if _, ok := err.(*json.UnmarshalTypeError); ok {
+					err = fmt.Errorf("%s is not a duration string such as \"30s\"", raw)
+				}
+				return configProblem{fmt.Errorf("%s%w", at(path), err)}
+			}
+			return nil
 		},
 		Field: func(path, key string) string {
 			if path == "" {
@@ -792,9 +807,9 @@ func exactKeys(raw []byte, t reflect.Type) error {
 		Key:   func(path, key string) string { return fmt.Sprintf("%s[%q]", path, key) },
 		Index: func(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) },
 	}
-	var cv caseVariant
-	if err := w.Read(t, ""); errors.As(err, &cv) {
-		return cv.error
+	var cp configProblem
+	if err := w.Read(t, ""); errors.As(err, &cp) {
+		return cp.error
 	}
 	return nil
 }

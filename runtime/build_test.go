@@ -183,7 +183,7 @@ func TestBuildErrorsNameTheLayer(t *testing.T) {
 	}{
 		{"unknown middleware", plan.Chains{Tool: []plan.Layer{rt.Layer("nope", "")}}, []string{`chains.tool[0] "nope"`, `unknown middleware "nope" (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)`}},
 		{"wrong stage", plan.Chains{Tool: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"]}`)}}, []string{`chains.tool[0] "hedge"`, "does not support the tool stage"}},
-		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `config: json: unknown field "max_attempt" (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`}},
+		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `config: unknown field "max_attempt" (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`}},
 		{"bad type", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":"3"}`)}}, []string{"config"}},
 		// encoding/json matches a key to a field regardless of case, and
 		// the last of two wins: a reader of the plan sees a ceiling of 1
@@ -193,7 +193,16 @@ func TestBuildErrorsNameTheLayer(t *testing.T) {
 		{"key in another case", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"Max_Attempts":3}`)}}, []string{`config: unknown field "Max_Attempts" (keys match the fields exactly: "max_attempts")`}},
 		{"key in a list in another case", plan.Chains{Tool: []plan.Layer{rt.Layer("tool_policy", `{"arg_patterns":[{"arg":"x","pattern":"^a$","Pattern":".*"}]}`)}},
 			[]string{`config: arg_patterns[0]: unknown field "Pattern"`}},
-		{"bad duration", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_delay":"soon"}`)}}, []string{"config", "soon"}},
+		{"bad duration", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_delay":"soon"}`)}},
+			[]string{`chains.chat[0] "retry": config: max_delay: time: invalid duration "soon"`}},
+		{"nested bad duration", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"breaker":{"cooldown":"5 parsecs"}}`)}},
+			[]string{`chains.chat[0] "retry": config: breaker.cooldown: time: unknown unit " parsecs" in duration "5 parsecs"`}},
+		{"optional bad duration", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"attempt_timeout":"-1s"}`)}},
+			[]string{`chains.chat[0] "retry": config: attempt_timeout: "-1s": negative duration`}},
+		{"duration of another kind", plan.Chains{Chat: []plan.Layer{rt.Layer("judge", `{"model":"m","timeout":5}`)}},
+			[]string{`chains.chat[0] "judge": config: timeout: 5 is not a duration string such as "30s"`}},
+		{"nested unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"breaker":{"limit":3}}`)}},
+			[]string{`chains.chat[0] "retry": config: breaker: unknown field "limit" (a typo, or a plan of another agentc`}},
 		{"validate", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":0}`)}}, []string{"validate", "max_attempts must be at least 1"}},
 		{"fallback without models", plan.Chains{Chat: []plan.Layer{rt.Layer("fallback", `{}`)}}, []string{"models must name at least one model"}},
 		{"guard without predicate", plan.Chains{Tool: []plan.Layer{rt.Layer("guard", `{}`)}}, []string{"exactly one of deny and require"}},

@@ -1600,7 +1600,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if v < 0 {
-		return errNegativeDuration
+		return fmt.Errorf("%q: %w", s, errNegativeDuration)
 	}
 	*d = Duration(v)
 	return nil

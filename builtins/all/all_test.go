@@ -1,6 +1,9 @@
 package all_test
 
 import (
+	"encoding/json"
+	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -9,7 +12,9 @@ import (
 
 	_ "github.com/agentc-dev/agentc/builtins/all"
 	"github.com/agentc-dev/agentc/dsl" // test only: the schemas are the reference
+	"github.com/agentc-dev/agentc/internal/jsonfields"
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/schemas"
 )
 
 // TestModulesMatchSchemas checks that every builtin of the schemas is
@@ -55,4 +60,36 @@ func TestModulesMatchSchemas(t *testing.T) {
 func TestStoreKindsLinked(t *testing.T) {
 	assert.Subset(t, runtime.StoreKinds(), []string{"memory", "postgres", "redis", "sqlite"})
 	assert.Contains(t, runtime.StoreKinds(), "memory")
+}
+
+// TestConfigFieldsMatchTheCatalog: the fields the catalog lists for each
+// builtin's config (schemas/catalog.json "fields", which plan.Load holds a
+// plan's configs to) are those the module decodes, nested structs
+// included: a field only the catalog has would make Build refuse a plan
+// Load passed, one only the module has Load refuse a config Build reads.
+func TestConfigFieldsMatchTheCatalog(t *testing.T) {
+	var cat struct {
+		Fields map[string]map[string]string `json:"fields"`
+	}
+	require.NoError(t, json.Unmarshal(schemas.CatalogJSON, &cat))
+	require.Len(t, cat.Fields, 25)
+	for id, fields := range cat.Fields {
+		m, ok := runtime.LookupModule(id)
+		require.True(t, ok, id)
+		got := map[string]bool{}
+		var walk func(t reflect.Type, prefix string)
+		walk = func(t reflect.Type, prefix string) {
+			for name, ft := range jsonfields.Of(t) {
+				got[prefix+name] = true
+				for ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct && !jsonfields.Open(ft) && fields[prefix+name] == "struct" {
+					walk(ft, prefix+name+".")
+				}
+			}
+		}
+		walk(reflect.TypeOf(m.New()).Elem(), "")
+		assert.Equal(t, slices.Sorted(maps.Keys(fields)), slices.Sorted(maps.Keys(got)), id)
+	}
 }

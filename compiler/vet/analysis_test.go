@@ -422,3 +422,29 @@ constraints: [
 		"10:120 error cel/unknown-value: constraint nested: when: the schema of retry allows outer.max_attempts from 1 to 10 only, so outer.max_attempts > 20 is always false, and the constraint may never apply",
 	}, got)
 }
+
+// TestConstraintWhenNestedBounds: a when comparing a field of a nested
+// struct (a retry's breaker.failures, a meter's budget.calls) with a
+// number its schema's bounds never reach is reported as a top-level one
+// is, written with selects or with indexes; a nested field the bounds
+// leave free, or the kind lacks, is not.
+func TestConstraintWhenNestedBounds(t *testing.T) {
+	a := analyze(t, `package p
+tools: t: {}
+chains: chat: [
+	{use: "retry", breaker: {failures: 5}},
+	{use: "meter", budget: {calls: 10}},
+]
+constraints: [
+	{id: "deep", outer: "retry", inner: "meter", when: "outer.breaker.failures > 5000 || inner['budget']['calls'] < 1 || inner.budget.usd > 0.5 || outer.breaker.cooldown == '1s' || outer.breaker.nope > 1", why: "w"},
+]
+`)
+	var got []string
+	for _, d := range a.Problems {
+		got = append(got, fmt.Sprintf("%d:%d %s %s: %s", d.Pos.Line, d.Pos.Col, d.Severity, d.Rule, d.Message))
+	}
+	assert.Equal(t, []string{
+		"8:79 error cel/unknown-value: constraint deep: when: the schema of retry allows outer.breaker.failures from 1 to 1000 only, so outer.breaker.failures > 5000 is always false, and the constraint may never apply",
+		"8:114 error cel/unknown-value: constraint deep: when: the schema of meter allows inner.budget.calls from 1 to 1000000000 only, so inner.budget.calls < 1 is always false, and the constraint may never apply",
+	}, got)
+}

@@ -272,9 +272,10 @@ func numberLiteral(e ast.Expr) (float64, bool) {
 	return 0, false
 }
 
-// fieldBound returns the bounds of field over kinds, the widest of each
-// side; false when a kind holding the field leaves it unbounded, or its
-// config is unknown.
+// fieldBound returns the bounds of field (a dotted path for a nested
+// one) over kinds, the widest of each side; false when a kind holding the
+// field, or the struct it is in, leaves it unbounded, or its config is
+// unknown.
 func fieldBound(kinds []*dsl.Kind, field string) (dsl.Bound, bool) {
 	var out dsl.Bound
 	found := false
@@ -282,7 +283,8 @@ func fieldBound(kinds []*dsl.Kind, field string) (dsl.Bound, bool) {
 		if k.Config == nil {
 			return dsl.Bound{}, false
 		}
-		if _, has := k.Config[field]; !has {
+		top, _, _ := strings.Cut(field, ".")
+		if _, has := k.Config[top]; !has {
 			continue
 		}
 		b, ok := k.Bounds[field]
@@ -321,30 +323,37 @@ func boundTest(b dsl.Bound, op string, n float64) (never, always bool) {
 }
 
 // configField reports the variable and field e reads: outer.level,
-// inner['mode'].
+// inner['mode'], a nested struct's field by its dotted path
+// (outer.breaker.failures, inner['budget']['calls']: "breaker.failures").
 func configField(e ast.Expr) (v, field string, ok bool) {
+	var operand ast.Expr
 	switch e.Kind() {
 	case ast.SelectKind:
 		sel := e.AsSelect()
-		if sel.IsTestOnly() || sel.Operand().Kind() != ast.IdentKind {
+		if sel.IsTestOnly() {
 			return "", "", false
 		}
-		v, field = sel.Operand().AsIdent(), sel.FieldName()
+		operand, field = sel.Operand(), sel.FieldName()
 	case ast.CallKind:
 		call := e.AsCall()
 		args := call.Args()
-		if call.FunctionName() != operators.Index || len(args) != 2 || args[0].Kind() != ast.IdentKind || args[1].Kind() != ast.LiteralKind {
+		if call.FunctionName() != operators.Index || len(args) != 2 || args[1].Kind() != ast.LiteralKind {
 			return "", "", false
 		}
 		s, isStr := args[1].AsLiteral().(types.String)
 		if !isStr {
 			return "", "", false
 		}
-		v, field = args[0].AsIdent(), string(s)
+		operand, field = args[0], string(s)
 	default:
 		return "", "", false
 	}
-	return v, field, v == "outer" || v == "inner"
+	if operand.Kind() == ast.IdentKind {
+		v = operand.AsIdent()
+		return v, field, v == "outer" || v == "inner"
+	}
+	v, parent, ok := configField(operand)
+	return v, parent + "." + field, ok
 }
 
 // runeToByte converts a code-point offset of src into a byte offset.

@@ -69,6 +69,9 @@ type Walk struct {
 	// before is the decoder's offset before the token; skip skips the
 	// value.
 	Value func(path string, t reflect.Type, tok json.Token, before int64) (skip bool, err error)
+	// Opaque, when set, is called with the whole of each value read as a
+	// type that leaves its form open (Open), which is otherwise skipped.
+	Opaque func(path string, t reflect.Type, raw json.RawMessage) error
 	// Field and Key name the place of a struct's member and of a map's
 	// entry from their holder's path; Index that of a list's item.
 	Field, Key func(path, key string) string
@@ -82,6 +85,13 @@ func (w *Walk) Read(t reflect.Type, path string) error {
 		t = t.Elem()
 	}
 	open := Open(t)
+	if open && w.Opaque != nil {
+		var raw json.RawMessage
+		if err := w.Dec.Decode(&raw); err != nil {
+			return err
+		}
+		return w.Opaque(path, t, raw)
+	}
 	before := w.Dec.InputOffset()
 	tok, err := w.Dec.Token()
 	if err != nil {

@@ -78,3 +78,37 @@ func TestWalk(t *testing.T) {
 	w.Dec = json.NewDecoder(strings.NewReader(`{"ptr":{"stop":1}}`))
 	assert.EqualError(t, w.Read(reflect.TypeFor[doc](), ""), "stopped at .ptr")
 }
+
+// TestWalkOpaque: with Opaque, each value of a type that leaves its form
+// open is handed over whole, at its path, and the walk goes on after it;
+// an error of Opaque ends the walk.
+func TestWalkOpaque(t *testing.T) {
+	type doc struct {
+		Any  any               `json:"any"`
+		Raw  []json.RawMessage `json:"raw"`
+		Last int               `json:"last"`
+	}
+	var opaque, members []string
+	w := Walk{
+		Member: func(path, key string, fields map[string]reflect.Type) (reflect.Type, error) {
+			members = append(members, key)
+			return fields[key], nil
+		},
+		Opaque: func(path string, t reflect.Type, raw json.RawMessage) error {
+			opaque = append(opaque, path+"|"+string(raw))
+			if string(raw) == `"stop"` {
+				return errors.New("stopped at " + path)
+			}
+			return nil
+		},
+		Field: func(path, key string) string { return path + "." + key },
+		Index: func(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" },
+	}
+	w.Dec = json.NewDecoder(strings.NewReader(`{"any":{"n":[1,2]},"raw":[3,{"x":"y"}],"last":4}`))
+	require.NoError(t, w.Read(reflect.TypeFor[doc](), ""))
+	assert.Equal(t, []string{`.any|{"n":[1,2]}`, `.raw[0]|3`, `.raw[1]|{"x":"y"}`}, opaque)
+	assert.Equal(t, []string{"any", "raw", "last"}, members, "the walk goes on after an opaque value")
+
+	w.Dec = json.NewDecoder(strings.NewReader(`{"raw":["stop"]}`))
+	assert.EqualError(t, w.Read(reflect.TypeFor[doc](), ""), "stopped at .raw[0]")
+}

@@ -95,12 +95,16 @@ func DurationProblem(s string, positive bool) string {
 }
 
 // configBounds is what the builtins' catalog (schemas/catalog.json) says
-// of the bounds of their config fields, by builtin id and dotted field
-// path ("breaker.failures"): the numeric fields' ranges and the duration
-// fields (true for those that must be above zero).
+// of their config fields, by builtin id and dotted field path
+// ("breaker.failures"): every field with the kind of value it holds
+// (a struct that takes any key is "map"), the numeric fields' ranges, the
+// duration fields (true for those that must be above zero) and the words
+// a duration field takes besides durations (a meter's window: "month").
 type configBounds struct {
-	Bounds    map[string]map[string]Bound `json:"bounds"`
-	Durations map[string]map[string]bool  `json:"durations"`
+	Fields        map[string]map[string]string   `json:"fields"`
+	Bounds        map[string]map[string]Bound    `json:"bounds"`
+	Durations     map[string]map[string]bool     `json:"durations"`
+	DurationWords map[string]map[string][]string `json:"duration_words"`
 }
 
 var builtinBounds = sync.OnceValue(func() configBounds {
@@ -111,18 +115,25 @@ var builtinBounds = sync.OnceValue(func() configBounds {
 	return b
 })
 
-// configProblems lists the fields of builtin layers' configs, nested ones
-// included, whose value lies outside the bounds their schema gives: vet
-// refuses them, and a plan edited by hand to hold one would run a layer
-// no policy can ask for (a breaker that never opens, a budget of a
-// billion billion tokens).
+// configProblems lists what is wrong, as its schema says, with the
+// configs of builtin layers: a key the schema lacks, or spells in another
+// case (the layer's decoder matches keys regardless of case, so
+// "Failures" would escape the bound of "failures"), a value of another
+// kind or null, a number with a fraction or an exponent where an integer
+// goes (the decoder refuses 3.0 as it refuses 3.5), a number outside its
+// bounds, a duration that does not parse or is out of range. vet refuses
+// them all, and a plan edited by hand to hold one would fail at Build or
+// run a layer no policy can ask for (a breaker that never opens, a budget
+// of a billion billion tokens). Below a map keyed by names (tracing's
+// attributes) and in lists the layer's decoder judges alone; so does a
+// module that is not a builtin.
 func configProblems(p *Plan) []string {
 	cat := builtinBounds()
 	var out []string
 	for _, stage := range Stages {
 		for i, l := range p.Chains.Of(stage) {
-			bounds, durations := cat.Bounds[l.Use], cat.Durations[l.Use]
-			if len(l.Config) == 0 || len(bounds)+len(durations) == 0 {
+			fields := cat.Fields[l.Use]
+			if len(l.Config) == 0 || fields == nil {
 				continue
 			}
 			var config map[string]any
@@ -131,29 +142,121 @@ func configProblems(p *Plan) []string {
 			if dec.Decode(&config) != nil {
 				continue // the schema made it an object
 			}
-			loc := fmt.Sprintf("/chains/%s/%d/config", stage, i)
-			for _, path := range slices.Sorted(maps.Keys(bounds)) {
-				n, ok := ConfigValue(config, path).(json.Number)
-				if !ok {
-					continue // absent, or another kind: the layer's decoder refuses it
-				}
-				f, err := n.Float64()
-				if b := bounds[path]; err == nil && !b.Holds(f) {
-					out = append(out, fmt.Sprintf("%s%s: %s is out of range: %s's %s is %s", loc, pointer(path), n, l.Use, path, b.Words()))
-				}
-			}
-			for _, path := range slices.Sorted(maps.Keys(durations)) {
-				s, ok := ConfigValue(config, path).(string)
-				if !ok {
-					continue
-				}
-				if msg := DurationProblem(s, durations[path]); msg != "" {
-					out = append(out, fmt.Sprintf("%s%s: %s's %s %s", loc, pointer(path), l.Use, path, msg))
-				}
-			}
+			c := configCheck{use: l.Use, fields: fields, bounds: cat.Bounds[l.Use],
+				durations: cat.Durations[l.Use], words: cat.DurationWords[l.Use]}
+			c.object(fmt.Sprintf("/chains/%s/%d/config", stage, i), "", config, false)
+			out = append(out, c.out...)
 		}
 	}
 	return out
+}
+
+// configCheck checks one builtin layer's config against the catalog.
+type configCheck struct {
+	use       string
+	fields    map[string]string
+	bounds    map[string]Bound
+	durations map[string]bool
+	words     map[string][]string
+	out       []string
+}
+
+// object checks the members of the config's object at the JSON pointer
+// loc and dotted path prefix ("" for the config, "breaker." below);
+// open is true for a struct that takes any key.
+func (c *configCheck) object(loc, prefix string, obj map[string]any, open bool) {
+	for _, key := range slices.Sorted(maps.Keys(obj)) {
+		path, kloc := prefix+key, loc+"/"+jsonpointer.Escape(key)
+		kind, ok := c.fields[path]
+		if !ok {
+			if !open {
+				c.out = append(c.out, fmt.Sprintf("%s: unknown field %q: %s", kloc, key, c.spelling(prefix, key)))
+			}
+			continue
+		}
+		c.value(kloc, path, kind, obj[key])
+	}
+}
+
+// spelling says why key, unknown at prefix, is refused: the field it
+// names in another case, or none.
+func (c *configCheck) spelling(prefix, key string) string {
+	for _, path := range slices.Sorted(maps.Keys(c.fields)) {
+		name, ok := strings.CutPrefix(path, prefix)
+		if ok && !strings.Contains(name, ".") && strings.EqualFold(name, key) {
+			return fmt.Sprintf("%s's config spells it %q (keys match the fields exactly)", c.use, name)
+		}
+	}
+	return fmt.Sprintf("%s's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)", c.use)
+}
+
+// value checks the value v of the field at path, of the catalog's kind,
+// at loc.
+func (c *configCheck) value(loc, path, kind string, v any) {
+	if kind == "any" {
+		return
+	}
+	if want, known := kindOfCatalog[kind]; known && kindOf(v) != want {
+		c.out = append(c.out, fmt.Sprintf("%s: %s: %s's %s is %s", loc, kindOf(v), c.use, path, article(kind)))
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		c.object(loc, path+".", v, kind == "map")
+	case json.Number:
+		if kind == "int" && strings.ContainsAny(string(v), ".eE") {
+			c.out = append(c.out, fmt.Sprintf("%s: %s is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): %s's %s is an int", loc, v, c.use, path))
+			return
+		}
+		f, err := v.Float64()
+		if b, ok := c.bounds[path]; ok && err == nil && !b.Holds(f) {
+			c.out = append(c.out, fmt.Sprintf("%s: %s is out of range: %s's %s is %s", loc, v, c.use, path, b.Words()))
+		}
+	case string:
+		positive, ok := c.durations[path]
+		if !ok || slices.Contains(c.words[path], v) {
+			return
+		}
+		if !durationSyntax.MatchString(v) {
+			also := ""
+			for _, w := range c.words[path] {
+				also += fmt.Sprintf(", or %q", w)
+			}
+			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %q is not a duration: a Go duration such as \"250ms\", \"30s\" or \"1h30m\"%s", loc, c.use, path, v, also))
+		} else if msg := DurationProblem(v, positive); msg != "" {
+			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %s", loc, c.use, path, msg))
+		}
+	}
+}
+
+// kindOfCatalog is the kind of JSON value (kindOf) each kind of the
+// catalog's fields holds ("any" holds every kind).
+var kindOfCatalog = map[string]string{"string": "a string", "bool": "a bool", "list": "a list",
+	"struct": "an object", "map": "an object", "int": "a number", "float": "a number", "number": "a number"}
+
+// kindOf names the kind of a decoded JSON value: "a string", "null".
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "a list"
+	}
+	return "an object"
+}
+
+// article puts "a" or "an" before a catalog kind: "an int".
+func article(kind string) string {
+	if strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // ConfigValue returns the value at the dotted path of a decoded config
@@ -168,14 +271,4 @@ func ConfigValue(config map[string]any, path string) any {
 		v = obj[key]
 	}
 	return v
-}
-
-// pointer turns a dotted field path into the JSON pointer suffix of its
-// value: "breaker.failures" -> "/breaker/failures".
-func pointer(path string) string {
-	var b strings.Builder
-	for _, key := range strings.Split(path, ".") {
-		b.WriteString("/" + jsonpointer.Escape(key))
-	}
-	return b.String()
 }

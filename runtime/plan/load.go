@@ -57,9 +57,11 @@ func (e *Error) Error() string {
 // holds a number that no float64 holds (or of more than MaxNumberLength
 // characters), does not match the schema, has another version, repeats a layer name
 // within a chain (a layer's name defaults to its use), fails references or
-// holds a builtin's config field, nested or not, outside its schema's
-// bounds (a number out of range, a negative duration, or one longer than
-// a time.Duration holds) returns *Error.
+// holds a builtin's config that its schema refuses, nested fields included
+// (a key it lacks or spells in another case, a value of another kind, a
+// fraction for an integer, a number out of range, a duration that does
+// not parse, is negative or longer than a time.Duration holds) returns
+// *Error.
 func Decode(source string, data []byte) (*Plan, error) {
 	s, err := planSchema()
 	if err != nil {
@@ -105,6 +107,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 	problems := duplicateNames(&p)
 	problems = append(problems, references(&p)...)
 	problems = append(problems, configProblems(&p)...)
+	problems = append(problems, durationProblems(&p)...)
 	if len(problems) > 0 {
 		return nil, &Error{Source: source, Problems: locate(problems, data)}
 	}
@@ -243,7 +246,8 @@ func flatten(ve *jsonschema.ValidationError) []string {
 // predicate or invariants.max_executions names is declared (as agentc vet requires, allowed undeclared
 // tools or not: a misspelt name would leave the real tool unguarded), that
 // only tool-chain layers are scoped to tools, and that each of a layer's
-// compiled predicates is the one its config holds. The runtime uses the
+// compiled predicates is the one its config holds, compiled for the
+// layer's stage and its config's phase. The runtime uses the
 // compiled predicate and the config's other fields; a predicate that says
 // something else than the config (a tampered plan) would run a rule that a
 // reader of the config does not see.
@@ -287,10 +291,35 @@ func references(p *Plan) []string {
 				} else if src != pr.Source {
 					out = append(out, fmt.Sprintf("%s/source: %q is not the config's %s %q", ploc, pr.Source, key, src))
 				}
+				if pr.Stage != stage {
+					out = append(out, fmt.Sprintf("%s/stage: %q is not the layer's stage %q", ploc, pr.Stage, stage))
+				}
+				var phase string
+				if raw, ok := config["phase"]; ok && json.Unmarshal(raw, &phase) == nil && pr.Phase != phase {
+					out = append(out, fmt.Sprintf("%s/phase: %q is not the config's phase %q", ploc, pr.Phase, phase))
+				}
 				if !slices.Equal(pr.Tools, l.Tools) {
 					out = append(out, fmt.Sprintf("%s/tools: %q are not the layer's tools %q", ploc, pr.Tools, l.Tools))
 				}
 			}
+		}
+	}
+	return out
+}
+
+// durationProblems lists the durations of the plan's own fields that the
+// schema's pattern lets through and the policy schema refuses: a
+// settings.run_idle longer than a time.Duration holds, a store's timeout
+// that is not above zero or is too long (Build would fail on them late,
+// a store's timeout only when the store is opened).
+func durationProblems(p *Plan) []string {
+	var out []string
+	if msg := DurationProblem(p.Settings.RunIdle, false); msg != "" {
+		out = append(out, "/settings/run_idle: "+msg)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
+		if msg := DurationProblem(p.Stores[name].Timeout, true); msg != "" {
+			out = append(out, fmt.Sprintf("/stores/%s/timeout: %s", jsonpointer.Escape(name), msg))
 		}
 	}
 	return out

@@ -92,6 +92,13 @@ func TestDecodeErrors(t *testing.T) {
 			[]string{`/chains/tool/0/predicates/deny/source (line 1, col 146): "false" is not the config's deny "args.amount > 100.0"`}},
 		{"predicate the config lacks", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"require":"true"},"predicates":{"deny":{"stage":"tool","source":"false"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny (line 1, col 109): the config holds no string deny for this predicate`}},
+		// The guard runs at its config's phase and stage; a predicate
+		// compiled for another would read what is not there yet (result
+		// before the call) or type args by another stage.
+		{"predicate of another phase", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"tool","phase":"after","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/phase (line 1, col 147): "after" is not the config's phase "before"`}},
+		{"predicate of another stage", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"chat","phase":"before","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/stage (line 1, col 132): "chat" is not the layer's stage "tool"`}},
 		{"predicate typed by other tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"guard","tools":["a"],"config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/tools`, `are not the layer's tools ["a"]`}},
 		{"layer scoped to an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"log","tools":["refnud"]}]}}`,
@@ -283,8 +290,6 @@ func TestDecodeRefusesConfigOutsideBounds(t *testing.T) {
 	for _, in := range []string{
 		layer("meter", `{"window":"month","budget":{"usd":0.5,"calls":1000000000},"lease":"2562047h"}`),
 		layer("retry", `{"max_attempts":10,"multiplier":1,"breaker":{"failures":1000,"cooldown":"30s"}}`),
-		// A field of another kind is the layer's decoder's to refuse.
-		layer("retry", `{"max_attempts":"many"}`),
 	} {
 		_, err := Decode("ok.json", []byte(in))
 		assert.NoError(t, err, in)
@@ -311,4 +316,94 @@ func TestDecodeReportsRepeatedKeysBeforeNumbers(t *testing.T) {
 		`/models/m/usd_per_mtok_in (line 1, col 72): number 1e400 does not fit a Go float64`,
 		`/models/m/usd_per_mtok_out (line 1, col 97): number -1e-400 does not fit a Go float64`,
 	}, pe.Problems)
+}
+
+// A builtin's config edited by hand is refused at Decode, where the layer's
+// decoder would refuse it at Build or its bounds would not be checked: a
+// key spelt in another case than the schema's (the decoder matches keys
+// regardless of case, so "Failures" would escape the bound of "failures"),
+// a key the schema lacks, a value of another kind, a fraction or an
+// exponent where an integer goes (the decoder refuses 3.0 as it refuses
+// 3.5), null, a duration that does not parse. Each names its place.
+func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
+	layer := func(use, config string) string {
+		return `{"version":1,"policy":"p","chains":{"chat":[{"use":"` + use + `","config":` + config + `}]}}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{layer("retry", `{"breaker":{"Failures":1000000000}}`),
+			`/chains/chat/0/config/breaker/Failures (line 1, col 92): unknown field "Failures": retry's config spells it "failures" (keys match the fields exactly)`},
+		{layer("retry", `{"Max_Attempts":1000}`),
+			`/chains/chat/0/config/Max_Attempts (line 1, col 85): unknown field "Max_Attempts": retry's config spells it "max_attempts" (keys match the fields exactly)`},
+		{layer("meter", `{"BUDGET":{"calls":1}}`),
+			`/chains/chat/0/config/BUDGET (line 1, col 79): unknown field "BUDGET": meter's config spells it "budget" (keys match the fields exactly)`},
+		{layer("retry", `{"attempts":3}`),
+			`/chains/chat/0/config/attempts (line 1, col 81): unknown field "attempts": retry's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
+		{layer("retry", `{"breaker":{"limit":3}}`),
+			`/chains/chat/0/config/breaker/limit (line 1, col 89): unknown field "limit": retry's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
+		{layer("retry", `{"max_attempts":3.0}`),
+			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.0 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an int`},
+		{layer("retry", `{"max_attempts":3.5}`),
+			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.5 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an int`},
+		{layer("meter", `{"budget":{"calls":3e2}}`),
+			`/chains/chat/0/config/budget/calls (line 1, col 88): 3e2 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): meter's budget.calls is an int`},
+		{layer("retry", `{"max_attempts":"3"}`),
+			`/chains/chat/0/config/max_attempts (line 1, col 85): a string: retry's max_attempts is an int`},
+		{layer("retry", `{"max_attempts":null}`),
+			`/chains/chat/0/config/max_attempts (line 1, col 85): null: retry's max_attempts is an int`},
+		{layer("retry", `{"breaker":[1]}`),
+			`/chains/chat/0/config/breaker (line 1, col 80): a list: retry's breaker is a struct`},
+		{layer("log", `{"include_args":"yes"}`),
+			`/chains/chat/0/config/include_args (line 1, col 83): a string: log's include_args is a bool`},
+		{layer("judge", `{"model":"m","timeout":"5 parsecs"}`),
+			`/chains/chat/0/config/timeout (line 1, col 92): judge's timeout "5 parsecs" is not a duration: a Go duration such as "250ms", "30s" or "1h30m"`},
+		{layer("retry", `{"breaker":{"cooldown":"soon"}}`),
+			`/chains/chat/0/config/breaker/cooldown (line 1, col 92): retry's breaker.cooldown "soon" is not a duration: a Go duration such as "250ms", "30s" or "1h30m"`},
+		{layer("meter", `{"window":"week"}`),
+			`/chains/chat/0/config/window (line 1, col 79): meter's window "week" is not a duration: a Go duration such as "250ms", "30s" or "1h30m", or "month"`},
+	} {
+		_, err := Decode("edited.json", []byte(c.in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, c.in)
+		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
+	}
+	for _, in := range []string{
+		layer("meter", `{"window":"month","budget":{"calls":3,"usd":2}}`),
+		layer("retry", `{"max_attempts":3,"multiplier":2.5,"breaker":{"failures":5,"cooldown":"1m"}}`),
+		layer("retry", `{"multiplier":2}`),
+		// Names below a map are the host's, matched exactly by the layer.
+		layer("tracing", `{"attributes":{"Env":"prod","env":"dev"}}`),
+		// A schema is any JSON.
+		layer("output_coerce", `{"schema":{"type":"object","Properties":null}}`),
+		// Another module's config is its decoder's to judge.
+		layer("mine", `{"Anything":3.0}`),
+	} {
+		_, err := Decode("ok.json", []byte(in))
+		assert.NoError(t, err, in)
+	}
+}
+
+// A plan edited by hand past the bounds the policy schema gives its own
+// numbers and durations is refused at Decode, where Build would fail late
+// (run_idle, a store's timeout) or take it (a state queue of a hundred
+// billion events, allocated whole when a field has a background sink; a
+// price that makes every bill infinite).
+func TestDecodeHoldsPlanValuesToThePolicyBounds(t *testing.T) {
+	plan := func(extra string) string {
+		return `{"version":1,"policy":"p","chains":{}` + extra + `}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{plan(`,"state":{"queue":100000000000,"fields":{}}`), `/state/queue (line 1, col 56): must be <= 1e+06 but found 100000000000`},
+		{plan(`,"models":{"m":{"usd_per_mtok_in":1e300,"usd_per_mtok_out":1}}`), `/models/m/usd_per_mtok_in (line 1, col 72): must be <= 100000 but found 1e300`},
+		{plan(`,"models":{"m":{"usd_per_mtok_in":1,"usd_per_mtok_out":1,"context_tokens":1000000000}}`), `/models/m/context_tokens (line 1, col 112): must be <= 1e+08 but found 1000000000`},
+		{plan(`,"tools":{"t":{"side_effecting":true,"retry_safe":false}},"invariants":{"max_executions":{"t":1000000}}}`), `/invariants/max_executions/t (line 1, col 132): must be <= 1000 but found 1000000`},
+		{plan(`,"settings":{"run_idle":"9999999999999h"}`), `/settings/run_idle (line 1, col 62): "9999999999999h" is out of range: longer than the longest duration, 2562047h47m16.854775807s (about 292 years)`},
+		{plan(`,"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"0s"}}`), `/stores/s/timeout (line 1, col 107): "0s" is out of range: must be above zero`},
+	} {
+		_, err := Decode("edited.json", []byte(c.in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, c.in)
+		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
+	}
+	_, err := Decode("ok.json", []byte(plan(`,"settings":{"run_idle":"0s"},"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"2s"}}`)))
+	assert.NoError(t, err)
 }
