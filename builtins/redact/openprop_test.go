@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,7 +134,9 @@ func TestStreamedOutputMaskedAsWhole(t *testing.T) {
 	if testing.Short() {
 		n = 10
 	}
-	for config, r := range openConfigs(t) {
+	configs := openConfigs(t)
+	for _, config := range slices.Sorted(maps.Keys(configs)) {
+		r := configs[config]
 		for range n {
 			text := openText(rng)
 			checkStreamedAsWhole(t, config, r, text, []string{text})
