@@ -11,6 +11,7 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -169,16 +170,20 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // as a whole, and the rest of a line is held until its line break or the end
 // of the stream. From a "-----BEGIN" marker without its "-----END" marker
 // the text is held until the end marker arrives (a PEM private key spans
-// lines). A line from which a rule could match on into the next lines is
-// held with them: "password:" or "Authorization: Basic" ending a line, the
-// value on a following one, are masked as in a whole text (the test is
-// whether a line of letters and digits would complete a match, so a
-// configured pattern that needs other characters there only matches within
-// each released part). Usage reported on held deltas rides on the next
-// released one, and the finish reason on the last. When the stream fails,
-// held text is dropped, never released unredacted; when nothing was released
-// yet the failure stays a pre-stream one for the outer layers (a retry may
-// re-invoke).
+// lines). A line in which a match of a rule begins that may run on into the
+// text still to come is held with the lines after it, until the match ends
+// or cannot go on (releasable, openMatch): "password:" or "Authorization:
+// Basic" ending a line, the value on a following one, and a configured
+// pattern that matches over line breaks ("account number:\s*[0-9]{8}",
+// "(?s)BEGIN.*?END") are masked as in a whole text. A match left open over
+// more than maxOpenLines lines or maxOpenBytes bytes holds the rest of the
+// stream to its end, released masked whole then: the layer fails closed,
+// trading that response's latency for the masking. Text held when a tool
+// call arrives goes out with it, masked as it stands. Usage reported on held
+// deltas rides on the next released one, and the finish reason on the last.
+// When the stream fails, held text is dropped, never released unredacted;
+// when nothing was released yet the failure stays a pre-stream one for the
+// outer layers (a retry may re-invoke).
 //
 // Thinking is relayed a block at a time, when its text holds no secret: a
 // signed block cannot be masked, so one that does is left out, and tool
@@ -292,7 +297,8 @@ const (
 // "Bearer" and a no-break space ending a line is held with the next.
 func (r *Redactor) openMatch(text string) int {
 	from := -1
-	for _, f := range formsOf(text) {
+	var buf [2 + textnorm.MaxUnescapeLevels]form
+	for _, f := range formsOf(text, buf[:0]) {
 		for i := range r.rules {
 			p := r.rules[i].open
 			if p == nil {

@@ -207,7 +207,8 @@ const maxEncodedDepth = 2
 
 func (r *Redactor) readingsAt(text string, depth int) []span {
 	var spans []span
-	for _, rd := range formsOf(text) {
+	var buf [2 + textnorm.MaxUnescapeLevels]form
+	for _, rd := range formsOf(text, buf[:0]) {
 		for _, sp := range r.spans(rd.text) {
 			sp.start, sp.end = rd.span(sp.start, sp.end)
 			sp.match, sp.matchE = rd.span(sp.match, sp.matchE)
@@ -230,11 +231,11 @@ type form struct {
 
 func sameSpan(start, end int) (int, int) { return start, end }
 
-// formsOf returns the forms Redact reads text as: text itself, folded (when folding changes
-// it), and decoded and folded (while it holds escapes: textnorm.UnescapeNested).
-func formsOf(text string) []form {
+// formsOf appends to out the forms Redact reads text as: text itself, folded (when folding
+// changes it), and decoded and folded (while it holds escapes: textnorm.UnescapeNested).
+func formsOf(text string, out []form) []form {
 	f := textnorm.FoldSeparators(text, false)
-	out := []form{{text: text, span: sameSpan, encoded: f.Text == text}}
+	out = append(out, form{text: text, span: sameSpan, encoded: f.Text == text})
 	if f.Text != text {
 		out = append(out, form{text: f.Text, span: f.Span, encoded: true})
 	}
