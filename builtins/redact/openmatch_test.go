@@ -1,33 +1,11 @@
-package redact_test
+package redact
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/agentc-dev/agentc/runtime"
-	"github.com/agentc-dev/agentc/runtime/plan"
-	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
-
-// streamPatterns streams deltas from a model through a redact layer configured with config
-// and returns the texts of the deltas that got through.
-func streamPatterns(t *testing.T, config string, deltas []string) []string {
-	t.Helper()
-	model := rt.NewModel(rt.Response{Deltas: deltas})
-	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", config)}}),
-		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
-	var got []string
-	_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
-		got = append(got, d.Text)
-		return true
-	})
-	require.NoError(t, err)
-	return got
-}
 
 // TestConfiguredPatternOverLineBreakInOutput: a configured pattern that matches over a line
 // break masks the model's output as it masks the same text sent to the model, whether the
@@ -46,7 +24,8 @@ func TestConfiguredPatternOverLineBreakInOutput(t *testing.T) {
 			if cut > 0 {
 				deltas = []string{text[:cut], text[cut:]}
 			}
-			assert.Equal(t, want, strings.Join(streamPatterns(t, config, deltas), ""), "%q cut at %d", text, cut)
+			got, _ := streamedOutput(t, config, deltas)
+			assert.Equal(t, want, got, "%q cut at %d", text, cut)
 		}
 	}
 }
@@ -57,7 +36,7 @@ func TestConfiguredPatternOverLineBreakInOutput(t *testing.T) {
 // the match.
 func TestDefaultRuleKeyWordOverLineBreakInOutput(t *testing.T) {
 	for _, deltas := range [][]string{{"my token\n= hunter22x\nbye\n"}, {"my token\n", "= hunter22x\nbye\n"}, {"api_key\n\n: hunter22x\n"}} {
-		out := strings.Join(streamPatterns(t, "", deltas), "")
+		out, _ := streamedOutput(t, "", deltas)
 		assert.NotContains(t, out, "hunter22x", "%q", deltas)
 		assert.Contains(t, out, "[REDACTED:password-assignment]", "%q", deltas)
 	}
@@ -76,16 +55,16 @@ func TestOpenMatchHeldWithinBounds(t *testing.T) {
 		}
 		return append(out, "END SECRET\n", "after\n", "more\n", "tail")
 	}
-	got := streamPatterns(t, config, block(10))
-	assert.Equal(t, "intro\n[REDACTED:pattern-0]\nafter\nmore\ntail", strings.Join(got, ""))
+	all, got := streamedOutput(t, config, block(10))
+	assert.Equal(t, "intro\n[REDACTED:pattern-0]\nafter\nmore\ntail", all)
 	assert.Equal(t, []string{"intro\n", "[REDACTED:pattern-0]\n", "after\n", "more\n", "tail"}, got,
 		"the hold ends with the match")
 
-	got = streamPatterns(t, config, block(100))
+	_, got = streamedOutput(t, config, block(100))
 	assert.Equal(t, []string{"intro\n", "[REDACTED:pattern-0]\nafter\nmore\ntail"}, got,
 		"past 64 lines the rest is held to the end")
 
 	long := []string{"intro\n", "BEGIN SECRET " + strings.Repeat("x y ", 1250) + "\n", "END SECRET\n", "after\n", "tail"}
-	got = streamPatterns(t, config, long)
+	_, got = streamedOutput(t, config, long)
 	assert.Equal(t, []string{"intro\n", "[REDACTED:pattern-0]\nafter\ntail"}, got, "past 4 KiB the rest is held to the end")
 }

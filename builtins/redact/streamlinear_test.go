@@ -102,16 +102,7 @@ func TestStreamedKeyBlocksCutAnywhere(t *testing.T) {
 			deltas = append(deltas, text[i:min(i+size, len(text))])
 		}
 		deltas = append(deltas, "tail without a line break")
-		model := rt.NewModel(rt.Response{Deltas: deltas})
-		pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}}),
-			runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
-		var got []string
-		_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
-			got = append(got, d.Text)
-			return true
-		})
-		require.NoError(t, err)
-		all := strings.Join(got, "")
+		all, got := streamedOutput(t, "", deltas)
 		assert.NotContains(t, all, "firstkey", "pieces of %d bytes", size)
 		assert.NotContains(t, all, "secondkey", "pieces of %d bytes", size)
 		assert.Equal(t, 2, strings.Count(all, "[REDACTED:private-key]"), "pieces of %d bytes: %q", size, all)
