@@ -89,8 +89,10 @@
 // cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
 // digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
-// stream is found as in a whole text, and a line ending in a run of base64 the next line may
-// go on with is held with the lines of that run): with "block" a line
+// stream is found as in a whole text, and so is a line in which an IBAN's groups begin that
+// the next line may go on with; a line ending in a run of base64 the next line may go on with
+// is held with the lines of that run, and the lines before such a run are held with it when
+// an item may run on from them into it): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
 // with "redact" it is released redacted (a model that echoes a card number does not get it
 // to the caller). The tool calls it makes are output too: their fragments are held until the

@@ -308,8 +308,9 @@ func (m *Middleware) blockArgsAcross(msgs []runtime.Message) error {
 // break, a tool call fragment or the end of the stream: an item is never
 // split across releases. A line that ends in digit groups a card number
 // could run on from ("4111 1111" with "1111 1111" on the next line) is held
-// with the next lines (as far back as the last 18 digits), so that a card
-// wrapped over lines is found as in a whole text. With "redact" a line is
+// with the next lines (as far back as the last 18 digits), and so is a line
+// in which an IBAN's groups begin that the next line may go on with, so
+// that a card or an IBAN wrapped over lines is found as in a whole text. With "redact" a line is
 // released redacted; with "block" a line holding personal data ends the call
 // with a *runtime.BlockedError and is never released (the lines before it
 // were clean and have gone out). Usage reported on held deltas rides on the
@@ -471,48 +472,109 @@ var (
 func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // releasable returns how many bytes of the model's held output may be
-// released: up to the last line break, but when the text before that break
-// ends in a digit, not past the start of the line that holds the last
-// maxCardDigits-1 digits of the run of digit groups it ends (joined by
-// the separators of a card's groups and line breaks), from which a card number could run on
-// into the lines still to come. The text is read folded as the detectors
-// read it (textnorm.FoldSeparators): full-width and other digits they take
-// for ASCII ones count as digits, Unicode spaces and dashes as separators,
-// and a zero-width character at the end of a line does not hide the digit
-// before it. A line ending in a run of base64 that the next line may go on
-// with is held with the lines to come too (linehold.Hold.Encoded), so that a
-// value's encoding wrapped over lines is read whole.
+// released: up to the last line break, but not past the start of a line
+// from which an item may run on into the lines still to come (heldFrom): a
+// card number's digit groups or an IBAN's groups wrapped over lines. A line
+// ending in a run of base64 that the next line may go on with is held with
+// the lines to come too (linehold.Hold.Encoded), so that a value's encoding
+// wrapped over lines is read whole; each cut is checked again, as the lines
+// before a run held may end in an item's first groups.
 func releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
 	if cut == 0 || h.Encoded(buf, cut) == 0 {
 		return 0 // a run held from the start of the text: it is not folded again
 	}
-	f := textnorm.FoldSeparators(buf[:cut], false)
-	text := f.Text
-	end := len(text) - 1 // the folded text ends in the line break at cut
-	if end > 0 && text[end-1] == '\r' {
+	for cut > 0 {
+		next := heldFrom(buf[:cut])
+		if next > 0 {
+			next = h.Encoded(buf, next)
+		}
+		if next == cut {
+			break
+		}
+		cut = next
+	}
+	return cut
+}
+
+// heldFrom returns len(text), text ending in a line break, or the start of
+// the line an item may run on from into the lines still to come: the line
+// that holds the last maxCardDigits-1 digits of the run of digit groups the
+// text ends in (joined by the separators of a card's groups and line
+// breaks), or the line in which an IBAN may begin that the text ends inside
+// of, after a whole group (its registered country code and check digits,
+// fewer letters and digits after them than its country's IBANs have). The
+// text is read folded as the detectors read it (textnorm.FoldSeparators):
+// full-width and other digits they take for ASCII ones count as digits,
+// Unicode spaces and dashes as separators, and a zero-width character at the
+// end of a line does not hide the digit before it.
+func heldFrom(text string) int {
+	f := textnorm.FoldSeparators(text, false)
+	t := f.Text
+	end := len(t) - 1 // the folded text ends in the line break
+	if end > 0 && t[end-1] == '\r' {
 		end--
 	}
-	if end <= 0 || !isDigit(text[end-1]) {
-		return h.Encoded(buf, cut)
+	from := len(t)
+	if end > 0 && isDigit(t[end-1]) {
+		k, digits := end, 0
+		for k > 0 && digits < maxCardDigits-1 {
+			b := t[k-1]
+			if isDigit(b) {
+				digits++
+			} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' {
+				break
+			}
+			k--
+		}
+		from = k
 	}
-	k, digits := end, 0
-	for k > 0 && digits < maxCardDigits-1 {
-		b := text[k-1]
-		if isDigit(b) {
-			digits++
-		} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' {
+	if i := openIBAN(t, end); i >= 0 {
+		from = min(from, i)
+	}
+	if from == len(t) {
+		return len(text)
+	}
+	line := strings.LastIndexByte(t[:from], '\n') + 1
+	if line == 0 {
+		return 0
+	}
+	// The line break before line is an ASCII one of text: release up to it.
+	_, at := f.Span(line-1, line)
+	return at
+}
+
+// openIBAN returns where an IBAN may begin that t[:end] ends inside of,
+// wrapped after a whole group, or -1.
+func openIBAN(t string, end int) int {
+	k, n := end, 0
+	for k > 0 {
+		c := t[k-1]
+		if isAlnum(c) {
+			if n == maxIBANChars {
+				break
+			}
+			n++
+		} else if c != ' ' && c != '-' && c != '\n' && c != '\r' {
 			break
 		}
 		k--
 	}
-	line := strings.LastIndexByte(text[:k], '\n') + 1
-	if line == 0 {
-		return 0
+	for i := k; i+4 <= end; i++ {
+		if !isAlpha(t[i]) || !isAlpha(t[i+1]) || !isDigit(t[i+2]) || !isDigit(t[i+3]) || !leftOK(t, i) {
+			continue
+		}
+		n := 0
+		for j := i; j < end; j++ {
+			if isAlnum(t[j]) {
+				n++
+			}
+		}
+		if want := ibanLengths[string([]byte{upper(t[i]), upper(t[i+1])})]; n < want && n%4 == 0 {
+			return i
+		}
 	}
-	// The line break before line is an ASCII one of buf: release up to it.
-	_, at := f.Span(line-1, line)
-	return h.Encoded(buf, at)
+	return -1
 }
 
 // unchecked is the refusal of arguments that cannot be scanned.

@@ -47,6 +47,10 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		{"Hello.\n4111-1111-111𝟏\n1111\n", "Hello.\n[REDACTED:card]\n", "card"},
 		{"Hello.\n4111 1111\u200b\n1111 1111\n", "Hello.\n[REDACTED:card]\n", "card"},
 		{"Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", "Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", ""},
+		// An IBAN wraps after a group, its first line ending in letters.
+		{"Hello.\nIBAN GB29 NWBK\n6016 1331 9268 19 ok\nbye", "Hello.\nIBAN [REDACTED:iban] ok\nbye", "iban"},
+		{"Hello.\ngb29nwbk\r\n60161331\n926819\n", "Hello.\n[REDACTED:iban]\n", "iban"},
+		{"Hello.\nGB29 NWBK\nfoo bar\n", "Hello.\nGB29 NWBK\nfoo bar\n", ""},
 	}
 	model := &chunkModel{}
 	block := chatPipeline(t, `{}`, model)

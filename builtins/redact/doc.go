@@ -82,11 +82,24 @@
 // field when they hold a secret, as a masked id would make every end user whose id masks alike
 // one to the provider, and a masked stop sequence would stop the answer elsewhere), and
 // streamed model output. Chat
-// output is released line by line, each line redacted whole, so that a secret split across
-// deltas is still caught; a PEM block is held from its BEGIN line to its END line, a line
-// ending where a value may follow ("password:", "Bearer") with the lines that complete it, and
-// a line ending in a run of base64 the next line may go on with with the lines of that run.
-// See Middleware.WrapChat.
+// output is released line by line, each part redacted whole, so that a secret split across
+// deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line
+// ending in a run of base64 the next line may go on with with the lines of that run. A line in
+// which a match of a rule begins that the text still to come may complete is held with the
+// lines after it until the match ends or cannot go on: each rule's program is run, as
+// regexp's own matcher runs it (leftmost-first, a match found ending the threads of lower
+// priority, the search going on from its end), over the text up to the last line break, in
+// its folded and decoded readings too, and the text is released only up to the start of the
+// line in which the earliest match left open begins. So "password:" or "Bearer" ending a line
+// waits for its value, and a configured pattern matching over line breaks
+// ("account number:\s*[0-9]{8}", "(?s)BEGIN.*?END") masks the output exactly as it masks the
+// same text whole, wherever the stream cuts it; a rule none of whose matches can hold a line
+// break costs nothing here. The hold is bounded: a match left open over more than 64 lines or
+// 4 KiB holds the rest of the stream to its end, which then goes out masked whole (the layer
+// fails closed: that response loses its streaming, never its masking). Limits: a pattern
+// anchored at the start of the text (^ or \A without (?m)) also matches at the start of each
+// released part, masking more, never less; text held when the model starts a tool call goes
+// out with the call, masked as it stands. See Middleware.WrapChat.
 //
 // Thinking blocks are signed by the model that wrote them, which refuses one whose text
 // changed (Anthropic's API answers 400), and the signature may carry the whole thinking

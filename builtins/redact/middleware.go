@@ -11,6 +11,7 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -169,16 +170,20 @@ func (m *Middleware) redactResult(v any) (any, error) {
 // as a whole, and the rest of a line is held until its line break or the end
 // of the stream. From a "-----BEGIN" marker without its "-----END" marker
 // the text is held until the end marker arrives (a PEM private key spans
-// lines). A line from which a rule could match on into the next lines is
-// held with them: "password:" or "Authorization: Basic" ending a line, the
-// value on a following one, are masked as in a whole text (the test is
-// whether a line of letters and digits would complete a match, so a
-// configured pattern that needs other characters there only matches within
-// each released part). Usage reported on held deltas rides on the next
-// released one, and the finish reason on the last. When the stream fails,
-// held text is dropped, never released unredacted; when nothing was released
-// yet the failure stays a pre-stream one for the outer layers (a retry may
-// re-invoke).
+// lines). A line in which a match of a rule begins that may run on into the
+// text still to come is held with the lines after it, until the match ends
+// or cannot go on (releasable, openMatch): "password:" or "Authorization:
+// Basic" ending a line, the value on a following one, and a configured
+// pattern that matches over line breaks ("account number:\s*[0-9]{8}",
+// "(?s)BEGIN.*?END") are masked as in a whole text. A match left open over
+// more than maxOpenLines lines or maxOpenBytes bytes holds the rest of the
+// stream to its end, released masked whole then: the layer fails closed,
+// trading that response's latency for the masking. Text held when a tool
+// call arrives goes out with it, masked as it stands. Usage reported on held
+// deltas rides on the next released one, and the finish reason on the last.
+// When the stream fails, held text is dropped, never released unredacted;
+// when nothing was released yet the failure stays a pre-stream one for the
+// outer layers (a retry may re-invoke).
 //
 // Thinking is relayed a block at a time, when its text holds no secret: a
 // signed block cannot be masked, so one that does is left out, and tool
@@ -244,10 +249,13 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 
 // releasable returns how many bytes of buf may be released: up to the last
 // line break, but not past an unterminated PEM block, nor past the start of a
-// line from which a rule could match on into the lines still to come, nor
-// past the start of a base64 run, a dump or bytes of hex the next lines may go
-// on with (linehold.Hold.Encoded). A text held from its start for such a run or
-// block is not read again: each line added to it is walked once.
+// line in which a match of a rule begins that may run on into the text still
+// to come (openMatch), nor past the start of a base64 run, a dump or bytes of
+// hex the next lines may go on with (linehold.Hold.Encoded). A text held from
+// its start for such a run or block is not read again: each line added to it
+// is walked once. A match left open over more than maxOpenBytes or
+// maxOpenLines holds the rest of the stream to its end (linehold.Hold.Rest),
+// released redacted whole then.
 func (r *Redactor) releasable(buf string, h *linehold.Hold) int {
 	cut := strings.LastIndexByte(buf, '\n') + 1
 	if cut == 0 || h.Encoded(buf, cut) == 0 {
@@ -261,30 +269,46 @@ func (r *Redactor) releasable(buf string, h *linehold.Hold) int {
 		cut = h.Encoded(buf, cut)
 		from := -1
 		if cut > 0 {
-			from = r.continuedMatch(buf[:cut])
+			from = r.openMatch(buf[:cut])
 		}
 		if from < 0 {
 			break
+		}
+		if cut-from > maxOpenBytes || strings.Count(buf[from:cut], "\n") > maxOpenLines {
+			h.Rest()
 		}
 		cut = strings.LastIndexByte(buf[:from], '\n') + 1
 	}
 	return cut
 }
 
-// continuation stands for a line still to come: letters and digits, which
-// every default rule takes for a secret ("password:" ending a line, the
-// value on the next).
-var continuation = strings.Repeat("Aa0", 22)
+// maxOpenBytes and maxOpenLines bound a match left open (releasable): a rule
+// whose match may go on without end ("\s*" in "password:\s*\S+", "[^;]*",
+// "(?s)BEGIN.*?END") would otherwise hold the output as long as the model
+// writes what it may go on with.
+const (
+	maxOpenBytes = 4096
+	maxOpenLines = 64
+)
 
-// continuedMatch returns where a match starts that runs from text into a
-// continuation appended to it, or -1 when none does; text is read as Redact
-// reads it (folded, and decoded), so "Bearer" and a no-break space ending a
-// line is held with the next.
-func (r *Redactor) continuedMatch(text string) int {
+// openMatch returns where the earliest match begins that may run on from
+// text, which ends in a line break, into the text still to come, or -1 when
+// none may; text is read as Redact reads it (folded, and decoded), so
+// "Bearer" and a no-break space ending a line is held with the next.
+func (r *Redactor) openMatch(text string) int {
 	from := -1
-	for _, sp := range r.readings(text + continuation) {
-		if sp.match < len(text) && sp.end > len(text) && (from < 0 || sp.match < from) {
-			from = sp.match
+	var buf [2 + textnorm.MaxUnescapeLevels]form
+	for _, f := range formsOf(text, buf[:0]) {
+		for i := range r.rules {
+			p := r.rules[i].open
+			if p == nil {
+				continue
+			}
+			if k := p.openMatch(f.text); k >= 0 {
+				if k, _ = f.span(k, k); from < 0 || k < from {
+					from = k
+				}
+			}
 		}
 	}
 	return from

@@ -343,6 +343,36 @@ func BenchmarkStreamedDump1MB(b *testing.B) {
 	for line := range strings.Lines(textnormtest.ProseDump(1<<20) + "done\n") {
 		deltas = append(deltas, runtime.Delta{Text: line})
 	}
+	benchStream(b, "", deltas)
+}
+
+// BenchmarkStreamedProse256KB streams 256 KB of prose (about 3,700 lines, some ending in a
+// key word, "Bearer" or "password:" with the value on the next line) through a redact
+// layer 8 bytes a delta, with the default rules and with configured patterns that match
+// over line breaks too.
+func BenchmarkStreamedProse256KB(b *testing.B) {
+	lines := []string{"the quick brown fox jumps over the lazy dog, and then", "it said the token", "= hunter22x, then Bearer",
+		"abcdefghijklmnopqrstu was sent", "and the account number:", "12345678 was read out. password:", "hunter22x again"}
+	var text strings.Builder
+	for i := 0; text.Len() < 256<<10; i++ {
+		text.WriteString(lines[i%len(lines)] + "\n")
+	}
+	var deltas []runtime.Delta
+	for s := text.String(); s != ""; {
+		k := min(8, len(s))
+		deltas = append(deltas, runtime.Delta{Text: s[:k]})
+		s = s[k:]
+	}
+	for name, config := range map[string]string{
+		"defaults": "",
+		"patterns": `{"patterns": ["ACCT-\\s*[0-9]{6}", "(?i)account number:\\s*[0-9]{8}", "tok_[a-z]+"]}`,
+	} {
+		b.Run(name, func(b *testing.B) { benchStream(b, config, deltas) })
+	}
+}
+
+// benchStream streams deltas through a redact layer with config.
+func benchStream(b *testing.B, config string, deltas []runtime.Delta) {
 	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 		for _, d := range deltas {
 			if !yield(d) {
@@ -351,8 +381,9 @@ func BenchmarkStreamedDump1MB(b *testing.B) {
 		}
 		return nil
 	})
-	pl := rt.Build(b, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", "")}}),
+	pl := rt.Build(b, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("redact", config)}}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		n := 0

@@ -35,6 +35,9 @@ type rule struct {
 	anchor      string         // exact text the rule starts with
 	anchored    *regexp.Regexp // re anchored at the start, for keyed and anchored rules
 	placeholder string
+	// open finds the matches a released text would cut (Redactor.releasable); nil for a
+	// rule no match of which holds a line break.
+	open *openProg
 }
 
 // keyRef names one key of a keyed rule.
@@ -98,6 +101,7 @@ var defaultRedactor = sync.OnceValue(func() *Redactor {
 		if len(b.keys) > 0 || b.anchor != "" {
 			ru.anchored = regexp.MustCompile(`^(?:` + b.Regex + `)`)
 			ru.anchor = b.anchor
+			ru.open = newOpenProg(b.Regex, true)
 		}
 		for _, k := range b.keys {
 			r.keysByFirst[k[0]-'a'] = append(r.keysByFirst[k[0]-'a'], keyRef{key: k, rule: len(r.rules)})
@@ -116,7 +120,7 @@ func compileRule(p Pattern, re *regexp.Regexp, needles []string) rule {
 	if secret < 0 {
 		secret = 0
 	}
-	return rule{id: p.ID, re: re, secret: secret, needles: needles, placeholder: Placeholder(p.ID)}
+	return rule{id: p.ID, re: re, secret: secret, needles: needles, placeholder: Placeholder(p.ID), open: newOpenProg(p.Regex, false)}
 }
 
 // Placeholder returns the text that replaces a secret found by rule id: "[REDACTED:<id>]".
@@ -202,26 +206,44 @@ func (r *Redactor) readings(text string) []span { return r.readingsAt(text, 0) }
 const maxEncodedDepth = 2
 
 func (r *Redactor) readingsAt(text string, depth int) []span {
-	spans := r.spans(text)
-	add := func(form string, mapSpan func(start, end int) (int, int)) {
-		for _, sp := range r.spans(form) {
-			sp.start, sp.end = mapSpan(sp.start, sp.end)
-			sp.match, sp.matchE = mapSpan(sp.match, sp.matchE)
+	var spans []span
+	var buf [2 + textnorm.MaxUnescapeLevels]form
+	for _, rd := range formsOf(text, buf[:0]) {
+		for _, sp := range r.spans(rd.text) {
+			sp.start, sp.end = rd.span(sp.start, sp.end)
+			sp.match, sp.matchE = rd.span(sp.match, sp.matchE)
 			spans = append(spans, sp)
 		}
-	}
-	f := textnorm.FoldSeparators(text, false)
-	if f.Text != text {
-		add(f.Text, f.Span)
-	}
-	spans = r.encoded(spans, f.Text, f.Span, depth)
-	for _, d := range textnorm.UnescapeNested(text, true) {
-		f := textnorm.FoldSeparators(d.Text, false)
-		mapSpan := func(start, end int) (int, int) { return d.Span(f.Span(start, end)) }
-		add(f.Text, mapSpan)
-		spans = r.encoded(spans, f.Text, mapSpan, depth)
+		if rd.encoded {
+			spans = r.encoded(spans, rd.text, rd.span, depth)
+		}
 	}
 	return spans
+}
+
+// form is a text Redact reads a text as, and the mapping of its spans to the text.
+type form struct {
+	text string
+	span func(start, end int) (int, int)
+	// encoded: its base64 and hex runs are read too (once a text: in the folded form).
+	encoded bool
+}
+
+func sameSpan(start, end int) (int, int) { return start, end }
+
+// formsOf appends to out the forms Redact reads text as: text itself, folded (when folding
+// changes it), and decoded and folded (while it holds escapes: textnorm.UnescapeNested).
+func formsOf(text string, out []form) []form {
+	f := textnorm.FoldSeparators(text, false)
+	out = append(out, form{text: text, span: sameSpan, encoded: f.Text == text})
+	if f.Text != text {
+		out = append(out, form{text: f.Text, span: f.Span, encoded: true})
+	}
+	for _, d := range textnorm.UnescapeNested(text, true) {
+		f := textnorm.FoldSeparators(d.Text, false)
+		out = append(out, form{text: f.Text, span: func(start, end int) (int, int) { return d.Span(f.Span(start, end)) }, encoded: true})
+	}
+	return out
 }
 
 // encoded appends to spans each base64 or hex run of form whose decoding holds a secret,

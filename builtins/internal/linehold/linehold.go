@@ -43,7 +43,16 @@ type Hold struct {
 	same                 int // the bytes of the held text held, unchanged, at the last call
 	wrapped, dump, bytes textnorm.Walk
 	open                 unclosed
+	rest                 bool // Rest was called
 }
+
+// Rest holds the rest of the stream to its end: Stream releases what
+// Filter.Releasable returns at this call, and then nothing more until the
+// stream ends (or a tool call arrives), when the rest goes out as Filter.Clean
+// makes it, whole. A filter calls it when it cannot tell within its bounds
+// where the text may be cut: it fails closed, trading the rest of the
+// stream's latency for the whole reading.
+func (h *Hold) Rest() { h.rest = true }
 
 // unclosed is what Hold.Unclosed found in the text held since the last
 // release: it read the text up to read (0: none of it), and the last opener
@@ -206,7 +215,7 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		if th.left >= 0 {
 			return true // held to the end: tool calls may still come
 		}
-		if held && strings.IndexByte(d.Text, '\n') < 0 {
+		if hold.rest || held && strings.IndexByte(d.Text, '\n') < 0 {
 			return true // the text up to its last line break is the one held
 		}
 		buf := pending.String()
