@@ -254,6 +254,10 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 			"added", added, "removed", removed, "changed", changed, "error", err)
 		return
 	}
+	if err := checkScopedLayers(g.plan, next); err != nil {
+		// Not refused as at a load: the layer refuses these calls itself.
+		s.log.Warn("mcp upstream tools changed: a layer is scoped to a tool it cannot check, whose calls it refuses", "server", up.name, "error", err)
+	}
 	withheld := 0
 	for _, t := range next.tools {
 		if t.up == up && t.withheld != nil {

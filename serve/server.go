@@ -522,6 +522,10 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkScopedLayers(p, ups); err != nil {
+		ups.close()
+		return nil, err
+	}
 	return s.assemble(ctx, p, kr, deps, ups)
 }
 
