@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -257,6 +258,10 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	if err := checkScopedLayers(g.plan, next); err != nil {
 		// Not refused as at a load: the layer refuses these calls itself.
 		s.log.Warn("mcp upstream tools changed: a layer is scoped to a tool it cannot check, whose calls it refuses", "server", up.name, "error", err)
+	}
+	if errs, _ := unknownToolNames(g.plan, next, hostTools(s.opts.Tools)); len(errs) > 0 {
+		// Refused at a load; here the change is served, the rules as written.
+		s.log.Warn("mcp upstream tools changed: a rule names a tool no mcp server serves, close to one served", "server", up.name, "error", errors.Join(errs...))
 	}
 	withheld := 0
 	for _, t := range next.tools {

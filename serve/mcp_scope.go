@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -72,4 +75,55 @@ func layerAt(i int, l plan.Layer) string {
 		at = l.Pos + ": " + at
 	}
 	return at
+}
+
+// unknownToolNames checks the names the policy's tool-chain layers are
+// scoped to (tools:) and its tool_policy layers allow or deny against the
+// tools served (by the upstreams, the host) and declared: a name that is
+// neither applies to no tool served. One close to a tool served or declared
+// (textdist.Closest: a misspelling, another case) is an error naming the
+// tool meant; the others are warnings: a deny may be kept for a tool an
+// upstream may add. A name an upstream gives a tool served under its
+// prefix is left to checkToolNames. Nothing is checked without upstreams:
+// the tools a client runs are not known here.
+func unknownToolNames(p *plan.Plan, u *upstreams, host map[string]bool) (errs []error, warns []string) {
+	if len(u.servers) == 0 {
+		return nil, nil
+	}
+	known := map[string]bool{}
+	own := map[string]bool{}
+	for name, t := range u.tools {
+		known[name], own[t.name] = true, true
+	}
+	for name := range host {
+		known[name] = true
+	}
+	for name := range p.Tools {
+		known[name] = true
+	}
+	candidates := slices.Sorted(maps.Keys(known))
+	for i, l := range p.Chains.Of(plan.StageTool) {
+		check := func(field string, names []string) {
+			for j, name := range names {
+				if known[name] || own[name] {
+					continue
+				}
+				at := fmt.Sprintf("%s %s[%d] names tool %q, which no mcp server serves and the policy does not declare", layerAt(i, l), field, j, name)
+				if best := textdist.Closest(name, candidates); best != "" {
+					errs = append(errs, fmt.Errorf("%s: did you mean %q? (for a tool not served yet, declare it in tools:)", at, best))
+				} else {
+					warns = append(warns, at)
+				}
+			}
+		}
+		check("tools", l.Tools)
+		if l.Use == "tool_policy" {
+			var cfg struct{ Allow, Deny []string }
+			if json.Unmarshal(l.Config, &cfg) == nil {
+				check("allow", cfg.Allow)
+				check("deny", cfg.Deny)
+			}
+		}
+	}
+	return errs, warns
 }

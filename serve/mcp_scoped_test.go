@@ -128,3 +128,46 @@ chains: tool: [{use: "file_check", roots: [%q], tools: ["write_note"]}]
 	assert.Zero(t, echo.count("write_note"))
 	assert.Contains(t, s.logs.String(), `a layer is scoped to a tool it cannot check, whose calls it refuses`)
 }
+
+// TestMCPMisspeltToolNameFailsTheLoad: a tool_policy deny or a layer's
+// tools: naming a tool no upstream serves and the policy does not declare
+// applied to nothing: deny: ["pay_refnd"] let pay_refund run, a guard
+// scoped to "pay_wirte_note" guarded nothing, and the load said nothing.
+// A name close to a tool served is now an error naming the layer's
+// position and the tool meant; a name close to none is a warning (a deny
+// kept for a tool an upstream may add), and the policy loads.
+func TestMCPMisspeltToolNameFailsTheLoad(t *testing.T) {
+	var echo countingEcho
+	url, srv := notesUpstream(t, &echo)
+	mcp.AddTool(srv, &mcp.Tool{Name: "write_note"}, func(ctx context.Context, req *mcp.CallToolRequest, _ noteIn) (*mcp.CallToolResult, any, error) {
+		return echo.handle(ctx, req, struct{}{})
+	})
+	head := fmt.Sprintf("package gw\n\nkeys: agent: {sha256: %q}\nmcp: servers: up: {url: %q, prefix: \"pay_\"}\n", sha("agent-key"), url)
+	err := loadErr(t, head+`chains: tool: [
+	{use: "tool_policy", deny: ["pay_fetc", "pay_Fetch"]},
+	{use: "guard", tools: ["pay_wirte_note"], deny: "true"},
+	{use: "tool_policy", name: "only", allow: ["pay_fetch", "pay_write_not"]},
+]
+`)
+	for _, want := range []string{
+		`chains.tool[0] "tool_policy" deny[0] names tool "pay_fetc", which no mcp server serves and the policy does not declare: did you mean "pay_fetch"?`,
+		`chains.tool[0] "tool_policy" deny[1] names tool "pay_Fetch", which no mcp server serves and the policy does not declare: did you mean "pay_fetch"?`,
+		`chains.tool[1] "guard" tools[0] names tool "pay_wirte_note", which no mcp server serves and the policy does not declare: did you mean "pay_write_note"?`,
+		`chains.tool[2] "only" allow[1] names tool "pay_write_not"`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+	assert.Regexp(t, `policy\.cue:\d+:\d+: chains\.tool\[0\]`, err.Error())
+	assert.Contains(t, err.Error(), "declare it in tools:")
+
+	// A name close to no tool served is a warning; the policy loads.
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, head+`chains: tool: [{use: "tool_policy", deny: ["delete_everything"]}]
+`)), WatchInterval: -1})
+	assert.Regexp(t, `level=WARN msg="a rule names a tool no mcp server serves and the policy does not declare; it applies to no tool served now" .*deny\[0\] names tool \\"delete_everything\\"`, s.logs.String())
+
+	// Declared, a name is known: no error, no warning.
+	s = startServer(t, Options{Source: cueSource(writePolicy(t, head+`tools: pay_fetc: side_effecting: true
+chains: tool: [{use: "tool_policy", deny: ["pay_fetc"]}]
+`)), WatchInterval: -1})
+	assert.NotContains(t, s.logs.String(), "applies to no tool served now")
+}
