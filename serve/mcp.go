@@ -590,7 +590,11 @@ func (u *upstreams) add(up *upstreamServer, tools []*mcp.Tool) error {
 	for _, t := range tools {
 		exposed := up.spec.Prefix + t.Name
 		if prev, dup := u.tools[exposed]; dup {
-			return fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
+			err := fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
+			if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
+				err = fmt.Errorf("%s: mcp: tool %q is served by both %q and %q (declared at %s and %s); give one of them a prefix", b, exposed, prev.server, up.name, a, b)
+			}
+			return err
 		}
 		u.tools[exposed] = &upstreamTool{server: up.name, name: t.Name, tool: t, up: up, maxResult: u.maxResult}
 		u.names = append(u.names, exposed)

@@ -171,3 +171,20 @@ chains: tool: [{use: "tool_policy", deny: ["pay_fetc"]}]
 `)), WatchInterval: -1})
 	assert.NotContains(t, s.logs.String(), "applies to no tool served now")
 }
+
+// TestMCPToolNameClashNamesTheServersPositions: two servers serving one
+// tool name fail the load; the error named the servers but not where the
+// policy declares them. It now starts with the position of the second and
+// gives both.
+func TestMCPToolNameClashNamesTheServersPositions(t *testing.T) {
+	var echo countingEcho
+	url, _ := notesUpstream(t, &echo)
+	err := loadErr(t, fmt.Sprintf(`package gw
+
+mcp: servers: {
+	one: url: %q
+	two: url: %q
+}
+`, url, url))
+	assert.Regexp(t, `^policy\.cue:5:\d+: mcp: tool "fetch" is served by both "one" and "two" \(declared at policy\.cue:4:\d+ and policy\.cue:5:\d+\); give one of them a prefix$`, err.Error())
+}
