@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// notesUpstream serves a go-sdk MCP server with fetch (url) and
-// write_note (path, content), each counted by echo; more adds tools later.
+// notesUpstream serves a go-sdk MCP server with fetch (url), counted by
+// echo, and returns its URL and the server, to which a test adds tools
+// (write_note: noteIn).
 func notesUpstream(t *testing.T, echo *countingEcho) (string, *mcp.Server) {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
@@ -75,7 +76,8 @@ func TestMCPLayerScopedToAnUndeclaredToolFailsTheLoad(t *testing.T) {
 	assert.Regexp(t, `policy\.cue:\d+:\d+: chains\.tool\[1\] "file_check" is scoped to tool "pay_write_note", which mcp server "up" serves and the policy does not declare with path_arg`, err.Error())
 
 	// scan_args on: egress checks every URL of the call, the scope is fine.
-	on := fmt.Sprintf("chains: tool: [{use: \"egress\", allow: [\"example.com\"], tools: [\"pay_fetch\"]}]\n")
+	on := `chains: tool: [{use: "egress", allow: ["example.com"], tools: ["pay_fetch"]}]
+`
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, head+on)), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "pay_fetch", Arguments: map[string]any{"url": "http://169.254.169.254/latest/meta-data"}})
