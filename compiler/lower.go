@@ -48,7 +48,7 @@ func lower(_ context.Context, c *Compilation) error {
 			out.Stores[name] = plan.Store{Kind: s.Kind, Path: s.Path, URL: s.URL, URLEnv: s.URLEnv, Prefix: s.Prefix, Timeout: s.Timeout}
 		}
 	}
-	lowerServe(p, out)
+	lowerServe(p, out, c.planPos)
 	c.lowerState(out)
 	for _, stage := range dsl.Stages {
 		var layers []plan.Layer

@@ -7,7 +7,7 @@ import (
 
 // lowerServe writes the virtual API keys and the upstream MCP servers of
 // `agentc serve` into the plan. Keys keep their hash or variable name only.
-func lowerServe(p *dsl.Policy, out *plan.Plan) {
+func lowerServe(p *dsl.Policy, out *plan.Plan, pos func(dsl.Pos) string) {
 	if len(p.Keys) > 0 {
 		out.Keys = map[string]plan.Key{}
 		for name, k := range p.Keys {
@@ -17,7 +17,7 @@ func lowerServe(p *dsl.Policy, out *plan.Plan) {
 	if len(p.MCPServers) > 0 {
 		out.MCPServers = map[string]plan.MCPServer{}
 		for name, s := range p.MCPServers {
-			out.MCPServers[name] = plan.MCPServer{Command: s.Command, URL: s.URL, Env: s.Env, Prefix: s.Prefix, Headers: s.Headers}
+			out.MCPServers[name] = plan.MCPServer{Command: s.Command, URL: s.URL, Env: s.Env, Prefix: s.Prefix, Headers: s.Headers, Pos: pos(s.Pos)}
 		}
 	}
 }

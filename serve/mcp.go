@@ -212,7 +212,7 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 			}()
 		}
 	}
-	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, &u.secrets, opts, u.log)
+	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, &u.secrets, opts, u.seenProgress, u.log)
 }
 
 // renew ends cs, a session that refused a call as closing, waits until it
@@ -303,7 +303,7 @@ type upstreamTool struct {
 // the URL. The caller closes the session.
 func Upstream(ctx context.Context, name string, s plan.MCPServer, dir string) (*mcp.ClientSession, error) {
 	var sec secrets
-	return connect(ctx, name, s, dir, os.LookupEnv, &sec, nil, nil)
+	return connect(ctx, name, s, dir, os.LookupEnv, &sec, nil, nil, nil)
 }
 
 // ListUpstream connects to one upstream MCP server of a plan as Upstream
@@ -319,7 +319,7 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 			sec.add(lit[strings.LastIndexAny(lit, " \t")+1:])
 		}
 	}
-	cs, err := connect(ctx, name, s, dir, os.LookupEnv, &sec, nil, nil)
+	cs, err := connect(ctx, name, s, dir, os.LookupEnv, &sec, nil, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -335,8 +335,10 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 // environment commandEnv gives it, and its standard error goes to log, a
 // record a line (os.Stderr when log is nil). The values the headers read
 // through lookupEnv, and those the env's credentials read, are recorded
-// in sec.
-func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets, opts *mcp.ClientOptions, log *slog.Logger) (*mcp.ClientSession, error) {
+// in sec. seen, when set, is told each message of a call's stream as the
+// transport reads it, before the SDK reads the next.
+func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets,
+	opts *mcp.ClientOptions, seen func(jsonrpc.Message), log *slog.Logger) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
 	var t mcp.Transport
 	switch {
@@ -360,7 +362,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 			defer w.Close()
 			cmd.Stderr = w
 		}
-		t = noteCommand{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}}
+		t = noteCommand{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, seen}
 	case s.URL != "":
 		var rt http.RoundTripper = http.DefaultTransport
 		if len(s.Headers) > 0 {
@@ -371,7 +373,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 			rt = headerTransport{header: h, base: rt}
 		}
 		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{
-			Transport: noteTransport{base: boundTransport{base: rt}}, CheckRedirect: sameOrigin}}
+			Transport: noteTransport{base: boundTransport{base: rt}, seen: seen}, CheckRedirect: sameOrigin}}
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -588,7 +590,11 @@ func (u *upstreams) add(up *upstreamServer, tools []*mcp.Tool) error {
 	for _, t := range tools {
 		exposed := up.spec.Prefix + t.Name
 		if prev, dup := u.tools[exposed]; dup {
-			return fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
+			err := fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
+			if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
+				err = fmt.Errorf("%s: mcp: tool %q is served by both %q and %q (declared at %s and %s); give one of them a prefix", b, exposed, prev.server, up.name, a, b)
+			}
+			return err
 		}
 		u.tools[exposed] = &upstreamTool{server: up.name, name: t.Name, tool: t, up: up, maxResult: u.maxResult}
 		u.names = append(u.names, exposed)

@@ -88,6 +88,8 @@ type noteConn struct {
 	mcp.Connection
 	mu    sync.Mutex
 	calls map[jsonrpc.ID]*rawResult // the tool calls written, by request id
+	// seen is told each message read, as it is read (nil: none is).
+	seen func(jsonrpc.Message)
 }
 
 func (c *noteConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -103,25 +105,36 @@ func (c *noteConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.readCall(msg)
+		if c.seen != nil {
+			c.seen(msg)
+		}
 	}
 	return msg, err
 }
 
-// noteCommand is a command transport whose connection marks the notes.
-type noteCommand struct{ *mcp.CommandTransport }
+// noteCommand is a command transport whose connection marks the notes,
+// and tells seen each message read.
+type noteCommand struct {
+	*mcp.CommandTransport
+	seen func(jsonrpc.Message)
+}
 
 func (t noteCommand) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.CommandTransport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &noteConn{Connection: c, calls: map[jsonrpc.ID]*rawResult{}}, nil
+	return &noteConn{Connection: c, calls: map[jsonrpc.ID]*rawResult{}, seen: t.seen}, nil
 }
 
 // noteTransport marks a call's note when the POST of its cancellation to a
 // streamable HTTP server has returned, and has the response bodies of a
-// tool call keep its result as read (watchBody).
-type noteTransport struct{ base http.RoundTripper }
+// tool call keep its result as read, telling seen each message read there
+// (watchBody).
+type noteTransport struct {
+	base http.RoundTripper
+	seen func(jsonrpc.Message)
+}
 
 func (t noteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if _, ok := r.Context().Value(cancelNoteKey{}).(*cancelNote); !ok {
@@ -141,7 +154,7 @@ func (t noteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		written(r.Context())
 	}
 	if err == nil {
-		watchBody(r, req, resp)
+		watchBody(r, req, resp, t.seen)
 	}
 	return resp, err
 }

@@ -165,7 +165,7 @@ func (c *noteConn) readCall(msg jsonrpc.Message) {
 // watchBody has the response body of an HTTP request of a tool call (its
 // POST, req, or a GET resuming its stream) keep the call's result as the
 // SDK reads it.
-func watchBody(r *http.Request, req *jsonrpc.Request, resp *http.Response) {
+func watchBody(r *http.Request, req *jsonrpc.Request, resp *http.Response, seen func(jsonrpc.Message)) {
 	raw := rawResultOf(r.Context())
 	if raw == nil || resp.StatusCode != http.StatusOK {
 		return
@@ -180,7 +180,7 @@ func watchBody(r *http.Request, req *jsonrpc.Request, resp *http.Response) {
 	ct := strings.ToLower(strings.TrimSpace(strings.Split(resp.Header.Get("Content-Type"), ";")[0]))
 	switch ct {
 	case "application/json", "text/event-stream":
-		resp.Body = &resultBody{ReadCloser: resp.Body, raw: raw, events: ct == "text/event-stream"}
+		resp.Body = &resultBody{ReadCloser: resp.Body, raw: raw, events: ct == "text/event-stream", seen: seen}
 	}
 }
 
@@ -199,6 +199,8 @@ type resultBody struct {
 	data   []byte // the message being read
 	over   bool   // the message is over the bound
 	other  bool   // the event is named, other than "message"
+	// seen is told each message read (nil: none is).
+	seen func(jsonrpc.Message)
 }
 
 func (b *resultBody) Read(p []byte) (int, error) {
@@ -257,6 +259,9 @@ func (b *resultBody) message() {
 	if !b.over && !b.other && len(b.data) > 0 {
 		if msg, err := jsonrpc.DecodeMessage(b.data); err == nil {
 			b.raw.read(msg)
+			if b.seen != nil {
+				b.seen(msg)
+			}
 		}
 	}
 	b.data, b.over, b.other = b.data[:0], false, false

@@ -2,11 +2,13 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -21,13 +23,22 @@ import (
 // the whole percent of the total reached (a total of 100), or, from an
 // upstream that gives no total or a progress beyond it, the count of the
 // notifications relayed for the call (no total). A progress that does not
-// increase is dropped (the specification says it must), and so is one
-// that comes within progressEvery of the last relayed: an upstream cannot
-// flood the client's stream.
+// increase is dropped (the specification says it must); one that comes
+// within progressEvery of the last relayed is held back, the latest
+// replacing the one before, and relayed with the next outside that bound
+// or before the call's answer: an upstream cannot flood the client's
+// stream. Every progress the upstream sends before its answer reaches the
+// client before the answer: it is read as it comes in on the call's stream
+// (seenProgress), not when the SDK's handler gets to it, and the call's
+// end writes what is relayed and held (flush) before the answer goes out.
 
 // progressEvery is the least time between two progress notifications
 // relayed for a call.
 const progressEvery = 100 * time.Millisecond
+
+// progressFlushWait bounds the wait of a call's answer for its progress to
+// be written to a client that does not read its stream.
+const progressFlushWait = 5 * time.Second
 
 // progressRelay sends a client's call its progress.
 type progressRelay struct {
@@ -42,9 +53,14 @@ type progressRelay struct {
 	up, last float64
 	at       time.Time
 	// sending is set while a notification is being written to the client
-	// (deliver); next is the latest one to write after it.
+	// (deliver); next is the latest one to write after it, and idle is
+	// closed when the writing stops (flush waits for it).
 	sending bool
 	next    *mcp.ProgressNotificationParams
+	idle    chan struct{}
+	// held is the latest progress that came too soon after the last
+	// relayed.
+	held *mcp.ProgressNotificationParams
 }
 
 type progressKey struct{}
@@ -62,8 +78,8 @@ func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context
 	return context.WithValue(ctx, progressKey{}, &progressRelay{ctx: ctx, session: req.Session, token: tok})
 }
 
-// send relays the progress of p, unless it does not increase or comes too
-// soon after the last.
+// send relays the progress of p, unless it does not increase; one that
+// comes too soon after the last relayed is held back.
 func (r *progressRelay) send(p *mcp.ProgressNotificationParams) {
 	if math.IsNaN(p.Progress) || math.IsInf(p.Progress, 0) || math.IsNaN(p.Total) || math.IsInf(p.Total, 0) {
 		return
@@ -71,7 +87,7 @@ func (r *progressRelay) send(p *mcp.ProgressNotificationParams) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	if !r.at.IsZero() && (p.Progress <= r.up || now.Sub(r.at) < progressEvery) {
+	if !r.at.IsZero() && p.Progress <= r.up {
 		return
 	}
 	out := &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: r.last + 1}
@@ -81,21 +97,32 @@ func (r *progressRelay) send(p *mcp.ProgressNotificationParams) {
 	if !r.at.IsZero() && out.Progress <= r.last {
 		return
 	}
-	r.up, r.last, r.at = p.Progress, out.Progress, now
+	r.up = p.Progress
+	if !r.at.IsZero() && now.Sub(r.at) < progressEvery {
+		r.held = out
+		return
+	}
+	r.relay(out, now)
+}
+
+// relay hands out to the writer, as the latest progress relayed. Called
+// with mu held.
+func (r *progressRelay) relay(out *mcp.ProgressNotificationParams, now time.Time) {
+	r.last, r.at, r.held = out.Progress, now, nil
 	if r.sending {
 		r.next = out
 		return
 	}
-	r.sending = true
-	go r.deliver(out)
+	r.sending, r.idle = true, make(chan struct{})
+	go r.deliver(out, r.idle)
 }
 
 // deliver writes out to the client, then the latest progress that came
-// meanwhile, if any. The write waits for the client's stream: send, on the
-// upstream session's reader, which reads every call's answer, hands the
-// progress over and goes on, so a client that stops reading holds no one
-// else's call.
-func (r *progressRelay) deliver(out *mcp.ProgressNotificationParams) {
+// meanwhile, if any, and closes idle. The write waits for the client's
+// stream: send, on the upstream session's reader, which reads every call's
+// answer, hands the progress over and goes on, so a client that stops
+// reading holds no one else's call.
+func (r *progressRelay) deliver(out *mcp.ProgressNotificationParams, idle chan struct{}) {
 	for out != nil {
 		_ = r.session.NotifyProgress(r.ctx, out)
 		r.mu.Lock()
@@ -103,10 +130,34 @@ func (r *progressRelay) deliver(out *mcp.ProgressNotificationParams) {
 		r.sending = out != nil
 		r.mu.Unlock()
 	}
+	close(idle)
+}
+
+// flush relays the progress held back, and waits until every progress
+// relayed has been written to the client (progressFlushWait at most, as
+// long as the client's call lasts): the call's answer then follows it.
+func (r *progressRelay) flush() {
+	r.mu.Lock()
+	if r.held != nil {
+		r.relay(r.held, time.Now())
+	}
+	idle, sending := r.idle, r.sending
+	r.mu.Unlock()
+	if !sending {
+		return
+	}
+	t := time.NewTimer(progressFlushWait)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-r.ctx.Done():
+	case <-t.C:
+	}
 }
 
 // following gives params a progress token of u's when ctx carries a
-// relay, and returns the func that stops relaying the call's progress.
+// relay, and returns the func that stops relaying the call's progress,
+// once what was relayed is written (flush).
 func (u *upstreamServer) following(ctx context.Context, params *mcp.CallToolParams) func() {
 	r, ok := ctx.Value(progressKey{}).(*progressRelay)
 	if !ok {
@@ -115,22 +166,50 @@ func (u *upstreamServer) following(ctx context.Context, params *mcp.CallToolPara
 	token := fmt.Sprintf("agentc-%d", u.nextProgress.Add(1))
 	u.progress.Store(token, r)
 	params.SetProgressToken(token)
-	return func() { u.progress.Delete(token) }
+	return func() {
+		u.progress.Delete(token)
+		r.flush()
+	}
 }
 
 // relayProgress is the session's handler of the upstream's progress
-// notifications, run on its reader: one with the token of a call in flight
-// is relayed to its client (without waiting for the client's stream), any
-// other dropped.
+// notifications: one with the token of a call in flight is relayed to its
+// client (without waiting for the client's stream), any other dropped. The
+// SDK runs it in a goroutine of its own, which may come after the call's
+// answer: the progress a call's own stream carries was relayed as it was
+// read (seenProgress), and comes here again, not increasing, dropped.
 func (u *upstreamServer) relayProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req.Params == nil {
+	u.progressOf(req.Params)
+}
+
+// progressOf relays p to the call whose token it gives, if one is in
+// flight.
+func (u *upstreamServer) progressOf(p *mcp.ProgressNotificationParams) {
+	if p == nil {
 		return
 	}
-	token, ok := req.Params.ProgressToken.(string)
+	token, ok := p.ProgressToken.(string)
 	if !ok {
 		return
 	}
 	if r, ok := u.progress.Load(token); ok {
-		r.(*progressRelay).send(req.Params)
+		r.(*progressRelay).send(p)
+	}
+}
+
+// methodProgress is the method of a progress notification.
+const methodProgress = "notifications/progress"
+
+// seenProgress relays a progress notification as the transport reads it
+// from a call's stream (its POST's event stream, the stdio connection),
+// before the SDK reads the message after it, the call's answer perhaps.
+func (u *upstreamServer) seenProgress(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.IsCall() || req.Method != methodProgress {
+		return
+	}
+	var p mcp.ProgressNotificationParams
+	if json.Unmarshal(req.Params, &p) == nil {
+		u.progressOf(&p)
 	}
 }

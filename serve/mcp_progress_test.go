@@ -283,3 +283,61 @@ func TestMCPProgressToAClientThatDoesNotReadHoldsNothing(t *testing.T) {
 		t.Fatal("the upstream's reader is held by a client that does not read")
 	}
 }
+
+// TestMCPProgressBeforeTheAnswerArrivesBeforeIt: an upstream that reports
+// its progress and answers at once had the progress lost, most calls: the
+// SDK hands a notification to its handler in a goroutine of its own and
+// the response to the call at once, so the call ended (dropping its relay)
+// before the progress was read, and a relayed one was written in a
+// goroutine racing the answer. Every progress the upstream sent before its
+// answer now reaches the client before the answer: the first, and the last
+// of a burst the flood bound held back.
+func TestMCPProgressBeforeTheAnswerArrivesBeforeIt(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	srv := mcp.NewServer(&mcp.Implementation{Name: "quick", Version: "1"}, nil)
+	type in struct {
+		Steps []float64 `json:"steps"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "work", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
+			for _, p := range in.Steps {
+				require.NoError(t, req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: p, Total: 4}))
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), ts.URL, ""))), WatchInterval: -1})
+	var mu sync.Mutex
+	got := map[string][]float64{}
+	cs := connectProxyWith(t, s.url, "agent-key", nil, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			tok := fmt.Sprint(req.Params.ProgressToken)
+			got[tok] = append(got[tok], req.Params.Progress)
+		}})
+	call := func(tok string, want []float64, steps ...float64) {
+		t.Helper()
+		params := &mcp.CallToolParams{Name: "work", Arguments: map[string]any{"steps": steps}}
+		params.SetProgressToken(tok)
+		res, err := cs.CallTool(context.Background(), params)
+		require.NoError(t, err)
+		require.Equal(t, "done", text(t, res))
+		// The client's handler runs in a goroutine of its own too: what
+		// was written before the answer is handled a moment after it.
+		read := func() []float64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]float64(nil), got[tok]...)
+		}
+		require.Eventually(t, func() bool { return len(read()) >= len(want) }, 2*time.Second, 5*time.Millisecond, "%s: got %v", tok, read())
+		assert.Equal(t, want, read(), tok)
+	}
+	for i := range 20 {
+		call(fmt.Sprintf("one-%d", i), []float64{25}, 1)
+	}
+	// The last progress of a burst is held back by the flood bound, not
+	// dropped.
+	call("burst", []float64{25, 100}, 1, 2, 3, 4)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -253,6 +254,14 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 		s.log.Error("mcp upstream tools changed but could not be served; serving its unchanged tools only", "server", up.name,
 			"added", added, "removed", removed, "changed", changed, "error", err)
 		return
+	}
+	if err := checkScopedLayers(g.plan, next); err != nil {
+		// Not refused as at a load: the layer refuses these calls itself.
+		s.log.Warn("mcp upstream tools changed: a layer is scoped to a tool it cannot check, whose calls it refuses", "server", up.name, "error", err)
+	}
+	if errs, _ := unknownToolNames(g.plan, next, hostTools(s.opts.Tools)); len(errs) > 0 {
+		// Refused at a load; here the change is served, the rules as written.
+		s.log.Warn("mcp upstream tools changed: a rule names a tool no mcp server serves, close to one served", "server", up.name, "error", errors.Join(errs...))
 	}
 	withheld := 0
 	for _, t := range next.tools {

@@ -522,6 +522,18 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkScopedLayers(p, ups); err != nil {
+		ups.close()
+		return nil, err
+	}
+	errs, warns := unknownToolNames(p, ups, hostTools(s.opts.Tools))
+	if len(errs) > 0 {
+		ups.close()
+		return nil, errors.Join(errs...)
+	}
+	for _, w := range warns {
+		s.log.Warn("a rule names a tool no mcp server serves and the policy does not declare; it applies to no tool served now", "rule", w)
+	}
 	return s.assemble(ctx, p, kr, deps, ups)
 }
 
@@ -531,11 +543,8 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps runtime.Deps, ups *upstreams) (*generation, error) {
 	base := deps
 	deps.Tools = map[string]runtime.ToolFunc{}
-	host := map[string]bool{}
-	for name, fn := range s.opts.Tools {
-		deps.Tools[name] = fn
-		host[name] = true
-	}
+	host := hostTools(s.opts.Tools)
+	maps.Copy(deps.Tools, s.opts.Tools)
 	if err := checkToolNames(p, ups, host); err != nil {
 		ups.close()
 		return nil, err
@@ -563,6 +572,15 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 	}
 	sort.Strings(g.models)
 	return g, nil
+}
+
+// hostTools returns the names of the host's tools.
+func hostTools(tools map[string]runtime.ToolFunc) map[string]bool {
+	host := make(map[string]bool, len(tools))
+	for name := range tools {
+		host[name] = true
+	}
+	return host
 }
 
 // acquire returns the current generation, held until release. Once the

@@ -51,10 +51,7 @@ func checkToolNames(p *plan.Plan, u *upstreams, host map[string]bool) error {
 		}
 	}
 	for i, l := range p.Chains.Of(plan.StageTool) {
-		at := fmt.Sprintf("chains.tool[%d] %q", i, layerRef(l))
-		if l.Pos != "" {
-			at = l.Pos + ": " + at
-		}
+		at := layerAt(i, l)
 		for _, name := range l.Tools {
 			if err := check(at+" tools", name); err != nil {
 				return err

@@ -42,7 +42,10 @@
 // held to the same policy, and a URL that is not http or https refuses the call. What it cannot
 // see is a destination without a scheme ("169.254.169.254/latest", "//host/x") or one a tool
 // assembles from pieces: declare such arguments with url_arg, and have the tool fetch with
-// ClientFrom. scan_args false leaves the arguments url_arg does not name to the tool. Every call that passes runs with the layer's guarded client on its
+// ClientFrom. scan_args false leaves the arguments url_arg does not name to the tool. With scan_args
+// false, a call of a tool the layer's tools: names that declares no url_arg (an MCP tool the
+// policy does not declare, one an upstream added after the load) is refused: the layer was
+// scoped to it to check its URLs and would check none. Every call that passes runs with the layer's guarded client on its
 // context: tools that fetch should use ClientFrom(ctx) (or CheckerFrom with Dialer for other
 // protocols) so that the connect-time checks apply to what they actually dial.
 package egress

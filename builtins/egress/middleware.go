@@ -49,12 +49,15 @@ type Middleware struct {
 	checker *Checker
 	client  *http.Client
 	refs    sync.Map // url_arg reference -> argpath.Path
+	// scoped are the tools the layer's tools: names (Layer.Tools).
+	scoped []string
 }
 
 // Provision builds the checker and the guarded HTTP client once; they look
 // host names up with the pipeline's resolver (runtime.Deps.Resolver).
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
+	m.scoped = b.Layer.Tools
 	private, err := privatePrefixes(m.AllowPrivate)
 	if err != nil {
 		return err
@@ -186,9 +189,11 @@ func CheckerFrom(ctx context.Context) (*Checker, bool) {
 // "/urls/*", or a list of them): any refusal, a referenced argument that is
 // missing or not a string, or an object member beside one whose name differs
 // from it only in case blocks the call with a *runtime.BlockedError naming
-// the layer; a failed name lookup is a transient *runtime.CallError. Every
-// call that passes (with or without a url_arg) runs with the guarded client
-// on its context (ClientFrom).
+// the layer; a failed name lookup is a transient *runtime.CallError. With
+// scan_args false, a call of a tool the layer's tools: names that declares
+// no url_arg is refused (unchecked). Every call that passes (with or
+// without a url_arg) runs with the guarded client on its context
+// (ClientFrom).
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	g := &guarded{checker: m.checker, client: m.client}
 	scan := m.ScanArgs == nil || *m.ScanArgs
@@ -196,6 +201,9 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		var refs []string
 		if c.Tool != nil {
 			refs = c.Tool.URLRefs()
+		}
+		if err := m.unchecked(c, refs, scan); err != nil {
+			return nil, err
 		}
 		if len(refs) > 0 || scan {
 			if err := m.check(ctx, c, refs, scan); err != nil {
@@ -491,10 +499,25 @@ func (m *Middleware) AdmitTool(ctx context.Context, c *runtime.ToolCall) error {
 		refs = c.Tool.URLRefs()
 	}
 	scan := m.ScanArgs == nil || *m.ScanArgs
+	if err := m.unchecked(c, refs, scan); err != nil {
+		return err
+	}
 	if len(refs) == 0 && !scan {
 		return nil
 	}
 	return m.check(ctx, c, refs, scan)
+}
+
+// unchecked refuses a call the layer would check nothing of although its
+// tools: names the tool: no url_arg (refs) and no scan of the arguments
+// (scan_args false). An MCP tool the policy does not declare, or one that
+// appeared upstream after the load, has no url_arg.
+func (m *Middleware) unchecked(c *runtime.ToolCall, refs []string, scan bool) error {
+	if scan || len(refs) > 0 || !slices.Contains(m.scoped, c.Name) {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+		"tool %s declares no url_arg and the layer's scan_args is false: the layer is scoped to it (tools:) but would check none of its URLs, so the call is refused; declare its url_arg in the policy's tools: (agentc mcp-tools prints one for an MCP tool), turn scan_args on, or remove it from the layer's tools:", c.Name)}
 }
 
 var (

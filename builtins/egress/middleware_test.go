@@ -464,3 +464,46 @@ func TestAllowPrivateReachesOneInternalNetwork(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedToAToolWithoutURLArgFailsClosed: an egress layer with
+// scan_args false whose tools: names a tool that declares no url_arg (an
+// MCP tool the policy does not declare) checks nothing of its calls: such a
+// call is refused, run here or proposed, naming the tool and what to
+// declare. With scan_args on, the scan checks it; a tool the layer is not
+// scoped to passes as before.
+func TestScopedToAToolWithoutURLArgFailsClosed(t *testing.T) {
+	build := func(config string) *runtime.Pipeline {
+		layer := rt.Named("net_policy", rt.Layer("egress", config))
+		layer.Tools = []string{"fetch", "undeclared", "fetch_page"}
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{layer}})
+		p.Tools = map[string]plan.Tool{"fetch": {}, "fetch_page": {URLArg: "url"}, "search_kb": {}}
+		fn := rt.NewTool(rt.ToolResult{Value: "ok"}).Func()
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{
+			"fetch": fn, "undeclared": fn, "fetch_page": fn, "search_kb": fn}})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = pl.Close() })
+		return pl
+	}
+	off := build(`{"allow":["93.184.215.14"],"scan_args":false}`)
+	for _, tool := range []string{"fetch", "undeclared"} {
+		req := runtime.ToolRequest{Name: tool, Args: map[string]any{"url": "https://93.184.215.14/"}}
+		_, runErr := off.Tool(context.Background(), req)
+		for name, err := range map[string]error{"run": runErr, "proposed": off.AdmitTool(context.Background(), req)} {
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "%s %s", name, tool)
+			assert.Equal(t, "net_policy", b.Layer)
+			assert.Contains(t, b.Message, "tool "+tool+" declares no url_arg")
+			assert.Contains(t, b.Message, "declare its url_arg")
+		}
+	}
+	_, err := off.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"q": "http://169.254.169.254/"}})
+	require.NoError(t, err, "a tool outside the layer's tools: passes")
+	_, err = off.Tool(context.Background(), runtime.ToolRequest{Name: "fetch_page", Args: map[string]any{"url": "https://93.184.215.14/"}})
+	require.NoError(t, err)
+
+	on := build(`{"allow":["93.184.215.14"]}`)
+	_, err = on.Tool(context.Background(), runtime.ToolRequest{Name: "fetch", Args: map[string]any{"url": "https://93.184.215.14/"}})
+	require.NoError(t, err, "scan_args checks the URLs of a tool without url_arg")
+	_, err = on.Tool(context.Background(), runtime.ToolRequest{Name: "fetch", Args: map[string]any{"url": "http://169.254.169.254/"}})
+	require.ErrorAs(t, err, new(*runtime.BlockedError))
+}

@@ -24,6 +24,9 @@
 // naming the layer, and on success the tool sees each resolved real path in its arguments (a
 // copy; the caller's arguments are untouched). A call proposed rather than run here
 // (Middleware.AdmitTool: a gateway relays it to the client, which runs the tool on the path as
-// the model wrote it) must give absolute paths: a relative one is refused. Relative roots are taken from runtime.Deps.Dir
+// the model wrote it) must give absolute paths: a relative one is refused. A tool without
+// path_arg passes unchecked, but for one the layer's tools: names (an MCP tool the policy does
+// not declare, one an upstream added after the load): the layer was scoped to it to check its
+// paths and cannot tell which argument holds one, so its calls are refused. Relative roots are taken from runtime.Deps.Dir
 // (the policy's directory under the agentc commands), else from the working directory at Build.
 package filecheck

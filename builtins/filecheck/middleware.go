@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/argpath"
@@ -42,11 +43,14 @@ type Middleware struct {
 
 	name    string
 	checker *Checker
+	// scoped are the tools the layer's tools: names (Layer.Tools).
+	scoped []string
 }
 
 // Provision builds the checker once; a missing root is an error.
 func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
+	m.scoped = b.Layer.Tools
 	// Relative roots are relative to the deps' directory (the policy's
 	// directory under agentc run and agentc test).
 	roots := make([]string, len(m.Roots))
@@ -89,9 +93,13 @@ func (m *Middleware) Validate() error {
 // resolved real path (Checker.Check), which is what the tool should open; the
 // caller's arguments are never modified, and layers outside this one see the
 // original once it returns. An I/O failure while resolving is a permanent
-// *runtime.CallError. A tool without path_arg passes through.
+// *runtime.CallError. A tool without path_arg passes through, unless the
+// layer's tools: names it (unchecked).
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if err := m.unchecked(c); err != nil {
+			return nil, err
+		}
 		if c.Tool == nil {
 			return next(ctx, c)
 		}
@@ -117,11 +125,27 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // own working directory (or as a URL: "file:///etc/shadow"), not against
 // the first root the check reads it from.
 func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
+	if err := m.unchecked(c); err != nil {
+		return err
+	}
 	if c.Tool == nil {
 		return nil
 	}
 	_, _, err := m.check(c, true)
 	return err
+}
+
+// unchecked refuses a call of a tool the layer's tools: names that
+// declares no path_arg: the layer was meant to check its paths and cannot
+// tell which argument holds one (an MCP tool the policy does not declare,
+// one that appeared upstream after the load), so the call would pass
+// unchecked.
+func (m *Middleware) unchecked(c *runtime.ToolCall) error {
+	if !slices.Contains(m.scoped, c.Name) || c.Tool != nil && len(c.Tool.PathRefs()) > 0 {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+		"tool %s declares no path_arg: the layer is scoped to it (tools:) but cannot tell which argument holds a path, so the call is refused; declare its path_arg in the policy's tools: (agentc mcp-tools prints one for an MCP tool), or remove it from the layer's tools:", c.Name)}
 }
 
 // check checks every path the path_arg references of c reach. It returns

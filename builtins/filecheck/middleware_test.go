@@ -205,3 +205,42 @@ func TestAdmitToolRefusesPathsTheClientReadsElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(realRoot, "reports", "q3.csv"), seen)
 }
+
+// TestScopedToAToolWithoutPathArgFailsClosed: a file_check layer whose
+// tools: names a tool that declares no path_arg (one an MCP server serves
+// that the policy does not declare, an undeclared tool) was meant to check
+// that tool's paths and cannot tell which argument is one: the call is
+// refused, run here or proposed, naming the tool and what to declare. A
+// tool the layer is not scoped to, without path_arg, passes as before.
+func TestScopedToAToolWithoutPathArgFailsClosed(t *testing.T) {
+	root := t.TempDir()
+	cfg, err := json.Marshal(map[string]any{"roots": []string{root}})
+	require.NoError(t, err)
+	layer := rt.Named("files", rt.Layer("file_check", string(cfg)))
+	layer.Tools = []string{"write_note", "undeclared", "read_file"}
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{layer}})
+	p.Tools = map[string]plan.Tool{"write_note": {}, "read_file": {PathArg: "path"}, "search_kb": {}}
+	ran := 0
+	fn := func(context.Context, *runtime.ToolCall) (any, error) { ran++; return "ok", nil }
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{
+		"write_note": fn, "undeclared": fn, "read_file": fn, "search_kb": fn}})
+	require.NoError(t, err)
+	defer pl.Close()
+
+	for _, tool := range []string{"write_note", "undeclared"} {
+		req := runtime.ToolRequest{Name: tool, Args: map[string]any{"path": "/etc/shadow"}}
+		for name, err := range map[string]error{"run": func() error { _, err := pl.Tool(context.Background(), req); return err }(),
+			"proposed": pl.AdmitTool(context.Background(), req)} {
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "%s %s", name, tool)
+			assert.Equal(t, "files", b.Layer)
+			assert.Contains(t, b.Message, "tool "+tool+" declares no path_arg")
+			assert.Contains(t, b.Message, "declare its path_arg")
+		}
+	}
+	assert.Zero(t, ran, "a call the layer cannot check never reaches the tool")
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "search_kb", Args: map[string]any{"path": "/etc/shadow"}})
+	require.NoError(t, err, "a tool outside the layer's tools: passes")
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: map[string]any{"path": "/etc/shadow"}})
+	require.ErrorAs(t, err, new(*runtime.BlockedError))
+}

@@ -7,7 +7,7 @@
 //	agentc run     [-json] [-trace] POLICY SCENARIO
 //	agentc test    [-run REGEX] [-v] PATH...
 //	agentc serve   [-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxmessages N] [-maxparts N] [-maxinflight N] [-maxinflighttenant N] [-maxinflightbytes N] [-maxinflightbytestenant N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] [-allowreset] [-allowhost NAME]... [-cacheusage auto|report|withhold] [-keyless] POLICY|plan.json
-//	agentc mcp-tools POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...
+//	agentc mcp-tools [-o FILE] [-package NAME] POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...
 //	agentc version
 //
 // Exit codes: 0 ok, 1 problems found, 2 usage or I/O failure, 3 a prove
@@ -95,7 +95,7 @@ func init() {
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
 		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
 		{"serve", "[-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxmessages N] [-maxparts N] [-maxinflight N] [-maxinflighttenant N] [-maxinflightbytes N] [-maxinflightbytestenant N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] [-allowreset] [-allowhost NAME]... [-cacheusage auto|report|withhold] [-keyless] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},
-		{"mcp-tools", "POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...", "print the tools of the policy's MCP servers (or of the one at URL) as CUE tools: entries", cmdMCPTools},
+		{"mcp-tools", "[-o FILE] [-package NAME] POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...", "print the tools of the policy's MCP servers (or of the one at URL) as CUE tools: entries, after the policy's package clause", cmdMCPTools},
 		{"version", "", "print the version", cmdVersion},
 	}
 }

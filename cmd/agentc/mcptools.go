@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -34,6 +37,8 @@ import (
 func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlags(env, "mcp-tools")
 	url := fs.String("url", "", "list the tools of the MCP server at this URL instead of a policy's")
+	out := fs.String("o", "", "write the output to `FILE` (beside the policy: mcp_tools.cue) once every server is listed, not to stdout; nothing is written when one fails")
+	pkg := fs.String("package", "", "start the output with package `NAME` (default: the policy's package; none for -url)")
 	var headers headerFlags
 	fs.Var(&headers, "header", "send the header `Name: value` with every request to the -url server (repeatable; ${NAME} in the value reads the environment variable NAME, $$ writes a $)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -47,6 +52,11 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	h, err := headers.parse()
 	if err != nil {
 		fmt.Fprintf(env.stderr, "agentc: mcp-tools: %v\n", err)
+		fs.Usage()
+		return exitUsage
+	}
+	if *pkg != "" && !packageName.MatchString(*pkg) {
+		fmt.Fprintf(env.stderr, "agentc: mcp-tools: -package %q is not a CUE package name (a letter, then letters, digits or _)\n", *pkg)
 		fs.Usage()
 		return exitUsage
 	}
@@ -67,6 +77,9 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		dir = policyDir(fs.Arg(0))
 		policy = p
+		if *pkg == "" {
+			*pkg = p.Policy
+		}
 		names := fs.Args()[1:]
 		if len(names) == 0 {
 			for name := range p.MCPServers {
@@ -103,6 +116,10 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "mcp-tools: %v", err)
 	}
 	defer func() { _ = scanner.pl.Close() }()
+	var buf bytes.Buffer
+	if *pkg != "" {
+		fmt.Fprintf(&buf, "package %s\n\n", *pkg)
+	}
 	for i, name := range names {
 		s := servers[name]
 		tools, err := serve.ListUpstream(ctx, name, s, dir)
@@ -115,13 +132,48 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		blocked := serve.ScanTools(ctx, scanner.pl, listed, log)
 		if i > 0 {
-			fmt.Fprintln(env.stdout)
+			fmt.Fprintln(&buf)
 		}
-		if err := writeToolsCUE(env.stdout, name, s.Prefix, tools, scanner.note(blocked)); err != nil {
+		if err := writeToolsCUE(&buf, name, s.Prefix, tools, scanner.note(blocked)); err != nil {
 			return fail(env, "mcp-tools: %v", err)
 		}
 	}
+	if *out == "" {
+		_, _ = env.stdout.Write(buf.Bytes())
+		return exitOK
+	}
+	if err := replaceFile(*out, buf.Bytes()); err != nil {
+		return fail(env, "mcp-tools: %v", err)
+	}
 	return exitOK
+}
+
+// packageName is a CUE package name as mcp-tools writes one.
+var packageName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+
+// replaceFile writes b to path whole or not at all: to a temporary file
+// beside it (not named .cue, so a policy loaded meanwhile does not read
+// it), then renamed over it.
+func replaceFile(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }
 
 // headerFlags are the -header flags of mcp-tools, each "Name: value".

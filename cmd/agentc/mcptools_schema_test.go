@@ -84,7 +84,7 @@ func TestMCPToolsAwkwardSchemas(t *testing.T) {
 	// one of the tools is typed by its schema, $ref included.
 	guard := "\nchains: tool: [{use: \"guard\", tools: [\"awk_orders.create\", \"awk_ns:tool\"], deny: %q}]\n"
 	vet := func(expr string) (int, string) {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "tools.cue"), []byte("package p\n\n"+out+fmt.Sprintf(guard, expr)), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "tools.cue"), []byte(out+fmt.Sprintf(guard, expr)), 0o644))
 		var o, e strings.Builder
 		return Main(context.Background(), []string{"vet", dir}, &o, &e), o.String() + e.String()
 	}

@@ -55,6 +55,7 @@ func TestMCPToolsPrintsVettableCUE(t *testing.T) {
 	code := Main(context.Background(), []string{"mcp-tools", dir, "pay"}, &stdout, &stderr)
 	require.Equal(t, exitOK, code, stderr.String())
 	out := stdout.String()
+	assert.True(t, strings.HasPrefix(out, "package p\n\n"), "the output starts with the policy's package clause:\n%s", out)
 	assert.Contains(t, out, "// Refund an order.\n\t// The money goes back to the card.\n\trefund: {")
 	assert.Contains(t, out, `path_arg:       "path"`)
 	assert.Regexp(t, `path_arg: +\["path", "/files/\*"\]`, out, "every path argument of sync is declared, the list's elements too")
@@ -65,14 +66,14 @@ func TestMCPToolsPrintsVettableCUE(t *testing.T) {
 	// The entries are a valid part of the policy: a guard typed by them
 	// vets clean, and a misspelt argument is a cel/type error.
 	guard := "\nchains: tool: [{use: \"guard\", tools: [\"refund\"], deny: \"args.%s > 100.0\"}]\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools.cue"), []byte("package p\n\n"+out+fmt.Sprintf(guard, "amount")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools.cue"), []byte(out+fmt.Sprintf(guard, "amount")), 0o644))
 	stdout.Reset()
 	stderr.Reset()
 	assert.Equal(t, exitOK, Main(context.Background(), []string{"vet", dir}, &stdout, &stderr), stderr.String())
 	stderr.Reset()
 	assert.Equal(t, exitUsage, Main(context.Background(), []string{"mcp-tools", dir, "nope"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), `declares no mcp server "nope"`)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools.cue"), []byte("package p\n\n"+out+fmt.Sprintf(guard, "ammount")), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tools.cue"), []byte(out+fmt.Sprintf(guard, "ammount")), 0o644))
 	stderr.Reset()
 	assert.Equal(t, exitProblems, Main(context.Background(), []string{"vet", dir}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "cel/type")
@@ -140,5 +141,60 @@ func TestMCPToolsMarksPoisonedTools(t *testing.T) {
 func TestMCPToolsURLTakesNoPolicy(t *testing.T) {
 	var stdout, stderr strings.Builder
 	assert.Equal(t, exitUsage, Main(context.Background(), []string{"mcp-tools", "-url", "http://127.0.0.1:1/mcp", t.TempDir()}, &stdout, &stderr))
-	assert.Contains(t, stderr.String(), "usage: agentc mcp-tools POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...\n")
+	assert.Contains(t, stderr.String(), "usage: agentc mcp-tools [-o FILE] [-package NAME] POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...\n")
+}
+
+// TestMCPToolsWritesAFileNextToThePolicy: the output had no package
+// clause, so saved next to a policy that has one (every example does) it
+// broke the policy; and a shell redirect into the policy's directory
+// creates the file empty before mcp-tools loads the policy, which then
+// fails to load. The output now starts with the policy's package clause
+// (-package gives another, or one to a -url listing), and -o FILE writes
+// it only once the listing succeeded, leaving FILE as it was otherwise.
+func TestMCPToolsWritesAFileNextToThePolicy(t *testing.T) {
+	url := poisonedServer(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(fmt.Sprintf("package gw\n\nmcp: servers: up: url: %q\n", url)), 0o644))
+	out := filepath.Join(dir, "mcp_tools.cue")
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), append([]string{"mcp-tools"}, args...), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, stdout, stderr := run("-o", out, dir)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, stdout, "-o writes the file, not stdout")
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), "package gw\n\n"), string(b))
+	assert.Contains(t, string(b), "lookup: {")
+	var vo, ve strings.Builder
+	assert.Equal(t, exitOK, Main(context.Background(), []string{"vet", dir}, &vo, &ve), ve.String())
+
+	// Run again with the file in place: it is replaced, and the policy
+	// still loads.
+	code, _, stderr = run("-o", out, dir)
+	require.Equal(t, exitOK, code, stderr)
+
+	// A listing that fails leaves the file as it was, and writes no other.
+	require.NoError(t, os.WriteFile(out, []byte("package gw\n"), 0o644))
+	code, _, stderr = run("-o", out, "-url", "http://127.0.0.1:1/mcp")
+	assert.Equal(t, exitUsage, code, stderr)
+	b, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "package gw\n", string(b))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temporary file is left behind")
+
+	// -package names the clause: another package, or one for -url.
+	code, stdout, stderr = run("-url", url, "-package", "tools")
+	require.Equal(t, exitOK, code, stderr)
+	assert.True(t, strings.HasPrefix(stdout, "package tools\n\n"), stdout)
+	code, stdout, _ = run("-url", url)
+	require.Equal(t, exitOK, code)
+	assert.True(t, strings.HasPrefix(stdout, "// The tools of MCP server"), "without a policy or -package, no clause:\n%s", stdout)
+	code, _, stderr = run("-url", url, "-package", "not a name")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, `-package "not a name" is not a CUE package name`)
 }

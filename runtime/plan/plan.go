@@ -200,6 +200,9 @@ type MCPServer struct {
 	// ${NAME} is the environment variable NAME, read when the server
 	// connects, so the plan holds no credential.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Pos is the server's position in the policy ("file:line:col"), for
+	// messages.
+	Pos string `json:"pos,omitempty"`
 }
 
 // Invariants configures the properties that agentc prove checks on every
