@@ -96,9 +96,10 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 //
 // Each command is bounded by the store's timeout (WithTimeout): the
 // client's dial, read and write timeouts and the wait for a pooled
-// connection are set to it unless the options set them (dial_timeout,
-// read_timeout, write_timeout, pool_timeout in the URL), and a caller's
-// shorter deadline is honoured too. A command that times out fails with a
+// connection are set to it unless the options set them shorter
+// (dial_timeout, read_timeout, write_timeout, pool_timeout in the URL; a
+// longer one, or one turned off, gives way to the store's), and a
+// caller's shorter deadline is honoured too. A command that times out fails with a
 // timeout error; a script the server had already received may still run
 // once it gets to it, as when its answer is lost.
 func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts ...Option) (*Store, error) {
@@ -109,8 +110,10 @@ func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts 
 	// A write must not be replayed behind the layer's back: -1 turns the
 	// client's retries off (0 is its default of three).
 	opt.MaxRetries = -1
+	// The store's timeout bounds every command: a timeout of the options
+	// may be shorter, not longer, nor turned off (-1, or 0 in the URL).
 	for _, d := range []*time.Duration{&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout} {
-		if *d == 0 {
+		if *d <= 0 || *d > cfg.timeout {
 			*d = cfg.timeout
 		}
 	}
