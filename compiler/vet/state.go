@@ -170,8 +170,10 @@ store selected only under some configuration, during an incident.`,
 					p.Reportf(s.URLPos, nil, "store %q (%s): its client cannot read url: %v", name, s.Kind, err)
 				}
 			}
-			if why := storeaddr.PostgresSchema(s.Prefix); s.Kind == "postgres" && s.Prefix != "" && why != "" {
-				p.Reportf(s.PrefixPos, nil, "store %q (postgres): prefix %q %s", name, s.Prefix, why)
+			if s.Kind == "postgres" && s.Prefix != "" {
+				if why := storeaddr.PostgresSchema(s.Prefix); why != "" {
+					p.Reportf(s.PrefixPos, nil, "store %q (postgres): prefix %q %s", name, s.Prefix, why)
+				}
 			}
 		}
 		for _, stage := range dsl.Stages {

@@ -4,7 +4,7 @@
 // words that tell two databases apart and never show a credential.
 //
 // It links no database client, so that the runtime's messages and vet can
-// use it; the stores' own packages check it against the clients' parsers.
+// use it; its tests hold Postgres to the postgres client's own parser.
 package storeaddr
 
 import (
@@ -55,10 +55,17 @@ func Postgres(raw string) ([]Setting, error) {
 		}
 		return out, nil
 	}
-	if scheme, _, ok := strings.Cut(raw, "://"); ok && !strings.ContainsAny(scheme, "= \t") {
+	if scheme, ok := urlScheme(raw); ok {
 		return nil, fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
 	}
 	return keywordValues(raw)
+}
+
+// urlScheme returns the scheme of raw when it is a URL (scheme://...), not
+// keyword/value settings, whose values may hold "://".
+func urlScheme(raw string) (string, bool) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	return scheme, ok && scheme != "" && !strings.ContainsAny(scheme, "= \t\n\r\v\f'")
 }
 
 // keywordValues reads libpq's keyword/value form: keyword = value pairs
@@ -140,7 +147,7 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // anywhere, and settings such as sslkey or sslpassword are dropped. ok is
 // false for an address it cannot read.
 func Describe(raw string) (string, bool) {
-	if !strings.Contains(raw, "://") {
+	if _, isURL := urlScheme(raw); !isURL {
 		set, err := keywordValues(raw)
 		if err != nil || len(set) == 0 {
 			return "", false

@@ -21,6 +21,7 @@ func TestPostgresReadsWhatTheClientReads(t *testing.T) {
 		"host=db dbname = 'my app' password='it''s'",
 		`host=db dbname='a\'b'`,
 		"  host=db   port=5433  ",
+		"host=db application_name=a://b",
 		"host=db dbname='app",
 		"host db",
 		"redis://127.0.0.1:6379/0",
@@ -45,17 +46,18 @@ func TestPostgresReadsWhatTheClientReads(t *testing.T) {
 // that no credential is shown.
 func TestDescribeTellsDatabasesApart(t *testing.T) {
 	for raw, want := range map[string]string{
-		"redis://127.0.0.1:16390?db=1":                       "redis://127.0.0.1:16390/1",
-		"redis://127.0.0.1:16390/2":                          "redis://127.0.0.1:16390/2",
-		"redis://:secret@cache:6379/0?read_timeout=2s":       "redis://cache:6379/0",
-		"redis://agentc:secret@cache:6379/3?db=4":            "redis://agentc@cache:6379/4",
-		"unix:///run/redis.sock?db=2&password=x":             "unix:///run/redis.sock?db=2",
-		"postgres://app:pw@db:5432/app?sslmode=disable":      "postgres://app@db:5432/app",
-		"postgres:///app?host=/run/postgresql&sslkey=/k.pem": "postgres:///app?host=%2Frun%2Fpostgresql",
-		"postgres://db/app?user=app&password=pw":             "postgres://db/app?user=app",
-		"host=127.0.0.1 user=postgres dbname=test":           "host=127.0.0.1 user=postgres dbname=test",
-		"host=db password=pw database=other sslpassword=x":   "host=db dbname=other",
-		"host=db dbname='my app'":                            "host=db dbname='my app'",
+		"redis://127.0.0.1:16390?db=1":                        "redis://127.0.0.1:16390/1",
+		"redis://127.0.0.1:16390/2":                           "redis://127.0.0.1:16390/2",
+		"redis://:secret@cache:6379/0?read_timeout=2s":        "redis://cache:6379/0",
+		"redis://agentc:secret@cache:6379/3?db=4":             "redis://agentc@cache:6379/4",
+		"unix:///run/redis.sock?db=2&password=x":              "unix:///run/redis.sock?db=2",
+		"postgres://app:pw@db:5432/app?sslmode=disable":       "postgres://app@db:5432/app",
+		"postgres:///app?host=/run/postgresql&sslkey=/k.pem":  "postgres:///app?host=%2Frun%2Fpostgresql",
+		"postgres://db/app?user=app&password=pw":              "postgres://db/app?user=app",
+		"host=127.0.0.1 user=postgres dbname=test":            "host=127.0.0.1 user=postgres dbname=test",
+		"host=db password=pw database=other sslpassword=x":    "host=db dbname=other",
+		"host=db dbname='my app'":                             "host=db dbname='my app'",
+		"host=db dbname=app options='-c x=a://b' password=pw": "host=db dbname=app",
 	} {
 		got, ok := Describe(raw)
 		require.True(t, ok, raw)

@@ -99,9 +99,9 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 // connection are set to it unless the options set them shorter
 // (dial_timeout, read_timeout, write_timeout, pool_timeout in the URL; a
 // longer one, or one turned off, gives way to the store's), and a
-// caller's shorter deadline is honoured too. A command that times out fails with a
-// timeout error; a script the server had already received may still run
-// once it gets to it, as when its answer is lost.
+// caller's shorter deadline is honoured too. A command that times out
+// fails with a timeout error; a script the server had already received
+// may still run once it gets to it, as when its answer is lost.
 func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts ...Option) (*Store, error) {
 	cfg := config{timeout: plan.DefaultStoreTimeout}
 	for _, o := range opts {
