@@ -1,9 +1,7 @@
 package vet
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -206,12 +204,7 @@ func storeURLProblem(kind, raw string) error {
 	switch kind {
 	case "redis":
 		_, err := goredis.ParseURL(raw)
-		// The parser's error quotes the URL, password included: keep its
-		// reason.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
+		err = storeaddr.Unquoted(err)
 		if err != nil && !strings.HasPrefix(raw, "redis://") && !strings.HasPrefix(raw, "rediss://") && !strings.HasPrefix(raw, "unix://") {
 			err = fmt.Errorf("%w (a redis url starts with redis://, rediss:// or unix://)", err)
 		}

@@ -32,12 +32,7 @@ func Postgres(raw string) ([]Setting, error) {
 	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
 		u, err := url.Parse(raw)
 		if err != nil {
-			// The error quotes the URL, password included: keep its reason.
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err
-			}
-			return nil, fmt.Errorf("not a URL: %v", err)
+			return nil, fmt.Errorf("not a URL: %v", Unquoted(err))
 		}
 		var out []Setting
 		if u.User != nil && u.User.Username() != "" {
@@ -59,6 +54,17 @@ func Postgres(raw string) ([]Setting, error) {
 		return nil, fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
 	}
 	return keywordValues(raw)
+}
+
+// Unquoted returns err without the URL a *url.Error quotes, password
+// included: its reason alone ("invalid port \":x\" after host"). Any
+// other error is returned as it is.
+func Unquoted(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // urlScheme returns the scheme of raw when it is a URL (scheme://...), not

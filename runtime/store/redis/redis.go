@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentc-dev/agentc/internal/storeaddr"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -85,7 +86,8 @@ type Store struct {
 func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis url: %w", err)
+		// Not the URL: it may hold a password.
+		return nil, fmt.Errorf("redis url: %w", storeaddr.Unquoted(err))
 	}
 	return OpenOptions(ctx, opt, prefix, opts...)
 }
