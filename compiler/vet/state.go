@@ -210,8 +210,7 @@ func storeURLProblem(kind, raw string) error {
 		}
 		return err
 	case "postgres":
-		_, err := storeaddr.Postgres(raw)
-		return err
+		return storeaddr.CheckPostgres(raw)
 	}
 	return nil
 }

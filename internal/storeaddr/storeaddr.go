@@ -4,56 +4,41 @@
 // words that tell two databases apart and never show a credential.
 //
 // It links no database client, so that the runtime's messages and vet can
-// use it; its tests hold Postgres to the postgres client's own parser.
+// use it; its tests hold CheckPostgres to the postgres client's own parser.
 package storeaddr
 
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 )
 
-// Setting is one setting of a postgres connection string, as written.
-type Setting struct{ Key, Value string }
+// setting is one keyword/value setting of a postgres connection string.
+type setting struct{ Key, Value string }
 
-// Postgres reads a PostgreSQL connection string as the postgres store's
-// client does (pgconn.ParseConfig): a URL that starts with postgres:// or
+// CheckPostgres reports why the postgres store's client (pgconn.ParseConfig)
+// cannot read a connection string: a URL that starts with postgres:// or
 // postgresql://, else keyword/value settings ("host=db dbname=app"). It
-// returns the settings written, the URL's user, host, port and database
-// included; it reads no file and no environment variable.
-func Postgres(raw string) ([]Setting, error) {
+// reads no file and no environment variable, as the client may (a
+// service, sslrootcert): those are read where the store opens.
+func CheckPostgres(raw string) error {
 	if strings.IndexByte(raw, 0) >= 0 {
-		return nil, errors.New("a NUL byte in the connection string")
+		return errors.New("a NUL byte in the connection string")
 	}
 	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return nil, fmt.Errorf("not a URL: %v", Unquoted(err))
+		if _, err := url.Parse(raw); err != nil {
+			return fmt.Errorf("not a URL: %v", Unquoted(err))
 		}
-		var out []Setting
-		if u.User != nil && u.User.Username() != "" {
-			out = append(out, Setting{"user", u.User.Username()})
-		}
-		if u.Host != "" {
-			out = append(out, Setting{"host", u.Host})
-		}
-		if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-			out = append(out, Setting{"dbname", db})
-		}
-		q := u.Query()
-		for _, k := range slices.Sorted(maps.Keys(q)) {
-			out = append(out, Setting{k, q.Get(k)})
-		}
-		return out, nil
+		return nil
 	}
 	if scheme, ok := urlScheme(raw); ok {
-		return nil, fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
+		return fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
 	}
-	return keywordValues(raw)
+	_, err := keywordValues(raw)
+	return err
 }
 
 // Unquoted returns err without the URL a *url.Error quotes, password
@@ -77,9 +62,9 @@ func urlScheme(raw string) (string, bool) {
 // keywordValues reads libpq's keyword/value form: keyword = value pairs
 // separated by spaces, a value in single quotes when it holds spaces, a
 // backslash taking the next character as it is.
-func keywordValues(s string) ([]Setting, error) {
+func keywordValues(s string) ([]setting, error) {
 	const space = " \t\n\r\v\f"
-	var out []Setting
+	var out []setting
 	s = strings.TrimLeft(s, space)
 	for s != "" {
 		eq := strings.IndexByte(s, '=')
@@ -129,7 +114,7 @@ func keywordValues(s string) ([]Setting, error) {
 		if key == "database" {
 			key = "dbname"
 		}
-		out = append(out, Setting{key, val.String()})
+		out = append(out, setting{key, val.String()})
 	}
 	return out, nil
 }

@@ -8,11 +8,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPostgresReadsWhatTheClientReads checks Postgres against the client's
+// TestCheckPostgresReadsWhatTheClientReads checks CheckPostgres against the client's
 // own parser: a connection string one accepts the other accepts, one
 // refuses the other refuses, and a URL of another kind is refused naming
 // its scheme.
-func TestPostgresReadsWhatTheClientReads(t *testing.T) {
+func TestCheckPostgresReadsWhatTheClientReads(t *testing.T) {
 	for _, raw := range []string{
 		"postgres://app@db:5432/app?sslmode=disable",
 		"postgresql://app:pw@db/app?application_name=billing",
@@ -30,13 +30,13 @@ func TestPostgresReadsWhatTheClientReads(t *testing.T) {
 		"=db",
 	} {
 		_, want := pgconn.ParseConfig(raw)
-		_, got := Postgres(raw)
-		assert.Equal(t, want == nil, got == nil, "%s: client: %v; Postgres: %v", raw, want, got)
+		got := CheckPostgres(raw)
+		assert.Equal(t, want == nil, got == nil, "%s: client: %v; CheckPostgres: %v", raw, want, got)
 	}
-	_, err := Postgres("redis://127.0.0.1:6379/0")
+	err := CheckPostgres("redis://127.0.0.1:6379/0")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "it is a redis:// URL; a postgres url is a postgres:// or postgresql:// URL")
-	_, err = Postgres("postgres://app:secret@db:port/app")
+	err = CheckPostgres("postgres://app:secret@db:port/app")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "secret")
 }
