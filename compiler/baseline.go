@@ -32,8 +32,9 @@ before the change again when it is retried after it; renaming a meter, or
 changing its scope, gives every tenant its whole budget again; renaming a
 rate_limit, or changing its scope or limiter, gives every caller a full
 burst; a memoize's scope or single_flight, or a store pointed elsewhere
-(another store, or the same name with another kind, address or prefix),
-empties the cache; a checkpoint's store pointed elsewhere leaves the runs
+(another store, or the same name with another kind, address or prefix:
+another host, port or database, a redis ?db= included, but not a
+password or a client option alone), empties the cache; a checkpoint's store pointed elsewhere leaves the runs
 saved before unresumable; an MCP server's prefix changed renames its tools,
 whose names key the idempotency records of their calls; a virtual key
 given another tenant (or renamed while its tenant is its name) leaves the

@@ -100,6 +100,13 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		s.URL, _ = sv.LookupPath(fieldPath("url")).String()
 		s.URLEnv, _ = sv.LookupPath(fieldPath("url_env")).String()
 		s.Prefix, _ = sv.LookupPath(fieldPath("prefix")).String()
+		s.URLPos, s.PrefixPos = s.Pos, s.Pos
+		if s.URL != "" {
+			s.URLPos = l.userPos([]string{"stores", name, "url"})
+		}
+		if s.Prefix != "" {
+			s.PrefixPos = l.userPos([]string{"stores", name, "prefix"})
+		}
 		if s.URL != "" && s.URLEnv != "" {
 			l.errorf(l.userPos([]string{"stores", name, "url_env"}), "schema/invalid-value",
 				"%s: url and url_env are both given, and the store would read only url_env; give one", fieldName([]string{"stores", name}))

@@ -247,6 +247,9 @@ type Store struct {
 	// Timeout bounds each operation of the store, as written ("" when
 	// unset).
 	Timeout string
+	// URLPos and PrefixPos are the positions of the url and prefix fields
+	// (the store's when unset).
+	URLPos, PrefixPos Pos
 }
 
 // Entry is one layer of a chain.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/storeaddr"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -856,9 +857,14 @@ func storeIdentity(p *plan.Plan, name string) string {
 		// A declared memory store is the pipeline's own.
 		return "memory store " + name
 	}
-	url := s.URL
-	if url == "" {
+	// The database the url names, not how it is written: a password
+	// rotated, or a client option changed, leaves the state where it was.
+	url, ok := storeaddr.Describe(s.URL)
+	switch {
+	case s.URL == "":
 		url = "$" + s.URLEnv
+	case !ok:
+		url = s.URL
 	}
 	prefix := s.Prefix
 	if prefix == "" {
@@ -899,12 +905,17 @@ func storeAttrs(s plan.Store) string {
 	return strings.Join(parts, ", ")
 }
 
-// RedactURL keeps a server URL's scheme, host and path, dropping the user,
-// password and query (which may hold a password).
+// RedactURL names the database a store's server address names, without
+// its credentials: a URL's scheme, user name, host, port and path, and of
+// its query what chooses the server or the database (a redis ?db=, shown
+// as the path; a postgres host, port, dbname or user); of a postgres
+// keyword/value string, the same settings ("host=db user=app dbname=app").
+// A password, and any other setting (sslkey, sslpassword, a client
+// option), is left out. An address it cannot read is "(set in the
+// policy)".
 func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(set in the policy)"
+	if d, ok := storeaddr.Describe(raw); ok {
+		return d
 	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	return "(set in the policy)"
 }

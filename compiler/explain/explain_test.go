@@ -194,7 +194,9 @@ func TestStateLocations(t *testing.T) {
 	chat, tool, turn := x.Stages[0], x.Stages[1], x.Stages[2]
 	assert.Equal(t, []string{`state: budget ledger in store "shared" (redis, url_env REDIS_URL, prefix billing): shared by every replica`}, chat.Layers[0].State)
 	assert.Equal(t, []string{`state: cache in store "local" (sqlite file cache.db): shared by the processes on this host, each host has its own`}, chat.Layers[2].State)
-	assert.Equal(t, []string{`state: audit trail in store "trail" (postgres, url postgres://db.internal:5432/agentc): shared by every replica`}, tool.Layers[0].State)
+	// The user names who the store is to the database; the password and
+	// the query go.
+	assert.Equal(t, []string{`state: audit trail in store "trail" (postgres, url postgres://agentc@db.internal:5432/agentc): shared by every replica`}, tool.Layers[0].State)
 	assert.Equal(t, []string{`state: idempotency table in store "shared" (redis, url_env REDIS_URL, prefix billing): shared by every replica`}, tool.Layers[1].State)
 	assert.Equal(t, []string{"state: cache in the default store, process memory: each replica has its own"}, tool.Layers[2].State)
 	assert.Equal(t, []string{"state: rate limit in process memory: each replica has its own"}, turn.Layers[0].State)

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/storeaddr"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -126,7 +129,14 @@ var StoreSetup = &Rule{
 A store's kind must be one the runtime knows (memory, sqlite, redis,
 postgres, or a kind registered by a linked package); a redis or postgres
 store needs its server's address (url, or url_env naming the variable that
-holds it). Each layer needs one port of the store it names: memoize and
+holds it). A url written in the policy must be one its kind's client
+reads: redis://, rediss:// or unix:// with only the client's options in
+its query for redis; a postgres:// or postgresql:// URL, or keyword/value
+settings (host=db dbname=app), for postgres. A postgres prefix names the
+store's schema: a lower-case identifier of at most 63 bytes, and neither
+a schema PostgreSQL keeps for itself (pg_ names, information_schema) nor
+public, the database's default schema that other applications share.
+Each layer needs one port of the store it names: memoize and
 idempotent a key-value table, audit an audit sink, semantic_memoize a
 vector index, rate_limit a rate limiter, a meter its budget ledgers,
 checkpoint a checkpoint store. A sqlite store offers key-value, audit and
@@ -153,6 +163,16 @@ store selected only under some configuration, during an incident.`,
 			if sharedKinds[s.Kind] && s.URL == "" && s.URLEnv == "" {
 				p.Reportf(s.Pos, nil, "store %q (%s) has no server address: set url_env to the variable that holds its URL (or url)", name, s.Kind)
 			}
+			if s.URL != "" {
+				if err := storeURLProblem(s.Kind, s.URL); err != nil {
+					p.Reportf(s.URLPos, nil, "store %q (%s): its client cannot read url: %v", name, s.Kind, err)
+				}
+			}
+			if s.Kind == "postgres" && s.Prefix != "" {
+				if why := storeaddr.PostgresSchema(s.Prefix); why != "" {
+					p.Reportf(s.PrefixPos, nil, "store %q (postgres): prefix %q %s", name, s.Prefix, why)
+				}
+			}
 		}
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
@@ -174,6 +194,25 @@ store selected only under some configuration, during an incident.`,
 			}
 		}
 	},
+}
+
+// storeURLProblem says why the client of a store of kind cannot read its
+// url, as it would when the store opens (nil for a kind vet does not
+// know): redis reads it with the client's own parser, postgres as its
+// client does without reading the files or variables it may name.
+func storeURLProblem(kind, raw string) error {
+	switch kind {
+	case "redis":
+		_, err := goredis.ParseURL(raw)
+		err = storeaddr.Unquoted(err)
+		if err != nil && !strings.HasPrefix(raw, "redis://") && !strings.HasPrefix(raw, "rediss://") && !strings.HasPrefix(raw, "unix://") {
+			err = fmt.Errorf("%w (a redis url starts with redis://, rediss:// or unix://)", err)
+		}
+		return err
+	case "postgres":
+		return storeaddr.CheckPostgres(raw)
+	}
+	return nil
 }
 
 // LocalInReplicas reports state kept per process in a policy served by

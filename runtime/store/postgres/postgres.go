@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentc-dev/agentc/internal/storeaddr"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/store/redis"
@@ -86,8 +86,6 @@ type Store struct {
 	// version of the store writes it).
 	checkpointTable atomic.Bool
 }
-
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
 // migrations[i] brings the tables from version i to i+1. %[1]s is the
 // schema.
@@ -506,8 +504,8 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ..
 	if prefix == "" {
 		prefix = DefaultSchema
 	}
-	if !schemaName.MatchString(prefix) {
-		return nil, fmt.Errorf("postgres: prefix %q must be a lower-case identifier (it names the schema)", prefix)
+	if why := storeaddr.PostgresSchema(prefix); why != "" {
+		return nil, fmt.Errorf("postgres: prefix %q %s", prefix, why)
 	}
 	s := &Store{schema: prefix, timeout: plan.DefaultStoreTimeout}
 	for _, o := range opts {

@@ -77,6 +77,15 @@ func TestSchemaIsVersionedAndReopens(t *testing.T) {
 	require.NoError(t, again.Close())
 	_, err = postgres.Open(context.Background(), "postgres://127.0.0.1/test", "Bad-Name")
 	assert.ErrorContains(t, err, "must be a lower-case identifier")
+	// What vet refuses at the prefix field, the store refuses too.
+	for prefix, want := range map[string]string{
+		"pg_catalog":         "a schema PostgreSQL keeps for itself",
+		"information_schema": "a schema PostgreSQL keeps for itself",
+		"public":             "the database's default schema",
+	} {
+		_, err = postgres.Open(context.Background(), "postgres://127.0.0.1/test", prefix)
+		assert.ErrorContains(t, err, want, prefix)
+	}
 }
 
 // TestUpgradeFromVersion1 opens a schema left at version 1 and checks that

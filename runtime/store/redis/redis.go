@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/agentc-dev/agentc/internal/storeaddr"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -85,7 +86,8 @@ type Store struct {
 func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, error) {
 	opt, err := goredis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("redis url: %w", err)
+		// Not the URL: it may hold a password.
+		return nil, fmt.Errorf("redis url: %w", storeaddr.Unquoted(err))
 	}
 	return OpenOptions(ctx, opt, prefix, opts...)
 }
@@ -96,11 +98,12 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 //
 // Each command is bounded by the store's timeout (WithTimeout): the
 // client's dial, read and write timeouts and the wait for a pooled
-// connection are set to it unless the options set them (dial_timeout,
-// read_timeout, write_timeout, pool_timeout in the URL), and a caller's
-// shorter deadline is honoured too. A command that times out fails with a
-// timeout error; a script the server had already received may still run
-// once it gets to it, as when its answer is lost.
+// connection are set to it unless the options set them shorter
+// (dial_timeout, read_timeout, write_timeout, pool_timeout in the URL; a
+// longer one, or one turned off, gives way to the store's), and a
+// caller's shorter deadline is honoured too. A command that times out
+// fails with a timeout error; a script the server had already received
+// may still run once it gets to it, as when its answer is lost.
 func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts ...Option) (*Store, error) {
 	cfg := config{timeout: plan.DefaultStoreTimeout}
 	for _, o := range opts {
@@ -109,8 +112,10 @@ func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts 
 	// A write must not be replayed behind the layer's back: -1 turns the
 	// client's retries off (0 is its default of three).
 	opt.MaxRetries = -1
+	// The store's timeout bounds every command: a timeout of the options
+	// may be shorter, not longer, nor turned off (-1, or 0 in the URL).
 	for _, d := range []*time.Duration{&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout} {
-		if *d == 0 {
+		if *d <= 0 || *d > cfg.timeout {
 			*d = cfg.timeout
 		}
 	}

@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,49 @@ func TestAnOperationOnAPausedServerFailsWithinTheTimeout(t *testing.T) {
 	l, err := s.LedgerOf(ctx, "ledger")
 	require.NoError(t, err)
 	assert.LessOrEqual(t, l.Calls, int64(1), "the settlement that timed out was not sent again")
+}
+
+// withQuery appends query options to a server URL.
+func withQuery(url, q string) string {
+	if strings.Contains(url, "?") {
+		return url + "&" + q
+	}
+	return url + "?" + q
+}
+
+// A timeout in the URL longer than the store's, or one the URL turns off
+// (-1), does not hold a call longer than the store's timeout: the smaller
+// of the two bounds each command. A shorter one in the URL is kept.
+func TestAURLTimeoutNeverOutlastsTheStores(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	ctx := context.Background()
+	for _, q := range []string{"read_timeout=-1&write_timeout=-1&dial_timeout=-1&pool_timeout=-1", "read_timeout=10s&write_timeout=1m"} {
+		s, err := redis.Open(ctx, withQuery(storetest.ServerURL(t, storetest.RedisEnv), q), storetest.Prefix(t), redis.WithTimeout(timeout))
+		require.NoError(t, err, q)
+		t.Cleanup(func() { _ = s.Close() })
+		opt := s.Client().Options()
+		for name, d := range map[string]time.Duration{"read": opt.ReadTimeout, "write": opt.WriteTimeout, "dial": opt.DialTimeout, "pool": opt.PoolTimeout} {
+			assert.Equal(t, timeout, d, "%s: %s timeout", q, name)
+		}
+		calls := int64(10)
+		lim := runtime.BudgetLimits{Calls: &calls}
+		_, err = s.Reserve(ctx, "ledger", "r0", lim, 0)
+		require.NoError(t, err, "the scripts are loaded")
+
+		pause := 1200 * time.Millisecond
+		admin := goredis.NewClient(&goredis.Options{Addr: opt.Addr, DB: opt.DB, Username: opt.Username, Password: opt.Password})
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds(), "WRITE").Err())
+		start := time.Now()
+		_, err = s.Reserve(ctx, "ledger", "r1", lim, 0)
+		took := time.Since(start)
+		admin.Do(ctx, "CLIENT", "UNPAUSE")
+		_ = admin.Close()
+		require.Error(t, err, q)
+		assert.Less(t, took, timeout+200*time.Millisecond, "%s: bounded by the store's timeout", q)
+	}
+	s, err := redis.Open(ctx, withQuery(storetest.ServerURL(t, storetest.RedisEnv), "read_timeout=100ms"), storetest.Prefix(t), redis.WithTimeout(timeout))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	assert.Equal(t, 100*time.Millisecond, s.Client().Options().ReadTimeout, "a shorter URL timeout is kept")
+	assert.Equal(t, timeout, s.Client().Options().WriteTimeout)
 }

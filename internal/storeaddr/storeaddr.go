@@ -1,0 +1,216 @@
+// Package storeaddr reads the address of a redis or postgres store without
+// connecting to it: whether a postgres store could read its connection
+// string and name its schema, and which database an address names, in
+// words that tell two databases apart and never show a credential.
+//
+// It links no database client, so that the runtime's messages and vet can
+// use it; its tests hold CheckPostgres to the postgres client's own parser.
+package storeaddr
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// setting is one keyword/value setting of a postgres connection string.
+type setting struct{ Key, Value string }
+
+// CheckPostgres reports why the postgres store's client (pgconn.ParseConfig)
+// cannot read a connection string: a URL that starts with postgres:// or
+// postgresql://, else keyword/value settings ("host=db dbname=app"). It
+// reads no file and no environment variable, as the client may (a
+// service, sslrootcert): those are read where the store opens.
+func CheckPostgres(raw string) error {
+	if strings.IndexByte(raw, 0) >= 0 {
+		return errors.New("a NUL byte in the connection string")
+	}
+	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
+		if _, err := url.Parse(raw); err != nil {
+			return fmt.Errorf("not a URL: %v", Unquoted(err))
+		}
+		return nil
+	}
+	if scheme, ok := urlScheme(raw); ok {
+		return fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
+	}
+	_, err := keywordValues(raw)
+	return err
+}
+
+// Unquoted returns err without the URL a *url.Error quotes, password
+// included: its reason alone ("invalid port \":x\" after host"). Any
+// other error is returned as it is.
+func Unquoted(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// urlScheme returns the scheme of raw when it is a URL (scheme://...), not
+// keyword/value settings, whose values may hold "://".
+func urlScheme(raw string) (string, bool) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	return scheme, ok && scheme != "" && !strings.ContainsAny(scheme, "= \t\n\r\v\f'")
+}
+
+// keywordValues reads libpq's keyword/value form: keyword = value pairs
+// separated by spaces, a value in single quotes when it holds spaces, a
+// backslash taking the next character as it is.
+func keywordValues(s string) ([]setting, error) {
+	const space = " \t\n\r\v\f"
+	var out []setting
+	s = strings.TrimLeft(s, space)
+	for s != "" {
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 {
+			return nil, fmt.Errorf("%q is not a keyword=value setting (a postgres url is a postgres:// URL or settings such as host=db dbname=app)", firstWord(s))
+		}
+		key := strings.Trim(s[:eq], space)
+		if i := strings.IndexAny(key, space); i >= 0 {
+			return nil, fmt.Errorf("no \"=\" after %q", key[:i])
+		}
+		if key == "" {
+			return nil, errors.New("a setting without a keyword")
+		}
+		s = strings.TrimLeft(s[eq+1:], space)
+		var val strings.Builder
+		switch {
+		case s == "":
+		case s[0] != '\'':
+			i := 0
+			for ; i < len(s) && !strings.ContainsRune(space, rune(s[i])); i++ {
+				if s[i] == '\\' {
+					i++
+					if i == len(s) {
+						break
+					}
+				}
+				val.WriteByte(s[i])
+			}
+			s = strings.TrimLeft(s[min(i, len(s)):], space)
+		default:
+			s = s[1:]
+			i := 0
+			for ; i < len(s) && s[i] != '\''; i++ {
+				if s[i] == '\\' {
+					i++
+					if i == len(s) {
+						break
+					}
+				}
+				val.WriteByte(s[i])
+			}
+			if i >= len(s) {
+				return nil, fmt.Errorf("the quoted value of %s has no closing quote", key)
+			}
+			s = strings.TrimLeft(s[i+1:], space)
+		}
+		if key == "database" {
+			key = "dbname"
+		}
+		out = append(out, setting{key, val.String()})
+	}
+	return out, nil
+}
+
+func firstWord(s string) string {
+	if i := strings.IndexAny(s, " \t\n\r\v\f"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// identifying are the settings that say which server and database an
+// address names: none of them is a credential.
+var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "service"}
+
+// Describe names the database the server address raw names, without its
+// credentials: a URL keeps its scheme, user name, host, port and path, and
+// of its query only what chooses the server or the database (a redis URL's
+// db, shown as its path; a postgres URL's host, port, dbname, user,
+// service); keyword/value settings keep the same settings. A password,
+// anywhere, and settings such as sslkey or sslpassword are dropped. ok is
+// false for an address it cannot read.
+func Describe(raw string) (string, bool) {
+	if _, isURL := urlScheme(raw); !isURL {
+		set, err := keywordValues(raw)
+		if err != nil || len(set) == 0 {
+			return "", false
+		}
+		var kept []string
+		for _, s := range set {
+			if slices.Contains(identifying, s.Key) && s.Key != "db" {
+				kept = append(kept, s.Key+"="+quote(s.Value))
+			}
+		}
+		if len(kept) == 0 {
+			return "", false
+		}
+		return strings.Join(kept, " "), true
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		return "", false
+	}
+	out := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if u.User != nil && u.User.Username() != "" {
+		out.User = url.User(u.User.Username())
+	}
+	q, kept := u.Query(), url.Values{}
+	for _, k := range identifying {
+		if v, ok := q[k]; ok && len(v) > 0 {
+			kept.Set(k, v[len(v)-1])
+		}
+	}
+	// A redis URL's ?db= chooses the database as its path does, and wins
+	// over it: show it where the path shows it.
+	if db := kept.Get("db"); db != "" && (u.Scheme == "redis" || u.Scheme == "rediss") {
+		out.Path = "/" + db
+		kept.Del("db")
+	}
+	if out.Host == "" && out.Path == "" && len(kept) == 0 {
+		return "", false
+	}
+	out.RawQuery = kept.Encode()
+	return out.String(), true
+}
+
+// quote writes a keyword/value setting's value as libpq reads it.
+func quote(v string) string {
+	if v != "" && !strings.ContainsAny(v, " \t\n\r\v\f'\\") {
+		return v
+	}
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+// MaxSchemaBytes is the longest name PostgreSQL keeps: it cuts a longer
+// one, so that two prefixes alike in their first 63 bytes would share a
+// schema.
+const MaxSchemaBytes = 63
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// PostgresSchema says why prefix cannot name the schema of a postgres
+// store's tables, or "" when it can: a lower-case identifier of at most 63
+// bytes that is neither a schema PostgreSQL keeps for itself (pg_ names,
+// information_schema) nor public, the database's default schema, which
+// other applications' tables share.
+func PostgresSchema(prefix string) string {
+	switch {
+	case !schemaName.MatchString(prefix):
+		return "must be a lower-case identifier (a-z, 0-9 and _, not starting with a digit): it names the store's schema"
+	case len(prefix) > MaxSchemaBytes:
+		return fmt.Sprintf("is %d bytes long: PostgreSQL cuts a schema's name at %d bytes, so prefixes alike that far would share one schema", len(prefix), MaxSchemaBytes)
+	case strings.HasPrefix(prefix, "pg_"), prefix == "information_schema":
+		return "names a schema PostgreSQL keeps for itself (pg_ names and information_schema); give the store a schema of its own, such as billing"
+	case prefix == "public":
+		return "is the database's default schema, where other applications' tables live: give the store a schema of its own, such as billing"
+	}
+	return ""
+}

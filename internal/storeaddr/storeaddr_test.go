@@ -1,0 +1,90 @@
+package storeaddr
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckPostgresReadsWhatTheClientReads checks CheckPostgres against the client's
+// own parser: a connection string one accepts the other accepts, one
+// refuses the other refuses, and a URL of another kind is refused naming
+// its scheme.
+func TestCheckPostgresReadsWhatTheClientReads(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://app@db:5432/app?sslmode=disable",
+		"postgresql://app:pw@db/app?application_name=billing",
+		"postgres:///app?host=/run/postgresql",
+		"host=db user=app dbname=app",
+		"host=db dbname = 'my app' password='it''s'",
+		`host=db dbname='a\'b'`,
+		"  host=db   port=5433  ",
+		"host=db application_name=a://b",
+		"host=db dbname='app",
+		"host db",
+		"redis://127.0.0.1:6379/0",
+		"http://db:5432/app",
+		"postgres://db:port/app",
+		"=db",
+	} {
+		_, want := pgconn.ParseConfig(raw)
+		got := CheckPostgres(raw)
+		assert.Equal(t, want == nil, got == nil, "%s: client: %v; CheckPostgres: %v", raw, want, got)
+	}
+	err := CheckPostgres("redis://127.0.0.1:6379/0")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "it is a redis:// URL; a postgres url is a postgres:// or postgresql:// URL")
+	err = CheckPostgres("postgres://app:secret@db:port/app")
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "secret")
+}
+
+// TestDescribeTellsDatabasesApart checks that two addresses of different
+// databases read differently, that the same database reads the same, and
+// that no credential is shown.
+func TestDescribeTellsDatabasesApart(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://127.0.0.1:16390?db=1":                        "redis://127.0.0.1:16390/1",
+		"redis://127.0.0.1:16390/2":                           "redis://127.0.0.1:16390/2",
+		"redis://:secret@cache:6379/0?read_timeout=2s":        "redis://cache:6379/0",
+		"redis://agentc:secret@cache:6379/3?db=4":             "redis://agentc@cache:6379/4",
+		"unix:///run/redis.sock?db=2&password=x":              "unix:///run/redis.sock?db=2",
+		"postgres://app:pw@db:5432/app?sslmode=disable":       "postgres://app@db:5432/app",
+		"postgres:///app?host=/run/postgresql&sslkey=/k.pem":  "postgres:///app?host=%2Frun%2Fpostgresql",
+		"postgres://db/app?user=app&password=pw":              "postgres://db/app?user=app",
+		"host=127.0.0.1 user=postgres dbname=test":            "host=127.0.0.1 user=postgres dbname=test",
+		"host=db password=pw database=other sslpassword=x":    "host=db dbname=other",
+		"host=db dbname='my app'":                             "host=db dbname='my app'",
+		"host=db dbname=app options='-c x=a://b' password=pw": "host=db dbname=app",
+	} {
+		got, ok := Describe(raw)
+		require.True(t, ok, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	for _, raw := range []string{"", "not an address", "password=pw", "%zz://x"} {
+		_, ok := Describe(raw)
+		assert.False(t, ok, raw)
+	}
+}
+
+// TestPostgresSchema checks the prefixes a postgres store takes.
+func TestPostgresSchema(t *testing.T) {
+	for _, ok := range []string{"agentc", "billing", "billing_v2", "_x", "pgx"} {
+		assert.Empty(t, PostgresSchema(ok), ok)
+	}
+	for prefix, want := range map[string]string{
+		"Billing":            "lower-case identifier",
+		"billing.v2":         "lower-case identifier",
+		"2fa":                "lower-case identifier",
+		"":                   "lower-case identifier",
+		"pg_catalog":         "PostgreSQL keeps for itself",
+		"pg_billing":         "PostgreSQL keeps for itself",
+		"information_schema": "PostgreSQL keeps for itself",
+		"public":             "default schema",
+		"b012345678901234567890123456789012345678901234567890123456789012": "64 bytes long",
+	} {
+		assert.Contains(t, PostgresSchema(prefix), want, prefix)
+	}
+}
