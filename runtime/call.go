@@ -1339,6 +1339,9 @@ type TurnCall struct {
 
 	fn TurnFunc
 	pl *Pipeline
+	// parent is the turn, of any pipeline or run, whose body this one
+	// runs in (nil: none), which enclosingTurn looks up the chain of.
+	parent *TurnCall
 	// outermost is the turn holding the run that this one is nested in
 	// (Pipeline.Turn in the body of a turn of the same run and pipeline),
 	// or this one: the agent turns run in the bodies of them all record
