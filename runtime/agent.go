@@ -329,7 +329,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// returned.
 	var prev *agentTurn
 	var prevErr error
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+	tr, err := pl.runTurn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
 		first, last = -1, -1
 		if prev != nil && prevErr == nil {
 			handOver(ctx, prev, nil)
@@ -385,7 +385,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			return "", err
 		}
 		return res.Output, nil
-	})
+	}, true)
 	res.Attempts = tr.Attempts
 	res.Output = tr.Output
 	if res.Messages == nil {

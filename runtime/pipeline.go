@@ -809,6 +809,13 @@ func onRefused(ctx context.Context, withhold func()) {
 // were made, only not recorded): the error says so, and wraps the end's (a
 // save the store failed: ErrOutcomeUnrecorded).
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
+	return pl.runTurn(ctx, req, fn, false)
+}
+
+// runTurn runs the turn of Turn; agent marks RunAgent's own turn, whose
+// answers reach a turn it is nested in through nestIn rather than as a
+// nested host's turn hands its body's over (TurnCall.handOver).
+func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, agent bool) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
 	}
@@ -843,7 +850,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		}
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)
-	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl, parent: parent}
+	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl, parent: parent, agent: agent}
 	c.outermost = c
 	if nested {
 		c.outermost = enclosing.outermost
@@ -856,6 +863,8 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		for i := len(c.withhold) - 1; i >= 0; i-- {
 			c.withhold[i]()
 		}
+	} else if nested {
+		c.handOver(enclosing)
 	}
 	var endErr error
 	for _, end := range c.ends {
@@ -875,6 +884,31 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		err = errors.Join(err, endErr)
 	}
 	return TurnResult{Output: out, Attempts: max(c.Meta.Attempts, c.runs), Withheld: withheld}, err
+}
+
+// handOver hands the turn outer that c, a nested turn its chain did not
+// refuse, is part of (enclosingTurn) what c's body handed c: the text of
+// the agent turns run there and of the host's AddEarlier (TurnCall.
+// Earlier), which outer's chain reads too, and what withholds that text
+// from the run's recorded transcript, which outer's refusal runs. A
+// refusal of the outermost turn so withholds what turns nested in it at
+// any depth let through, as a refusal of the turn they ran in does. An
+// agent turn hands its own (nestIn), and a turn run by the tool of an
+// agent turn reaches that turn only as the tool's result.
+func (c *TurnCall) handOver(outer *TurnCall) {
+	if c.agent || outer.agent {
+		return
+	}
+	c.mu.Lock()
+	earlier, withhold := c.earlier, c.withhold
+	c.mu.Unlock()
+	if len(earlier) == 0 && len(withhold) == 0 {
+		return
+	}
+	outer.mu.Lock()
+	outer.earlier = append(outer.earlier, earlier...)
+	outer.withhold = append(outer.withhold, withhold...)
+	outer.mu.Unlock()
 }
 
 // enclosingTurn returns the nearest turn of pl and of ctx's run whose body

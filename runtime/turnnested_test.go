@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,102 @@ import (
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
+
+// TestTurnWithholdingAgreesNestedDeeper: TestTurnWithholdingAgrees with
+// the agent turn two and three turns down from the one the chain refuses,
+// and with another pipeline's turn of the same run between them. An agent
+// turn in a Pipeline.Turn nested in the host's turn handed its answers to
+// the nearest turn only: the outermost turn's chain never read them, and
+// its refusal withheld nothing, so the run's recorded transcript and the
+// checkpoint saved after it kept the refused text. Across another
+// pipeline's turn, the agent turn was refused outright (ErrRunBusy): its
+// pipeline looked only at the innermost turn, the other pipeline's. A
+// nested turn that its own chain lets through hands what its body's agent
+// turns wrote to the turn it is nested in, which judges it as if they ran
+// in its own body; the run is saved once, as the outermost turn ends.
+func TestTurnWithholdingAgreesNestedDeeper(t *testing.T) {
+	calling := func(tool string) rt.Response {
+		return rt.Response{Stream: []runtime.Delta{{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+			ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: tool, Arguments: `{}`}}}}}
+	}
+	cases := []struct {
+		name      string
+		responses []rt.Response
+		class     runtime.Class
+		withheld  bool
+	}{
+		{"output refused", []rt.Response{{Deltas: []string{"your acct 1234 is open"}}}, runtime.ClassBlocked, true},
+		{"earlier answer refused", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassBlocked, true},
+		{"failed, then refused", []rt.Response{calling("echo"), {Err: errors.New("upstream down")}}, runtime.ClassBlocked, true},
+		{"let through", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassOK, false},
+		{"ended final", []rt.Response{calling("refund")}, runtime.ClassInDoubt, false},
+	}
+	// A shape runs the agent turn in turns nested in pl's turn "outer";
+	// other is another pipeline.
+	type shape func(ctx context.Context, pl, other *runtime.Pipeline) (runtime.TurnResult, error)
+	nest := func(pl *runtime.Pipeline, body runtime.TurnFunc) runtime.TurnFunc {
+		return func(ctx context.Context) (string, error) {
+			tr, err := pl.Turn(ctx, runtime.TurnRequest{Input: "middle"}, body)
+			return tr.Output, err
+		}
+	}
+	agent := func(pl *runtime.Pipeline) runtime.TurnFunc {
+		return func(ctx context.Context) (string, error) {
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "inner"})
+			return res.Output, err
+		}
+	}
+	outer := func(ctx context.Context, pl *runtime.Pipeline, body runtime.TurnFunc) (runtime.TurnResult, error) {
+		return pl.Turn(ctx, runtime.TurnRequest{Input: "outer"}, body)
+	}
+	shapes := map[string]shape{
+		"two levels": func(ctx context.Context, pl, _ *runtime.Pipeline) (runtime.TurnResult, error) {
+			return outer(ctx, pl, nest(pl, agent(pl)))
+		},
+		"three levels": func(ctx context.Context, pl, _ *runtime.Pipeline) (runtime.TurnResult, error) {
+			return outer(ctx, pl, nest(pl, nest(pl, agent(pl))))
+		},
+		"in another pipeline's turn": func(ctx context.Context, pl, other *runtime.Pipeline) (runtime.TurnResult, error) {
+			return outer(ctx, pl, nest(other, agent(pl)))
+		},
+		"in a turn in another pipeline's turn": func(ctx context.Context, pl, other *runtime.Pipeline) (runtime.TurnResult, error) {
+			return outer(ctx, pl, nest(other, nest(pl, agent(pl))))
+		},
+	}
+	for _, tc := range cases {
+		for name, run := range shapes {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				deny := `"deny":"input.text == \"outer\" && output.text.contains(\"acct 1234\")"`
+				if !tc.withheld {
+					deny = `"deny":"input.text == \"outer\" && output.text.contains(\"never written\")"`
+				}
+				store := runtime.NewMemoryCheckpoints()
+				pl := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`), rt.Layer("guard", `{`+deny+`,"phase":"after"}`)}}),
+					runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel(tc.responses...)}, Checkpoints: store,
+						Tools: map[string]runtime.ToolFunc{
+							"echo": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil },
+							"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+								return nil, &runtime.InDoubtError{Layer: "bank", Tool: "refund"}
+							},
+						}})
+				other := rt.Build(t, rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{}`)}}),
+					runtime.Deps{Checkpoints: runtime.NewMemoryCheckpoints()})
+				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1"})
+
+				tr, err := run(ctx, pl, other)
+				assert.NotErrorIs(t, err, runtime.ErrRunBusy)
+				assert.Equal(t, tc.class, runtime.Classify(err), "%v", err)
+				assert.Equal(t, tc.withheld, tr.Withheld, "the outermost turn's result says what its host withholds")
+				assert.Equal(t, !tc.withheld, holds(pl.Transcript(ctx), "acct 1234"), "the recorded transcript")
+				cp, ok, err := store.LatestCheckpoint(context.Background(), "r1")
+				require.NoError(t, err)
+				require.True(t, ok)
+				assert.Equal(t, !tc.withheld, holds(cp.Transcript, "acct 1234"), "the checkpoint")
+				assert.Equal(t, 1, cp.Version, "one save, as the outermost turn ended")
+			})
+		}
+	}
+}
 
 // TestAgentTurnBackThroughAnotherPipeline: an agent turn whose tool runs
 // another pipeline's agent turn of the same run, whose tool in turn runs
