@@ -439,7 +439,8 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 // answers (TurnCall.Earlier), and a refusal of the outer turn withholds
 // them from the run's recorded transcript, as the agent's own chain's
 // refusal does, when that transcript still holds them where the agent
-// left them.
+// left them. When outer is nested in turn, and its chain lets it through,
+// it hands them on (TurnCall.handOver).
 func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
 	if first < 0 || last < first || last >= len(msgs) {
 		return

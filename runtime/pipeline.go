@@ -812,9 +812,9 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	return pl.runTurn(ctx, req, fn, false)
 }
 
-// runTurn runs the turn of Turn; agent marks RunAgent's own turn, whose
-// answers reach a turn it is nested in through nestIn rather than as a
-// nested host's turn hands its body's over (TurnCall.handOver).
+// runTurn is Turn; agent marks RunAgent's own turn, whose answers reach a
+// turn it is nested in through nestIn, not as a host's nested turn hands
+// over those of its body (TurnCall.handOver).
 func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, agent bool) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
