@@ -329,7 +329,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// returned.
 	var prev *agentTurn
 	var prevErr error
-	tr, err := pl.Turn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
+	tr, err := pl.runTurn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
 		first, last = -1, -1
 		if prev != nil && prevErr == nil {
 			handOver(ctx, prev, nil)
@@ -385,7 +385,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 			return "", err
 		}
 		return res.Output, nil
-	})
+	}, true)
 	res.Attempts = tr.Attempts
 	res.Output = tr.Output
 	if res.Messages == nil {
@@ -407,7 +407,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 // the outer turn's host only as the tool's result, which the outer model
 // reads: it is not handed to the outer turn chain (nestIn).
 func (pl *Pipeline) inAgentCall(ctx context.Context) string {
-	key := agentCallOf(ctx)
+	key := pl.agentCallOf(ctx)
 	if key == "" || pl.enclosingTurn(ctx) == nil {
 		return ""
 	}
@@ -439,7 +439,8 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 // answers (TurnCall.Earlier), and a refusal of the outer turn withholds
 // them from the run's recorded transcript, as the agent's own chain's
 // refusal does, when that transcript still holds them where the agent
-// left them.
+// left them. When outer is nested in turn, and its chain lets it through,
+// it hands them on (TurnCall.handOver).
 func (pl *Pipeline) nestIn(ctx context.Context, outer *TurnCall, msgs []Message, first, last int) {
 	if first < 0 || last < first || last >= len(msgs) {
 		return
@@ -1058,28 +1059,46 @@ func (t *agentTurn) key(at int, call ToolUse) string {
 type agentCallCtxKey struct{}
 
 // agentCall is what the context of an agent turn's tool call carries: the
-// call's record key, and whether its tool runs (the context is the tool's,
-// and a call of the tool chain made with it is the tool's own, not the
-// agent's call).
+// call's record key, the pipeline and the run of its turn, whether its
+// tool runs (the context is the tool's, and a call of the tool chain made
+// with it is the tool's own, not the agent's call), and the call of an
+// agent turn that its turn runs in, if any (a tool of one pipeline's
+// agent turn running another pipeline's).
 type agentCall struct {
 	key    string
 	inTool bool
+	pl     *Pipeline
+	run    string
+	up     *agentCall
 }
 
-// agentCallOf returns the record key of the agent turn's tool call that ctx
-// is of (the call's, or its tool's: inAgentCall).
-func agentCallOf(ctx context.Context) string {
-	c, _ := ctx.Value(agentCallCtxKey{}).(agentCall)
-	return c.key
+// withAgentCall returns ctx for the tool call of pl's agent turn whose
+// record key is key.
+func (pl *Pipeline) withAgentCall(ctx context.Context, key string) context.Context {
+	up, _ := ctx.Value(agentCallCtxKey{}).(*agentCall)
+	return context.WithValue(ctx, agentCallCtxKey{}, &agentCall{key: key, pl: pl, run: runID(ctx), up: up})
 }
 
-// agentRecordOf returns the record key the outcome of the tool call of ctx
-// is recorded under (ToolRecord.Call): the agent turn's call's, "" for a
-// call that the tool of an agent turn's call made, which answers no call of
-// the turn.
-func agentRecordOf(ctx context.Context) string {
-	c, _ := ctx.Value(agentCallCtxKey{}).(agentCall)
-	if c.inTool {
+// agentCallOf returns the record key of the nearest tool call of an agent
+// turn of pl and of ctx's run that ctx is of (the call's, or its tool's:
+// inAgentCall), "" if none.
+func (pl *Pipeline) agentCallOf(ctx context.Context) string {
+	id := runID(ctx)
+	for c, _ := ctx.Value(agentCallCtxKey{}).(*agentCall); c != nil; c = c.up {
+		if c.pl == pl && c.run == id {
+			return c.key
+		}
+	}
+	return ""
+}
+
+// agentRecordOf returns the record key the outcome of pl's tool call of
+// ctx is recorded under (ToolRecord.Call): the agent turn's call's, ""
+// for a call that the tool of an agent turn's call made, which answers no
+// call of the turn, and for one that is no call of pl's agent turn.
+func (pl *Pipeline) agentRecordOf(ctx context.Context) string {
+	c, _ := ctx.Value(agentCallCtxKey{}).(*agentCall)
+	if c == nil || c.inTool || c.pl != pl {
 		return ""
 	}
 	return c.key
@@ -1091,8 +1110,10 @@ func agentRecordOf(ctx context.Context) string {
 // (agentRecordOf), and none is the resumed call its own is (ResumedCall),
 // which a layer would judge by what the turn recorded of the resumed one.
 func inToolOf(ctx context.Context) context.Context {
-	if c, ok := ctx.Value(agentCallCtxKey{}).(agentCall); ok && !c.inTool {
-		ctx = context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: c.key, inTool: true})
+	if c, ok := ctx.Value(agentCallCtxKey{}).(*agentCall); ok && !c.inTool {
+		tool := *c
+		tool.inTool = true
+		ctx = context.WithValue(ctx, agentCallCtxKey{}, &tool)
 		if resumedOf(ctx) != nil {
 			ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
 		}
@@ -1203,7 +1224,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				wg.Done()
 			}()
 			key := t.key(at, calls[i])
-			cctx := context.WithValue(ctx, agentCallCtxKey{}, agentCall{key: key})
+			cctx := t.pl.withAgentCall(ctx, key)
 			if intent, ok := t.resumed[key]; ok {
 				var done func()
 				cctx, done = withResumedCall(cctx, calls[i].Name, intent)

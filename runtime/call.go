@@ -1339,6 +1339,11 @@ type TurnCall struct {
 
 	fn TurnFunc
 	pl *Pipeline
+	// parent is the turn, of any pipeline or run, whose body this one
+	// runs in (nil: none), which enclosingTurn looks up the chain of.
+	parent *TurnCall
+	// agent marks RunAgent's own turn (TurnCall.handOver).
+	agent bool
 	// outermost is the turn holding the run that this one is nested in
 	// (Pipeline.Turn in the body of a turn of the same run and pipeline),
 	// or this one: the agent turns run in the bodies of them all record
@@ -1370,10 +1375,12 @@ type TurnCall struct {
 // but the last, whose text is the output; every answer of a turn whose
 // body failed with an error that is not final; the answers that wrote none
 // left out) once its body has returned, and a Pipeline.Turn body with
-// AddEarlier. They reach the host in the turn's transcript as the output
-// does, so a layer that reads the output to decide what a user may see
-// (content_filter, an after-phase guard) reads each of them too, and a
-// refusal withholds them with the output. Empty until the body returned.
+// AddEarlier; a turn nested in the body that its own chain let through
+// adds those of its own body once it returned. They reach the host in the
+// turn's transcript as the output does, so a layer that reads the output
+// to decide what a user may see (content_filter, an after-phase guard)
+// reads each of them too, and a refusal withholds them with the output.
+// Empty until the body returned.
 func (c *TurnCall) Earlier() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -1447,7 +1454,8 @@ type TurnResult struct {
 	// (a content_filter or an after-phase guard refused its output or the
 	// text of an earlier answer; a body that failed other than final and
 	// was then refused): the text of the answers of the agent turns run in
-	// the body (RunAgent) is withheld from the run's recorded transcript,
+	// the body (RunAgent), and in the turns nested there that their own
+	// chains let through, is withheld from the run's recorded transcript,
 	// and a host that keeps a copy of their transcript withholds it from
 	// that copy (WithholdAnswerTexts).
 	Withheld bool `json:"withheld,omitempty"`

@@ -632,7 +632,7 @@ func (c *ToolCall) Interrupted(err error) error {
 // the first hook's error when the call succeeded.
 func (pl *Pipeline) recordOutcome(ctx context.Context, tool string, v any, err error) error {
 	if pl.recordRuns.Load() {
-		pl.recordTool(runID(ctx), tool, agentRecordOf(ctx), v, err)
+		pl.recordTool(runID(ctx), tool, pl.agentRecordOf(ctx), v, err)
 		for _, hook := range pl.toolHooks {
 			if herr := hook(ctx); herr != nil && err == nil {
 				return herr
@@ -809,6 +809,13 @@ func onRefused(ctx context.Context, withhold func()) {
 // were made, only not recorded): the error says so, and wraps the end's (a
 // save the store failed: ErrOutcomeUnrecorded).
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
+	return pl.runTurn(ctx, req, fn, false)
+}
+
+// runTurn is Turn; agent marks RunAgent's own turn, whose answers reach a
+// turn it is nested in through nestIn, not as a host's nested turn hands
+// over those of its body (TurnCall.handOver).
+func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, agent bool) (TurnResult, error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
 	}
@@ -821,11 +828,13 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	}
 	// A turn run in the body of a turn of the same run and pipeline (a
 	// scenario's turn step around an agent step, a tool that runs an
-	// agent turn) is part of it: it does not hold the run the outer turn
-	// holds, and what its layers ask to do at its end is left to the
-	// outer turn's end (a checkpoint saves the run once, as the outer
-	// turn ends, and a refused delegate does not finish the run the outer
-	// turn goes on with). A fresh run has no outer turn.
+	// agent turn), or in a turn nested in it, of any pipeline or run, is
+	// part of it: it does not hold the run the outer turn holds, and what
+	// its layers ask to do at its end is left to the outermost turn's end
+	// (a checkpoint saves the run once, as that turn ends, and a refused
+	// delegate does not finish the run the outer turn goes on with). A
+	// fresh run has no outer turn.
+	parent, _ := ctx.Value(turnCallKey{}).(*TurnCall)
 	enclosing := pl.enclosingTurn(ctx)
 	nested := enclosing != nil
 	if fresh != "" {
@@ -841,7 +850,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		}
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)
-	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl}
+	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl, parent: parent, agent: agent}
 	c.outermost = c
 	if nested {
 		c.outermost = enclosing.outermost
@@ -854,6 +863,8 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 		for i := len(c.withhold) - 1; i >= 0; i-- {
 			c.withhold[i]()
 		}
+	} else if nested {
+		c.handOver(enclosing)
 	}
 	var endErr error
 	for _, end := range c.ends {
@@ -875,15 +886,47 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 	return TurnResult{Output: out, Attempts: max(c.Meta.Attempts, c.runs), Withheld: withheld}, err
 }
 
-// enclosingTurn returns the turn of pl and of ctx's run whose body ctx is
-// (Pipeline.Turn), or nil: a turn, an agent turn or a tool call run there
-// is part of that turn.
+// handOver hands the turn outer that c, a nested turn its chain did not
+// refuse, is part of (enclosingTurn) what c's body handed c: the text of
+// the agent turns run there and of the host's AddEarlier (TurnCall.
+// Earlier), which outer's chain reads too, and what withholds that text
+// from the run's recorded transcript, which outer's refusal runs. A
+// refusal of the outermost turn so withholds what turns nested in it at
+// any depth let through, as a refusal of the turn they ran in does. An
+// agent turn hands its own (nestIn), and a turn run by the tool of an
+// agent turn reaches that turn only as the tool's result.
+func (c *TurnCall) handOver(outer *TurnCall) {
+	if c.agent || outer.agent {
+		return
+	}
+	c.mu.Lock()
+	earlier, withhold := c.earlier, c.withhold
+	c.mu.Unlock()
+	if len(earlier) == 0 && len(withhold) == 0 {
+		return
+	}
+	outer.mu.Lock()
+	outer.earlier = append(outer.earlier, earlier...)
+	outer.withhold = append(outer.withhold, withhold...)
+	outer.mu.Unlock()
+}
+
+// enclosingTurn returns the nearest turn of pl and of ctx's run whose body
+// ctx is (Pipeline.Turn), or a turn nested there, of any pipeline or run,
+// is run in; nil if none: a turn, an agent turn or a tool call run there is
+// part of that turn.
 func (pl *Pipeline) enclosingTurn(ctx context.Context) *TurnCall {
-	c, ok := ctx.Value(turnCallKey{}).(*TurnCall)
-	if !ok || c.pl != pl || c.Meta.Run.ID != RunOf(ctx).ID {
+	c, _ := ctx.Value(turnCallKey{}).(*TurnCall)
+	if c == nil {
 		return nil
 	}
-	return c
+	id := RunOf(ctx).ID
+	for ; c != nil; c = c.parent {
+		if c.pl == pl && c.Meta.Run.ID == id {
+			return c
+		}
+	}
+	return nil
 }
 
 // hold holds key in pl.busy while runs are recorded, and returns what

@@ -1012,13 +1012,18 @@ func (r *runner) turn(ctx context.Context, i int, ts *TurnStep) StepResult {
 
 // withholdNested withholds, when the turn chain refused what a turn
 // step's body returned (runtime.TurnResult.Withheld), the text of its
-// agent steps' answers from their results and from the transcript a later
-// step continues, as the run's recorded transcript withholds it (runtime.
-// WithholdAnswerTexts): the host would show it.
+// agent steps' answers, and of those of the steps nested in its steps (a
+// turn step's, whose output goes too, or a parallel step's), from their results and from the
+// transcript a later step continues, as the run's recorded transcript
+// withholds it (runtime.WithholdAnswerTexts): the host would show it.
 func (r *runner) withholdNested(nested []StepResult) {
 	last := r.lastTranscript()
 	for i := range nested {
 		sr := &nested[i]
+		r.withholdNested(sr.Nested)
+		if sr.Stage == plan.StageTurn {
+			sr.Output = nil
+		}
 		if sr.Agent == nil {
 			continue
 		}
