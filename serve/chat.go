@@ -242,7 +242,16 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // first refusal is returned and counted.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse, made *madeCalls) error {
 	for _, call := range calls {
-		orig := made.rewritten(call)
+		orig, replayed := made.rewritten(call)
+		if replayed && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
+			// A cache (memoize, semantic_memoize) replayed the call as a
+			// masking layer released it when it was recorded, or its
+			// replay passed through one: the masked value is all there is.
+			err := &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf(
+				"the call of %s, which no model call of this request made (a cache replayed it), holds a value a layer of the chat chain masked: the client would run it on the masked value", call.Name)}
+			s.observeRefusal(plan.StageTool, err)
+			return err
+		}
 		if orig == nil {
 			if err := s.admitCall(ctx, pl, offered, call); err != nil {
 				return err
@@ -323,26 +332,31 @@ func (m *madeCalls) add(calls []runtime.ToolUse) {
 	m.mu.Unlock()
 }
 
+// maskPlaceholder begins the text that the builtins masking the model's
+// output (pii, redact) put in the place of what they mask.
+const maskPlaceholder = "[REDACTED:"
+
 // rewritten returns the calls the model made with call's id and name when
-// none has call's arguments: a layer of the chat chain rewrote them. Nil
-// when one has them, or none was made (a cache's answer), or m is nil.
-func (m *madeCalls) rewritten(call runtime.ToolUse) []runtime.ToolUse {
+// none has call's arguments: a layer of the chat chain rewrote them (nil
+// when one has them). replayed reports that no model call made one: a
+// cache's answer. Nil and false when m is nil (no layer of the chat chain
+// rewrites anything).
+func (m *madeCalls) rewritten(call runtime.ToolUse) (orig []runtime.ToolUse, replayed bool) {
 	if m == nil {
-		return nil
+		return nil, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var orig []runtime.ToolUse
 	for _, c := range m.calls {
 		if c.ID != call.ID || c.Name != call.Name {
 			continue
 		}
 		if c.Custom == call.Custom && bytes.Equal(c.Arguments, call.Arguments) {
-			return nil
+			return nil, false
 		}
 		orig = append(orig, c)
 	}
-	return orig
+	return orig, orig == nil
 }
 
 // maskingLayer names the layer of pl's chat chain that rewrote the

@@ -242,3 +242,41 @@ func TestProposedCallRewrittenByAHostsLayer(t *testing.T) {
 	}
 	assert.Equal(t, int64(6), hostRewrite.calls.Load()-before, "the layer ran once for each request")
 }
+
+// TestReplayedMaskedCallIsRefused: a cache in front of a masking layer
+// recorded the call as the layer released it (or, behind it, replays the
+// call through it), and a second request got the masked call, which no
+// model call of that request made, relayed. It is refused; a clean call
+// a cache replays is relayed.
+func TestReplayedMaskedCallIsRefused(t *testing.T) {
+	const (
+		maskPII = `{use: "pii", name: "mask_pii", action: "redact", kinds: ["email"]},`
+		memo    = `{use: "memoize", ttl: "1h", scope: "global"},`
+	)
+	for _, tc := range []struct{ name, chain, args, second string }{
+		{"cache outside", memo + maskPII, `{"to":"john.doe@example.com","body":"hi"}`, "tools"},
+		{"cache inside", maskPII + memo, `{"to":"john.doe@example.com","body":"hi"}`, "tools"},
+		{"clean call", memo + maskPII, `{"to":"ops","body":"hi"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := oaToolCallSSE("send_email", tc.args)
+			g := newGatewayWith(t, maskDecls(""), tc.chain, []reply{{body: body}}, nil)
+			params := openai.ChatCompletionNewParams{Model: "primary",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write to John")},
+				Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("send_email")}}
+			for i, layer := range []string{"mask_pii", tc.second} {
+				c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+				if layer == "" || tc.second == "" {
+					require.NoError(t, err, "request %d", i)
+					assert.JSONEq(t, tc.args, c.Choices[0].Message.ToolCalls[0].Function.Arguments)
+					continue
+				}
+				var oe *openai.Error
+				require.ErrorAs(t, err, &oe, "request %d", i)
+				assert.Equal(t, http.StatusForbidden, oe.StatusCode)
+				assert.Contains(t, oe.RawJSON(), "blocked by "+layer+":", "request %d", i)
+			}
+			assert.Equal(t, 1, g.oa.requests(), "the second answer is the cache's")
+		})
+	}
+}
