@@ -364,26 +364,32 @@ func (m *madeCalls) rewritten(call runtime.ToolUse) (orig []runtime.ToolUse, rep
 // that rewrites messages whose handler, run alone on an answer of calls,
 // releases other calls (pii with action redact, redact: such a layer
 // transforms what passes through it and acts on nothing else); else the
-// innermost layer that may rewrite them, a custom middleware, which is not
-// run outside the chain.
+// innermost custom middleware, which is not run outside the chain, or the
+// innermost builtin layer that rewrites messages.
 func maskingLayer(ctx context.Context, pl *runtime.Pipeline, calls []runtime.ToolUse) string {
 	layers := pl.Layers(plan.StageChat)
-	name := ""
+	custom, builtin := "", ""
 	for i := len(layers) - 1; i >= 0; i-- {
 		l := layers[i]
 		m, ok := runtime.LookupModule(l.Use)
-		custom := !ok || !m.Builtin
-		if !custom && !m.HasTrait(runtime.TraitRewritesMessages) {
-			continue
-		}
-		if name == "" {
-			name = l.Name
-		}
-		if w, chat := l.Middleware.(runtime.ChatWrapper); !custom && chat && rewritesCalls(ctx, w, calls) {
-			return l.Name
+		switch {
+		case !ok || !m.Builtin:
+			if custom == "" {
+				custom = l.Name
+			}
+		case m.HasTrait(runtime.TraitRewritesMessages):
+			if builtin == "" {
+				builtin = l.Name
+			}
+			if w, chat := l.Middleware.(runtime.ChatWrapper); chat && rewritesCalls(ctx, w, calls) {
+				return l.Name
+			}
 		}
 	}
-	return name
+	if custom != "" {
+		return custom
+	}
+	return builtin
 }
 
 // rewritesCalls reports whether w's handler, given an answer of calls
