@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -109,14 +110,22 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		return
 	}
 	defer finish()
+	rewrites := rewritesMessages(x.g.pl)
 	if a.param != nil {
-		sent := !rewritesMessages(x.g.pl)
+		sent := !rewrites
 		x.param = func(upstream string) string { return a.param(&p, sent, upstream) }
 	}
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	ctx = context.WithValue(ctx, clientWireKey{}, a.wire)
+	var made *madeCalls
+	if rewrites {
+		// A layer of the chat chain may rewrite the calls the model
+		// makes: the gateway admits them as the model made them.
+		made = &madeCalls{}
+		ctx = context.WithValue(ctx, madeCallsKey{}, made)
+	}
 	if !p.stream {
 		var resp runtime.ChatResponse
 		if a.ordered {
@@ -126,7 +135,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		}
 		s.observeChat(x, &p, &resp, err)
 		if err == nil {
-			err = s.admitProposals(ctx, x.g.pl, p.req.Tools, resp.ToolCalls)
+			err = s.admitProposals(ctx, x.g.pl, p.req.Tools, resp.ToolCalls, made)
 		}
 		if err != nil {
 			x.failErr(err)
@@ -144,7 +153,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
 	if err == nil {
-		if err = s.admitProposals(ctx, x.g.pl, p.req.Tools, w.calls.ToolCalls()); err == nil {
+		if err = s.admitProposals(ctx, x.g.pl, p.req.Tools, w.calls.ToolCalls(), made); err == nil {
 			w.release()
 		}
 	}
@@ -223,49 +232,188 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 
 // admitProposals decides the tool calls a model proposed before they are
 // relayed to the client, which runs them: each must pass the tool chain's
-// checks that need no execution (runtime.Pipeline.AdmitTool). The first
-// refusal is returned and counted; arguments that are not a JSON object
-// are refused, and so are arguments that give a key twice (see
-// repeatedKey), a custom tool's call whose arguments hold no text (see
-// customFormat), a call of a tool the request offers whose kind (custom
-// or function) is not the tool's (see callKind), and, once the chain
-// admitted it, a call of a tool the request does not offer.
-func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse) error {
+// checks that need no execution (admitCall). calls are the calls the chat
+// chain released; made, when set, holds those the model made (madeCalls).
+// A call a layer of the chat chain rewrote (pii with action redact, or
+// redact, mask the model's output) is read by the tool chain as the model
+// made it, then refused by the layer that rewrote it (maskingLayer): the
+// client would run the tool on the masked values, and relaying the call
+// as the model made it would hand the client what the layer masks. The
+// first refusal is returned and counted.
+func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse, made *madeCalls) error {
 	for _, call := range calls {
-		if err := callKind(offered, &call); err != nil {
+		orig, replayed := made.rewritten(call)
+		if replayed && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
+			// A cache (memoize, semantic_memoize) replayed the call as a
+			// masking layer released it when it was recorded, or its
+			// replay passed through one: the masked value is all there is.
+			err := &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf(
+				"the call of %s, which no model call of this request made (a cache replayed it), holds a value a layer of the chat chain masked: the client would run it on the masked value", call.Name)}
 			s.observeRefusal(plan.StageTool, err)
 			return err
 		}
-		if err := repeatedKeyError(call.Arguments, "the model proposed a call of "+call.Name+" whose arguments", "the client's parser"); err != nil {
-			s.observeRefusal(plan.StageTool, err)
-			return err
+		if orig == nil {
+			if err := s.admitCall(ctx, pl, offered, call); err != nil {
+				return err
+			}
+			continue
 		}
-		req, err := call.Request()
-		if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
-			// A layer rewrote a custom call's arguments into an object
-			// that holds no text: the client would run other text than
-			// the chain checked, or none.
-			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the call of the custom tool %s holds no text (its arguments are not {\"input\": TEXT})", call.Name)}
-			s.observeRefusal(plan.StageTool, err)
-			return err
+		for _, o := range orig {
+			if err := s.admitCall(ctx, pl, offered, o); err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = pl.AdmitTool(ctx, req)
-		} else {
-			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments are not a JSON object", call.Name)}
-		}
-		if err == nil && !slices.ContainsFunc(offered, func(t runtime.ToolDef) bool { return t.Name == call.Name }) {
-			// A tool the policy lets run, for another client: this one
-			// may run what it is handed by name, though it never
-			// offered it.
-			err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
-		}
-		if err != nil {
-			s.observeRefusal(plan.StageTool, err)
-			return err
-		}
+		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: fmt.Sprintf(
+			"the model proposed a call of %s whose arguments this layer masks in the model's output: the client runs the calls relayed, and would run this one on the masked values", call.Name)}
+		s.observeRefusal(plan.StageChat, err)
+		return err
 	}
 	return nil
+}
+
+// admitCall decides one call a model proposed: it must pass the tool
+// chain's checks that need no execution (runtime.Pipeline.AdmitTool); a
+// refusal is counted. Arguments that are not a JSON object are refused,
+// and so are arguments that give a key twice (see repeatedKey), a custom
+// tool's call whose arguments hold no text (see customFormat), a call of a
+// tool the request offers whose kind (custom or function) is not the
+// tool's (see callKind), and, once the chain admitted it, a call of a tool
+// the request does not offer.
+func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, call runtime.ToolUse) error {
+	if err := callKind(offered, &call); err != nil {
+		s.observeRefusal(plan.StageTool, err)
+		return err
+	}
+	if err := repeatedKeyError(call.Arguments, "the model proposed a call of "+call.Name+" whose arguments", "the client's parser"); err != nil {
+		s.observeRefusal(plan.StageTool, err)
+		return err
+	}
+	req, err := call.Request()
+	if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
+		// A layer rewrote a custom call's arguments into an object
+		// that holds no text: the client would run other text than
+		// the chain checked, or none.
+		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the call of the custom tool %s holds no text (its arguments are not {\"input\": TEXT})", call.Name)}
+		s.observeRefusal(plan.StageTool, err)
+		return err
+	}
+	if err == nil {
+		err = pl.AdmitTool(ctx, req)
+	} else {
+		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s whose arguments are not a JSON object", call.Name)}
+	}
+	if err == nil && !slices.ContainsFunc(offered, func(t runtime.ToolDef) bool { return t.Name == call.Name }) {
+		// A tool the policy lets run, for another client: this one
+		// may run what it is handed by name, though it never
+		// offered it.
+		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
+	}
+	if err != nil {
+		s.observeRefusal(plan.StageTool, err)
+	}
+	return err
+}
+
+// madeCallsKey is the context key of a chat call's madeCalls.
+type madeCallsKey struct{}
+
+// madeCalls records the tool calls the model clients of one chat call
+// answered with (servedModel.Stream), as the model made them, before any
+// layer of the chat chain read them. A hedge's racers record at once.
+type madeCalls struct {
+	mu    sync.Mutex
+	calls []runtime.ToolUse
+}
+
+// add records the calls of an answer.
+func (m *madeCalls) add(calls []runtime.ToolUse) {
+	m.mu.Lock()
+	m.calls = append(m.calls, calls...)
+	m.mu.Unlock()
+}
+
+// maskPlaceholder begins the text that the builtins masking the model's
+// output (pii, redact) put in the place of what they mask.
+const maskPlaceholder = "[REDACTED:"
+
+// rewritten returns the calls the model made with call's id and name when
+// none has call's arguments: a layer of the chat chain rewrote them (nil
+// when one has them). replayed reports that no model call made one: a
+// cache's answer. Nil and false when m is nil (no layer of the chat chain
+// rewrites anything).
+func (m *madeCalls) rewritten(call runtime.ToolUse) (orig []runtime.ToolUse, replayed bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.calls {
+		if c.ID != call.ID || c.Name != call.Name {
+			continue
+		}
+		if c.Custom == call.Custom && bytes.Equal(c.Arguments, call.Arguments) {
+			return nil, false
+		}
+		orig = append(orig, c)
+	}
+	return orig, orig == nil
+}
+
+// maskingLayer names the layer of pl's chat chain that rewrote the
+// arguments of calls, calls the model made: the innermost builtin layer
+// that rewrites messages whose handler, run alone on an answer of calls,
+// releases other calls (pii with action redact, redact: such a layer
+// transforms what passes through it and acts on nothing else); else the
+// innermost custom middleware, which is not run outside the chain, or the
+// innermost builtin layer that rewrites messages.
+func maskingLayer(ctx context.Context, pl *runtime.Pipeline, calls []runtime.ToolUse) string {
+	layers := pl.Layers(plan.StageChat)
+	custom, builtin := "", ""
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
+		m, ok := runtime.LookupModule(l.Use)
+		switch {
+		case !ok || !m.Builtin:
+			if custom == "" {
+				custom = l.Name
+			}
+		case m.HasTrait(runtime.TraitRewritesMessages):
+			if builtin == "" {
+				builtin = l.Name
+			}
+			if w, chat := l.Middleware.(runtime.ChatWrapper); chat && rewritesCalls(ctx, w, calls) {
+				return l.Name
+			}
+		}
+	}
+	if custom != "" {
+		return custom
+	}
+	return builtin
+}
+
+// rewritesCalls reports whether w's handler, given an answer of calls
+// alone, releases other calls.
+func rewritesCalls(ctx context.Context, w runtime.ChatWrapper, calls []runtime.ToolUse) bool {
+	h := w.WrapChat(func(_ context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		d := runtime.Delta{FinishReason: runtime.FinishToolCalls}
+		for i, tc := range calls {
+			f := runtime.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments)}
+			if in, err := tc.CustomInput(); tc.Custom && err == nil {
+				f.Arguments, f.Custom = in, true
+			}
+			d.ToolCalls = append(d.ToolCalls, f)
+		}
+		c.Emit(yield, d)
+		return nil
+	})
+	var out runtime.ToolCallBuilder
+	if err := h(ctx, &runtime.ChatCall{}, func(d runtime.Delta) bool { out.Add(&d); return true }); err != nil {
+		return false
+	}
+	return !slices.EqualFunc(out.ToolCalls(), calls, func(a, b runtime.ToolUse) bool {
+		return a.ID == b.ID && a.Name == b.Name && bytes.Equal(a.Arguments, b.Arguments)
+	})
 }
 
 // rewritesMessages reports whether a layer of pl's chat chain may change
@@ -509,7 +657,19 @@ func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yiel
 		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: "model " + m.name,
 			Err: runtime.ProviderRefused(fmt.Errorf("the conversation ends with an assistant message, which %s; end it with a user message, or call a model of the client's API", read))}
 	}
-	return m.client.Stream(ctx, req, yield)
+	made, _ := ctx.Value(madeCallsKey{}).(*madeCalls)
+	if made == nil {
+		return m.client.Stream(ctx, req, yield)
+	}
+	var calls runtime.ToolCallBuilder
+	err := m.client.Stream(ctx, req, func(d runtime.Delta) bool {
+		calls.Add(&d)
+		return yield(d)
+	})
+	if err == nil {
+		made.add(calls.ToolCalls())
+	}
+	return err
 }
 
 // endsWithAssistantText reports whether the last message of msgs, system

@@ -113,5 +113,7 @@
 // A tool call that is proposed but not run here (agentc serve relays a model's call to the
 // client that runs it; runtime.ToolAdmitter) is refused when its arguments hold personal data,
 // with either action: "redact" cannot reach a tool the client runs, and the arguments relayed
-// are never rewritten, so the call is not relayed at all.
+// are never rewritten, so the call is not relayed at all. For the same reason agentc serve
+// refuses, naming the layer, a call the model made whose arguments a chat-stage layer with
+// "redact" masked, and its tool chain reads the call as the model made it.
 package pii

@@ -1,0 +1,282 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// maskDecls declares send_email, which a client offers and runs, and a
+// tool chain of rest.
+func maskDecls(rest string) string {
+	return `tools: send_email: args: {type: "object", properties: {to: type: "string", body: type: "string"}}
+chains: tool: [` + rest + `]`
+}
+
+// proposedEverywhere has the model propose a call of send_email with args
+// to a client of each route, streamed and not, and returns what each got:
+// the arguments of the call relayed, or the error (a refusal's status
+// and body, or the stream's error event).
+func proposedEverywhere(t *testing.T, chat, tools, args string, opts ...func(*Options)) (map[string]string, *gateway) {
+	t.Helper()
+	// The text before the call ends its line, which the layers reading
+	// the output by lines release at once: a stream has begun when the
+	// call is refused.
+	line := func(sse string) string { return strings.Replace(sse, `"Let me check."`, `"Let me check.\n"`, 1) }
+	oa, an := make([]reply, 4), make([]reply, 2)
+	for i := range oa {
+		oa[i] = reply{body: line(oaToolCallSSE("send_email", args))}
+	}
+	for i := range an {
+		an[i] = reply{body: line(anToolUseSSE("send_email", args))}
+	}
+	g := newGatewayWith(t, maskDecls(tools), chat, oa, an, opts...)
+	ctx := context.Background()
+	got := map[string]string{}
+	refused := func(route string, err error) {
+		var oe *openai.Error
+		var ae *anthropic.Error
+		switch {
+		case errors.As(err, &oe):
+			got[route] = http.StatusText(oe.StatusCode) + " " + oe.RawJSON()
+		case errors.As(err, &ae):
+			got[route] = http.StatusText(ae.StatusCode) + " " + ae.RawJSON()
+		default:
+			got[route] = "error " + err.Error()
+		}
+	}
+
+	params := openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write to John")},
+		Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("send_email")}}
+	if c, err := g.openai(t).Chat.Completions.New(ctx, params); err != nil {
+		refused("chat", err)
+	} else {
+		require.Len(t, c.Choices[0].Message.ToolCalls, 1)
+		got["chat"] = c.Choices[0].Message.ToolCalls[0].Function.Arguments
+	}
+	stream := g.openai(t).Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		refused("chat stream", err)
+		for _, c := range acc.Choices {
+			assert.Empty(t, c.Message.ToolCalls, "no fragment of a refused call is sent")
+		}
+	} else {
+		require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+		got["chat stream"] = acc.Choices[0].Message.ToolCalls[0].Function.Arguments
+	}
+
+	rs := responses.ResponseNewParams{Model: "primary", Input: rsText("write to John"),
+		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "send_email",
+			Parameters: map[string]any{"type": "object"}, Strict: openai.Bool(false)}}}}
+	callOf := func(items []responses.ResponseOutputItemUnion) string {
+		for _, it := range items {
+			if it.Type == "function_call" {
+				return it.Arguments.OfString
+			}
+		}
+		return "no call"
+	}
+	if r, err := g.openai(t).Responses.New(ctx, rs); err != nil {
+		refused("responses", err)
+	} else {
+		got["responses"] = callOf(r.Output)
+	}
+	racc, types, err := rsStream(t, g.openai(t).Responses.NewStreaming(ctx, rs))
+	if err != nil {
+		refused("responses stream", err)
+		for _, ty := range types {
+			assert.NotContains(t, ty, "function_call", "no event of a refused call is sent")
+		}
+	} else {
+		got["responses stream"] = "no call"
+		for _, it := range racc.Snapshot().Output {
+			if it.Type == "function_call" {
+				got["responses stream"] = it.Arguments
+			}
+		}
+	}
+
+	an_ := anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("write to John"))},
+		Tools:    []anthropic.ToolUnionParam{anProposalTool("send_email")}}
+	inputOf := func(blocks []anthropic.ContentBlockUnion) string {
+		for _, b := range blocks {
+			if b.Type == "tool_use" {
+				return string(b.Input)
+			}
+		}
+		return "no call"
+	}
+	if m, err := g.anthropic(t).Messages.New(ctx, an_); err != nil {
+		refused("messages", err)
+	} else {
+		got["messages"] = inputOf(m.Content)
+	}
+	msg, err := anStreamProposal(t, g, "backup", "send_email")
+	if err != nil {
+		refused("messages stream", err)
+		assert.Equal(t, "no call", inputOf(msg.Content), "no tool_use block of a refused call is sent")
+	} else {
+		got["messages stream"] = inputOf(msg.Content)
+	}
+	return got, g
+}
+
+// TestProposedCallIsNeverRelayedMasked: a chat-chain layer that masks the
+// model's output (pii with action redact, redact) rewrote the arguments
+// of the call the model proposed, and the gateway admitted and relayed
+// the rewritten call: the tool chain's pii check read
+// {"to": "[REDACTED:email]"} and let it through, and the client ran
+// send_email to a masked address. The tool chain now reads the call as
+// the model proposed it, and a call a chat-chain layer masks is refused
+// by that layer, on every route, streamed or not; a call it leaves alone
+// is relayed as the model made it.
+func TestProposedCallIsNeverRelayedMasked(t *testing.T) {
+	const (
+		email   = `{"to":"john.doe@example.com","body":"hi"}`
+		secret  = `{"to":"ops","body":"the key is AKIAIOSFODNN7EXAMPLE"}`
+		clean   = `{"to":"ops","body":"hi"}`
+		maskPII = `{use: "pii", name: "mask_pii", action: "redact", kinds: ["email"]},`
+		redact  = `{use: "redact"},`
+	)
+	for _, tc := range []struct {
+		name, chat, tools, args string
+		// layer refuses the call; "" relays it as the model made it.
+		layer string
+	}{
+		{"tool chain reads the call as proposed", maskPII, `{use: "pii", name: "no_pii_calls", kinds: ["email"]}`, email, "no_pii_calls"},
+		{"chat pii redact", maskPII, ``, email, "mask_pii"},
+		{"chat redact", redact, ``, secret, "redact"},
+		{"the layer that masks it, inner", maskPII + redact, ``, secret, "redact"},
+		{"the layer that masks it, outer", maskPII + redact, ``, email, "mask_pii"},
+		{"clean call", maskPII + redact, `{use: "pii", name: "no_pii_calls", kinds: ["email"]}`, clean, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, g := proposedEverywhere(t, tc.chat, tc.tools, tc.args)
+			require.Len(t, got, 6)
+			if tc.layer != "" {
+				stage := "chat"
+				if tc.tools != "" {
+					stage = "tool"
+				}
+				assert.Contains(t, g.metrics(t), `agentc_serve_blocks_total{layer="`+tc.layer+`",stage="`+stage+`"} 6`)
+			}
+			for route, out := range got {
+				if tc.layer == "" {
+					assert.JSONEq(t, tc.args, out, "%s: relayed as the model made it", route)
+					continue
+				}
+				assert.NotContains(t, out, "REDACTED", route)
+				assert.NotContains(t, out, "john.doe", route)
+				assert.NotContains(t, out, "AKIA", route)
+				assert.Contains(t, out, "blocked by "+tc.layer+":", route)
+				if !strings.HasSuffix(route, "stream") {
+					assert.True(t, strings.HasPrefix(out, "Forbidden "), "%s: %s", route, out)
+				}
+			}
+		})
+	}
+}
+
+// rewriteCalls is a host's chat middleware that rewrites the arguments of
+// the calls the model makes; calls counts the calls it handles.
+type rewriteCalls struct{ calls atomic.Int64 }
+
+func (r *rewriteCalls) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		r.calls.Add(1)
+		return runtime.HoldToolCalls(ctx, c, next, yield, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+			for i := range calls {
+				calls[i].Arguments = json.RawMessage(`{"to":"ops","body":"rewritten"}`)
+			}
+			return calls, nil
+		})
+	}
+}
+
+var hostRewrite = &rewriteCalls{}
+
+func init() {
+	runtime.Register(runtime.Module{ID: "serve_test_rewrite_calls", Stages: []plan.Stage{plan.StageChat},
+		Doc: "test layer rewriting the model's tool calls", New: func() runtime.Middleware { return hostRewrite }})
+}
+
+// TestProposedCallRewrittenByAHostsLayer: a call a host's chat middleware
+// rewrote is refused by that layer, which is not run outside the chain to
+// find it.
+func TestProposedCallRewrittenByAHostsLayer(t *testing.T) {
+	withLayer := func(o *Options) {
+		src := o.Source
+		o.Source = SourceFunc(func(ctx context.Context) (*Loaded, error) {
+			ld, err := src.Load(ctx)
+			if err == nil {
+				ld.Plan.Chains.Chat = append(ld.Plan.Chains.Chat, plan.Layer{Use: "serve_test_rewrite_calls", Name: "host_rewrite"})
+			}
+			return ld, err
+		})
+	}
+	before := hostRewrite.calls.Load()
+	got, _ := proposedEverywhere(t, `{use: "redact"},`, ``, `{"to":"ops","body":"hi"}`, withLayer)
+	require.Len(t, got, 6)
+	for route, out := range got {
+		assert.Contains(t, out, "blocked by host_rewrite:", route)
+		assert.NotContains(t, out, "rewritten", route)
+	}
+	assert.Equal(t, int64(6), hostRewrite.calls.Load()-before, "the layer ran once for each request")
+}
+
+// TestReplayedMaskedCallIsRefused: a cache in front of a masking layer
+// recorded the call as the layer released it (or, behind it, replays the
+// call through it), and a second request got the masked call, which no
+// model call of that request made, relayed. It is refused; a clean call
+// a cache replays is relayed.
+func TestReplayedMaskedCallIsRefused(t *testing.T) {
+	const (
+		maskPII = `{use: "pii", name: "mask_pii", action: "redact", kinds: ["email"]},`
+		memo    = `{use: "memoize", ttl: "1h", scope: "global"},`
+	)
+	for _, tc := range []struct{ name, chain, args, second string }{
+		{"cache outside", memo + maskPII, `{"to":"john.doe@example.com","body":"hi"}`, "tools"},
+		{"cache inside", maskPII + memo, `{"to":"john.doe@example.com","body":"hi"}`, "tools"},
+		{"clean call", memo + maskPII, `{"to":"ops","body":"hi"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := oaToolCallSSE("send_email", tc.args)
+			g := newGatewayWith(t, maskDecls(""), tc.chain, []reply{{body: body}}, nil)
+			params := openai.ChatCompletionNewParams{Model: "primary",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write to John")},
+				Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("send_email")}}
+			for i, layer := range []string{"mask_pii", tc.second} {
+				c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
+				if layer == "" || tc.second == "" {
+					require.NoError(t, err, "request %d", i)
+					assert.JSONEq(t, tc.args, c.Choices[0].Message.ToolCalls[0].Function.Arguments)
+					continue
+				}
+				var oe *openai.Error
+				require.ErrorAs(t, err, &oe, "request %d", i)
+				assert.Equal(t, http.StatusForbidden, oe.StatusCode)
+				assert.Contains(t, oe.RawJSON(), "blocked by "+layer+":", "request %d", i)
+			}
+			assert.Equal(t, 1, g.oa.requests(), "the second answer is the cache's")
+		})
+	}
+}
