@@ -45,7 +45,7 @@ func (f *Fallback) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		var err, outage error
 		for i, m := range models {
 			if i > 0 {
-				// The model moved on from served nothing: what it billed
+				// The model tried before served nothing: what it billed
 				// is not the response's usage.
 				c.DiscardAttempt(before)
 			}
