@@ -1015,8 +1015,10 @@ type ChatCall struct {
 	// cancelled before anything arrived is estimated at its input.
 	Usage Usage
 	// Discarded is the usage billed by model calls made for this call whose
-	// output it never received: the racers a hedge cancelled or that failed.
-	// It is not part of the response's usage; a meter charges it.
+	// output it never received: the racers a hedge cancelled or that failed,
+	// the attempts a retry ran again and the models a fallback moved on
+	// from (DiscardAttempt). It is not part of the response's usage; a
+	// meter charges it.
 	Discarded Usage
 	// Charges lists, per model call made for this call (attempts, fallbacks,
 	// hedge racers, the lost ones included), the model it went to and the
@@ -1109,6 +1111,17 @@ func (c *ChatCall) Discard(clone *ChatCall) {
 	c.Discarded.Add(clone.Usage)
 	c.Discarded.Add(clone.Discarded)
 	c.Charges = append(c.Charges, clone.Charges...)
+}
+
+// DiscardAttempt records that the model calls the inner layers made since
+// c's usage was before were an attempt whose output the caller never
+// receives (one a retry or a fallback runs again, or moves on from,
+// after it failed before its first delta): what they billed moves from
+// Usage to Discarded. Usage is then the usage of the attempt that serves
+// the call, and a meter outside charges both.
+func (c *ChatCall) DiscardAttempt(before Usage) {
+	c.Discarded.Add(c.Usage.Sub(before))
+	c.Usage = before
 }
 
 // Charge is the usage one model call billed, and the model it went to.

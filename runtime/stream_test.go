@@ -546,11 +546,13 @@ func TestFailureCarriesWhatWasBilled(t *testing.T) {
 	resp, err := pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: hi})
 	require.ErrorContains(t, err, "cut")
 	assert.Equal(t, 2, attempts, "the failure before any delta was retried, the one after was not")
-	want := runtime.Usage{InputTokens: 200, CachedInputTokens: 40, OutputTokens: 9}
-	assert.Equal(t, want, resp.Usage, "the reported output, not an estimate of the text")
+	assert.Equal(t, runtime.Usage{InputTokens: 100, OutputTokens: 9}, resp.Usage,
+		"the last attempt's: the reported output, not an estimate of the text; the retried attempt's is discarded")
+	assert.Equal(t, []runtime.Charge{{Model: "primary", Usage: runtime.Usage{InputTokens: 100, CachedInputTokens: 40}},
+		{Model: "primary", Usage: runtime.Usage{InputTokens: 100, OutputTokens: 9}}}, resp.Charges)
 	got := meterOf(t, pl).Ledger("r")
-	assert.Equal(t, want.InputTokens, got.InputTokens)
-	assert.Equal(t, want.OutputTokens, got.OutputTokens)
+	assert.Equal(t, int64(200), got.InputTokens, "both attempts are charged")
+	assert.Equal(t, int64(9), got.OutputTokens)
 }
 
 // A refusal (deltas marked Refusal) is collected as one: Complete and

@@ -16,4 +16,11 @@
 // model down, then another that cannot honour the request, is the outage,
 // which a retry may get past, not a request at fault), else the last
 // refusal.
+//
+// What a model it moved on from billed (an Anthropic stream that reported
+// its input, then failed with overloaded_error; a request cancelled after
+// it went out) is not the response's usage: it is added to the call's
+// Discarded usage (ChatCall.DiscardAttempt), so a meter outside the
+// fallback charges it, at that model's rates, while the response reports
+// the usage of the model that served it.
 package fallback

@@ -41,9 +41,14 @@ func (f *Fallback) Validate() error {
 func (f *Fallback) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	models := f.Models
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		start := c.Deltas
+		start, before := c.Deltas, c.Usage
 		var err, outage error
-		for _, m := range models {
+		for i, m := range models {
+			if i > 0 {
+				// The model tried before served nothing: what it billed
+				// is not the response's usage.
+				c.DiscardAttempt(before)
+			}
 			c.Request.Model = m
 			err = next(ctx, c, yield)
 			if err == nil || c.Deltas > start || c.Stopped || ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -80,4 +81,32 @@ func TestARefusalAfterAnOutageReturnsTheOutage(t *testing.T) {
 	require.NoError(t, err)
 	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
 	require.ErrorContains(t, err, "backup key rejected")
+}
+
+// TestAFailedModelsUsageIsDiscarded: a model that failed before its first
+// delta after its provider billed the request (an Anthropic stream that
+// reported its input, then an overloaded_error) is not the model that
+// served the call: its usage was added to the response's, which reports
+// the model that served it. It is now the call's discarded usage, charged
+// by a meter outside at its own model's rates, and the response reports
+// the served model's usage alone.
+func TestAFailedModelsUsageIsDiscarded(t *testing.T) {
+	billed := runtime.Usage{InputTokens: 100_000}
+	served := runtime.Usage{InputTokens: 100, OutputTokens: 50}
+	a := rt.NewModel(rt.Response{Err: &runtime.CallError{Kind: runtime.KindTransient, Message: "overloaded", Usage: billed}})
+	b := rt.NewModel(rt.Response{Deltas: []string{"fine"}, Usage: served})
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"global"}`), rt.Layer("fallback", `{"models":["primary","backup"]}`)}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": a, "backup": b}})
+	text, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "fine", text)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, served, resp.Usage, "the served model's usage alone")
+	assert.Equal(t, []runtime.Charge{{Model: "primary", Usage: billed}, {Model: "backup", Usage: served}}, resp.Charges)
+
+	l := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter).Ledger("any run")
+	assert.Equal(t, int64(100_100), l.InputTokens, "the meter charges both model calls")
+	assert.Equal(t, int64(50), l.OutputTokens)
+	assert.InDelta(t, meter.Cost(p.Models["primary"], billed)+meter.Cost(p.Models["backup"], served), l.USD, 1e-12)
+	assert.InDelta(t, 0.3+0.000125, l.USD, 1e-12, "each at its own model's rates")
 }

@@ -48,6 +48,14 @@
 // failure's feedback; the caller's transcript is never modified, and the
 // call's transcript is restored when the layer returns).
 //
+// In the chat stage what an attempt run again billed (the usage its
+// provider reported before it failed, or the estimate of the input of one
+// that ran out of attempt_timeout after its request went out) is not the
+// response's usage: it is added to the call's Discarded usage
+// (ChatCall.DiscardAttempt), so a meter outside the retry charges every
+// attempt while the response reports the usage of the attempt that served
+// it.
+//
 // Before each attempt the layer stamps the attempt number on the call's meta
 // (Meta.Attempts). With `breaker`, each model (chat) or tool (tool) has a
 // circuit breaker: after `failures` consecutive transient failures it opens

@@ -125,10 +125,15 @@ var errAttemptTimeout = errors.New("attempt timed out")
 // WrapChat implements runtime.ChatWrapper.
 func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		start := c.Deltas
+		start, before := c.Deltas, c.Usage
 		base := c.Request.Messages
 		defer func() { c.Request.Messages = base }()
 		for attempt := 1; ; attempt++ {
+			if attempt > 1 {
+				// The attempt run again delivered nothing: what it billed
+				// is not the response's usage.
+				c.DiscardAttempt(before)
+			}
 			c.Meta.Attempts = attempt
 			var br *breaker
 			var trial bool

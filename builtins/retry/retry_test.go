@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/fallback"
+	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -309,6 +311,46 @@ func TestAStaleAttemptDoesNotEndSomeoneElsesTrial(t *testing.T) {
 			res, err := call("other")
 			require.NoError(t, err, "the trial's success closes the breaker")
 			assert.Equal(t, "other", res.Value)
+		})
+	}
+}
+
+// TestAFailedAttemptsUsageIsDiscarded: an attempt that failed after its
+// provider billed it (a reported input, then a transient error) or that
+// ran out of attempt_timeout after its request went out (the estimate of
+// its input) made no part of the response: its usage was added to the
+// response's, so a caller read the served attempt's tokens plus those of
+// every attempt before it. It is now the call's discarded usage, which a
+// meter outside still charges.
+func TestAFailedAttemptsUsageIsDiscarded(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: strings.Repeat("lorem ipsum dolor ", 300)}}}
+	served := runtime.Usage{InputTokens: 100, OutputTokens: 50}
+	for _, tc := range []struct {
+		name   string
+		first  rt.Response
+		billed runtime.Usage
+	}{
+		{"billed, then failed", rt.Response{Err: &runtime.CallError{Kind: runtime.KindTransient, Message: "overloaded", Usage: runtime.Usage{InputTokens: 1_000}}},
+			runtime.Usage{InputTokens: 1_000}},
+		{"timed out", rt.Response{Deltas: []string{"late"}, Delay: time.Hour}, runtime.EstimateInput(&req)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Positive(t, tc.billed.InputTokens)
+			model := rt.NewModel(tc.first, rt.Response{Deltas: []string{"fine"}, Usage: served})
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"scope":"global"}`),
+				rt.Layer("retry", `{"max_attempts":2,"attempt_timeout":"20ms","initial_delay":"1ms","max_delay":"1ms"}`)}})
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+			text, resp, err := rt.Collect(context.Background(), pl, req, 0)
+			require.NoError(t, err)
+			assert.Equal(t, "fine", text)
+			assert.Equal(t, 2, resp.Attempts)
+			assert.Equal(t, served, resp.Usage, "the served attempt's usage alone")
+			assert.Equal(t, []runtime.Charge{{Model: "primary", Usage: tc.billed}, {Model: "primary", Usage: served}}, resp.Charges)
+
+			l := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter).Ledger("any run")
+			assert.Equal(t, served.InputTokens+tc.billed.InputTokens, l.InputTokens, "the meter charges both attempts")
+			assert.Equal(t, served.OutputTokens, l.OutputTokens)
+			assert.InDelta(t, meter.Cost(p.Models["primary"], served)+meter.Cost(p.Models["primary"], tc.billed), l.USD, 1e-12)
 		})
 	}
 }
