@@ -105,7 +105,8 @@ type AgentResult struct {
 	ToolCalls int `json:"tool_calls"`
 	// Blocked is the number of tool calls a guard refused.
 	Blocked int `json:"blocked,omitempty"`
-	// Usage sums the usage of the model calls. Steps, ToolCalls, Blocked
+	// Usage sums the usage the model calls billed, attempts a layer of
+	// the chat chain discarded (retry, fallback, hedge) included. Steps, ToolCalls, Blocked
 	// and Usage count every attempt of the turn (a host's retry layer that
 	// ran the turn chain's inner layers again): the model calls of an
 	// attempt that failed were made, and are billed.
@@ -582,6 +583,21 @@ type agentTurn struct {
 	resumed map[string]ResumedIntent
 }
 
+// billed is the usage resp's model calls billed: each charge when more
+// than the call that served it billed (a retried attempt, a fallback, a
+// hedge's racer, whose usage the response's Usage leaves out), else its
+// Usage.
+func billed(resp *ChatResponse) Usage {
+	if resp.Charges == nil {
+		return resp.Usage
+	}
+	var u Usage
+	for _, c := range resp.Charges {
+		u.Add(c.Usage)
+	}
+	return u
+}
+
 // run makes the turn's model calls until an answer without tool calls, or
 // until the turn has maxSteps answers (an earlier attempt's included). The
 // steps OnDelta sees go on from the model calls the turn made.
@@ -589,7 +605,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 	for t.made < maxSteps {
 		t.res.Steps++
 		resp, msg, err := t.chat(ctx, t.res.Steps)
-		t.res.Usage.Add(resp.Usage)
+		t.res.Usage.Add(billed(&resp))
 		t.res.FinishReason = resp.FinishReason
 		t.res.Output = resp.Text
 		if err != nil {

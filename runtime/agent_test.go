@@ -304,3 +304,27 @@ func TestRunAgentEndsOnATimedOutSideEffectingCall(t *testing.T) {
 		})
 	}
 }
+
+// An agent turn's Usage is what its model calls billed: an attempt a retry
+// layer of the chat chain discarded from the response's usage was made and
+// billed, so the turn counts it, as the meter does.
+func TestAgentUsageCountsDiscardedAttempts(t *testing.T) {
+	attempts := 0
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		attempts++
+		if attempts == 1 {
+			return &runtime.CallError{Kind: runtime.KindTransient, Message: "overloaded", Usage: runtime.Usage{InputTokens: 100}}
+		}
+		yield(runtime.Delta{Text: "done", FinishReason: runtime.FinishStop, Usage: runtime.Usage{InputTokens: 100, OutputTokens: 5}})
+		return nil
+	})
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", ""), rt.Layer("retry", `{"max_attempts": 3, "initial_delay": "1ms"}`)}},
+		map[string]runtime.ModelClient{"primary": model})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "go"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, attempts)
+	assert.Equal(t, runtime.Usage{InputTokens: 200, OutputTokens: 5}, res.Usage, "both attempts were billed")
+	got := meterOf(t, pl).Ledger("r")
+	assert.Equal(t, int64(res.Usage.InputTokens), got.InputTokens, "the turn's usage agrees with the meter")
+}
