@@ -484,15 +484,12 @@ func releasable(buf string, h *linehold.Hold) int {
 	if cut == 0 || h.Encoded(buf, cut) == 0 {
 		return 0 // a run held from the start of the text: it is not folded again
 	}
-	for cut > 0 {
-		next := heldFrom(buf[:cut])
-		if next > 0 {
-			next = h.Encoded(buf, next)
-		}
-		if next == cut {
-			break
-		}
-		cut = next
+	cut = h.Encoded(buf, cut)
+	if cut == 0 {
+		return 0
+	}
+	if held := heldFrom(buf[:cut]); held < cut {
+		cut = h.Encoded(buf, held)
 	}
 	return cut
 }

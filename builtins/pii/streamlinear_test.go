@@ -2,6 +2,7 @@ package pii_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +46,38 @@ func TestStreamedLineStaysLinear(t *testing.T) {
 		run(500) // warm up
 		small, large := run(2500), run(10000)
 		assert.Less(t, large, 8*small+100*time.Millisecond, "%s: 2,500 deltas took %v, 10,000 %v", config, small, large)
+	}
+}
+
+// TestNumericLinesReleasedAsTheyCome: lines each ending in a short number ("row 7:
+// 12345", a date) are released as they come and in time proportional to their count. A
+// card cannot run on from a line across the digits held at its end, so the lines before
+// the last are not held; each cut was checked again back over every such line, which
+// held them all to the end and cost the cube of their count (2,000 lines, 21 s).
+func TestNumericLinesReleasedAsTheyCome(t *testing.T) {
+	model := &chunkModel{}
+	pl := chatPipeline(t, `{"action":"redact"}`, model)
+	for _, shape := range []string{"row %d: 12345\n", "- release on 2026-12-%02d\n"} {
+		run := func(n int) (time.Duration, int) {
+			model.deltas = model.deltas[:0]
+			for i := range n {
+				model.deltas = append(model.deltas, fmt.Sprintf(shape, i%28+1))
+			}
+			var got strings.Builder
+			releases := 0
+			d := cputime.Of(func() {
+				_, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+					Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+					func(d runtime.Delta) bool { got.WriteString(d.Text); releases++; return true })
+				require.NoError(t, err)
+			})
+			assert.Equal(t, strings.Join(model.deltas, ""), got.String(), shape)
+			return d, releases
+		}
+		run(200) // warm up
+		small, releases := run(500)
+		large, _ := run(2000)
+		assert.Greater(t, releases, 250, "%q: lines released as they come, not held to the end", shape)
+		assert.Less(t, large, 8*small+100*time.Millisecond, "%q: 500 lines took %v, 2,000 %v", shape, small, large)
 	}
 }

@@ -265,6 +265,7 @@ func (r *Redactor) releasable(buf string, h *linehold.Hold) int {
 		// Hold from the start of the line that opens the block.
 		cut = strings.LastIndexByte(buf[:b], '\n') + 1
 	}
+	end := cut
 	for cut > 0 {
 		cut = h.Encoded(buf, cut)
 		from := -1
@@ -274,8 +275,9 @@ func (r *Redactor) releasable(buf string, h *linehold.Hold) int {
 		if from < 0 {
 			break
 		}
-		if cut-from > maxOpenBytes || strings.Count(buf[from:cut], "\n") > maxOpenLines {
+		if end-from > maxOpenBytes || strings.Count(buf[from:end], "\n") > maxOpenLines {
 			h.Rest()
+			return strings.LastIndexByte(buf[:from], '\n') + 1
 		}
 		cut = strings.LastIndexByte(buf[:from], '\n') + 1
 	}

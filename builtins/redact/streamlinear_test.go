@@ -44,6 +44,18 @@ func TestStreamedHoldStaysLinear(t *testing.T) {
 		"a lazy match left open": {`{"defaults": false, "patterns": ["(?s)BEGIN.*?END"]}`, func(n int) []string {
 			return repeated(n, "BEGIN\n", "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo\n")
 		}},
+		// Many short matches left open one after another, each under the
+		// cap, the whole run over it: the cap counts from the end of the
+		// text, not from each step back.
+		"short values awaited line after line": {"", func(n int) []string {
+			return repeated(n, "", "password:\n")
+		}},
+		"short pattern matches open line after line": {`{"defaults": false, "patterns": ["acct:\\s*[0-9]{4}"]}`, func(n int) []string {
+			return repeated(n, "", "acct: 1234 acct:\n")
+		}},
+		"lazy matches opened line after line": {`{"defaults": false, "patterns": ["(?s)BEGIN.*?END"]}`, func(n int) []string {
+			return repeated(n, "", "END BEGIN\n")
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			run := func(n int) time.Duration {
