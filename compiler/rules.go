@@ -243,8 +243,13 @@ alternatives cover every number (args.count >= 0 || args.count < 0; a
 double or dyn field may hold NaN, which satisfies no comparison, so
 item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
-joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
-membership in an empty list (tool.name in []). So is an after-phase turn
+joined by || (tool.name != 'a' || tool.name != 'b', always true), a
+membership in an empty list (tool.name in []), or a matches() (a
+matches_any() all of whose patterns are such) with a constant pattern
+that can match no text, which is always false: $ without the m flag
+matches only at the end of the text, so args.iban.matches('^xx$[0-9]+')
+requires text after the end (guard/inert says the same of a layer's
+config patterns). So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
