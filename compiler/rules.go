@@ -187,7 +187,14 @@ args.amount > '100' (<, <=, >=) cannot be evaluated, and
 the guard fails as its on_error says on every call that reaches it, with
 a message about overloads (nothing is said where undeclared or MCP tools
 may be called). In an entry scoped to tools, args is typed and these are
-overload errors of CEL's. A phase "after"
+overload errors of CEL's. In the chat stage a tool call's args (in
+response.tool_calls, or a message's tool_calls) is a map of any keys to
+CEL; where a name test narrows the call to declared tools
+(response.tool_calls.exists(c, c.name == 'transfer' && c.args.ammount >
+1000.0), c.name in ['a', 'b'] && ..., or c.name != 'transfer' || ... in an
+all()), reading an argument none of their args schemas has, all closed,
+is an error with the argument meant: a call its tool accepts never
+carries it, so the read fails, or has() of it is false, on every one. A phase "after"
 predicate's result is checked the same way against the result_schema of
 the tools its entry applies to (every declared tool when it is unscoped):
 result.stauts, result['stauts'] or has(result.stauts) where no schema
@@ -225,7 +232,12 @@ vet time and fails at run time instead. Scope the entry to its tools. The
 same holds for a phase "after" predicate that reads a field of result
 (result.status) where a tool it applies to declares no result_schema:
 declare the tool's result_schema. A predicate that reads result whole
-(type(result) == string, result.contains('x')) is not reported.`},
+(type(result) == string, result.contains('x')) is not reported. A chat
+predicate that reads an argument of a proposed tool call without
+narrowing the call to a tool (response.tool_calls.exists(c,
+has(c.args.ammount))) is warned about where no declared tool's args
+schema has the argument and all are closed, and only declared tools run
+(cel/type says the same of a call narrowed by c.name == '...').`},
 	{ruleConstant, dsl.Error + "/" + dsl.Warning, "a predicate with one value for every call that leaves its layer inert", `
 A predicate that reads no variable of its stage ("false", "1 > 2",
 "'a' == 'b'") has the same value for every call. When that value makes
