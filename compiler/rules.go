@@ -302,7 +302,11 @@ format type, or build messages of another role. So is run.meta.tenant or
 run.meta.key compared with a tenant or a key name no declared key has,
 where the policy declares keys: agentc serve sets them from the key it
 admitted (a host embedding agentc may set others; without keys the host
-names the tenant, and nothing is said). The same holds of the
+names the tenant, and nothing is said). So, too, is a read in the chat or
+tool stage of a key of run.meta other than those two, where the policy
+declares keys (run.meta.?tenat.orValue('') == 'retail', has(run.meta.kye),
+'region' in run.meta): serve never sets it, so a test of it never holds;
+the closest key is the did-you-mean. The same holds of the
 name of a tool offered (request.tools), called (response.tool_calls) or
 called earlier (a message's tool_calls) in the chat stage, compared with a
 name no declared tool has where only declared tools run: a warning, as a
