@@ -451,10 +451,16 @@ value: require: "args.path.matches('/srv/data/[a-z]+\\.txt')" lets
 through "/etc/passwd#/srv/data/a.txt", and deny:
 "!args.role.matches('admin|support')" lets through "notadmin". A pattern
 is loose unless it is anchored in every branch of an alternation
-('^/srv/a/|/srv/b/' anchors the first branch only): at its start, ^
-(without the m flag) or \A, or at its end, $ or \z, which says where it
-matches ('@corp\\.example$'); one that begins with .* says it matches
-anywhere and is not reported either; one anchored under the m flag
+('^/srv/a/|/srv/b/' anchors the first branch only): at its end, $ or \z,
+which says where it matches ('@corp\\.example$'), or at its start, ^
+(without the m flag) or \A, where it also ends with .*, which says any
+rest is meant ('^/srv/public/.*'), or with a /, a prefix test as
+startsWith('/srv/a/') is ('^/srv/a/'). One anchored at its start alone
+matches a value that merely begins with a match:
+require: "args.path.matches('^/srv/data/[a-z]+\\.txt')" lets through
+"/srv/data/a.txt/../../../etc/passwd"; anchor it at both ends
+('^...$'). One that begins with .* says it matches anywhere and is not
+reported either; one anchored under the m flag
 ('(?m)^...$') matches a value one line of which matches. A host tested
 with url_host(...).endsWith('example.com') (or lower() of it) lets
 through evilexample.com, endsWith('localhost') evillocalhost, and
