@@ -369,7 +369,7 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	if len(checked.Reads) > 0 {
-		if !c.checkDeadTerm(x, checked, kind, field) {
+		if !c.checkDeadTerm(x, checked, kind, field) && !c.checkNeverMatchTerms(x, field) {
 			c.checkStatusOnly(x, env, checked, kind, field)
 		}
 		return

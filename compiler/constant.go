@@ -168,6 +168,43 @@ func (f folder) neverMatches(c ast.CallExpr) (deadTerm, bool) {
 	return deadTerm{value: false, why: strings.Join(whys, "; "), offset: f.offset(pats[0])}, true
 }
 
+// checkNeverMatchTerms reports each matches() (matches_any()) test of x
+// whose patterns can match no text (neverMatches) where it does not decide
+// the predicate (checkDeadTerm's): the term is always false, and dead. The
+// severity follows what that makes of the predicate (of its field: deny,
+// require, when or admit): an error where it can let calls through (a term of a deny or a
+// when, under no negation; of a require or an admit, under one; an
+// argument of a function), a warning where it can only block more. It
+// reports whether it found one.
+func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string) bool {
+	tree, ok := predicate.ParseSyntax(x.Source)
+	if !ok {
+		return false
+	}
+	f := folder{src: x.Source, info: tree.SourceInfo()}
+	found := false
+	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+		d, ok := f.neverMatches(call)
+		if !ok {
+			return
+		}
+		found = true
+		// A false term of polarity pol makes the predicate false where it
+		// would have held (pol > 0), true where it would not (pol < 0).
+		lets := pol == 0 || (pol > 0) == (field == "deny" || field == "when")
+		outcome := "the predicate holds for fewer calls than written"
+		if pol < 0 {
+			outcome = "the predicate holds for more calls than written"
+		}
+		diag := dsl.Warnf
+		if lets {
+			diag = dsl.Errorf
+		}
+		c.report(diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always false, and dead: %s, whatever its variables hold, so %s; fix the pattern", field, d.why, outcome))
+	}})
+	return found
+}
+
 // foldJunction folds a chain of && (or, with or set, of ||): a term equal to
 // the absorbing value (false for &&, true for ||) decides it, and so do
 // comparisons of one field with constants that cannot all hold (&&) or

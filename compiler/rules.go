@@ -261,7 +261,11 @@ matches_any() all of whose patterns are such) with a constant pattern
 that can match no text, which is always false: $ without the m flag
 matches only at the end of the text, so args.iban.matches('^xx$[0-9]+')
 requires text after the end (guard/inert says the same of a layer's
-config patterns). So is an after-phase turn
+config patterns). Such a test that does not decide the predicate
+(args.iban == 'x' || args.iban.matches('^xx$[0-9]+')) is a dead term: an
+error where it can let calls through (in a deny or a when, under no
+negation; in a require or an admit, under one), a warning where it can
+only block more. So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
