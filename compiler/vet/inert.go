@@ -65,11 +65,12 @@ family matching at once), or set with defaults: false, which drops the
 families, leaves them unable to block: the layer blocks on its signatures,
 patterns and classifier only, a warning at the threshold. A pattern of a
 tool_policy's arg_patterns, or of a redact, content_filter or security
-layer, that can match no text never blocks (masks) anything: an error at
-the pattern. $ and \z match only at the end of the text and ^ and \A only
-at its start (without the m flag), so 'drop$table', where \s+ was meant,
-requires text after the end; so does a character class that holds no
-character. A pattern whose match is only unlikely is not reported.
+layer, or of a run-state field's redact handler, that can match no text
+never blocks (masks) anything: an error at the pattern (the handler). $
+and \z match only at the end of the text and ^ and \A only at its start
+(without the m flag), so 'drop$table', where \s+ was meant, requires text
+after the end; a character class that holds no character matches nothing
+either. A pattern whose match is only unlikely is not reported.
 A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
 scoped to a tool the policy does not declare (an MCP server's tool, or one
@@ -144,6 +145,7 @@ tool.`,
 				p.inertPatterns(e)
 			}
 		}
+		p.inertStatePatterns()
 		for i, e := range p.Policy.Chains["chat"] {
 			p.inertChatWhen(e)
 			switch e.Use {
@@ -837,6 +839,26 @@ func (p *Pass) inertPatterns(e *dsl.Entry) {
 		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(r.Path), Severity: dsl.Error,
 			Message: fmt.Sprintf("%s's pattern '%s' can never match: %s; %s never acts on it", e.Ref(), r.Pattern, why, e.Use)})
+	}
+}
+
+// inertStatePatterns reports each pattern of a run-state field's redact
+// handler that can match no text, as inertPatterns does a layer's: the
+// handler never masks on it. At the handler.
+func (p *Pass) inertStatePatterns() {
+	if p.Policy.State == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Policy.State.Fields)) {
+		f := p.Policy.State.Fields[name]
+		for _, h := range slices.Concat(f.OnSet, f.OnAppend) {
+			for _, pat := range h.Redact {
+				if why, never := dsl.RegexpNeverMatches(pat); never {
+					p.Report(dsl.Diagnostic{Pos: h.Pos, Severity: dsl.Error,
+						Message: fmt.Sprintf("state field %s's %s[%d] redact pattern '%s' can never match: %s; the handler never masks on it", name, h.Op, h.Index, pat, why)})
+				}
+			}
+		}
 	}
 }
 
