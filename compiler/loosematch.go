@@ -412,8 +412,8 @@ func pathKey(e ast.Expr) string {
 // matches ('@corp\.example$'); or at its start, with ^ (without the m
 // flag) or \A, where it also ends with .* (or .+), which says any rest is
 // meant ('^/srv/public/.*'), or with a /, a prefix test as
-// startsWith('/srv/a/') is ('^/srv/a/'). One that begins with .* (or .+) says it
-// matches anywhere: it counts as anchored. startOnly is set when p is not
+// startsWith('/srv/a/') is ('^/srv/a/'). One that begins with .* (or .+)
+// says it matches anywhere: it counts as anchored. startOnly is set when p is not
 // anchored but every branch of it is anchored at its start: it matches a
 // value that merely begins with a match ('^/srv/data/[a-z]+\.txt' matches
 // /srv/data/a.txt/../../../etc/passwd). One that does not parse is left to
@@ -426,8 +426,8 @@ func anchored(p string) (ok, startOnly bool) {
 	anyRun := func(re *syntax.Regexp) bool {
 		return (re.Op == syntax.OpStar || re.Op == syntax.OpPlus) && (re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL)
 	}
-	// edge reports whether the first (last, with last set) element of re
-	// is one is tells of.
+	// edge reports whether the first element of re (its last, with last
+	// set), in every branch of an alternation, is one is holds for.
 	var edge func(re *syntax.Regexp, last bool, is func(*syntax.Regexp) bool) bool
 	edge = func(re *syntax.Regexp, last bool, is func(*syntax.Regexp) bool) bool {
 		if is(re) {

@@ -1,6 +1,8 @@
 package compiler
 
 import (
+	"slices"
+
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
@@ -30,7 +32,7 @@ func (c *Compilation) checkMetaKeys(x *dsl.Expr, stage predicate.Stage) {
 	f := folder{src: x.Source, info: tree.SourceInfo()}
 	seen := map[string]bool{}
 	report := func(key string, at ast.Expr) {
-		if seen[key] || key == "key" || key == "tenant" {
+		if seen[key] || slices.Contains(servedMetaKeys, key) {
 			return
 		}
 		seen[key] = true
