@@ -244,6 +244,10 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
 	c.checkLooseMatches(x, field, stage, tools)
 	c.checkFoldedLiterals(x, field)
+	if stage == predicate.Chat {
+		c.checkToolCallArgs(x)
+	}
+	c.checkMetaKeys(x, stage)
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)
 	}
@@ -365,7 +369,7 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	if len(checked.Reads) > 0 {
-		if !c.checkDeadTerm(x, checked, kind, field) {
+		if !c.checkDeadTerm(x, checked, kind, field) && !c.checkNeverMatchTerms(x, field) {
 			c.checkStatusOnly(x, env, checked, kind, field)
 		}
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -124,6 +125,8 @@ func (f folder) fold(e ast.Expr) (deadTerm, bool) {
 			if args := c.Args(); len(args) == 2 && args[1].Kind() == ast.ListKind && len(args[1].AsList().Elements()) == 0 {
 				return deadTerm{value: false, why: "`in []` holds for no value", offset: f.offset(args[1])}, true
 			}
+		case "matches", "matches_any":
+			return f.neverMatches(c)
 		case operators.LogicalAnd:
 			return f.foldJunction(e, false)
 		case operators.LogicalOr:
@@ -131,6 +134,75 @@ func (f folder) fold(e ast.Expr) (deadTerm, bool) {
 		}
 	}
 	return deadTerm{}, false
+}
+
+// neverMatches folds a matches() (or matches_any()) test whose constant
+// patterns can all match no text (dsl.RegexpNeverMatches): it is false
+// whatever it reads.
+func (f folder) neverMatches(c ast.CallExpr) (deadTerm, bool) {
+	args := c.Args()
+	var pats []ast.Expr
+	switch {
+	case c.FunctionName() == "matches" && c.IsMemberFunction() && len(args) == 1:
+		pats = args
+	case c.FunctionName() == "matches" && !c.IsMemberFunction() && len(args) == 2:
+		pats = args[1:]
+	case c.FunctionName() == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
+		pats = args[1].AsList().Elements()
+	}
+	if len(pats) == 0 {
+		return deadTerm{}, false
+	}
+	var whys []string
+	for _, p := range pats {
+		s, ok := stringLiteral(p)
+		if !ok {
+			return deadTerm{}, false
+		}
+		why, never := dsl.RegexpNeverMatches(s)
+		if !never {
+			return deadTerm{}, false
+		}
+		whys = append(whys, fmt.Sprintf("the pattern '%s' can never match: %s", s, why))
+	}
+	return deadTerm{value: false, why: strings.Join(whys, "; "), offset: f.offset(pats[0])}, true
+}
+
+// checkNeverMatchTerms reports each matches() (matches_any()) test of x
+// whose patterns can match no text (neverMatches) where it does not decide
+// the predicate (checkDeadTerm's): the term is always false, and dead. The
+// severity follows what that makes of the predicate (of its field: deny,
+// require, when or admit): an error where it can let calls through (a term of a deny or a
+// when, under no negation; of a require or an admit, under one; an
+// argument of a function), a warning where it can only block more. It
+// reports whether it found one.
+func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string) bool {
+	tree, ok := predicate.ParseSyntax(x.Source)
+	if !ok {
+		return false
+	}
+	f := folder{src: x.Source, info: tree.SourceInfo()}
+	found := false
+	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+		d, ok := f.neverMatches(call)
+		if !ok {
+			return
+		}
+		found = true
+		// A false term of polarity pol makes the predicate false where it
+		// would have held (pol > 0), true where it would not (pol < 0).
+		lets := pol == 0 || (pol > 0) == (field == "deny" || field == "when")
+		outcome := "the predicate holds for fewer calls than written"
+		if pol < 0 {
+			outcome = "the predicate holds for more calls than written"
+		}
+		diag := dsl.Warnf
+		if lets {
+			diag = dsl.Errorf
+		}
+		c.report(diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always false, and dead: %s, whatever its variables hold, so %s; fix the pattern", field, d.why, outcome))
+	}})
+	return found
 }
 
 // foldJunction folds a chain of && (or, with or set, of ||): a term equal to

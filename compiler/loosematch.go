@@ -15,8 +15,10 @@ import (
 )
 
 // ruleLooseMatch reports a test that lets a call through on a regular
-// expression not anchored at its start, or on a host suffix that is not at
-// a label boundary: it holds for values that merely contain what it reads.
+// expression not anchored at its end (nor at its start with a rest it
+// says any of: .*, or a / that ends a prefix), or on a host suffix that is
+// not at a label boundary: it holds for values that merely contain what it
+// reads.
 const ruleLooseMatch = "cel/loose-match"
 
 // A looseTest is a matches(), matches_any(), host endsWith() or URL
@@ -189,10 +191,15 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 		}
 		for _, k := range consts(e) {
 			p := k.s
-			if anchored(p) {
+			ok, startOnly := anchored(p)
+			if _, never := dsl.RegexpNeverMatches(p); ok || never {
+				// A pattern that never matches is cel/constant's.
 				continue
 			}
 			why := fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value, or begin it with .* where a match anywhere is meant", p)
+			if startOnly {
+				why = fmt.Sprintf("the pattern '%s', which is anchored at its start but not at its end (in every branch of an alternation): it matches a value that merely begins with a match, whatever follows (a path that goes on with /../); end it with $ to match the whole value, or with .* where any rest is meant", p)
+			}
 			if lineAnchored(p) {
 				why = fmt.Sprintf("the pattern '%s', whose m flag makes ^ and $ match at each line break: it matches a value one line of which matches; drop the m flag", p)
 			}
@@ -400,54 +407,81 @@ func pathKey(e ast.Expr) string {
 	return ""
 }
 
-// anchored reports whether the RE2 pattern p is anchored: at its start,
-// with ^ (without the m flag) or \A, or at its end, with $ or \z, in every
-// branch of an alternation. An end-anchored pattern ('@corp\.example$')
-// says where it matches, as one that begins with .* (or .+) says it
-// matches anywhere: both count as anchored. One that does not parse is
-// left to the runtime's error.
-func anchored(p string) bool {
+// anchored reports whether the RE2 pattern p is anchored, in every branch
+// of an alternation: at its end, with $ or \z, which says where it
+// matches ('@corp\.example$'); or at its start, with ^ (without the m
+// flag) or \A, where it also ends with .* (or .+), which says any rest is
+// meant ('^/srv/public/.*'), or with a /, a prefix test as
+// startsWith('/srv/a/') is ('^/srv/a/'). One that begins with .* (or .+)
+// says it matches anywhere: it counts as anchored. startOnly is set when p is not
+// anchored but every branch of it is anchored at its start: it matches a
+// value that merely begins with a match ('^/srv/data/[a-z]+\.txt' matches
+// /srv/data/a.txt/../../../etc/passwd). One that does not parse is left to
+// the runtime's error.
+func anchored(p string) (ok, startOnly bool) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil {
-		return true
+		return true, false
 	}
-	var atStart, atEnd func(re *syntax.Regexp) bool
-	atStart = func(re *syntax.Regexp) bool {
-		switch re.Op {
-		case syntax.OpBeginText:
+	anyRun := func(re *syntax.Regexp) bool {
+		return (re.Op == syntax.OpStar || re.Op == syntax.OpPlus) && (re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL)
+	}
+	// edge reports whether the first element of re (its last, with last
+	// set), in every branch of an alternation, is one is holds for.
+	var edge func(re *syntax.Regexp, last bool, is func(*syntax.Regexp) bool) bool
+	edge = func(re *syntax.Regexp, last bool, is func(*syntax.Regexp) bool) bool {
+		if is(re) {
 			return true
-		case syntax.OpConcat, syntax.OpCapture:
-			return len(re.Sub) > 0 && atStart(re.Sub[0])
-		case syntax.OpStar, syntax.OpPlus:
-			return re.Sub[0].Op == syntax.OpAnyChar || re.Sub[0].Op == syntax.OpAnyCharNotNL
 		}
-		return false
-	}
-	atEnd = func(re *syntax.Regexp) bool {
 		switch re.Op {
-		case syntax.OpEndText:
-			return true
 		case syntax.OpConcat, syntax.OpCapture:
-			return len(re.Sub) > 0 && atEnd(re.Sub[len(re.Sub)-1])
-		}
-		return false
-	}
-	var whole func(re *syntax.Regexp) bool
-	whole = func(re *syntax.Regexp) bool {
-		switch re.Op {
+			if len(re.Sub) == 0 {
+				return false
+			}
+			if last {
+				return edge(re.Sub[len(re.Sub)-1], last, is)
+			}
+			return edge(re.Sub[0], last, is)
 		case syntax.OpAlternate:
 			for _, sub := range re.Sub {
-				if !whole(sub) {
+				if !edge(sub, last, is) {
 					return false
 				}
 			}
 			return true
-		case syntax.OpCapture:
-			if re.Sub[0].Op == syntax.OpAlternate {
-				return whole(re.Sub[0])
-			}
 		}
-		return atStart(re) || atEnd(re)
+		return false
+	}
+	op := func(o syntax.Op) func(*syntax.Regexp) bool {
+		return func(re *syntax.Regexp) bool { return re.Op == o }
+	}
+	// dirPrefix reports whether re is a literal that ends with a /: a
+	// pattern that ends with one is a prefix test ('^/srv/a/'), as
+	// startsWith('/srv/a/') is.
+	dirPrefix := func(re *syntax.Regexp) bool {
+		return re.Op == syntax.OpLiteral && len(re.Rune) > 0 && re.Rune[len(re.Rune)-1] == '/'
+	}
+	branch := func(re *syntax.Regexp) (ok, startOnly bool) {
+		atStart := edge(re, false, op(syntax.OpBeginText))
+		if edge(re, true, op(syntax.OpEndText)) || edge(re, false, anyRun) || atStart && (edge(re, true, anyRun) || edge(re, true, dirPrefix)) {
+			return true, false
+		}
+		return false, atStart
+	}
+	whole := func(re *syntax.Regexp) (ok, startOnly bool) {
+		if re.Op == syntax.OpCapture && re.Sub[0].Op == syntax.OpAlternate {
+			re = re.Sub[0]
+		}
+		if re.Op != syntax.OpAlternate {
+			return branch(re)
+		}
+		ok, startOnly = true, true
+		for _, sub := range re.Sub {
+			subOK, subStart := branch(sub)
+			ok = ok && subOK
+			startOnly = startOnly && (subOK || subStart)
+		}
+		return ok, !ok && startOnly
 	}
 	return whole(re)
 }

@@ -187,7 +187,14 @@ args.amount > '100' (<, <=, >=) cannot be evaluated, and
 the guard fails as its on_error says on every call that reaches it, with
 a message about overloads (nothing is said where undeclared or MCP tools
 may be called). In an entry scoped to tools, args is typed and these are
-overload errors of CEL's. A phase "after"
+overload errors of CEL's. In the chat stage a tool call's args (in
+response.tool_calls, or a message's tool_calls) is a map of any keys to
+CEL; where a name test narrows the call to declared tools
+(response.tool_calls.exists(c, c.name == 'transfer' && c.args.ammount >
+1000.0), c.name in ['a', 'b'] && ..., or c.name != 'transfer' || ... in an
+all()), reading an argument none of their args schemas has, all closed,
+is an error with the argument meant: a call its tool accepts never
+carries it, so the read fails, or has() of it is false, on every one. A phase "after"
 predicate's result is checked the same way against the result_schema of
 the tools its entry applies to (every declared tool when it is unscoped):
 result.stauts, result['stauts'] or has(result.stauts) where no schema
@@ -225,7 +232,12 @@ vet time and fails at run time instead. Scope the entry to its tools. The
 same holds for a phase "after" predicate that reads a field of result
 (result.status) where a tool it applies to declares no result_schema:
 declare the tool's result_schema. A predicate that reads result whole
-(type(result) == string, result.contains('x')) is not reported.`},
+(type(result) == string, result.contains('x')) is not reported. A chat
+predicate that reads an argument of a proposed tool call without
+narrowing the call to a tool (response.tool_calls.exists(c,
+has(c.args.ammount))) is warned about where no declared tool's args
+schema has the argument and all are closed, and only declared tools run
+(cel/type says the same of a call narrowed by c.name == '...').`},
 	{ruleConstant, dsl.Error + "/" + dsl.Warning, "a predicate with one value for every call that leaves its layer inert", `
 A predicate that reads no variable of its stage ("false", "1 > 2",
 "'a' == 'b'") has the same value for every call. When that value makes
@@ -243,8 +255,17 @@ alternatives cover every number (args.count >= 0 || args.count < 0; a
 double or dyn field may hold NaN, which satisfies no comparison, so
 item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
-joined by || (tool.name != 'a' || tool.name != 'b', always true), or a
-membership in an empty list (tool.name in []). So is an after-phase turn
+joined by || (tool.name != 'a' || tool.name != 'b', always true), a
+membership in an empty list (tool.name in []), or a matches() (a
+matches_any() all of whose patterns are such) with a constant pattern
+that can match no text, which is always false: $ without the m flag
+matches only at the end of the text, so args.iban.matches('^xx$[0-9]+')
+requires text after the end (guard/inert says the same of a layer's
+config patterns). Such a test that does not decide the predicate
+(args.iban == 'x' || args.iban.matches('^xx$[0-9]+')) is a dead term: an
+error where it can let calls through (in a deny or a when, under no
+negation; in a require or an admit, under one), a warning where it can
+only block more. So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
@@ -285,7 +306,11 @@ format type, or build messages of another role. So is run.meta.tenant or
 run.meta.key compared with a tenant or a key name no declared key has,
 where the policy declares keys: agentc serve sets them from the key it
 admitted (a host embedding agentc may set others; without keys the host
-names the tenant, and nothing is said). The same holds of the
+names the tenant, and nothing is said). So, too, is a read in the chat or
+tool stage of a key of run.meta other than those two, where the policy
+declares keys (run.meta.?tenat.orValue('') == 'retail', has(run.meta.kye),
+'region' in run.meta): serve never sets it, so a test of it never holds;
+the closest key is the did-you-mean. The same holds of the
 name of a tool offered (request.tools), called (response.tool_calls) or
 called earlier (a message's tool_calls) in the chat stage, compared with a
 name no declared tool has where only declared tools run: a warning, as a
@@ -430,10 +455,16 @@ value: require: "args.path.matches('/srv/data/[a-z]+\\.txt')" lets
 through "/etc/passwd#/srv/data/a.txt", and deny:
 "!args.role.matches('admin|support')" lets through "notadmin". A pattern
 is loose unless it is anchored in every branch of an alternation
-('^/srv/a/|/srv/b/' anchors the first branch only): at its start, ^
-(without the m flag) or \A, or at its end, $ or \z, which says where it
-matches ('@corp\\.example$'); one that begins with .* says it matches
-anywhere and is not reported either; one anchored under the m flag
+('^/srv/a/|/srv/b/' anchors the first branch only): at its end, $ or \z,
+which says where it matches ('@corp\\.example$'), or at its start, ^
+(without the m flag) or \A, where it also ends with .*, which says any
+rest is meant ('^/srv/public/.*'), or with a /, a prefix test as
+startsWith('/srv/a/') is ('^/srv/a/'). One anchored at its start alone
+matches a value that merely begins with a match:
+require: "args.path.matches('^/srv/data/[a-z]+\\.txt')" lets through
+"/srv/data/a.txt/../../../etc/passwd"; anchor it at both ends
+('^...$'). One that begins with .* says it matches anywhere and is not
+reported either; one anchored under the m flag
 ('(?m)^...$') matches a value one line of which matches. A host tested
 with url_host(...).endsWith('example.com') (or lower() of it) lets
 through evilexample.com, endsWith('localhost') evillocalhost, and

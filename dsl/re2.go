@@ -19,24 +19,41 @@ var regexpFields = map[string]string{
 	"tool_policy":    "arg_patterns",
 }
 
+// A RegexpField is a regular expression an entry's config holds: its
+// path under the entry (patterns.0, arg_patterns.1.pattern) and the
+// pattern.
+type RegexpField struct {
+	Path, Pattern string
+}
+
+// Regexps returns the RE2 regular expressions of the entry's config, in
+// the order written.
+func (e *Entry) Regexps() []RegexpField {
+	field, ok := regexpFields[e.Use]
+	if !ok {
+		return nil
+	}
+	var out []RegexpField
+	list, _ := e.Fields[field].([]any)
+	for i, item := range list {
+		at := fmt.Sprintf("%s.%d", field, i)
+		pat, ok := item.(string)
+		if m, isMap := item.(map[string]any); isMap {
+			pat, ok = m["pattern"].(string)
+			at += ".pattern"
+		}
+		if ok {
+			out = append(out, RegexpField{Path: at, Pattern: pat})
+		}
+	}
+	return out
+}
+
 // checkRegexps compiles the entry's regular expressions, so that a pattern
 // Go's RE2 engine refuses is a vet error at the construct it refuses.
 func (l *loader) checkRegexps(e *Entry, path []string) {
-	field, ok := regexpFields[e.Use]
-	if !ok {
-		return
-	}
-	list, _ := e.Fields[field].([]any)
-	for i, item := range list {
-		pat, ok := item.(string)
-		at := append(append([]string{}, path...), field, fmt.Sprint(i))
-		if m, isMap := item.(map[string]any); isMap {
-			pat, ok = m["pattern"].(string)
-			at = append(at, "pattern")
-		}
-		if ok {
-			l.checkRegexp(at, pat)
-		}
+	for _, r := range e.Regexps() {
+		l.checkRegexp(append(append([]string{}, path...), strings.Split(r.Path, ".")...), r.Pattern)
 	}
 }
 
@@ -88,4 +105,93 @@ func regexpProblem(pat string, err error) (string, int) {
 		return fmt.Sprintf("`%s` is a possessive quantifier, and %s none (it never backtracks): drop the last +", se.Expr, linear), off
 	}
 	return fmt.Sprintf("%s: `%s`", se.Code, se.Expr), off
+}
+
+// RegexpNeverMatches reports whether the RE2 pattern pat matches no text
+// at all, and says why: an end-of-text assertion ($ without the m flag, or
+// \z) with text required after it ('drop$table', where \s+ or \$ was
+// meant), a start-of-text assertion (^ without the m flag, or \A) with text
+// required before it, or a character class that holds no character
+// ([^\x00-\x{10FFFF}]). It is sound: a pattern it reports can match
+// nothing, and one it cannot decide (word boundaries, the m flag's ^ and
+// $) counts as one that may match. A pattern RE2 refuses is left to
+// checkRegexp.
+func RegexpNeverMatches(pat string) (why string, never bool) {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return "", false
+	}
+	// A state is where the program is, whether a character has been
+	// consumed (the position is past the start of the text, where ^ fails)
+	// and whether $ has been asserted (no character may follow). A search
+	// may start at the start of the text, so the first state has neither.
+	type state struct {
+		pc              uint32
+		consumed, ended bool
+	}
+	const (
+		afterEnd = 1 << iota
+		beforeStart
+		emptyClass
+	)
+	var dead int
+	seen := map[state]bool{}
+	todo := []state{{pc: uint32(prog.Start)}}
+	for len(todo) > 0 {
+		s := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		in := &prog.Inst[s.pc]
+		next := s
+		next.pc = in.Out
+		switch in.Op {
+		case syntax.InstMatch:
+			return "", false
+		case syntax.InstFail:
+			dead |= emptyClass
+			continue
+		case syntax.InstAlt, syntax.InstAltMatch:
+			alt := s
+			alt.pc = in.Arg
+			todo = append(todo, alt)
+		case syntax.InstEmptyWidth:
+			op := syntax.EmptyOp(in.Arg)
+			if op&syntax.EmptyBeginText != 0 && s.consumed {
+				dead |= beforeStart
+				continue
+			}
+			if op&syntax.EmptyEndText != 0 {
+				next.ended = true
+			}
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			if s.ended {
+				dead |= afterEnd
+				continue
+			}
+			if in.Op == syntax.InstRune && len(in.Rune) == 0 {
+				dead |= emptyClass
+				continue
+			}
+			next.consumed = true
+		}
+		todo = append(todo, next)
+	}
+	var whys []string
+	if dead&afterEnd != 0 {
+		whys = append(whys, "$ (or \\z) matches only at the end of the text, yet the pattern requires text after it (write \\$ for a dollar sign, \\s+ for white space)")
+	}
+	if dead&beforeStart != 0 {
+		whys = append(whys, "^ (or \\A) matches only at the start of the text, yet the pattern requires text before it (write \\^ for a caret)")
+	}
+	if dead&emptyClass != 0 {
+		whys = append(whys, "a character class in it holds no character")
+	}
+	return strings.Join(whys, "; "), true
 }

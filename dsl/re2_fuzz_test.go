@@ -98,3 +98,23 @@ func FuzzRegexpField(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRegexpNeverMatches: a pattern RegexpNeverMatches reports matches no
+// text, the fuzzed one nor any of its substrings.
+func FuzzRegexpNeverMatches(f *testing.F) {
+	for _, s := range []string{`a$b`, `^a$`, `a^b`, `$^`, `(a|$)b`, `x\z`, `[^\x00-\x{10FFFF}]`, `a$b?`} {
+		f.Add(s, "ab")
+	}
+	f.Fuzz(func(t *testing.T, pat, text string) {
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return
+		}
+		if _, never := RegexpNeverMatches(pat); never && re.MatchString(text) {
+			t.Fatalf("%q reported as never matching, yet it matches %q", pat, text)
+		}
+		if _, never := RegexpNeverMatches(pat); never && re.MatchString(pat) {
+			t.Fatalf("%q reported as never matching, yet it matches itself", pat)
+		}
+	})
+}

@@ -39,3 +39,29 @@ func TestRegexpRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A pattern that can match no text is told apart from one that can, and
+// the reason names the construct that rules every match out.
+func TestRegexpNeverMatches(t *testing.T) {
+	never := map[string]string{
+		`drop$table`:         "$ (or \\z) matches only at the end",
+		`ACCT$[0-9]+`:        "$ (or \\z) matches only at the end",
+		`(?i)^xx$[0-9]+`:     "$ (or \\z) matches only at the end",
+		`secret\zkey`:        "$ (or \\z) matches only at the end",
+		`a^b`:                "^ (or \\A) matches only at the start",
+		`(x|y)\Az`:           "^ (or \\A) matches only at the start",
+		`[^\x00-\x{10FFFF}]`: "holds no character",
+		`a$b|c^d`:            "$ (or \\z) matches only at the end",
+		`(?:foo$)+bar`:       "$ (or \\z) matches only at the end",
+	}
+	for pat, want := range never {
+		why, ok := RegexpNeverMatches(pat)
+		assert.True(t, ok, pat)
+		assert.Contains(t, why, want, pat)
+	}
+	for _, pat := range []string{`drop\s+table`, `^a$`, `a$$`, `$^`, `^$`, `a$|b`, `a$b?`, `a$(b*)`, `(?m)a$\nb`, `(?m)^x`,
+		`x^*`, `\ba\b`, `a\bb`, `\$[0-9]+`, `(?s).*`, ``, `^`, `a?^b`, `(^|,)x`, `x(,|$)`, `[^a]`} {
+		_, ok := RegexpNeverMatches(pat)
+		assert.False(t, ok, pat)
+	}
+}

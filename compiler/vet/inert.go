@@ -63,7 +63,14 @@ sets no extensions, max_bytes nor must_exist: every path lies inside "/". A
 security threshold above the most the phrase families can sum to (every
 family matching at once), or set with defaults: false, which drops the
 families, leaves them unable to block: the layer blocks on its signatures,
-patterns and classifier only, a warning at the threshold.
+patterns and classifier only, a warning at the threshold. A pattern of a
+tool_policy's arg_patterns, or of a redact, content_filter or security
+layer, or of a run-state field's redact handler, that can match no text
+never blocks (masks) anything: an error at the pattern (the handler). $
+and \z match only at the end of the text and ^ and \A only at its start
+(without the m flag), so 'drop$table', where \s+ was meant, requires text
+after the end; a character class that holds no character matches nothing
+either. A pattern whose match is only unlikely is not reported.
 A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
 scoped to a tool the policy does not declare (an MCP server's tool, or one
@@ -135,8 +142,10 @@ tool.`,
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
 				p.inertMatchers(e)
+				p.inertPatterns(e)
 			}
 		}
+		p.inertStatePatterns()
 		for i, e := range p.Policy.Chains["chat"] {
 			p.inertChatWhen(e)
 			switch e.Use {
@@ -817,6 +826,40 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 	}
 	p.Report(dsl.Diagnostic{Pos: pos, Severity: dsl.Warning,
 		Message: fmt.Sprintf("%s checks nothing: %s, so every call passes it untouched", e.Ref(), what)})
+}
+
+// inertPatterns reports each regular expression of a layer's config that
+// can match no text (dsl.RegexpNeverMatches): the layer never blocks (nor
+// masks) on it, and lets through what it reads as held back.
+func (p *Pass) inertPatterns(e *dsl.Entry) {
+	for _, r := range e.Regexps() {
+		why, never := dsl.RegexpNeverMatches(r.Pattern)
+		if !never {
+			continue
+		}
+		p.Report(dsl.Diagnostic{Pos: e.FieldPos(r.Path), Severity: dsl.Error,
+			Message: fmt.Sprintf("%s's pattern '%s' can never match: %s; %s never acts on it", e.Ref(), r.Pattern, why, e.Use)})
+	}
+}
+
+// inertStatePatterns reports each pattern of a run-state field's redact
+// handler that can match no text, as inertPatterns does a layer's: the
+// handler never masks on it. At the handler.
+func (p *Pass) inertStatePatterns() {
+	if p.Policy.State == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Policy.State.Fields)) {
+		f := p.Policy.State.Fields[name]
+		for _, h := range slices.Concat(f.OnSet, f.OnAppend) {
+			for _, pat := range h.Redact {
+				if why, never := dsl.RegexpNeverMatches(pat); never {
+					p.Report(dsl.Diagnostic{Pos: h.Pos, Severity: dsl.Error,
+						Message: fmt.Sprintf("state field %s's %s[%d] redact pattern '%s' can never match: %s; the handler never masks on it", name, h.Op, h.Index, pat, why)})
+				}
+			}
+		}
+	}
 }
 
 // inertThreshold reports a security layer whose threshold its phrase

@@ -1,0 +1,264 @@
+package compiler
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+
+	"github.com/agentc-dev/agentc/dsl"
+	"github.com/agentc-dev/agentc/internal/textdist"
+	"github.com/agentc-dev/agentc/runtime/predicate"
+)
+
+// A toolCallArgRead is a read of an argument of a tool call a chat
+// predicate ranges over (c.args.amount, c.args['amount'], has(c.args.amount)
+// in response.tool_calls.exists(c, ...)).
+type toolCallArgRead struct {
+	key    string
+	offset int
+	// tools are the tools a conjunct around the read narrows the call to
+	// (c.name == 'transfer' && ...); none when nothing narrows it.
+	tools []string
+}
+
+// toolCallArgReads returns the reads of a tool call's arguments in the chat
+// predicate src: inside a comprehension over a list of tool calls
+// (response.tool_calls, a message's tool_calls), each read of the
+// variable's args, with the tools the name tests around it narrow the call
+// to. A name test narrows what it guards: the other conjuncts of c.name ==
+// 'x' && ... (c.name in ['x', 'y'] && ...), the other disjuncts of c.name !=
+// 'x' || ... (!(c.name == 'x') || ...).
+func toolCallArgReads(src string) []toolCallArgRead {
+	tree, ok := predicate.ParseSyntax(src)
+	if !ok {
+		return nil
+	}
+	f := folder{src: src, info: tree.SourceInfo()}
+	var out []toolCallArgRead
+	// narrowing returns the tools e, a term of an && (or, with or set, of an
+	// ||), narrows the call of v to.
+	narrowing := func(e ast.Expr, vars map[string][]string, or bool) (string, []string) {
+		if e.Kind() != ast.CallKind {
+			return "", nil
+		}
+		c := e.AsCall()
+		a := c.Args()
+		if c.FunctionName() == operators.LogicalNot && or && a[0].Kind() == ast.CallKind {
+			c, a, or = a[0].AsCall(), a[0].AsCall().Args(), false
+		}
+		if len(a) != 2 {
+			return "", nil
+		}
+		name := func(x ast.Expr) string {
+			if x.Kind() != ast.SelectKind || x.AsSelect().FieldName() != "name" || x.AsSelect().IsTestOnly() {
+				return ""
+			}
+			v := x.AsSelect().Operand()
+			if v.Kind() != ast.IdentKind {
+				return ""
+			}
+			if _, ok := vars[v.AsIdent()]; !ok {
+				return ""
+			}
+			return v.AsIdent()
+		}
+		want := operators.Equals
+		if or {
+			want = operators.NotEquals
+		}
+		switch fn := c.FunctionName(); {
+		case fn == want:
+			for i := range 2 {
+				if v := name(a[i]); v != "" {
+					if s, ok := stringLiteral(a[1-i]); ok {
+						return v, []string{s}
+					}
+				}
+			}
+		case fn == operators.In && !or && a[1].Kind() == ast.ListKind:
+			v := name(a[0])
+			var names []string
+			for _, el := range a[1].AsList().Elements() {
+				s, ok := stringLiteral(el)
+				if !ok {
+					return "", nil
+				}
+				names = append(names, s)
+			}
+			if v != "" && len(names) > 0 {
+				return v, names
+			}
+		}
+		return "", nil
+	}
+	// argRead returns the variable and key e reads of a tool call's args.
+	argRead := func(e ast.Expr, vars map[string][]string) (string, string, ast.Expr, bool) {
+		var m ast.Expr
+		var key string
+		switch e.Kind() {
+		case ast.SelectKind:
+			m, key = e.AsSelect().Operand(), e.AsSelect().FieldName()
+		case ast.CallKind:
+			c := e.AsCall()
+			if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex || fn == operators.OptSelect) && len(c.Args()) == 2 {
+				s, ok := stringLiteral(c.Args()[1])
+				if !ok {
+					return "", "", nil, false
+				}
+				m, key = c.Args()[0], s
+			}
+		}
+		if m == nil || m.Kind() != ast.SelectKind || m.AsSelect().FieldName() != "args" || m.AsSelect().IsTestOnly() {
+			return "", "", nil, false
+		}
+		v := m.AsSelect().Operand()
+		if v.Kind() != ast.IdentKind {
+			return "", "", nil, false
+		}
+		if _, ok := vars[v.AsIdent()]; !ok {
+			return "", "", nil, false
+		}
+		return v.AsIdent(), key, m, true
+	}
+	var walk func(e ast.Expr, vars map[string][]string)
+	walkAll := func(vars map[string][]string, es ...ast.Expr) {
+		for _, e := range es {
+			walk(e, vars)
+		}
+	}
+	walk = func(e ast.Expr, vars map[string][]string) {
+		if v, key, m, ok := argRead(e, vars); ok {
+			off := f.offset(m)
+			if i := strings.Index(src[min(off, len(src)):], key); i >= 0 {
+				off += i
+			}
+			out = append(out, toolCallArgRead{key: key, offset: off, tools: vars[v]})
+			return
+		}
+		switch e.Kind() {
+		case ast.CallKind:
+			c := e.AsCall()
+			if fn := c.FunctionName(); fn == operators.LogicalAnd || fn == operators.LogicalOr {
+				terms := junctionTerms(e, fn)
+				narrowed := vars
+				for _, t := range terms {
+					if v, tools := narrowing(t, vars, fn == operators.LogicalOr); v != "" {
+						narrowed = maps.Clone(narrowed)
+						narrowed[v] = tools
+					}
+				}
+				walkAll(narrowed, terms...)
+				return
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target(), vars)
+			}
+			walkAll(vars, c.Args()...)
+		case ast.ComprehensionKind:
+			comp := e.AsComprehension()
+			walkAll(vars, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
+			inner := maps.Clone(vars)
+			delete(inner, comp.IterVar())
+			if r := comp.IterRange(); r.Kind() == ast.SelectKind && r.AsSelect().FieldName() == "tool_calls" {
+				inner[comp.IterVar()] = nil
+			}
+			walk(comp.LoopStep(), inner)
+		case ast.SelectKind:
+			walk(e.AsSelect().Operand(), vars)
+		case ast.ListKind:
+			walkAll(vars, e.AsList().Elements()...)
+		case ast.MapKind:
+			for _, en := range e.AsMap().Entries() {
+				m := en.AsMapEntry()
+				walkAll(vars, m.Key(), m.Value())
+			}
+		}
+	}
+	walk(tree.Expr(), map[string][]string{})
+	return out
+}
+
+// junctionTerms flattens the chain of fn (&& or ||) e into its terms.
+func junctionTerms(e ast.Expr, fn string) []ast.Expr {
+	if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == fn {
+		var out []ast.Expr
+		for _, a := range e.AsCall().Args() {
+			out = append(out, junctionTerms(a, fn)...)
+		}
+		return out
+	}
+	return []ast.Expr{e}
+}
+
+// checkToolCallArgs reports, in a chat predicate, each read of an argument
+// of a tool call the model proposes (a map of any keys to CEL) that no
+// tool it can be a call of declares, as the tool stage's typed args do:
+// where a name test narrows the call to declared tools whose args schemas
+// are closed, an argument none of them has is a cel/type error (a call
+// its tool accepts never carries it, so the read fails, or has() of it is
+// false, on every one); where nothing narrows it, an argument no declared
+// tool's closed schema has is a cel/untyped-args warning (the model may
+// name a tool the policy does not declare, which the tool stage then
+// refuses). Nothing is said where a tool's schema is open, or, unnarrowed,
+// where undeclared or MCP tools may run.
+func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
+	p := c.Policy
+	if len(p.Tools) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, r := range toolCallArgReads(x.Source) {
+		if seen[r.key] {
+			continue
+		}
+		tools := r.tools
+		narrowed := len(tools) > 0
+		if !narrowed {
+			if p.AllowUndeclaredTools || len(p.MCPServers) > 0 {
+				continue
+			}
+			tools = sortedNames(p.Tools)
+		}
+		var names []string
+		closed := true
+		for _, name := range tools {
+			t := p.Tools[name]
+			if t == nil {
+				// An undeclared name: cel/unknown-value's.
+				closed = false
+				break
+			}
+			args, ok := t.ClosedArgNames()
+			if !ok {
+				closed = false
+				break
+			}
+			for _, a := range args {
+				if !slices.Contains(names, a) {
+					names = append(names, a)
+				}
+			}
+		}
+		if !closed || slices.Contains(names, r.key) {
+			continue
+		}
+		seen[r.key] = true
+		suggest := ""
+		if best := textdist.Closest(r.key, names); best != "" {
+			suggest = fmt.Sprintf("; did you mean '%s'?", best)
+		}
+		if narrowed {
+			c.report(dsl.Errorf(x.PosAt(r.offset), predicate.RuleType,
+				"undefined field '%s': the args schema of %s, which the name test narrows the call to, has no '%s', and a call of it carrying one is refused: the read fails, or has() of it is false, on every call it accepts%s",
+				r.key, "`"+strings.Join(tools, "`, `")+"`", r.key, suggest))
+			continue
+		}
+		c.report(dsl.Warnf(x.PosAt(r.offset), predicate.RuleUntypedArgs,
+			"a tool call's args are not typed in the chat stage, and no declared tool's args schema has '%s' (tools: %s): the read fails, or has() of it is false, on every call a declared tool accepts; test c.name == '...' to narrow the call to its tool%s",
+			r.key, nameList(tools), suggest))
+	}
+}
