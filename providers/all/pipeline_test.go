@@ -119,7 +119,8 @@ func TestRetryWaitsTheServersDelayOn429(t *testing.T) {
 
 // An Anthropic stream that fails after message_start, before any output,
 // is retried (nothing reached the consumer), and the meter charges the
-// input the failed attempt announced with the one that answered.
+// input the failed attempt announced with the one that answered; the
+// response's usage is the answering attempt's.
 func TestFailedAnthropicAttemptIsChargedItsInput(t *testing.T) {
 	oa := ssetest.New(t)
 	an := ssetest.New(t, ssetest.Reply{Body: transcript(t, "anthropic", "error_first.sse")}, ssetest.Reply{Body: transcript(t, "anthropic", "text.sse")})
@@ -129,7 +130,9 @@ func TestFailedAnthropicAttemptIsChargedItsInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Hello! How can I help you today?", resp.Text)
 	assert.Equal(t, 2, an.Requests(), "retried: message_start alone commits nothing")
-	assert.Equal(t, runtime.Usage{InputTokens: 12 + 472, OutputTokens: 15}, resp.Usage)
+	assert.Equal(t, runtime.Usage{InputTokens: 472, OutputTokens: 15}, resp.Usage, "the attempt that answered")
+	assert.Equal(t, []runtime.Charge{{Model: "backup", Usage: runtime.Usage{InputTokens: 12}},
+		{Model: "backup", Usage: runtime.Usage{InputTokens: 472, OutputTokens: 15}}}, resp.Charges, "both attempts billed")
 	l := ledger(t, pl, "r-failed")
 	assert.Equal(t, int64(12+472), l.InputTokens, "the failed attempt's announced input is charged")
 	assert.InDelta(t, (12+472)*3.0/1e6+15*15.0/1e6, l.USD, 1e-12)
