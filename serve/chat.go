@@ -17,6 +17,8 @@ import (
 	"github.com/agentc-dev/agentc/builtins/fallback"
 	"github.com/agentc-dev/agentc/builtins/hedge"
 	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/builtins/redact"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -238,18 +240,20 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // redact, mask the model's output) is read by the tool chain as the model
 // made it, then refused by the layer that rewrote it (maskingLayer): the
 // client would run the tool on the masked values, and relaying the call
-// as the model made it would hand the client what the layer masks. The
-// first refusal is returned and counted.
+// as the model made it would hand the client what the layer masks. While
+// such a layer is in the chat chain, a call no layer rewrote whose
+// arguments hold a mask's placeholder is refused too (placeholderCall).
+// The first refusal is returned and counted.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse, made *madeCalls) error {
+	var masking []string
+	if len(calls) > 0 {
+		masking = maskingLayers(pl)
+	}
 	for _, call := range calls {
-		orig, replayed := made.rewritten(call)
-		if replayed && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
-			// A cache (memoize, semantic_memoize) replayed the call as a
-			// masking layer released it when it was recorded, or its
-			// replay passed through one: the masked value is all there is.
-			err := &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf(
-				"the call of %s, which no model call of this request made (a cache replayed it), holds a value a layer of the chat chain masked: the client would run it on the masked value", call.Name)}
-			s.observeRefusal(plan.StageTool, err)
+		orig := made.rewritten(call)
+		if orig == nil && len(masking) > 0 && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
+			stage, err := placeholderCall(call, masking)
+			s.observeRefusal(stage, err)
 			return err
 		}
 		if orig == nil {
@@ -338,25 +342,59 @@ const maskPlaceholder = "[REDACTED:"
 
 // rewritten returns the calls the model made with call's id and name when
 // none has call's arguments: a layer of the chat chain rewrote them (nil
-// when one has them). replayed reports that no model call made one: a
-// cache's answer. Nil and false when m is nil (no layer of the chat chain
-// rewrites anything).
-func (m *madeCalls) rewritten(call runtime.ToolUse) (orig []runtime.ToolUse, replayed bool) {
+// when one has them, when none has call's id and name, a cache's answer,
+// and when m is nil: no layer of the chat chain rewrites anything).
+func (m *madeCalls) rewritten(call runtime.ToolUse) []runtime.ToolUse {
 	if m == nil {
-		return nil, false
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var orig []runtime.ToolUse
 	for _, c := range m.calls {
 		if c.ID != call.ID || c.Name != call.Name {
 			continue
 		}
 		if c.Custom == call.Custom && bytes.Equal(c.Arguments, call.Arguments) {
-			return nil, false
+			return nil
 		}
 		orig = append(orig, c)
 	}
-	return orig, orig == nil
+	return orig
+}
+
+// maskingLayers names the layers of pl's chat chain that mask what passes
+// through them, the messages and the model's output, with a placeholder
+// (maskPlaceholder): pii with action redact, and redact.
+func maskingLayers(pl *runtime.Pipeline) []string {
+	var out []string
+	for _, l := range pl.Layers(plan.StageChat) {
+		switch mw := l.Middleware.(type) {
+		case *pii.Middleware:
+			if mw.Action == pii.ActionRedact {
+				out = append(out, l.Name)
+			}
+		case *redact.Middleware:
+			out = append(out, l.Name)
+		}
+	}
+	return out
+}
+
+// placeholderCall returns the stage counted and the refusal of call,
+// which no layer rewrote and whose arguments hold a mask's placeholder,
+// while the masking layers are in the chat chain: the model wrote the
+// placeholder (it read what a layer masked) or a cache replayed a call a
+// layer masked, and either way the client would run the tool on a masked
+// value. The layer named is the masking layer when the chain has one,
+// else tools: which of several wrote the placeholder cannot be told.
+func placeholderCall(call runtime.ToolUse, masking []string) (plan.Stage, error) {
+	layer, stage := runtime.LayerTools, plan.StageTool
+	if len(masking) == 1 {
+		layer, stage = masking[0], plan.StageChat
+	}
+	return stage, &runtime.BlockedError{Layer: layer, Message: fmt.Sprintf(
+		"the call of %s holds a mask's placeholder (%s...) in its arguments (the model or a cache wrote it): the client would run it on a masked value", call.Name, maskPlaceholder)}
 }
 
 // maskingLayer names the layer of pl's chat chain that rewrote the

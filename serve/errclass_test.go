@@ -2,9 +2,14 @@ package serve
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -71,9 +76,13 @@ func TestCoercionFailureIsAFailure(t *testing.T) {
 // which says that an error's kind is always one of the classes of its last
 // column, to the classes the gateway answers with: every kind the runtime
 // names a failure by (runtime.KindOf; a call its client cancelled is not
-// answered) and the gateway's own. "failure", the runtime's class of a
-// failure it has no other for (output_coerce's output that does not match
-// the schema), and "unavailable" (the shutdown) were answered but not listed.
+// answered) and the gateway's own, every errCode the package's source
+// declares (gatewayClasses), so that a class added without a row fails
+// here. "failure", the runtime's class of a failure it has no other for
+// (output_coerce's output that does not match the schema), "unavailable"
+// (the shutdown), "foreign_host", "cross_origin", "session_key_mismatch"
+// and the /mcp route's classes named by a status were answered but not
+// listed.
 func TestErrorsTableListsEveryClass(t *testing.T) {
 	doc, err := os.ReadFile("../docs/serve.md")
 	require.NoError(t, err)
@@ -91,11 +100,78 @@ func TestErrorsTableListsEveryClass(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, listed, "the last column of the Errors table")
-	for _, kind := range []string{"blocked", "budget", "in_doubt", "store_unavailable", "breaker_open",
+	classes, prefixes := gatewayClasses(t)
+	require.Contains(t, classes, string(errBadRequest), "the errCode constants of the package")
+	require.Contains(t, classes, string(errForeignHost), "the errCode constants of the package")
+	require.Contains(t, prefixes, "mcp_", "the classes /mcp names by a status")
+	for _, kind := range append(classes, "blocked", "budget", "in_doubt", "store_unavailable", "breaker_open",
 		string(runtime.KindTransient), string(runtime.KindRateLimited), string(runtime.KindTimeout), string(runtime.KindPermanent),
-		runtime.KindOf(errors.New("unclassified")),
-		string(errBadRequest), string(errUnauthorized), string(errNotFound), string(errUnknownModel),
-		string(errTooLarge), string(errBodyTimeout), string(errUnavailable), string(errOverloaded)} {
+		runtime.KindOf(errors.New("unclassified"))) {
 		assert.True(t, listed[kind], "the Errors table lists the class %q", kind)
 	}
+	for _, prefix := range prefixes {
+		assert.Contains(t, section, "`"+prefix+"`", "the Errors section says which classes begin with %q", prefix)
+	}
+	for _, kind := range []string{"mcp_internal_server_error", "mcp_conflict"} {
+		assert.Contains(t, section, "`"+kind+"`", "the Errors section gives an example of the /mcp classes")
+	}
+}
+
+// gatewayClasses returns the classes the package's source (its files
+// other than tests) answers with: the values of the constants of type
+// errCode and of the conversions errCode("...") of a literal, and the
+// literal prefixes of conversions errCode("..." + ...) that build a class.
+func gatewayClasses(t *testing.T) (classes, prefixes []string) {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	literal := func(e ast.Expr) (string, bool) {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return "", false
+		}
+		v, err := strconv.Unquote(lit.Value)
+		return v, err == nil
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				if id, ok := n.Type.(*ast.Ident); ok && id.Name == "errCode" {
+					for _, v := range n.Values {
+						lit, ok := literal(v)
+						require.True(t, ok, "%s: an errCode constant holds a string literal", fset.Position(v.Pos()))
+						classes = append(classes, lit)
+					}
+				}
+			case *ast.CallExpr:
+				if id, ok := n.Fun.(*ast.Ident); !ok || id.Name != "errCode" || len(n.Args) != 1 {
+					return true
+				}
+				arg := n.Args[0]
+				if lit, ok := literal(arg); ok {
+					classes = append(classes, lit)
+					return true
+				}
+				for {
+					b, ok := arg.(*ast.BinaryExpr)
+					if !ok || b.Op != token.ADD {
+						break
+					}
+					arg = b.X
+				}
+				lit, ok := literal(arg)
+				require.True(t, ok, "%s: a conversion to errCode begins with a string literal", fset.Position(n.Pos()))
+				prefixes = append(prefixes, lit)
+			}
+			return true
+		})
+	}
+	return classes, prefixes
 }

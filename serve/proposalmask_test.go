@@ -46,18 +46,7 @@ func proposedEverywhere(t *testing.T, chat, tools, args string, opts ...func(*Op
 	g := newGatewayWith(t, maskDecls(tools), chat, oa, an, opts...)
 	ctx := context.Background()
 	got := map[string]string{}
-	refused := func(route string, err error) {
-		var oe *openai.Error
-		var ae *anthropic.Error
-		switch {
-		case errors.As(err, &oe):
-			got[route] = http.StatusText(oe.StatusCode) + " " + oe.RawJSON()
-		case errors.As(err, &ae):
-			got[route] = http.StatusText(ae.StatusCode) + " " + ae.RawJSON()
-		default:
-			got[route] = "error " + err.Error()
-		}
-	}
+	refused := func(route string, err error) { got[route] = refusal(err) }
 
 	params := openai.ChatCompletionNewParams{Model: "primary",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write to John")},
@@ -117,25 +106,17 @@ func proposedEverywhere(t *testing.T, chat, tools, args string, opts ...func(*Op
 	an_ := anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("write to John"))},
 		Tools:    []anthropic.ToolUnionParam{anProposalTool("send_email")}}
-	inputOf := func(blocks []anthropic.ContentBlockUnion) string {
-		for _, b := range blocks {
-			if b.Type == "tool_use" {
-				return string(b.Input)
-			}
-		}
-		return "no call"
-	}
 	if m, err := g.anthropic(t).Messages.New(ctx, an_); err != nil {
 		refused("messages", err)
 	} else {
-		got["messages"] = inputOf(m.Content)
+		got["messages"] = toolInput(m.Content)
 	}
 	msg, err := anStreamProposal(t, g, "backup", "send_email")
 	if err != nil {
 		refused("messages stream", err)
-		assert.Equal(t, "no call", inputOf(msg.Content), "no tool_use block of a refused call is sent")
+		assert.Equal(t, "no call", toolInput(msg.Content), "no tool_use block of a refused call is sent")
 	} else {
-		got["messages stream"] = inputOf(msg.Content)
+		got["messages stream"] = toolInput(msg.Content)
 	}
 	return got, g
 }
@@ -246,37 +227,134 @@ func TestProposedCallRewrittenByAHostsLayer(t *testing.T) {
 // TestReplayedMaskedCallIsRefused: a cache in front of a masking layer
 // recorded the call as the layer released it (or, behind it, replays the
 // call through it), and a second request got the masked call, which no
-// model call of that request made, relayed. It is refused; a clean call
-// a cache replays is relayed.
+// model call of that request made, relayed. And a model that read the
+// user's address masked wrote the placeholder itself: that call, live,
+// was relayed, and the client ran send_email to "[REDACTED:email]". Every
+// call whose arguments hold a mask's placeholder is refused while a
+// masking layer is in the chat chain, live or replayed, on every route,
+// streamed or not, by the masking layer (layer tools when the chain has
+// several); a clean call, live or replayed, is relayed.
 func TestReplayedMaskedCallIsRefused(t *testing.T) {
 	const (
 		maskPII = `{use: "pii", name: "mask_pii", action: "redact", kinds: ["email"]},`
+		redact  = `{use: "redact"},`
 		memo    = `{use: "memoize", ttl: "1h", scope: "global"},`
+		email   = `{"to":"john.doe@example.com","body":"hi"}`
+		masked  = `{"to":"[REDACTED:email]","body":"hi"}`
+		clean   = `{"to":"ops","body":"hi"}`
 	)
-	for _, tc := range []struct{ name, chain, args, second string }{
-		{"cache outside", memo + maskPII, `{"to":"john.doe@example.com","body":"hi"}`, "tools"},
-		{"cache inside", maskPII + memo, `{"to":"john.doe@example.com","body":"hi"}`, "tools"},
-		{"clean call", memo + maskPII, `{"to":"ops","body":"hi"}`, ""},
+	for _, tc := range []struct {
+		name, chain, args string
+		// first and second name the layer that refuses the call of the
+		// first request (the model's) and of the second (the cache's,
+		// or the model's again); "" relays it.
+		first, second string
+		// placeholder: the refusal is of a placeholder in the call.
+		placeholder bool
+	}{
+		{"cache outside", memo + maskPII, email, "mask_pii", "mask_pii", false},
+		{"cache inside", maskPII + memo, email, "mask_pii", "mask_pii", false},
+		{"clean call", memo + maskPII, clean, "", "", false},
+		{"model writes the placeholder", memo + maskPII, masked, "mask_pii", "mask_pii", true},
+		{"model writes the placeholder, no cache", maskPII, masked, "mask_pii", "mask_pii", true},
+		{"model writes the placeholder, two masking layers", memo + maskPII + redact, masked, "tools", "tools", true},
+		{"placeholder without a masking layer", memo, masked, "", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := oaToolCallSSE("send_email", tc.args)
-			g := newGatewayWith(t, maskDecls(""), tc.chain, []reply{{body: body}}, nil)
-			params := openai.ChatCompletionNewParams{Model: "primary",
-				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write to John")},
-				Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("send_email")}}
-			for i, layer := range []string{"mask_pii", tc.second} {
-				c, err := g.openai(t).Chat.Completions.New(context.Background(), params)
-				if layer == "" || tc.second == "" {
-					require.NoError(t, err, "request %d", i)
-					assert.JSONEq(t, tc.args, c.Choices[0].Message.ToolCalls[0].Function.Arguments)
-					continue
+			for _, stream := range []bool{false, true} {
+				body := oaToolCallSSE("send_email", tc.args)
+				g := newGatewayWith(t, maskDecls(""), tc.chain, []reply{{body: body}, {body: body}},
+					[]reply{{body: anToolUseSSE("send_email", tc.args)}, {body: anToolUseSSE("send_email", tc.args)}})
+				for i, layer := range []string{tc.first, tc.second} {
+					for _, route := range []string{"chat", "messages"} {
+						out, err := proposeOnce(t, g, route, stream)
+						if layer == "" {
+							require.NoError(t, err, "%s request %d", route, i)
+							assert.JSONEq(t, tc.args, out, "%s request %d", route, i)
+							continue
+						}
+						require.Error(t, err, "%s stream=%v request %d", route, stream, i)
+						msg := refusal(err)
+						assert.Contains(t, msg, "blocked by "+layer+":", "%s stream=%v request %d", route, stream, i)
+						if tc.placeholder {
+							assert.Contains(t, msg, "placeholder", "%s request %d", route, i)
+							assert.Contains(t, msg, "the model or a cache wrote it", "%s request %d", route, i)
+						}
+						if !stream {
+							assert.True(t, strings.HasPrefix(msg, "Forbidden "), "%s request %d: %s", route, i, msg)
+						}
+					}
 				}
-				var oe *openai.Error
-				require.ErrorAs(t, err, &oe, "request %d", i)
-				assert.Equal(t, http.StatusForbidden, oe.StatusCode)
-				assert.Contains(t, oe.RawJSON(), "blocked by "+layer+":", "request %d", i)
+				if tc.chain != maskPII {
+					assert.Equal(t, 1, g.oa.requests(), "the second answer is the cache's")
+				}
 			}
-			assert.Equal(t, 1, g.oa.requests(), "the second answer is the cache's")
 		})
 	}
+}
+
+// proposeOnce asks g for a call of send_email through route ("chat": the
+// OpenAI chat completions API, "messages": Anthropic's), streamed or not,
+// and returns the arguments of the call relayed, or the error.
+func proposeOnce(t *testing.T, g *gateway, route string, stream bool) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	if route == "messages" {
+		if stream {
+			msg, err := anStreamProposal(t, g, "backup", "send_email")
+			return toolInput(msg.Content), err
+		}
+		m, err := g.anthropic(t).Messages.New(ctx, anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("write to John"))},
+			Tools:    []anthropic.ToolUnionParam{anProposalTool("send_email")}})
+		if err != nil {
+			return "", err
+		}
+		return toolInput(m.Content), nil
+	}
+	params := openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("write to John")},
+		Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("send_email")}}
+	if !stream {
+		c, err := g.openai(t).Chat.Completions.New(ctx, params)
+		if err != nil {
+			return "", err
+		}
+		return c.Choices[0].Message.ToolCalls[0].Function.Arguments, nil
+	}
+	s := g.openai(t).Chat.Completions.NewStreaming(ctx, params)
+	var acc openai.ChatCompletionAccumulator
+	for s.Next() {
+		acc.AddChunk(s.Current())
+	}
+	if err := s.Err(); err != nil {
+		return "", err
+	}
+	require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+	return acc.Choices[0].Message.ToolCalls[0].Function.Arguments, nil
+}
+
+// refusal returns a refusal's status and body, or the stream's error
+// event.
+func refusal(err error) string {
+	var oe *openai.Error
+	var ae *anthropic.Error
+	switch {
+	case errors.As(err, &oe):
+		return http.StatusText(oe.StatusCode) + " " + oe.RawJSON()
+	case errors.As(err, &ae):
+		return http.StatusText(ae.StatusCode) + " " + ae.RawJSON()
+	default:
+		return "error " + err.Error()
+	}
+}
+
+// toolInput returns the input of the first tool_use block of content.
+func toolInput(content []anthropic.ContentBlockUnion) string {
+	for _, b := range content {
+		if b.Type == "tool_use" {
+			return string(b.Input)
+		}
+	}
+	return "no call"
 }

@@ -726,7 +726,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := crossOrigin.Check(r); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusForbidden)
-		_ = json.NewEncoder(w).Encode(errorBody(clientAPI(r), http.StatusForbidden, errForeignOrigin, "",
+		_ = json.NewEncoder(w).Encode(errorBody(clientAPI(r), http.StatusForbidden, string(errForeignOrigin), "",
 			fmt.Sprintf("a browser's request from another site is refused (%v)", err)))
 		return
 	}
@@ -734,7 +734,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // errForeignOrigin is the code of a request crossOrigin refuses.
-const errForeignOrigin = "cross_origin"
+const errForeignOrigin errCode = "cross_origin"
 
 // crossOrigin detects a browser's cross-origin request of a method that is
 // not safe. Clients other than browsers send neither Sec-Fetch-Site nor
