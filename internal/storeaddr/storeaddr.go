@@ -1,10 +1,10 @@
 // Package storeaddr reads the address of a redis or postgres store without
-// connecting to it: whether a postgres store could read its connection
-// string and name its schema, and which database an address names, in
-// words that tell two databases apart and never show a credential.
+// connecting to it: whether a postgres store could name its schema, and
+// which database an address names, in words that tell two databases apart
+// and never show a credential.
 //
-// It links no database client, so that the runtime's messages and vet can
-// use it; its tests hold CheckPostgres to the postgres client's own parser.
+// It links no database client, so that the runtime's messages can use it;
+// its tests hold Describe to the postgres client's own parser.
 package storeaddr
 
 import (
@@ -19,28 +19,6 @@ import (
 // setting is one keyword/value setting of a postgres connection string.
 type setting struct{ Key, Value string }
 
-// CheckPostgres reports why the postgres store's client (pgconn.ParseConfig)
-// cannot read a connection string: a URL that starts with postgres:// or
-// postgresql://, else keyword/value settings ("host=db dbname=app"). It
-// reads no file and no environment variable, as the client may (a
-// service, sslrootcert): those are read where the store opens.
-func CheckPostgres(raw string) error {
-	if strings.IndexByte(raw, 0) >= 0 {
-		return errors.New("a NUL byte in the connection string")
-	}
-	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
-		if _, err := url.Parse(raw); err != nil {
-			return fmt.Errorf("not a URL: %v", Unquoted(err))
-		}
-		return nil
-	}
-	if scheme, ok := urlScheme(raw); ok {
-		return fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
-	}
-	_, err := keywordValues(raw)
-	return err
-}
-
 // Unquoted returns err without the URL a *url.Error quotes, password
 // included: its reason alone ("invalid port \":x\" after host"). Any
 // other error is returned as it is.
@@ -52,9 +30,9 @@ func Unquoted(err error) error {
 	return err
 }
 
-// urlScheme returns the scheme of raw when it is a URL (scheme://...), not
+// URLScheme returns the scheme of raw when it is a URL (scheme://...), not
 // keyword/value settings, whose values may hold "://".
-func urlScheme(raw string) (string, bool) {
+func URLScheme(raw string) (string, bool) {
 	scheme, _, ok := strings.Cut(raw, "://")
 	return scheme, ok && scheme != "" && !strings.ContainsAny(scheme, "= \t\n\r\v\f'")
 }
@@ -138,7 +116,7 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // anywhere, and settings such as sslkey or sslpassword are dropped. ok is
 // false for an address it cannot read.
 func Describe(raw string) (string, bool) {
-	if _, isURL := urlScheme(raw); !isURL {
+	if _, isURL := URLScheme(raw); !isURL {
 		set, err := keywordValues(raw)
 		if err != nil || len(set) == 0 {
 			return "", false

@@ -3,43 +3,9 @@ package storeaddr
 import (
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestCheckPostgresReadsWhatTheClientReads checks CheckPostgres against the client's
-// own parser: a connection string one accepts the other accepts, one
-// refuses the other refuses, and a URL of another kind is refused naming
-// its scheme.
-func TestCheckPostgresReadsWhatTheClientReads(t *testing.T) {
-	for _, raw := range []string{
-		"postgres://app@db:5432/app?sslmode=disable",
-		"postgresql://app:pw@db/app?application_name=billing",
-		"postgres:///app?host=/run/postgresql",
-		"host=db user=app dbname=app",
-		"host=db dbname = 'my app' password='it''s'",
-		`host=db dbname='a\'b'`,
-		"  host=db   port=5433  ",
-		"host=db application_name=a://b",
-		"host=db dbname='app",
-		"host db",
-		"redis://127.0.0.1:6379/0",
-		"http://db:5432/app",
-		"postgres://db:port/app",
-		"=db",
-	} {
-		_, want := pgconn.ParseConfig(raw)
-		got := CheckPostgres(raw)
-		assert.Equal(t, want == nil, got == nil, "%s: client: %v; CheckPostgres: %v", raw, want, got)
-	}
-	err := CheckPostgres("redis://127.0.0.1:6379/0")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "it is a redis:// URL; a postgres url is a postgres:// or postgresql:// URL")
-	err = CheckPostgres("postgres://app:secret@db:port/app")
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "secret")
-}
 
 // TestDescribeTellsDatabasesApart checks that two addresses of different
 // databases read differently, that the same database reads the same, and
