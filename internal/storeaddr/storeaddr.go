@@ -111,8 +111,8 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // Describe names the database the server address raw names, without its
 // credentials: a URL keeps its scheme, user name, host, port and path, and
 // of its query only what chooses the server or the database (a redis URL's
-// db, shown as its path; a postgres URL's host, port, dbname, user,
-// service); keyword/value settings keep the same settings. A password,
+// db, shown as its path; a postgres URL's host, port, dbname (or
+// database, shown as dbname), user, service); keyword/value settings keep the same settings. A password,
 // anywhere, and settings such as sslkey or sslpassword are dropped. ok is
 // false for an address it cannot read.
 func Describe(raw string) (string, bool) {
@@ -140,10 +140,22 @@ func Describe(raw string) (string, bool) {
 	if u.User != nil && u.User.Username() != "" {
 		out.User = url.User(u.User.Username())
 	}
-	q, kept := u.Query(), url.Values{}
-	for _, k := range identifying {
-		if v, ok := q[k]; ok && len(v) > 0 {
-			kept.Set(k, v[len(v)-1])
+	kept := url.Values{}
+	pg := u.Scheme == "postgres" || u.Scheme == "postgresql"
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// The postgres client reads database as dbname, the last of
+		// them winning.
+		if pg && k == "database" {
+			k = "dbname"
+		}
+		if slices.Contains(identifying, k) {
+			kept.Set(k, v)
 		}
 	}
 	// A redis URL's ?db= chooses the database as its path does, and wins

@@ -3,6 +3,7 @@ package storeaddr
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -53,4 +54,23 @@ func TestPostgresSchema(t *testing.T) {
 	} {
 		assert.Contains(t, PostgresSchema(prefix), want, prefix)
 	}
+}
+
+// A postgres URL's ?database= names the database as ?dbname= does, for
+// the client as for the state's identity: two such URLs of different
+// databases read differently, and a URL reads the same either way.
+func TestDescribeReadsAPostgresDatabaseParameter(t *testing.T) {
+	a, ok := Describe("postgres://db/app?database=billing_a")
+	require.True(t, ok)
+	b, _ := Describe("postgres://db/app?database=billing_b")
+	ca, err := pgconn.ParseConfig("postgres://db/app?database=billing_a")
+	require.NoError(t, err)
+	cb, err := pgconn.ParseConfig("postgres://db/app?database=billing_b")
+	require.NoError(t, err)
+	require.NotEqual(t, ca.Database, cb.Database, "the client reads two databases")
+	assert.NotEqual(t, a, b, "two databases read the same")
+	d, _ := Describe("postgres://db/app?dbname=billing_a")
+	assert.Equal(t, d, a, "database and dbname alike")
+	last, _ := Describe("postgres://db/app?dbname=billing_b&database=billing_a")
+	assert.Equal(t, a, last, "the last of them wins, as for the client")
 }
