@@ -97,6 +97,12 @@ func TestDecodeErrors(t *testing.T) {
 		// before the call) or type args by another stage.
 		{"predicate of another phase", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"tool","phase":"after","source":"true"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/phase (line 1, col 147): "after" is not the config's phase "before"`}},
+		// A config without phase runs the guard before the call, as a
+		// predicate without phase is compiled for.
+		{"predicate of phase after under the default phase", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"result == 'ok'","on_error":"open"},"predicates":{"deny":{"stage":"tool","phase":"after","source":"result == 'ok'"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/phase (line 1, col 158): "after" is not the config's phase "before" (the default: the config gives none)`}},
+		{"predicate without phase under phase after", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"after"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny (line 1, col 122): the predicate's phase "before" (none given) is not the config's phase "after"`}},
 		{"predicate of another stage", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"chat","phase":"before","source":"true"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/stage (line 1, col 132): "chat" is not the layer's stage "tool"`}},
 		{"predicate typed by other tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"guard","tools":["a"],"config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
