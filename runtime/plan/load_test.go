@@ -346,6 +346,11 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 			`/chains/chat/0/config/attempts (line 1, col 81): unknown field "attempts": retry's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
 		{layer("retry", `{"breaker":{"limit":3}}`),
 			`/chains/chat/0/config/breaker/limit (line 1, col 89): unknown field "limit": retry's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
+		// A dotted key is no path into the struct below it.
+		{layer("retry", `{"breaker.failures":5}`),
+			`/chains/chat/0/config/breaker.failures (line 1, col 89): unknown field "breaker.failures": a key names one field, not a path: nest it as {"breaker":{"failures":...}}`},
+		{layer("meter", `{"budget":{"calls.x":5}}`),
+			`/chains/chat/0/config/budget/calls.x (line 1, col 90): unknown field "calls.x": a key names one field, not a path`},
 		{layer("retry", `{"max_attempts":3.0}`),
 			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.0 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an int`},
 		{layer("retry", `{"max_attempts":3.5}`),
@@ -378,6 +383,7 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 		layer("retry", `{"multiplier":2}`),
 		// Names below a map are the host's, matched exactly by the layer.
 		layer("tracing", `{"attributes":{"Env":"prod","env":"dev"}}`),
+		layer("tracing", `{"attributes":{"service.name":"billing"}}`),
 		// A schema is any JSON.
 		layer("output_coerce", `{"schema":{"type":"object","Properties":null}}`),
 		// Another module's config is its decoder's to judge.
