@@ -38,10 +38,7 @@ func postgresURLProblem(raw string) error {
 	bare.ConnString = ""
 	reason := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
 	syntax := strings.HasPrefix(reason, "failed to parse as ")
-	switch {
-	case syntax:
-		return errors.New(reason)
-	case readsFile(reason), pgEnvSet():
+	if !syntax && (readsFile(reason) || pgEnvSet()) {
 		return nil
 	}
 	return errors.New(reason)

@@ -1,6 +1,7 @@
 package vet
 
 import (
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,6 +13,7 @@ import (
 // refuses is one the client refuses: the two agree on every string of
 // the table, whose settings name no file and no environment variable.
 func TestAPostgresURLIsJudgedAsItsClientReadsIt(t *testing.T) {
+	withoutPGEnv(t)
 	for _, raw := range []string{
 		"postgres://app@db:5432/app?sslmode=disable",
 		"postgresql://app:pw@db/app?application_name=billing",
@@ -76,6 +78,7 @@ func TestAPostgresURLIsJudgedAsItsClientReadsIt(t *testing.T) {
 // certificate missing here, or a PG* variable set here, leaves a url the
 // client reads on the serving machine unreported, on every machine alike.
 func TestAPostgresURLIsJudgedWithoutThisMachinesFilesOrEnvironment(t *testing.T) {
+	withoutPGEnv(t)
 	assert.NoError(t, storeURLProblem("postgres", "postgres://db/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"))
 	assert.NoError(t, storeURLProblem("postgres", "host=db service=billing servicefile=/nonexistent/pg_service.conf"))
 	t.Setenv("PGSSLMODE", "bogus")
@@ -83,4 +86,15 @@ func TestAPostgresURLIsJudgedWithoutThisMachinesFilesOrEnvironment(t *testing.T)
 	require.Error(t, err, "the client reads the variable")
 	assert.NoError(t, storeURLProblem("postgres", "postgres://db/app"))
 	assert.Error(t, storeURLProblem("postgres", "postgres://db/app?x=%zz"), "a string the client cannot parse at all is still refused")
+}
+
+// withoutPGEnv unsets the PG* variables the client reads until the test
+// ends, so that the client reads the string alone.
+func withoutPGEnv(t *testing.T) {
+	for _, v := range pgEnv {
+		if old, ok := os.LookupEnv(v); ok {
+			t.Setenv(v, old) // restored when the test ends
+			require.NoError(t, os.Unsetenv(v))
+		}
+	}
 }

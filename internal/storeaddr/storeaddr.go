@@ -111,10 +111,10 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // Describe names the database the server address raw names, without its
 // credentials: a URL keeps its scheme, user name, host, port and path, and
 // of its query only what chooses the server or the database (a redis URL's
-// db, shown as its path; a postgres URL's host, port, dbname (or
-// database, shown as dbname), user, service); keyword/value settings keep the same settings. A password,
-// anywhere, and settings such as sslkey or sslpassword are dropped. ok is
-// false for an address it cannot read.
+// db, shown as its path; a postgres URL's host, port, dbname (or database,
+// shown as dbname), user, service); keyword/value settings keep the same
+// settings. A password, anywhere, and settings such as sslkey or
+// sslpassword are dropped. ok is false for an address it cannot read.
 func Describe(raw string) (string, bool) {
 	if _, isURL := URLScheme(raw); !isURL {
 		set, err := keywordValues(raw)

@@ -176,9 +176,6 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// Timeout returns the bound of each operation.
-func (s *Store) Timeout() time.Duration { return s.timeout }
-
 // Client returns the underlying client.
 func (s *Store) Client() *goredis.Client { return s.c }
 
