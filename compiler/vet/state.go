@@ -132,7 +132,13 @@ store needs its server's address (url, or url_env naming the variable that
 holds it). A url written in the policy must be one its kind's client
 reads: redis://, rediss:// or unix:// with only the client's options in
 its query for redis; a postgres:// or postgresql:// URL, or keyword/value
-settings (host=db dbname=app), for postgres. A postgres prefix names the
+settings (host=db dbname=app), for postgres, read as the client reads it
+(a password holding # or ?, several hosts; an sslmode or a port it
+refuses). What the client would read besides the url is checked where
+the store opens, so that vet judges alike on every machine: a file the
+url names (a certificate, a service file), and, with PG* environment
+variables set where vet runs, the settings' values (only a url the
+client cannot parse at all is then reported). A postgres prefix names the
 store's schema: a lower-case identifier of at most 63 bytes, and neither
 a schema PostgreSQL keeps for itself (pg_ names, information_schema) nor
 public, the database's default schema that other applications share.
@@ -198,8 +204,8 @@ store selected only under some configuration, during an incident.`,
 
 // storeURLProblem says why the client of a store of kind cannot read its
 // url, as it would when the store opens (nil for a kind vet does not
-// know): redis reads it with the client's own parser, postgres as its
-// client does without reading the files or variables it may name.
+// know): each is read with its client's own parser (postgres:
+// postgresURLProblem).
 func storeURLProblem(kind, raw string) error {
 	switch kind {
 	case "redis":
@@ -210,7 +216,7 @@ func storeURLProblem(kind, raw string) error {
 		}
 		return err
 	case "postgres":
-		return storeaddr.CheckPostgres(raw)
+		return postgresURLProblem(raw)
 	}
 	return nil
 }

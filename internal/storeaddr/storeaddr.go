@@ -1,10 +1,10 @@
 // Package storeaddr reads the address of a redis or postgres store without
-// connecting to it: whether a postgres store could read its connection
-// string and name its schema, and which database an address names, in
-// words that tell two databases apart and never show a credential.
+// connecting to it: whether a postgres store could name its schema, and
+// which database an address names, in words that tell two databases apart
+// and never show a credential.
 //
-// It links no database client, so that the runtime's messages and vet can
-// use it; its tests hold CheckPostgres to the postgres client's own parser.
+// It links no database client, so that the runtime's messages can use it;
+// its tests hold Describe to the postgres client's own parser.
 package storeaddr
 
 import (
@@ -19,28 +19,6 @@ import (
 // setting is one keyword/value setting of a postgres connection string.
 type setting struct{ Key, Value string }
 
-// CheckPostgres reports why the postgres store's client (pgconn.ParseConfig)
-// cannot read a connection string: a URL that starts with postgres:// or
-// postgresql://, else keyword/value settings ("host=db dbname=app"). It
-// reads no file and no environment variable, as the client may (a
-// service, sslrootcert): those are read where the store opens.
-func CheckPostgres(raw string) error {
-	if strings.IndexByte(raw, 0) >= 0 {
-		return errors.New("a NUL byte in the connection string")
-	}
-	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
-		if _, err := url.Parse(raw); err != nil {
-			return fmt.Errorf("not a URL: %v", Unquoted(err))
-		}
-		return nil
-	}
-	if scheme, ok := urlScheme(raw); ok {
-		return fmt.Errorf("it is a %s:// URL; a postgres url is a postgres:// or postgresql:// URL, or keyword/value settings such as host=db dbname=app", scheme)
-	}
-	_, err := keywordValues(raw)
-	return err
-}
-
 // Unquoted returns err without the URL a *url.Error quotes, password
 // included: its reason alone ("invalid port \":x\" after host"). Any
 // other error is returned as it is.
@@ -52,9 +30,9 @@ func Unquoted(err error) error {
 	return err
 }
 
-// urlScheme returns the scheme of raw when it is a URL (scheme://...), not
+// URLScheme returns the scheme of raw when it is a URL (scheme://...), not
 // keyword/value settings, whose values may hold "://".
-func urlScheme(raw string) (string, bool) {
+func URLScheme(raw string) (string, bool) {
 	scheme, _, ok := strings.Cut(raw, "://")
 	return scheme, ok && scheme != "" && !strings.ContainsAny(scheme, "= \t\n\r\v\f'")
 }
@@ -133,12 +111,12 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // Describe names the database the server address raw names, without its
 // credentials: a URL keeps its scheme, user name, host, port and path, and
 // of its query only what chooses the server or the database (a redis URL's
-// db, shown as its path; a postgres URL's host, port, dbname, user,
-// service); keyword/value settings keep the same settings. A password,
-// anywhere, and settings such as sslkey or sslpassword are dropped. ok is
-// false for an address it cannot read.
+// db, shown as its path; a postgres URL's host, port, dbname (or database,
+// shown as dbname), user, service); keyword/value settings keep the same
+// settings. A password, anywhere, and settings such as sslkey or
+// sslpassword are dropped. ok is false for an address it cannot read.
 func Describe(raw string) (string, bool) {
-	if _, isURL := urlScheme(raw); !isURL {
+	if _, isURL := URLScheme(raw); !isURL {
 		set, err := keywordValues(raw)
 		if err != nil || len(set) == 0 {
 			return "", false
@@ -162,10 +140,22 @@ func Describe(raw string) (string, bool) {
 	if u.User != nil && u.User.Username() != "" {
 		out.User = url.User(u.User.Username())
 	}
-	q, kept := u.Query(), url.Values{}
-	for _, k := range identifying {
-		if v, ok := q[k]; ok && len(v) > 0 {
-			kept.Set(k, v[len(v)-1])
+	kept := url.Values{}
+	pg := u.Scheme == "postgres" || u.Scheme == "postgresql"
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		// The postgres client reads database as dbname, the last of
+		// them winning.
+		if pg && k == "database" {
+			k = "dbname"
+		}
+		if slices.Contains(identifying, k) {
+			kept.Set(k, v)
 		}
 	}
 	// A redis URL's ?db= chooses the database as its path does, and wins

@@ -8,39 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCheckPostgresReadsWhatTheClientReads checks CheckPostgres against the client's
-// own parser: a connection string one accepts the other accepts, one
-// refuses the other refuses, and a URL of another kind is refused naming
-// its scheme.
-func TestCheckPostgresReadsWhatTheClientReads(t *testing.T) {
-	for _, raw := range []string{
-		"postgres://app@db:5432/app?sslmode=disable",
-		"postgresql://app:pw@db/app?application_name=billing",
-		"postgres:///app?host=/run/postgresql",
-		"host=db user=app dbname=app",
-		"host=db dbname = 'my app' password='it''s'",
-		`host=db dbname='a\'b'`,
-		"  host=db   port=5433  ",
-		"host=db application_name=a://b",
-		"host=db dbname='app",
-		"host db",
-		"redis://127.0.0.1:6379/0",
-		"http://db:5432/app",
-		"postgres://db:port/app",
-		"=db",
-	} {
-		_, want := pgconn.ParseConfig(raw)
-		got := CheckPostgres(raw)
-		assert.Equal(t, want == nil, got == nil, "%s: client: %v; CheckPostgres: %v", raw, want, got)
-	}
-	err := CheckPostgres("redis://127.0.0.1:6379/0")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "it is a redis:// URL; a postgres url is a postgres:// or postgresql:// URL")
-	err = CheckPostgres("postgres://app:secret@db:port/app")
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "secret")
-}
-
 // TestDescribeTellsDatabasesApart checks that two addresses of different
 // databases read differently, that the same database reads the same, and
 // that no credential is shown.
@@ -87,4 +54,23 @@ func TestPostgresSchema(t *testing.T) {
 	} {
 		assert.Contains(t, PostgresSchema(prefix), want, prefix)
 	}
+}
+
+// A postgres URL's ?database= names the database as ?dbname= does, for
+// the client as for the state's identity: two such URLs of different
+// databases read differently, and a URL reads the same either way.
+func TestDescribeReadsAPostgresDatabaseParameter(t *testing.T) {
+	a, ok := Describe("postgres://db/app?database=billing_a")
+	require.True(t, ok)
+	b, _ := Describe("postgres://db/app?database=billing_b")
+	ca, err := pgconn.ParseConfig("postgres://db/app?database=billing_a")
+	require.NoError(t, err)
+	cb, err := pgconn.ParseConfig("postgres://db/app?database=billing_b")
+	require.NoError(t, err)
+	require.NotEqual(t, ca.Database, cb.Database, "the client reads two databases")
+	assert.NotEqual(t, a, b, "two databases read the same")
+	d, _ := Describe("postgres://db/app?dbname=billing_a")
+	assert.Equal(t, d, a, "database and dbname alike")
+	last, _ := Describe("postgres://db/app?dbname=billing_b&database=billing_a")
+	assert.Equal(t, a, last, "the last of them wins, as for the client")
 }

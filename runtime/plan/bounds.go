@@ -118,7 +118,9 @@ var builtinBounds = sync.OnceValue(func() configBounds {
 // configProblems lists what is wrong, as its schema says, with the
 // configs of builtin layers: a key the schema lacks, or spells in another
 // case (the layer's decoder matches keys regardless of case, so
-// "Failures" would escape the bound of "failures"), a value of another
+// "Failures" would escape the bound of "failures"), a key holding a dot
+// ("breaker.failures", which the layer's decoder does not read as a path
+// and refuses at Build), a value of another
 // kind or null, a number with a fraction or an exponent where an integer
 // goes (the decoder refuses 3.0 as it refuses 3.5), a number outside its
 // bounds, a duration that does not parse or is out of range. vet refuses
@@ -167,6 +169,11 @@ type configCheck struct {
 func (c *configCheck) object(loc, prefix string, obj map[string]any, open bool) {
 	for _, key := range slices.Sorted(maps.Keys(obj)) {
 		path, kloc := prefix+key, loc+"/"+jsonpointer.Escape(key)
+		if !open && strings.Contains(key, ".") {
+			// The catalog's paths join names with dots; no name holds one.
+			c.out = append(c.out, fmt.Sprintf("%s: unknown field %q: %s", kloc, key, nested(prefix, key, c.fields)))
+			continue
+		}
 		kind, ok := c.fields[path]
 		if !ok {
 			if !open {
@@ -176,6 +183,21 @@ func (c *configCheck) object(loc, prefix string, obj map[string]any, open bool) 
 		}
 		c.value(kloc, path, kind, obj[key])
 	}
+}
+
+// nested says why a key holding a dot is refused: a key names one field,
+// and a path of fields is written nested, as the field it names shows.
+func nested(prefix, key string, fields map[string]string) string {
+	msg := "a key names one field, not a path"
+	if _, ok := fields[prefix+key]; !ok {
+		return msg
+	}
+	parts := strings.Split(key, ".")
+	obj := "..."
+	for i := len(parts) - 1; i >= 0; i-- {
+		obj = fmt.Sprintf("{%q:%s}", parts[i], obj)
+	}
+	return msg + ": nest it as " + obj
 }
 
 // spelling says why key, unknown at prefix, is refused: the field it

@@ -247,7 +247,8 @@ func flatten(ve *jsonschema.ValidationError) []string {
 // tools or not: a misspelt name would leave the real tool unguarded), that
 // only tool-chain layers are scoped to tools, and that each of a layer's
 // compiled predicates is the one its config holds, compiled for the
-// layer's stage and its config's phase. The runtime uses the
+// layer's stage and its config's phase ("before" when either leaves it
+// out). The runtime uses the
 // compiled predicate and the config's other fields; a predicate that says
 // something else than the config (a tampered plan) would run a rule that a
 // reader of the config does not see.
@@ -294,9 +295,21 @@ func references(p *Plan) []string {
 				if pr.Stage != stage {
 					out = append(out, fmt.Sprintf("%s/stage: %q is not the layer's stage %q", ploc, pr.Stage, stage))
 				}
-				var phase string
-				if raw, ok := config["phase"]; ok && json.Unmarshal(raw, &phase) == nil && pr.Phase != phase {
-					out = append(out, fmt.Sprintf("%s/phase: %q is not the config's phase %q", ploc, pr.Phase, phase))
+				// A layer's phase, and a predicate's, is "before" unless
+				// given (as the compiler lowers a layer without one).
+				phase, defaulted := "before", " (the default: the config gives none)"
+				if raw, ok := config["phase"]; ok {
+					if json.Unmarshal(raw, &phase) != nil {
+						phase = "" // not a string: the layer's own config check says so
+					}
+					defaulted = ""
+				}
+				switch {
+				case phase == "":
+				case pr.Phase == "" && phase != "before":
+					out = append(out, fmt.Sprintf("%s: the predicate's phase \"before\" (none given) is not the config's phase %q", ploc, phase))
+				case pr.Phase != "" && pr.Phase != phase:
+					out = append(out, fmt.Sprintf("%s/phase: %q is not the config's phase %q%s", ploc, pr.Phase, phase, defaulted))
 				}
 				if !slices.Equal(pr.Tools, l.Tools) {
 					out = append(out, fmt.Sprintf("%s/tools: %q are not the layer's tools %q", ploc, pr.Tools, l.Tools))

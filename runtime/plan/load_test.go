@@ -97,6 +97,12 @@ func TestDecodeErrors(t *testing.T) {
 		// before the call) or type args by another stage.
 		{"predicate of another phase", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"tool","phase":"after","source":"true"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/phase (line 1, col 147): "after" is not the config's phase "before"`}},
+		// A config without phase runs the guard before the call, as a
+		// predicate without phase is compiled for.
+		{"predicate of phase after under the default phase", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"result == 'ok'","on_error":"open"},"predicates":{"deny":{"stage":"tool","phase":"after","source":"result == 'ok'"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny/phase (line 1, col 158): "after" is not the config's phase "before" (the default: the config gives none)`}},
+		{"predicate without phase under phase after", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"after"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
+			[]string{`/chains/tool/0/predicates/deny (line 1, col 122): the predicate's phase "before" (none given) is not the config's phase "after"`}},
 		{"predicate of another stage", `{"version":1,"policy":"p","chains":{"tool":[{"use":"guard","config":{"deny":"true","phase":"before"},"predicates":{"deny":{"stage":"chat","phase":"before","source":"true"}}}]}}`,
 			[]string{`/chains/tool/0/predicates/deny/stage (line 1, col 132): "chat" is not the layer's stage "tool"`}},
 		{"predicate typed by other tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"tool":[{"use":"guard","tools":["a"],"config":{"deny":"true"},"predicates":{"deny":{"stage":"tool","source":"true"}}}]}}`,
@@ -340,6 +346,11 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 			`/chains/chat/0/config/attempts (line 1, col 81): unknown field "attempts": retry's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
 		{layer("retry", `{"breaker":{"limit":3}}`),
 			`/chains/chat/0/config/breaker/limit (line 1, col 89): unknown field "limit": retry's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
+		// A dotted key is no path into the struct below it.
+		{layer("retry", `{"breaker.failures":5}`),
+			`/chains/chat/0/config/breaker.failures (line 1, col 89): unknown field "breaker.failures": a key names one field, not a path: nest it as {"breaker":{"failures":...}}`},
+		{layer("meter", `{"budget":{"calls.x":5}}`),
+			`/chains/chat/0/config/budget/calls.x (line 1, col 90): unknown field "calls.x": a key names one field, not a path`},
 		{layer("retry", `{"max_attempts":3.0}`),
 			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.0 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an int`},
 		{layer("retry", `{"max_attempts":3.5}`),
@@ -372,6 +383,7 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 		layer("retry", `{"multiplier":2}`),
 		// Names below a map are the host's, matched exactly by the layer.
 		layer("tracing", `{"attributes":{"Env":"prod","env":"dev"}}`),
+		layer("tracing", `{"attributes":{"service.name":"billing"}}`),
 		// A schema is any JSON.
 		layer("output_coerce", `{"schema":{"type":"object","Properties":null}}`),
 		// Another module's config is its decoder's to judge.

@@ -74,6 +74,8 @@ func URL(s plan.Store) (string, error) {
 type Store struct {
 	c      *goredis.Client
 	prefix string
+	// timeout bounds each operation, from its call to its answer.
+	timeout time.Duration
 	// eviction is the server's setting that evicts keys under memory
 	// pressure, read when the store was opened ("": none); evictsAll is
 	// set when keys without an expiry may go too.
@@ -96,14 +98,17 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 // goredis.ParseURL, with a dialer or pool sizes of its own). It turns the
 // client's retries off.
 //
-// Each command is bounded by the store's timeout (WithTimeout): the
-// client's dial, read and write timeouts and the wait for a pooled
-// connection are set to it unless the options set them shorter
-// (dial_timeout, read_timeout, write_timeout, pool_timeout in the URL; a
-// longer one, or one turned off, gives way to the store's), and a
-// caller's shorter deadline is honoured too. A command that times out
-// fails with a timeout error; a script the server had already received
-// may still run once it gets to it, as when its answer is lost.
+// Each operation of the store (a port's method) is bounded as a whole by
+// the store's timeout (WithTimeout), from its call to its answer: the
+// wait for a pooled connection, dialing (the client's own attempts to dial
+// again included) and the command share it, and a caller's shorter
+// deadline is honoured too. The client's dial, read and write timeouts
+// and the wait for a pooled connection are also set to it unless the
+// options set them shorter (dial_timeout, read_timeout, write_timeout,
+// pool_timeout in the URL; a longer one, or one turned off, gives way to
+// the store's). An operation that times out fails with a timeout error; a
+// script the server had already received may still run once it gets to
+// it, as when its answer is lost.
 func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts ...Option) (*Store, error) {
 	cfg := config{timeout: plan.DefaultStoreTimeout}
 	for _, o := range opts {
@@ -128,7 +133,7 @@ func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts 
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	s := &Store{c: c, prefix: prefix + ":"}
+	s := &Store{c: c, prefix: prefix + ":", timeout: cfg.timeout}
 	s.eviction, s.evictsAll = eviction(ctx, c)
 	return s, nil
 }
@@ -163,6 +168,14 @@ func eviction(ctx context.Context, c *goredis.Client) (string, bool) {
 // keys under memory pressure, as it was when the store was opened.
 func (s *Store) Eviction() (string, bool) { return s.eviction, s.evictsAll }
 
+// op returns the context of one operation under ctx: ctx bounded by the
+// store's timeout, which so covers the whole call (waiting for a pooled
+// connection, dialing, each dial the client tries again, the command and
+// its answer, a script sent again after NOSCRIPT), not only each of them.
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
 // Client returns the underlying client.
 func (s *Store) Client() *goredis.Client { return s.c }
 
@@ -176,6 +189,8 @@ func (s *Store) k(key string) string { return s.prefix + key }
 
 // Get implements runtime.KV.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	b, err := s.c.Get(ctx, s.k(key)).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, false, nil
@@ -188,6 +203,8 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Set implements runtime.KV.
 func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.c.Set(ctx, s.k(key), value, max(ttl, 0)).Err(); err != nil {
 		return fmt.Errorf("redis set: %w", err)
 	}
@@ -196,6 +213,8 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 
 // SetIfAbsent implements runtime.KV (SET NX).
 func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	err := s.c.SetArgs(ctx, s.k(key), value, goredis.SetArgs{Mode: "NX", TTL: max(ttl, 0)}).Err()
 	if errors.Is(err, goredis.Nil) {
 		return false, nil
@@ -208,6 +227,8 @@ func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl t
 
 // Delete implements runtime.KV.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.c.Del(ctx, s.k(key)).Err(); err != nil {
 		return fmt.Errorf("redis delete: %w", err)
 	}
@@ -217,6 +238,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // Append implements runtime.AuditSink: XADD of the record's JSON to the
 // stream <prefix>:audit.
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("redis audit: encode: %w", err)
@@ -533,6 +556,8 @@ func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Durati
 
 // AcquireAs implements runtime.Leaser in one script call.
 func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	tk := "0"
 	if takeover {
 		tk = "1"
@@ -560,6 +585,8 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep ti
 }
 
 func (s *Store) fenced(ctx context.Context, what string, sc *goredis.Script, key string, args ...any) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	n, err := sc.Run(ctx, s.c, []string{s.k(key)}, args...).Int64()
 	if err != nil {
 		return false, fmt.Errorf("redis lease %s: %w", what, err)
@@ -614,6 +641,8 @@ func (s *Store) StoreID(ctx context.Context) (string, error) {
 // StoreIDAt implements runtime.StoreClock: the identity (StoreID) and the
 // server's time (TIME), the clock its claims expire by, in one script call.
 func (s *Store) StoreIDAt(ctx context.Context) (string, time.Time, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	v, err := identityScript.Run(ctx, s.c, []string{s.k(identityKey)}, runtime.NewStoreID()).StringSlice()
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("redis store identity: %w", err)
@@ -636,6 +665,8 @@ func (s *Store) Doubt(ctx context.Context, key string, token int64, keep time.Du
 
 // Allow implements runtime.RateLimiter in one script call.
 func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, burst int64, maxWait time.Duration) (time.Duration, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	v, err := gcraScript.Run(ctx, s.c, s.rateKeys(key), runtime.IntervalMicros(interval), burst, maxWait.Microseconds()).Slice()
 	if err != nil {
 		return 0, false, fmt.Errorf("redis rate limit: %w", err)
@@ -651,6 +682,8 @@ func (s *Store) Allow(ctx context.Context, key string, interval time.Duration, b
 
 // ForgetRate implements runtime.RateLimiter.
 func (s *Store) ForgetRate(ctx context.Context, key string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.c.Del(ctx, s.rateKeys(key)...).Err(); err != nil {
 		return fmt.Errorf("redis rate limit: %w", err)
 	}
@@ -717,6 +750,8 @@ func (s *Store) reservations(key string) string { return s.ledger(key) + reserva
 
 // Reserve implements runtime.Budgeter in one script call.
 func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetLimits, ttl time.Duration) (*runtime.BudgetError, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	estTokens, estUSD := "", ""
 	if est := lim.Estimate; est != nil {
 		estTokens, estUSD = strconv.FormatInt(est.Tokens(), 10), strconv.FormatFloat(est.USD, 'f', -1, 64)
@@ -749,6 +784,8 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 
 // RenewReservation implements runtime.Budgeter in one script call.
 func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time.Duration) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	n, err := renewReservationScript.Run(ctx, s.c, []string{s.reservations(key)}, id, ms(lease)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("redis budget renew: %w", err)
@@ -758,6 +795,8 @@ func (s *Store) RenewReservation(ctx context.Context, key, id string, lease time
 
 // Settle implements runtime.Budgeter in one script call.
 func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	err := settleScript.Run(ctx, s.c, s.budgetKeys(key), id, c.InputTokens, c.OutputTokens,
 		strconv.FormatFloat(c.USD, 'f', -1, 64), c.Calls, ms(ttl), ms(runtime.SettleMemory)).Err()
 	if err != nil {
@@ -769,6 +808,8 @@ func (s *Store) Settle(ctx context.Context, key, id string, c runtime.Ledger, tt
 // LedgerOf implements runtime.Budgeter in one script call, which charges
 // the lapsed reservations first.
 func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	v, err := ledgerScript.Run(ctx, s.c, s.budgetKeys(key), ms(runtime.SettleMemory)).Slice()
 	if err != nil {
 		return runtime.Ledger{}, fmt.Errorf("redis ledger: %w", err)
@@ -784,6 +825,8 @@ func (s *Store) LedgerOf(ctx context.Context, key string) (runtime.Ledger, error
 
 // ForgetLedger implements runtime.Budgeter.
 func (s *Store) ForgetLedger(ctx context.Context, key string) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	if err := s.c.Del(ctx, s.budgetKeys(key)...).Err(); err != nil {
 		return fmt.Errorf("redis delete: %w", err)
 	}
