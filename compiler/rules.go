@@ -459,7 +459,8 @@ is loose unless it is anchored in every branch of an alternation
 which says where it matches ('@corp\\.example$'), or at its start, ^
 (without the m flag) or \A, where it also ends with .*, which says any
 rest is meant ('^/srv/public/.*'), or with a /, a prefix test as
-startsWith('/srv/a/') is ('^/srv/a/'). One anchored at its start alone
+startsWith('/srv/a/') is ('^/srv/a/'), or with a group each branch of
+which ends so ('^https://api\\.example\\.com(/|$)'). One anchored at its start alone
 matches a value that merely begins with a match:
 require: "args.path.matches('^/srv/data/[a-z]+\\.txt')" lets through
 "/srv/data/a.txt/../../../etc/passwd"; anchor it at both ends
