@@ -132,7 +132,12 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	}
 	walk = func(e ast.Expr, vars map[string][]string) {
 		if v, key, m, ok := argRead(e, vars); ok {
+			// The key is searched for after the args selector: from the
+			// start of c.args, the a of c.args.a would be found in args.
 			off := f.offset(m)
+			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 {
+				off += i + len("args")
+			}
 			if i := strings.Index(src[min(off, len(src)):], key); i >= 0 {
 				off += i
 			}
