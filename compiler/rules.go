@@ -309,8 +309,10 @@ admitted (a host embedding agentc may set others; without keys the host
 names the tenant, and nothing is said). So, too, is a read in the chat or
 tool stage of a key of run.meta other than those two, where the policy
 declares keys (run.meta.?tenat.orValue('') == 'retail', has(run.meta.kye),
-'region' in run.meta): serve never sets it, so a test of it never holds;
-the closest key is the did-you-mean. The same holds of the
+'region' in run.meta): serve never sets it, so a test of it never holds
+under agentc serve; the closest key is the did-you-mean. Not in a policy
+with a turn chain: a host's agent turns run it, and the host sets
+run.meta as it likes. The same holds of the
 name of a tool offered (request.tools), called (response.tool_calls) or
 called earlier (a message's tool_calls) in the chat stage, compared with a
 name no declared tool has where only declared tools run: a warning, as a
