@@ -144,8 +144,9 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	walk = func(e ast.Expr, vars map[string]callVar) {
 		if v, key, m, ok := argRead(e, vars); ok {
 			// The key is searched for after the args selector: from the
-			// start of c.args, the a of c.args.a would be found in args.
-			off := f.offset(m)
+			// start of c.args, the a of c.args.a would be found in args
+			// (and, past the variable, an args read by a variable args).
+			off := f.offset(m) + len(v)
 			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 {
 				off += i + len("args")
 			}
@@ -222,8 +223,9 @@ func junctionTerms(e ast.Expr, fn string) []ast.Expr {
 // tool's closed schema has is a cel/untyped-args warning (the model may
 // name a tool the policy does not declare, which the tool stage then
 // refuses), and so is a narrowed one of a call in request.messages (the
-// client's history, which the tool chain never checked). Nothing is said where a tool's schema is open, or, unnarrowed,
-// where undeclared or MCP tools may run.
+// client's history, which the tool chain never checked). Nothing is said
+// where a tool's schema is open, or, unnarrowed, where undeclared or MCP
+// tools may run.
 func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
 	p := c.Policy
 	if len(p.Tools) == 0 {

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -24,4 +25,13 @@ func TestToolCallArgReadsOffsetIsTheKey(t *testing.T) {
 		assert.Equal(t, r.key, src[r.offset:r.offset+len(r.key)], src)
 		assert.Greater(t, r.offset, len("response.tool_calls.exists(c, c.name == 'x' && c.args"), src)
 	}
+}
+
+// A variable named args is passed over: the key is the one after its
+// .args selector.
+func TestToolCallArgReadsOffsetPastAVariableArgs(t *testing.T) {
+	src := "response.tool_calls.exists(args, args.name == 'x' && args.args.s > 1.0)"
+	reads := toolCallArgReads(src)
+	require.Len(t, reads, 1)
+	assert.Equal(t, strings.LastIndex(src, ".s")+1, reads[0].offset)
 }
