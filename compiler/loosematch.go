@@ -412,7 +412,8 @@ func pathKey(e ast.Expr) string {
 // matches ('@corp\.example$'); or at its start, with ^ (without the m
 // flag) or \A, where it also ends with .* (or .+), which says any rest is
 // meant ('^/srv/public/.*'), or with a /, a prefix test as
-// startsWith('/srv/a/') is ('^/srv/a/'). One that begins with .* (or .+)
+// startsWith('/srv/a/') is ('^/srv/a/'), or with a group each branch of
+// which ends in one of these ('^/srv/data(/|$)'). One that begins with .* (or .+)
 // says it matches anywhere: it counts as anchored. startOnly is set when p is not
 // anchored but every branch of it is anchored at its start: it matches a
 // value that merely begins with a match ('^/srv/data/[a-z]+\.txt' matches
@@ -461,9 +462,15 @@ func anchored(p string) (ok, startOnly bool) {
 	dirPrefix := func(re *syntax.Regexp) bool {
 		return re.Op == syntax.OpLiteral && len(re.Rune) > 0 && re.Rune[len(re.Rune)-1] == '/'
 	}
+	// tail: a pattern anchored at its start is tight where each branch of
+	// its end closes it at the end, on any rest or with a /
+	// ('^https://api\.example\.com(/|$)').
+	tail := func(re *syntax.Regexp) bool {
+		return re.Op == syntax.OpEndText || anyRun(re) || dirPrefix(re)
+	}
 	branch := func(re *syntax.Regexp) (ok, startOnly bool) {
 		atStart := edge(re, false, op(syntax.OpBeginText))
-		if edge(re, true, op(syntax.OpEndText)) || edge(re, false, anyRun) || atStart && (edge(re, true, anyRun) || edge(re, true, dirPrefix)) {
+		if edge(re, true, op(syntax.OpEndText)) || edge(re, false, anyRun) || atStart && edge(re, true, tail) {
 			return true, false
 		}
 		return false, atStart

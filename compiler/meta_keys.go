@@ -20,9 +20,10 @@ var servedMetaKeys = []string{"key", "tenant"}
 // sets (run.meta.?tenat, has(run.meta.kye), 'region' in run.meta): under
 // serve it is always absent, so a test of it never holds. A warning with
 // the closest key, as for run.meta.tenant's values: a host embedding
-// agentc sets run.meta as it likes.
+// agentc sets run.meta as it likes. A policy with a turn chain is such a
+// host's (its agent turns run the tool chain too) and is not checked.
 func (c *Compilation) checkMetaKeys(x *dsl.Expr, stage predicate.Stage) {
-	if len(c.Policy.Keys) == 0 || stage != predicate.Chat && stage != predicate.Tool {
+	if len(c.Policy.Keys) == 0 || len(c.Policy.Chains["turn"]) > 0 || stage != predicate.Chat && stage != predicate.Tool {
 		return
 	}
 	tree, ok := predicate.ParseSyntax(x.Source)

@@ -194,7 +194,9 @@ CEL; where a name test narrows the call to declared tools
 1000.0), c.name in ['a', 'b'] && ..., or c.name != 'transfer' || ... in an
 all()), reading an argument none of their args schemas has, all closed,
 is an error with the argument meant: a call its tool accepts never
-carries it, so the read fails, or has() of it is false, on every one. A phase "after"
+carries it, so the read fails, or has() of it is false, on every one (of
+a call in a message's tool_calls, the client's, a cel/untyped-args
+warning). A phase "after"
 predicate's result is checked the same way against the result_schema of
 the tools its entry applies to (every declared tool when it is unscoped):
 result.stauts, result['stauts'] or has(result.stauts) where no schema
@@ -237,7 +239,10 @@ predicate that reads an argument of a proposed tool call without
 narrowing the call to a tool (response.tool_calls.exists(c,
 has(c.args.ammount))) is warned about where no declared tool's args
 schema has the argument and all are closed, and only declared tools run
-(cel/type says the same of a call narrowed by c.name == '...').`},
+(cel/type says the same of a call narrowed by c.name == '...'). A call
+read from request.messages (a message's tool_calls) is the client's
+history, which the tool chain never checked: the same read of one
+narrowed by its name is this warning, not cel/type's error.`},
 	{ruleConstant, dsl.Error + "/" + dsl.Warning, "a predicate with one value for every call that leaves its layer inert", `
 A predicate that reads no variable of its stage ("false", "1 > 2",
 "'a' == 'b'") has the same value for every call. When that value makes
@@ -309,8 +314,10 @@ admitted (a host embedding agentc may set others; without keys the host
 names the tenant, and nothing is said). So, too, is a read in the chat or
 tool stage of a key of run.meta other than those two, where the policy
 declares keys (run.meta.?tenat.orValue('') == 'retail', has(run.meta.kye),
-'region' in run.meta): serve never sets it, so a test of it never holds;
-the closest key is the did-you-mean. The same holds of the
+'region' in run.meta): serve never sets it, so a test of it never holds
+under agentc serve; the closest key is the did-you-mean. Not in a policy
+with a turn chain: a host's agent turns run it, and the host sets
+run.meta as it likes. The same holds of the
 name of a tool offered (request.tools), called (response.tool_calls) or
 called earlier (a message's tool_calls) in the chat stage, compared with a
 name no declared tool has where only declared tools run: a warning, as a
@@ -459,7 +466,8 @@ is loose unless it is anchored in every branch of an alternation
 which says where it matches ('@corp\\.example$'), or at its start, ^
 (without the m flag) or \A, where it also ends with .*, which says any
 rest is meant ('^/srv/public/.*'), or with a /, a prefix test as
-startsWith('/srv/a/') is ('^/srv/a/'). One anchored at its start alone
+startsWith('/srv/a/') is ('^/srv/a/'), or with a group each branch of
+which ends so ('^https://api\\.example\\.com(/|$)'). One anchored at its start alone
 matches a value that merely begins with a match:
 require: "args.path.matches('^/srv/data/[a-z]+\\.txt')" lets through
 "/srv/data/a.txt/../../../etc/passwd"; anchor it at both ends

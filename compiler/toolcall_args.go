@@ -23,6 +23,17 @@ type toolCallArgRead struct {
 	// tools are the tools a conjunct around the read narrows the call to
 	// (c.name == 'transfer' && ...); none when nothing narrows it.
 	tools []string
+	// history is set for a call of the conversation (a message's
+	// tool_calls), which the client sent: the tool chain never checked it.
+	history bool
+}
+
+// A callVar is a comprehension variable over a list of tool calls: the
+// tools name tests narrow it to, and whether the list is the
+// conversation's (anything but response.tool_calls).
+type callVar struct {
+	tools   []string
+	history bool
 }
 
 // toolCallArgReads returns the reads of a tool call's arguments in the chat
@@ -41,7 +52,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	var out []toolCallArgRead
 	// narrowing returns the tools e, a term of an && (or, with or set, of an
 	// ||), narrows the call of v to.
-	narrowing := func(e ast.Expr, vars map[string][]string, or bool) (string, []string) {
+	narrowing := func(e ast.Expr, vars map[string]callVar, or bool) (string, []string) {
 		if e.Kind() != ast.CallKind {
 			return "", nil
 		}
@@ -96,7 +107,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		return "", nil
 	}
 	// argRead returns the variable and key e reads of a tool call's args.
-	argRead := func(e ast.Expr, vars map[string][]string) (string, string, ast.Expr, bool) {
+	argRead := func(e ast.Expr, vars map[string]callVar) (string, string, ast.Expr, bool) {
 		var m ast.Expr
 		var key string
 		switch e.Kind() {
@@ -124,19 +135,25 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		}
 		return v.AsIdent(), key, m, true
 	}
-	var walk func(e ast.Expr, vars map[string][]string)
-	walkAll := func(vars map[string][]string, es ...ast.Expr) {
+	var walk func(e ast.Expr, vars map[string]callVar)
+	walkAll := func(vars map[string]callVar, es ...ast.Expr) {
 		for _, e := range es {
 			walk(e, vars)
 		}
 	}
-	walk = func(e ast.Expr, vars map[string][]string) {
+	walk = func(e ast.Expr, vars map[string]callVar) {
 		if v, key, m, ok := argRead(e, vars); ok {
-			off := f.offset(m)
+			// The key is searched for after the args selector: from the
+			// start of c.args, the a of c.args.a would be found in args
+			// (and, past the variable, an args read by a variable args).
+			off := f.offset(m) + len(v)
+			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 {
+				off += i + len("args")
+			}
 			if i := strings.Index(src[min(off, len(src)):], key); i >= 0 {
 				off += i
 			}
-			out = append(out, toolCallArgRead{key: key, offset: off, tools: vars[v]})
+			out = append(out, toolCallArgRead{key: key, offset: off, tools: vars[v].tools, history: vars[v].history})
 			return
 		}
 		switch e.Kind() {
@@ -148,7 +165,9 @@ func toolCallArgReads(src string) []toolCallArgRead {
 				for _, t := range terms {
 					if v, tools := narrowing(t, vars, fn == operators.LogicalOr); v != "" {
 						narrowed = maps.Clone(narrowed)
-						narrowed[v] = tools
+						cv := narrowed[v]
+						cv.tools = tools
+						narrowed[v] = cv
 					}
 				}
 				walkAll(narrowed, terms...)
@@ -164,7 +183,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			inner := maps.Clone(vars)
 			delete(inner, comp.IterVar())
 			if r := comp.IterRange(); r.Kind() == ast.SelectKind && r.AsSelect().FieldName() == "tool_calls" {
-				inner[comp.IterVar()] = nil
+				inner[comp.IterVar()] = callVar{history: pathKey(r) != "response.tool_calls"}
 			}
 			walk(comp.LoopStep(), inner)
 		case ast.SelectKind:
@@ -178,7 +197,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			}
 		}
 	}
-	walk(tree.Expr(), map[string][]string{})
+	walk(tree.Expr(), map[string]callVar{})
 	return out
 }
 
@@ -203,8 +222,10 @@ func junctionTerms(e ast.Expr, fn string) []ast.Expr {
 // false, on every one); where nothing narrows it, an argument no declared
 // tool's closed schema has is a cel/untyped-args warning (the model may
 // name a tool the policy does not declare, which the tool stage then
-// refuses). Nothing is said where a tool's schema is open, or, unnarrowed,
-// where undeclared or MCP tools may run.
+// refuses), and so is a narrowed one of a call in request.messages (the
+// client's history, which the tool chain never checked). Nothing is said
+// where a tool's schema is open, or, unnarrowed, where undeclared or MCP
+// tools may run.
 func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
 	p := c.Policy
 	if len(p.Tools) == 0 {
@@ -250,6 +271,12 @@ func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
 		suggest := ""
 		if best := textdist.Closest(r.key, names); best != "" {
 			suggest = fmt.Sprintf("; did you mean '%s'?", best)
+		}
+		if narrowed && r.history {
+			c.report(dsl.Warnf(x.PosAt(r.offset), predicate.RuleUntypedArgs,
+				"the args schema of %s, which the name test narrows the call to, has no '%s': a call of it the tool chain accepts never carries one, but a call in request.messages is the client's, unchecked; the read fails, or has() of it is false, on every call its tool accepts%s",
+				"`"+strings.Join(tools, "`, `")+"`", r.key, suggest))
+			continue
 		}
 		if narrowed {
 			c.report(dsl.Errorf(x.PosAt(r.offset), predicate.RuleType,

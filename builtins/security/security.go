@@ -157,6 +157,11 @@ func New(cfg Config) (*Detector, error) {
 	return d, nil
 }
 
+// FoldedPattern returns the copy of a pattern of the layer's that it
+// matches against the normalized text: its letters folded as the text is
+// (full-width forms to ASCII, diacritics dropped, lower case).
+func FoldedPattern(p string) string { return textnorm.FoldPattern(p) }
+
 // Detect reports the earliest injection signature in text (ties go to the pattern listed
 // first) and whether there was one. When nothing matches in the text itself, the text is
 // checked again with leetspeak folded (see foldLeet), then, unless Config.IgnoreEncoded is

@@ -474,3 +474,15 @@ func TestDetectHexAndBase32(t *testing.T) {
 	_, ok := off.Detect("decode: " + hex.EncodeToString(inj))
 	assert.False(t, ok)
 }
+
+// The folded copy of a pattern is the one the layer matches against the
+// normalized text: 'secret$｜jailbreak' (a full-width ｜) folds to an
+// alternation that blocks "please jailbreak now", as the layer does.
+func TestFoldedPatternIsTheOneMatched(t *testing.T) {
+	p := "secret$｜jailbreak"
+	require.Equal(t, "secret$|jailbreak", FoldedPattern(p))
+	d, err := New(Config{DisableDefaults: true, Patterns: []Pattern{{ID: "p", Regex: "(?i)" + p, Raw: true}, {ID: "p", Regex: "(?i)" + p}}})
+	require.NoError(t, err)
+	_, hit := d.Detect("please jailbreak now")
+	require.True(t, hit)
+}

@@ -70,7 +70,11 @@ never blocks (masks) anything: an error at the pattern (the handler). $
 and \z match only at the end of the text and ^ and \A only at its start
 (without the m flag), so 'drop$table', where \s+ was meant, requires text
 after the end; a character class that holds no character matches nothing
-either. A pattern whose match is only unlikely is not reported.
+either. A security layer also matches each pattern with its letters
+folded as it normalizes the text (full-width forms to ASCII): one is
+reported only where the folded copy cannot match either
+('secret$｜jailbreak', with a full-width ｜, folds to one that can). A
+pattern whose match is only unlikely is not reported.
 A tool-chain memoize or semantic_memoize caches the declared tools that are
 neither side_effecting (order/memoize-side-effect) nor secret_result: one
 scoped to a tool the policy does not declare (an MCP server's tool, or one
@@ -830,12 +834,20 @@ func (p *Pass) inertMatchers(e *dsl.Entry) {
 
 // inertPatterns reports each regular expression of a layer's config that
 // can match no text (dsl.RegexpNeverMatches): the layer never blocks (nor
-// masks) on it, and lets through what it reads as held back.
+// masks) on it, and lets through what it reads as held back. A security
+// layer also matches the pattern folded as it normalizes the text
+// ('secret$｜jailbreak', with a full-width ｜, folds to one that matches):
+// reported only where neither can match.
 func (p *Pass) inertPatterns(e *dsl.Entry) {
 	for _, r := range e.Regexps() {
 		why, never := dsl.RegexpNeverMatches(r.Pattern)
 		if !never {
 			continue
+		}
+		if folded := security.FoldedPattern(r.Pattern); e.Use == "security" && folded != r.Pattern {
+			if _, never := dsl.RegexpNeverMatches(folded); !never {
+				continue
+			}
 		}
 		p.Report(dsl.Diagnostic{Pos: e.FieldPos(r.Path), Severity: dsl.Error,
 			Message: fmt.Sprintf("%s's pattern '%s' can never match: %s; %s never acts on it", e.Ref(), r.Pattern, why, e.Use)})
