@@ -37,13 +37,19 @@ func TestPrimaryWinsBeforeTheDelay(t *testing.T) {
 }
 
 // afterFailure returns a model that fails permanently with msg and one that runs m once
-// that failure has happened: the order of the race is fixed by events, not by delays.
+// the hedge has taken that failure: the order of the race is fixed by events, not by
+// delays. A racer's context ends once the hedge has received its end (or the race is
+// over): waiting for less (the failing client's return) would let a loaded machine
+// deliver the waiting model's end to the hedge first.
 func afterFailure(msg string, m *rt.Model) (failing, waiting runtime.ModelClient, calls func() int) {
 	failed := make(chan struct{})
 	var n atomic.Int64
-	failing = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
+	failing = runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, _ func(runtime.Delta) bool) error {
 		n.Add(1)
-		close(failed)
+		go func() {
+			<-ctx.Done()
+			close(failed)
+		}()
 		return rt.Permanent(msg)
 	})
 	waiting = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
