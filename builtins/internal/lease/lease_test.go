@@ -73,10 +73,10 @@ func TestGroupFollowersRetryWhenTheLeaderIsCancelled(t *testing.T) {
 
 func TestGroupWaiterHonoursItsContext(t *testing.T) {
 	var g lease.Group
-	release := make(chan struct{})
+	release, leading := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	go g.Do(context.Background(), "k", func() (any, error) { <-release; return nil, nil })
-	time.Sleep(20 * time.Millisecond)
+	go g.Do(context.Background(), "k", func() (any, error) { close(leading); <-release; return nil, nil })
+	<-leading
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err, _ := g.Do(ctx, "k", func() (any, error) { return nil, nil })
