@@ -202,12 +202,15 @@ func TestWinValidates(t *testing.T) {
 }
 
 // refusing returns a model that fails with err, and one that delivers "p"
-// only once that refusal has happened (or its call is cancelled).
-func refusing(err error) (refuser, waiting runtime.ModelClient, waited func() bool) {
+// only once the race has taken that refusal (the refuser's context ends then,
+// see afterFailure) or its own call is cancelled.
+func refusing(err error) (refuser, waiting runtime.ModelClient) {
 	refused := make(chan struct{})
-	var got atomic.Bool
-	refuser = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
-		close(refused)
+	refuser = runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, _ func(runtime.Delta) bool) error {
+		go func() {
+			<-ctx.Done()
+			close(refused)
+		}()
 		return err
 	})
 	waiting = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
@@ -216,17 +219,10 @@ func refusing(err error) (refuser, waiting runtime.ModelClient, waited func() bo
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		got.Store(true)
-		// Give the race time to see the refusal before this answer arrives.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
 		yield(runtime.Delta{Text: "p"})
 		return nil
 	})
-	return refuser, waiting, got.Load
+	return refuser, waiting
 }
 
 func TestABlockOrBudgetEndsTheRace(t *testing.T) {
@@ -236,7 +232,7 @@ func TestABlockOrBudgetEndsTheRace(t *testing.T) {
 	} {
 		t.Run(name+" racer", func(t *testing.T) {
 			rt.CheckGoroutines(t)
-			backup, primary, _ := refusing(refusal)
+			backup, primary := refusing(refusal)
 			text, _, err := rt.Collect(context.Background(), buildClients(t, `{"models":["primary","backup"],"delay":"5ms"}`, primary, backup),
 				runtime.ChatRequest{}, 0)
 			assert.Empty(t, text, "another model's answer does not bypass the refusal")
