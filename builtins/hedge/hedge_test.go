@@ -173,11 +173,30 @@ func TestFirstSuccessCoversAMidStreamFailure(t *testing.T) {
 
 func TestFirstSuccessWaitsForTheEnd(t *testing.T) {
 	rt.CheckGoroutines(t)
-	// The primary delivers at once but never finishes; the backup finishes.
+	// The primary delivers but never finishes; the backup answers once the race has
+	// taken the primary's delta (however late a loaded machine runs the primary), and
+	// finishes.
 	primary := rt.NewModel(rt.Response{Deltas: []string{"p"}, Hang: true})
 	backup := rt.NewModel(rt.Response{Deltas: []string{"b1", "b2"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+	delivered := make(chan struct{})
+	var once sync.Once
+	first := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		return primary.Stream(ctx, req, func(d runtime.Delta) bool {
+			ok := yield(d)
+			once.Do(func() { close(delivered) })
+			return ok
+		})
+	})
+	second := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		select {
+		case <-delivered:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return backup.Stream(ctx, req, yield)
+	})
 	text, resp, err := rt.Collect(context.Background(),
-		build(t, `{"models":["primary","backup"],"delay":"5ms","win":"first_success"}`, primary, backup), runtime.ChatRequest{}, 0)
+		buildClients(t, `{"models":["primary","backup"],"delay":"5ms","win":"first_success"}`, first, second), runtime.ChatRequest{}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "b1b2", text)
 	assert.Equal(t, "backup", resp.Model)
