@@ -159,6 +159,8 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Deferred before the send below, so it runs after it: a
+			// racer's context ends only once the loop has its end.
 			defer cancel()
 			ev := event{idx: i, done: true}
 			defer func() {

@@ -37,13 +37,19 @@ func TestPrimaryWinsBeforeTheDelay(t *testing.T) {
 }
 
 // afterFailure returns a model that fails permanently with msg and one that runs m once
-// that failure has happened: the order of the race is fixed by events, not by delays.
+// the hedge has taken that failure: the order of the race is fixed by events, not by
+// delays. A racer's context ends once the hedge has received its end (or the race is
+// over): waiting for less (the failing client's return) would let a loaded machine
+// deliver the waiting model's end to the hedge first.
 func afterFailure(msg string, m *rt.Model) (failing, waiting runtime.ModelClient, calls func() int) {
 	failed := make(chan struct{})
 	var n atomic.Int64
-	failing = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
+	failing = runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, _ func(runtime.Delta) bool) error {
 		n.Add(1)
-		close(failed)
+		go func() {
+			<-ctx.Done()
+			close(failed)
+		}()
 		return rt.Permanent(msg)
 	})
 	waiting = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
@@ -167,11 +173,30 @@ func TestFirstSuccessCoversAMidStreamFailure(t *testing.T) {
 
 func TestFirstSuccessWaitsForTheEnd(t *testing.T) {
 	rt.CheckGoroutines(t)
-	// The primary delivers at once but never finishes; the backup finishes.
+	// The primary delivers but never finishes; the backup answers once the race has
+	// taken the primary's delta (however late a loaded machine runs the primary), and
+	// finishes.
 	primary := rt.NewModel(rt.Response{Deltas: []string{"p"}, Hang: true})
 	backup := rt.NewModel(rt.Response{Deltas: []string{"b1", "b2"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+	delivered := make(chan struct{})
+	var once sync.Once
+	first := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		return primary.Stream(ctx, req, func(d runtime.Delta) bool {
+			ok := yield(d)
+			once.Do(func() { close(delivered) })
+			return ok
+		})
+	})
+	second := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		select {
+		case <-delivered:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return backup.Stream(ctx, req, yield)
+	})
 	text, resp, err := rt.Collect(context.Background(),
-		build(t, `{"models":["primary","backup"],"delay":"5ms","win":"first_success"}`, primary, backup), runtime.ChatRequest{}, 0)
+		buildClients(t, `{"models":["primary","backup"],"delay":"5ms","win":"first_success"}`, first, second), runtime.ChatRequest{}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "b1b2", text)
 	assert.Equal(t, "backup", resp.Model)
@@ -196,12 +221,15 @@ func TestWinValidates(t *testing.T) {
 }
 
 // refusing returns a model that fails with err, and one that delivers "p"
-// only once that refusal has happened (or its call is cancelled).
-func refusing(err error) (refuser, waiting runtime.ModelClient, waited func() bool) {
+// only once the race has taken that refusal (the refuser's context ends then,
+// see afterFailure) or its own call is cancelled.
+func refusing(err error) (refuser, waiting runtime.ModelClient) {
 	refused := make(chan struct{})
-	var got atomic.Bool
-	refuser = runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error {
-		close(refused)
+	refuser = runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, _ func(runtime.Delta) bool) error {
+		go func() {
+			<-ctx.Done()
+			close(refused)
+		}()
 		return err
 	})
 	waiting = runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
@@ -210,17 +238,10 @@ func refusing(err error) (refuser, waiting runtime.ModelClient, waited func() bo
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		got.Store(true)
-		// Give the race time to see the refusal before this answer arrives.
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
 		yield(runtime.Delta{Text: "p"})
 		return nil
 	})
-	return refuser, waiting, got.Load
+	return refuser, waiting
 }
 
 func TestABlockOrBudgetEndsTheRace(t *testing.T) {
@@ -230,7 +251,7 @@ func TestABlockOrBudgetEndsTheRace(t *testing.T) {
 	} {
 		t.Run(name+" racer", func(t *testing.T) {
 			rt.CheckGoroutines(t)
-			backup, primary, _ := refusing(refusal)
+			backup, primary := refusing(refusal)
 			text, _, err := rt.Collect(context.Background(), buildClients(t, `{"models":["primary","backup"],"delay":"5ms"}`, primary, backup),
 				runtime.ChatRequest{}, 0)
 			assert.Empty(t, text, "another model's answer does not bypass the refusal")

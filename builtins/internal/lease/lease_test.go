@@ -73,32 +73,87 @@ func TestGroupFollowersRetryWhenTheLeaderIsCancelled(t *testing.T) {
 
 func TestGroupWaiterHonoursItsContext(t *testing.T) {
 	var g lease.Group
-	release := make(chan struct{})
+	release, leading := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	go g.Do(context.Background(), "k", func() (any, error) { <-release; return nil, nil })
-	time.Sleep(20 * time.Millisecond)
+	go g.Do(context.Background(), "k", func() (any, error) { close(leading); <-release; return nil, nil })
+	<-leading
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err, _ := g.Do(ctx, "k", func() (any, error) { return nil, nil })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
+// renewals is a Leaser that records each renewal and, right after one
+// succeeded, what another caller's Acquire then finds.
+type renewals struct {
+	*runtime.KVLeaser
+	mu      sync.Mutex
+	at      []time.Time
+	held    []runtime.LeaseGrant
+	renewed chan struct{}
+}
+
+func (r *renewals) Renew(ctx context.Context, key string, token int64, ttl time.Duration) (bool, error) {
+	ok, err := r.KVLeaser.Renew(ctx, key, token, ttl)
+	if !ok || err != nil {
+		return ok, err
+	}
+	other, err := r.Acquire(ctx, key, ttl, time.Hour, true)
+	r.mu.Lock()
+	r.at = append(r.at, time.Now())
+	r.held = append(r.held, other)
+	r.mu.Unlock()
+	select {
+	case r.renewed <- struct{}{}:
+	default:
+	}
+	return ok, err
+}
+
+func (r *renewals) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.at)
+}
+
+// The lease is renewed past its first expiry, each renewal leaving it held
+// against another caller, until stop; then it expires. The test waits for
+// renewals rather than sleeping a fixed time, so a loaded machine that runs
+// the ticker late makes it slower, not failed.
 func TestRenewKeepsTheLeaseUntilStopped(t *testing.T) {
-	l := runtime.NewKVLeaser(runtime.NewMemoryKV())
+	l := &renewals{KVLeaser: runtime.NewKVLeaser(runtime.NewMemoryKV()), renewed: make(chan struct{}, 1)}
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
+	acquired := time.Now()
 	g, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	stop := lease.Renew(ctx, l, "k", g.Token, ttl, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
-	time.Sleep(3 * ttl)
-	other, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
-	require.NoError(t, err)
-	assert.Equal(t, runtime.LeaseHeld, other.Status, "renewed past its first expiry")
+	deadline := time.After(time.Minute)
+	for {
+		l.mu.Lock()
+		past := len(l.at) >= 3 && l.at[len(l.at)-1].Sub(acquired) > ttl
+		l.mu.Unlock()
+		if past {
+			break
+		}
+		select {
+		case <-l.renewed:
+		case <-deadline:
+			stop()
+			t.Fatalf("not three renewals, the last past the first expiry, within a minute (%d renewals)", l.count())
+		}
+	}
 	stop()
 	stop() // idempotent
+	n := l.count()
+	for i, other := range l.held {
+		assert.Equal(t, runtime.LeaseHeld, other.Status, "renewal %d left the lease held", i+1)
+		assert.Positive(t, other.Remaining, "renewal %d", i+1)
+	}
 	time.Sleep(2 * ttl)
-	other, err = l.Acquire(ctx, "k", ttl, time.Hour, true)
+	assert.Equal(t, n, l.count(), "no renewal once stop returned")
+	other, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseAcquired, other.Status, "expired once no longer renewed")
 	assert.True(t, other.InDoubt)
