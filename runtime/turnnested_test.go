@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,22 +27,7 @@ import (
 // turns wrote to the turn it is nested in, which judges it as if they ran
 // in its own body; the run is saved once, as the outermost turn ends.
 func TestTurnWithholdingAgreesNestedDeeper(t *testing.T) {
-	calling := func(tool string) rt.Response {
-		return rt.Response{Stream: []runtime.Delta{{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
-			ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: tool, Arguments: `{}`}}}}}
-	}
-	cases := []struct {
-		name      string
-		responses []rt.Response
-		class     runtime.Class
-		withheld  bool
-	}{
-		{"output refused", []rt.Response{{Deltas: []string{"your acct 1234 is open"}}}, runtime.ClassBlocked, true},
-		{"earlier answer refused", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassBlocked, true},
-		{"failed, then refused", []rt.Response{calling("echo"), {Err: errors.New("upstream down")}}, runtime.ClassBlocked, true},
-		{"let through", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassOK, false},
-		{"ended final", []rt.Response{calling("refund")}, runtime.ClassInDoubt, false},
-	}
+	cases := withholdingCases()
 	// A shape runs the agent turn in turns nested in pl's turn "outer";
 	// other is another pipeline.
 	type shape func(ctx context.Context, pl, other *runtime.Pipeline) (runtime.TurnResult, error)

@@ -23,22 +23,7 @@ import (
 // text of a nested agent turn that failed, which its host still got),
 // none refused, and a turn that ended final (not read, kept).
 func TestTurnWithholdingAgrees(t *testing.T) {
-	calling := func(tool string) rt.Response {
-		return rt.Response{Stream: []runtime.Delta{{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
-			ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: tool, Arguments: `{}`}}}}}
-	}
-	cases := []struct {
-		name      string
-		responses []rt.Response
-		class     runtime.Class
-		withheld  bool
-	}{
-		{"output refused", []rt.Response{{Deltas: []string{"your acct 1234 is open"}}}, runtime.ClassBlocked, true},
-		{"earlier answer refused", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassBlocked, true},
-		{"failed, then refused", []rt.Response{calling("echo"), {Err: errors.New("upstream down")}}, runtime.ClassBlocked, true},
-		{"let through", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassOK, false},
-		{"ended final", []rt.Response{calling("refund")}, runtime.ClassInDoubt, false},
-	}
+	cases := withholdingCases()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			deny := `"deny":"input.text == \"outer\" && output.text.contains(\"acct 1234\")"`
@@ -148,5 +133,33 @@ func TestRequireOfTheFinalAnswer(t *testing.T) {
 				assert.False(t, holds(res.Messages, tc.answer))
 			}
 		})
+	}
+}
+
+// withholdingCase is a body of an agent turn the turn chain judges: the
+// model's answers, the class the outer turn ends in, and whether the
+// agent's text is withheld.
+type withholdingCase struct {
+	name      string
+	responses []rt.Response
+	class     runtime.Class
+	withheld  bool
+}
+
+// withholdingCases are the bodies TestTurnWithholdingAgrees and
+// TestTurnWithholdingAgreesNestedDeeper run: an output or an earlier
+// answer refused, a body that failed and was refused, none refused, and
+// a turn that ended final.
+func withholdingCases() []withholdingCase {
+	calling := func(tool string) rt.Response {
+		return rt.Response{Stream: []runtime.Delta{{Text: "acct 1234: checking", FinishReason: runtime.FinishToolCalls,
+			ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "x", Name: tool, Arguments: `{}`}}}}}
+	}
+	return []withholdingCase{
+		{"output refused", []rt.Response{{Deltas: []string{"your acct 1234 is open"}}}, runtime.ClassBlocked, true},
+		{"earlier answer refused", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassBlocked, true},
+		{"failed, then refused", []rt.Response{calling("echo"), {Err: errors.New("upstream down")}}, runtime.ClassBlocked, true},
+		{"let through", []rt.Response{calling("echo"), {Deltas: []string{"all fine"}}}, runtime.ClassOK, false},
+		{"ended final", []rt.Response{calling("refund")}, runtime.ClassInDoubt, false},
 	}
 }
