@@ -270,7 +270,10 @@ config patterns). Such a test that does not decide the predicate
 (args.iban == 'x' || args.iban.matches('^xx$[0-9]+')) is a dead term: an
 error where it can let calls through (in a deny or a when, under no
 negation; in a require or an admit, under one), a warning where it can
-only block more. So is an after-phase turn
+only block more. So is each such pattern of a matches_any() list beside
+patterns that can match (matches_any(args.q, ['(?i)^delete', 'drop$table'])):
+the test is the || of its patterns, and the pattern is reported at its
+position, with the same severity. So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
