@@ -192,7 +192,9 @@ response.tool_calls, or a message's tool_calls) is a map of any keys to
 CEL; where a name test narrows the call to declared tools
 (response.tool_calls.exists(c, c.name == 'transfer' && c.args.ammount >
 1000.0), c.name in ['a', 'b'] && ..., or c.name != 'transfer' || ... in an
-all()), reading an argument none of their args schemas has, all closed,
+all(); the condition of a filter() narrows the calls of the macro it is
+chained into, response.tool_calls.filter(c, c.name == 'transfer').exists(c,
+...), and a map()'s filter its transform), reading an argument none of their args schemas has, all closed,
 is an error with the argument meant: a call its tool accepts never
 carries it, so the read fails, or has() of it is false, on every one (of
 a call in a message's tool_calls, the client's, a cel/untyped-args
