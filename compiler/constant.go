@@ -168,6 +168,27 @@ func (f folder) neverMatches(c ast.CallExpr) (deadTerm, bool) {
 	return deadTerm{value: false, why: strings.Join(whys, "; "), offset: f.offset(pats[0])}, true
 }
 
+// neverMatchingElements returns, for a matches_any() call whose list is
+// written out, each constant pattern of it that can match no text
+// (dsl.RegexpNeverMatches), at its position.
+func (f folder) neverMatchingElements(c ast.CallExpr) []deadTerm {
+	args := c.Args()
+	if c.FunctionName() != "matches_any" || len(args) != 2 || args[1].Kind() != ast.ListKind {
+		return nil
+	}
+	var out []deadTerm
+	for _, p := range args[1].AsList().Elements() {
+		s, ok := stringLiteral(p)
+		if !ok {
+			continue
+		}
+		if why, never := dsl.RegexpNeverMatches(s); never {
+			out = append(out, deadTerm{why: fmt.Sprintf("the pattern '%s' can never match: %s", s, why), offset: f.offset(p)})
+		}
+	}
+	return out
+}
+
 // checkNeverMatchTerms reports each matches() (matches_any()) test of x
 // whose patterns can match no text (neverMatches) where it does not decide
 // the predicate (checkDeadTerm's): the term is always false, and dead. The
@@ -184,11 +205,6 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string) bool {
 	f := folder{src: x.Source, info: tree.SourceInfo()}
 	found := false
 	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
-		d, ok := f.neverMatches(call)
-		if !ok {
-			return
-		}
-		found = true
 		// A false term of polarity pol makes the predicate false where it
 		// would have held (pol > 0), true where it would not (pol < 0).
 		lets := pol == 0 || (pol > 0) == (field == "deny" || field == "when")
@@ -200,7 +216,17 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string) bool {
 		if lets {
 			diag = dsl.Errorf
 		}
-		c.report(diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always false, and dead: %s, whatever its variables hold, so %s; fix the pattern", field, d.why, outcome))
+		if d, ok := f.neverMatches(call); ok {
+			found = true
+			c.report(diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always false, and dead: %s, whatever its variables hold, so %s; fix the pattern", field, d.why, outcome))
+			return
+		}
+		// A matches_any() some of whose patterns can match: each pattern
+		// that cannot is a dead term of the || the list stands for.
+		for _, d := range f.neverMatchingElements(call) {
+			found = true
+			c.report(diag(x.PosAt(d.offset), ruleConstant, "a pattern of the matches_any() list in the %s is dead: %s, so the test matches only what the other patterns match and %s; fix the pattern", field, d.why, outcome))
+		}
 	}})
 	return found
 }

@@ -192,7 +192,9 @@ response.tool_calls, or a message's tool_calls) is a map of any keys to
 CEL; where a name test narrows the call to declared tools
 (response.tool_calls.exists(c, c.name == 'transfer' && c.args.ammount >
 1000.0), c.name in ['a', 'b'] && ..., or c.name != 'transfer' || ... in an
-all()), reading an argument none of their args schemas has, all closed,
+all(); the condition of a filter() narrows the calls of the macro it is
+chained into, response.tool_calls.filter(c, c.name == 'transfer').exists(c,
+...), and a map()'s filter its transform), reading an argument none of their args schemas has, all closed,
 is an error with the argument meant: a call its tool accepts never
 carries it, so the read fails, or has() of it is false, on every one (of
 a call in a message's tool_calls, the client's, a cel/untyped-args
@@ -270,7 +272,10 @@ config patterns). Such a test that does not decide the predicate
 (args.iban == 'x' || args.iban.matches('^xx$[0-9]+')) is a dead term: an
 error where it can let calls through (in a deny or a when, under no
 negation; in a require or an admit, under one), a warning where it can
-only block more. So is an after-phase turn
+only block more. So is each such pattern of a matches_any() list beside
+patterns that can match (matches_any(args.q, ['(?i)^delete', 'drop$table'])):
+the test is the || of its patterns, and the pattern is reported at its
+position, with the same severity. So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in

@@ -42,7 +42,9 @@ type callVar struct {
 // variable's args, with the tools the name tests around it narrow the call
 // to. A name test narrows what it guards: the other conjuncts of c.name ==
 // 'x' && ... (c.name in ['x', 'y'] && ...), the other disjuncts of c.name !=
-// 'x' || ... (!(c.name == 'x') || ...).
+// 'x' || ... (!(c.name == 'x') || ...), a conditional's condition the branch
+// it selects, and a filter()'s condition the calls it keeps, which a macro
+// chained into it ranges over.
 func toolCallArgReads(src string) []toolCallArgRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
@@ -135,6 +137,55 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		}
 		return v.AsIdent(), key, m, true
 	}
+	// narrow returns vars with each variable a term of terms (of an &&, or
+	// with or set of an ||) tests the name of narrowed to its tools.
+	narrow := func(vars map[string]callVar, terms []ast.Expr, or bool) map[string]callVar {
+		narrowed := vars
+		for _, t := range terms {
+			if v, tools := narrowing(t, vars, or); v != "" {
+				narrowed = maps.Clone(narrowed)
+				cv := narrowed[v]
+				cv.tools = tools
+				narrowed[v] = cv
+			}
+		}
+		return narrowed
+	}
+	// rangeCalls says whether r, a comprehension's range, is a list of tool
+	// calls: a tool_calls field, or a filter() of such a list, whose
+	// elements its condition narrows.
+	var rangeCalls func(r ast.Expr, vars map[string]callVar) (callVar, bool)
+	rangeCalls = func(r ast.Expr, vars map[string]callVar) (callVar, bool) {
+		switch r.Kind() {
+		case ast.SelectKind:
+			if r.AsSelect().FieldName() == "tool_calls" {
+				return callVar{history: pathKey(r) != "response.tool_calls"}, true
+			}
+		case ast.ComprehensionKind:
+			comp := r.AsComprehension()
+			cv, ok := rangeCalls(comp.IterRange(), vars)
+			step := comp.LoopStep()
+			if !ok || step.Kind() != ast.CallKind || step.AsCall().FunctionName() != operators.Conditional || len(step.AsCall().Args()) != 3 {
+				return callVar{}, false
+			}
+			cond, kept := step.AsCall().Args()[0], step.AsCall().Args()[1]
+			// A filter keeps the element itself: accu + [c].
+			if kept.Kind() != ast.CallKind || kept.AsCall().FunctionName() != operators.Add || len(kept.AsCall().Args()) != 2 {
+				return callVar{}, false
+			}
+			list := kept.AsCall().Args()[1]
+			if list.Kind() != ast.ListKind || len(list.AsList().Elements()) != 1 {
+				return callVar{}, false
+			}
+			if el := list.AsList().Elements()[0]; el.Kind() != ast.IdentKind || el.AsIdent() != comp.IterVar() {
+				return callVar{}, false
+			}
+			inner := maps.Clone(vars)
+			inner[comp.IterVar()] = cv
+			return narrow(inner, junctionTerms(cond, operators.LogicalAnd), false)[comp.IterVar()], true
+		}
+		return callVar{}, false
+	}
 	var walk func(e ast.Expr, vars map[string]callVar)
 	walkAll := func(vars map[string]callVar, es ...ast.Expr) {
 		for _, e := range es {
@@ -161,16 +212,14 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			c := e.AsCall()
 			if fn := c.FunctionName(); fn == operators.LogicalAnd || fn == operators.LogicalOr {
 				terms := junctionTerms(e, fn)
-				narrowed := vars
-				for _, t := range terms {
-					if v, tools := narrowing(t, vars, fn == operators.LogicalOr); v != "" {
-						narrowed = maps.Clone(narrowed)
-						cv := narrowed[v]
-						cv.tools = tools
-						narrowed[v] = cv
-					}
-				}
-				walkAll(narrowed, terms...)
+				walkAll(narrow(vars, terms, fn == operators.LogicalOr), terms...)
+				return
+			}
+			if a := c.Args(); c.FunctionName() == operators.Conditional && len(a) == 3 {
+				// The condition narrows the branch it selects, as a
+				// conjunct does (a filter's step, a map's with a filter).
+				walkAll(vars, a[0], a[2])
+				walk(a[1], narrow(vars, junctionTerms(a[0], operators.LogicalAnd), false))
 				return
 			}
 			if c.IsMemberFunction() {
@@ -182,8 +231,8 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			walkAll(vars, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
 			inner := maps.Clone(vars)
 			delete(inner, comp.IterVar())
-			if r := comp.IterRange(); r.Kind() == ast.SelectKind && r.AsSelect().FieldName() == "tool_calls" {
-				inner[comp.IterVar()] = callVar{history: pathKey(r) != "response.tool_calls"}
+			if cv, ok := rangeCalls(comp.IterRange(), vars); ok {
+				inner[comp.IterVar()] = cv
 			}
 			walk(comp.LoopStep(), inner)
 		case ast.SelectKind:

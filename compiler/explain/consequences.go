@@ -69,9 +69,41 @@ func ownCalls(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 			model, _ := e.Fields["model"].(string)
 			line += fmt.Sprintf("; %s sends it to its models instead of `%s`", r.Ref(), model)
 		}
-		if es := reinvokers(a, chain[e.Index+1:], ""); len(es) > 0 {
+		// The layers below read their whens on the own call as the runtime
+		// does, for the own call's model: one whose when is false for it
+		// skips it, one whose when the call decides may see it.
+		var skip, decide []string
+		meets := map[*dsl.Entry]vet.Meet{}
+		for _, b := range chain[e.Index+1:] {
+			meets[b] = a.OwnCallMeet(e, b)
+			switch meets[b] {
+			case vet.Never:
+				skip = append(skip, b.Ref())
+			case vet.Depends:
+				decide = append(decide, b.Ref())
+			}
+		}
+		if len(skip) > 0 {
+			line += fmt.Sprintf("; the when of %s skips it", list(skip))
+		}
+		var es []*dsl.Entry
+		maybe := false
+		for _, r := range reinvokers(a, chain[e.Index+1:], "") {
+			switch meets[r] {
+			case vet.Never:
+				continue
+			case vet.Depends:
+				maybe = true
+			}
+			es = append(es, r)
+		}
+		if len(es) > 0 {
 			n, why := worstCase(es)
-			line += fmt.Sprintf("; a failing one reaches the model up to %s times (%s)", vet.Calls(n), why)
+			if maybe {
+				line += fmt.Sprintf("; a failing one may reach the model up to %s times (%s), as the when of %s decides", vet.Calls(n), why, list(decide))
+			} else {
+				line += fmt.Sprintf("; a failing one reaches the model up to %s times (%s)", vet.Calls(n), why)
+			}
 		}
 		out = append(out, line)
 	}

@@ -31,7 +31,7 @@ chains: chat: [
 	require.Len(t, x.Stages, 1)
 	assert.Equal(t, []string{
 		"a failing call reaches the model up to 3 times (retry 3 attempts)",
-		"judge makes its verdict call (model `reviewer`) through the chain below it: compaction, meter, retry and the model call; tracing outside it does not see it; a failing one reaches the model up to 3 times (retry 3 attempts)",
+		"judge makes its verdict call (model `reviewer`) through the chain below it: compaction, meter, retry and the model call; tracing outside it does not see it; the when of compaction skips it; a failing one reaches the model up to 3 times (retry 3 attempts)",
 		"compaction makes its summary call (model `small`) through the chain below it: meter, retry and the model call; tracing and judge outside it do not see it; a failing one reaches the model up to 3 times (retry 3 attempts)",
 	}, x.Stages[0].Consequences)
 }
@@ -55,4 +55,28 @@ chains: chat: [
 	require.Len(t, x.Stages, 1)
 	assert.Contains(t, x.Stages[0].Consequences,
 		"judge makes its verdict call (model `reviewer`) through the chain below it: fallback and the model call; fallback sends it to its models instead of `reviewer`; a failing one reaches the model up to 2 times (fallback 2 models)")
+}
+
+// TestOwnCallWhen pins that the count of a summary's model calls reads the
+// whens below the compaction as the runtime does, for the summary's model:
+// a hedge whose when is false for it never re-invokes it, and one whose
+// when the call decides may (resilience/compaction-summary-hedge-when).
+func TestOwnCallWhen(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+models: {
+	primary: {}
+	backup: {}
+	small: {}
+}
+chains: chat: [
+	{use: "compaction", strategy: "summarize", model: "small", max_tokens: 64, keep_recent: 2},
+	{use: "hedge", models: ["primary", "backup"], delay: "10s", when: "request.model == 'primary'"},
+	{use: "retry", max_attempts: 3, when: "request.model == 'small' && size(request.messages) > 2"},
+]
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 1)
+	assert.Contains(t, x.Stages[0].Consequences,
+		"compaction makes its summary call (model `small`) through the chain below it: hedge, retry and the model call; the when of hedge skips it; a failing one may reach the model up to 3 times (retry 3 attempts), as the when of retry decides")
 }
