@@ -89,7 +89,7 @@ var traitWords = map[string]string{
 var keySettings = map[string][]string{
 	"retry":            {"max_attempts", "attempt_timeout", "breaker"},
 	"fallback":         {"models"},
-	"hedge":            {"models", "delay"},
+	"hedge":            {"models", "delay", "win"},
 	"audit":            {"trail", "sink"},
 	"meter":            {"budget", "scope", "window", "on_cross"},
 	"rate_limit":       {"rate", "per", "burst", "mode", "scope"},

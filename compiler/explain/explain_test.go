@@ -161,13 +161,17 @@ func TestSettingsAReviewerNeeds(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
 
 models: m: {usd_per_mtok_in: 1, usd_per_mtok_out: 2}
+models: b: {usd_per_mtok_in: 1, usd_per_mtok_out: 2}
 stores: runs: {kind: "sqlite", path: "runs.db"}
 tools: {
 	refund: {side_effecting: true, args: {type: "object", properties: order_id: type: "string"}}
 	fetch: {url_arg: "url"}
 }
 chains: {
-	chat: [{use: "meter", budget: usd: 5, on_cross: "refuse"}]
+	chat: [
+		{use: "meter", budget: usd: 5, on_cross: "refuse"},
+		{use: "hedge", models: ["m", "b"], delay: "2s", win: "first_success"},
+	]
 	tool: [
 		{use: "egress", allow: ["svc.internal.example"], allow_private: ["10.20.0.0/16"], tools: ["fetch"]},
 		{use: "idempotent", key_args: ["order_id"], tools: ["refund"]},
@@ -179,6 +183,7 @@ chains: {
 	require.Len(t, x.Stages, 3)
 	chat, tool, turn := x.Stages[0], x.Stages[1], x.Stages[2]
 	assert.Contains(t, chat.Layers[0].Settings, "on_cross: refuse")
+	assert.Equal(t, []string{"models: m, b", "delay: 2s", "win: first_success"}, chat.Layers[1].Settings)
 	assert.Contains(t, tool.Layers[0].Settings, "allow_private: 10.20.0.0/16")
 	assert.Contains(t, tool.Layers[1].Settings, "key_args: order_id")
 	assert.Equal(t, []string{"after_tool: true", "keep: 3"}, turn.Layers[0].Settings)
