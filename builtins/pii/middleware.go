@@ -307,8 +307,9 @@ func (m *Middleware) blockArgsAcross(msgs []runtime.Message) error {
 // scanned before it goes out, and the rest of a line is held until its line
 // break, a tool call fragment or the end of the stream: an item is never
 // split across releases. A line that ends in digit groups a card number
-// could run on from ("4111 1111" with "1111 1111" on the next line) is held
-// with the next lines (as far back as the last 18 digits), and so is a line
+// or a phone number could run on from ("4111 1111" with "1111 1111" on the
+// next line, "call (415)" with "555-2671") is held with the next lines (as
+// far back as the last 18 digits), and so is a line
 // in which an IBAN's groups begin that the next line may go on with, so
 // that a card or an IBAN wrapped over lines is found as in a whole text. With "redact" a line is
 // released redacted; with "block" a line holding personal data ends the call
@@ -497,8 +498,9 @@ func releasable(buf string, h *linehold.Hold) int {
 // heldFrom returns len(text), text ending in a line break, or the start of
 // the line an item may run on from into the lines still to come: the line
 // that holds the last maxCardDigits-1 digits of the run of digit groups the
-// text ends in (joined by the separators of a card's groups and line
-// breaks), or the line in which an IBAN may begin that the text ends inside
+// text ends in (joined by the separators of a card's groups, line breaks,
+// and the "+" and parentheses of a phone number, which may also end in an
+// area code in parentheses: "call (415)" then "555-2671"), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
 // text is read folded as the detectors read it (textnorm.FoldSeparators):
@@ -513,13 +515,13 @@ func heldFrom(text string) int {
 		end--
 	}
 	from := len(t)
-	if end > 0 && isDigit(t[end-1]) {
+	if end > 0 && (isDigit(t[end-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2])) {
 		k, digits := end, 0
 		for k > 0 && digits < maxCardDigits-1 {
 			b := t[k-1]
 			if isDigit(b) {
 				digits++
-			} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' {
+			} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' && b != '(' && b != ')' && b != '+' {
 				break
 			}
 			k--
