@@ -328,6 +328,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
+		CleanAfter: m.cleanOutputAfter, Lookback: outputLookback,
 		Layer: m.name, Finding: "personal data"})
 }
 
@@ -379,8 +380,50 @@ func (m *Middleware) cleanOutput(text string) (string, error) {
 		return red, nil
 	}
 	if ms := m.scanner.Find(text); len(ms) > 0 {
-		return "", &runtime.BlockedError{Layer: m.name,
-			Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
+		return "", m.outputBlocked(ms)
+	}
+	return text, nil
+}
+
+// outputBlocked is the refusal of output holding the items ms.
+func (m *Middleware) outputBlocked(ms []Match) error {
+	return &runtime.BlockedError{Layer: m.name,
+		Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
+}
+
+// outputLookback is how much of the output released before a part of it
+// is read with the part: the detectors look back contextWindow bytes of
+// the text as they read it for a phone word or an SSN's label, and a
+// character they skip or fold may take several bytes.
+const outputLookback = 8 * contextWindow
+
+// cleanOutputAfter is cleanOutput for a part of the output that follows
+// before, the end of the output released: the part is read after it, as
+// in the whole text, so that "call me on" ending the line released before
+// makes a phone number of "9472 7916". An item it finds running back into
+// before (which the hold keeps from happening) is masked as the part
+// alone reads it.
+func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
+	if before == "" {
+		return m.cleanOutput(text)
+	}
+	whole := before + text
+	if m.Action == ActionRedact {
+		pre, _ := m.scanner.Redact(before)
+		if out, _ := m.scanner.Redact(whole); strings.HasPrefix(out, pre) {
+			return out[len(pre):], nil
+		}
+		red, _ := m.scanner.Redact(text)
+		return red, nil
+	}
+	var ms []Match
+	for _, x := range m.scanner.Find(whole) {
+		if x.End > len(before) {
+			ms = append(ms, x)
+		}
+	}
+	if len(ms) > 0 {
+		return "", m.outputBlocked(ms)
 	}
 	return text, nil
 }
