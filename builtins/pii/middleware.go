@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
@@ -404,7 +405,7 @@ const outputLookback = 8 * contextWindow
 // before (which the hold keeps from happening) is masked as the part
 // alone reads it.
 func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
-	if before == "" {
+	if !mayNumber(text) || !mayName(before) {
 		return m.cleanOutput(text)
 	}
 	whole := before + text
@@ -426,6 +427,45 @@ func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
 		return "", m.outputBlocked(ms)
 	}
 	return text, nil
+}
+
+// maxWordLen bounds the length of an ASCII word of phoneWords and ssnWords.
+const maxWordLen = len("social security")
+
+// mayNumber reports whether text may hold an item that a word before it
+// decides: one starting (a digit, "+" or "(") within contextWindow bytes
+// of its start, the farthest a word before it counts from. A character
+// beyond ASCII or an escape there may be read as a digit, or skipped, which
+// brings what follows nearer: the text is read with the words before then.
+func mayNumber(text string) bool {
+	for i := 0; i < len(text) && i < contextWindow; i++ {
+		if c := text[i]; isDigit(c) || c == '+' || c == '(' || c >= utf8.RuneSelf || c == '&' || c == '%' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// mayName reports whether before may hold a phone word or an SSN's label
+// (phoneWords, phoneWordsUnspaced, ssnWords), as the detectors read it: it
+// holds a character beyond ASCII or an escape (which the detectors may read
+// as a word, or skip), or one of the ASCII words ends in its last
+// contextWindow bytes (it starts at most maxWordLen bytes earlier).
+func mayName(before string) bool {
+	for i := 0; i < len(before); i++ {
+		if c := before[i]; c >= utf8.RuneSelf || c == '&' || c == '%' || c == '\\' {
+			return true
+		}
+	}
+	lower := strings.ToLower(before[max(0, len(before)-contextWindow-maxWordLen):])
+	for _, ws := range [][]string{phoneWords, ssnWords} {
+		for _, w := range ws {
+			if strings.Contains(lower, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WrapTool implements runtime.ToolWrapper. The arguments are scanned (every
