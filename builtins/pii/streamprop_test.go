@@ -2,6 +2,7 @@ package pii_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -73,6 +74,37 @@ func (c *streamedAsWhole) check(t testing.TB, text string, deltas []string) {
 	var b *runtime.BlockedError
 	require.ErrorAs(t, err, &b, "block: %q streamed as %q", text, deltas)
 	require.True(t, strings.HasPrefix(text[:ms[0].Start], got), "block: %q streamed as %q released %q", text, deltas, got)
+}
+
+// TestStreamedPhonesMaskedAsWhole: a text the model streams goes out of the layer as Redact
+// masks the whole text, in one delta, cut in two at every byte or in three: a phone number
+// whose area code or country code ends a line is held with the next line, and a phone word,
+// an SSN's label, on the lines released before still counts for the number after it.
+func TestStreamedPhonesMaskedAsWhole(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	for _, text := range []string{
+		"Hello.\ncall (415)\n555-2671 now\nbye",
+		"Hello.\ncall (415)\r\n555-2671 now\n",
+		"Hello.\noffice +44 20\n7946 0958\nbye",
+		"Hello.\noffice +44\n20 7946 0958\n",
+		"Hello.\ncall 415-555\n2671 now\n",
+		"Hello.\ncall me on\n9472 7916\nbye",
+		"Hello.\nFax:\n9498777106\n",
+		"Hello.\nmy SSN is\n123456789\n",
+		"Hello.\nphone\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n9472 7916\n",
+	} {
+		t.Run(fmt.Sprintf("%q", text), func(t *testing.T) {
+			_, n := c.s.Redact(text)
+			require.NotZero(t, n, "the whole text holds a phone number")
+			c.check(t, text, []string{text})
+			for i := 0; i <= len(text); i++ {
+				c.check(t, text, []string{text[:i], text[i:]})
+				for j := i; j <= len(text) && len(text) < 48; j++ {
+					c.check(t, text, []string{text[:i], text[i:j], text[j:]})
+				}
+			}
+		})
+	}
 }
 
 // TestStreamedOutputMaskedAsWhole: random texts of phone numbers, cards, IBANs, addresses and
