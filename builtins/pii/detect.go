@@ -1229,7 +1229,25 @@ loop:
 			digits++
 			end = j + 1
 			afterSep = false
-		case (c == ' ' || c == '-' || c == '.' || c == '/') && !afterSep && j > i:
+		case (c == ' ' || c == '\n' || c == '\r') && !afterSep && j > i:
+			if k, wide := phoneGap(text, j); wide {
+				// a line break or several spaces: it joins the groups, but does not
+				// make the candidate a formatted number by itself
+				if k >= len(text) || !(isDigit(text[k]) || text[k] == '(') {
+					break loop
+				}
+				if cut.end == 0 {
+					cut.end, cut.digits, cut.seps, cut.dots = end, digits, seps, dots
+				}
+				afterSep = true
+				j = k - 1
+				continue
+			}
+			if c != ' ' {
+				break loop
+			}
+			fallthrough
+		case (c == '-' || c == '.' || c == '/') && !afterSep && j > i:
 			k, kind := phoneSeparator(text, j)
 			if k >= len(text) || !(isDigit(text[k]) || text[k] == '(') {
 				break loop
@@ -1257,8 +1275,8 @@ loop:
 			inParen = false
 			end = j + 1
 			afterSep = false
-			if j+2 < len(text) && (text[j+1] == ' ' || text[j+1] == '-') && isDigit(text[j+2]) {
-				j++
+			if k, _ := phoneGap(text, j+1); k > j+1 && text[j+1] != '.' && k < len(text) && isDigit(text[k]) {
+				j = k - 1
 				afterSep = true
 			}
 		default:
@@ -1414,6 +1432,7 @@ func northAmericanPhone(text string, i int) int {
 	}
 	prefixed := j > i
 	var area byte
+	plain := false // a group joined by a separator of its own, or the area code in parentheses
 	switch {
 	case j < len(text) && text[j] == '(':
 		if !digitsAt(text, j+1, 3) || j+4 >= len(text) || text[j+4] != ')' {
@@ -1421,18 +1440,28 @@ func northAmericanPhone(text string, i int) int {
 		}
 		area = text[j+1]
 		j += 5
-		if j < len(text) && (text[j] == ' ' || text[j] == '-') {
-			j++
+		if k, _ := phoneGap(text, j); k > j && text[j] != '.' {
+			j = k
 		}
-	case digitsAt(text, j, 3) && j+3 < len(text) && isPhoneSep(text[j+3]):
+		plain = true
+	case digitsAt(text, j, 3):
+		k, wide := phoneGap(text, j+3)
+		if k == 0 {
+			return 0
+		}
 		area = text[j]
-		j += 4
+		j, plain = k, !wide
 	default:
 		return 0
 	}
-	if !digitsAt(text, j, 3) || j+3 >= len(text) || !isPhoneSep(text[j+3]) || !digitsAt(text, j+4, 4) {
+	if !digitsAt(text, j, 3) {
 		return 0
 	}
+	k, wide := phoneGap(text, j+3)
+	if k == 0 || (wide && !plain) || !digitsAt(text, k, 4) {
+		return 0
+	}
+	j = k - 4
 	switch {
 	case area == '1' && !prefixed:
 		// "123-456-7890" is no number here, nor in a region whose numbers may start so
@@ -1444,6 +1473,29 @@ func northAmericanPhone(text string, i int) int {
 }
 
 func isPhoneSep(b byte) bool { return b == ' ' || b == '-' || b == '.' }
+
+// maxGapSpaces bounds the spaces of a wide gap between a phone number's groups.
+const maxGapSpaces = 4
+
+// phoneGap reads the gap between two groups of a North American number at j: a separator
+// (isPhoneSep), or a wide one, a line break ("\n", "\r\n") or two to maxGapSpaces spaces,
+// as where a number wraps over lines or is set out in a layout ("(415)\n555-2671",
+// "(415)  555-2671"). It returns the offset past it, 0 when there is none, and whether it is
+// wide. Groups joined by wide gaps alone are a column or a table of numbers, not a phone
+// number: a candidate needs a separator of its own besides.
+func phoneGap(text string, j int) (int, bool) {
+	if n := lineBreak(text, j); n > 0 {
+		return j + n, true
+	}
+	if j >= len(text) || !isPhoneSep(text[j]) {
+		return 0, false
+	}
+	k := j + 1
+	for k < len(text) && text[k] == ' ' && text[j] == ' ' && k-j < maxGapSpaces {
+		k++
+	}
+	return k, k-j > 1
+}
 
 // phoneEnd returns where a phone number whose digits end at end finishes: past an extension
 // ("x123", " ext. 12") when one follows, else at end; 0 when the number runs on into a word

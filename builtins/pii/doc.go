@@ -15,8 +15,9 @@
 // languages: "telefone", "Handy", "电话", "телефон"...) stands just before it or right
 // after it. An unformatted run of 8 to 15 digits is a phone number only after such a word.
 // Groups may be separated by spaces and one other kind of separator ("+55 11 98456-5666"),
-// and a dash or a slash may have spaces around it ("0176 / 12345678"). Extensions ("x123",
-// "ext. 12") belong to the number.
+// and a dash or a slash may have spaces around it ("0176 / 12345678"); a line break or two
+// to four spaces may join two groups of a number that has a separator of its own ("(415)\n
+// 555-2671", "+44 20\n7946 0958"). Extensions ("x123", "ext. 12") belong to the number.
 //
 // The detectors are hand-written scanners rather than broad regular expressions so that they
 // can refuse the usual false positives: a number glued to letters or to a dotted version, dates
@@ -88,9 +89,10 @@
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
 // cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
-// digit groups is held with the next, so a card wrapped over lines or cut anywhere by the
-// stream is found as in a whole text, and so is a line in which an IBAN's groups begin that
-// the next line may go on with; a line ending in a run of base64 the next line may go on with
+// digit groups or a phone number's area code is held with the next, so a card or a phone
+// number wrapped over lines or cut anywhere by the stream is found as in a whole text, and
+// so is a line in which an IBAN's groups begin that the next line may go on with; each line
+// is read after the end of the lines released before it, where a phone word may stand; a line ending in a run of base64 the next line may go on with
 // is held with the lines of that run, and the lines before such a run are held with it when
 // an item may run on from them into it): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,

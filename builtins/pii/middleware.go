@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
@@ -307,8 +308,9 @@ func (m *Middleware) blockArgsAcross(msgs []runtime.Message) error {
 // scanned before it goes out, and the rest of a line is held until its line
 // break, a tool call fragment or the end of the stream: an item is never
 // split across releases. A line that ends in digit groups a card number
-// could run on from ("4111 1111" with "1111 1111" on the next line) is held
-// with the next lines (as far back as the last 18 digits), and so is a line
+// or a phone number could run on from ("4111 1111" with "1111 1111" on the
+// next line, "call (415)" with "555-2671") is held with the next lines (as
+// far back as the last 18 digits), and so is a line
 // in which an IBAN's groups begin that the next line may go on with, so
 // that a card or an IBAN wrapped over lines is found as in a whole text. With "redact" a line is
 // released redacted; with "block" a line holding personal data ends the call
@@ -327,6 +329,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
+		CleanAfter: m.cleanOutputAfter, Lookback: outputLookback,
 		Layer: m.name, Finding: "personal data"})
 }
 
@@ -378,10 +381,91 @@ func (m *Middleware) cleanOutput(text string) (string, error) {
 		return red, nil
 	}
 	if ms := m.scanner.Find(text); len(ms) > 0 {
-		return "", &runtime.BlockedError{Layer: m.name,
-			Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
+		return "", m.outputBlocked(ms)
 	}
 	return text, nil
+}
+
+// outputBlocked is the refusal of output holding the items ms.
+func (m *Middleware) outputBlocked(ms []Match) error {
+	return &runtime.BlockedError{Layer: m.name,
+		Message: fmt.Sprintf("the model's output contains personal data (%s)", kindsOf(ms))}
+}
+
+// outputLookback is how much of the output released before a part of it
+// is read with the part: the detectors look back contextWindow bytes of
+// the text as they read it for a phone word or an SSN's label, and a
+// character they skip or fold may take several bytes.
+const outputLookback = 8 * contextWindow
+
+// cleanOutputAfter is cleanOutput for a part of the output that follows
+// before, the end of the output released: the part is read after it, as
+// in the whole text, so that "call me on" ending the line released before
+// makes a phone number of "9472 7916". An item it finds running back into
+// before (which the hold keeps from happening) is masked as the part
+// alone reads it.
+func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
+	if !mayNumber(text) || !mayName(before) {
+		return m.cleanOutput(text)
+	}
+	whole := before + text
+	if m.Action == ActionRedact {
+		pre, _ := m.scanner.Redact(before)
+		if out, _ := m.scanner.Redact(whole); strings.HasPrefix(out, pre) {
+			return out[len(pre):], nil
+		}
+		red, _ := m.scanner.Redact(text)
+		return red, nil
+	}
+	var ms []Match
+	for _, x := range m.scanner.Find(whole) {
+		if x.End > len(before) {
+			ms = append(ms, x)
+		}
+	}
+	if len(ms) > 0 {
+		return "", m.outputBlocked(ms)
+	}
+	return text, nil
+}
+
+// maxWordLen bounds the length of an ASCII word of phoneWords and ssnWords.
+const maxWordLen = len("social security")
+
+// mayNumber reports whether text may hold an item that a word before it
+// decides: one starting (a digit, "+" or "(") within contextWindow bytes
+// of its start, the farthest a word before it counts from. A character
+// beyond ASCII or an escape there may be read as a digit, or skipped, which
+// brings what follows nearer: the text is read with the words before then.
+func mayNumber(text string) bool {
+	for i := 0; i < len(text) && i < contextWindow; i++ {
+		if c := text[i]; isDigit(c) || c == '+' || c == '(' || c >= utf8.RuneSelf || c == '&' || c == '%' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// mayName reports whether before may hold a phone word or an SSN's label
+// (phoneWords, phoneWordsUnspaced, ssnWords), as the detectors read it: it
+// holds a character beyond ASCII or an escape (which the detectors may read
+// as a word, or skip), or one of the ASCII words ends in its last
+// contextWindow bytes (it starts at most maxWordLen bytes earlier).
+func mayName(before string) bool {
+	for i := 0; i < len(before); i++ {
+		if c := before[i]; c >= utf8.RuneSelf || c == '&' || c == '%' || c == '\\' {
+			return true
+		}
+	}
+	lower := strings.ToLower(before[max(0, len(before)-contextWindow-maxWordLen):])
+	for _, ws := range [][]string{phoneWords, ssnWords} {
+		for _, w := range ws {
+			if strings.Contains(lower, w) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WrapTool implements runtime.ToolWrapper. The arguments are scanned (every
@@ -497,8 +581,9 @@ func releasable(buf string, h *linehold.Hold) int {
 // heldFrom returns len(text), text ending in a line break, or the start of
 // the line an item may run on from into the lines still to come: the line
 // that holds the last maxCardDigits-1 digits of the run of digit groups the
-// text ends in (joined by the separators of a card's groups and line
-// breaks), or the line in which an IBAN may begin that the text ends inside
+// text ends in (joined by the separators of a card's groups, line breaks,
+// and the "+" and parentheses of a phone number, which may also end in an
+// area code in parentheses: "call (415)" then "555-2671"), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
 // text is read folded as the detectors read it (textnorm.FoldSeparators):
@@ -513,13 +598,13 @@ func heldFrom(text string) int {
 		end--
 	}
 	from := len(t)
-	if end > 0 && isDigit(t[end-1]) {
+	if end > 0 && (isDigit(t[end-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2])) {
 		k, digits := end, 0
 		for k > 0 && digits < maxCardDigits-1 {
 			b := t[k-1]
 			if isDigit(b) {
 				digits++
-			} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' {
+			} else if !isCardSep(b) && b != '_' && b != '\n' && b != '\r' && b != '(' && b != ')' && b != '+' {
 				break
 			}
 			k--

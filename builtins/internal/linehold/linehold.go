@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
@@ -24,6 +25,14 @@ type Filter struct {
 	// released and Stream returns the error. A thinking block's text is
 	// clean when Clean returns it unchanged without an error.
 	Clean func(text string) (string, error)
+	// CleanAfter, when set, is Clean for the streamed text: before is
+	// the end of the text released so far as the model wrote it (its
+	// last Lookback bytes, whole characters), which an item in text may
+	// depend on (a phone word on the line before a number: "call me
+	// on" then "9472 7916"); Clean is left for the thinking blocks.
+	CleanAfter func(before, text string) (string, error)
+	// Lookback bounds before (CleanAfter).
+	Lookback int
 	// Layer is the layer's name and Finding what Clean finds ("a
 	// secret"), for the error that ends a stream whose tool calls follow
 	// a thinking block left out.
@@ -170,8 +179,14 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		}
 		return true
 	}
+	before := "" // the end of the text released, for f.CleanAfter
 	release := func(text string, d runtime.Delta) bool {
-		d.Text, failed = f.Clean(text)
+		if f.CleanAfter == nil {
+			d.Text, failed = f.Clean(text)
+		} else {
+			d.Text, failed = f.CleanAfter(before, text)
+			before = tail(before+text[max(0, len(text)-f.Lookback):], f.Lookback)
+		}
 		if failed != nil {
 			return false
 		}
@@ -238,6 +253,16 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 		return failed
 	}
 	return err
+}
+
+// tail returns the last n bytes of s, or fewer, so that it starts a
+// character.
+func tail(s string, n int) string {
+	k := max(0, len(s)-n)
+	for k < len(s) && !utf8.RuneStart(s[k]) {
+		k++
+	}
+	return s[k:]
 }
 
 // unsigned is the failure of a stream whose tool calls follow the thinking

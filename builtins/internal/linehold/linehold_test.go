@@ -200,3 +200,28 @@ func TestStreamRefusesAThinkingIndexFarBeyond(t *testing.T) {
 		assert.NotEqual(t, "Sunny.\n", d.Text)
 	}
 }
+
+// TestStreamCleanAfterReadsTheTextBefore: CleanAfter is handed, with each part, the end of
+// the text released before it as the stream wrote it (not as it went out), at most
+// Lookback bytes and whole characters; thinking is cleaned by Clean alone.
+func TestStreamCleanAfterReadsTheTextBefore(t *testing.T) {
+	var befores []string
+	f := linehold.Filter{
+		Clean: func(s string) (string, error) { return s, nil },
+		CleanAfter: func(before, text string) (string, error) {
+			befores = append(befores, before)
+			return strings.ToUpper(text), nil
+		},
+		Lookback: 5,
+	}
+	var got strings.Builder
+	err := linehold.Stream(context.Background(), &runtime.ChatCall{}, stream(
+		runtime.Delta{Text: "ab\n"},
+		runtime.Delta{Text: "c日本\n"},
+		runtime.Delta{Text: "fghij\n"},
+		runtime.Delta{Text: "k"},
+	), func(d runtime.Delta) bool { got.WriteString(d.Text); return true }, f)
+	require.NoError(t, err)
+	assert.Equal(t, "AB\nC日本\nFGHIJ\nK", got.String())
+	assert.Equal(t, []string{"", "ab\n", "本\n", "ghij\n"}, befores)
+}
