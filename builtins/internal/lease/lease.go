@@ -90,7 +90,9 @@ type Hold struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	lapsed atomic.Bool
-	stop   func()
+	// stopped is set by Stop: a lapse noticed after it is not one.
+	stopped atomic.Bool
+	stop    func()
 }
 
 // Context is the context the call runs under: the one given to Renew,
@@ -127,7 +129,7 @@ func Renew(ctx context.Context, l runtime.Leaser, key string, token int64, ttl t
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
 	rctx, quit := context.WithCancel(context.WithoutCancel(ctx))
 	lapse := func(msg string) {
-		if h.lapsed.CompareAndSwap(false, true) {
+		if !h.stopped.Load() && h.lapsed.CompareAndSwap(false, true) {
 			logger.WarnContext(rctx, layer+": "+msg, attrs...)
 			h.cancel(ErrLapsed)
 		}
@@ -174,9 +176,10 @@ func Renew(ctx context.Context, l runtime.Leaser, key string, token int64, ttl t
 	var once sync.Once
 	h.stop = func() {
 		once.Do(func() {
-			watchdog.Stop()
+			h.stopped.Store(true)
 			quit()
 			<-ended
+			watchdog.Stop() // after the renewer, which may have set it again
 			h.cancel(nil)
 		})
 	}
