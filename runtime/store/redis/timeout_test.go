@@ -120,9 +120,10 @@ func TestAURLTimeoutNeverOutlastsTheStores(t *testing.T) {
 	assert.Equal(t, timeout, s.Client().Options().WriteTimeout)
 }
 
-// silentListener accepts connections on 127.0.0.1 and never answers: a
-// blackholed server. It returns its redis:// URL.
-func silentListener(t *testing.T) string {
+// listen serves connections on 127.0.0.1 with serve (nil: it accepts them
+// and never answers, a blackholed server), closing them when the test
+// ends. It returns its redis:// URL.
+func listen(t *testing.T, serve func(net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	var mu sync.Mutex
@@ -144,6 +145,9 @@ func silentListener(t *testing.T) string {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
+			if serve != nil {
+				go serve(c)
+			}
 		}
 	}()
 	return "redis://" + ln.Addr().String() + "/0"
@@ -154,7 +158,7 @@ func silentListener(t *testing.T) string {
 // ping and the read of its memory settings share it.
 func TestOpenOnASilentServerFailsWithinTheTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	url := silentListener(t)
+	url := listen(t, nil)
 	start := time.Now()
 	s, err := redis.Open(context.Background(), url, "", redis.WithTimeout(timeout))
 	took := time.Since(start)
@@ -184,24 +188,12 @@ func TestRecordsOnAStalledServerFailWithinTheTimeout(t *testing.T) {
 }
 
 // slowServer is a Redis server on 127.0.0.1 that answers every command,
-// each after delay (nanoseconds, read at each command): a server each of whose answers comes within a
-// timeout, their sum past it. It answers HELLO as a server before RESP3
-// does, INFO with nothing and XRANGE with no entries. It returns its
-// redis:// URL.
+// each after delay (nanoseconds, read at each command): a server each of
+// whose answers comes within a timeout, their sum past it. It answers
+// HELLO as a server before RESP3 does, INFO with nothing and XRANGE with
+// no entries. It returns its redis:// URL.
 func slowServer(t *testing.T, delay *atomic.Int64) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	serve := func(c net.Conn) {
+	return listen(t, func(c net.Conn) {
 		r := bufio.NewReader(c)
 		for {
 			cmd, err := readCommand(r)
@@ -224,20 +216,7 @@ func slowServer(t *testing.T, delay *atomic.Int64) string {
 				return
 			}
 		}
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			go serve(c)
-		}
-	}()
-	return "redis://" + ln.Addr().String() + "/0"
+	})
 }
 
 // readCommand reads one command (an array of bulk strings) and returns its
