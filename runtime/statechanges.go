@@ -858,8 +858,9 @@ func storeIdentity(p *plan.Plan, name string) string {
 		return "memory store " + name
 	}
 	// The database the url names, not how it is written: a password
-	// rotated, or a client option changed, leaves the state where it was.
-	url, ok := storeaddr.Describe(s.URL)
+	// rotated, a client option changed, the default port written out or
+	// the host's case changed leaves the state where it was.
+	url, ok := storeaddr.Identity(s.URL)
 	switch {
 	case s.URL == "":
 		url = "$" + s.URLEnv

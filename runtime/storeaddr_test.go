@@ -55,3 +55,33 @@ func TestStateChangesSayWhichDatabase(t *testing.T) {
 	assert.Empty(t, runtime.StateChanges(at("redis://:old@cache:6379/1"), at("redis://:new@cache:6379/1")), "a password rotated")
 	assert.Empty(t, runtime.StateChanges(at("redis://cache:6379?db=1"), at("redis://cache:6379/1")), "the same database")
 }
+
+// A store's address written with or without its scheme's default port, or
+// its host in another case, names the same database: no reset. Another
+// port, host or database still is one.
+func TestStateChangesReadDefaultPortsAndHostCaseAlike(t *testing.T) {
+	at := func(kind, url string) *plan.Plan {
+		p := resetPlan(toolChain(rt.Layer("idempotent", `{"store":"shared","key_args":["order_id"]}`)))
+		p.Stores["shared"] = plan.Store{Kind: kind, URL: url, Prefix: "billing"}
+		return p
+	}
+	for _, tc := range [][3]string{
+		{"postgres", "postgres://db/app", "postgres://db:5432/app"},
+		{"postgres", "postgresql://app:pw@DB.example.com/app", "postgresql://app:other@db.example.com:5432/app"},
+		{"postgres", "postgres://[::1]/app", "postgres://[::1]:5432/app"},
+		{"redis", "redis://cache/1", "redis://cache:6379/1"},
+		{"redis", "redis://Cache:6379?db=1", "redis://cache/1"},
+		{"redis", "rediss://cache/0", "rediss://cache:6379/0"},
+		{"redis", "redis://cache", "redis://cache:6379/0"},
+	} {
+		assert.Empty(t, runtime.StateChanges(at(tc[0], tc[1]), at(tc[0], tc[2])), "%s and %s name one database", tc[1], tc[2])
+	}
+	for _, tc := range [][3]string{
+		{"postgres", "postgres://db/app", "postgres://db:5433/app"},
+		{"postgres", "postgres://db/app", "postgres://db2/app"},
+		{"redis", "redis://cache/1", "redis://cache:6380/1"},
+		{"redis", "redis://cache", "redis://cache/1"},
+	} {
+		assert.NotEmpty(t, runtime.StateChanges(at(tc[0], tc[1]), at(tc[0], tc[2])), "%s and %s name two databases", tc[1], tc[2])
+	}
+}

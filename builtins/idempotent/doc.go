@@ -62,7 +62,16 @@
 //     in any process, fails in doubt (step 6) without waiting out
 //     lease_ttl, and the key stays in doubt for `ttl`. When the store
 //     cannot record that, the failure is logged and the lease left to
-//     expire into doubt, as if its process had crashed.
+//     expire into doubt, as if its process had crashed. A leader whose
+//     lease could not be renewed (no renewal confirmed by a sixth of
+//     lease_ttl before the lease may end, or one that found it taken over)
+//     is stopped: its call's context ends, so that the call ends before
+//     another process can take the claim over. A call that fails so is handled as a cancelled one (unless its
+//     error proves it never ran): a retry_safe tool's lease is released
+//     and its error marked runtime.ErrStoreUnavailable (a retry may run it
+//     again), any other's is ended in doubt and its error marked
+//     runtime.MayHaveRun. A result it returns all the same is published
+//     only while its token still holds the lease.
 //  5. A call that ran but whose result cannot be used fails with an error
 //     marked runtime.Ran (runtime.ErrRan): a result an inner layer blocked
 //     (a guard of phase "after" inside this layer), a result an MCP upstream

@@ -320,6 +320,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 	_, resumed := runtime.ResumedCall(ctx)
 	owner := m.owners.take(key)
 	for {
+		asked := time.Now() // the lease runs from no earlier than this
 		g, err := m.leaser.AcquireAs(ctx, key, owner, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
 		if err != nil {
 			// The store may have applied the claim: the next attempt
@@ -362,7 +363,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				m.logger.WarnContext(ctx, "idempotent: an earlier execution stopped without an outcome; running the retry-safe tool again with the same idempotency key",
 					"tool", c.Name, "idempotency_key", c.IdempotencyKey())
 			}
-			return m.run(ctx, c, key, g.Token, next)
+			return m.run(ctx, c, key, g.Token, asked, next)
 		}
 		// Held elsewhere: wait, then ask again.
 		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
@@ -440,16 +441,18 @@ func (m *Idempotent) answersAt(intent runtime.ResumedIntent, now time.Time) bool
 	return now.Add(runtime.StoreClockMargin).Before(intent.StoreSince.Add(m.TTL.D()))
 }
 
-// run executes the call under the lease token, renewing the lease while it
-// runs, and publishes its result (or releases the lease on failure; on a
-// panic, or a cancellation or timeout while it ran, only for a retry_safe
-// tool, any other's is ended in doubt).
-func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, next runtime.ToolHandler) (any, error) {
+// run executes the call under the lease token, asked for at asked,
+// renewing the lease while it runs, and publishes its result (or releases
+// the lease on failure; on a panic, or a cancellation or timeout while it
+// ran, only for a retry_safe tool, any other's is ended in doubt). A call
+// whose lease may lapse (no renewal confirmed in time) is stopped: its
+// context ends, since another process may then take the claim over.
+func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
-	stop := lease.Renew(wctx, m.leaser, key, token, m.LeaseTTL.D(), m.logger, "idempotent", "tool", c.Name)
+	hold := lease.Renew(ctx, m.leaser, key, token, m.LeaseTTL.D(), asked, m.logger, "idempotent", "tool", c.Name)
 	done := false
 	defer func() {
-		stop()
+		hold.Stop()
 		if done {
 			return
 		}
@@ -464,9 +467,13 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		}
 		m.doubt(wctx, c, key, token, "panicked")
 	}()
-	v, err := next(ctx, c)
+	v, err := next(hold.Context(), c)
 	done = true
-	stop()
+	hold.Stop()
+	if err != nil && hold.Lapsed() && !errors.Is(err, runtime.ErrRan) {
+		err = m.lapsed(wctx, c, key, token, err)
+		return v, err
+	}
 	if errors.Is(err, runtime.ErrRan) {
 		// The call ran but its result is unusable: the error is its
 		// outcome, stored so that a duplicate gets it without running the
@@ -505,6 +512,34 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 	}
 	m.publish(ctx, c, key, token, res)
 	return v, nil
+}
+
+// lapsed ends the claim of a call that failed after its lease may have
+// lapsed (stopped by it, as a rule): the call may have made its effect, so
+// as for a cancellation, a retry_safe tool's claim is released and any
+// other's ended in doubt, each under its token (a claim taken over since is
+// left alone). Unless its error proves it never ran, the error returned is
+// in doubt (runtime.MayHaveRun) for a tool that is not retry_safe, and a
+// store failure (runtime.ErrStoreUnavailable, which a retry may try again)
+// for one that is.
+func (m *Idempotent) lapsed(ctx context.Context, c *runtime.ToolCall, key string, token int64, err error) error {
+	switch {
+	case runtime.DidNotRun(err) || c.Tool.RetrySafe:
+		if rerr := m.leaser.Release(ctx, key, token); rerr != nil {
+			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a stopped call failed; the call is in doubt once its lease expires",
+				"tool", c.Name, "error", rerr)
+		}
+	default:
+		m.doubt(ctx, c, key, token, "was stopped as its lease could not be renewed", "error", err)
+	}
+	if runtime.DidNotRun(err) {
+		return err
+	}
+	const msg = "the call was stopped, as its claim could not be kept; it may have run"
+	if c.Tool.RetrySafe {
+		return &runtime.CallError{Layer: m.name, Message: msg, Err: runtime.StoreUnavailable(fmt.Errorf("%w (the tool returned: %v)", lease.ErrLapsed, err))}
+	}
+	return &runtime.CallError{Layer: m.name, Message: msg, Err: runtime.MayHaveRun(fmt.Errorf("%w (the tool returned: %w)", lease.ErrLapsed, err))}
 }
 
 // doubt ends the claim of key under token in doubt, for ttl: the call

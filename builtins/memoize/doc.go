@@ -72,7 +72,10 @@
 // error, and one waiter in another process runs the call in its place; a leader whose process
 // dies stops renewing, and a waiter takes the claim over and runs the call
 // once lease_ttl has passed, so no waiter waits longer than that for a dead
-// leader. A hit is one Acquire (one round trip), a miss an Acquire and a
+// leader. A leader whose claim could not be renewed (no renewal confirmed
+// in time, or one that found it taken over) runs on, since a cache fails
+// open and stopping it would not spare the run another process may then
+// make; its result is cached only while its claim still holds. A hit is one Acquire (one round trip), a miss an Acquire and a
 // Publish. A store that cannot be reached is logged and the call runs
 // without a claim.
 package memoize

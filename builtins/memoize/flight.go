@@ -3,42 +3,51 @@ package memoize
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
+// flightClaim is a leader's claim: its lease's token (0: no claim) and
+// when the lease was asked for.
+type flightClaim struct {
+	token int64
+	asked time.Time
+}
+
 // claim finds key in the store's lease records: the cached value (a hit),
-// or the lease to compute it under (token > 0). A claim held elsewhere is
+// or the lease to compute it under (a token > 0). A claim held elsewhere is
 // waited for until it holds a value, is released, or expires (its holder
 // died), and is then taken over. A store that cannot be asked is logged and
 // reported as a miss without a lease (token 0): memoize fails open. Only
 // the end of ctx is an error.
-func (m *Memoize) claim(ctx context.Context, key string) (hit []byte, token int64, err error) {
+func (m *Memoize) claim(ctx context.Context, key string) (hit []byte, c flightClaim, err error) {
 	d := m.pollMin
 	for {
+		asked := time.Now() // the lease runs from no earlier than this
 		g, err := m.leaser.Acquire(ctx, key, m.LeaseTTL.D(), m.TTL.D(), true)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, 0, ctx.Err()
+				return nil, flightClaim{}, ctx.Err()
 			}
 			m.logger.WarnContext(ctx, "memoize store unavailable; running the call without single flight", "error", err)
-			return nil, 0, nil
+			return nil, flightClaim{}, nil
 		}
 		switch g.Status {
 		case runtime.LeaseDone:
-			return g.Result, 0, nil
+			return g.Result, flightClaim{}, nil
 		case runtime.LeaseAcquired:
 			if g.InDoubt {
 				m.logger.InfoContext(ctx, "memoize: the leader of this call stopped without a result; running it here")
 			}
-			return nil, g.Token, nil
+			return nil, flightClaim{token: g.Token, asked: asked}, nil
 		case runtime.LeaseInDoubt: // a leaser that ignores takeover: run unclaimed
-			return nil, 0, nil
+			return nil, flightClaim{}, nil
 		}
 		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
-			return nil, 0, err
+			return nil, flightClaim{}, err
 		}
 		d = min(2*d, m.pollMax)
 	}
@@ -77,22 +86,26 @@ func (m *Memoize) finish(ctx context.Context, key string, token int64, result an
 }
 
 // lead runs the call under its claim (token 0: without one), renewing the
-// claim while it runs, and returns what run returns.
-func (m *Memoize) lead(ctx context.Context, key string, token int64, run func() (any, bool, error)) (any, error) {
+// claim while it runs, and returns what run returns. A claim that may
+// lapse (no renewal confirmed in time) does not stop the call: a cache
+// fails open, and stopping it would not spare the call another process
+// then makes; its result is cached only if the claim still holds.
+func (m *Memoize) lead(ctx context.Context, key string, c flightClaim, run func() (any, bool, error)) (any, error) {
+	token := c.token
 	if token == 0 {
 		v, _, err := run()
 		return v, err
 	}
-	stop := lease.Renew(context.WithoutCancel(ctx), m.leaser, key, token, m.LeaseTTL.D(), m.logger, "memoize")
+	hold := lease.Renew(ctx, m.leaser, key, token, m.LeaseTTL.D(), c.asked, m.logger, "memoize")
 	finished := false
 	defer func() {
-		stop()
+		hold.Stop()
 		if !finished { // the call panicked: release the claim
 			m.finish(ctx, key, token, nil, false)
 		}
 	}()
 	v, ok, err := run()
-	stop()
+	hold.Stop()
 	finished = true
 	m.finish(ctx, key, token, v, ok && err == nil)
 	return v, err
@@ -107,7 +120,7 @@ func (m *Memoize) toolFlight(ctx context.Context, c *runtime.ToolCall, key strin
 		cached bool
 	}
 	o, err, shared := m.flights.Do(ctx, key, func() (any, error) {
-		hit, token, err := m.claim(ctx, key)
+		hit, claim, err := m.claim(ctx, key)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +129,7 @@ func (m *Memoize) toolFlight(ctx context.Context, c *runtime.ToolCall, key strin
 				return outcome{v, true}, nil
 			}
 		}
-		v, err := m.lead(ctx, key, token, func() (any, bool, error) {
+		v, err := m.lead(ctx, key, claim, func() (any, bool, error) {
 			v, err := next(ctx, c)
 			return v, true, err
 		})
@@ -154,7 +167,7 @@ func (m *Memoize) chatFlight(ctx context.Context, c *runtime.ChatCall, key strin
 // under a lease; it returns the entry (nil when the response is not
 // cacheable).
 func (m *Memoize) chatLead(ctx context.Context, c *runtime.ChatCall, key string, next runtime.ChatHandler, yield func(runtime.Delta) bool) (any, error) {
-	hit, token, err := m.claim(ctx, key)
+	hit, claim, err := m.claim(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +177,7 @@ func (m *Memoize) chatLead(ctx context.Context, c *runtime.ChatCall, key string,
 			return e, nil
 		}
 	}
-	v, err := m.lead(ctx, key, token, func() (any, bool, error) {
+	v, err := m.lead(ctx, key, claim, func() (any, bool, error) {
 		e, err := chatcache.Record(ctx, c, next, yield)
 		return e, e != nil, err
 	})

@@ -10,6 +10,7 @@ package storeaddr
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -115,7 +116,39 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // shown as dbname), user, service); keyword/value settings keep the same
 // settings. A password, anywhere, and settings such as sslkey or
 // sslpassword are dropped. ok is false for an address it cannot read.
-func Describe(raw string) (string, bool) {
+func Describe(raw string) (string, bool) { return describe(raw, false) }
+
+// Identity is Describe written one way for each database: the scheme's
+// default port (5432 for postgres, 6379 for redis) written out, a host
+// name in lower case, postgresql:// read as postgres://, a redis URL
+// without a database as its database 0, and a keyword/value string's
+// port=5432 left out. Two addresses of one database that Describe reads
+// apart only in these read alike.
+func Identity(raw string) (string, bool) { return describe(raw, true) }
+
+// defaultPorts are the ports a scheme's client connects to when its URL
+// names none.
+var defaultPorts = map[string]string{"postgres": "5432", "redis": "6379", "rediss": "6379"}
+
+// canonicalHost is host (host[:port] of a URL) with its name in lower
+// case and scheme's default port written out. A list of hosts (a postgres
+// URL's h1,h2) is left as it is.
+func canonicalHost(scheme, host string) string {
+	if host == "" || strings.Contains(host, ",") {
+		return host
+	}
+	u := url.URL{Host: host}
+	name, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = defaultPorts[scheme]
+	}
+	if port == "" {
+		return name
+	}
+	return net.JoinHostPort(name, port)
+}
+
+func describe(raw string, canonical bool) (string, bool) {
 	if _, isURL := URLScheme(raw); !isURL {
 		set, err := keywordValues(raw)
 		if err != nil || len(set) == 0 {
@@ -123,9 +156,17 @@ func Describe(raw string) (string, bool) {
 		}
 		var kept []string
 		for _, s := range set {
-			if slices.Contains(identifying, s.Key) && s.Key != "db" {
-				kept = append(kept, s.Key+"="+quote(s.Value))
+			if !slices.Contains(identifying, s.Key) || s.Key == "db" {
+				continue
 			}
+			v := s.Value
+			switch {
+			case canonical && s.Key == "port" && v == defaultPorts["postgres"]:
+				continue
+			case canonical && s.Key == "host" && !strings.HasPrefix(v, "/"):
+				v = strings.ToLower(v)
+			}
+			kept = append(kept, s.Key+"="+quote(v))
 		}
 		if len(kept) == 0 {
 			return "", false
@@ -137,6 +178,12 @@ func Describe(raw string) (string, bool) {
 		return "", false
 	}
 	out := &url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if canonical {
+		if out.Scheme = strings.ToLower(u.Scheme); out.Scheme == "postgresql" {
+			out.Scheme = "postgres"
+		}
+		out.Host = canonicalHost(out.Scheme, u.Host)
+	}
 	if u.User != nil && u.User.Username() != "" {
 		out.User = url.User(u.User.Username())
 	}
@@ -163,6 +210,9 @@ func Describe(raw string) (string, bool) {
 	if db := kept.Get("db"); db != "" && (u.Scheme == "redis" || u.Scheme == "rediss") {
 		out.Path = "/" + db
 		kept.Del("db")
+	}
+	if canonical && (out.Scheme == "redis" || out.Scheme == "rediss") && strings.Trim(out.Path, "/") == "" {
+		out.Path = "/0"
 	}
 	if out.Host == "" && out.Path == "" && len(kept) == 0 {
 		return "", false

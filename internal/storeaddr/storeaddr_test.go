@@ -74,3 +74,28 @@ func TestDescribeReadsAPostgresDatabaseParameter(t *testing.T) {
 	last, _ := Describe("postgres://db/app?dbname=billing_b&database=billing_a")
 	assert.Equal(t, a, last, "the last of them wins, as for the client")
 }
+
+// Identity writes the addresses of one database alike, and those of two
+// databases apart.
+func TestIdentityReadsOneDatabaseAlike(t *testing.T) {
+	for raw, want := range map[string]string{
+		"postgres://db/app":                     "postgres://db:5432/app",
+		"postgresql://app:pw@DB:5432/app":       "postgres://app@db:5432/app",
+		"postgres://[::1]/app":                  "postgres://[::1]:5432/app",
+		"postgres://h1,h2:5433/app":             "postgres://h1,h2:5433/app",
+		"postgres:///app?host=/run/postgresql":  "postgres:///app?host=%2Frun%2Fpostgresql",
+		"redis://Cache?db=2":                    "redis://cache:6379/2",
+		"redis://cache":                         "redis://cache:6379/0",
+		"rediss://cache:6380/1":                 "rediss://cache:6380/1",
+		"unix:///run/redis.sock?db=2":           "unix:///run/redis.sock?db=2",
+		"host=DB port=5432 user=app dbname=app": "host=db user=app dbname=app",
+		"host=/run/PG port=5433 dbname=app":     "host=/run/PG port=5433 dbname=app",
+	} {
+		got, ok := Identity(raw)
+		require.True(t, ok, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	d, ok := Describe("postgres://DB/app")
+	require.True(t, ok)
+	assert.Equal(t, "postgres://DB/app", d, "a description shows the address as written")
+}

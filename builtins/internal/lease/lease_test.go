@@ -17,10 +17,23 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 )
 
+// joins returns a channel closed once n callers wait for a flight of g.
+func joins(g *lease.Group, n int64) <-chan struct{} {
+	all := make(chan struct{})
+	var waiting atomic.Int64
+	lease.OnJoin(g, func(string) {
+		if waiting.Add(1) == n {
+			close(all)
+		}
+	})
+	return all
+}
+
 func TestGroupSharesTheLeadersOutcome(t *testing.T) {
 	var g lease.Group
 	var runs atomic.Int64
 	release := make(chan struct{})
+	followers := joins(&g, 7)
 	var wg sync.WaitGroup
 	var shared atomic.Int64
 	for range 8 {
@@ -37,7 +50,7 @@ func TestGroupSharesTheLeadersOutcome(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	<-followers // the seven others wait for the leader
 	close(release)
 	wg.Wait()
 	assert.Equal(t, int64(1), runs.Load())
@@ -58,6 +71,7 @@ func TestGroupFollowersRetryWhenTheLeaderIsCancelled(t *testing.T) {
 		leaderDone <- err
 	}()
 	<-started
+	following := joins(&g, 1)
 	followerDone := make(chan any, 1)
 	go func() {
 		v, err, shared := g.Do(context.Background(), "k", func() (any, error) { return "mine", nil })
@@ -65,7 +79,7 @@ func TestGroupFollowersRetryWhenTheLeaderIsCancelled(t *testing.T) {
 		assert.False(t, shared, "the follower led the second attempt")
 		followerDone <- v
 	}()
-	time.Sleep(20 * time.Millisecond)
+	<-following // the follower waits for the leader
 	cancel()
 	require.ErrorIs(t, <-leaderDone, context.Canceled)
 	assert.Equal(t, "mine", <-followerDone, "a cancelled leader's error is not shared")
@@ -128,7 +142,8 @@ func TestRenewKeepsTheLeaseUntilStopped(t *testing.T) {
 	g, err := l.Acquire(ctx, "k", ttl, time.Hour, true)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
-	stop := lease.Renew(ctx, l, "k", g.Token, ttl, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	h := lease.Renew(ctx, l, "k", g.Token, ttl, acquired, discard, "test")
+	stop := h.Stop
 	deadline := time.After(time.Minute)
 	for {
 		l.mu.Lock()
@@ -146,6 +161,9 @@ func TestRenewKeepsTheLeaseUntilStopped(t *testing.T) {
 	}
 	stop()
 	stop() // idempotent
+	assert.False(t, h.Lapsed())
+	assert.ErrorIs(t, h.Context().Err(), context.Canceled, "its context ends with it")
+	assert.NotErrorIs(t, context.Cause(h.Context()), lease.ErrLapsed)
 	n := l.count()
 	for i, other := range l.held {
 		assert.Equal(t, runtime.LeaseHeld, other.Status, "renewal %d left the lease held", i+1)
@@ -158,7 +176,97 @@ func TestRenewKeepsTheLeaseUntilStopped(t *testing.T) {
 	assert.Equal(t, runtime.LeaseAcquired, other.Status, "expired once no longer renewed")
 	assert.True(t, other.InDoubt)
 
-	tiny := lease.Renew(ctx, l, "k", other.Token, time.Nanosecond, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+	tiny := lease.Renew(ctx, l, "k", other.Token, time.Nanosecond, time.Now(), discard, "test")
 	time.Sleep(5 * time.Millisecond)
-	tiny() // a tiny ttl renews every millisecond instead of panicking
+	tiny.Stop() // a tiny ttl renews every millisecond instead of panicking
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// stalled is a Leaser whose renewals hang until their context ends, or
+// answer that the lease was taken over (takenOver).
+type stalled struct {
+	*runtime.KVLeaser
+	takenOver bool
+	entered   chan struct{} // receives when a renewal starts
+	ended     chan error    // receives the context error a renewal ended with
+}
+
+func newStalled() *stalled {
+	return &stalled{KVLeaser: runtime.NewKVLeaser(runtime.NewMemoryKV()), entered: make(chan struct{}, 8), ended: make(chan error, 8)}
+}
+
+func (s *stalled) Renew(ctx context.Context, _ string, _ int64, _ time.Duration) (bool, error) {
+	s.entered <- struct{}{}
+	if s.takenOver {
+		return false, nil
+	}
+	<-ctx.Done()
+	s.ended <- ctx.Err()
+	return false, ctx.Err()
+}
+
+func (s *stalled) acquire(t *testing.T, ttl time.Duration) (int64, time.Time) {
+	asked := time.Now()
+	g, err := s.Acquire(context.Background(), "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	return g.Token, asked
+}
+
+func waitDone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("the hold's context did not end within a minute")
+	}
+}
+
+// A renewal that stalls past the lease ends the holder's context, with the
+// cause ErrLapsed, while the lease still holds against another caller: the
+// call can stop before another process takes the claim over. The stalled
+// renewal is given up then.
+func TestRenewStopsTheCallBeforeAStalledLeaseLapses(t *testing.T) {
+	l := newStalled()
+	const ttl = 1200 * time.Millisecond
+	token, asked := l.acquire(t, ttl)
+	h := lease.Renew(context.Background(), l, "k", token, ttl, asked, discard, "test")
+	defer h.Stop()
+	waitDone(t, h.Context())
+	other, err := l.Acquire(context.Background(), "k", ttl, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, other.Status, "the call is stopped before the lease lapses")
+	assert.ErrorIs(t, context.Cause(h.Context()), lease.ErrLapsed)
+	assert.True(t, h.Lapsed())
+	assert.ErrorIs(t, <-l.ended, context.DeadlineExceeded, "the stalled renewal was given up")
+}
+
+// A renewal that finds the lease taken over ends the holder's context at
+// once.
+func TestRenewStopsTheCallWhenTheLeaseIsTakenOver(t *testing.T) {
+	l := newStalled()
+	l.takenOver = true
+	const ttl = 600 * time.Millisecond
+	token, asked := l.acquire(t, ttl)
+	h := lease.Renew(context.Background(), l, "k", token, ttl, asked, discard, "test")
+	defer h.Stop()
+	waitDone(t, h.Context())
+	assert.ErrorIs(t, context.Cause(h.Context()), lease.ErrLapsed)
+	assert.True(t, h.Lapsed())
+	assert.Len(t, l.entered, 1, "no renewal once the lease was found taken over")
+}
+
+// Stop returns while a renewal stalls: it cancels the renewal in flight
+// and waits for it, so no renewal reaches the store after it.
+func TestStopCancelsAStalledRenewal(t *testing.T) {
+	l := newStalled()
+	const ttl = 600 * time.Millisecond // a renewal at 200ms, given up at 500ms
+	token, asked := l.acquire(t, ttl)
+	h := lease.Renew(context.Background(), l, "k", token, ttl, asked, discard, "test")
+	<-l.entered
+	h.Stop()
+	assert.Len(t, l.ended, 1, "the renewal in flight ended before Stop returned")
+	assert.ErrorIs(t, <-l.ended, context.Canceled)
+	assert.False(t, h.Lapsed(), "stopped, not lapsed")
 }

@@ -98,7 +98,8 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 // goredis.ParseURL, with a dialer or pool sizes of its own). It turns the
 // client's retries off.
 //
-// Each operation of the store (a port's method) is bounded as a whole by
+// Opening (connecting, the ping, the read of the memory settings) and each
+// operation of the store (a port's method, Records) are bounded as a whole by
 // the store's timeout (WithTimeout), from its call to its answer: the
 // wait for a pooled connection, dialing (the client's own attempts to dial
 // again included) and the command share it, and a caller's shorter
@@ -126,7 +127,12 @@ func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts 
 	}
 	opt.ContextTimeoutEnabled = true
 	c := goredis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
+	// Opening is bounded by the timeout as a whole, as an operation is:
+	// connecting, the handshake, the ping and the read of the memory
+	// settings share it.
+	octx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	if err := c.Ping(octx).Err(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("redis %s: %w", opt.Addr, err)
 	}
@@ -134,7 +140,7 @@ func OpenOptions(ctx context.Context, opt *goredis.Options, prefix string, opts 
 		prefix = DefaultPrefix
 	}
 	s := &Store{c: c, prefix: prefix + ":", timeout: cfg.timeout}
-	s.eviction, s.evictsAll = eviction(ctx, c)
+	s.eviction, s.evictsAll = eviction(octx, c)
 	return s, nil
 }
 
@@ -253,6 +259,8 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 // Records returns the audit records in append order; a non-empty runID
 // selects one run's.
 func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
 	msgs, err := s.c.XRange(ctx, s.prefix+"audit", "-", "+").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redis audit records: %w", err)
