@@ -394,6 +394,47 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 	}
 }
 
+// A builtin's config is held to its schema inside lists and maps keyed by
+// names as it is at its top: an element or a value of another kind, a key
+// of a list's object the schema lacks or spells in another case (the
+// layer's decoder matches keys regardless of case), each at its place.
+func TestDecodeHoldsConfigListsAndMapsToTheirSchema(t *testing.T) {
+	layer := func(stage, use, config string) string {
+		return `{"version":1,"policy":"p","chains":{"` + stage + `":[{"use":"` + use + `","config":` + config + `}]}}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{layer("chat", "fallback", `{"models":["a",7]}`),
+			`/chains/chat/0/config/models/1 (line 1, col 87): a number: fallback's models[] is a string`},
+		{layer("chat", "fallback", `{"models":[null]}`),
+			`/chains/chat/0/config/models/0 (line 1, col 83): null: fallback's models[] is a string`},
+		{layer("tool", "tool_policy", `{"arg_patterns":[{"arg":"path","pattern":"^/etc"},{"Arg":"path","pattern":"x"}]}`),
+			`/chains/tool/0/config/arg_patterns/1/Arg (line 1, col 132): unknown field "Arg": tool_policy's config spells it "arg" (keys match the fields exactly)`},
+		{layer("tool", "tool_policy", `{"arg_patterns":[{"arg":"path","pattern":"x","flags":"i"}]}`),
+			`/chains/tool/0/config/arg_patterns/0/flags (line 1, col 128): unknown field "flags": tool_policy's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
+		{layer("tool", "tool_policy", `{"arg_patterns":[{"arg":["path"],"pattern":"x"}]}`),
+			`/chains/tool/0/config/arg_patterns/0/arg (line 1, col 99): a list: tool_policy's arg_patterns[].arg is a string`},
+		{layer("tool", "tool_policy", `{"arg_patterns":["x"]}`),
+			`/chains/tool/0/config/arg_patterns/0 (line 1, col 92): a string: tool_policy's arg_patterns[] is a struct`},
+		{layer("chat", "redact", `{"patterns":[{"pattern":"x"}]}`),
+			`/chains/chat/0/config/patterns/0 (line 1, col 83): an object: redact's patterns[] is a string`},
+		{layer("chat", "tracing", `{"attributes":{"env":"prod","team":3}}`),
+			`/chains/chat/0/config/attributes/team (line 1, col 106): a number: tracing's attributes.<name> is a string`},
+	} {
+		_, err := Decode("edited.json", []byte(c.in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, c.in)
+		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
+	}
+	for _, in := range []string{
+		layer("chat", "fallback", `{"models":["a","b"]}`),
+		layer("tool", "tool_policy", `{"arg_patterns":[{"arg":"path","pattern":"^/etc"}],"deny":["rm"]}`),
+		layer("chat", "tracing", `{"attributes":{"service.name":"billing","Env":"x"}}`),
+	} {
+		_, err := Decode("ok.json", []byte(in))
+		assert.NoError(t, err, in)
+	}
+}
+
 // A plan edited by hand past the bounds the policy schema gives its own
 // numbers and durations is refused at Decode, where Build would fail late
 // (run_idle, a store's timeout) or take it (a state queue of a hundred
