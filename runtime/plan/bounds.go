@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentc-dev/agentc/internal/jsonkind"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/schemas"
 )
@@ -242,8 +243,9 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 	if kind == "any" {
 		return
 	}
-	if want, known := kindOfCatalog[kind]; known && kindOf(v) != want {
-		c.out = append(c.out, fmt.Sprintf("%s: %s: %s's %s is %s", loc, kindOf(v), c.use, fieldWords(path), article(kind)))
+	want, known := jsonkind.Named(kind)
+	if got := jsonkind.Of(v); known && got != want && !(want == "an integer" && got == "a number") {
+		c.out = append(c.out, fmt.Sprintf("%s: %s: %s's %s is %s", loc, got, c.use, fieldWords(path), want))
 		return
 	}
 	switch v := v.(type) {
@@ -257,7 +259,7 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 		}
 	case json.Number:
 		if kind == "int" && strings.ContainsAny(string(v), ".eE") {
-			c.out = append(c.out, fmt.Sprintf("%s: %s is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): %s's %s is an int", loc, v, c.use, fieldWords(path)))
+			c.out = append(c.out, fmt.Sprintf("%s: %s is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): %s's %s is an integer", loc, v, c.use, fieldWords(path)))
 			return
 		}
 		f, err := v.Float64()
@@ -279,36 +281,6 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %s", loc, c.use, fieldWords(path), msg))
 		}
 	}
-}
-
-// kindOfCatalog is the kind of JSON value (kindOf) each kind of the
-// catalog's fields holds ("any" holds every kind).
-var kindOfCatalog = map[string]string{"string": "a string", "bool": "a bool", "list": "a list",
-	"struct": "an object", "map": "an object", "int": "a number", "float": "a number", "number": "a number"}
-
-// kindOf names the kind of a decoded JSON value: "a string", "null".
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a bool"
-	case json.Number:
-		return "a number"
-	case []any:
-		return "a list"
-	}
-	return "an object"
-}
-
-// article puts "a" or "an" before a catalog kind: "an int".
-func article(kind string) string {
-	if strings.IndexByte("aeiou", kind[0]) >= 0 {
-		return "an " + kind
-	}
-	return "a " + kind
 }
 
 // ConfigValue returns the value at the dotted path of a decoded config
