@@ -306,13 +306,17 @@ func configDurations(schema, def cue.Value) map[string]bool {
 // configFieldKinds returns the fields of a config definition, those of
 // its nested structs by their dotted path (breaker.failures), with the
 // kind of value each holds, as Kind.Config does; a struct that takes any
-// key (a map keyed by names, such as tracing's attributes) is "map". A
+// key (a map keyed by names, such as tracing's attributes) is "map". The
+// elements of a list are listed under the list's path and "[]"
+// (tool_policy's arg_patterns.[].arg), the values of a map under its path
+// and "*" (tracing's attributes.*). A
 // field that a struct declares only for one value of another field (a
 // summarizing compaction's model, a chat classifier's) is listed too; one
 // whose kind differs between such values is "any".
 func configFieldKinds(def cue.Value) map[string]string {
 	out := map[string]string{}
 	var walk func(v cue.Value, prefix string, depth int)
+	var field func(path string, v cue.Value, depth int)
 	walk = func(v cue.Value, prefix string, depth int) {
 		if depth > 8 {
 			return
@@ -324,17 +328,32 @@ func configFieldKinds(def cue.Value) map[string]string {
 			}
 			for it.Next() {
 				path, fv := prefix+it.Selector().Unquoted(), it.Value()
-				kind := valueKind(fv.IncompleteKind())
-				if kind == "struct" && fv.Allows(cue.AnyString) {
-					kind = "map"
-				}
-				if old, seen := out[path]; seen && old != kind {
-					kind = "any"
-				}
-				out[path] = kind
-				if kind == "struct" {
-					walk(fv, path+".", depth+1)
-				}
+				field(path, fv, depth)
+			}
+		}
+	}
+	// field records the kind of the value v at path and of what it holds:
+	// a struct's fields, a list's elements (path.[]) and a map's values
+	// (path.*).
+	field = func(path string, v cue.Value, depth int) {
+		kind := valueKind(v.IncompleteKind())
+		if kind == "struct" && v.Allows(cue.AnyString) {
+			kind = "map"
+		}
+		if old, seen := out[path]; seen && old != kind {
+			kind = "any"
+		}
+		out[path] = kind
+		switch kind {
+		case "struct":
+			walk(v, path+".", depth+1)
+		case "list":
+			if elem := v.LookupPath(cue.MakePath(cue.AnyIndex)); elem.Exists() && depth < 8 {
+				field(path+"."+plan.ElementSegment, elem, depth+1)
+			}
+		case "map":
+			if val := v.LookupPath(cue.MakePath(cue.AnyString)); val.Exists() && depth < 8 {
+				field(path+"."+plan.ValueSegment, val, depth+1)
 			}
 		}
 	}

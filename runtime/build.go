@@ -25,6 +25,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/agentc-dev/agentc/internal/jsonfields"
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -686,7 +687,11 @@ func (s *scope) applies(ok bool, err error) bool {
 func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l plan.Layer) (Middleware, *scope, error) {
 	m, ok := LookupModule(l.Use)
 	if !ok {
-		return nil, nil, fmt.Errorf("unknown middleware %q (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)", l.Use)
+		near := ""
+		if id := textdist.Closest(l.Use, moduleIDs()); id != "" {
+			near = fmt.Sprintf(": did you mean %q?", id)
+		}
+		return nil, nil, fmt.Errorf("unknown middleware %q%s (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)", l.Use, near)
 	}
 	if !m.Supports(stage) {
 		return nil, nil, fmt.Errorf("middleware %q does not support the %s stage", l.Use, stage)

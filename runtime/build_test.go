@@ -182,6 +182,9 @@ func TestBuildErrorsNameTheLayer(t *testing.T) {
 		want   []string
 	}{
 		{"unknown middleware", plan.Chains{Tool: []plan.Layer{rt.Layer("nope", "")}}, []string{`chains.tool[0] "nope"`, `unknown middleware "nope" (not registered: import github.com/agentc-dev/agentc/builtins/all for agentc's own, or the package of yours that registers it; for a plan of another agentc, build the plan again with the agentc that loads it)`}},
+		// A misspelt use of a registered module (a custom one as a
+		// builtin) names the one it is near.
+		{"misspelt middleware", plan.Chains{Chat: []plan.Layer{rt.Layer("Retry", "")}}, []string{`chains.chat[0] "Retry"`, `unknown middleware "Retry": did you mean "retry"? (not registered: import`}},
 		{"wrong stage", plan.Chains{Tool: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"]}`)}}, []string{`chains.tool[0] "hedge"`, "does not support the tool stage"}},
 		{"unknown field", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempt":3}`)}}, []string{`chains.chat[0] "retry"`, `config: unknown field "max_attempt" (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`}},
 		{"bad type", plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":"3"}`)}}, []string{"config"}},

@@ -255,6 +255,15 @@ func Modules() []Module {
 	return out
 }
 
+// moduleIDs returns the registered modules' ids, sorted.
+func moduleIDs() []string {
+	var out []string
+	for _, m := range Modules() {
+		out = append(out, m.ID)
+	}
+	return out
+}
+
 // Supports reports whether the module supports stage s.
 func (m Module) Supports(s plan.Stage) bool { return slices.Contains(m.Stages, s) }
 

@@ -13,12 +13,12 @@
 package argpath
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/agentc-dev/agentc/internal/jsonkind"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 )
 
@@ -103,7 +103,7 @@ func Resolve(args map[string]any, p Path) ([]Value, error) {
 		if i == len(p.tokens) {
 			s, ok := v.(string)
 			if !ok {
-				return &Error{At: at, Problem: "is " + kind(v) + ", not a string"}
+				return &Error{At: at, Problem: "is " + jsonkind.Of(v) + ", not a string"}
 			}
 			out = append(out, Value{At: at, S: s, loc: append([]any(nil), loc...)})
 			return nil
@@ -126,11 +126,11 @@ func Resolve(args map[string]any, p Path) ([]Value, error) {
 				}
 				return nil
 			}
-			return &Error{At: orRoot(at), Problem: "is " + kind(v) + ", not an array"}
+			return &Error{At: orRoot(at), Problem: "is " + jsonkind.Of(v) + ", not an array"}
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return &Error{At: orRoot(at), Problem: "is " + kind(v) + ", not an object"}
+			return &Error{At: orRoot(at), Problem: "is " + jsonkind.Of(v) + ", not an object"}
 		}
 		next := at + "/" + jsonpointer.Escape(tok)
 		for name := range m {
@@ -169,7 +169,7 @@ func resolveName(args map[string]any, name string) ([]Value, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return nil, &Error{At: at, Problem: "is " + kind(v) + ", not a string"}
+		return nil, &Error{At: at, Problem: "is " + jsonkind.Of(v) + ", not a string"}
 	}
 	return []Value{{At: at, S: s, loc: []any{name}}}, nil
 }
@@ -179,24 +179,6 @@ func orRoot(at string) string {
 		return "(the arguments)"
 	}
 	return at
-}
-
-func kind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "an object"
-	case []any, []string:
-		return "an array"
-	case float64, float32, int, int64, int32, uint, uint64, uint32, json.Number:
-		return "a number"
-	}
-	return fmt.Sprintf("a %T", v)
 }
 
 // Replace returns a copy of args in which the value at v's location is s.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentc-dev/agentc/internal/jsonkind"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/schemas"
 )
@@ -126,9 +127,11 @@ var builtinBounds = sync.OnceValue(func() configBounds {
 // bounds, a duration that does not parse or is out of range. vet refuses
 // them all, and a plan edited by hand to hold one would fail at Build or
 // run a layer no policy can ask for (a breaker that never opens, a budget
-// of a billion billion tokens). Below a map keyed by names (tracing's
-// attributes) and in lists the layer's decoder judges alone; so does a
-// module that is not a builtin.
+// of a billion billion tokens). The elements of lists (tool_policy's
+// arg_patterns) and the values of maps keyed by names (tracing's
+// attributes) are held to the same: their kind, and an object's keys; a
+// map's keys are names of the host's, matched exactly. A module that is
+// not a builtin has no schema here: its decoder judges its config.
 func configProblems(p *Plan) []string {
 	cat := builtinBounds()
 	var out []string
@@ -153,6 +156,23 @@ func configProblems(p *Plan) []string {
 	return out
 }
 
+// The catalog's path segments below a list and a map keyed by names: a
+// list's elements are at its path and ElementSegment
+// ("arg_patterns.[].arg"), a map's values at its path and ValueSegment
+// ("attributes.*"). Neither is a key a config writes: a key holding a dot
+// is refused, and a map's keys are not looked up.
+const (
+	ElementSegment = "[]"
+	ValueSegment   = "*"
+)
+
+// fieldWords writes a catalog path as messages do: "arg_patterns[].arg",
+// "attributes.<name>".
+func fieldWords(path string) string {
+	path = strings.ReplaceAll(path, "."+ElementSegment, "[]")
+	return strings.ReplaceAll(path, "."+ValueSegment, ".<name>")
+}
+
 // configCheck checks one builtin layer's config against the catalog.
 type configCheck struct {
 	use       string
@@ -169,16 +189,21 @@ type configCheck struct {
 func (c *configCheck) object(loc, prefix string, obj map[string]any, open bool) {
 	for _, key := range slices.Sorted(maps.Keys(obj)) {
 		path, kloc := prefix+key, loc+"/"+jsonpointer.Escape(key)
-		if !open && strings.Contains(key, ".") {
+		if open {
+			// A map's keys are names; its values are of one kind.
+			if kind, ok := c.fields[prefix+ValueSegment]; ok {
+				c.value(kloc, prefix+ValueSegment, kind, obj[key])
+			}
+			continue
+		}
+		if strings.Contains(key, ".") {
 			// The catalog's paths join names with dots; no name holds one.
 			c.out = append(c.out, fmt.Sprintf("%s: unknown field %q: %s", kloc, key, nested(prefix, key, c.fields)))
 			continue
 		}
 		kind, ok := c.fields[path]
 		if !ok {
-			if !open {
-				c.out = append(c.out, fmt.Sprintf("%s: unknown field %q: %s", kloc, key, c.spelling(prefix, key)))
-			}
+			c.out = append(c.out, fmt.Sprintf("%s: unknown field %q: %s", kloc, key, c.spelling(prefix, key)))
 			continue
 		}
 		c.value(kloc, path, kind, obj[key])
@@ -189,7 +214,7 @@ func (c *configCheck) object(loc, prefix string, obj map[string]any, open bool) 
 // and a path of fields is written nested, as the field it names shows.
 func nested(prefix, key string, fields map[string]string) string {
 	msg := "a key names one field, not a path"
-	if _, ok := fields[prefix+key]; !ok {
+	if _, ok := fields[prefix+key]; !ok || fieldWords(prefix+key) != prefix+key {
 		return msg
 	}
 	parts := strings.Split(key, ".")
@@ -218,21 +243,28 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 	if kind == "any" {
 		return
 	}
-	if want, known := kindOfCatalog[kind]; known && kindOf(v) != want {
-		c.out = append(c.out, fmt.Sprintf("%s: %s: %s's %s is %s", loc, kindOf(v), c.use, path, article(kind)))
+	want, known := jsonkind.Named(kind)
+	if got := jsonkind.Of(v); known && got != want && !(want == "an integer" && got == "a number") {
+		c.out = append(c.out, fmt.Sprintf("%s: %s: %s's %s is %s", loc, got, c.use, fieldWords(path), want))
 		return
 	}
 	switch v := v.(type) {
 	case map[string]any:
 		c.object(loc, path+".", v, kind == "map")
+	case []any:
+		if elem, ok := c.fields[path+"."+ElementSegment]; ok {
+			for i, e := range v {
+				c.value(fmt.Sprintf("%s/%d", loc, i), path+"."+ElementSegment, elem, e)
+			}
+		}
 	case json.Number:
 		if kind == "int" && strings.ContainsAny(string(v), ".eE") {
-			c.out = append(c.out, fmt.Sprintf("%s: %s is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): %s's %s is an int", loc, v, c.use, path))
+			c.out = append(c.out, fmt.Sprintf("%s: %s is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): %s's %s is an integer", loc, v, c.use, fieldWords(path)))
 			return
 		}
 		f, err := v.Float64()
 		if b, ok := c.bounds[path]; ok && err == nil && !b.Holds(f) {
-			c.out = append(c.out, fmt.Sprintf("%s: %s is out of range: %s's %s is %s", loc, v, c.use, path, b.Words()))
+			c.out = append(c.out, fmt.Sprintf("%s: %s is out of range: %s's %s is %s", loc, v, c.use, fieldWords(path), b.Words()))
 		}
 	case string:
 		positive, ok := c.durations[path]
@@ -244,41 +276,11 @@ func (c *configCheck) value(loc, path, kind string, v any) {
 			for _, w := range c.words[path] {
 				also += fmt.Sprintf(", or %q", w)
 			}
-			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %q is not a duration: a Go duration such as \"250ms\", \"30s\" or \"1h30m\"%s", loc, c.use, path, v, also))
+			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %q is not a duration: a Go duration such as \"250ms\", \"30s\" or \"1h30m\"%s", loc, c.use, fieldWords(path), v, also))
 		} else if msg := DurationProblem(v, positive); msg != "" {
-			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %s", loc, c.use, path, msg))
+			c.out = append(c.out, fmt.Sprintf("%s: %s's %s %s", loc, c.use, fieldWords(path), msg))
 		}
 	}
-}
-
-// kindOfCatalog is the kind of JSON value (kindOf) each kind of the
-// catalog's fields holds ("any" holds every kind).
-var kindOfCatalog = map[string]string{"string": "a string", "bool": "a bool", "list": "a list",
-	"struct": "an object", "map": "an object", "int": "a number", "float": "a number", "number": "a number"}
-
-// kindOf names the kind of a decoded JSON value: "a string", "null".
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a bool"
-	case json.Number:
-		return "a number"
-	case []any:
-		return "a list"
-	}
-	return "an object"
-}
-
-// article puts "a" or "an" before a catalog kind: "an int".
-func article(kind string) string {
-	if strings.IndexByte("aeiou", kind[0]) >= 0 {
-		return "an " + kind
-	}
-	return "a " + kind
 }
 
 // ConfigValue returns the value at the dotted path of a decoded config

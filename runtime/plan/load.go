@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -98,7 +99,7 @@ func Decode(source string, data []byte) (*Plan, error) {
 		if !asValidationError(err, &ve) {
 			return nil, &Error{Source: source, Problems: []string{err.Error()}}
 		}
-		return nil, &Error{Source: source, Problems: locate(flatten(ve), data)}
+		return nil, &Error{Source: source, Problems: locate(flatten(ve, doc), data)}
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
@@ -207,6 +208,41 @@ func Encode(p *Plan) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// reserved says, for a value the plan schema reserves, which field holds
+// it and what reserves it: the schema writes a reserved value as an "if"
+// that matches it and a "then" whose "const" says why, which the
+// validator reports as a bare "value must be" that constant.
+func reserved(e *jsonschema.ValidationError, doc any) (string, bool) {
+	if !strings.HasSuffix(e.KeywordLocation, "/then/const") {
+		return "", false
+	}
+	why, err := strconv.Unquote(strings.TrimPrefix(e.Message, "value must be "))
+	if err != nil {
+		return "", false
+	}
+	v, field := doc, "value"
+	for _, tok := range jsonpointer.Tokens(e.InstanceLocation) {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return "", false // only object members are reserved
+		}
+		v, field = obj[tok], tok
+	}
+	return fmt.Sprintf("%s %s is reserved: %s", field, valueText(v), why), true
+}
+
+// valueText writes a decoded JSON value as JSON.
+func valueText(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
 func asValidationError(err error, target **jsonschema.ValidationError) bool {
 	ve, ok := err.(*jsonschema.ValidationError)
 	if ok {
@@ -216,8 +252,8 @@ func asValidationError(err error, target **jsonschema.ValidationError) bool {
 }
 
 // flatten lists the leaf causes of a validation error, sorted, because the
-// library's order is not stable.
-func flatten(ve *jsonschema.ValidationError) []string {
+// library's order is not stable. doc is the validated document.
+func flatten(ve *jsonschema.ValidationError, doc any) []string {
 	var out []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -229,6 +265,9 @@ func flatten(ve *jsonschema.ValidationError) []string {
 			msg := e.Message
 			if strings.HasPrefix(msg, "additionalProperties ") {
 				msg += ": this agentc knows no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)"
+			}
+			if r, ok := reserved(e, doc); ok {
+				msg = r
 			}
 			out = append(out, fmt.Sprintf("%s: %s", loc, msg))
 			return

@@ -352,19 +352,19 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 		{layer("meter", `{"budget":{"calls.x":5}}`),
 			`/chains/chat/0/config/budget/calls.x (line 1, col 90): unknown field "calls.x": a key names one field, not a path`},
 		{layer("retry", `{"max_attempts":3.0}`),
-			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.0 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an int`},
+			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.0 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an integer`},
 		{layer("retry", `{"max_attempts":3.5}`),
-			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.5 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an int`},
+			`/chains/chat/0/config/max_attempts (line 1, col 85): 3.5 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): retry's max_attempts is an integer`},
 		{layer("meter", `{"budget":{"calls":3e2}}`),
-			`/chains/chat/0/config/budget/calls (line 1, col 88): 3e2 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): meter's budget.calls is an int`},
+			`/chains/chat/0/config/budget/calls (line 1, col 88): 3e2 is not an integer as the layer's decoder reads one (digits only, no fraction or exponent): meter's budget.calls is an integer`},
 		{layer("retry", `{"max_attempts":"3"}`),
-			`/chains/chat/0/config/max_attempts (line 1, col 85): a string: retry's max_attempts is an int`},
+			`/chains/chat/0/config/max_attempts (line 1, col 85): a string: retry's max_attempts is an integer`},
 		{layer("retry", `{"max_attempts":null}`),
-			`/chains/chat/0/config/max_attempts (line 1, col 85): null: retry's max_attempts is an int`},
+			`/chains/chat/0/config/max_attempts (line 1, col 85): null: retry's max_attempts is an integer`},
 		{layer("retry", `{"breaker":[1]}`),
-			`/chains/chat/0/config/breaker (line 1, col 80): a list: retry's breaker is a struct`},
+			`/chains/chat/0/config/breaker (line 1, col 80): an array: retry's breaker is an object`},
 		{layer("log", `{"include_args":"yes"}`),
-			`/chains/chat/0/config/include_args (line 1, col 83): a string: log's include_args is a bool`},
+			`/chains/chat/0/config/include_args (line 1, col 83): a string: log's include_args is a boolean`},
 		{layer("judge", `{"model":"m","timeout":"5 parsecs"}`),
 			`/chains/chat/0/config/timeout (line 1, col 92): judge's timeout "5 parsecs" is not a duration: a Go duration such as "250ms", "30s" or "1h30m"`},
 		{layer("retry", `{"breaker":{"cooldown":"soon"}}`),
@@ -388,6 +388,47 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 		layer("output_coerce", `{"schema":{"type":"object","Properties":null}}`),
 		// Another module's config is its decoder's to judge.
 		layer("mine", `{"Anything":3.0}`),
+	} {
+		_, err := Decode("ok.json", []byte(in))
+		assert.NoError(t, err, in)
+	}
+}
+
+// A builtin's config is held to its schema inside lists and maps keyed by
+// names as it is at its top: an element or a value of another kind, a key
+// of a list's object the schema lacks or spells in another case (the
+// layer's decoder matches keys regardless of case), each at its place.
+func TestDecodeHoldsConfigListsAndMapsToTheirSchema(t *testing.T) {
+	layer := func(stage, use, config string) string {
+		return `{"version":1,"policy":"p","chains":{"` + stage + `":[{"use":"` + use + `","config":` + config + `}]}}`
+	}
+	for _, c := range []struct{ in, want string }{
+		{layer("chat", "fallback", `{"models":["a",7]}`),
+			`/chains/chat/0/config/models/1 (line 1, col 87): a number: fallback's models[] is a string`},
+		{layer("chat", "fallback", `{"models":[null]}`),
+			`/chains/chat/0/config/models/0 (line 1, col 83): null: fallback's models[] is a string`},
+		{layer("tool", "tool_policy", `{"arg_patterns":[{"arg":"path","pattern":"^/etc"},{"Arg":"path","pattern":"x"}]}`),
+			`/chains/tool/0/config/arg_patterns/1/Arg (line 1, col 132): unknown field "Arg": tool_policy's config spells it "arg" (keys match the fields exactly)`},
+		{layer("tool", "tool_policy", `{"arg_patterns":[{"arg":"path","pattern":"x","flags":"i"}]}`),
+			`/chains/tool/0/config/arg_patterns/0/flags (line 1, col 128): unknown field "flags": tool_policy's config has no such field (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)`},
+		{layer("tool", "tool_policy", `{"arg_patterns":[{"arg":["path"],"pattern":"x"}]}`),
+			`/chains/tool/0/config/arg_patterns/0/arg (line 1, col 99): an array: tool_policy's arg_patterns[].arg is a string`},
+		{layer("tool", "tool_policy", `{"arg_patterns":["x"]}`),
+			`/chains/tool/0/config/arg_patterns/0 (line 1, col 92): a string: tool_policy's arg_patterns[] is an object`},
+		{layer("chat", "redact", `{"patterns":[{"pattern":"x"}]}`),
+			`/chains/chat/0/config/patterns/0 (line 1, col 83): an object: redact's patterns[] is a string`},
+		{layer("chat", "tracing", `{"attributes":{"env":"prod","team":3}}`),
+			`/chains/chat/0/config/attributes/team (line 1, col 106): a number: tracing's attributes.<name> is a string`},
+	} {
+		_, err := Decode("edited.json", []byte(c.in))
+		var pe *Error
+		require.ErrorAs(t, err, &pe, c.in)
+		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
+	}
+	for _, in := range []string{
+		layer("chat", "fallback", `{"models":["a","b"]}`),
+		layer("tool", "tool_policy", `{"arg_patterns":[{"arg":"path","pattern":"^/etc"}],"deny":["rm"]}`),
+		layer("chat", "tracing", `{"attributes":{"service.name":"billing","Env":"x"}}`),
 	} {
 		_, err := Decode("ok.json", []byte(in))
 		assert.NoError(t, err, in)

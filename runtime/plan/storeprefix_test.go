@@ -33,3 +33,18 @@ func TestDecodeRefusesAPostgresPrefixTheStoreRefuses(t *testing.T) {
 		assert.NoError(t, err, ok)
 	}
 }
+
+// A prefix the schema reserves is named with the field and what reserves
+// it, not with the schema's bare "value must be" of its constant.
+func TestDecodeSaysWhatAReservedPrefixIsReservedFor(t *testing.T) {
+	for _, prefix := range []string{"pg_catalog", "information_schema", "public"} {
+		doc := fmt.Sprintf(`{"version":1,"policy":"p","chains":{},"stores":{"shared":{"kind":"postgres","url_env":"DB_URL","prefix":%q}}}`, prefix)
+		_, err := plan.Decode("plan.json", []byte(doc))
+		var pe *plan.Error
+		require.ErrorAs(t, err, &pe, prefix)
+		require.Len(t, pe.Problems, 1, prefix)
+		assert.Equal(t, fmt.Sprintf(`/stores/shared/prefix (line 1, col 105): prefix %q is reserved: a postgres store's prefix names a schema of the store's own; pg_ names and information_schema are PostgreSQL's, public is the database's default schema`, prefix),
+			pe.Problems[0])
+		assert.NotContains(t, pe.Problems[0], "value must be")
+	}
+}

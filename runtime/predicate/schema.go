@@ -15,6 +15,7 @@ import (
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 
+	"github.com/agentc-dev/agentc/internal/jsonkind"
 	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
@@ -831,21 +832,21 @@ func converter(n *schemaNode) func(any) (any, error) {
 			if s, ok := v.(string); ok {
 				return types.String(s), nil
 			}
-			return nil, fmt.Errorf("want a string, got %s", jsonKind(v))
+			return nil, fmt.Errorf("want a string, got %s", jsonkind.Of(v))
 		}
 	case kindBool:
 		return func(v any) (any, error) {
 			if b, ok := v.(bool); ok {
 				return types.Bool(b), nil
 			}
-			return nil, fmt.Errorf("want a boolean, got %s", jsonKind(v))
+			return nil, fmt.Errorf("want a boolean, got %s", jsonkind.Of(v))
 		}
 	case kindObject:
 		return func(v any) (any, error) {
 			if m, ok := v.(map[string]any); ok {
 				return jsonObject(m), nil
 			}
-			return nil, fmt.Errorf("want an object, got %s", jsonKind(v))
+			return nil, fmt.Errorf("want an object, got %s", jsonkind.Of(v))
 		}
 	case kindList:
 		elem := elemConverter(n.elem)
@@ -855,7 +856,7 @@ func converter(n *schemaNode) func(any) (any, error) {
 		return func(v any) (any, error) {
 			l, ok := v.([]any)
 			if !ok {
-				return nil, fmt.Errorf("want an array, got %s", jsonKind(v))
+				return nil, fmt.Errorf("want an array, got %s", jsonkind.Of(v))
 			}
 			if elem != nil {
 				c, err := convertElems(l, elem)
@@ -874,7 +875,7 @@ func converter(n *schemaNode) func(any) (any, error) {
 		return func(v any) (any, error) {
 			m, ok := v.(map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("want an object, got %s", jsonKind(v))
+				return nil, fmt.Errorf("want an object, got %s", jsonkind.Of(v))
 			}
 			if elem == nil {
 				return jsonObject(m), nil
@@ -957,7 +958,7 @@ func toInt(v any) (any, error) {
 	case types.Int:
 		return x, nil
 	}
-	return nil, fmt.Errorf("want an integer, got %s", jsonKind(v))
+	return nil, fmt.Errorf("want an integer, got %s", jsonkind.Of(v))
 }
 
 func toDouble(v any) (any, error) {
@@ -981,7 +982,7 @@ func toDouble(v any) (any, error) {
 	case types.Double:
 		return x, nil
 	}
-	return nil, fmt.Errorf("want a number, got %s", jsonKind(v))
+	return nil, fmt.Errorf("want a number, got %s", jsonkind.Of(v))
 }
 
 // intToDouble converts an integer to a double, or fails when a double does
@@ -1001,23 +1002,4 @@ func clipNumber(n json.Number) string {
 		return string(n[:40]) + "..."
 	}
 	return string(n)
-}
-
-// jsonKind names the JSON kind of a decoded value for error messages.
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case float64, float32, int, int64, int32, json.Number:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
