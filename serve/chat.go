@@ -237,8 +237,8 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // checks that need no execution (admitCall). calls are the calls the chat
 // chain released; made, when set, holds those the model made (madeCalls).
 // A call a layer of the chat chain rewrote (pii with action redact, or
-// redact, mask the model's output) is read by the tool chain as the model
-// made it, then refused by the layer that rewrote it (maskingLayer): the
+// redact, mask the model's output; a host's middleware may give a call
+// another id or name) is read by the tool chain as the model made it, then refused by the layer that rewrote it (maskingLayer): the
 // client would run the tool on the masked values, and relaying the call
 // as the model made it would hand the client what the layer masks. While
 // such a layer is in the chat chain, a call no layer rewrote whose
@@ -250,7 +250,7 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 		masking = maskingLayers(pl)
 	}
 	for _, call := range calls {
-		orig := made.rewritten(call)
+		orig := made.rewritten(call, calls)
 		if orig == nil && len(masking) > 0 && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
 			stage, err := placeholderCall(call, masking)
 			s.observeRefusal(stage, err)
@@ -267,8 +267,11 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 				return err
 			}
 		}
-		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: fmt.Sprintf(
-			"the model proposed a call of %s whose arguments this layer masks in the model's output: the client runs the calls relayed, and would run this one on the masked values", call.Name)}
+		msg := fmt.Sprintf("the model proposed a call of %s whose arguments this layer masks in the model's output: the client runs the calls relayed, and would run this one on the masked values", call.Name)
+		if !slices.ContainsFunc(orig, func(o runtime.ToolUse) bool { return o.ID == call.ID && o.Name == call.Name }) {
+			msg = fmt.Sprintf("this layer gave a call the model proposed another id or name (%s %q): the tool chain checks the calls as the model made them, and the client would run one it did not check", call.Name, call.ID)
+		}
+		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: msg}
 		s.observeRefusal(plan.StageChat, err)
 		return err
 	}
@@ -340,25 +343,37 @@ func (m *madeCalls) add(calls []runtime.ToolUse) {
 // output (pii, redact) put in the place of what they mask.
 const maskPlaceholder = "[REDACTED:"
 
-// rewritten returns the calls the model made with call's id and name when
-// none has call's arguments: a layer of the chat chain rewrote them (nil
-// when one has them, when none has call's id and name, a cache's answer,
-// and when m is nil: no layer of the chat chain rewrites anything).
-func (m *madeCalls) rewritten(call runtime.ToolUse) []runtime.ToolUse {
+// rewritten returns the calls the model made that a layer of the chat
+// chain rewrote into call, one of the calls released: those with call's
+// id and name when none has call's arguments (nil when one has them).
+// When none has call's id and name, a layer gave it another (the calls
+// the model made that no call released has the id and name of), or a
+// cache answered (the model made no call: nil). Nil when m is nil: no
+// layer of the chat chain rewrites anything.
+func (m *madeCalls) rewritten(call runtime.ToolUse, released []runtime.ToolUse) []runtime.ToolUse {
 	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	same := func(a, b runtime.ToolUse) bool { return a.ID == b.ID && a.Name == b.Name }
 	var orig []runtime.ToolUse
 	for _, c := range m.calls {
-		if c.ID != call.ID || c.Name != call.Name {
+		if !same(c, call) {
 			continue
 		}
 		if c.Custom == call.Custom && bytes.Equal(c.Arguments, call.Arguments) {
 			return nil
 		}
 		orig = append(orig, c)
+	}
+	if orig != nil {
+		return orig
+	}
+	for _, c := range m.calls {
+		if !slices.ContainsFunc(released, func(r runtime.ToolUse) bool { return same(r, c) }) {
+			orig = append(orig, c)
+		}
 	}
 	return orig
 }
