@@ -136,6 +136,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			resp, err = x.g.pl.Complete(ctx, p.req)
 		}
 		s.observeChat(x, &p, &resp, err)
+		err = placed(x.g.pl, plan.StageChat, err)
 		if err == nil {
 			err = s.admitProposals(ctx, x.g.pl, p.req.Tools, resp.ToolCalls, made)
 		}
@@ -154,6 +155,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	defer w.free()
 	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
+	err = placed(x.g.pl, plan.StageChat, err)
 	if err == nil {
 		if err = s.admitProposals(ctx, x.g.pl, p.req.Tools, w.calls.ToolCalls(), made); err == nil {
 			w.release()
@@ -253,8 +255,7 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 		orig := made.rewritten(call, calls)
 		if orig == nil && len(masking) > 0 && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
 			stage, err := placeholderCall(call, masking)
-			s.observeRefusal(stage, err)
-			return err
+			return s.refused(pl, stage, err)
 		}
 		if orig == nil {
 			if err := s.admitCall(ctx, pl, offered, call); err != nil {
@@ -272,8 +273,7 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 			msg = fmt.Sprintf("this layer gave a call the model proposed another id or name (%s %q): the tool chain checks the calls as the model made them, and the client would run one it did not check", call.Name, call.ID)
 		}
 		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: msg}
-		s.observeRefusal(plan.StageChat, err)
-		return err
+		return s.refused(pl, plan.StageChat, err)
 	}
 	return nil
 }
@@ -288,12 +288,10 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 // the request does not offer.
 func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, call runtime.ToolUse) error {
 	if err := callKind(offered, &call); err != nil {
-		s.observeRefusal(plan.StageTool, err)
-		return err
+		return s.refused(pl, plan.StageTool, err)
 	}
 	if err := repeatedKeyError(call.Arguments, "the model proposed a call of "+call.Name+" whose arguments", "the client's parser"); err != nil {
-		s.observeRefusal(plan.StageTool, err)
-		return err
+		return s.refused(pl, plan.StageTool, err)
 	}
 	req, err := call.Request()
 	if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
@@ -301,8 +299,7 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		// that holds no text: the client would run other text than
 		// the chain checked, or none.
 		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the call of the custom tool %s holds no text (its arguments are not {\"input\": TEXT})", call.Name)}
-		s.observeRefusal(plan.StageTool, err)
-		return err
+		return s.refused(pl, plan.StageTool, err)
 	}
 	if err == nil {
 		err = pl.AdmitTool(ctx, req)
@@ -316,9 +313,55 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
 	}
 	if err != nil {
-		s.observeRefusal(plan.StageTool, err)
+		return s.refused(pl, plan.StageTool, err)
 	}
-	return err
+	return nil
+}
+
+// refused counts err, a refusal by a layer of stage's chain of pl, and
+// returns it placed (placed).
+func (s *Server) refused(pl *runtime.Pipeline, stage plan.Stage, err error) error {
+	s.observeRefusal(stage, err)
+	return placed(pl, stage, err)
+}
+
+// placed returns err, when it is a refusal by a layer of stage's chain of
+// pl whose name another layer of the policy has too (a pii layer in the
+// chat chain and one in the tool chain), with the layer's place:
+// "blocked by pii (chains.tool[0] at policy.cue:9:3): ...". The chain
+// alone is named when it holds several layers of that name. Otherwise it
+// returns err.
+func placed(pl *runtime.Pipeline, stage plan.Stage, err error) error {
+	b, ok := err.(*runtime.BlockedError)
+	if !ok || b.At != "" || pl == nil || pl.Plan() == nil {
+		return err
+	}
+	p := pl.Plan()
+	named, inStage, at := 0, 0, ""
+	for _, st := range plan.Stages {
+		for i, l := range p.Chains.Of(st) {
+			if layerRef(l) != b.Layer {
+				continue
+			}
+			named++
+			if st == stage {
+				inStage++
+				at = fmt.Sprintf("chains.%s[%d]", st, i)
+				if l.Pos != "" {
+					at += " at " + l.Pos
+				}
+			}
+		}
+	}
+	switch {
+	case named < 2 || inStage == 0:
+		return err
+	case inStage > 1:
+		at = "chains." + stage
+	}
+	cp := *b
+	cp.At = at
+	return &cp
 }
 
 // madeCallsKey is the context key of a chat call's madeCalls.

@@ -426,3 +426,27 @@ func TestProposedCallGivenAnotherIDByAHostsLayer(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalNamesTheChainOfASameNamedLayer: a pii layer named "pii" in
+// the chat chain and another in the tool chain refused a proposed call as
+// "blocked by pii:", which did not tell which of them did. The 403 now
+// names the chain, the layer's place in it and its position in the
+// policy when the name is not the layer's alone.
+func TestRefusalNamesTheChainOfASameNamedLayer(t *testing.T) {
+	const email = `{"to":"john.doe@example.com","body":"hi"}`
+	for _, tc := range []struct{ chat, tools, want string }{
+		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["email"]}`, `blocked by pii (chains.tool[0] at policy.cue:`},
+		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["phone"]}`, `blocked by pii (chains.chat[0] at policy.cue:`},
+	} {
+		got, _ := proposedEverywhere(t, tc.chat, tc.tools, email)
+		require.Len(t, got, 6)
+		for route, out := range got {
+			assert.Contains(t, out, tc.want, route)
+		}
+	}
+	// A name one layer has alone is not annotated.
+	got, _ := proposedEverywhere(t, `{use: "pii", action: "redact", kinds: ["email"]},`, ``, email)
+	for route, out := range got {
+		assert.Contains(t, out, "blocked by pii:", route)
+	}
+}
