@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // predicateFields lists, per kind, the config fields that hold CEL
@@ -140,10 +141,32 @@ func (c *Compilation) planPos(p dsl.Pos) string {
 // predicate returns the checked predicate of x, or an unchecked one when
 // compile-cel has not produced it.
 func (c *Compilation) predicate(x *dsl.Expr, stage, phase string, tools []string) *plan.Predicate {
-	if p, ok := c.checkedPredicate(x); ok {
+	p, ok := c.checkedPredicate(x)
+	if !ok {
+		p = &plan.Predicate{Stage: stage, Phase: phase, Source: x.Source, Tools: tools}
+	}
+	return c.withNamePos(p, x)
+}
+
+// withNamePos returns p, a tool-stage predicate of x, with the positions
+// of the strings it tests tool.name with (plan.Predicate.NamePos), on a
+// copy: what compile-cel made of x stays as it is.
+func (c *Compilation) withNamePos(p *plan.Predicate, x *dsl.Expr) *plan.Predicate {
+	if p.Stage != string(plan.StageTool) {
 		return p
 	}
-	return &plan.Predicate{Stage: stage, Phase: phase, Source: x.Source, Tools: tools}
+	tests := predicate.NameTests(x.Source)
+	if len(tests) == 0 {
+		return p
+	}
+	cp := *p
+	cp.NamePos = map[string]string{}
+	for _, nt := range tests {
+		if _, seen := cp.NamePos[nt.Value]; !seen {
+			cp.NamePos[nt.Value] = c.planPos(x.PosAt(nt.Offset))
+		}
+	}
+	return &cp
 }
 
 // checkedPredicate returns what compile-cel made of x. An entry's config

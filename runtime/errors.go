@@ -27,14 +27,22 @@ type BlockedError struct {
 	// Err is the guard's own error when a fail-closed guard could not decide
 	// (a CEL evaluation error); nil for a plain policy violation.
 	Err error
+	// At places the layer when its name does not tell it from another's
+	// ("chains.tool[0] at policy.cue:9:3"); "" otherwise.
+	At string
 }
 
-// Error returns "blocked by <layer>: <message>".
+// Error returns "blocked by <layer>: <message>", or "blocked by <layer>
+// (<at>): <message>".
 func (e *BlockedError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("blocked by %s: %s: %v", e.Layer, e.Message, e.Err)
+	layer := e.Layer
+	if e.At != "" {
+		layer += " (" + e.At + ")"
 	}
-	return fmt.Sprintf("blocked by %s: %s", e.Layer, e.Message)
+	if e.Err != nil {
+		return fmt.Sprintf("blocked by %s: %s: %v", layer, e.Message, e.Err)
+	}
+	return fmt.Sprintf("blocked by %s: %s", layer, e.Message)
 }
 
 // Unwrap returns the guard's own error, if any.

@@ -136,6 +136,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			resp, err = x.g.pl.Complete(ctx, p.req)
 		}
 		s.observeChat(x, &p, &resp, err)
+		err = placed(x.g.pl, plan.StageChat, err)
 		if err == nil {
 			err = s.admitProposals(ctx, x.g.pl, p.req.Tools, resp.ToolCalls, made)
 		}
@@ -154,6 +155,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	defer w.free()
 	resp, err := x.g.pl.Stream(ctx, p.req, w.hold)
 	s.observeChat(x, &p, &resp, err)
+	err = placed(x.g.pl, plan.StageChat, err)
 	if err == nil {
 		if err = s.admitProposals(ctx, x.g.pl, p.req.Tools, w.calls.ToolCalls(), made); err == nil {
 			w.release()
@@ -237,8 +239,8 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // checks that need no execution (admitCall). calls are the calls the chat
 // chain released; made, when set, holds those the model made (madeCalls).
 // A call a layer of the chat chain rewrote (pii with action redact, or
-// redact, mask the model's output) is read by the tool chain as the model
-// made it, then refused by the layer that rewrote it (maskingLayer): the
+// redact, mask the model's output; a host's middleware may give a call
+// another id or name) is read by the tool chain as the model made it, then refused by the layer that rewrote it (maskingLayer): the
 // client would run the tool on the masked values, and relaying the call
 // as the model made it would hand the client what the layer masks. While
 // such a layer is in the chat chain, a call no layer rewrote whose
@@ -250,11 +252,10 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 		masking = maskingLayers(pl)
 	}
 	for _, call := range calls {
-		orig := made.rewritten(call)
+		orig := made.rewritten(call, calls)
 		if orig == nil && len(masking) > 0 && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
 			stage, err := placeholderCall(call, masking)
-			s.observeRefusal(stage, err)
-			return err
+			return s.refused(pl, stage, err)
 		}
 		if orig == nil {
 			if err := s.admitCall(ctx, pl, offered, call); err != nil {
@@ -267,10 +268,12 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 				return err
 			}
 		}
-		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: fmt.Sprintf(
-			"the model proposed a call of %s whose arguments this layer masks in the model's output: the client runs the calls relayed, and would run this one on the masked values", call.Name)}
-		s.observeRefusal(plan.StageChat, err)
-		return err
+		msg := fmt.Sprintf("the model proposed a call of %s whose arguments this layer masks in the model's output: the client runs the calls relayed, and would run this one on the masked values", call.Name)
+		if !slices.ContainsFunc(orig, func(o runtime.ToolUse) bool { return o.ID == call.ID && o.Name == call.Name }) {
+			msg = fmt.Sprintf("this layer gave a call the model proposed another id or name (%s %q): the tool chain checks the calls as the model made them, and the client would run one it did not check", call.Name, call.ID)
+		}
+		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: msg}
+		return s.refused(pl, plan.StageChat, err)
 	}
 	return nil
 }
@@ -285,12 +288,10 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 // the request does not offer.
 func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, call runtime.ToolUse) error {
 	if err := callKind(offered, &call); err != nil {
-		s.observeRefusal(plan.StageTool, err)
-		return err
+		return s.refused(pl, plan.StageTool, err)
 	}
 	if err := repeatedKeyError(call.Arguments, "the model proposed a call of "+call.Name+" whose arguments", "the client's parser"); err != nil {
-		s.observeRefusal(plan.StageTool, err)
-		return err
+		return s.refused(pl, plan.StageTool, err)
 	}
 	req, err := call.Request()
 	if _, cerr := call.CustomInput(); call.Custom && cerr != nil {
@@ -298,8 +299,7 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		// that holds no text: the client would run other text than
 		// the chain checked, or none.
 		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the call of the custom tool %s holds no text (its arguments are not {\"input\": TEXT})", call.Name)}
-		s.observeRefusal(plan.StageTool, err)
-		return err
+		return s.refused(pl, plan.StageTool, err)
 	}
 	if err == nil {
 		err = pl.AdmitTool(ctx, req)
@@ -313,9 +313,55 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
 	}
 	if err != nil {
-		s.observeRefusal(plan.StageTool, err)
+		return s.refused(pl, plan.StageTool, err)
 	}
-	return err
+	return nil
+}
+
+// refused counts err, a refusal by a layer of stage's chain of pl, and
+// returns it placed (placed).
+func (s *Server) refused(pl *runtime.Pipeline, stage plan.Stage, err error) error {
+	s.observeRefusal(stage, err)
+	return placed(pl, stage, err)
+}
+
+// placed returns err, when it is a refusal by a layer of stage's chain of
+// pl whose name another layer of the policy has too (a pii layer in the
+// chat chain and one in the tool chain), with the layer's place:
+// "blocked by pii (chains.tool[0] at policy.cue:9:3): ...". The chain
+// alone is named when it holds several layers of that name. Otherwise it
+// returns err.
+func placed(pl *runtime.Pipeline, stage plan.Stage, err error) error {
+	b, ok := err.(*runtime.BlockedError)
+	if !ok || b.At != "" || pl == nil || pl.Plan() == nil {
+		return err
+	}
+	p := pl.Plan()
+	named, inStage, at := 0, 0, ""
+	for _, st := range plan.Stages {
+		for i, l := range p.Chains.Of(st) {
+			if layerRef(l) != b.Layer {
+				continue
+			}
+			named++
+			if st == stage {
+				inStage++
+				at = fmt.Sprintf("chains.%s[%d]", st, i)
+				if l.Pos != "" {
+					at += " at " + l.Pos
+				}
+			}
+		}
+	}
+	switch {
+	case named < 2 || inStage == 0:
+		return err
+	case inStage > 1:
+		at = "chains." + stage
+	}
+	cp := *b
+	cp.At = at
+	return &cp
 }
 
 // madeCallsKey is the context key of a chat call's madeCalls.
@@ -340,25 +386,37 @@ func (m *madeCalls) add(calls []runtime.ToolUse) {
 // output (pii, redact) put in the place of what they mask.
 const maskPlaceholder = "[REDACTED:"
 
-// rewritten returns the calls the model made with call's id and name when
-// none has call's arguments: a layer of the chat chain rewrote them (nil
-// when one has them, when none has call's id and name, a cache's answer,
-// and when m is nil: no layer of the chat chain rewrites anything).
-func (m *madeCalls) rewritten(call runtime.ToolUse) []runtime.ToolUse {
+// rewritten returns the calls the model made that a layer of the chat
+// chain rewrote into call, one of the calls released: those with call's
+// id and name when none has call's arguments (nil when one has them).
+// When none has call's id and name, a layer gave it another (the calls
+// the model made that no call released has the id and name of), or a
+// cache answered (the model made no call: nil). Nil when m is nil: no
+// layer of the chat chain rewrites anything.
+func (m *madeCalls) rewritten(call runtime.ToolUse, released []runtime.ToolUse) []runtime.ToolUse {
 	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	same := func(a, b runtime.ToolUse) bool { return a.ID == b.ID && a.Name == b.Name }
 	var orig []runtime.ToolUse
 	for _, c := range m.calls {
-		if c.ID != call.ID || c.Name != call.Name {
+		if !same(c, call) {
 			continue
 		}
 		if c.Custom == call.Custom && bytes.Equal(c.Arguments, call.Arguments) {
 			return nil
 		}
 		orig = append(orig, c)
+	}
+	if orig != nil {
+		return orig
+	}
+	for _, c := range m.calls {
+		if !slices.ContainsFunc(released, func(r runtime.ToolUse) bool { return same(r, c) }) {
+			orig = append(orig, c)
+		}
 	}
 	return orig
 }

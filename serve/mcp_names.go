@@ -8,9 +8,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/operators"
-
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
@@ -137,67 +134,24 @@ func (r nameRule) appliesFolded(name string) bool {
 // it calls on tool.name with a string (startsWith, endsWith, contains,
 // matches). A name of another path (args.tool.name) is not one.
 func toolNameRules(src string) ([]string, []nameRule) {
-	tree, ok := predicate.ParseSyntax(src)
-	if !ok {
-		return nil, nil
-	}
-	isName := func(e ast.Expr) bool {
-		if e.Kind() != ast.SelectKind || e.AsSelect().FieldName() != "name" || e.AsSelect().IsTestOnly() {
-			return false
-		}
-		op := e.AsSelect().Operand()
-		return op.Kind() == ast.IdentKind && op.AsIdent() == "tool"
-	}
-	str := func(e ast.Expr) (string, bool) {
-		if e.Kind() != ast.LiteralKind {
-			return "", false
-		}
-		v, ok := e.AsLiteral().Value().(string)
-		return v, ok
-	}
 	var names []string
 	var rules []nameRule
-	ast.PreOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
-		if e.Kind() != ast.CallKind {
-			return
+	for _, nt := range predicate.NameTests(src) {
+		if nt.Op == "==" {
+			names = append(names, nt.Value)
+			continue
 		}
-		c := e.AsCall()
-		args := c.Args()
-		switch fn := c.FunctionName(); {
-		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2:
-			for i, a := range args {
-				if v, ok := str(args[1-i]); ok && isName(a) {
-					names = append(names, v)
-				}
+		r := nameRule{src: fmt.Sprintf("tool.name.%s(%q)", nt.Op, nt.Value), kind: nt.Op, s: nt.Value, fs: foldToolName(nt.Value)}
+		if nt.Op == "matches" {
+			var err1, err2 error
+			r.re, err1 = regexp.Compile(nt.Value)
+			r.anyc, err2 = regexp.Compile("(?i)" + nt.Value)
+			if err1 != nil || err2 != nil {
+				continue
 			}
-		case fn == operators.In && len(args) == 2 && isName(args[0]) && args[1].Kind() == ast.ListKind:
-			for _, el := range args[1].AsList().Elements() {
-				if v, ok := str(el); ok {
-					names = append(names, v)
-				}
-			}
-		case c.IsMemberFunction() && isName(c.Target()) && len(args) == 1,
-			fn == "matches" && !c.IsMemberFunction() && len(args) == 2 && isName(args[0]):
-			v, ok := str(args[len(args)-1])
-			if !ok {
-				return
-			}
-			r := nameRule{src: fmt.Sprintf("tool.name.%s(%q)", fn, v), kind: fn, s: v, fs: foldToolName(v)}
-			switch fn {
-			case "startsWith", "endsWith", "contains":
-			case "matches":
-				var err1, err2 error
-				r.re, err1 = regexp.Compile(v)
-				r.anyc, err2 = regexp.Compile("(?i)" + v)
-				if err1 != nil || err2 != nil {
-					return
-				}
-			default:
-				return
-			}
-			rules = append(rules, r)
 		}
-	}))
+		rules = append(rules, r)
+	}
 	return names, rules
 }
 

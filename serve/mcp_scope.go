@@ -124,6 +124,62 @@ func unknownToolNames(p *plan.Plan, u *upstreams, host map[string]bool) (errs []
 				check("deny", cfg.Deny)
 			}
 		}
+		for _, pred := range layerPredicates(l) {
+			e, w := unknownNameTests(i, l, pred, known, own, candidates)
+			errs, warns = append(errs, e...), append(warns, w...)
+		}
+	}
+	return errs, warns
+}
+
+// unknownNameTests checks the strings the predicate pred of the i-th tool
+// layer l tests tool.name with as unknownToolNames checks a layer's names:
+// a name compared (==, !=, in) that is neither served nor declared, or a
+// startsWith, endsWith, contains or matches that holds for no such name,
+// never holds, and a guard with it never fires. One close to a name (for
+// startsWith, endsWith: to the start, the end of one) is an error, at the
+// string's position when the plan gives it, naming what was meant.
+func unknownNameTests(i int, l plan.Layer, pred keyedPredicate, known, own map[string]bool, candidates []string) (errs []error, warns []string) {
+	where := func(v string) string {
+		if pos := pred.namePos[v]; pos != "" {
+			return fmt.Sprintf("%s: chains.tool[%d] %q %s", pos, i, layerRef(l), pred.key)
+		}
+		return layerAt(i, l) + " " + pred.key
+	}
+	report := func(at string, near []string, v string) {
+		if best := textdist.Closest(v, near); best != "" {
+			errs = append(errs, fmt.Errorf("%s: did you mean %q? (for a tool not served yet, declare it in tools:)", at, best))
+		} else {
+			warns = append(warns, at)
+		}
+	}
+	// A tool served under the name in another case or form is withheld
+	// (lookAlikes), its calls refused: the name is the policy's, not a slip.
+	names, rules := toolNameRules(pred.src)
+	for _, v := range names {
+		variant := slices.ContainsFunc(candidates, func(c string) bool { return foldToolName(c) == foldToolName(v) })
+		if !known[v] && !own[v] && !variant {
+			report(fmt.Sprintf("%s compares tool.name with %q, which no mcp server serves and the policy does not declare", where(v), v), candidates, v)
+		}
+	}
+	for _, r := range rules {
+		if slices.ContainsFunc(candidates, r.appliesFolded) || slices.ContainsFunc(slices.Collect(maps.Keys(own)), r.applies) {
+			continue
+		}
+		// The starts (ends) of the names as long as the string.
+		var near []string
+		for _, name := range candidates {
+			if len(name) >= len(r.s) && (r.kind == "startsWith" || r.kind == "endsWith") {
+				part := name[:len(r.s)]
+				if r.kind == "endsWith" {
+					part = name[len(name)-len(r.s):]
+				}
+				if !slices.Contains(near, part) {
+					near = append(near, part)
+				}
+			}
+		}
+		report(fmt.Sprintf("%s: %s holds for no tool an mcp server serves or the policy declares", where(r.s), r.src), near, r.s)
 	}
 	return errs, warns
 }

@@ -190,3 +190,38 @@ mcp: servers: {
 `, url, url))
 	assert.Regexp(t, `^policy\.cue:5:\d+: mcp: tool "fetch" is served by both "one" and "two" \(declared at policy\.cue:4:\d+ and policy\.cue:5:\d+\); give one of them a prefix$`, err.Error())
 }
+
+// TestMCPMisspeltToolNameInAPredicateFailsTheLoad: a guard's predicate
+// comparing tool.name with a name no upstream serves (the real filesystem
+// server here) never fired, and the load said nothing, while the same
+// name in tools: or a deny failed it. A string tool.name is tested with
+// (==, in, startsWith) close to a tool served is now an error at the
+// string's position naming the tool meant; one close to none a warning.
+func TestMCPMisspeltToolNameInAPredicateFailsTheLoad(t *testing.T) {
+	bin := fsBinary(t)
+	root := t.TempDir()
+	head := fmt.Sprintf("package gw\n\nmcp: servers: fs: {command: [%q, %q], prefix: \"fs_\"}\n", bin, root)
+	err := loadErr(t, head+`chains: tool: [
+	{use: "guard", name: "no_writes", deny: "tool.name == 'fs_wirte_file'"},
+	{use: "guard", name: "no_moves", deny: "tool.name in ['fs_read_text_file', 'fs_mvoe_file']"},
+	{use: "guard", name: "no_edits", when: "tool.name.startsWith('fs_edti')", deny: "true"},
+]
+`)
+	for _, re := range []string{
+		`policy\.cue:5:56: chains\.tool\[0\] "no_writes" deny compares tool\.name with "fs_wirte_file", which no mcp server serves and the policy does not declare: did you mean "fs_write_file"\?`,
+		`policy\.cue:6:77: chains\.tool\[1\] "no_moves" deny compares tool\.name with "fs_mvoe_file", which no mcp server serves and the policy does not declare: did you mean "fs_move_file"\?`,
+		`policy\.cue:7:63: chains\.tool\[2\] "no_edits" when: tool\.name\.startsWith\("fs_edti"\) holds for no tool an mcp server serves or the policy declares: did you mean "fs_edit"\?`,
+	} {
+		assert.Regexp(t, re, err.Error())
+	}
+	assert.NotContains(t, err.Error(), "fs_read_text_file")
+
+	// A name close to no tool served is a warning; the policy loads.
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, head+`chains: tool: [
+	{use: "guard", name: "g", deny: "tool.name == 'drop_database' || tool.name.endsWith('_everything')"},
+]
+`)), WatchInterval: -1})
+	logs := s.logs.String()
+	assert.Regexp(t, `level=WARN msg="a rule names a tool no mcp server serves and the policy does not declare; it applies to no tool served now" rule=.*policy\.cue:5:\d+: chains\.tool\[0\] \\"g\\" deny compares tool\.name with \\"drop_database\\"`, logs)
+	assert.Contains(t, logs, `tool.name.endsWith(\"_everything\")`)
+}

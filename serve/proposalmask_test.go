@@ -358,3 +358,95 @@ func toolInput(content []anthropic.ContentBlockUnion) string {
 	}
 	return "no call"
 }
+
+// alterCalls is a host's chat middleware that changes each call the model
+// makes with alter.
+type alterCalls struct{ alter func(*runtime.ToolUse) }
+
+func (a *alterCalls) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		return runtime.HoldToolCalls(ctx, c, next, yield, func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) {
+			for i := range calls {
+				a.alter(&calls[i])
+			}
+			return calls, nil
+		})
+	}
+}
+
+func init() {
+	for id, alter := range map[string]func(*runtime.ToolUse){
+		"serve_test_swap_call_ids": func(tc *runtime.ToolUse) { tc.ID = "call_" + tc.ID },
+		"serve_test_mask_and_swap": func(tc *runtime.ToolUse) {
+			tc.ID = "call_" + tc.ID
+			tc.Arguments = json.RawMessage(`{"to":"***","body":"hi"}`)
+		},
+	} {
+		mw := &alterCalls{alter: alter}
+		runtime.Register(runtime.Module{ID: id, Stages: []plan.Stage{plan.StageChat},
+			Doc: "test layer altering the model's tool calls", New: func() runtime.Middleware { return mw }})
+	}
+}
+
+// TestProposedCallGivenAnotherIDByAHostsLayer: a host's chat middleware
+// that gave a call the model made another id (and masked its arguments
+// without a placeholder) had the call admitted as the layer released it
+// and relayed: the gateway matched the calls the model made by id, found
+// none, and took the call for a cache's answer. The tool chain read the
+// masked arguments, not the model's. A call no call the model made has
+// the id of, while the model made calls none released has, is now read
+// by the tool chain as the model made it and refused by the layer.
+func TestProposedCallGivenAnotherIDByAHostsLayer(t *testing.T) {
+	const email = `{"to":"john.doe@example.com","body":"hi"}`
+	for _, tc := range []struct{ use, tools, layer string }{
+		{"serve_test_swap_call_ids", ``, "host_alter"},
+		{"serve_test_mask_and_swap", ``, "host_alter"},
+		{"serve_test_mask_and_swap", `{use: "pii", name: "no_pii_calls", kinds: ["email"]}`, "no_pii_calls"},
+	} {
+		t.Run(tc.use+" "+tc.layer, func(t *testing.T) {
+			withLayer := func(o *Options) {
+				src := o.Source
+				o.Source = SourceFunc(func(ctx context.Context) (*Loaded, error) {
+					ld, err := src.Load(ctx)
+					if err == nil {
+						ld.Plan.Chains.Chat = append(ld.Plan.Chains.Chat, plan.Layer{Use: tc.use, Name: "host_alter"})
+					}
+					return ld, err
+				})
+			}
+			got, _ := proposedEverywhere(t, ``, tc.tools, email, withLayer)
+			require.Len(t, got, 6)
+			for route, out := range got {
+				assert.Contains(t, out, "blocked by "+tc.layer+":", route)
+				assert.NotContains(t, out, "***", route)
+				if !strings.HasSuffix(route, "stream") {
+					assert.True(t, strings.HasPrefix(out, "Forbidden "), "%s: %s", route, out)
+				}
+			}
+		})
+	}
+}
+
+// TestRefusalNamesTheChainOfASameNamedLayer: a pii layer named "pii" in
+// the chat chain and another in the tool chain refused a proposed call as
+// "blocked by pii:", which did not tell which of them did. The 403 now
+// names the chain, the layer's place in it and its position in the
+// policy when the name is not the layer's alone.
+func TestRefusalNamesTheChainOfASameNamedLayer(t *testing.T) {
+	const email = `{"to":"john.doe@example.com","body":"hi"}`
+	for _, tc := range []struct{ chat, tools, want string }{
+		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["email"]}`, `blocked by pii (chains.tool[0] at policy.cue:`},
+		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["phone"]}`, `blocked by pii (chains.chat[0] at policy.cue:`},
+	} {
+		got, _ := proposedEverywhere(t, tc.chat, tc.tools, email)
+		require.Len(t, got, 6)
+		for route, out := range got {
+			assert.Contains(t, out, tc.want, route)
+		}
+	}
+	// A name one layer has alone is not annotated.
+	got, _ := proposedEverywhere(t, `{use: "pii", action: "redact", kinds: ["email"]},`, ``, email)
+	for route, out := range got {
+		assert.Contains(t, out, "blocked by pii:", route)
+	}
+}

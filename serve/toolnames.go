@@ -107,8 +107,13 @@ func predicateStrings(l plan.Layer) []predicateString {
 	return out
 }
 
-// keyedPredicate is a predicate of a layer and its key.
-type keyedPredicate struct{ key, src string }
+// keyedPredicate is a predicate of a layer and its key; namePos are the
+// positions of the strings it tests tool.name with
+// (plan.Predicate.NamePos).
+type keyedPredicate struct {
+	key, src string
+	namePos  map[string]string
+}
 
 // layerPredicates returns l's predicates, its when and the others, in
 // order of their keys.
@@ -118,7 +123,7 @@ func layerPredicates(l plan.Layer) []keyedPredicate {
 	var out []keyedPredicate
 	for _, k := range slices.Sorted(maps.Keys(preds)) {
 		if preds[k] != nil {
-			out = append(out, keyedPredicate{k, preds[k].Source})
+			out = append(out, keyedPredicate{k, preds[k].Source, preds[k].NamePos})
 		}
 	}
 	return out

@@ -31,6 +31,32 @@ import (
 	"github.com/agentc-dev/agentc/serve"
 )
 
+// withoutOutput returns the policy at path as loadPlan loads it, less the
+// file out when it is one of the policy's: the output of a previous run,
+// which the listing replaces, is not part of the policy listed (stale, it
+// would contradict the policy or fail to load).
+func withoutOutput(path, out string) []string {
+	if out == "" || strings.HasSuffix(path, ".json") {
+		return []string{path}
+	}
+	files, err := dsl.ResolvePaths([]string{path})
+	if err != nil {
+		return []string{path}
+	}
+	ost, err := os.Stat(out)
+	if err != nil {
+		return []string{path}
+	}
+	kept := slices.DeleteFunc(slices.Clone(files), func(f string) bool {
+		st, err := os.Stat(f)
+		return err == nil && os.SameFile(st, ost)
+	})
+	if len(kept) == 0 || len(kept) == len(files) {
+		return []string{path}
+	}
+	return kept
+}
+
 // cmdMCPTools connects to the MCP servers a policy declares and prints
 // their tools as CUE `tools:` entries, so that vet types guards against
 // the arguments the upstream really takes.
@@ -71,7 +97,7 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		servers["url"] = plan.MCPServer{URL: *url, Headers: h}
 	case fs.NArg() >= 1:
-		p, code := loadPlan(ctx, env, fs.Arg(0))
+		p, code := loadPlan(ctx, env, withoutOutput(fs.Arg(0), *out)...)
 		if p == nil {
 			return code
 		}

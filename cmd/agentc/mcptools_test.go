@@ -198,3 +198,37 @@ func TestMCPToolsWritesAFileNextToThePolicy(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, `-package "not a name" is not a CUE package name`)
 }
+
+// TestMCPToolsSkipsItsOwnOutput: mcp-tools -o FILE loaded the policy
+// directory FILE is in with FILE, the output of a previous run: once the
+// policy had changed (a tool declared beside the old output, or the old
+// output left invalid) the load failed, and the listing meant to replace
+// FILE could not be made. FILE is now left out of the policy it loads.
+func TestMCPToolsSkipsItsOwnOutput(t *testing.T) {
+	bin := os.Getenv("AGENTC_MCP_FILESYSTEM")
+	if bin == "" {
+		t.Skip("set AGENTC_MCP_FILESYSTEM to the mcp-server-filesystem binary to run this test")
+	}
+	dir, root := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"),
+		[]byte(fmt.Sprintf("package gw\n\nmcp: servers: fs: {command: [%q, %q], prefix: \"fs_\"}\ntools: fs_read_text_file: side_effecting: true\n", bin, root)), 0o644))
+	out := filepath.Join(dir, "mcp_tools.cue")
+	for _, stale := range []string{
+		// A previous output the policy now contradicts.
+		"package gw\n\ntools: fs_read_text_file: side_effecting: false\n",
+		// One left invalid.
+		"package gw\n\ntools: fs_read_text_file: {side_effecting: \"no\"\n",
+	} {
+		require.NoError(t, os.WriteFile(out, []byte(stale), 0o644))
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), []string{"mcp-tools", "-o", out, dir}, &stdout, &stderr)
+		require.Equal(t, exitOK, code, stderr.String())
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "fs_write_file: {", "the file holds the new listing")
+		// Run again over the output just written, which the policy
+		// contradicts too (fs_read_text_file is read-only).
+		code = Main(context.Background(), []string{"mcp-tools", "-o", out, dir}, &stdout, &stderr)
+		require.Equal(t, exitOK, code, stderr.String())
+	}
+}

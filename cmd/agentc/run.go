@@ -83,18 +83,18 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
-// loadPlan compiles the policy at path, or loads it when path is a plan
-// (.json). It prints diagnostics and returns nil with the exit code on
+// loadPlan compiles the policy at paths (a directory, or .cue files), or
+// loads it when paths is a plan (.json). It prints diagnostics and returns nil with the exit code on
 // failure.
-func loadPlan(ctx context.Context, env *cliEnv, path string) (*plan.Plan, int) {
-	if strings.HasSuffix(path, ".json") {
-		p, err := plan.Load(path)
+func loadPlan(ctx context.Context, env *cliEnv, paths ...string) (*plan.Plan, int) {
+	if len(paths) == 1 && strings.HasSuffix(paths[0], ".json") {
+		p, err := plan.Load(paths[0])
 		if err != nil {
 			return nil, fail(env, "%v", err)
 		}
 		return p, exitOK
 	}
-	c, err := compiler.Compile(ctx, []string{path}, compiler.Options{Timeout: env.timeout})
+	c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
 	if err != nil {
 		return nil, fail(env, "%v", err)
 	}

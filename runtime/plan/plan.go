@@ -405,4 +405,9 @@ type Predicate struct {
 	// predicate runs ("args.reason" for when: "has(args.reason)"): a read
 	// of one needs no presence test of its own.
 	Given []string `json:"given,omitempty"`
+	// NamePos gives the position in the policy ("file:line:col") of each
+	// string a tool-stage predicate tests tool.name with (tool.name ==
+	// 'refund', tool.name.startsWith('delete_')), by the string: a gateway
+	// that finds it names no tool served says where it is written.
+	NamePos map[string]string `json:"name_pos,omitempty"`
 }
