@@ -12,7 +12,8 @@ import (
 )
 
 // A ResultRead is a read of one field of a tool's result in a predicate:
-// result.status, has(result.status) or result['status'].
+// result.status, has(result.status) or result['status'] (or of one of its
+// arguments, args.path: ArgReads).
 type ResultRead struct {
 	Field string
 	// Offset is the byte offset of the field's name in the source.
@@ -21,7 +22,15 @@ type ResultRead struct {
 
 // ResultReads returns the fields a predicate reads off result, in source
 // order; none when it does not parse.
-func ResultReads(src string) []ResultRead {
+func ResultReads(src string) []ResultRead { return fieldReads(src, "result") }
+
+// ArgReads returns the arguments a predicate reads off args (args.path,
+// has(args.path), args['path']), in source order; none when it does not
+// parse.
+func ArgReads(src string) []ResultRead { return fieldReads(src, "args") }
+
+// fieldReads returns the fields a predicate reads off the variable root.
+func fieldReads(src, root string) []ResultRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
@@ -36,7 +45,7 @@ func ResultReads(src string) []ResultRead {
 		}
 		return off
 	}
-	isResult := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == "result" }
+	isResult := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == root }
 	var out []ResultRead
 	ast.PostOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		switch e.Kind() {
