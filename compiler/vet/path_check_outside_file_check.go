@@ -27,7 +27,9 @@ through: "ws/.env/.", "ws/./private/p.txt", a relative "private/p.txt" or
 a link "notes.txt" pointing at .env all reach the tool, which opens the
 file the check was meant to keep from it. Move the check inside file_check
 (after it in the chain): it then reads the resolved real path, which has
-one spelling per file. A check inside another file_check that covers the
+one spelling per file. A when of such a layer reading the path decides
+on the same spelling, and is reported as well; a presence test
+(has(args.path)) is not. A check inside another file_check that covers the
 tool already reads the real path and is not reported.`,
 	Run: func(p *Pass) {
 		chain := p.Policy.Chains["tool"]
@@ -67,6 +69,17 @@ tool already reads the real path and is not reported.`,
 					"%s reads %s, the path_arg of %s, but it sits outside %s: it sees the path as the call spells it, not the real path %s resolves, so another spelling of a file it refuses (\"dir/./f\", \"f/.\", a relative path, a symbolic link) passes it and reaches the tool; move %s inside %s (after it in the chain), where it reads the resolved path",
 					e.Ref(), what, tool, pt.check.Ref(), pt.check.Ref(), e.Ref(), pt.check.Ref())
 			}
+			readsPath := func(x *dsl.Expr, where string) {
+				if x == nil {
+					return
+				}
+				for _, r := range ArgReads(x.Source) {
+					if pt := unresolved[r.Field]; pt != nil {
+						report(x.PosAt(r.Offset), "args."+r.Field+where, pt)
+						return
+					}
+				}
+			}
 			switch e.Use {
 			case "tool_policy":
 				patterns, _ := e.Fields["arg_patterns"].([]any)
@@ -84,18 +97,12 @@ tool already reads the real path and is not reported.`,
 				}
 			case "guard":
 				for _, f := range []string{"deny", "require"} {
-					x := e.Expr(f)
-					if x == nil {
-						continue
-					}
-					for _, r := range ArgReads(x.Source) {
-						if pt := unresolved[r.Field]; pt != nil {
-							report(x.PosAt(r.Offset), "args."+r.Field, pt)
-							break
-						}
-					}
+					readsPath(e.Expr(f), "")
 				}
 			}
+			// A when deciding whether the check applies reads the same
+			// spelling.
+			readsPath(e.When, " in its when")
 		}
 	},
 }

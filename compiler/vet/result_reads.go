@@ -22,15 +22,16 @@ type ResultRead struct {
 
 // ResultReads returns the fields a predicate reads off result, in source
 // order; none when it does not parse.
-func ResultReads(src string) []ResultRead { return fieldReads(src, "result") }
+func ResultReads(src string) []ResultRead { return fieldReads(src, "result", true) }
 
-// ArgReads returns the arguments a predicate reads off args (args.path,
-// has(args.path), args['path']), in source order; none when it does not
-// parse.
-func ArgReads(src string) []ResultRead { return fieldReads(src, "args") }
+// ArgReads returns the arguments whose value a predicate reads off args
+// (args.path, args['path']), in source order; none when it does not parse.
+// A presence test (has(args.path)) does not read the value.
+func ArgReads(src string) []ResultRead { return fieldReads(src, "args", false) }
 
-// fieldReads returns the fields a predicate reads off the variable root.
-func fieldReads(src, root string) []ResultRead {
+// fieldReads returns the fields a predicate reads off the variable root,
+// with presence tests when tests is set.
+func fieldReads(src, root string, tests bool) []ResultRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
@@ -51,7 +52,7 @@ func fieldReads(src, root string) []ResultRead {
 		switch e.Kind() {
 		case ast.SelectKind:
 			s := e.AsSelect()
-			if isResult(s.Operand()) {
+			if isResult(s.Operand()) && (tests || !s.IsTestOnly()) {
 				out = append(out, ResultRead{Field: s.FieldName(), Offset: at(s.Operand(), s.FieldName(), -1)})
 			}
 		case ast.CallKind:

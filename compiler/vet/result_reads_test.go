@@ -21,7 +21,7 @@ func TestResultReads(t *testing.T) {
 }
 
 func TestArgReads(t *testing.T) {
-	src := "args.path.endsWith('.env') || has(args.dest) && args['files'].size() > 0 && result.path == ''"
+	src := "args.path.endsWith('.env') || has(args.dest) && args.dest != '' && args['files'].size() > 0 && result.path == ''"
 	var fields []string
 	for _, r := range vet.ArgReads(src) {
 		fields = append(fields, r.Field)
