@@ -22,7 +22,12 @@
 // member beside a referenced one whose name differs from it only in case (which a tool
 // decoding case-insensitively may read instead) blocks the call with a *runtime.BlockedError
 // naming the layer, and on success the tool sees each resolved real path in its arguments (a
-// copy; the caller's arguments are untouched). A call proposed rather than run here
+// copy; the caller's arguments are untouched). Only the layers inside it (after it in the chain) see
+// the resolved path; a layer outside it sees the path as the call spells it, so a check of
+// the path (a tool_policy arg_patterns entry on the argument, a guard reading args.path)
+// belongs inside file_check, where "ws/./private/p.txt", "ws/.env/.", a relative path and a
+// link all read as the one real path: vet reports one outside it
+// (order/path-check-outside-file-check). A call proposed rather than run here
 // (Middleware.AdmitTool: a gateway relays it to the client, which runs the tool on the path as
 // the model wrote it) must give absolute paths: a relative one is refused. A tool without
 // path_arg passes unchecked, but for one the layer's tools: names (an MCP tool the policy does

@@ -12,7 +12,8 @@ import (
 )
 
 // A ResultRead is a read of one field of a tool's result in a predicate:
-// result.status, has(result.status) or result['status'].
+// result.status, has(result.status) or result['status'] (or of one of its
+// arguments, args.path: ArgReads).
 type ResultRead struct {
 	Field string
 	// Offset is the byte offset of the field's name in the source.
@@ -21,7 +22,16 @@ type ResultRead struct {
 
 // ResultReads returns the fields a predicate reads off result, in source
 // order; none when it does not parse.
-func ResultReads(src string) []ResultRead {
+func ResultReads(src string) []ResultRead { return fieldReads(src, "result", true) }
+
+// ArgReads returns the arguments whose value a predicate reads off args
+// (args.path, args['path']), in source order; none when it does not parse.
+// A presence test (has(args.path)) does not read the value.
+func ArgReads(src string) []ResultRead { return fieldReads(src, "args", false) }
+
+// fieldReads returns the fields a predicate reads off the variable root,
+// with presence tests when tests is set.
+func fieldReads(src, root string, tests bool) []ResultRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
@@ -36,13 +46,13 @@ func ResultReads(src string) []ResultRead {
 		}
 		return off
 	}
-	isResult := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == "result" }
+	isResult := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == root }
 	var out []ResultRead
 	ast.PostOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		switch e.Kind() {
 		case ast.SelectKind:
 			s := e.AsSelect()
-			if isResult(s.Operand()) {
+			if isResult(s.Operand()) && (tests || !s.IsTestOnly()) {
 				out = append(out, ResultRead{Field: s.FieldName(), Offset: at(s.Operand(), s.FieldName(), -1)})
 			}
 		case ast.CallKind:

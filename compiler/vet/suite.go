@@ -19,6 +19,7 @@ var Suite = []*Rule{
 	CoerceOutsideRetry,
 	RedactOutsideTruncate,
 	CheckOutsideTruncate,
+	PathCheckOutsideFileCheck,
 	RecordOutsideRedact,
 	GuardInsideCache,
 	TracingOutermost,
