@@ -184,8 +184,9 @@ type AgentResult struct {
 // attempt before left, as a resumed run does, so no tool call runs twice
 // (a read-only or retry_safe call answered "cancelled" because that
 // attempt's context ended runs again, the cancellation being the
-// attempt's), the messages after a resumed transcript's calls and Input
-// added once, after their results, when that attempt did not get to add
+// attempt's; one whose tool's agent turn had started a call that would
+// repeat an effect is in doubt instead), the messages after a resumed
+// transcript's calls and Input added once, after their results, when that attempt did not get to add
 // them; an attempt after one whose body returned returns what it returned. The
 // counts of the result (Steps, ToolCalls, Blocked, Usage) are those of every
 // attempt, and MaxSteps bounds the answers of them all.

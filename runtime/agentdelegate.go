@@ -106,16 +106,43 @@ func (pl *Pipeline) delegatedOf(ctx context.Context, key string) []DelegatedCall
 	return d
 }
 
+// delegatedActed returns err, the failure of a call of tool of ctx whose
+// context ended, marked MayHaveRun when the call's tool ran an agent turn
+// that started a call that would repeat an effect (CallIntent.Delegated):
+// answered "cancelled", the call would be made again (by the model, or by
+// an attempt after, which runs a read-only call cancelled so again), and
+// that turn's calls with it. A failure that says whether the tool acted
+// (NotRun, MayHaveRun) is returned as it is.
+func (pl *Pipeline) delegatedActed(ctx context.Context, tool string, err error) error {
+	if Classify(err) == ClassInDoubt || DidNotRun(err) || errors.Is(err, ErrRan) {
+		return err
+	}
+	key := pl.agentRecordOf(ctx)
+	if key == "" {
+		return err
+	}
+	d := pl.delegatedOf(ctx, key)
+	if len(d) == 0 {
+		return err
+	}
+	return MayHaveRun(fmt.Errorf("tool %s was running when its call was cancelled, and the agent turn it ran had started %s: %w", tool, delegatedCalls(d), err))
+}
+
 // delegatedDoubt returns err, the *InDoubtError of call, joined to what
 // says why, when its tool ran an agent turn that started the calls d.
 func delegatedDoubt(err error, call ToolUse, d []DelegatedCall) error {
 	if len(d) == 0 {
 		return err
 	}
+	return errors.Join(err, fmt.Errorf("checkpoint: the tool of call %s (%s) ran an agent turn of the run that started %s, which would repeat an effect if made again: "+
+		"run again, the tool would run that turn anew, whose model could make them again; the run's tool records under those keys hold the outcomes that came back", call.ID, call.Name, delegatedCalls(d)))
+}
+
+// delegatedCalls names the calls d: each one's tool and record key.
+func delegatedCalls(d []DelegatedCall) string {
 	calls := make([]string, len(d))
 	for i, c := range d {
 		calls[i] = c.Tool + " (" + c.Call + ")"
 	}
-	return errors.Join(err, fmt.Errorf("checkpoint: the tool of call %s (%s) ran an agent turn of the run that started %s, which would repeat an effect if made again: "+
-		"run again, the tool would run that turn anew, whose model could make them again; the run's tool records under those keys hold the outcomes that came back", call.ID, call.Name, strings.Join(calls, ", ")))
+	return strings.Join(calls, ", ")
 }

@@ -95,6 +95,9 @@ func (d *delegation) tools(pl **runtime.Pipeline) map[string]runtime.ToolFunc {
 			}
 			res, err := (*pl).RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: input})
 			d.crash(what)
+			if err == nil {
+				err = ctx.Err()
+			}
 			return res.Output, err
 		},
 	}
@@ -230,4 +233,45 @@ func TestDelegatedCallNotSavedDoesNotStart(t *testing.T) {
 	assert.Empty(t, last.Calls.Delegated)
 	assert.Equal(t, map[string]int{"refund 7": 1, "lookup 7": 2, "refund 9": 1}, d.made)
 	assert.Equal(t, "refund order 7: done", res.Output)
+}
+
+// TestDelegatingCallCancelledAfterItsAgentRefunded: a worker draining
+// (cancel with ErrShutdown) ended a lookup whose tool's agent turn had
+// refunded: the lookup was answered "cancelled", as a read-only call
+// cut short is, and saved so, so the resumed turn told the model the
+// lookup did not complete (an attempt after, run by a layer of the turn
+// chain, ran it again): its agent could refund again. Its tool having
+// started a call that would repeat an effect, the cancelled call may have
+// had that effect: it is in doubt, left unanswered, and the resumed turn
+// ends in doubt too.
+func TestDelegatingCallCancelledAfterItsAgentRefunded(t *testing.T) {
+	store := runtime.NewMemoryCheckpoints()
+	ctx, cancel := context.WithCancelCause(runtime.WithRun(context.Background(), runtime.Run{ID: "drain"}))
+	defer cancel(nil)
+	d := &delegation{depth: 1, made: map[string]int{}, crash: func(at string) {
+		if at == "lookup 7" {
+			cancel(runtime.ErrShutdown)
+		}
+	}}
+	var pl *runtime.Pipeline
+	deps := runtime.Deps{Models: map[string]runtime.ModelClient{"primary": d.model()}, Tools: d.tools(&pl), Checkpoints: store}
+	pl = rt.Build(t, delegationPlan(), deps)
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxParallel: 1})
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+	assert.Equal(t, []string{"c_refund=refund 7 ok"}, answers(res.Messages), "the lookup is left unanswered")
+	require.NoError(t, pl.Close())
+
+	d.crash = func(string) {}
+	pl = rt.Build(t, delegationPlan(), deps)
+	cp, err := pl.Checkpointer("")
+	require.NoError(t, err)
+	last, err := cp.Resume(context.Background(), "drain")
+	require.NoError(t, err)
+	assert.Equal(t, runtime.RunRunning, last.Status)
+	rctx := runtime.WithRun(context.Background(), runtime.Run{ID: "drain"})
+	_, err = pl.RunAgent(rctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(rctx)})
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt, "%v", err)
+	assert.Equal(t, "lookup", doubt.Tool)
+	assert.Equal(t, map[string]int{"refund 7": 1, "lookup 7": 1, "refund 9": 1}, d.made, "nothing runs again")
 }
