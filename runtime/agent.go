@@ -171,14 +171,22 @@ type AgentResult struct {
 // the run's transcript nor its calls' intent (a checkpoint's versions
 // hold the outer turn's), its tool results are
 // recorded under names of their own (ToolRecord.Call), and its text
-// reaches the outer turn only as the tool's result. A layer of the turn
+// reaches the outer turn only as the tool's result. Before a call of such
+// a turn (at any depth, of this pipeline or another) that would repeat
+// an effect if made again starts (side-effecting and not retry_safe, or
+// undeclared), the outer turn's call it runs under is recorded as having
+// it under way (CallIntent.Delegated) and the OnToolCalls hooks run (a
+// checkpoint layer with after_tool saves); when that fails, the call does
+// not start: it is answered with an error result and the nested turn
+// ends with the hook's error. A layer of the turn
 // chain that runs the layers inside it again (a host's retry of a turn
 // whose model call failed) has the loop go on from the transcript the
 // attempt before left, as a resumed run does, so no tool call runs twice
 // (a read-only or retry_safe call answered "cancelled" because that
 // attempt's context ended runs again, the cancellation being the
-// attempt's), the messages after a resumed transcript's calls and Input
-// added once, after their results, when that attempt did not get to add
+// attempt's; one whose tool's agent turn had started a call that would
+// repeat an effect is in doubt instead), the messages after a resumed
+// transcript's calls and Input added once, after their results, when that attempt did not get to add
 // them; an attempt after one whose body returned returns what it returned. The
 // counts of the result (Steps, ToolCalls, Blocked, Usage) are those of every
 // attempt, and MaxSteps bounds the answers of them all.
@@ -193,7 +201,10 @@ type AgentResult struct {
 // can make, never answers it) is answered from it without running, a side-effecting
 // tool that is not retry_safe without one, or a tool the policy does not
 // declare (allowed by settings.allow_undeclared_tools, or no longer
-// declared), ends the turn with an *InDoubtError and nothing runs, unless a
+// declared), or one whose tool ran an agent turn that started a call
+// that would repeat an effect (CallIntent.Delegated: run again, its
+// model could make that call again), ends the turn with an *InDoubtError
+// and nothing runs, unless a
 // layer whose shared store knows whether it started answers for it
 // (ClaimVoucher: it then runs through the tool chain, and reaches the tool
 // only when it never started), and the others run through the tool chain
@@ -680,8 +691,10 @@ func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
 // transcript that have no result in it (a turn cut short, resumed): a call
 // whose result the run recorded is answered from that record and not run
 // again; a call to a tool that is side-effecting and not retry_safe, or
-// that the policy does not declare, without a record may or may not have
-// run, so the turn ends with an *InDoubtError and no call runs (unless a
+// that the policy does not declare, or whose tool ran an agent turn that
+// started such a call (CallIntent.Delegated), without a record may or may
+// not have run (had its effect), so the turn ends with an *InDoubtError
+// and no call runs (unless a
 // ClaimVoucher may answer for it: resumable); the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
 // tool) run now. pending are the calls' indices in the message. A call
@@ -716,7 +729,11 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			continue
 		}
 		r, ok := lastRecord(records, key, call.Name)
-		recorded := ok && r.InDoubt
+		// A call whose tool ran an agent turn that started a call that
+		// would repeat an effect is as a call recorded in doubt: no layer
+		// can say that turn's calls never started.
+		delegated := t.pl.delegatedOf(ctx, key)
+		recorded := ok && r.InDoubt || len(delegated) > 0
 		if err := t.pl.callInDoubt(ctx, call, recorded); err != nil {
 			if intent, ok := t.pl.resumable(ctx, call, key, recorded); ok {
 				// A layer's shared store knows whether it ever started.
@@ -727,7 +744,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 				run = append(run, i)
 				continue
 			}
-			doubt = append(doubt, err)
+			doubt = append(doubt, delegatedDoubt(err, call, delegated))
 			continue
 		}
 		run = append(run, i)
@@ -1089,10 +1106,11 @@ type agentCall struct {
 }
 
 // withAgentCall returns ctx for the tool call of pl's agent turn whose
-// record key is key.
-func (pl *Pipeline) withAgentCall(ctx context.Context, key string) context.Context {
+// record key is key, and what it carries of the call.
+func (pl *Pipeline) withAgentCall(ctx context.Context, key string) (context.Context, *agentCall) {
 	up, _ := ctx.Value(agentCallCtxKey{}).(*agentCall)
-	return context.WithValue(ctx, agentCallCtxKey{}, &agentCall{key: key, pl: pl, run: runID(ctx), up: up})
+	c := &agentCall{key: key, pl: pl, run: runID(ctx), up: up}
+	return context.WithValue(ctx, agentCallCtxKey{}, c), c
 }
 
 // agentCallOf returns the record key of the nearest tool call of an agent
@@ -1240,13 +1258,13 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				wg.Done()
 			}()
 			key := t.key(at, calls[i])
-			cctx := t.pl.withAgentCall(ctx, key)
+			cctx, ac := t.pl.withAgentCall(ctx, key)
 			if intent, ok := t.resumed[key]; ok {
 				var done func()
 				cctx, done = withResumedCall(cctx, calls[i].Name, intent)
 				defer done()
 			}
-			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i])
+			out[i], blocked[i], errs[i] = t.tool(cctx, calls[i], ac)
 		}()
 	}
 	wg.Wait()
@@ -1297,9 +1315,9 @@ func (t *agentTurn) uncancelled(ctx context.Context) ([]Message, map[string]bool
 	return msgs, rerun
 }
 
-// tool runs one call and returns its tool message, whether a guard blocked
-// it, and an error that ends the turn.
-func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, error) {
+// tool runs one call, which ac names, and returns its tool message,
+// whether a guard blocked it, and an error that ends the turn.
+func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Message, bool, error) {
 	answer := func(text string, isErr bool) Message { return toolAnswer(call, text, isErr) }
 	if t.offered != nil && !t.offered[call.Name] {
 		if _, ok := ResumedCall(ctx); ok {
@@ -1314,6 +1332,13 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse) (Message, bool, erro
 	treq, err := call.Request()
 	if err != nil {
 		return answer("error: the arguments are not a JSON object; call the tool again with a JSON object of its parameters", true), false, nil
+	}
+	if ac.up != nil && t.pl.repeatsEffect(call.Name) {
+		// A call of a turn that a tool of a recorded turn runs: the
+		// outer call is recorded as having it under way before it starts.
+		if err := t.pl.delegate(ctx, ac, call.Name); err != nil {
+			return answer("error: not run: the run could not be saved before the call", true), false, err
+		}
 	}
 	res, err := t.pl.Tool(ctx, treq)
 	if err == nil {

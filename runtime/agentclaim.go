@@ -49,6 +49,28 @@ type CallIntent struct {
 	// gives its calls no id, a host that shortened the transcript): its
 	// record never answers the later call.
 	Records int `json:"records,omitempty"`
+	// Delegated maps the record key of a call of Calls whose tool runs
+	// an agent turn of the run (a tool that delegates, to an agent of
+	// this pipeline or of another, at any depth) to the calls of that
+	// turn, and of the turns nested in it, that running again could
+	// repeat (side-effecting and not retry_safe, or undeclared): each is
+	// recorded, and saved (after_tool), before it starts. A resumed turn
+	// never runs such a call again without its result: its tool would run
+	// the agent turn anew, whose model could make those calls again. It is
+	// in doubt.
+	Delegated map[string][]DelegatedCall `json:"delegated,omitempty"`
+}
+
+// DelegatedCall is a call of an agent turn run by a tool of a recorded
+// turn's call (CallIntent.Delegated).
+type DelegatedCall struct {
+	// Tool is the tool called.
+	Tool string `json:"tool"`
+	// Call is the call's record key (ToolRecord.Call) in the run of the
+	// pipeline whose agent turn made it: for the pipeline of the outer
+	// call, the outer call's key, a "/" and the key of the call in its
+	// turn.
+	Call string `json:"call"`
 }
 
 // ResumeClockSkew is how far apart the clocks of the process that recorded
@@ -404,7 +426,19 @@ func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, rec
 // clone returns a copy of c that shares no memory with it.
 func (c *CallIntent) clone() *CallIntent {
 	return &CallIntent{Time: c.Time, Calls: slices.Clone(c.Calls), Stores: maps.Clone(c.Stores), Keys: maps.Clone(c.Keys),
-		StoreTimes: maps.Clone(c.StoreTimes), Records: c.Records}
+		StoreTimes: maps.Clone(c.StoreTimes), Records: c.Records, Delegated: cloneDelegated(c.Delegated)}
+}
+
+// cloneDelegated returns a copy of d that shares no memory with it.
+func cloneDelegated(d map[string][]DelegatedCall) map[string][]DelegatedCall {
+	if d == nil {
+		return nil
+	}
+	out := make(map[string][]DelegatedCall, len(d))
+	for k, v := range d {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // NewStoreID returns a new random store identity (SharedLeaser.StoreID):

@@ -574,6 +574,9 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
 		err = mayHaveActed(&e.info, err, "was running when its call was cancelled")
 	}
+	if err != nil && ctx.Err() != nil && pl.recordRuns.Load() {
+		err = pl.delegatedActed(ctx, req.Name, err)
+	}
 	if err != nil && resumesInFlight.Load() != 0 {
 		err = resumedUnanswered(ctx, req.Name, c.IdempotencyKey(), err)
 	}
