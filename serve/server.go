@@ -292,6 +292,10 @@ type Server struct {
 	// stopNow, or with errShutdownCut at the end of the grace.
 	requests    context.Context
 	cutRequests context.CancelCauseFunc
+	// hangups are called when Serve closes the connections still open
+	// after the shutdown cut (or at Abort): the MCP calls the cut
+	// cancelled are answered until then (outlastCut).
+	hangups hangups
 }
 
 // ErrAborted is returned by Serve when Abort cut the shutdown short.
@@ -788,6 +792,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		if err != nil {
 			// The deadline passed, or Abort: cut the streams still open.
+			s.hangups.hangUp()
 			_ = hs.Close()
 		}
 		shutdownDone <- err
@@ -861,7 +866,12 @@ var cutWait = time.Second
 type shuttingDown struct{ detail string }
 
 func (e *shuttingDown) Error() string {
-	return "the server is shutting down" + e.detail + "; retry the request"
+	return e.what() + "; retry the request"
+}
+
+// what says what happened, without what the client should do.
+func (e *shuttingDown) what() string {
+	return "the server is shutting down" + e.detail
 }
 
 var (
