@@ -47,6 +47,10 @@ type upstreams struct {
 	names   []string // sorted
 	// maxResult bounds the size of a tool's result (resultSize).
 	maxResult int64
+	// closing holds, while close runs, the servers whose sessions it has
+	// yet to close (stillClosing).
+	closingMu sync.Mutex
+	closing   []string
 }
 
 // upstreamServer is the session with one upstream server. A session that
@@ -883,14 +887,33 @@ func appendStrings(out []string, v any) []string {
 	return out
 }
 
+// close closes the sessions with the servers, one after the other.
 func (u *upstreams) close() {
 	if u == nil {
 		return
 	}
-	for name, up := range u.servers {
-		up.close()
+	names := slices.Sorted(maps.Keys(u.servers))
+	for i, name := range names {
+		u.closingMu.Lock()
+		u.closing = names[i:]
+		u.closingMu.Unlock()
+		u.servers[name].close()
 		delete(u.servers, name)
 	}
+	u.closingMu.Lock()
+	u.closing = nil
+	u.closingMu.Unlock()
+}
+
+// stillClosing returns the servers whose sessions close has yet to close
+// (the one it waits for first).
+func (u *upstreams) stillClosing() []string {
+	if u == nil {
+		return nil
+	}
+	u.closingMu.Lock()
+	defer u.closingMu.Unlock()
+	return slices.Clone(u.closing)
 }
 
 // toolFuncs returns a runtime tool per upstream tool: it calls the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -148,4 +149,44 @@ tools: hang: %s
 			assert.NotContains(t, call, "bytes=0 ")
 		})
 	}
+}
+
+// TestShutdownCutNamesWhatStillCloses: when what outlasted the wait after
+// the cut was not a request but the closing of an MCP upstream session (its
+// server slow to let go: the cancellations of its calls, its process's
+// exit, its DELETE), the error said "requests still running ... running=0".
+// It now names the upstream sessions still closing.
+func TestShutdownCutNamesWhatStillCloses(t *testing.T) {
+	started, deleting, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hang"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			// The session's end is held: the gateway's close of it waits.
+			deleting <- struct{}{}
+			<-release
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
+
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: slow: url: %q
+`, ts.URL))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "", nil)
+	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"}) }()
+	<-started
+	require.NoError(t, s.stop())
+	<-deleting
+
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "requests still running")
+	assert.Contains(t, logs, `msg="mcp upstream sessions still closing after the shutdown cut; returning without waiting for them" servers=[slow]`)
 }
