@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -51,16 +52,19 @@ const (
 // the access log and the metrics report, and the generation it runs on.
 type exchange struct {
 	http.ResponseWriter
-	r      *http.Request
-	s      *Server
-	g      *generation
-	api    api
-	route  string
-	model  string // the model (or tool) the request names, for metrics
-	caller caller
-	run    string
-	status int
-	bytes  int64
+	r *http.Request
+	s *Server
+	g *generation
+	// release lets go of g, once: when the request ends, or earlier when
+	// the connections close after the shutdown cut (outlastCut).
+	release func()
+	api     api
+	route   string
+	model   string // the model (or tool) the request names, for metrics
+	caller  caller
+	run     string
+	status  int
+	bytes   int64
 	// tenantSlot is set when the request holds one of its tenant's calls
 	// in flight (Options.MaxInFlightPerTenant).
 	tenantSlot bool
@@ -145,8 +149,9 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
 		x.g = s.acquire()
+		x.release = sync.OnceFunc(x.g.release)
 		defer func() {
-			x.g.release()
+			x.release()
 			s.metrics.inflight.Dec()
 			s.record(x, start)
 		}()
@@ -400,6 +405,79 @@ func (x *exchange) shutdownCut(err error) error {
 		return errShutdownCut
 	}
 	return err
+}
+
+// outlastCut returns the context of x's request for a handler that
+// answers the request cut by the shutdown itself, after the request's own
+// context has ended: it ends with it, except at the shutdown cut
+// (errShutdownCut), when it ends only once the connections still open
+// close (a second later at most), so that the handler writes the answers
+// of the calls the cut cancelled. The MCP server's handler of a POST ends
+// with its request's context, and would otherwise leave a cut call's event
+// stream without its answer. When the connections close, the request also
+// lets go of its generation: what still holds it then is a call running
+// on (Server.stillClosing), not a handler about to return.
+func (x *exchange) outlastCut() (context.Context, func()) {
+	ctx := x.r.Context()
+	held, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stopCut := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); cause != errShutdownCut {
+			cancel(cause)
+		}
+	})
+	stopHangup := x.s.hangups.add(func() {
+		cancel(errShutdownCut)
+		x.release()
+	})
+	return held, func() {
+		stopCut()
+		stopHangup()
+		cancel(nil)
+	}
+}
+
+// hangups are the funcs to call when the connections still open after the
+// shutdown cut close.
+type hangups struct {
+	mu   sync.Mutex
+	next uint64
+	fns  map[uint64]func()
+	done bool
+}
+
+// add registers f, called at once when the connections have closed, and
+// returns the func that removes it.
+func (h *hangups) add(f func()) func() {
+	h.mu.Lock()
+	if h.done {
+		h.mu.Unlock()
+		f()
+		return func() {}
+	}
+	if h.fns == nil {
+		h.fns = map[uint64]func(){}
+	}
+	id := h.next
+	h.next++
+	h.fns[id] = f
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.fns, id)
+	}
+}
+
+// hangUp calls the funcs registered, before it returns.
+func (h *hangups) hangUp() {
+	h.mu.Lock()
+	h.done = true
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, f := range fns {
+		f()
+	}
 }
 
 // clientMessage is the text of a call's error for the client. A failure

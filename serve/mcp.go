@@ -47,6 +47,10 @@ type upstreams struct {
 	names   []string // sorted
 	// maxResult bounds the size of a tool's result (resultSize).
 	maxResult int64
+	// closing holds, while close runs, the servers whose sessions it has
+	// yet to close (stillClosing).
+	closingMu sync.Mutex
+	closing   []string
 }
 
 // upstreamServer is the session with one upstream server. A session that
@@ -883,14 +887,33 @@ func appendStrings(out []string, v any) []string {
 	return out
 }
 
+// close closes the sessions with the servers, one after the other.
 func (u *upstreams) close() {
 	if u == nil {
 		return
 	}
-	for name, up := range u.servers {
-		up.close()
+	names := slices.Sorted(maps.Keys(u.servers))
+	for i, name := range names {
+		u.closingMu.Lock()
+		u.closing = names[i:]
+		u.closingMu.Unlock()
+		u.servers[name].close()
 		delete(u.servers, name)
 	}
+	u.closingMu.Lock()
+	u.closing = nil
+	u.closingMu.Unlock()
+}
+
+// stillClosing returns the servers whose sessions close has yet to close
+// (the one it waits for first).
+func (u *upstreams) stillClosing() []string {
+	if u == nil {
+		return nil
+	}
+	u.closingMu.Lock()
+	defer u.closingMu.Unlock()
+	return slices.Clone(u.closing)
 }
 
 // toolFuncs returns a runtime tool per upstream tool: it calls the
@@ -1236,7 +1259,9 @@ const requestHeader = "X-Agentc-Mcp-Request"
 var errRequestGone = errors.New("the MCP request ended before the call's answer (the client went away or the server is shutting down)")
 
 // boundTo returns ctx, cancelled when the HTTP request that carried the
-// call ends. A token with no request in flight is a request already over.
+// call ends: with errShutdownCut as its cause when the shutdown cut the
+// request, else errRequestGone. A token with no request in flight is a
+// request already over.
 func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context, context.CancelFunc) {
 	token := h.Get(requestHeader)
 	if token == "" {
@@ -1248,7 +1273,14 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 		cancel(errRequestGone)
 		return cctx, func() {}
 	}
-	stop := context.AfterFunc(v.(context.Context), func() { cancel(errRequestGone) })
+	req := v.(context.Context)
+	stop := context.AfterFunc(req, func() {
+		if context.Cause(req) == errShutdownCut {
+			cancel(errShutdownCut)
+			return
+		}
+		cancel(errRequestGone)
+	})
 	return cctx, func() { stop(); cancel(nil) }
 }
 
@@ -1440,9 +1472,31 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 				msg = prefix + ": " + msg
 			}
 		}
+		if context.Cause(ctx) == errShutdownCut {
+			msg = cutToolMessage(err, msg)
+		}
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
 	}
 	return toolResult(res.Value), nil
+}
+
+// cutToolMessage is the message of a tool call the shutdown cut, which
+// failed with err (its message msg): one that may have run says so and why,
+// and that it is not to be sent again before someone has checked; one that
+// failed of the cut alone (cancelled, and safe to send again) is the
+// shutdown's retryable refusal, as a chat call cut is (shutdownCut); any
+// other failure or refusal stays as it is.
+func cutToolMessage(err error, msg string) string {
+	switch runtime.Classify(err) {
+	case runtime.ClassInDoubt:
+		return msg + "; " + errShutdownCut.(*shuttingDown).what() +
+			": the call is in doubt, do not send it again before checking whether it made its effect"
+	case runtime.ClassFailure:
+		if errors.Is(err, context.Canceled) {
+			return errShutdownCut.Error()
+		}
+	}
+	return msg
 }
 
 // observeTool counts a tool call's outcome, retries, blocks and refusals.
@@ -1501,6 +1555,14 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer s.mcp.requests.Delete(token)
 		r.Header.Set(requestHeader, token)
 	}
+	// The calls end with their request (boundTo), but the MCP server's
+	// handling of a request outlasts the shutdown cut: a POST's, to write
+	// the answers of the calls the cut cancelled, and its session's event
+	// stream, which the client reads while it waits for them and which
+	// ends once they are answered (liveSessions).
+	ctx, release := x.outlastCut()
+	defer release()
+	r = r.WithContext(ctx)
 	var done func()
 	r, done = s.mcp.live.begin(r)
 	defer done()

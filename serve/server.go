@@ -292,6 +292,10 @@ type Server struct {
 	// stopNow, or with errShutdownCut at the end of the grace.
 	requests    context.Context
 	cutRequests context.CancelCauseFunc
+	// hangups are called when Serve closes the connections still open
+	// after the shutdown cut (or at Abort): the MCP calls the cut
+	// cancelled are answered until then (outlastCut).
+	hangups hangups
 }
 
 // ErrAborted is returned by Serve when Abort cut the shutdown short.
@@ -469,9 +473,18 @@ type generation struct {
 	active  atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
+	// closing says what close is closing: closingPipeline, then
+	// closingMCP; 0 before it starts and once it is done.
+	closing atomic.Int32
 	done    chan struct{}
 	log     *slog.Logger
 }
+
+// The steps of a generation's close (generation.closing).
+const (
+	closingPipeline int32 = iota + 1
+	closingMCP
+)
 
 func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	p := ld.Plan
@@ -613,10 +626,13 @@ func (g *generation) retire() {
 
 func (g *generation) close() {
 	g.once.Do(func() {
+		g.closing.Store(closingPipeline)
 		if err := g.pl.Close(); err != nil {
 			g.log.Error("close pipeline", "generation", g.n, "error", err)
 		}
+		g.closing.Store(closingMCP)
 		g.mcp.close()
+		g.closing.Store(0)
 		close(g.done)
 	})
 }
@@ -788,6 +804,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		if err != nil {
 			// The deadline passed, or Abort: cut the streams still open.
+			s.hangups.hangUp()
 			_ = hs.Close()
 		}
 		shutdownDone <- err
@@ -829,19 +846,41 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			err = cerr
 		}
 	case <-cut:
-		// The grace they had (none at Abort), and how long they have run
-		// since they were cut: not the whole shutdown's wait.
-		grace := s.opts.ShutdownTimeout
-		if aborted {
-			grace = 0
-		}
-		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline",
-			"running", s.cur.Load().active.Load(), "grace", grace, "since_cut", time.Since(cutAt.Add(-cutWait)).Round(time.Millisecond))
+		s.stillClosing(aborted, time.Since(cutAt.Add(-cutWait)))
 	}
 	if aborted && err == nil {
 		err = ErrAborted
 	}
 	return err
+}
+
+// stillClosing logs what kept the server from closing by the end of the
+// wait after the shutdown cut, sinceCut ago: requests still running (a host
+// tool or a store call that ignores its cancellation), which hold the
+// pipeline open, else the pipeline closing (its stores), else the sessions
+// with MCP upstream servers closing (each waits for the cancellations of
+// its calls to be written, and for its server to let go: a process to
+// exit, a DELETE to be answered). The grace the requests had is 0 at
+// Abort.
+func (s *Server) stillClosing(aborted bool, sinceCut time.Duration) {
+	grace := s.opts.ShutdownTimeout
+	if aborted {
+		grace = 0
+	}
+	since := sinceCut.Round(time.Millisecond)
+	g := s.cur.Load()
+	running := g.active.Load()
+	switch {
+	case running > 0:
+		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline",
+			"running", running, "grace", grace, "since_cut", since)
+	case g.closing.Load() == closingMCP:
+		s.log.Error("mcp upstream sessions still closing after the shutdown cut; returning without waiting for them",
+			"servers", g.mcp.stillClosing(), "grace", grace, "since_cut", since)
+	default:
+		s.log.Error("pipeline still closing after the shutdown cut; returning without waiting for it",
+			"grace", grace, "since_cut", since)
+	}
 }
 
 // Abort stops Serve at once: the drain and the grace of a shutdown under
@@ -861,7 +900,12 @@ var cutWait = time.Second
 type shuttingDown struct{ detail string }
 
 func (e *shuttingDown) Error() string {
-	return "the server is shutting down" + e.detail + "; retry the request"
+	return e.what() + "; retry the request"
+}
+
+// what says what happened, without what the client should do.
+func (e *shuttingDown) what() string {
+	return "the server is shutting down" + e.detail
 }
 
 var (
