@@ -27,8 +27,9 @@ type Normalized struct {
 // reader does not see (Invisible: format characters such as zero-width spaces and soft
 // hyphens, combining marks, the combining grapheme joiner, variation selectors) and turns every
 // run of other characters that are neither letters, digits nor spacing marks (whitespace,
-// punctuation, symbols, the Hangul fillers that show as a space) into a single space. Leading
-// separators are dropped; a trailing run leaves one space.
+// punctuation, symbols, the Hangul fillers that show as a space, the cancel tag that ends an
+// emoji's tag sequence) into a single space. Leading separators are dropped; a trailing run
+// leaves one space.
 func Normalize(text string) *Normalized {
 	buf := make([]byte, 0, len(text))
 	n := &Normalized{orig: text, start: make([]int32, 0, len(text))}
@@ -40,10 +41,10 @@ func Normalize(text string) *Normalized {
 			r, size = utf8.DecodeRuneInString(text[i:])
 			if a, ok := TagASCII(r); ok {
 				c = a
-			} else if Invisible(r) {
+			} else if Invisible(r) && r != cancelTag {
 				i += size
 				continue
-			} else if blankFiller(r) {
+			} else if blankFiller(r) || r == cancelTag {
 				c = ' '
 			} else if r = foldLetter(r, text[i:]); unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mc, r) {
 				before := len(buf)
@@ -112,6 +113,9 @@ func FoldPattern(src string) string {
 // text written in them is a message hidden from whoever reads the text on a screen. Emoji
 // use them for the flags of subdivisions ("🏴" followed by "gbsct" in tags and a cancel tag
 // is the flag of Scotland).
+//
+// The cancel tag (U+E007F), which ends an emoji's tag sequence, reads as a space in Normalize
+// and Visible: the flag's letters are a word of their own, not glued to the next one.
 func TagASCII(r rune) (byte, bool) {
 	if r >= 0xE0020 && r <= 0xE007E {
 		return byte(r - 0xE0000), true
@@ -152,6 +156,9 @@ var invisibleTable, invisibleBMP = func() (*unicode.RangeTable, *[0x10000 / 64]u
 	})
 	return rangetable.New(rs...), bmp
 }()
+
+// cancelTag ends a tag sequence.
+const cancelTag = 0xE007F
 
 // blankFiller reports whether r is one of the Hangul fillers that show as a space (U+3164,
 // and its half-width form U+FFA0): letters to Unicode, ignorable, written in place of spaces.
@@ -252,7 +259,8 @@ type Folded struct {
 
 // Visible is text as a model reads it, with what a person reading it does not see made
 // plain: the tag characters written as the ASCII characters they stand for (TagASCII), the
-// Hangul fillers that show as a space as a space, and the other invisible characters
+// Hangul fillers that show as a space and the cancel tag that ends an emoji's tag sequence as
+// a space, and the other invisible characters
 // (Invisible: format characters, combining marks, variation selectors) dropped, so that a
 // letter with decomposed diacritics reads as the letter. Everything else, case, spacing,
 // punctuation, letters with their diacritics as one character, is kept. Span maps a match in
@@ -267,7 +275,7 @@ func visibleRune(r rune) rune {
 	if a, ok := TagASCII(r); ok {
 		return rune(a)
 	}
-	if blankFiller(r) {
+	if blankFiller(r) || r == cancelTag {
 		return ' '
 	}
 	if Invisible(r) {
