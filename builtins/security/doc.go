@@ -4,13 +4,21 @@
 // hidden in base64, base32 or hex runs or rot13, or spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
 // are decoded and checked too.
 //
+// Every text is first read as a model reads it: the characters a person does not see are
+// dropped (format characters such as zero-width spaces, joiners and soft hyphens, combining
+// marks, the combining grapheme joiner, variation selectors), so that they cannot split a
+// word, and Unicode tag characters (U+E0020 to U+E007E), which a model reads as the ASCII
+// characters they stand for, are read as those characters, raw patterns and decodings
+// included. A text hidden so (a run of tag characters other than an emoji's flag sequence)
+// is itself a cue: the hidden-text family (0.5).
+//
 // Patterns are RE2 regular expressions. Unless a Pattern is Raw it is matched against a
 // normalized form of the text that makes the default set tolerant of case, spacing and
 // punctuation tricks: letters are lower-cased, full-width forms, mathematical, circled and
 // squared letters, small capitals and common Cyrillic and Greek look-alikes are folded to
-// ASCII, Latin letters lose their diacritics, invisible format characters (zero-width spaces,
-// soft hyphens) are dropped, and every run of other characters (whitespace, punctuation, symbols)
-// becomes a single space. Offsets reported in a Match always refer to the original text.
+// ASCII, letters lose their diacritics (written precomposed or decomposed), and every run of
+// other characters (whitespace, punctuation, symbols) becomes a single space. Offsets
+// reported in a Match always refer to the original text.
 //
 // Two kinds of rules are matched. A signature (DefaultPatterns, Config.Patterns) is an
 // instruction no ordinary text carries and blocks on its own. A phrase family
@@ -41,7 +49,8 @@
 // (as the assistant's turn alone: sent back as another message, it is scanned),
 // is recorded for the run, so an agent loop's history is not scanned again at every step; a
 // call without a run id is a fresh run and its whole transcript is scanned. `patterns`
-// add expressions, each tried case-insensitively on the original and on the normalized text;
+// add expressions, each tried case-insensitively on the original text (as given and as a model
+// reads it) and on the normalized text;
 // `defaults: false` drops DefaultPatterns and DefaultFamilies; `threshold` sets the families'
 // threshold. A `classifier` asks a model about the texts the rules let through: a
 // text-classification endpoint (kind text) or a declared chat model with a fixed prompt (kind

@@ -1,5 +1,7 @@
 package security
 
+import "regexp"
+
 // Weighted phrase families. A signature (builtinPatterns) is an instruction no ordinary text
 // carries, so it blocks on its own; a family is a cue that ordinary text carries now and then
 // (a role-play prompt says "stay in character", a resume says "highly recommended"), so it
@@ -42,6 +44,9 @@ type Family struct {
 	// marks, for a raw family, are bytes one of which the original text must contain for
 	// Regex to be tried.
 	marks string
+	// hidden matches Regex against the text as given, before it is read as a model reads it
+	// (textnorm.Visible), in which the tag characters it looks for are ASCII.
+	hidden bool
 }
 
 // DefaultThreshold is the score at which the default families block.
@@ -76,6 +81,12 @@ const (
 	outputStyle = `(?:base ?(?:64|58|32)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|reverse(?:d order)?|emojis?|leetspeak|pig latin|anagrams?|(?:a |an )?(?:caesar )?cipher|(?:\w+ )?substitution|(?:intentional |random )?(?:misspellings|typos))`
 	personaNoun = `(?:(?:and \w+ )?(?:ai|assistants?|chatbots?|bots?|models?|language models?|versions? of (?:yourself|you|chatgpt)|persona|character|entity|responses?|answers?|replies|output|mode|chatgpt|gpt))`
 )
+
+// hiddenTagTextRegex matches the hidden-text family's run of tag characters in a text as
+// given.
+const hiddenTagTextRegex = `[\x{E0020}-\x{E007E}]*(?:[\x{E0020}-\x{E002F}\x{E003A}-\x{E0060}\x{E007B}-\x{E007E}]|[\x{E0030}-\x{E0039}\x{E0061}-\x{E007A}]{7})[\x{E0020}-\x{E007E}]*`
+
+var hiddenTagText = regexp.MustCompile(hiddenTagTextRegex)
 
 var defaultFamilies = []Family{
 	// Jailbreak personas.
@@ -131,6 +142,11 @@ var defaultFamilies = []Family{
 	// Everything but a planted part is to be dropped: a reader told to keep one passage.
 	{ID: "ignore-except", Score: 0.5, Regex: `\b(?:disregard|ignore) (?:all )?(?:(?:the|other) )?(?:info|information|content|text|data) (?:except|other than|besides)\b`},
 	{ID: "priority-claim", Score: 0.3, Regex: `\b(?:this is (?:really |extremely |very )?(?:important|urgent|critical)|(?:important|urgent|critical) (?:message|instructions?|update|notice) (?:from|for|to)|top priority|highest priority|above all else|it is (?:critical|crucial|imperative|vital) (?:to|that))\b`},
+	// A text written in tag characters, which a model reads and a person does not see: a
+	// run of them holding a space, punctuation or a capital, or seven letters and digits in
+	// a row (an emoji's tag sequence, a subdivision flag, is at most six lower-case letters
+	// and digits). What it says is read too, as the rest of the text.
+	{ID: "hidden-text", Score: 0.5, Raw: true, hidden: true, Regex: hiddenTagTextRegex},
 
 	// Instructions to the reader of a document about its own response (Document only).
 	{ID: "planted-output", Score: 1.0, Document: true, Regex: `\b(?:(?:add|include|insert|integrate|incorporate|append|embed|introduce|inject|weave|feature|render|blend|merge)\s(?:(?:a|an|the|this|these|following|below|subsequent|some|short|brief|single|new|friendly|sensational|fabricated|fake|random|catchy)\s){0,3}` + plantedContent + `\s(?:\w+\s){0,10}?(?:in|into|to|within|throughout|as a part of|as part of)\s(?:your|the)\s(?:\w+\s)?` + outputNoun +

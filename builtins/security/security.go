@@ -20,8 +20,10 @@ type Pattern struct {
 	// their letters with diacritics or look-alikes are folded as the text's are
 	// ("olvídate" reads "olvidate").
 	Regex string
-	// Raw matches Regex against the original text instead of the normalized form; use it for
-	// signatures made of punctuation, such as chat-template tokens.
+	// Raw matches Regex against the text as a model reads it (textnorm.Visible: invisible
+	// characters dropped, tag characters as ASCII) and as given, instead of the normalized
+	// form; use it for signatures made of punctuation, such as chat-template tokens, or for
+	// the invisible characters themselves.
 	Raw bool
 }
 
@@ -82,6 +84,7 @@ type compiledFamily struct {
 	raw      bool
 	anchored bool
 	document bool     // see Family.Document
+	hidden   bool     // see Family.hidden
 	needles  []string // see Family.needles
 	marks    string   // see Family.marks
 }
@@ -183,14 +186,48 @@ func (d *Detector) DetectDocument(text string) (Match, bool) {
 	return d.detect(text, true)
 }
 
+// detect reads the text as a model does (textnorm.Visible: tag characters as the ASCII they
+// stand for, combining marks, joiners and other invisible characters dropped), so that every
+// reading below, the raw signatures and the decodings included, sees what the model reads;
+// offsets are mapped back to the text as given. A hidden text of tag characters counts as
+// the hidden-text family in every reading.
 func (d *Detector) detect(text string, doc bool) (Match, bool) {
-	if m, ok := d.detectText(text, doc); ok {
+	v := textnorm.Visible(text)
+	var hidden []int
+	if v.Changed() {
+		if loc := hiddenTagText.FindStringIndex(text); loc != nil {
+			hidden = []int{v.Offset(loc[0]), v.Offset(loc[1])}
+		}
+	}
+	m, ok := d.detectVisible(v.Text, doc, hidden)
+	if ok {
+		m.Start, m.End = v.Span(m.Start, m.End)
+		return m, true
+	}
+	if v.Changed() {
+		// a raw pattern may look for the invisible characters themselves
+		for _, p := range d.scanned {
+			if !p.raw {
+				continue
+			}
+			if loc := p.re.FindStringIndex(text); loc != nil {
+				return Match{PatternID: p.id, Start: loc[0], End: loc[1]}, true
+			}
+		}
+	}
+	return Match{}, false
+}
+
+// detectVisible is detect on the visible text; hidden is the span in it of a hidden text of
+// tag characters, or nil.
+func (d *Detector) detectVisible(text string, doc bool, hidden []int) (Match, bool) {
+	if m, ok := d.detectText(text, doc, hidden); ok {
 		return m, true
 	}
 	// Both folds map ASCII bytes to ASCII bytes, so offsets in the folded text are offsets in
 	// the original.
 	if folded, changed := foldLeet(text); changed {
-		if m, ok := d.detectText(folded, doc); ok {
+		if m, ok := d.detectText(folded, doc, hidden); ok {
 			m.Encoding = "leetspeak"
 			return m, true
 		}
@@ -198,12 +235,13 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 	if !d.decodeEncoded {
 		return Match{}, false
 	}
-	if m, ok := d.detectText(rot13(text), doc); ok {
+	if m, ok := d.detectText(rot13(text), doc, hidden); ok {
 		m.Encoding = "rot13"
 		return m, true
 	}
 	for _, e := range textnorm.Encodings(text) {
-		if m, ok := d.detectText(e.Text, doc); ok {
+		// hidden is not a span of the decoded text, but a match in it spans the encoded run
+		if m, ok := d.detectText(e.Text, doc, hidden); ok {
 			return Match{PatternID: m.PatternID, Score: m.Score, Start: e.Start, End: e.End, Encoding: e.Kind}, true
 		}
 	}
@@ -212,17 +250,17 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 
 // detectText matches one form of the text: signatures first, then families (with the
 // Document ones when doc is set).
-func (d *Detector) detectText(text string, doc bool) (Match, bool) {
+func (d *Detector) detectText(text string, doc bool, hidden []int) (Match, bool) {
 	norm := textnorm.Normalize(text)
 	if m, ok := d.detectPlain(text, norm); ok {
 		return m, true
 	}
-	return d.scoreFamilies(text, norm, doc)
+	return d.scoreFamilies(text, norm, doc, hidden)
 }
 
 // scoreFamilies sums the scores of the families that match and reports a match when the sum
-// reaches the threshold.
-func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized, doc bool) (Match, bool) {
+// reaches the threshold. hidden is where the hidden-text family matched, or nil.
+func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized, doc bool, hidden []int) (Match, bool) {
 	if len(d.families) == 0 {
 		return Match{}, false
 	}
@@ -255,6 +293,8 @@ func (d *Detector) scoreFamilies(text string, norm *textnorm.Normalized, doc boo
 		switch {
 		case f.document && !doc:
 			loc = nil
+		case f.hidden:
+			loc = hidden
 		case f.anchored:
 		case f.marks != "" && !strings.ContainsAny(text, f.marks):
 		case len(f.needles) > 0 && !containsAny(t, f.needles):
@@ -297,7 +337,7 @@ var defaultDetector = sync.OnceValue(func() *Detector {
 	}
 	d.familyStarts = map[string][]int{}
 	for i, f := range defaultFamilies {
-		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, document: f.Document, needles: f.needles, marks: f.marks}
+		c := compiledFamily{id: f.ID, score: f.Score, raw: f.Raw, document: f.Document, hidden: f.hidden, needles: f.needles, marks: f.marks}
 		if starts, ok := startWords(f.Regex); ok && !f.Raw {
 			c.anchored = true
 			c.re = regexp.MustCompile(`^(?:` + f.Regex + `)`)

@@ -238,9 +238,19 @@ func BenchmarkDetect2KB(b *testing.B) {
 	benchDetect2KB(b, newDetector(b, Config{}).Detect)
 }
 
+// BenchmarkDetect2KBAccented is BenchmarkDetect2KB in French, a letter in twenty with a
+// diacritic.
+func BenchmarkDetect2KBAccented(b *testing.B) {
+	text := strings.Repeat("Bonjour, j'ai commandé une lampe le 3 mars et elle est arrivée cassée. Pourriez-vous vérifier les messages précédents de cette conversation et me dire quelles sont les options de remboursement ? Merci, Zoé. ", 12)
+	benchDetectText(b, newDetector(b, Config{}).Detect, text)
+}
+
 // benchDetect2KB runs detect over a benign 2 KB customer message.
 func benchDetect2KB(b *testing.B, detect func(string) (Match, bool)) {
-	text := strings.Repeat("Hi, I ordered a lamp on March 3rd and it arrived broken. Could you check the previous messages in this thread and tell me what the refund options are? Thanks, Sam. ", 14)[:2048]
+	benchDetectText(b, detect, strings.Repeat("Hi, I ordered a lamp on March 3rd and it arrived broken. Could you check the previous messages in this thread and tell me what the refund options are? Thanks, Sam. ", 14)[:2048])
+}
+
+func benchDetectText(b *testing.B, detect func(string) (Match, bool), text string) {
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,12 +1,13 @@
 package textnorm
 
 import (
+	"sort"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+	"golang.org/x/text/unicode/rangetable"
 )
 
 // Normalized is text lower-cased and folded, with words separated by exactly one space, and
@@ -19,58 +20,61 @@ type Normalized struct {
 }
 
 // Normalize lower-cases text, folds full-width forms and look-alike letters to ASCII (FoldRune)
-// and Latin letters with diacritics to the letter without its marks ("ïgnörë" reads "ignore"),
-// drops invisible format characters (Unicode category Cf: zero-width spaces, soft hyphens) and
-// turns every run of other characters that are neither letters nor digits (whitespace,
-// punctuation, symbols) into a single space. Leading separators are dropped; a trailing run
+// and letters with diacritics to the letter without its marks ("ïgnörë" reads "ignore"),
+// whether a letter and its marks are written as one character or decomposed (a letter
+// followed by combining marks), reads the tag characters (U+E0020 to U+E007E, which a model
+// reads as the ASCII characters they stand for) as those characters, drops the characters a
+// reader does not see (Invisible: format characters such as zero-width spaces and soft
+// hyphens, combining marks, the combining grapheme joiner, variation selectors) and turns every
+// run of other characters that are neither letters, digits nor spacing marks (whitespace,
+// punctuation, symbols, the Hangul fillers that show as a space, the cancel tag that ends an
+// emoji's tag sequence) into a single space. Leading separators are dropped; a trailing run
 // leaves one space.
 func Normalize(text string) *Normalized {
 	buf := make([]byte, 0, len(text))
 	n := &Normalized{orig: text, start: make([]int32, 0, len(text))}
 	space := true // collapse leading separators
 	for i := 0; i < len(text); {
-		c := text[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c >= 'A' && c <= 'Z':
-				buf = append(buf, c+'a'-'A')
-			case (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'):
-				buf = append(buf, c)
-			default:
-				if !space {
-					buf = append(buf, ' ')
-					n.start = append(n.start, int32(i))
-					space = true
-				}
-				i++
+		c, size := text[i], 1
+		if c >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRuneInString(text[i:])
+			if a, ok := TagASCII(r); ok {
+				c = a
+			} else if Invisible(r) && r != cancelTag {
+				i += size
 				continue
+			} else if blankFiller(r) || r == cancelTag {
+				c = ' '
+			} else if r = foldLetter(r, text[i:]); unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mc, r) {
+				before := len(buf)
+				buf = utf8.AppendRune(buf, unicode.ToLower(r))
+				for range len(buf) - before {
+					n.start = append(n.start, int32(i))
+				}
+				space = false
+				i += size
+				continue
+			} else {
+				c = ' '
 			}
-			n.start = append(n.start, int32(i))
-			space = false
-			i++
-			continue
 		}
-		r, size := utf8.DecodeRuneInString(text[i:])
-		if unicode.Is(unicode.Cf, r) {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			buf = append(buf, c+'a'-'A')
+		case (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'):
+			buf = append(buf, c)
+		default:
+			if !space {
+				buf = append(buf, ' ')
+				n.start = append(n.start, int32(i))
+				space = true
+			}
 			i += size
 			continue
 		}
-		r = FoldRune(r)
-		if b := latinBase()[r]; b != 0 {
-			r = b
-		}
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			before := len(buf)
-			buf = utf8.AppendRune(buf, unicode.ToLower(r))
-			for k := before; k < len(buf); k++ {
-				n.start = append(n.start, int32(i))
-			}
-			space = false
-		} else if !space {
-			buf = append(buf, ' ')
-			n.start = append(n.start, int32(i))
-			space = true
-		}
+		n.start = append(n.start, int32(i))
+		space = false
 		i += size
 	}
 	n.Text = string(buf)
@@ -78,23 +82,127 @@ func Normalize(text string) *Normalized {
 }
 
 // FoldPattern folds the letters of a regular expression written for normalized text as
-// Normalize folds the text: look-alikes and full-width forms to ASCII, Latin letters with
-// diacritics to their base letter, upper case to lower ("olvídate" matches what Normalize
-// makes of "Olvídate"). ASCII is left as it is, so the expression's syntax is unchanged.
+// Normalize folds the text: look-alikes and full-width forms to ASCII, letters with
+// diacritics to their base letter, tag characters to the letters and digits they stand for,
+// upper case to lower ("olvídate" matches what Normalize makes of "Olvídate"), and drops the
+// characters Normalize drops. ASCII is left as it is, so the expression's syntax is
+// unchanged.
 func FoldPattern(src string) string {
 	var b strings.Builder
 	b.Grow(len(src))
-	for _, r := range src {
+	for i, r := range src {
 		if r >= utf8.RuneSelf {
-			r = FoldRune(r)
-			if base := latinBase()[r]; base != 0 {
-				r = base
+			if a, ok := TagASCII(r); ok {
+				if unicode.IsLetter(rune(a)) || unicode.IsDigit(rune(a)) {
+					r = rune(a) // a separator is left as it is, as ASCII's are
+				}
+			} else if Invisible(r) {
+				continue
+			} else {
+				r = foldLetter(r, src[i:])
 			}
 			r = unicode.ToLower(r)
 		}
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// TagASCII returns the ASCII character a tag character (U+E0020 to U+E007E) stands for. Tag
+// characters are invisible; a model reads them as the characters they stand for, so that a
+// text written in them is a message hidden from whoever reads the text on a screen. Emoji
+// use them for the flags of subdivisions ("🏴" followed by "gbsct" in tags and a cancel tag
+// is the flag of Scotland).
+//
+// The cancel tag (U+E007F), which ends an emoji's tag sequence, reads as a space in Normalize
+// and Visible: the flag's letters are a word of their own, not glued to the next one.
+func TagASCII(r rune) (byte, bool) {
+	if r >= 0xE0020 && r <= 0xE007E {
+		return byte(r - 0xE0000), true
+	}
+	return 0, false
+}
+
+// Invisible reports whether r is a character a reader does not see, which Normalize and
+// Visible drop: a format character (Unicode category Cf: zero-width spaces and joiners,
+// soft hyphens, bidirectional controls), a combining mark that does not take space of its
+// own (categories Mn and Me: accents, the combining grapheme joiner, variation selectors)
+// or another character Unicode says to ignore when it cannot be shown
+// (Other_Default_Ignorable_Code_Point), but the Hangul fillers U+3164 and U+FFA0, which show
+// as a space. Tag characters are Cf: TagASCII reads them first.
+func Invisible(r rune) bool {
+	if r < 0x300 { // ASCII, Latin-1 and Latin Extended letters: one is invisible
+		return r == 0xAD
+	}
+	if r < 0x10000 {
+		return invisibleBMP[r>>6]&(1<<(r&63)) != 0
+	}
+	return unicode.Is(invisibleTable, r)
+}
+
+// invisibleTable holds the characters Invisible reports, in one table searched once, and
+// invisibleBMP those of the Basic Multilingual Plane, one bit each, looked up.
+var invisibleTable, invisibleBMP = func() (*unicode.RangeTable, *[0x10000 / 64]uint64) {
+	var rs []rune
+	bmp := new([0x10000 / 64]uint64)
+	rangetable.Visit(rangetable.Merge(unicode.Mn, unicode.Cf, unicode.Me, unicode.Other_Default_Ignorable_Code_Point), func(r rune) {
+		if blankFiller(r) {
+			return
+		}
+		rs = append(rs, r)
+		if r < 0x10000 {
+			bmp[r>>6] |= 1 << (r & 63)
+		}
+	})
+	return rangetable.New(rs...), bmp
+}()
+
+// cancelTag ends a tag sequence.
+const cancelTag = 0xE007F
+
+// blankFiller reports whether r is one of the Hangul fillers that show as a space (U+3164,
+// and its half-width form U+FFA0): letters to Unicode, ignorable, written in place of spaces.
+func blankFiller(r rune) bool { return r == 0x3164 || r == 0xFFA0 }
+
+// foldLetter folds r, the first rune of s, with FoldRune, or else, when its canonical
+// decomposition is a letter followed by combining marks, to that letter folded ("é" to "e",
+// Greek "ά" to "a", Cyrillic "й" to "и").
+func foldLetter(r rune, s string) rune {
+	if r < rune(len(latinFolds)) {
+		return latinFolds[r]
+	}
+	return foldDecomposed(r, s)
+}
+
+// latinFolds holds foldLetter's answer for the runes up to Latin Extended-B, looked up
+// rather than decomposed.
+var latinFolds = func() (t [0x250]rune) {
+	for r := range rune(len(t)) {
+		t[r] = foldDecomposed(r, string(r))
+	}
+	return t
+}()
+
+func foldDecomposed(r rune, s string) rune {
+	if f := FoldRune(r); f != r {
+		return f
+	}
+	d := norm.NFD.PropertiesString(s).Decomposition()
+	if len(d) == 0 {
+		return r
+	}
+	base, n := utf8.DecodeRune(d)
+	if !unicode.IsLetter(base) {
+		return r
+	}
+	for k := n; k < len(d); k += n {
+		var m rune
+		m, n = utf8.DecodeRune(d[k:])
+		if !unicode.In(m, unicode.Mn, unicode.Me) {
+			return r
+		}
+	}
+	return FoldRune(base)
 }
 
 // OrigStart maps the start offset i of a match in Text to the original text. A match may
@@ -110,7 +218,7 @@ func (n *Normalized) OrigStart(i int) int {
 }
 
 // OrigEnd maps the end offset i (exclusive) of a match in Text to the original text, leaving
-// out trailing separators.
+// out trailing separators. The combining marks of the match's last letter are part of it.
 func (n *Normalized) OrigEnd(i int) int {
 	for i > 1 && n.Text[i-1] == ' ' {
 		i--
@@ -118,9 +226,22 @@ func (n *Normalized) OrigEnd(i int) int {
 	if i == 0 || i > len(n.start) {
 		return len(n.orig)
 	}
-	s := int(n.start[i-1])
-	_, size := utf8.DecodeRuneInString(n.orig[s:])
-	return s + size
+	return endWithMarks(n.orig, int(n.start[i-1]))
+}
+
+// endWithMarks returns the end of the character of text at offset s, with the combining
+// marks (categories Mn and Me) that follow it.
+func endWithMarks(text string, s int) int {
+	_, size := utf8.DecodeRuneInString(text[s:])
+	e := s + size
+	for e < len(text) && text[e] >= utf8.RuneSelf {
+		r, size := utf8.DecodeRuneInString(text[e:])
+		if !unicode.In(r, unicode.Mn, unicode.Me) {
+			break
+		}
+		e += size
+	}
+	return e
 }
 
 // Folded is text with invisible format characters dropped and full-width forms and
@@ -132,6 +253,47 @@ type Folded struct {
 	// start holds, for each byte of Text, the offset in orig of the rune it came from; nil
 	// when Text is orig unchanged.
 	start []int32
+	// marks makes Span end after the combining marks that follow a match's last character.
+	marks bool
+}
+
+// Visible is text as a model reads it, with what a person reading it does not see made
+// plain: the tag characters written as the ASCII characters they stand for (TagASCII), the
+// Hangul fillers that show as a space and the cancel tag that ends an emoji's tag sequence as
+// a space, and the other invisible characters
+// (Invisible: format characters, combining marks, variation selectors) dropped, so that a
+// letter with decomposed diacritics reads as the letter. Everything else, case, spacing,
+// punctuation, letters with their diacritics as one character, is kept. Span maps a match in
+// Text to the original, with the combining marks of its last letter.
+func Visible(text string) Folded {
+	f := foldWith(text, visibleRune)
+	f.marks = true
+	return f
+}
+
+func visibleRune(r rune) rune {
+	if a, ok := TagASCII(r); ok {
+		return rune(a)
+	}
+	if blankFiller(r) || r == cancelTag {
+		return ' '
+	}
+	if Invisible(r) {
+		return -1
+	}
+	return r
+}
+
+// Changed reports whether Text differs from the original.
+func (f Folded) Changed() bool { return f.start != nil }
+
+// Offset returns the offset in Text of the first character that comes from offset orig of
+// the original or from after it (len(Text) when none does).
+func (f Folded) Offset(orig int) int {
+	if f.start == nil {
+		return orig
+	}
+	return sort.Search(len(f.start), func(k int) bool { return int(f.start[k]) >= orig })
 }
 
 // Fold drops the invisible format characters (Unicode category Cf) of text and folds each
@@ -267,6 +429,9 @@ func (f Folded) Span(start, end int) (int, int) {
 		return s, s
 	}
 	last := int(f.start[end-1])
+	if f.marks {
+		return s, endWithMarks(f.orig, last)
+	}
 	_, size := utf8.DecodeRuneInString(f.orig[last:])
 	return s, last + size
 }
@@ -310,22 +475,6 @@ func FoldRune(r rune) rune {
 	}
 	return r
 }
-
-// latinBase maps each Latin letter with diacritics (Latin-1 Supplement, Latin Extended-A and
-// -B, Latin Extended Additional) whose canonical decomposition starts with an ASCII letter to
-// that letter.
-var latinBase = sync.OnceValue(func() map[rune]rune {
-	m := map[rune]rune{}
-	for _, block := range [][2]rune{{0xC0, 0x24F}, {0x1E00, 0x1EFF}} {
-		for r := block[0]; r <= block[1]; r++ {
-			d := norm.NFD.String(string(r))
-			if b := rune(d[0]); len(d) > 1 && b < 0x80 && unicode.IsLetter(b) {
-				m[r] = b
-			}
-		}
-	}
-	return m
-})
 
 var confusables = map[rune]rune{
 	// Cyrillic
