@@ -78,15 +78,26 @@ func TestConfigFieldsMatchTheCatalog(t *testing.T) {
 		require.True(t, ok, id)
 		got := map[string]bool{}
 		var walk func(t reflect.Type, prefix string)
+		// value names the field at path and what its lists' elements and
+		// its maps' values hold, as the catalog names them ("[]", "*").
+		var value func(ft reflect.Type, path string)
+		value = func(ft reflect.Type, path string) {
+			got[path] = true
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch {
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8:
+				value(ft.Elem(), path+".[]")
+			case ft.Kind() == reflect.Map:
+				value(ft.Elem(), path+".*")
+			case ft.Kind() == reflect.Struct && !jsonfields.Open(ft) && fields[path] == "struct":
+				walk(ft, path+".")
+			}
+		}
 		walk = func(t reflect.Type, prefix string) {
 			for name, ft := range jsonfields.Of(t) {
-				got[prefix+name] = true
-				for ft.Kind() == reflect.Pointer {
-					ft = ft.Elem()
-				}
-				if ft.Kind() == reflect.Struct && !jsonfields.Open(ft) && fields[prefix+name] == "struct" {
-					walk(ft, prefix+name+".")
-				}
+				value(ft, prefix+name)
 			}
 		}
 		walk(reflect.TypeOf(m.New()).Elem(), "")
