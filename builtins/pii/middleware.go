@@ -11,7 +11,6 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
-	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -586,13 +585,13 @@ func releasable(buf string, h *linehold.Hold) int {
 // area code in parentheses: "call (415)" then "555-2671"), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
-// text is read folded as the detectors read it (textnorm.FoldSeparators):
+// text is read folded as the detectors read it (foldText):
 // full-width and other digits they take for ASCII ones count as digits,
 // Unicode spaces and dashes as separators, and a zero-width character at the
 // end of a line does not hide the digit before it.
 func heldFrom(text string) int {
-	f := textnorm.FoldSeparators(text, false)
-	t := f.Text
+	f := foldText(text, false)
+	t := f.text
 	end := len(t) - 1 // the folded text ends in the line break
 	if end > 0 && t[end-1] == '\r' {
 		end--
@@ -622,7 +621,7 @@ func heldFrom(text string) int {
 		return 0
 	}
 	// The line break before line is an ASCII one of text: release up to it.
-	_, at := f.Span(line-1, line)
+	_, at := f.span(line-1, line)
 	return at
 }
 
