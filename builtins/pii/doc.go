@@ -80,6 +80,12 @@
 // cannot be masked: with "block" one holding personal data blocks the call, with "redact" it
 // is left out of the call's copy, or the call fails with a permanent error naming the message
 // and the part when the turn going on cannot do without it (as redact does with a secret).
+// In the tool stage the result is read too, as the redact builtin reads it (its text, its
+// structured content, bytes, raw JSON as written, and the printable stretches of an image's
+// or a blob's data: a card in a PNG's text chunk): with "redact" it reaches the layers
+// outside and the model masked, with "block" a result holding personal data fails the call
+// with a *runtime.BlockedError naming the tool and the kinds, marked as a call that ran; with
+// either action the text of a failed call's error is masked.
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and
