@@ -84,10 +84,17 @@ type folded struct {
 func foldText(text string, keepFormat bool) folded {
 	f := textnorm.FoldSeparators(text, keepFormat)
 	t := f.Text
+	first := 0 // what it skips is beyond ASCII: the ASCII text before it is read as it is
+	for first < len(t) && t[first] < utf8.RuneSelf {
+		first++
+	}
+	if first == len(t) {
+		return folded{text: t, span: f.Span}
+	}
 	var buf []byte
-	var at []int32    // the offset in t of each byte of buf, once a rune is skipped
-	onLetter := false // the last rune kept, marks aside, is a letter
-	for i := 0; i < len(t); {
+	var at []int32                               // the offset in t of each byte of buf, once a rune is skipped
+	onLetter := first > 0 && isAlpha(t[first-1]) // the last rune kept, marks aside, is a letter
+	for i := first; i < len(t); {
 		r, size := rune(t[i]), 1
 		if r >= utf8.RuneSelf {
 			r, size = utf8.DecodeRuneInString(t[i:])
