@@ -2,6 +2,8 @@ package pii
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 )
@@ -15,21 +17,20 @@ type form struct {
 	encoded bool
 }
 
-// forms returns the readings of text the detectors run on: the text folded
-// (textnorm.FoldSeparators) with format characters dropped, and with them kept when that
-// differs; and, when text holds escapes, the text decoded (textnorm.Unescape:
+// forms returns the readings of text the detectors run on: the text folded (foldText)
+// with format characters dropped, and with them kept when that differs; and, when text holds escapes, the text decoded (textnorm.Unescape:
 // percent-encoding, HTML character references, JSON's \uXXXX) and folded, and decoded again
 // at each level of escapes escaped (textnorm.UnescapeNested). The base64 and hex
 // runs of the folded and decoded forms are read as the text they decode to (Find).
 func forms(text string) []form {
-	f := textnorm.FoldSeparators(text, false)
+	f := foldText(text, false)
 	out := []form{foldedForm(f, nil)}
 	out[0].encoded = true
-	if kept := textnorm.FoldSeparators(text, true); kept.Text != f.Text {
+	if kept := foldText(text, true); kept.text != f.text {
 		out = append(out, foldedForm(kept, nil))
 	}
 	if d, ok := textnorm.Unescape(text, false); ok {
-		out = append(out, foldedForm(textnorm.FoldSeparators(d.Text, false), d.Span))
+		out = append(out, foldedForm(foldText(d.Text, false), d.Span))
 		out[len(out)-1].encoded = true
 		// Escapes escaped again (a JSON document quoted in a JSON string, "%2540",
 		// "&amp;#64;") are read at each level, JSON's "\\" and "\"" decoded there.
@@ -38,7 +39,7 @@ func forms(text string) []form {
 		}
 		if nested := textnorm.UnescapeNested(text, true); len(nested) > 1 {
 			for _, d := range nested[1:] {
-				out = append(out, foldedForm(textnorm.FoldSeparators(d.Text, false), d.Span))
+				out = append(out, foldedForm(foldText(d.Text, false), d.Span))
 				out[len(out)-1].encoded = true
 			}
 		}
@@ -49,8 +50,8 @@ func forms(text string) []form {
 // foldedForm is the form of a folded text whose spans are mapped on by outer when it is not
 // nil. An underscore between two digits reads as a dash ("4111_1111_1111_1111",
 // "123_45_6789"); the text keeps its length, so offsets are unchanged.
-func foldedForm(f textnorm.Folded, outer func(int, int) (int, int)) form {
-	text := f.Text
+func foldedForm(f folded, outer func(int, int) (int, int)) form {
+	text := f.text
 	if k := strings.IndexByte(text, '_'); k >= 0 {
 		b := []byte(text)
 		for i := k; i+1 < len(b); i++ {
@@ -61,7 +62,79 @@ func foldedForm(f textnorm.Folded, outer func(int, int) (int, int)) form {
 		text = string(b)
 	}
 	if outer == nil {
-		return form{text: text, span: f.Span}
+		return form{text: text, span: f.span}
 	}
-	return form{text: text, span: func(start, end int) (int, int) { return outer(f.Span(start, end)) }}
+	return form{text: text, span: func(start, end int) (int, int) { return outer(f.span(start, end)) }}
+}
+
+// folded is a text as the detectors read it, with the mapping of a span of it back to the
+// text as given.
+type folded struct {
+	text string
+	span func(start, end int) (int, int)
+}
+
+// foldText folds text as textnorm.FoldSeparators does (keepFormat keeps the format
+// characters), and then skips, as it skips the invisible characters, what the model reads
+// through: a combining mark that stands on no letter (an accent or a keycap on a digit:
+// "4\u0301111...") and, unless keepFormat, the replacement character U+FFFD (what a broken
+// byte or a lone surrogate of a JSON string decodes to: "4111\ufffd1111..."). Marks on
+// letters are kept, the letters of words and addresses as written. A span of the result
+// covers the characters skipped inside it.
+func foldText(text string, keepFormat bool) folded {
+	f := textnorm.FoldSeparators(text, keepFormat)
+	t := f.Text
+	first := 0 // what it skips is beyond ASCII: the ASCII text before it is read as it is
+	for first < len(t) && t[first] < utf8.RuneSelf {
+		first++
+	}
+	if first == len(t) {
+		return folded{text: t, span: f.Span}
+	}
+	var buf []byte
+	var at []int32                               // the offset in t of each byte of buf, once a rune is skipped
+	onLetter := first > 0 && isAlpha(t[first-1]) // the last rune kept, marks aside, is a letter
+	for i := first; i < len(t); {
+		r, size := rune(t[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(t[i:])
+		}
+		skip := false
+		switch {
+		case r == utf8.RuneError:
+			skip = size == 3 && !keepFormat
+		case r >= utf8.RuneSelf && unicode.In(r, unicode.Mn, unicode.Me):
+			skip = !onLetter
+		default:
+			onLetter = r < utf8.RuneSelf && isAlpha(byte(r)) || r >= utf8.RuneSelf && unicode.IsLetter(r)
+		}
+		switch {
+		case skip && at == nil:
+			buf, at = append(make([]byte, 0, len(t)), t[:i]...), make([]int32, i, len(t))
+			for k := range i {
+				at[k] = int32(k)
+			}
+		case !skip && at != nil:
+			buf = append(buf, t[i:i+size]...)
+			for k := range size {
+				at = append(at, int32(i+k))
+			}
+		}
+		i += size
+	}
+	if at == nil {
+		return folded{text: t, span: f.Span}
+	}
+	return folded{text: string(buf), span: func(start, end int) (int, int) {
+		s := len(t)
+		if start < len(at) {
+			s = int(at[start])
+		}
+		if end <= start {
+			return f.Span(s, s)
+		}
+		last := int(at[end-1])
+		_, size := utf8.DecodeRuneInString(t[last:])
+		return f.Span(s, last+size)
+	}}
 }

@@ -273,9 +273,9 @@ func findCards(text string, add func(Kind, int, int)) {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
 		}
-		groups, next := cardGroups(buf[:0], text, i)
-		if !hexDumpRun(text, groups) {
-			for _, w := range cardWindows(text, groups) {
+		groups, sep, next := cardGroups(buf[:0], text, i)
+		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) {
+			for _, w := range cardWindows(text, groups, sep) {
 				add(KindCard, groups[w.first].start, groups[w.last].end)
 			}
 		}
@@ -289,17 +289,23 @@ const (
 	maxCardDigits = 19
 )
 
+// maxCardGap bounds the spaces or tabs repeated between two groups of a card number.
+const maxCardGap = 4
+
 // cardGroups appends to groups the digit runs starting at i that are joined by one repeated
-// separator (a space, a dash, a dot or a slash; an underscore between digits reads as a
-// dash), and returns them with the offset just past the last one. A
-// line break ("\n" or "\r\n") may stand for the separator, as where a card written in groups
-// wraps over lines ("4111 1111\n1111 1111"); groups joined by line breaks alone are a column
-// of numbers, not a card, so a run with no separator ends at its first line break. Its lines
-// are read on for a separator as far as a card's digits go, not to the column's end: the
-// next call starts at the next line, and a column read to its end from each line would cost
-// the square of its length.
-func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
-	var sep byte
+// separator, and returns them with that separator and the offset just past the last one. The
+// separator is a space, a dash, a dot, a slash, a colon or a tab (an underscore between
+// digits reads as a dash), and spaces or tabs may be repeated, up to maxCardGap: "4111  1111
+// 1111  1111" and "4111\t1111\t1111\t1111" are cards; it is the same throughout, so the
+// groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
+// read as one number. A line break ("\n" or "\r\n") may stand for the separator, as where a
+// card written in groups wraps over lines ("4111 1111\n1111 1111"); groups joined by line
+// breaks alone are a column of numbers, not a card, so a run with no separator ends at its
+// first line break. Its lines are read on for a separator as far as a card's digits go, not
+// to the column's end: the next call starts at the next line, and a column read to its end
+// from each line would cost the square of its length.
+func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, string, int) {
+	sep := ""
 	wrap := 0 // the groups before the first line break, while no separator is known
 	digits := 0
 	j := i
@@ -309,43 +315,60 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, int) {
 			j++
 		}
 		groups = append(groups, digitGroup{s, j})
-		if digits += j - s; sep == 0 && wrap > 0 && digits > maxCardDigits {
+		if digits += j - s; sep == "" && wrap > 0 && digits > maxCardDigits {
 			break
 		}
 		if n := lineBreak(text, j); n > 0 && j+n < len(text) && isDigit(text[j+n]) {
-			if sep == 0 && wrap == 0 {
+			if sep == "" && wrap == 0 {
 				wrap = len(groups)
 			}
 			j += n
 			continue
 		}
-		if j+1 >= len(text) || !isDigit(text[j+1]) {
+		if j >= len(text) || !isCardSep(text[j]) {
 			break
 		}
-		c := text[j]
-		if !isCardSep(c) {
+		k := j + 1
+		for c := text[j]; (c == ' ' || c == '\t') && k < len(text) && text[k] == c && k-j < maxCardGap; k++ {
+		}
+		if k >= len(text) || !isDigit(text[k]) {
 			break
 		}
-		if sep == 0 {
-			sep = c
-		} else if c != sep {
+		if sep == "" {
+			sep = text[j:k]
+		} else if text[j:k] != sep {
 			break
 		}
-		j++
+		j = k
 	}
-	if sep == 0 && wrap > 0 {
+	if sep == "" && wrap > 0 {
 		groups = groups[:wrap]
 	}
-	if (sep == '.' || sep == '/') && !cardLayout(groups) {
+	if (sep == "." || sep == "/") && !printedLayout(groups) {
 		// a dot or a slash joins the groups of a card written in groups, not a card to
 		// something else: "4111111111111111.25" is an amount
 		groups = groups[:1]
 	}
-	return groups, groups[len(groups)-1].end
+	return groups, sep, groups[len(groups)-1].end
 }
 
 // isCardSep reports whether c may join the digit groups of a card number.
-func isCardSep(c byte) bool { return c == ' ' || c == '-' || c == '.' || c == '/' }
+func isCardSep(c byte) bool {
+	return c == ' ' || c == '-' || c == '.' || c == '/' || c == ':' || c == '\t'
+}
+
+// colonRunAlone reports whether a run of digit groups joined by colons stands alone, not
+// inside a longer token of colons, hex groups and words: "2001:db8:4111:1111:1111:1111::1"
+// is an IPv6 address, "ORD-4111:1111:..." an id.
+func colonRunAlone(text string, groups []digitGroup) bool {
+	s, e := groups[0].start, groups[len(groups)-1].end
+	if s > 0 {
+		if p := text[s-1]; p == ':' || isWord(p) || ((p == '-' || p == '.' || p == '/') && s >= 2 && isAlnum(text[s-2])) {
+			return false
+		}
+	}
+	return e == len(text) || (text[e] != ':' && rightOK(text, e))
+}
 
 // lineBreak returns the length of the line break at text[j] ("\n" or "\r\n"), or 0.
 func lineBreak(text string, j int) int {
@@ -367,7 +390,7 @@ type cardWindow struct{ first, last int }
 // whose cards span the fewest line breaks, then whose first card starts earliest, then is
 // longest, wins (cards one a line are read one a line). Groups outside every card are left
 // alone.
-func cardWindows(text string, groups []digitGroup) []cardWindow {
+func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 	n := len(groups)
 	// count[i] is the most cards groups[i:] hold; take[i] is the last group of the card
 	// starting at group i in the best segmentation of groups[i:], or -1 to skip group i.
@@ -396,7 +419,7 @@ func cardWindows(text string, groups []digitGroup) []cardWindow {
 			if digits < minCardDigits || (j == n-1 && !rightOK(text, groups[j].end)) {
 				continue
 			}
-			if !cardLayout(groups[i:j+1]) || !isCard(text[groups[i].start:groups[j].end]) {
+			if !cardLayout(groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
 			if c, w := 1+count[j+1], breaks+wraps[j+1]; c > count[i] || (c == count[i] && w <= wraps[i]) {
@@ -416,10 +439,39 @@ func cardWindows(text string, groups []digitGroup) []cardWindow {
 	return out
 }
 
-// cardLayout reports whether groups are laid out as a card number is written: one run of
+// cardLayout reports whether groups[i:j+1], of a run of groups joined by sep with breaks
+// line breaks among them, are laid out as a card number is written. Joined by one space, a
+// dash, a dot or a slash, or wrapped over lines, any of the run's groups laid out as a card
+// is printed (printedLayout) are. The model reads the digits of one number however they are
+// grouped, so the whole run on one line is one as well when its groups, joined by one space or
+// a dash, are of any length from 3 digits ("4111 11111111 1111", "41111111-11111111": a card
+// of two text blocks run together); joined by tabs, several spaces or colons, when they are
+// laid out as a card is printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111"). The
+// numbers of a table are set out so, and rarely make a whole row of a card's groups.
+func cardLayout(groups []digitGroup, i, j int, sep string, breaks int) bool {
+	w := groups[i : j+1]
+	plain := len(sep) <= 1 && sep != ":" && sep != "\t"
+	if plain && printedLayout(w) {
+		return true
+	}
+	if i != 0 || j != len(groups)-1 || breaks > 0 {
+		return false
+	}
+	if sep != " " && sep != "-" {
+		return printedLayout(w)
+	}
+	for _, g := range w {
+		if g.len() < 3 {
+			return false
+		}
+	}
+	return true
+}
+
+// printedLayout reports whether groups are laid out as a card number is printed: one run of
 // digits, or groups of 3 to 7 digits ("4111 1111 1111 1111", "3782 822463 10005"). Runs of
 // one- and two-digit groups are byte dumps, dates or counts, not cards.
-func cardLayout(groups []digitGroup) bool {
+func printedLayout(groups []digitGroup) bool {
 	if len(groups) == 1 {
 		return true
 	}

@@ -1,8 +1,11 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
 // addresses (internationalized ones included), phone numbers, US social security numbers,
 // payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
-// written in groups joined by spaces, dashes, dots or slashes, or by a line break where the groups wrap over
-// lines: "4111 1111\n1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
+// written in groups joined by spaces, dashes, dots, slashes, colons or tabs, one kind
+// repeated alike throughout, spaces and tabs up to four at a time, or by a line break where
+// the groups wrap over lines: "4111 1111\n1111 1111"; groups of any length from three digits
+// whose digits make a card on one line, "4111 11111111 1111", as two text blocks run
+// together give it), IBANs (ISO 13616, compact or printed in groups of four:
 // a country code of the SWIFT IBAN Registry, that country's length and the mod-97 check), and
 // IPv4 (with an optional CIDR prefix length) and IPv6 addresses. Every kind is detected unless
 // Config.Kinds names some.
@@ -26,7 +29,9 @@
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
 // written: zero-width and other invisible characters are skipped, full-width digits and
-// signs, the decimal digits of every script and look-alike letters read as ASCII, no-break
+// signs, the decimal digits of every script and look-alike letters read as ASCII, a
+// combining mark on a digit and the replacement character U+FFFD (a lone surrogate of a JSON
+// string decodes to it) are skipped, no-break
 // and other Unicode spaces as spaces, dashes as hyphens, an underscore between two digits as
 // a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
 // zero-width space before its "@" are found. A text holding escapes is read decoded too
@@ -75,6 +80,12 @@
 // cannot be masked: with "block" one holding personal data blocks the call, with "redact" it
 // is left out of the call's copy, or the call fails with a permanent error naming the message
 // and the part when the turn going on cannot do without it (as redact does with a secret).
+// In the tool stage the result is read too, as the redact builtin reads it (its text, its
+// structured content, bytes, raw JSON as written, and the printable stretches of an image's
+// or a blob's data: a card in a PNG's text chunk): with "redact" it reaches the layers
+// outside and the model masked, with "block" a result holding personal data fails the call
+// with a *runtime.BlockedError naming the tool and the kinds, marked as a call that ran; with
+// either action the text of a failed call's error is masked.
 // With `action: "block"` a match in the transcript (chat) or in any argument (tool; object
 // keys included) blocks the call with a *runtime.BlockedError that names the kinds and the
 // message's index or the argument's JSON Pointer, never the data; each text found clean, and

@@ -11,7 +11,6 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
-	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -25,7 +24,7 @@ func init() {
 		Builtin: true,
 		Stages:  []plan.Stage{plan.StageChat, plan.StageTool},
 		Traits:  []runtime.Trait{runtime.TraitGuards, runtime.TraitRewritesMessages},
-		Doc:     "finds email, phone, SSN, card numbers, IBANs and IPs in every message the model reads, in its output or in tool arguments; blocks or redacts",
+		Doc:     "finds email, phone, SSN, card numbers, IBANs and IPs in every message the model reads, in its output, in tool arguments and in tool results; blocks or redacts",
 		New: func() runtime.Middleware {
 			return &Middleware{Action: ActionBlock, OnError: "closed", System: true, Output: true}
 		},
@@ -473,8 +472,20 @@ func mayName(before string) bool {
 // "block" a match blocks the call naming the argument's JSON Pointer (for a
 // key, the object's) and kind, with "redact" the inner layers
 // and the tool see a redacted copy (the caller's map is never modified, and
-// layers outside this one see the original once it returns).
+// layers outside this one see the original once it returns). The result is
+// read as redact reads it (mask.Result: its text, its structured content,
+// bytes, raw JSON as written, and the printable stretches of the data of an
+// image or a blob): with "redact" the layers outside and the model get it
+// masked, with "block" a result holding personal data fails the call with a
+// *runtime.BlockedError naming the tool and the kinds, marked runtime.Ran
+// (the tool ran). With either action the text of a failed call's error is
+// masked (mask.Results): the model reads it as it reads a result. A result
+// with no JSON form (a NaN) cannot be checked and fails the call.
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
+	if m.Action == ActionBlock {
+		next = m.blockResults(next)
+	}
+	next = mask.Results(next, m.scanner.Redact, m.scanner.items, m.name, "personal data")
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 			if err := m.blockArgs(c); err != nil {
@@ -501,6 +512,35 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		v, err := next(ctx, c)
 		c.Args = orig
 		return v, err
+	}
+}
+
+// blockResults wraps next so that a result holding personal data, read as
+// mask.Result reads it, fails the call with the refusal of action "block",
+// marked runtime.Ran.
+func (m *Middleware) blockResults(next runtime.ToolHandler) runtime.ToolHandler {
+	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		v, err := next(ctx, c)
+		if err != nil {
+			return v, err
+		}
+		var kinds []Match
+		find := func(text string) (string, int) {
+			red, n := m.scanner.Redact(text)
+			if n > 0 {
+				kinds = append(kinds, m.scanner.Find(text)...)
+			}
+			return red, n
+		}
+		if _, n, rerr := mask.Result(v, find, m.scanner.items); rerr != nil || n == 0 {
+			return v, nil // one that cannot be checked fails outside (mask.Results)
+		}
+		found := "personal data"
+		if len(kinds) > 0 {
+			found += " (" + kindsOf(kinds) + ")"
+		}
+		return nil, runtime.Ran(&runtime.BlockedError{Layer: m.name,
+			Message: fmt.Sprintf("tool %s: its result contains %s", c.Name, found)})
 	}
 }
 
@@ -586,13 +626,13 @@ func releasable(buf string, h *linehold.Hold) int {
 // area code in parentheses: "call (415)" then "555-2671"), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
-// text is read folded as the detectors read it (textnorm.FoldSeparators):
+// text is read folded as the detectors read it (foldText):
 // full-width and other digits they take for ASCII ones count as digits,
 // Unicode spaces and dashes as separators, and a zero-width character at the
 // end of a line does not hide the digit before it.
 func heldFrom(text string) int {
-	f := textnorm.FoldSeparators(text, false)
-	t := f.Text
+	f := foldText(text, false)
+	t := f.text
 	end := len(t) - 1 // the folded text ends in the line break
 	if end > 0 && t[end-1] == '\r' {
 		end--
@@ -622,7 +662,7 @@ func heldFrom(text string) int {
 		return 0
 	}
 	// The line break before line is an ASCII one of text: release up to it.
-	_, at := f.Span(line-1, line)
+	_, at := f.span(line-1, line)
 	return at
 }
 

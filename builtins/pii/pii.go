@@ -96,8 +96,9 @@ var detectors = map[Kind]detector{
 // detections overlap, the one that starts first wins, then the longer, then the more specific
 // kind (card, iban, ssn, email, ipv6, ipv4, phone), and one that runs past its end extends it.
 //
-// The detectors read the text folded (textnorm.FoldSeparators), so that a number or an
-// address cannot be hidden by invisible characters or written in look-alikes: full-width
+// The detectors read the text folded (textnorm.FoldSeparators, and foldText: a combining
+// mark on a digit and the replacement character U+FFFD are skipped too), so that a number or
+// an address cannot be hidden by invisible characters or written in look-alikes: full-width
 // digits and signs ("４１１１", "＠", "＋") and the digits of other scripts read as ASCII,
 // no-break and other space separators as spaces, dashes as hyphens, an underscore between
 // digits as a hyphen, and zero-width and other invisible characters are skipped (the text is

@@ -2,12 +2,10 @@ package redact
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 
-	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
@@ -67,78 +65,12 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 }
 
 // WrapTool implements runtime.ToolWrapper: a successful result is returned
-// with its secrets masked. Strings, maps, slices and other JSON-like values
-// are redacted as they are (a copy; the tool's value is never modified);
-// bytes, and raw JSON that is not valid JSON, are redacted as text; raw JSON
-// is read as written and stays raw JSON;
-// any other value (a struct, also one nested in a map) is converted to its
-// JSON form first, and returned in that form when it held a secret. A
-// result with no JSON form (a NaN) cannot be checked: the call fails with
-// a permanent error marked runtime.Ran. A failed call's error text is
-// masked too: the model reads it as it reads a result (an MCP upstream's
-// error result is one), and the error still unwraps to the failure it
-// stands for (its kind, its layer, whether the tool ran).
+// with its secrets masked, and a failed call's error text too
+// (mask.Results): the model reads it as it reads a result. A result with no
+// JSON form (a NaN) cannot be checked: the call fails with a permanent error
+// marked runtime.Ran.
 func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
-	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		v, err := next(ctx, c)
-		if err != nil {
-			if red, n := m.redactor.Redact(err.Error()); n > 0 {
-				err = &maskedError{text: red, err: err}
-			}
-			return v, err
-		}
-		if v == nil {
-			return v, err
-		}
-		red, rerr := m.redactResult(v)
-		if rerr != nil {
-			return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-				Message: fmt.Sprintf("tool %s: its result cannot be checked for secrets: %v", c.Name, rerr)})
-		}
-		return red, nil
-	}
-}
-
-// maskedError is a failed call's error whose text held a secret: Error is
-// the masked text, and the error it wraps still tells what the failure is.
-type maskedError struct {
-	text string
-	err  error
-}
-
-func (e *maskedError) Error() string { return e.text }
-func (e *maskedError) Unwrap() error { return e.err }
-
-func (m *Middleware) redactResult(v any) (any, error) {
-	switch x := v.(type) {
-	case []byte:
-		// Read as text, as the agent loop reads it.
-		if red, n := m.redactor.Redact(string(x)); n > 0 {
-			return []byte(red), nil
-		}
-		return v, nil
-	case json.RawMessage:
-		// Read as written (a key written twice holds two members, which the model reads
-		// both, where a decoder into a map keeps the last) and returned as raw JSON; text
-		// that is not JSON is read as text (mask.Args).
-		if red, ok := mask.Args(x, m.redactor.Redact, m.redactor.items); ok {
-			return red, nil
-		}
-		return v, nil
-	}
-	// Any other value is read as it is when it has the shapes of decoded
-	// JSON, else as its JSON form (a struct, also one nested in a map),
-	// which is what the agent loop sends the model; one with no JSON form
-	// cannot be checked.
-	plain, err := jsonvalue.ToPlain(v)
-	if err != nil {
-		return nil, err
-	}
-	red, n := m.redactor.RedactValue(plain)
-	if n == 0 {
-		return v, nil
-	}
-	return red, nil
+	return mask.Results(next, m.redactor.Redact, m.redactor.items, m.name, "secrets")
 }
 
 // WrapChat implements runtime.ChatWrapper: the transcript is masked before

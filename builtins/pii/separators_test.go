@@ -1,0 +1,112 @@
+package pii_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/pii"
+)
+
+// decodedJSON is the text a JSON string decodes to: a lone surrogate ("\udc00") reads as
+// U+FFFD.
+func decodedJSON(t testing.TB, quoted string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, json.Unmarshal([]byte(quoted), &s))
+	return s
+}
+
+// cardSpellings are card numbers whose digits the model reads as one card, written with
+// separators, marks and groupings a card is not printed with.
+func cardSpellings(t testing.TB) map[string]string {
+	return map[string]string{
+		"replacement character":     "4111\ufffd1111\ufffd1111\ufffd1111",
+		"lone surrogate":            decodedJSON(t, `"4111\udc00 1111\udc00 1111\udc00 1111"`),
+		"combining mark":            "4\u0301111111111111111",
+		"combining marks":           "4\u0301111 1\u0308111 1111 111\u03011",
+		"keycaps":                   "4\u20e31\u20e31\u20e31\u20e3111111111111",
+		"tab":                       "4111\t1111\t1111\t1111",
+		"two tabs":                  "4111\t\t1111\t\t1111\t\t1111",
+		"colon":                     "4111:1111:1111:1111",
+		"4-8-4":                     "4111 11111111 1111",
+		"8-8":                       "41111111-11111111",
+		"4-12":                      "4111 111111111111",
+		"two spaces":                "4111  1111  1111  1111",
+		"three spaces":              "4111   1111   1111   1111",
+		"blocks run together":       "card 4111 11111111 1111 end",
+		"replacement in a sentence": "pay with 4111\ufffd1111\ufffd1111\ufffd1111 today",
+	}
+}
+
+// TestCardSeparatorsTheModelReads: a card number is found however its digits are joined,
+// when the model reads them as the digits of one number: by the replacement character (what
+// a lone surrogate of a JSON string decodes to), with combining marks on its digits, by tabs,
+// colons or a few spaces repeated alike, and in groups of any length from three digits whose
+// digits total a card.
+func TestCardSeparatorsTheModelReads(t *testing.T) {
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for name, text := range cardSpellings(t) {
+		t.Run(name, func(t *testing.T) {
+			ms := s.Find(text)
+			require.Len(t, ms, 1, "%q", text)
+			got := text[ms[0].Start:ms[0].End]
+			assert.True(t, strings.HasPrefix(got, "4"), "%q found as %q", text, got)
+			assert.True(t, strings.HasSuffix(strings.TrimRight(got, "\u0301"), "1"), "%q found as %q", text, got)
+			red, n := s.Redact(text)
+			assert.Equal(t, 1, n)
+			assert.NotContains(t, red, "1111", "%q redacted as %q", text, red)
+		})
+	}
+}
+
+// TestNumbersAreNoCards: what a card's separators join elsewhere is left alone: times, IPv6
+// addresses of decimal groups, hex dumps, dates, byte dumps, groups that mix separators, and
+// numbers set out in columns that no card layout holds.
+func TestNumbersAreNoCards(t *testing.T) {
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for _, text := range []string{
+		"at 12:30:45 UTC",
+		"2001:db8:4111:1111:1111:1111::1",
+		"fe80::4111:1111:1111:1111",
+		"4111:1111:1111:1111::1",
+		"::4111:1111:1111:1111",
+		"0000: 4111 1111 1111 1111 de ad be ef",
+		"00000010: 4111 1111 1111 1111 6c6c 6f20",
+		"41 11 11 11 11 11 11 11",
+		"41\t11\t11\t11\t11\t11\t11\t11",
+		"4111-1111 1111-1111",
+		"4111 1111\t1111 1111",
+		"4111  1111 1111  1111",
+		"4111111111111111.25",
+		"2024\t01\t15\t4111",
+		"ORD-4111:1111:1111:1111",
+	} {
+		assert.Empty(t, s.Find(text), "%q", text)
+	}
+}
+
+// TestCardSpellingsStreamedAsWhole: a card written so, streamed in one delta, cut in two at
+// every byte or a line break before it, goes out of the layer as Redact masks the whole text,
+// and with "block" ends the call before it.
+func TestCardSpellingsStreamedAsWhole(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	for name, card := range cardSpellings(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, text := range []string{card, "Hello.\n" + card + "\nbye", fmt.Sprintf("Hello.\nyours: %s ok\n", card)} {
+				_, n := c.s.Redact(text)
+				require.NotZero(t, n, "%q", text)
+				c.check(t, text, []string{text})
+				for i := 0; i <= len(text); i++ {
+					c.check(t, text, []string{text[:i], text[i:]})
+				}
+			}
+		})
+	}
+}
