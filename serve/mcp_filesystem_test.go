@@ -46,8 +46,8 @@ tools: {
 	fs_move_file: {side_effecting: true, path_arg: ["source", "destination"]}
 }
 chains: tool: [
-	{use: "guard", name: "no_env", tools: ["fs_write_file"], deny: "args.path.endsWith('.env')", message: "no .env files"},
 	{use: "file_check", roots: [%q]},
+	{use: "guard", name: "no_env", tools: ["fs_write_file"], deny: "args.path.endsWith('.env')", message: "no .env files"},
 	{use: "audit", trail: "logical"},
 	{use: "idempotent", tools: ["fs_write_file", "fs_edit_file", "fs_move_file"]},
 ]
