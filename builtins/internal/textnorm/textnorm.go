@@ -296,9 +296,23 @@ func (f Folded) Offset(orig int) int {
 	return sort.Search(len(f.start), func(k int) bool { return int(f.start[k]) >= orig })
 }
 
-// Fold drops the invisible format characters (Unicode category Cf) of text and folds each
-// other rune with FoldRune. Case, spacing and punctuation are kept.
-func Fold(text string) Folded { return foldWith(text, dropFormat(FoldRune)) }
+// Fold reads text as Visible does (tag characters as the ASCII they stand for, the Hangul
+// fillers and the cancel tag as a space, the other invisible characters, combining marks
+// among them, dropped) and folds each other rune with FoldRune. Case, spacing and
+// punctuation are kept. Span maps a match in Text to the original, with the combining marks
+// of its last letter.
+func Fold(text string) Folded {
+	f := foldWith(text, foldVisible)
+	f.marks = true
+	return f
+}
+
+func foldVisible(r rune) rune {
+	if v := visibleRune(r); v != r {
+		return v
+	}
+	return FoldRune(r)
+}
 
 // FoldSeparators is Fold for detectors that read digits grouped by spaces or hyphens
 // ("4111 1111 1111 1111", "123-45-6789"): it also writes every decimal digit of another

@@ -127,6 +127,9 @@ func TestFold(t *testing.T) {
 		{"look-alikes to lower case", "bОmb КІLL", "bomb kiLL"},
 		{"punctuation and spacing kept", "a_b  c--d", "a_b  c--d"},
 		{"invalid utf-8 kept", "\xffb\u200bomb", "\xffbomb"},
+		{"combining marks and ignorables dropped", "bo\u0301m\u034fb\ufe0f", "bomb"},
+		{"tag characters read", "a \U000E0062\U000E004F\U000E006D\U000E0062\U000E007F", "a bOmb "},
+		{"hangul filler a space", "top\u3164secret", "top secret"},
 		{"empty", "", ""},
 	}
 	for _, tt := range tests {
