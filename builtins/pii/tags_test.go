@@ -89,6 +89,7 @@ func TestStreamedTaggedOutputMaskedAsWhole(t *testing.T) {
 	if testing.Short() {
 		n = 15
 	}
+	tagged := 0
 	for range n {
 		var b strings.Builder
 		for range 3 + rng.IntN(7) {
@@ -99,16 +100,10 @@ func TestStreamedTaggedOutputMaskedAsWhole(t *testing.T) {
 			b.WriteString(p)
 		}
 		text := b.String()
-		c.check(t, text, []string{text})
-		for cut := 1; cut < len(text); cut += 1 + rng.IntN(3) {
-			c.check(t, text, []string{text[:cut], text[cut:]})
+		if len(c.s.Find(text)) > 0 && strings.Contains(text, "\U000E0031") {
+			tagged++
 		}
-		var deltas []string
-		for i := 0; i < len(text); {
-			k := min(len(text), i+1+rng.IntN(6))
-			deltas = append(deltas, text[i:k])
-			i = k
-		}
-		c.check(t, text, deltas)
+		c.checkCuts(t, text, rng)
 	}
+	assert.Greater(t, tagged, n/10, "texts holding an item and tag characters")
 }

@@ -37,10 +37,11 @@ func TestTaggedSecretsMasked(t *testing.T) {
 // characters or not go out of the layer as Redact masks the whole text, however they are cut.
 func TestStreamedTaggedOutputMaskedAsWhole(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 23))
-	n := 15
+	n := 10
 	if testing.Short() {
-		n = 5
+		n = 4
 	}
+	tagged := 0
 	configs := openConfigs(t)
 	for config, r := range configs {
 		for range n {
@@ -53,17 +54,11 @@ func TestStreamedTaggedOutputMaskedAsWhole(t *testing.T) {
 				b.WriteString(p)
 			}
 			text := b.String()
-			checkStreamedAsWhole(t, config, r, text, []string{text})
-			for cut := 1; cut < len(text); cut += 1 + rng.IntN(4) {
-				checkStreamedAsWhole(t, config, r, text, []string{text[:cut], text[cut:]})
+			if _, k := r.Redact(text); k > 0 && strings.ContainsRune(text, 0xE0020) {
+				tagged++
 			}
-			var deltas []string
-			for i := 0; i < len(text); {
-				k := min(len(text), i+1+rng.IntN(6))
-				deltas = append(deltas, text[i:k])
-				i = k
-			}
-			checkStreamedAsWhole(t, config, r, text, deltas)
+			checkCutsStreamedAsWhole(t, config, r, text, rng)
 		}
 	}
+	assert.Positive(t, tagged, "texts holding a secret and tag characters")
 }
