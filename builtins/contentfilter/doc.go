@@ -6,10 +6,16 @@
 // words (a keyword that itself contains symbols, such as "c++", across whitespace only, the
 // no-break and other Unicode spaces included).
 // Letters, digits and underscores are word characters, in any script. Keywords and the text
-// are compared in a folded form, as the security builtin does, so that a keyword cannot be
-// hidden: invisible format characters (zero-width spaces, soft hyphens) are dropped, and
-// full-width forms and common Cyrillic and Greek look-alike letters count as their ASCII
-// counterparts; a Match still reports offsets in the text as given. Patterns are RE2 regular
+// are compared in a folded form, read as the security builtin reads text (textnorm.Fold), so
+// that a keyword cannot be hidden: the characters a reader does not see are dropped
+// (zero-width spaces, soft hyphens and other format characters, combining marks such as a
+// U+0301 acute written between two letters, the combining grapheme joiner, variation
+// selectors), tag characters (U+E0020 to U+E007E) count as the ASCII characters they stand
+// for, as a model reads them, the Hangul fillers that show as a space as a space, and
+// full-width forms and common Cyrillic and Greek look-alike letters as their ASCII
+// counterparts. A letter with its diacritic written as one character is kept as it is
+// ("café" is not "cafe"). A Match still reports offsets in the text as given, the combining
+// marks on its last letter included. Patterns are RE2 regular
 // expressions applied to the text as it is (write "(?i)" for case-insensitivity).
 //
 // A Filter is immutable after New and safe for concurrent use.

@@ -33,8 +33,11 @@
 // combining mark on a digit and the replacement character U+FFFD (a lone surrogate of a JSON
 // string decodes to it) are skipped, no-break
 // and other Unicode spaces as spaces, dashes as hyphens, an underscore between two digits as
-// a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
-// zero-width space before its "@" are found. A text holding escapes is read decoded too
+// a hyphen, and tag characters (U+E0020 to U+E007E: invisible on a screen, read by a model as
+// the ASCII characters they stand for) as those characters: a card number grouped by no-break
+// spaces, "١٢٣-٤٥-٦٧٨٩", an address with a zero-width space before its "@" and an item
+// written in tag characters, wholly or in part, are found, and masked with the characters
+// that spell them. A text holding escapes is read decoded too
 // (percent-encoding, HTML character references, JSON's \uXXXX): "jane%40example.com" and
 // "jane&#64;example.com" are found, the escapes masked with the value; escapes escaped again
 // are decoded at each level, three at most ("jane%2540example.com", "jane&amp;#64;...", a JSON

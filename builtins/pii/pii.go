@@ -101,7 +101,8 @@ var detectors = map[Kind]detector{
 // an address cannot be hidden by invisible characters or written in look-alikes: full-width
 // digits and signs ("４１１１", "＠", "＋") and the digits of other scripts read as ASCII,
 // no-break and other space separators as spaces, dashes as hyphens, an underscore between
-// digits as a hyphen, and zero-width and other invisible characters are skipped (the text is
+// digits as a hyphen, tag characters as the ASCII they stand for (a model reads them so), and
+// zero-width and other invisible characters are skipped (the text is
 // also read with the format characters kept, so that one never glues an item to the word
 // before it). A text holding escapes is also read decoded (textnorm.Unescape). Offsets are those
 // of the text as given; a span covers the characters skipped inside it, and the whole escape

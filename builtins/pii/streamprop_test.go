@@ -119,19 +119,24 @@ func TestStreamedOutputMaskedAsWhole(t *testing.T) {
 		n = 30
 	}
 	for range n {
-		text := streamedText(rng)
-		c.check(t, text, []string{text})
-		for cut := 1; cut < len(text); cut++ {
-			c.check(t, text, []string{text[:cut], text[cut:]})
-		}
-		var deltas []string
-		for i := 0; i < len(text); {
-			k := min(len(text), i+1+rng.IntN(4))
-			deltas = append(deltas, text[i:k])
-			i = k
-		}
-		c.check(t, text, deltas)
+		c.checkCuts(t, streamedText(rng), rng)
 	}
+}
+
+// checkCuts checks text in one delta, cut in two at every byte, and a few bytes a delta.
+func (c *streamedAsWhole) checkCuts(t testing.TB, text string, rng *rand.Rand) {
+	t.Helper()
+	c.check(t, text, []string{text})
+	for cut := 1; cut < len(text); cut++ {
+		c.check(t, text, []string{text[:cut], text[cut:]})
+	}
+	var deltas []string
+	for i := 0; i < len(text); {
+		k := min(len(text), i+1+rng.IntN(4))
+		deltas = append(deltas, text[i:k])
+		i = k
+	}
+	c.check(t, text, deltas)
 }
 
 // FuzzStreamedOutput: any text, cut anywhere into three deltas, goes out of the layer as the

@@ -12,8 +12,11 @@
 // secret without holding it). Redacting already redacted text changes
 // nothing. The text is also
 // read folded, so a secret with zero-width characters, variation selectors or the combining
-// grapheme joiner inside, written in full-width or look-alike letters or with another dash, or
-// spaced by a no-break or other Unicode space ("Bearer\u00a0...") is masked whole; and a text
+// grapheme joiner inside, written in full-width or look-alike letters or with another dash,
+// spaced by a no-break or other Unicode space ("Bearer\u00a0..."), or written in tag
+// characters (U+E0020 to U+E007E: invisible on a screen, read by a model as the ASCII
+// characters they stand for), wholly or in part, is masked whole, by the default rules and
+// the configured patterns alike; and a text
 // holding escapes is also read decoded: percent-encoding ("access_token%3D..."), HTML
 // character references ("&#115;k-..."), JSON's \uXXXX and its two-character escapes ("\/" in a
 // key, a JSON document quoted in a string: {\"password\":\"...\"}), as a tool result from a

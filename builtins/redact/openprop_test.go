@@ -138,20 +138,26 @@ func TestStreamedOutputMaskedAsWhole(t *testing.T) {
 	for _, config := range slices.Sorted(maps.Keys(configs)) {
 		r := configs[config]
 		for range n {
-			text := openText(rng)
-			checkStreamedAsWhole(t, config, r, text, []string{text})
-			for cut := 1; cut < len(text); cut++ {
-				checkStreamedAsWhole(t, config, r, text, []string{text[:cut], text[cut:]})
-			}
-			var deltas []string
-			for i := 0; i < len(text); {
-				k := min(len(text), i+1+rng.IntN(4))
-				deltas = append(deltas, text[i:k])
-				i = k
-			}
-			checkStreamedAsWhole(t, config, r, text, deltas)
+			checkCutsStreamedAsWhole(t, config, r, openText(rng), rng)
 		}
 	}
+}
+
+// checkCutsStreamedAsWhole checks text in one delta, cut in two at every byte, and a few
+// bytes a delta.
+func checkCutsStreamedAsWhole(t testing.TB, config string, r *Redactor, text string, rng *rand.Rand) {
+	t.Helper()
+	checkStreamedAsWhole(t, config, r, text, []string{text})
+	for cut := 1; cut < len(text); cut++ {
+		checkStreamedAsWhole(t, config, r, text, []string{text[:cut], text[cut:]})
+	}
+	var deltas []string
+	for i := 0; i < len(text); {
+		k := min(len(text), i+1+rng.IntN(4))
+		deltas = append(deltas, text[i:k])
+		i = k
+	}
+	checkStreamedAsWhole(t, config, r, text, deltas)
 }
 
 // FuzzStreamedOutput: any text, cut anywhere into three deltas, goes out of the layer as

@@ -137,8 +137,9 @@ type span struct {
 // the longer, then the rule listed first; one that starts inside it and runs past its end
 // extends it, so no part of either is left. The text is also read folded
 // (textnorm.FoldSeparators), so that a secret cannot be hidden by zero-width or other
-// invisible characters inside it, written in full-width or look-alike letters, or spaced by
-// another space than the ASCII one, and, when it holds escapes, decoded
+// invisible characters inside it, written in full-width or look-alike letters or in tag
+// characters (read as the ASCII they stand for, as a model reads them), or spaced by another
+// space than the ASCII one, and, when it holds escapes, decoded
 // (textnorm.UnescapeNested: percent-encoding, HTML character references, JSON's escapes, and
 // these escaped again, as a JSON document quoted in a JSON string is): what
 // matches there masks the span of the text as given that it came from, escapes and all. A

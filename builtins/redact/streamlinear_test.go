@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
 	"github.com/agentc-dev/agentc/internal/cputime"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -31,6 +32,12 @@ func TestStreamedHoldStaysLinear(t *testing.T) {
 	}{
 		"text without a line break": {"", func(n int) []string {
 			return repeated(n, "", strings.Repeat("word ", 8))
+		}},
+		"text in tag characters without a line break": {"", func(n int) []string {
+			return repeated(n, textnormtest.Tags("key "), textnormtest.Tags(strings.Repeat("word ", 8)))
+		}},
+		"a value awaited in tag characters over blank lines": {"", func(n int) []string {
+			return repeated(n, textnormtest.Tags("password:")+"\n", textnormtest.Tags(" ")+"\n")
 		}},
 		"a private key's block left open": {"", func(n int) []string {
 			return repeated(n, "-----BEGIN PRIVATE KEY-----\n", "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo\n")

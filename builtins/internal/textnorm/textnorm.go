@@ -296,9 +296,23 @@ func (f Folded) Offset(orig int) int {
 	return sort.Search(len(f.start), func(k int) bool { return int(f.start[k]) >= orig })
 }
 
-// Fold drops the invisible format characters (Unicode category Cf) of text and folds each
-// other rune with FoldRune. Case, spacing and punctuation are kept.
-func Fold(text string) Folded { return foldWith(text, dropFormat(FoldRune)) }
+// Fold reads text as Visible does (tag characters as the ASCII they stand for, the Hangul
+// fillers and the cancel tag as a space, the other invisible characters, combining marks
+// among them, dropped) and folds each other rune with FoldRune. Case, spacing and
+// punctuation are kept. Span maps a match in Text to the original, with the combining marks
+// of its last letter.
+func Fold(text string) Folded {
+	f := foldWith(text, foldVisible)
+	f.marks = true
+	return f
+}
+
+func foldVisible(r rune) rune {
+	if v := visibleRune(r); v != r {
+		return v
+	}
+	return FoldRune(r)
+}
 
 // FoldSeparators is Fold for detectors that read digits grouped by spaces or hyphens
 // ("4111 1111 1111 1111", "123-45-6789"): it also writes every decimal digit of another
@@ -307,13 +321,35 @@ func Fold(text string) Folded { return foldWith(text, dropFormat(FoldRune)) }
 // spaces) as an ASCII space, the line and paragraph separators as a line break, every dash
 // (category Pd, and the minus sign) as an ASCII hyphen and the small commercial at ("﹫") as
 // "@", and it drops the other characters Unicode says to ignore when they cannot be shown
-// (the combining grapheme joiner, variation selectors, Hangul fillers). With keepFormat the
-// format characters (category Cf) are kept as they are instead of dropped.
+// (the combining grapheme joiner, variation selectors, Hangul fillers). The tag characters
+// are read as the ASCII characters they stand for (TagASCII), as a model reads them, and the
+// cancel tag that ends an emoji's tag sequence as a space. With keepFormat the other format
+// characters (category Cf) are kept as they are instead of dropped.
 func FoldSeparators(text string, keepFormat bool) Folded {
 	if keepFormat {
-		return foldWith(text, foldSeparator)
+		return foldWith(text, foldSeparatorKeep)
 	}
-	return foldWith(text, dropFormat(foldSeparator))
+	return foldWith(text, foldSeparatorDrop)
+}
+
+// foldSeparatorKeep and foldSeparatorDrop are FoldSeparators' folds, made once.
+var (
+	foldSeparatorKeep = readTags(foldSeparator)
+	foldSeparatorDrop = readTags(dropFormat(foldSeparator))
+)
+
+// readTags returns fold that also reads the tag characters as the ASCII they stand for and
+// the cancel tag as a space.
+func readTags(fold func(rune) rune) func(rune) rune {
+	return func(r rune) rune {
+		if a, ok := TagASCII(r); ok {
+			return rune(a)
+		}
+		if r == cancelTag {
+			return ' '
+		}
+		return fold(r)
+	}
 }
 
 // dropFormat returns fold that also drops (maps to -1) the format characters.

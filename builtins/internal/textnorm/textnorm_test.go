@@ -127,6 +127,9 @@ func TestFold(t *testing.T) {
 		{"look-alikes to lower case", "bОmb КІLL", "bomb kiLL"},
 		{"punctuation and spacing kept", "a_b  c--d", "a_b  c--d"},
 		{"invalid utf-8 kept", "\xffb\u200bomb", "\xffbomb"},
+		{"combining marks and ignorables dropped", "bo\u0301m\u034fb\ufe0f", "bomb"},
+		{"tag characters read", "a \U000E0062\U000E004F\U000E006D\U000E0062\U000E007F", "a bOmb "},
+		{"hangul filler a space", "top\u3164secret", "top secret"},
 		{"empty", "", ""},
 	}
 	for _, tt := range tests {
@@ -153,6 +156,8 @@ func TestFoldSeparators(t *testing.T) {
 		{"ignorable characters dropped", "41\u034f11\ufe0f1\u3164", true, "41111"},
 		{"line separators", "4111\u20281111\u2029", false, "4111\n1111\n"},
 		{"small commercial at", "jane\ufe6bexample.com", false, "jane@example.com"},
+		{"tag characters read", "\U000E0034\U000E0031 \U000E0040x\U000E007Fy", false, "41 @x y"},
+		{"tag characters read, format kept", "\U000E0034\u200b\U000E0031", true, "4\u200b1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

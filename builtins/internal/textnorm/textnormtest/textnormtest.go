@@ -111,3 +111,16 @@ func ProseDump(size int) string {
 	prose := strings.Repeat("the quick brown fox jumps over the lazy dog. ", n/45+1)
 	return Dump(prose[:n], 2, ": ", true)
 }
+
+// Tags writes s in tag characters (U+E0020 to U+E007E), which show nothing and which a model
+// reads as the ASCII characters they stand for. Other characters are kept as they are.
+func Tags(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 0x20 && r <= 0x7E {
+			r += 0xE0000
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
