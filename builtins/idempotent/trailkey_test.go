@@ -118,16 +118,32 @@ func TestReplicasRecordTheKeyPassedDownstream(t *testing.T) {
 	p := toolPlan(rt.Layer("audit", `{"sink": "trail"}`), rt.Layer("idempotent", `{"store": "claims", "key_args": ["order_id"]}`))
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
 	tool := rt.NewTool(rt.ToolResult{Hang: true})
+	// The first call is cut once the tool has started (not after a fixed
+	// time, which a loaded machine can spend claiming), so it is in doubt.
+	started := make(chan struct{}, 2)
+	run := tool.Func()
+	refund := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		started <- struct{}{}
+		return run(ctx, c)
+	}
 	deps := runtime.Deps{Stores: map[string]runtime.KV{"claims": claims}, AuditSinks: map[string]runtime.AuditSink{"trail": trail},
-		Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}}
+		Tools: map[string]runtime.ToolFunc{"refund": refund}}
 	a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
 	args := map[string]any{"order_id": "A1"}
 
-	ctx, cancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: "run-a"}), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "run-a"}))
 	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
 	_, err := a.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: args})
 	require.Error(t, err)
-	_, err = b.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "run-b"}), runtime.ToolRequest{Name: "refund", Args: args})
+	// The duplicate must not run; if it did, the bound ends it instead of
+	// hanging the test.
+	bctx, bcancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: "run-b"}), time.Minute)
+	defer bcancel()
+	_, err = b.Tool(bctx, runtime.ToolRequest{Name: "refund", Args: args})
 	var doubt *runtime.InDoubtError
 	require.True(t, errors.As(err, &doubt), "%v", err)
 
