@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,14 +26,13 @@ func TestTheTrailNamesTheKeyPassedDownstream(t *testing.T) {
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
 	sink := &runtime.MemoryAudit{}
 	tool := rt.NewTool(rt.ToolResult{Hang: true})
-	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	refund, cut := cutOnStart(tool)
+	pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": refund}})
 	args := map[string]any{"order_id": "A1"}
 
-	ctx, cancel := context.WithTimeout(ctx1, 20*time.Millisecond)
-	defer cancel()
-	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: args})
+	_, err := pl.Tool(cut(t, ctx1), runtime.ToolRequest{Name: "refund", Args: args})
 	require.Error(t, err)
-	_, err = pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "run-2"}), runtime.ToolRequest{Name: "refund", Args: args})
+	_, err = pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: args})
 	var doubt *runtime.InDoubtError
 	require.True(t, errors.As(err, &doubt), "%v", err)
 
@@ -118,32 +118,15 @@ func TestReplicasRecordTheKeyPassedDownstream(t *testing.T) {
 	p := toolPlan(rt.Layer("audit", `{"sink": "trail"}`), rt.Layer("idempotent", `{"store": "claims", "key_args": ["order_id"]}`))
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
 	tool := rt.NewTool(rt.ToolResult{Hang: true})
-	// The first call is cut once the tool has started (not after a fixed
-	// time, which a loaded machine can spend claiming), so it is in doubt.
-	started := make(chan struct{}, 2)
-	run := tool.Func()
-	refund := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		started <- struct{}{}
-		return run(ctx, c)
-	}
+	refund, cut := cutOnStart(tool)
 	deps := runtime.Deps{Stores: map[string]runtime.KV{"claims": claims}, AuditSinks: map[string]runtime.AuditSink{"trail": trail},
 		Tools: map[string]runtime.ToolFunc{"refund": refund}}
 	a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
 	args := map[string]any{"order_id": "A1"}
 
-	ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "run-a"}))
-	defer cancel()
-	go func() {
-		<-started
-		cancel()
-	}()
-	_, err := a.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: args})
+	_, err := a.Tool(cut(t, runtime.WithRun(context.Background(), runtime.Run{ID: "run-a"})), runtime.ToolRequest{Name: "refund", Args: args})
 	require.Error(t, err)
-	// The duplicate must not run; if it did, the bound ends it instead of
-	// hanging the test.
-	bctx, bcancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: "run-b"}), time.Minute)
-	defer bcancel()
-	_, err = b.Tool(bctx, runtime.ToolRequest{Name: "refund", Args: args})
+	_, err = b.Tool(bounded(t, "run-b"), runtime.ToolRequest{Name: "refund", Args: args})
 	var doubt *runtime.InDoubtError
 	require.True(t, errors.As(err, &doubt), "%v", err)
 
@@ -155,4 +138,35 @@ func TestReplicasRecordTheKeyPassedDownstream(t *testing.T) {
 		assert.Equal(t, tool.Keys()[0], r.IdempotencyKey, "%s %s of %s", r.Phase, r.Decision, r.RunID)
 	}
 	assert.Equal(t, tool.Keys()[0], doubt.IdempotencyKey)
+}
+
+// cutOnStart wraps tool so that a context from cut is cancelled once the
+// tool has started: the call is cut mid-flight, so it is in doubt, however
+// long a loaded machine takes to reach the tool (a fixed timeout could end
+// the call before it claimed, and the duplicate would then run).
+func cutOnStart(tool *rt.Tool) (runtime.ToolFunc, func(*testing.T, context.Context) context.Context) {
+	run := tool.Func()
+	var cancel atomic.Pointer[context.CancelFunc]
+	refund := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		if f := cancel.Swap(nil); f != nil {
+			(*f)()
+		}
+		return run(ctx, c)
+	}
+	cut := func(t *testing.T, parent context.Context) context.Context {
+		ctx, f := context.WithCancel(parent)
+		t.Cleanup(f)
+		cancel.Store(&f)
+		return ctx
+	}
+	return refund, cut
+}
+
+// bounded is a context for run id that a duplicate which wrongly ran the
+// hanging tool cannot hold past a minute, so the test fails instead of
+// hanging.
+func bounded(t *testing.T, id string) context.Context {
+	ctx, cancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: id}), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
