@@ -328,7 +328,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
-		CleanAfter: m.cleanOutputAfter, Lookback: outputLookback,
+		CleanAfter: m.cleanOutputAfter, Tail: outputTail,
 		Layer: m.name, Finding: "personal data"})
 }
 
@@ -396,6 +396,49 @@ func (m *Middleware) outputBlocked(ms []Match) error {
 // the text as they read it for a phone word or an SSN's label, and a
 // character they skip or fold may take several bytes.
 const outputLookback = 8 * contextWindow
+
+// maxOutputLookback bounds the output released that a part is read after,
+// however many characters the detectors skip in it.
+const maxOutputLookback = 512 * contextWindow
+
+// outputTail is what is kept of the output released, before followed by
+// text, for the next part to be read after (linehold.Filter.Tail): its last
+// outputLookback bytes, or, when the detectors skip characters in them
+// (zero-width ones, marks on nothing, U+FFFD, escapes of them) so that a
+// reading of them (forms) is shorter than a phone word or an SSN's label
+// and the window after it, twice as many, and so on up to
+// maxOutputLookback: "call me on" followed by a hundred zero-width spaces
+// still counts for the number on the next line, as in the whole text.
+func outputTail(before, text string) string {
+	s := before + text[max(0, len(text)-maxOutputLookback):]
+	for n := outputLookback; ; n *= 2 {
+		t := linehold.Tail(s, n)
+		if len(t) == len(s) || n >= maxOutputLookback || readsBack(t) {
+			return t
+		}
+	}
+}
+
+// readsBack reports whether each reading of before the detectors make
+// holds 2*contextWindow+maxWordLen bytes: the window of a word that names
+// an item, the word, and a window more.
+func readsBack(before string) bool {
+	const need = 2*contextWindow + maxWordLen
+	plain := true
+	for i := 0; i < len(before) && plain; i++ {
+		c := before[i]
+		plain = c < utf8.RuneSelf && c != '&' && c != '%' && c != '\\'
+	}
+	if plain {
+		return len(before) >= need
+	}
+	for _, f := range forms(before) {
+		if len(f.text) < need {
+			return false
+		}
+	}
+	return true
+}
 
 // cleanOutputAfter is cleanOutput for a part of the output that follows
 // before, the end of the output released: the part is read after it, as
