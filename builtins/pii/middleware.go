@@ -11,6 +11,7 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -444,8 +445,7 @@ func readsBack(before string) bool {
 // before, the end of the output released: the part is read after it, as
 // in the whole text, so that "call me on" ending the line released before
 // makes a phone number of "9472 7916". An item it finds running back into
-// before (which the hold keeps from happening) is masked as the part
-// alone reads it.
+// before (which the hold keeps from happening) has its part in text masked.
 func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
 	if !mayNumber(text) || !mayName(before) {
 		return m.cleanOutput(text)
@@ -456,7 +456,19 @@ func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
 		if out, _ := m.scanner.Redact(whole); strings.HasPrefix(out, pre) {
 			return out[len(pre):], nil
 		}
-		red, _ := m.scanner.Redact(text)
+		// An item runs back into before: its part in text is masked, and the rest
+		// read as Redact reads it.
+		var b strings.Builder
+		last := 0
+		for _, x := range m.scanner.Find(whole) {
+			if x.End <= len(before) || x.End-len(before) <= last {
+				continue
+			}
+			b.WriteString(text[last:max(last, x.Start-len(before))])
+			b.WriteString(Placeholder(x.Kind))
+			last = x.End - len(before)
+		}
+		red, _ := m.scanner.Redact(b.String() + text[last:])
 		return red, nil
 	}
 	var ms []Match
@@ -672,10 +684,28 @@ func releasable(buf string, h *linehold.Hold) int {
 // text is read folded as the detectors read it (foldText):
 // full-width and other digits they take for ASCII ones count as digits,
 // Unicode spaces and dashes as separators, and a zero-width character at the
-// end of a line does not hide the digit before it.
+// end of a line does not hide the digit before it; and decoded as they read
+// it too (textnorm.Unescape), so that a digit written as an escape ("&#53;")
+// counts as one.
 func heldFrom(text string) int {
 	f := foldText(text, false)
-	t := f.text
+	at := heldIn(f.text, f.span)
+	if d, ok := textnorm.Unescape(text, false); ok {
+		// a digit written as an escape ("&#53;", "%35") is one
+		g := foldText(d.Text, false)
+		if k := heldIn(g.text, func(s, e int) (int, int) { return d.Span(g.span(s, e)) }); k >= 0 && (at < 0 || k < at) {
+			at = strings.LastIndexByte(text[:k], '\n') + 1 // an escaped line break is none
+		}
+	}
+	if at < 0 {
+		return len(text)
+	}
+	return at
+}
+
+// heldIn is heldFrom of a reading t of the text, span mapping it back, or
+// -1 when no line is held.
+func heldIn(t string, span func(int, int) (int, int)) int {
 	end := len(t) - 1 // the folded text ends in the line break
 	if end > 0 && t[end-1] == '\r' {
 		end--
@@ -698,14 +728,14 @@ func heldFrom(text string) int {
 		from = min(from, i)
 	}
 	if from == len(t) {
-		return len(text)
+		return -1
 	}
 	line := strings.LastIndexByte(t[:from], '\n') + 1
 	if line == 0 {
 		return 0
 	}
 	// The line break before line is an ASCII one of text: release up to it.
-	_, at := f.span(line-1, line)
+	_, at := span(line-1, line)
 	return at
 }
 
