@@ -31,7 +31,7 @@
 // written: zero-width and other invisible characters are skipped, full-width digits and
 // signs, the decimal digits of every script and look-alike letters read as ASCII, a
 // combining mark on a digit and the replacement character U+FFFD (a lone surrogate of a JSON
-// string decodes to it) are skipped, no-break
+// string decodes to it, and a byte that is no UTF-8 reaches the model as it) are skipped, no-break
 // and other Unicode spaces as spaces, dashes as hyphens, an underscore between two digits as
 // a hyphen: a card number grouped by no-break spaces, "١٢٣-٤٥-٦٧٨٩" and an address with a
 // zero-width space before its "@" are found. A text holding escapes is read decoded too
