@@ -2,7 +2,9 @@
 // addresses (internationalized ones included), phone numbers, US social security numbers,
 // payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
 // written in groups joined by spaces, dashes, dots, slashes, colons or tabs, one kind
-// repeated alike throughout, spaces and tabs up to four at a time, or by a line break where
+// repeated alike throughout, spaces and tabs up to four at a time (joined by tabs, colons or
+// several spaces, as a table's columns are, only after a word naming a card: "card", "visa",
+// "cc", "number"...), or by a line break where
 // the groups wrap over lines: "4111 1111\n1111 1111"; groups of any length from three digits
 // whose digits make a card on one line, "4111 11111111 1111", as two text blocks run
 // together give it), IBANs (ISO 13616, compact or printed in groups of four:
@@ -44,6 +46,11 @@
 // read as that text too: a card number or an address written in base64 is found as the whole
 // run; an image, a hash or a UUID decodes to binary and is left alone (docs/detection.md,
 // Encoded values). Offsets are always those of the text as given.
+//
+// Redact's placeholders hold the words of their kinds ("[REDACTED:phone]",
+// "[REDACTED:card]"), which, as any text before it, a number's reading counts: a number that
+// follows one closely may be masked as a phone number or a card where the text as given
+// would not have it read so. It masks more, never less.
 //
 // A Scanner is immutable after New and safe for concurrent use.
 //

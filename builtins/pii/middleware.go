@@ -500,8 +500,8 @@ func mayNumber(text string) bool {
 	return false
 }
 
-// mayName reports whether before may hold a phone word or an SSN's label
-// (phoneWords, phoneWordsUnspaced, ssnWords), as the detectors read it: it
+// mayName reports whether before may hold a phone word, an SSN's label or a
+// word naming a card (phoneWords, phoneWordsUnspaced, ssnWords, cardWords), as the detectors read it: it
 // holds a character beyond ASCII or an escape (which the detectors may read
 // as a word, or skip), or one of the ASCII words ends in its last
 // contextWindow bytes (it starts at most maxWordLen bytes earlier).
@@ -512,7 +512,7 @@ func mayName(before string) bool {
 		}
 	}
 	lower := strings.ToLower(before[max(0, len(before)-contextWindow-maxWordLen):])
-	for _, ws := range [][]string{phoneWords, ssnWords} {
+	for _, ws := range [][]string{phoneWords, ssnWords, cardWords} {
 		for _, w := range ws {
 			if strings.Contains(lower, w) {
 				return true
