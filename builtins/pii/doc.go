@@ -107,10 +107,12 @@
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
 // cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
-// digit groups or a phone number's area code is held with the next, so a card or a phone
+// digit groups or a phone number's area code, its digits written as escapes too ("&#53;"), is held with the next, so a card or a phone
 // number wrapped over lines or cut anywhere by the stream is found as in a whole text, and
 // so is a line in which an IBAN's groups begin that the next line may go on with; each line
-// is read after the end of the lines released before it, where a phone word may stand; a line ending in a run of base64 the next line may go on with
+// is read after the end of the lines released before it, where a phone word, an SSN's label
+// or a word naming a card may stand, kept as far back as the detectors read however many
+// invisible characters they skip there (up to 16 KiB); a line ending in a run of base64 the next line may go on with
 // is held with the lines of that run, and the lines before such a run are held with it when
 // an item may run on from them into it): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,
