@@ -27,7 +27,7 @@ type Filter struct {
 	Clean func(text string) (string, error)
 	// CleanAfter, when set, is Clean for the streamed text: before is
 	// the end of the text released so far as the model wrote it (its
-	// last Lookback bytes, whole characters), which an item in text may
+	// last Lookback bytes, whole characters, or what Tail keeps), which an item in text may
 	// depend on (a phone word on the line before a number: "call me
 	// on" then "9472 7916"); Clean is left for the thinking blocks.
 	CleanAfter func(before, text string) (string, error)
