@@ -78,7 +78,8 @@ type folded struct {
 // characters), and then skips, as it skips the invisible characters, what the model reads
 // through: a combining mark that stands on no letter (an accent or a keycap on a digit:
 // "4\u0301111...") and, unless keepFormat, the replacement character U+FFFD (what a broken
-// byte or a lone surrogate of a JSON string decodes to: "4111\ufffd1111..."). Marks on
+// byte or a lone surrogate of a JSON string decodes to: "4111\ufffd1111...") and a byte that
+// is no UTF-8, which reaches the model as U+FFFD. Marks on
 // letters are kept, the letters of words and addresses as written. A span of the result
 // covers the characters skipped inside it.
 func foldText(text string, keepFormat bool) folded {
@@ -102,7 +103,7 @@ func foldText(text string, keepFormat bool) folded {
 		skip := false
 		switch {
 		case r == utf8.RuneError:
-			skip = size == 3 && !keepFormat
+			skip = !keepFormat
 		case r >= utf8.RuneSelf && unicode.In(r, unicode.Mn, unicode.Me):
 			skip = !onLetter
 		default:

@@ -274,7 +274,8 @@ func findCards(text string, add func(Kind, int, int)) {
 			continue
 		}
 		groups, sep, next := cardGroups(buf[:0], text, i)
-		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) {
+		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) &&
+			(!columnSep(sep) || wordBefore(text, groups[0].start, cardWords, false)) {
 			for _, w := range cardWindows(text, groups, sep) {
 				add(KindCard, groups[w.first].start, groups[w.last].end)
 			}
@@ -351,6 +352,15 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, string, 
 	}
 	return groups, sep, groups[len(groups)-1].end
 }
+
+// columnSep reports whether sep, joining the groups of a run, is one that sets out the
+// columns of a table as well: a tab, a colon or several spaces. Joined so, the groups are
+// read as a card only after a word naming one (cardWords): a row of a table of four-digit
+// figures is laid out as a card's groups are, and one in ten passes the Luhn check.
+func columnSep(sep string) bool { return sep == ":" || len(sep) > 1 || sep == "\t" }
+
+// cardWords name a payment card.
+var cardWords = []string{"card", "visa", "mastercard", "amex", "credit", "debit", "cc", "number"}
 
 // isCardSep reports whether c may join the digit groups of a card number.
 func isCardSep(c byte) bool {
@@ -446,7 +456,8 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 // grouped, so the whole run on one line is one as well when its groups, joined by one space or
 // a dash, are of any length from 3 digits ("4111 11111111 1111", "41111111-11111111": a card
 // of two text blocks run together); joined by tabs, several spaces or colons, when they are
-// laid out as a card is printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111"). The
+// laid out as a card is printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111") after a
+// word naming a card (columnSep, in findCards). The
 // numbers of a table are set out so, and rarely make a whole row of a card's groups.
 func cardLayout(groups []digitGroup, i, j int, sep string, breaks int) bool {
 	w := groups[i : j+1]

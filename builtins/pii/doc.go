@@ -2,7 +2,9 @@
 // addresses (internationalized ones included), phone numbers, US social security numbers,
 // payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
 // written in groups joined by spaces, dashes, dots, slashes, colons or tabs, one kind
-// repeated alike throughout, spaces and tabs up to four at a time, or by a line break where
+// repeated alike throughout, spaces and tabs up to four at a time (joined by tabs, colons or
+// several spaces, as a table's columns are, only after a word naming a card: "card", "visa",
+// "cc", "number"...), or by a line break where
 // the groups wrap over lines: "4111 1111\n1111 1111"; groups of any length from three digits
 // whose digits make a card on one line, "4111 11111111 1111", as two text blocks run
 // together give it), IBANs (ISO 13616, compact or printed in groups of four:
@@ -31,7 +33,7 @@
 // written: zero-width and other invisible characters are skipped, full-width digits and
 // signs, the decimal digits of every script and look-alike letters read as ASCII, a
 // combining mark on a digit and the replacement character U+FFFD (a lone surrogate of a JSON
-// string decodes to it) are skipped, no-break
+// string decodes to it, and a byte that is no UTF-8 reaches the model as it) are skipped, no-break
 // and other Unicode spaces as spaces, dashes as hyphens, an underscore between two digits as
 // a hyphen, and tag characters (U+E0020 to U+E007E: invisible on a screen, read by a model as
 // the ASCII characters they stand for) as those characters: a card number grouped by no-break
@@ -47,6 +49,11 @@
 // read as that text too: a card number or an address written in base64 is found as the whole
 // run; an image, a hash or a UUID decodes to binary and is left alone (docs/detection.md,
 // Encoded values). Offsets are always those of the text as given.
+//
+// Redact's placeholders hold the words of their kinds ("[REDACTED:phone]",
+// "[REDACTED:card]"), which, as any text before it, a number's reading counts: a number that
+// follows one closely may be masked as a phone number or a card where the text as given
+// would not have it read so. It masks more, never less.
 //
 // A Scanner is immutable after New and safe for concurrent use.
 //
@@ -103,10 +110,12 @@
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
 // cannot be checked and block the call, with either action. The model's streamed
 // text is scanned too (`output`, on by default), released by whole lines (a line ending in
-// digit groups or a phone number's area code is held with the next, so a card or a phone
+// digit groups or a phone number's area code, its digits written as escapes too ("&#53;"), is held with the next, so a card or a phone
 // number wrapped over lines or cut anywhere by the stream is found as in a whole text, and
 // so is a line in which an IBAN's groups begin that the next line may go on with; each line
-// is read after the end of the lines released before it, where a phone word may stand; a line ending in a run of base64 the next line may go on with
+// is read after the end of the lines released before it, where a phone word, an SSN's label
+// or a word naming a card may stand, kept as far back as the detectors read however many
+// invisible characters they skip there (up to 16 KiB); a line ending in a run of base64 the next line may go on with
 // is held with the lines of that run, and the lines before such a run are held with it when
 // an item may run on from them into it): with "block" a line
 // holding personal data ends the call with a *runtime.BlockedError and is never released,

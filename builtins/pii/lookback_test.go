@@ -11,7 +11,7 @@ import (
 // the output released, which hold every word that names an item and ends in its last
 // contextWindow bytes.
 func TestMayNameReadsTheWordsWhole(t *testing.T) {
-	for _, w := range append(slicesOf(phoneWords), ssnWords...) {
+	for _, w := range append(append(slicesOf(phoneWords), ssnWords...), cardWords...) {
 		assert.LessOrEqual(t, len(w), maxWordLen, w)
 		before := "x" + strings.Repeat(" ", 300) + w + strings.Repeat(" ", contextWindow-1)
 		assert.True(t, mayName(before), "%q", w)

@@ -11,6 +11,7 @@ import (
 	"github.com/agentc-dev/agentc/builtins/internal/linehold"
 	"github.com/agentc-dev/agentc/builtins/internal/mask"
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -328,7 +329,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
-		CleanAfter: m.cleanOutputAfter, Lookback: outputLookback,
+		CleanAfter: m.cleanOutputAfter, Tail: outputTail,
 		Layer: m.name, Finding: "personal data"})
 }
 
@@ -397,12 +398,54 @@ func (m *Middleware) outputBlocked(ms []Match) error {
 // character they skip or fold may take several bytes.
 const outputLookback = 8 * contextWindow
 
+// maxOutputLookback bounds the output released that a part is read after,
+// however many characters the detectors skip in it.
+const maxOutputLookback = 512 * contextWindow
+
+// outputTail is what is kept of the output released, before followed by
+// text, for the next part to be read after (linehold.Filter.Tail): its last
+// outputLookback bytes, or, when the detectors skip characters in them
+// (zero-width ones, marks on nothing, U+FFFD, escapes of them) so that a
+// reading of them (forms) is shorter than a phone word or an SSN's label
+// and the window after it, twice as many, and so on up to
+// maxOutputLookback: "call me on" followed by a hundred zero-width spaces
+// still counts for the number on the next line, as in the whole text.
+func outputTail(before, text string) string {
+	s := before + text[max(0, len(text)-maxOutputLookback):]
+	for n := outputLookback; ; n *= 2 {
+		t := linehold.Tail(s, n)
+		if len(t) == len(s) || n >= maxOutputLookback || readsBack(t) {
+			return t
+		}
+	}
+}
+
+// readsBack reports whether each reading of before the detectors make
+// holds 2*contextWindow+maxWordLen bytes: the window of a word that names
+// an item, the word, and a window more.
+func readsBack(before string) bool {
+	const need = 2*contextWindow + maxWordLen
+	plain := true
+	for i := 0; i < len(before) && plain; i++ {
+		c := before[i]
+		plain = c < utf8.RuneSelf && c != '&' && c != '%' && c != '\\'
+	}
+	if plain {
+		return len(before) >= need
+	}
+	for _, f := range forms(before) {
+		if len(f.text) < need {
+			return false
+		}
+	}
+	return true
+}
+
 // cleanOutputAfter is cleanOutput for a part of the output that follows
 // before, the end of the output released: the part is read after it, as
 // in the whole text, so that "call me on" ending the line released before
 // makes a phone number of "9472 7916". An item it finds running back into
-// before (which the hold keeps from happening) is masked as the part
-// alone reads it.
+// before (which the hold keeps from happening) has its part in text masked.
 func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
 	if !mayNumber(text) || !mayName(before) {
 		return m.cleanOutput(text)
@@ -413,7 +456,19 @@ func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
 		if out, _ := m.scanner.Redact(whole); strings.HasPrefix(out, pre) {
 			return out[len(pre):], nil
 		}
-		red, _ := m.scanner.Redact(text)
+		// An item runs back into before: its part in text is masked, and the rest
+		// read as Redact reads it.
+		var b strings.Builder
+		last := 0
+		for _, x := range m.scanner.Find(whole) {
+			if x.End <= len(before) || x.End-len(before) <= last {
+				continue
+			}
+			b.WriteString(text[last:max(last, x.Start-len(before))])
+			b.WriteString(Placeholder(x.Kind))
+			last = x.End - len(before)
+		}
+		red, _ := m.scanner.Redact(b.String() + text[last:])
 		return red, nil
 	}
 	var ms []Match
@@ -445,8 +500,8 @@ func mayNumber(text string) bool {
 	return false
 }
 
-// mayName reports whether before may hold a phone word or an SSN's label
-// (phoneWords, phoneWordsUnspaced, ssnWords), as the detectors read it: it
+// mayName reports whether before may hold a phone word, an SSN's label or a
+// word naming a card (phoneWords, phoneWordsUnspaced, ssnWords, cardWords), as the detectors read it: it
 // holds a character beyond ASCII or an escape (which the detectors may read
 // as a word, or skip), or one of the ASCII words ends in its last
 // contextWindow bytes (it starts at most maxWordLen bytes earlier).
@@ -457,7 +512,7 @@ func mayName(before string) bool {
 		}
 	}
 	lower := strings.ToLower(before[max(0, len(before)-contextWindow-maxWordLen):])
-	for _, ws := range [][]string{phoneWords, ssnWords} {
+	for _, ws := range [][]string{phoneWords, ssnWords, cardWords} {
 		for _, w := range ws {
 			if strings.Contains(lower, w) {
 				return true
@@ -629,10 +684,28 @@ func releasable(buf string, h *linehold.Hold) int {
 // text is read folded as the detectors read it (foldText):
 // full-width and other digits they take for ASCII ones count as digits,
 // Unicode spaces and dashes as separators, and a zero-width character at the
-// end of a line does not hide the digit before it.
+// end of a line does not hide the digit before it; and decoded as they read
+// it too (textnorm.Unescape), so that a digit written as an escape ("&#53;")
+// counts as one.
 func heldFrom(text string) int {
 	f := foldText(text, false)
-	t := f.text
+	at := heldIn(f.text, f.span)
+	if d, ok := textnorm.Unescape(text, false); ok {
+		// a digit written as an escape ("&#53;", "%35") is one
+		g := foldText(d.Text, false)
+		if k := heldIn(g.text, func(s, e int) (int, int) { return d.Span(g.span(s, e)) }); k >= 0 && (at < 0 || k < at) {
+			at = strings.LastIndexByte(text[:k], '\n') + 1 // an escaped line break is none
+		}
+	}
+	if at < 0 {
+		return len(text)
+	}
+	return at
+}
+
+// heldIn is heldFrom of a reading t of the text, span mapping it back, or
+// -1 when no line is held.
+func heldIn(t string, span func(int, int) (int, int)) int {
 	end := len(t) - 1 // the folded text ends in the line break
 	if end > 0 && t[end-1] == '\r' {
 		end--
@@ -655,14 +728,14 @@ func heldFrom(text string) int {
 		from = min(from, i)
 	}
 	if from == len(t) {
-		return len(text)
+		return -1
 	}
 	line := strings.LastIndexByte(t[:from], '\n') + 1
 	if line == 0 {
 		return 0
 	}
 	// The line break before line is an ASCII one of text: release up to it.
-	_, at := f.span(line-1, line)
+	_, at := span(line-1, line)
 	return at
 }
 

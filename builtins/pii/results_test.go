@@ -78,3 +78,20 @@ func TestToolResultsMasked(t *testing.T) {
 		assert.Equal(t, "nothing here", res.Value)
 	}
 }
+
+// TestToolResultInvalidBytesInACard: a tool result whose card groups are joined by bytes
+// that are no UTF-8 reaches the model with U+FFFD in their place (its JSON encoding), which
+// reads as one card: "redact" masks it and "block" refuses the call, as for U+FFFD itself.
+func TestToolResultInvalidBytesInACard(t *testing.T) {
+	result := "customer card 4111\xff1111\xfe1111\xc01111 on file"
+	wire, err := json.Marshal(result)
+	require.NoError(t, err)
+	var asModelReads string
+	require.NoError(t, json.Unmarshal(wire, &asModelReads))
+	fn := func(context.Context, *runtime.ToolCall) (any, error) { return result, nil }
+	res, err := toolPipeline(t, `{"action":"redact"}`, fn).Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{}})
+	require.NoError(t, err)
+	assert.NotContains(t, res.Value, "1111", "redact: the card reaches the model unmasked")
+	_, err = toolPipeline(t, `{"action":"block"}`, fn).Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{}})
+	assert.Error(t, err, "block: the card %q reaches the model", asModelReads)
+}

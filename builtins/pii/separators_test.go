@@ -30,14 +30,14 @@ func cardSpellings(t testing.TB) map[string]string {
 		"combining mark":            "4\u0301111111111111111",
 		"combining marks":           "4\u0301111 1\u0308111 1111 111\u03011",
 		"keycaps":                   "4\u20e31\u20e31\u20e31\u20e3111111111111",
-		"tab":                       "4111\t1111\t1111\t1111",
-		"two tabs":                  "4111\t\t1111\t\t1111\t\t1111",
-		"colon":                     "4111:1111:1111:1111",
+		"tab":                       "card 4111\t1111\t1111\t1111",
+		"two tabs":                  "card 4111\t\t1111\t\t1111\t\t1111",
+		"colon":                     "visa 4111:1111:1111:1111",
 		"4-8-4":                     "4111 11111111 1111",
 		"8-8":                       "41111111-11111111",
 		"4-12":                      "4111 111111111111",
-		"two spaces":                "4111  1111  1111  1111",
-		"three spaces":              "4111   1111   1111   1111",
+		"two spaces":                "Card number:  4111  1111  1111  1111",
+		"three spaces":              "cc   4111   1111   1111   1111",
 		"blocks run together":       "card 4111 11111111 1111 end",
 		"replacement in a sentence": "pay with 4111\ufffd1111\ufffd1111\ufffd1111 today",
 	}
@@ -46,7 +46,7 @@ func cardSpellings(t testing.TB) map[string]string {
 // TestCardSeparatorsTheModelReads: a card number is found however its digits are joined,
 // when the model reads them as the digits of one number: by the replacement character (what
 // a lone surrogate of a JSON string decodes to), with combining marks on its digits, by tabs,
-// colons or a few spaces repeated alike, and in groups of any length from three digits whose
+// colons or a few spaces repeated alike after a word naming a card, and in groups of any length from three digits whose
 // digits total a card.
 func TestCardSeparatorsTheModelReads(t *testing.T) {
 	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
@@ -66,8 +66,9 @@ func TestCardSeparatorsTheModelReads(t *testing.T) {
 }
 
 // TestNumbersAreNoCards: what a card's separators join elsewhere is left alone: times, IPv6
-// addresses of decimal groups, hex dumps, dates, byte dumps, groups that mix separators, and
-// numbers set out in columns that no card layout holds.
+// addresses of decimal groups, hex dumps, dates, byte dumps, groups that mix separators,
+// numbers set out in columns that no card layout holds, and groups joined by tabs, colons or
+// several spaces, as a table's columns are, that no word naming a card comes before.
 func TestNumbersAreNoCards(t *testing.T) {
 	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
 	require.NoError(t, err)
@@ -87,6 +88,10 @@ func TestNumbersAreNoCards(t *testing.T) {
 		"4111111111111111.25",
 		"2024\t01\t15\t4111",
 		"ORD-4111:1111:1111:1111",
+		"4111\t1111\t1111\t1111",
+		"4111  1111  1111  1111",
+		"Total:\t4111\t1111\t1111\t1111",
+		"4111:1111:1111:1111",
 	} {
 		assert.Empty(t, s.Find(text), "%q", text)
 	}
@@ -108,5 +113,17 @@ func TestCardSpellingsStreamedAsWhole(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCardWordOnTheLineBeforeStreamed: a card's groups joined by tabs or several spaces count
+// after a word naming a card that ends the line before, streamed line by line as in the whole
+// text.
+func TestCardWordOnTheLineBeforeStreamed(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	for _, text := range []string{"Card number:\n4111\t1111\t1111\t1111\n", "visa\n4111  1111  1111  1111\nok\n"} {
+		_, n := c.s.Redact(text)
+		require.Equal(t, 1, n, "%q", text)
+		c.check(t, text, strings.SplitAfter(text, "\n"))
 	}
 }

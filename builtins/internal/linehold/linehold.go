@@ -27,12 +27,17 @@ type Filter struct {
 	Clean func(text string) (string, error)
 	// CleanAfter, when set, is Clean for the streamed text: before is
 	// the end of the text released so far as the model wrote it (its
-	// last Lookback bytes, whole characters), which an item in text may
+	// last Lookback bytes, whole characters, or what Tail keeps), which an item in text may
 	// depend on (a phone word on the line before a number: "call me
 	// on" then "9472 7916"); Clean is left for the thinking blocks.
 	CleanAfter func(before, text string) (string, error)
 	// Lookback bounds before (CleanAfter).
 	Lookback int
+	// Tail, when set, returns before for the next part in place of the
+	// last Lookback bytes: what to keep of before followed by text, the
+	// part released (a layer whose reading skips characters keeps as
+	// many bytes as hold what it reads back).
+	Tail func(before, text string) string
 	// Layer is the layer's name and Finding what Clean finds ("a
 	// secret"), for the error that ends a stream whose tool calls follow
 	// a thinking block left out.
@@ -185,7 +190,11 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 			d.Text, failed = f.Clean(text)
 		} else {
 			d.Text, failed = f.CleanAfter(before, text)
-			before = tail(before+text[max(0, len(text)-f.Lookback):], f.Lookback)
+			if f.Tail != nil {
+				before = f.Tail(before, text)
+			} else {
+				before = Tail(before+text[max(0, len(text)-f.Lookback):], f.Lookback)
+			}
 		}
 		if failed != nil {
 			return false
@@ -255,9 +264,9 @@ func Stream(ctx context.Context, c *runtime.ChatCall, next runtime.ChatHandler, 
 	return err
 }
 
-// tail returns the last n bytes of s, or fewer, so that it starts a
+// Tail returns the last n bytes of s, or fewer, so that it starts a
 // character.
-func tail(s string, n int) string {
+func Tail(s string, n int) string {
 	k := max(0, len(s)-n)
 	for k < len(s) && !utf8.RuneStart(s[k]) {
 		k++

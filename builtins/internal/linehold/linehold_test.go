@@ -225,3 +225,25 @@ func TestStreamCleanAfterReadsTheTextBefore(t *testing.T) {
 	assert.Equal(t, "AB\nC日本\nFGHIJ\nK", got.String())
 	assert.Equal(t, []string{"", "ab\n", "本\n", "ghij\n"}, befores)
 }
+
+// TestStreamCleanAfterKeepsWhatTailKeeps: with Tail set, CleanAfter is handed what Tail kept
+// of the text released before, however long.
+func TestStreamCleanAfterKeepsWhatTailKeeps(t *testing.T) {
+	var befores []string
+	f := linehold.Filter{
+		Clean: func(s string) (string, error) { return s, nil },
+		CleanAfter: func(before, text string) (string, error) {
+			befores = append(befores, before)
+			return text, nil
+		},
+		Lookback: 1,
+		Tail:     func(before, text string) string { return before + text },
+	}
+	err := linehold.Stream(context.Background(), &runtime.ChatCall{}, stream(
+		runtime.Delta{Text: "ab\n"},
+		runtime.Delta{Text: "cd\n"},
+		runtime.Delta{Text: "e"},
+	), func(runtime.Delta) bool { return true }, f)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"", "ab\n", "ab\ncd\n"}, befores)
+}
