@@ -155,6 +155,24 @@ tools: hang: %s
 	}
 }
 
+// holdingDeletes serves srv over streamable HTTP until the test ends, but
+// holds each DELETE (a session's end: the gateway's close of it waits)
+// until release is closed, which it is when the test ends, after sending
+// on deleting.
+func holdingDeletes(t *testing.T, srv *mcp.Server, deleting, release chan struct{}) *httptest.Server {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deleting <- struct{}{}
+			<-release
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
+	return ts
+}
+
 // TestShutdownCutNamesWhatStillCloses: when what outlasted the wait after
 // the cut was not a request but the closing of an MCP upstream session (its
 // server slow to let go: the cancellations of its calls, its process's
@@ -168,17 +186,7 @@ func TestShutdownCutNamesWhatStillCloses(t *testing.T) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodDelete {
-			// The session's end is held: the gateway's close of it waits.
-			deleting <- struct{}{}
-			<-release
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { close(release) })
+	ts := holdingDeletes(t, srv, deleting, release)
 
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
@@ -209,18 +217,7 @@ func TestShutdownCutDoesNotCloseARetiredGenerationInline(t *testing.T) {
 	mcp.AddTool(srvA, &mcp.Tool{Name: "t"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
-	hA := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srvA }, nil)
-	tsA := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodDelete {
-			// The session's end is held: the close of the retired
-			// generation waits.
-			deleting <- struct{}{}
-			<-release
-		}
-		hA.ServeHTTP(w, r)
-	}))
-	t.Cleanup(tsA.Close)
-	t.Cleanup(func() { close(release) })
+	tsA := holdingDeletes(t, srvA, deleting, release)
 	tsB := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srvA }, nil))
 	t.Cleanup(tsB.Close)
 
