@@ -55,16 +55,17 @@ type exchange struct {
 	r *http.Request
 	s *Server
 	g *generation
-	// release lets go of g, once: when the request ends, or earlier when
-	// the connections close after the shutdown cut (outlastCut).
-	release func()
-	api     api
-	route   string
-	model   string // the model (or tool) the request names, for metrics
-	caller  caller
-	run     string
-	status  int
-	bytes   int64
+	// released lets go of g, once: when the request ends (release), or
+	// earlier when the connections close after the shutdown cut
+	// (outlastCut, letGo).
+	released sync.Once
+	api      api
+	route    string
+	model    string // the model (or tool) the request names, for metrics
+	caller   caller
+	run      string
+	status   int
+	bytes    int64
 	// tenantSlot is set when the request holds one of its tenant's calls
 	// in flight (Options.MaxInFlightPerTenant).
 	tenantSlot bool
@@ -149,7 +150,6 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
 		x.g = s.acquire()
-		x.release = sync.OnceFunc(x.g.release)
 		defer func() {
 			x.release()
 			s.metrics.inflight.Dec()
@@ -416,7 +416,11 @@ func (x *exchange) shutdownCut(err error) error {
 // with its request's context, and would otherwise leave a cut call's event
 // stream without its answer. When the connections close, the request also
 // lets go of its generation: what still holds it then is a call running
-// on (Server.stillClosing), not a handler about to return.
+// on (Server.stillClosing), not a handler about to return. The last
+// holder of a generation a reload retired leaves it to close (its
+// pipeline, its MCP upstream sessions, each waiting for its server to let
+// go) on a goroutine of its own (letGo): the close must not hold the
+// shutdown before it closes the connections.
 func (x *exchange) outlastCut() (context.Context, func()) {
 	ctx := x.r.Context()
 	held, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -427,7 +431,7 @@ func (x *exchange) outlastCut() (context.Context, func()) {
 	})
 	stopHangup := x.s.hangups.add(func() {
 		cancel(errShutdownCut)
-		x.release()
+		x.letGo()
 	})
 	return held, func() {
 		stopCut()
@@ -435,6 +439,13 @@ func (x *exchange) outlastCut() (context.Context, func()) {
 		cancel(nil)
 	}
 }
+
+// release lets go of x's generation, unless x let go of it already.
+func (x *exchange) release() { x.released.Do(x.g.release) }
+
+// letGo lets go of x's generation as release does, but a generation it
+// leaves to close closes on a goroutine of its own (generation.letGo).
+func (x *exchange) letGo() { x.released.Do(x.g.letGo) }
 
 // hangups are the funcs to call when the connections still open after the
 // shutdown cut close.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -137,7 +138,7 @@ func unknownToolNames(p *plan.Plan, u *upstreams, host map[string]bool) (errs []
 // a name compared (==, !=, in) that is neither served nor declared, or a
 // startsWith, endsWith, contains or matches that holds for no such name,
 // never holds, and a guard with it never fires. One close to a name (for
-// startsWith, endsWith: to the start, the end of one) is an error, at the
+// startsWith, endsWith: to a part of one, nearAffix) is an error, at the
 // string's position when the plan gives it, naming what was meant.
 func unknownNameTests(i int, l plan.Layer, pred keyedPredicate, known, own map[string]bool, candidates []string) (errs []error, warns []string) {
 	where := func(v string) string {
@@ -146,8 +147,8 @@ func unknownNameTests(i int, l plan.Layer, pred keyedPredicate, known, own map[s
 		}
 		return layerAt(i, l) + " " + pred.key
 	}
-	report := func(at string, near []string, v string) {
-		if best := textdist.Closest(v, near); best != "" {
+	report := func(at, best string) {
+		if best != "" {
 			errs = append(errs, fmt.Errorf("%s: did you mean %q? (for a tool not served yet, declare it in tools:)", at, best))
 		} else {
 			warns = append(warns, at)
@@ -159,27 +160,46 @@ func unknownNameTests(i int, l plan.Layer, pred keyedPredicate, known, own map[s
 	for _, v := range names {
 		variant := slices.ContainsFunc(candidates, func(c string) bool { return foldToolName(c) == foldToolName(v) })
 		if !known[v] && !own[v] && !variant {
-			report(fmt.Sprintf("%s compares tool.name with %q, which no mcp server serves and the policy does not declare", where(v), v), candidates, v)
+			report(fmt.Sprintf("%s compares tool.name with %q, which no mcp server serves and the policy does not declare", where(v), v), textdist.Closest(v, candidates))
 		}
 	}
 	for _, r := range rules {
 		if slices.ContainsFunc(candidates, r.appliesFolded) || slices.ContainsFunc(slices.Collect(maps.Keys(own)), r.applies) {
 			continue
 		}
-		// The starts (ends) of the names as long as the string.
-		var near []string
-		for _, name := range candidates {
-			if len(name) >= len(r.s) && (r.kind == "startsWith" || r.kind == "endsWith") {
-				part := name[:len(r.s)]
-				if r.kind == "endsWith" {
-					part = name[len(name)-len(r.s):]
-				}
-				if !slices.Contains(near, part) {
-					near = append(near, part)
-				}
-			}
-		}
-		report(fmt.Sprintf("%s: %s holds for no tool an mcp server serves or the policy declares", where(r.s), r.src), near, r.s)
+		report(fmt.Sprintf("%s: %s holds for no tool an mcp server serves or the policy declares", where(r.s), r.src), nearAffix(r, candidates))
 	}
 	return errs, warns
+}
+
+// minAffix is the length from which a startsWith or endsWith string that
+// holds for no name is read as a misspelling (nearAffix): a shorter one
+// ('db_', 'x') is as likely the prefix of tools served elsewhere.
+const minAffix = 4
+
+// nearAffix returns the part of a name among candidates that the string
+// of r, a startsWith (endsWith) that holds for none, misspells: a start
+// (end) of a name, of minAffix characters at least as the string is,
+// ending (starting) where a word of the name does (at its end, or beside
+// one of _ - . /), one edit from the string. It returns "" for a string
+// near no such part, for another kind of rule, and for a string shorter
+// than minAffix.
+func nearAffix(r nameRule, candidates []string) string {
+	if (r.kind != "startsWith" && r.kind != "endsWith") || len(r.s) < minAffix {
+		return ""
+	}
+	sep := func(c byte) bool { return strings.IndexByte("_-./", c) >= 0 }
+	for _, name := range candidates {
+		for k := max(minAffix, len(r.s)-1); k <= min(len(name), len(r.s)+1); k++ {
+			part, at := name[:k], k
+			if r.kind == "endsWith" {
+				part, at = name[len(name)-k:], len(name)-k
+			}
+			bounded := at == 0 || at == len(name) || sep(name[at-1]) || sep(name[at])
+			if bounded && textdist.Distance(r.s, part) <= 1 {
+				return part
+			}
+		}
+	}
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -224,4 +225,31 @@ func TestMCPMisspeltToolNameInAPredicateFailsTheLoad(t *testing.T) {
 	logs := s.logs.String()
 	assert.Regexp(t, `level=WARN msg="a rule names a tool no mcp server serves and the policy does not declare; it applies to no tool served now" rule=.*policy\.cue:5:\d+: chains\.tool\[0\] \\"g\\" deny compares tool\.name with \\"drop_database\\"`, logs)
 	assert.Contains(t, logs, `tool.name.endsWith(\"_everything\")`)
+}
+
+// TestMCPShortPrefixOfToolsNotServedLoads: a guard denying the tools of
+// another server's prefix (db_, gh_), meant for tools not served here,
+// failed the load beside a server prefixed fs_: a prefix within two edits
+// of the start of a name served, cut to its length, was taken for a
+// misspelling ("did you mean \"fs_\"?"). Only a string of four characters
+// or more, one edit from a part of a name as long that ends where a word
+// of it does, is now a misspelling; another is a warning, and the policy
+// loads.
+func TestMCPShortPrefixOfToolsNotServedLoads(t *testing.T) {
+	bin := fsBinary(t)
+	head := fmt.Sprintf("package gw\n\nmcp: servers: fs: {command: [%q, %q], prefix: \"fs_\"}\n", bin, t.TempDir())
+	for _, pred := range []string{"tool.name.startsWith('db_')", "tool.name.startsWith('gh_')", "tool.name.startsWith('x')", "tool.name.startsWith('fs_q')"} {
+		t.Run(pred, func(t *testing.T) {
+			s := startServer(t, Options{Source: cueSource(writePolicy(t, head+fmt.Sprintf("chains: tool: [{use: \"guard\", name: \"g\", deny: %q}]\n", pred))), WatchInterval: -1})
+			logs := s.logs.String()
+			assert.Contains(t, logs, `level=WARN msg="a rule names a tool no mcp server serves and the policy does not declare; it applies to no tool served now"`)
+			assert.Contains(t, logs, strings.ReplaceAll(strings.ReplaceAll(pred, "'", `\"`), "tool.name", `\"g\" deny: tool.name`))
+		})
+	}
+
+	// A suffix one edit from the end of a name served, where a word of it
+	// starts, is still taken for a misspelling.
+	err := loadErr(t, head+`chains: tool: [{use: "guard", name: "g", deny: "tool.name.endsWith('_fiel')"}]
+`)
+	assert.Regexp(t, `chains\.tool\[0\] "g" deny: tool\.name\.endsWith\("_fiel"\) holds for no tool an mcp server serves or the policy declares: did you mean "_file"\?`, err.Error())
 }

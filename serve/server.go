@@ -296,6 +296,12 @@ type Server struct {
 	// after the shutdown cut (or at Abort): the MCP calls the cut
 	// cancelled are answered until then (outlastCut).
 	hangups hangups
+	// replaced are the generations a newer one replaced, perhaps not yet
+	// closed (a request still holds one, or its close is under way),
+	// under replacedMu: the wait after the shutdown cut waits for them
+	// too, and stillClosing names what they hold open.
+	replacedMu sync.Mutex
+	replaced   []*generation
 }
 
 // ErrAborted is returned by Serve when Abort cut the shutdown short.
@@ -616,6 +622,17 @@ func (g *generation) release() {
 	}
 }
 
+// letGo releases g as release does, but closes it (retired, and let go
+// of by its last holder) on a goroutine of its own: the shutdown's hang-up
+// lets go of the generations of the requests it cuts before it closes
+// their connections, and must not wait meanwhile for a generation's
+// pipeline and MCP upstream sessions to close.
+func (g *generation) letGo() {
+	if g.active.Add(-1) == 0 && g.retired.Load() {
+		go g.close()
+	}
+}
+
 // retire marks g as replaced: it closes once no request holds it.
 func (g *generation) retire() {
 	g.retired.Store(true)
@@ -681,8 +698,35 @@ func (s *Server) install(g *generation) {
 	// generation before, which may have withheld or not known it.
 	s.mcp.sync(g)
 	if old != nil {
+		s.replacedMu.Lock()
+		s.replaced = append(slices.DeleteFunc(s.replaced, (*generation).closed), old)
+		s.replacedMu.Unlock()
 		old.retire()
 	}
+}
+
+// closed reports whether g's close is done.
+func (g *generation) closed() bool {
+	select {
+	case <-g.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// generations returns the current generation and those it replaced that
+// are not yet closed.
+func (s *Server) generations() []*generation {
+	s.replacedMu.Lock()
+	defer s.replacedMu.Unlock()
+	gens := []*generation{s.cur.Load()}
+	for _, g := range s.replaced {
+		if !g.closed() {
+			gens = append(gens, g)
+		}
+	}
+	return gens
 }
 
 // Reload loads, vets and builds the policy again and swaps the new
@@ -829,7 +873,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Wait()
 	closed := make(chan error, 1)
-	go func() { closed <- s.Close() }()
+	go func() {
+		err := s.Close()
+		if serr != nil || aborted {
+			// The generations a reload replaced that the cut requests
+			// held close as those let go (outlastCut): they are waited
+			// for as the last one is, until cutAt.
+			for _, g := range s.generations() {
+				<-g.done
+			}
+		}
+		closed <- err
+	}()
 	var cut <-chan time.Time
 	if serr != nil || aborted {
 		// The requests cut end as their contexts are cancelled; one
@@ -860,23 +915,33 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // pipeline open, else the pipeline closing (its stores), else the sessions
 // with MCP upstream servers closing (each waits for the cancellations of
 // its calls to be written, and for its server to let go: a process to
-// exit, a DELETE to be answered). The grace the requests had is 0 at
-// Abort.
+// exit, a DELETE to be answered), of the last generation or of one a
+// reload replaced. The grace the requests had is 0 at Abort.
 func (s *Server) stillClosing(aborted bool, sinceCut time.Duration) {
 	grace := s.opts.ShutdownTimeout
 	if aborted {
 		grace = 0
 	}
 	since := sinceCut.Round(time.Millisecond)
-	g := s.cur.Load()
-	running := g.active.Load()
+	var running int64
+	var mcpClosing bool
+	var servers []string
+	for _, g := range s.generations() {
+		running += g.active.Load()
+		if g.closing.Load() == closingMCP {
+			mcpClosing = true
+			servers = append(servers, g.mcp.stillClosing()...)
+		}
+	}
+	slices.Sort(servers)
+	servers = slices.Compact(servers)
 	switch {
 	case running > 0:
 		s.log.Error("requests still running after the shutdown cut; returning without closing the pipeline",
 			"running", running, "grace", grace, "since_cut", since)
-	case g.closing.Load() == closingMCP:
+	case mcpClosing:
 		s.log.Error("mcp upstream sessions still closing after the shutdown cut; returning without waiting for them",
-			"servers", g.mcp.stillClosing(), "grace", grace, "since_cut", since)
+			"servers", servers, "grace", grace, "since_cut", since)
 	default:
 		s.log.Error("pipeline still closing after the shutdown cut; returning without waiting for it",
 			"grace", grace, "since_cut", since)

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +155,24 @@ tools: hang: %s
 	}
 }
 
+// holdingDeletes serves srv over streamable HTTP until the test ends, but
+// holds each DELETE (a session's end: the gateway's close of it waits)
+// until release is closed, which it is when the test ends, after sending
+// on deleting.
+func holdingDeletes(t *testing.T, srv *mcp.Server, deleting, release chan struct{}) *httptest.Server {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			deleting <- struct{}{}
+			<-release
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(release) })
+	return ts
+}
+
 // TestShutdownCutNamesWhatStillCloses: when what outlasted the wait after
 // the cut was not a request but the closing of an MCP upstream session (its
 // server slow to let go: the cancellations of its calls, its process's
@@ -164,17 +186,7 @@ func TestShutdownCutNamesWhatStillCloses(t *testing.T) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodDelete {
-			// The session's end is held: the gateway's close of it waits.
-			deleting <- struct{}{}
-			<-release
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
-	t.Cleanup(func() { close(release) })
+	ts := holdingDeletes(t, srv, deleting, release)
 
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
@@ -189,4 +201,56 @@ mcp: servers: slow: url: %q
 	logs := s.logs.String()
 	assert.NotContains(t, logs, "requests still running")
 	assert.Contains(t, logs, `msg="mcp upstream sessions still closing after the shutdown cut; returning without waiting for them" servers=[slow]`)
+}
+
+// TestShutdownCutDoesNotCloseARetiredGenerationInline: a request to /mcp
+// still open at the cut, holding a generation a reload had retired, let go
+// of it at the hang-up, and as its last holder closed it there: its MCP
+// upstream sessions, each waiting for its DELETE to be answered, held the
+// shutdown before it closed the connections, and Serve never returned. The
+// hang-up now only cancels; the generation closes apart, and what is still
+// closing at the end of the wait after the cut is logged as it is for the
+// last generation.
+func TestShutdownCutDoesNotCloseARetiredGenerationInline(t *testing.T) {
+	deleting, release := make(chan struct{}, 4), make(chan struct{})
+	srvA := mcp.NewServer(&mcp.Implementation{Name: "a", Version: "1"}, nil)
+	mcp.AddTool(srvA, &mcp.Tool{Name: "t"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	tsA := holdingDeletes(t, srvA, deleting, release)
+	tsB := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srvA }, nil))
+	t.Cleanup(tsB.Close)
+
+	dir := writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: up: url: %q\n", tsA.URL))
+	s := startServer(t, Options{Source: cueSource(dir), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+	gen1 := s.srv.cur.Load()
+
+	// A POST whose body stalls after its headers: its handler holds gen1.
+	host := strings.TrimPrefix(s.url, "http://")
+	conn, err := net.Dial("tcp", host)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\":", host)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return gen1.active.Load() == 1 }, 5*time.Second, time.Millisecond)
+
+	// A reload to another upstream retires gen1, still held by the POST.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), fmt.Appendf(nil, "package gw\n\nmcp: servers: up: url: %q\n", tsB.URL), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	require.NotSame(t, gen1, s.srv.cur.Load())
+	require.True(t, gen1.retired.Load())
+
+	// Serve returns a second after the cut (cutWait), gen1's DELETE
+	// unanswered: not once its session's close gives up on it (5 s).
+	start := time.Now()
+	require.NoError(t, s.stop())
+	assert.Less(t, time.Since(start), 4*time.Second, "Serve waited for the retired generation to close")
+	<-deleting
+	// The connection held open is closed.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(conn)
+	require.NoError(t, err, "the connection is closed, not left open")
+	logs := s.logs.String()
+	assert.NotContains(t, logs, "requests still running")
+	assert.Contains(t, logs, `msg="mcp upstream sessions still closing after the shutdown cut; returning without waiting for them" servers=[up]`)
 }
