@@ -79,10 +79,20 @@ func RunOf(ctx context.Context) Run {
 type Meta struct {
 	// Run is the run the call belongs to.
 	Run Run
-	// Attempts is the number of the attempt in progress (1 for the first);
-	// retry layers stamp it before each attempt, so after the call it holds
-	// the number of attempts made by the innermost retry that ran.
+	// Attempts is, for a chat call, the number of the model call in
+	// progress (1 for the first): every model call the logical call makes
+	// counts, each attempt of each retry layer and each model a fallback
+	// tries alike, so after the call it holds the number of model calls
+	// made (1 when none was: a cached answer, a refusal before the model).
+	// A retry layer moves it on before each attempt (NextAttempt) so that
+	// the layers inside see the number of the call to come. A hedge's
+	// racers are not counted (they race, none follows a failure): the
+	// call keeps the count of the racer that served. For a tool call it is
+	// the number of the attempt in progress of the innermost retry.
 	Attempts int
+	// modelCalled is set once a model call was made under the number
+	// Attempts holds: the next one (or a retry's next attempt) moves it on.
+	modelCalled bool
 	// IdempotencyKey is stable for one logical call: the same across retries,
 	// fallbacks and hedges. Read it with the call's IdempotencyKey method,
 	// which derives it on first use when the caller did not supply one.
@@ -95,6 +105,25 @@ type Meta struct {
 	Cached bool
 	// Deduped is set by an idempotency layer that replayed a stored result.
 	Deduped bool
+}
+
+// NextAttempt moves Attempts on to the next model call when a model call
+// was made under the number it holds: a retry calls it before each
+// attempt, so that an attempt that never reached a model (refused by an
+// inner layer) does not count, and one run after a fallback moved on
+// counts after the fallback's calls.
+func (m *Meta) NextAttempt() {
+	if m.modelCalled {
+		m.Attempts++
+		m.modelCalled = false
+	}
+}
+
+// modelCall numbers a model call about to be made (NextAttempt) and marks
+// the number used.
+func (m *Meta) modelCall() {
+	m.NextAttempt()
+	m.modelCalled = true
 }
 
 // IdempotencyKeySupplied reports whether IdempotencyKey is the caller's (or
@@ -1147,7 +1176,7 @@ func (c *ChatCall) Adopt(clone *ChatCall) {
 		c.StopSequence = clone.StopSequence
 	}
 	c.quarters += clone.quarters
-	c.Meta.Attempts = clone.Meta.Attempts
+	c.Meta.Attempts, c.Meta.modelCalled = clone.Meta.Attempts, clone.Meta.modelCalled
 	c.Meta.Cached = c.Meta.Cached || clone.Meta.Cached
 	c.Request.Model = clone.Request.Model
 	for k, v := range clone.Annotations {
@@ -1176,7 +1205,8 @@ type ChatResponse struct {
 	Model string `json:"model,omitempty"`
 	// Usage is the reported (or estimated) usage.
 	Usage Usage `json:"usage"`
-	// Attempts is the attempt count stamped by retry (1 without retry).
+	// Attempts is the number of model calls made (Meta.Attempts): every
+	// retry attempt and every model a fallback tried; 1 without either.
 	Attempts int `json:"attempts"`
 	// Deltas is the number of deltas delivered.
 	Deltas int `json:"deltas"`

@@ -73,6 +73,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	c.Meta.modelCall()
 	c.down = yield
 	before := c.Deltas
 	beforeUsage := c.Usage

@@ -620,7 +620,10 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 			m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
 		}
 	}
-	if resp.Usage.IsZero() {
+	// The tokens are those of the response served: a call that failed or
+	// was given up before its first delta (an attempt timed out, a client
+	// gone) served none, whatever its prompt cost.
+	if resp.Usage.IsZero() || err != nil && resp.Deltas == 0 {
 		return
 	}
 	m.tokens.WithLabelValues(tenant, model, "input").Add(float64(resp.Usage.InputTokens))

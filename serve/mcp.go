@@ -1236,8 +1236,8 @@ type mcpProxy struct {
 	keyed  http.Handler
 	mu     sync.Mutex
 	listed map[string]bool
-	// requests holds the context of every POST in flight on the endpoint,
-	// by the token mcpHandler puts in its requestHeader.
+	// requests holds every POST in flight on the endpoint (an
+	// *mcpPost), by the token mcpHandler puts in its requestHeader.
 	requests sync.Map
 	nextReq  atomic.Uint64
 	// live tracks each session's standalone event stream and the POSTs in
@@ -1258,6 +1258,21 @@ const requestHeader = "X-Agentc-Mcp-Request"
 // the answer could never reach it.
 var errRequestGone = errors.New("the MCP request ended before the call's answer (the client went away or the server is shutting down)")
 
+// mcpPost is a POST in flight on the MCP endpoint.
+type mcpPost struct {
+	ctx context.Context
+	// run is the run of the tool call the POST carried, set by callTool
+	// for the request's access-log line.
+	run atomic.Pointer[string]
+}
+
+// noteRun records run as the run of the tool call the POST of h carried.
+func (p *mcpProxy) noteRun(h http.Header, run string) {
+	if v, ok := p.requests.Load(h.Get(requestHeader)); ok {
+		v.(*mcpPost).run.Store(&run)
+	}
+}
+
 // boundTo returns ctx, cancelled when the HTTP request that carried the
 // call ends: with errShutdownCut as its cause when the shutdown cut the
 // request, else errRequestGone. A token with no request in flight is a
@@ -1273,7 +1288,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 		cancel(errRequestGone)
 		return cctx, func() {}
 	}
-	req := v.(context.Context)
+	req := v.(*mcpPost).ctx
 	stop := context.AfterFunc(req, func() {
 		if context.Cause(req) == errShutdownCut {
 			cancel(errShutdownCut)
@@ -1447,6 +1462,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	}
 	run.ID = runID(c, id)
+	p.noteRun(h, run.ID)
 	s.runs.begin(run.ID, c.tenant)
 	defer func() { s.runs.end(run.ID, time.Now()) }()
 	// Arguments that give a key twice are refused before the tool chain,
@@ -1551,8 +1567,16 @@ func (s *Server) mcpHandler(x *exchange) {
 	r.Header.Del(requestHeader)
 	if r.Method == http.MethodPost {
 		token := fmt.Sprint(s.mcp.nextReq.Add(1))
-		s.mcp.requests.Store(token, r.Context())
+		req := &mcpPost{ctx: r.Context()}
+		s.mcp.requests.Store(token, req)
 		defer s.mcp.requests.Delete(token)
+		// The access log names the run of the tool call the POST carried,
+		// as the call's spans and audit records do.
+		defer func() {
+			if run := req.run.Load(); run != nil {
+				x.run = *run
+			}
+		}()
 		r.Header.Set(requestHeader, token)
 	}
 	// The calls end with their request (boundTo), but the MCP server's

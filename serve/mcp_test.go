@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -445,4 +446,35 @@ func TestMCPUnreachableUpstreamIsNotDescribed(t *testing.T) {
 	}
 	assert.Contains(t, s.logs.String(), host, "the log has the whole error")
 	assert.Zero(t, refunds.Load())
+}
+
+// TestMCPAccessLogNamesTheRun: the access-log line of a POST /mcp that
+// carried a tool call names the call's run, the run its tool chain and
+// spans saw.
+func TestMCPAccessLogNamesTheRun(t *testing.T) {
+	policy := `package gw
+
+tools: ping: {description: "Answers.", args: {type: "object"}}
+`
+	runs := make(chan string, 1)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1,
+		Tools: map[string]runtime.ToolFunc{"ping": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			runs <- runtime.RunOf(ctx).ID
+			return "pong", nil
+		}}})
+	cs := connectProxy(t, s.url, "", map[string]string{RunHeader: "obs-1"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	run := <-runs
+	require.NotEmpty(t, run)
+	want := fmt.Sprintf("run=%s ", run)
+	require.Eventually(t, func() bool {
+		for line := range strings.Lines(s.logs.String()) {
+			if strings.Contains(line, "msg=request ") && strings.Contains(line, "path=/mcp ") && strings.Contains(line, want) {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "an access-log line of /mcp naming %s:\n%s", run, s.logs.String())
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,9 @@ type metrics struct {
 	// own lists the server's collectors, without the Go and process
 	// ones: the metrics docs/serve.md lists.
 	own []prometheus.Collector
+	// registered are the collectors newMetrics registered: own, and the
+	// Go and process collectors unless the registry held them already.
+	registered []prometheus.Collector
 	// served holds the request counter and latency histogram of each
 	// route, model and status seen, up to maxServedSeries of them, so that
 	// a request does not look its series up by their label values.
@@ -73,8 +77,10 @@ func (m *metrics) observeRequest(route, model string, code int, d float64) {
 }
 
 // newMetrics registers the server's collectors on reg; bodyBytes reads
-// the bytes of request bodies in flight (Server.bodyBytes).
-func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
+// the bytes of request bodies in flight (Server.bodyBytes). A registry
+// that already holds a collector of the server's metrics (another
+// server's, not closed) is an error, and nothing is left registered.
+func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, error) {
 	m := &metrics{
 		registry: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_requests_total",
@@ -117,10 +123,31 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) *metrics {
 		func() float64 { return float64(bodyBytes()) })
 	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries,
 		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.reloads, m.generation}
-	reg.MustRegister(m.own...)
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range m.own {
+		if err := reg.Register(c); err != nil {
+			m.unregister()
+			return nil, fmt.Errorf("serve: Options.Registry cannot take the server's metrics (%w): it holds another server's, which Close removes, or collectors of the same names; give each server a registry of its own", err)
+		}
+		m.registered = append(m.registered, c)
+	}
+	// The host's registry may serve the Go and process metrics already
+	// (collectors.NewGoCollector, NewProcessCollector): those are kept.
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if reg.Register(c) == nil {
+			m.registered = append(m.registered, c)
+		}
+	}
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")
 	m.reloads.WithLabelValues("refused")
-	return m
+	return m, nil
+}
+
+// unregister removes from the registry the collectors newMetrics
+// registered, so that another server may register its own there.
+func (m *metrics) unregister() {
+	for _, c := range m.registered {
+		m.registry.Unregister(c)
+	}
+	m.registered = nil
 }

@@ -33,7 +33,8 @@ func TestMetricsTableMatchesRegistry(t *testing.T) {
 	}
 	require.NotEmpty(t, documented, "the metrics table of docs/serve.md")
 
-	m := newMetrics(prometheus.NewRegistry(), func() int64 { return 0 })
+	m, err := newMetrics(prometheus.NewRegistry(), func() int64 { return 0 })
+	require.NoError(t, err)
 	descRE := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
 	registered := map[string][]string{}
 	for _, c := range m.own {

@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -14,7 +16,8 @@ import (
 // their labels past the bound of the series held.
 func TestObserveRequestCountsEachSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg, func() int64 { return 0 })
+	m, err := newMetrics(reg, func() int64 { return 0 })
+	require.NoError(t, err)
 	for range 3 {
 		m.observeRequest("chat", "primary", 200, 0.001)
 	}
@@ -57,4 +60,65 @@ func TestObserveRequestCountsEachSeries(t *testing.T) {
 	// A series of latencies per route and model: 3, and the 4,101 tools.
 	assert.Equal(t, 3+maxServedSeries+5, series["agentc_serve_request_duration_seconds"])
 	assert.Equal(t, uint64(4), latencies["primary/chat"])
+}
+
+// TestServersShareAHostsRegistry: a host's registry that serves its own Go
+// and process metrics takes the server's metrics beside them; a second
+// server on it while the first serves is refused with an error naming the
+// registry (not a panic); once the first is closed, its metrics are gone
+// from the registry and another server registers its own there. A New
+// that fails leaves nothing registered.
+func TestServersShareAHostsRegistry(t *testing.T) {
+	t.Setenv("AGENTC_TEST_SERVE_METRICS_OPENAI", "sk-test")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	dir := writePolicy(t, "package gw\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_METRICS_OPENAI\"}\n")
+	opts := Options{Source: cueSource(dir), Registry: reg}
+	names := func() map[string]bool {
+		fams, err := reg.Gather()
+		require.NoError(t, err)
+		got := map[string]bool{}
+		for _, f := range fams {
+			got[f.GetName()] = true
+		}
+		return got
+	}
+
+	first, err := New(context.Background(), opts)
+	require.NoError(t, err)
+	assert.True(t, names()["agentc_serve_reloads_total"])
+	assert.True(t, names()["go_goroutines"], "the host's Go collector stays")
+
+	_, err = New(context.Background(), opts)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Options.Registry")
+
+	require.NoError(t, first.Close())
+	assert.False(t, names()["agentc_serve_reloads_total"], "Close removes the server's metrics")
+	assert.True(t, names()["go_goroutines"], "the host's Go collector stays")
+
+	second, err := New(context.Background(), opts)
+	require.NoError(t, err)
+	assert.True(t, names()["agentc_serve_reloads_total"])
+	require.NoError(t, second.Close())
+
+	bad := opts
+	bad.Source = cueSource(writePolicy(t, "package gw\n\nmodels: primary: {provider: 3}\n"))
+	_, err = New(context.Background(), bad)
+	require.Error(t, err)
+	assert.False(t, names()["agentc_serve_reloads_total"], "a failed New leaves nothing registered")
+
+	// A registry of its own: the server registers the Go and process
+	// collectors, and Close removes them with the rest.
+	own := prometheus.NewRegistry()
+	opts.Registry = own
+	third, err := New(context.Background(), opts)
+	require.NoError(t, err)
+	fams, err := own.Gather()
+	require.NoError(t, err)
+	require.NotEmpty(t, fams)
+	require.NoError(t, third.Close())
+	fams, err = own.Gather()
+	require.NoError(t, err)
+	assert.Empty(t, fams)
 }

@@ -71,7 +71,10 @@ type Options struct {
 	// headers name (nil: os.LookupEnv).
 	LookupEnv func(string) (string, bool)
 	// Registry receives the server's metrics (nil: a new registry, served
-	// on /metrics).
+	// on /metrics), and the Go and process collectors unless it serves
+	// them already. It takes one server's metrics at a time: New fails
+	// while another server's are registered there, and Close removes
+	// them.
 	Registry *prometheus.Registry
 	// MetricsElsewhere leaves /metrics off the server's own handler (a
 	// request for it is a 404 like any unknown route): the host serves
@@ -343,7 +346,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
 		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}}
-	s.metrics = newMetrics(opts.Registry, s.bodyBytes.Load)
+	if s.metrics, err = newMetrics(opts.Registry, s.bodyBytes.Load); err != nil {
+		return nil, err
+	}
 	if opts.MaxInFlight > 0 {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
 	}
@@ -364,6 +369,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s.reloadMu.Unlock()
 	if err != nil {
+		s.metrics.unregister()
 		return nil, err
 	}
 	s.routes()
@@ -763,7 +769,8 @@ func (s *Server) Reload(ctx context.Context) error {
 }
 
 // Close retires the current generation and waits until it is closed (its
-// requests have finished). Serve calls it at shutdown. A request that
+// requests have finished), then removes the server's metrics from
+// Options.Registry. Serve calls it at shutdown. A request that
 // arrives after it is a 503.
 func (s *Server) Close() error {
 	s.reloadMu.Lock()
@@ -775,6 +782,7 @@ func (s *Server) Close() error {
 	g := s.cur.Load()
 	g.retire()
 	<-g.done
+	s.metrics.unregister()
 	return nil
 }
 

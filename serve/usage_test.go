@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,4 +74,32 @@ func sample(t *testing.T, metrics, series string) float64 {
 	}
 	t.Fatalf("no sample %s", series)
 	return 0
+}
+
+// TestTokensCountOnlyWhatWasServed: an attempt that timed out before its
+// first delta (504) served nothing; the provider billed its prompt, which
+// the spend counts, but the tokens metric counts the tokens served.
+func TestTokensCountOnlyWhatWasServed(t *testing.T) {
+	g := newGateway(t, `{use: "retry", max_attempts: 1, attempt_timeout: "50ms"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse"), gate: make(chan struct{})}}, nil)
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false))
+	require.Equal(t, http.StatusGatewayTimeout, code, body)
+	metrics := g.metrics(t)
+	assert.Greater(t, sample(t, metrics, `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`), 0.0,
+		"the prompt the provider read is spent")
+	assert.NotContains(t, metrics, `agentc_serve_tokens_total{direction="input",model="primary"`, "nothing was served")
+}
+
+// TestRetriesCountEveryAttempt: a retry inside a fallback (docs/serve.md's
+// policy to serve) retries each model; the retries metric counts every
+// attempt beyond the first, the first model's included.
+func TestRetriesCountEveryAttempt(t *testing.T) {
+	down := reply{status: 500, body: `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`}
+	g := newGateway(t, `{use: "fallback", models: ["primary", "backup"]}, {use: "retry", max_attempts: 3, initial_delay: "1ms", max_delay: "1ms"}`,
+		[]reply{down, down, down}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, chatBody("primary", "hi", false))
+	require.Equal(t, http.StatusOK, code, body)
+	metrics := g.metrics(t)
+	assert.Equal(t, 3.0, sample(t, metrics, `agentc_serve_retries_total{stage="chat"}`), "3 attempts on primary, 1 on backup")
+	assert.Equal(t, 1.0, sample(t, metrics, `agentc_serve_fallbacks_total{requested="primary",served="backup"}`))
 }

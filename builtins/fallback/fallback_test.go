@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/fallback"
 	"github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -109,4 +110,45 @@ func TestAFailedModelsUsageIsDiscarded(t *testing.T) {
 	assert.Equal(t, int64(50), l.OutputTokens)
 	assert.InDelta(t, meter.Cost(p.Models["primary"], billed)+meter.Cost(p.Models["backup"], served), l.USD, 1e-12)
 	assert.InDelta(t, 0.3+0.000125, l.USD, 1e-12, "each at its own model's rates")
+}
+
+// TestAttemptsCountEveryModelCall: a retry inside a fallback (the layout
+// docs/serve.md gives) runs each model's attempts afresh; the call's
+// attempt count is every model call made, not the last model's attempts
+// alone, and the same with the retry outside, or nested in another retry.
+func TestAttemptsCountEveryModelCall(t *testing.T) {
+	retry := func(n string) plan.Layer {
+		return rt.Layer("retry", `{"max_attempts":`+n+`,"initial_delay":"1ms","max_delay":"1ms"}`)
+	}
+	fb := rt.Layer("fallback", `{"models":["primary","backup"]}`)
+	tests := []struct {
+		name     string
+		chain    []plan.Layer
+		backupOK bool
+		calls    int
+	}{
+		{"retry inside, backup serves", []plan.Layer{fb, retry("3")}, true, 4},
+		{"retry inside, both fail", []plan.Layer{fb, retry("3")}, false, 6},
+		{"retry outside, both fail", []plan.Layer{retry("3"), fb}, false, 6},
+		{"retries nested, both fail", []plan.Layer{retry("2"), fb, retry("3")}, false, 12},
+		{"fallback alone, backup serves", []plan.Layer{fb}, true, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := rt.NewModel(rt.Response{Err: rt.Transient("primary down")})
+			b := rt.NewModel(rt.Response{Err: rt.Transient("backup down")})
+			if tt.backupOK {
+				b = rt.NewModel(rt.Response{Deltas: []string{"fine"}})
+			}
+			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: tt.chain}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": a, "backup": b}})
+			_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+			if tt.backupOK {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err)
+			}
+			require.Equal(t, tt.calls, a.Calls()+b.Calls())
+			assert.Equal(t, tt.calls, resp.Attempts, "every model call is an attempt")
+		})
+	}
 }

@@ -57,7 +57,11 @@
 // it.
 //
 // Before each attempt the layer stamps the attempt number on the call's meta
-// (Meta.Attempts). With `breaker`, each model (chat) or tool (tool) has a
+// (Meta.Attempts): for a chat call, the number of the model call to come,
+// counting every model call the logical call has made (those of a fallback's
+// other models and of other retry layers included, a hedge's losing racers
+// excepted), so that after the call it holds every model call made; for a
+// tool call, the attempt number of the innermost retry. With `breaker`, each model (chat) or tool (tool) has a
 // circuit breaker: after `failures` consecutive transient failures it opens
 // and refuses calls with *runtime.BreakerOpenError (which fallback falls over
 // on) until `cooldown` has passed; then one trial call is let through, whose

@@ -134,7 +134,7 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				// is not the response's usage.
 				c.DiscardAttempt(before)
 			}
-			c.Meta.Attempts = attempt
+			c.Meta.NextAttempt()
 			var br *breaker
 			var trial bool
 			if r.breakers != nil {

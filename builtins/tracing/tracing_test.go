@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	_ "github.com/agentc-dev/agentc/builtins/fallback"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	_ "github.com/agentc-dev/agentc/builtins/tracing"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -122,4 +124,24 @@ func TestASpanEndsWhenTheCallPanics(t *testing.T) {
 		assert.Equal(t, "panic", attrs(s)["agentc.error_kind"], s.Name())
 		require.NotEmpty(t, s.Events(), "the panic is recorded on %s", s.Name())
 	}
+}
+
+// TestTheSpanCountsEveryAttempt: under a fallback with a retry inside (the
+// gateway's layout), the chat span's attempts are every model call made,
+// the first model's included.
+func TestTheSpanCountsEveryAttempt(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("tracing", ""), rt.Layer("fallback", `{"models":["primary","backup"]}`),
+		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`)}})
+	a := rt.NewModel(rt.Response{Err: rt.Transient("primary down")})
+	b := rt.NewModel(rt.Response{Deltas: []string{"fine"}})
+	pl := rt.Build(t, p, runtime.Deps{TracerProvider: tp, Models: map[string]runtime.ModelClient{"primary": a, "backup": b}})
+	_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 4, a.Calls()+b.Calls())
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	assert.Equal(t, int64(4), attrs(ended[0])["agentc.attempts"])
+	assert.Equal(t, 4, resp.Attempts, "the span and the response agree")
 }

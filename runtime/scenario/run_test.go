@@ -159,7 +159,7 @@ func TestScenarios(t *testing.T) {
 		{"fallback after retries", designPlan(),
 			`{"models": {"primary": [{"error": "transient"}, {"error": "transient"}, {"error": "transient"}], "backup": [{"text": "ok"}]},
 			  "steps": [{"chat": {"model": "primary"}}]}`,
-			`{"steps": [{"outcome": "ok", "text": "ok", "model": "backup", "attempts": 1}],
+			`{"steps": [{"outcome": "ok", "text": "ok", "model": "backup", "attempts": 4}],
 			  "executions": {"models": {"primary": 3, "backup": 1}}}`},
 		{"hedge races with scripted delays", planWith(plan.Chains{Chat: []plan.Layer{layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`)}}),
 			`{"models": {"primary": [{"text": "slow", "delay_ms": 2000}], "backup": [{"text": "fast"}]},
