@@ -27,7 +27,8 @@ through: "ws/.env/.", "ws/./private/p.txt", a relative "private/p.txt" or
 a link "notes.txt" pointing at .env all reach the tool, which opens the
 file the check was meant to keep from it. Move the check inside file_check
 (after it in the chain): it then reads the resolved real path, which has
-one spelling per file. A when of such a layer reading the path decides
+one spelling per file, both for a call run here and for one a gateway
+admits for the client that runs it (agentc serve). A when of such a layer reading the path decides
 on the same spelling, and is reported as well; a presence test
 (has(args.path)) is not. A check inside another file_check that covers the
 tool already reads the real path and is not reported.`,
