@@ -80,3 +80,31 @@ chains: chat: [
 	assert.Contains(t, x.Stages[0].Consequences,
 		"compaction makes its summary call (model `small`) through the chain below it: hedge, retry and the model call; the when of hedge skips it; a failing one may reach the model up to 3 times (retry 3 attempts), as the when of retry decides")
 }
+
+// TestOwnCallWhenAfterReroute: a fallback below a compaction sends the
+// summary call to its own models, and the layers below it read their whens
+// for those: a retry scoped to request.model == 'primary' re-invokes the
+// summary call the fallback sends to primary (a run makes 4 calls: primary
+// 3 times, then backup). Explain read the whens for the summary's model,
+// small, and said the retry skips it (2 calls).
+func TestOwnCallWhenAfterReroute(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+models: {
+	primary: {}
+	backup: {}
+	small: {}
+}
+chains: chat: [
+	{use: "compaction", strategy: "summarize", model: "small", max_tokens: 64, keep_recent: 2},
+	{use: "fallback", models: ["primary", "backup"]},
+	{use: "retry", max_attempts: 3, when: "request.model == 'primary'"},
+	{use: "log", when: "request.model == 'small'"},
+	{use: "meter", when: "request.model == 'backup' && size(request.messages) > 2"},
+]
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 1)
+	assert.Contains(t, x.Stages[0].Consequences,
+		"compaction makes its summary call (model `small`) through the chain below it: fallback, retry, log, meter and the model call; fallback sends it to its models instead of `small`; the when of log skips it; a failing one reaches the model up to 6 times (fallback 2 models × retry 3 attempts)")
+}
