@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
+	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -182,7 +183,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			}
 			inner := maps.Clone(vars)
 			inner[comp.IterVar()] = cv
-			return narrow(inner, junctionTerms(cond, operators.LogicalAnd), false)[comp.IterVar()], true
+			return narrow(inner, vet.JunctionTerms(cond, operators.LogicalAnd), false)[comp.IterVar()], true
 		}
 		return callVar{}, false
 	}
@@ -211,7 +212,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		case ast.CallKind:
 			c := e.AsCall()
 			if fn := c.FunctionName(); fn == operators.LogicalAnd || fn == operators.LogicalOr {
-				terms := junctionTerms(e, fn)
+				terms := vet.JunctionTerms(e, fn)
 				walkAll(narrow(vars, terms, fn == operators.LogicalOr), terms...)
 				return
 			}
@@ -219,7 +220,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 				// The condition narrows the branch it selects, as a
 				// conjunct does (a filter's step, a map's with a filter).
 				walkAll(vars, a[0], a[2])
-				walk(a[1], narrow(vars, junctionTerms(a[0], operators.LogicalAnd), false))
+				walk(a[1], narrow(vars, vet.JunctionTerms(a[0], operators.LogicalAnd), false))
 				return
 			}
 			if c.IsMemberFunction() {
@@ -248,18 +249,6 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	}
 	walk(tree.Expr(), map[string]callVar{})
 	return out
-}
-
-// junctionTerms flattens the chain of fn (&& or ||) e into its terms.
-func junctionTerms(e ast.Expr, fn string) []ast.Expr {
-	if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == fn {
-		var out []ast.Expr
-		for _, a := range e.AsCall().Args() {
-			out = append(out, junctionTerms(a, fn)...)
-		}
-		return out
-	}
-	return []ast.Expr{e}
 }
 
 // checkToolCallArgs reports, in a chat predicate, each read of an argument
