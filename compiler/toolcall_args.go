@@ -56,18 +56,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	// narrowing returns the tools e, a term of an && (or, with or set, of an
 	// ||), narrows the call of v to.
 	narrowing := func(e ast.Expr, vars map[string]callVar, or bool) (string, []string) {
-		if e.Kind() != ast.CallKind {
-			return "", nil
-		}
-		c := e.AsCall()
-		a := c.Args()
-		if c.FunctionName() == operators.LogicalNot && or && a[0].Kind() == ast.CallKind {
-			c, a, or = a[0].AsCall(), a[0].AsCall().Args(), false
-		}
-		if len(a) != 2 {
-			return "", nil
-		}
-		name := func(x ast.Expr) string {
+		return vet.NameTest(e, or, func(x ast.Expr) string {
 			if x.Kind() != ast.SelectKind || x.AsSelect().FieldName() != "name" || x.AsSelect().IsTestOnly() {
 				return ""
 			}
@@ -79,35 +68,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 				return ""
 			}
 			return v.AsIdent()
-		}
-		want := operators.Equals
-		if or {
-			want = operators.NotEquals
-		}
-		switch fn := c.FunctionName(); {
-		case fn == want:
-			for i := range 2 {
-				if v := name(a[i]); v != "" {
-					if s, ok := stringLiteral(a[1-i]); ok {
-						return v, []string{s}
-					}
-				}
-			}
-		case fn == operators.In && !or && a[1].Kind() == ast.ListKind:
-			v := name(a[0])
-			var names []string
-			for _, el := range a[1].AsList().Elements() {
-				s, ok := stringLiteral(el)
-				if !ok {
-					return "", nil
-				}
-				names = append(names, s)
-			}
-			if v != "" && len(names) > 0 {
-				return v, names
-			}
-		}
-		return "", nil
+		})
 	}
 	// argRead returns the variable and key e reads of a tool call's args.
 	argRead := func(e ast.Expr, vars map[string]callVar) (string, string, ast.Expr, bool) {

@@ -163,8 +163,23 @@ func narrowTools(tools []string, terms []ast.Expr, or bool) []string {
 // an ||), narrows the other terms to: tool.name == 'x' or tool.name in
 // ['x', 'y'] (tool.name != 'x' or !(tool.name == 'x') in an ||).
 func toolNameTest(e ast.Expr, or bool) ([]string, bool) {
+	v, names := NameTest(e, or, func(x ast.Expr) string {
+		if x.Kind() == ast.SelectKind && x.AsSelect().FieldName() == "name" && !x.AsSelect().IsTestOnly() &&
+			x.AsSelect().Operand().Kind() == ast.IdentKind && x.AsSelect().Operand().AsIdent() == "tool" {
+			return "tool"
+		}
+		return ""
+	})
+	return names, v != ""
+}
+
+// NameTest returns the names e, a term of an && (or, with or set, of an
+// ||), narrows the subject of a name to, and that subject: name(x) ==
+// 'x' or name(x) in ['x', 'y'] (name(x) != 'x' or !(name(x) == 'x') in an
+// ||), name returning the subject x names ("" when x is not a name).
+func NameTest(e ast.Expr, or bool, name func(x ast.Expr) string) (string, []string) {
 	if e.Kind() != ast.CallKind {
-		return nil, false
+		return "", nil
 	}
 	c := e.AsCall()
 	a := c.Args()
@@ -172,11 +187,7 @@ func toolNameTest(e ast.Expr, or bool) ([]string, bool) {
 		c, a, or = a[0].AsCall(), a[0].AsCall().Args(), false
 	}
 	if len(a) != 2 {
-		return nil, false
-	}
-	isName := func(x ast.Expr) bool {
-		return x.Kind() == ast.SelectKind && x.AsSelect().FieldName() == "name" && !x.AsSelect().IsTestOnly() &&
-			x.AsSelect().Operand().Kind() == ast.IdentKind && x.AsSelect().Operand().AsIdent() == "tool"
+		return "", nil
 	}
 	want := operators.Equals
 	if or {
@@ -185,22 +196,27 @@ func toolNameTest(e ast.Expr, or bool) ([]string, bool) {
 	switch fn := c.FunctionName(); {
 	case fn == want:
 		for i := range 2 {
-			if s, ok := stringLiteral(a[1-i]); ok && isName(a[i]) {
-				return []string{s}, true
+			if v := name(a[i]); v != "" {
+				if s, ok := stringLiteral(a[1-i]); ok {
+					return v, []string{s}
+				}
 			}
 		}
-	case fn == operators.In && !or && isName(a[0]) && a[1].Kind() == ast.ListKind:
+	case fn == operators.In && !or && a[1].Kind() == ast.ListKind:
+		v := name(a[0])
 		var names []string
 		for _, el := range a[1].AsList().Elements() {
 			s, ok := stringLiteral(el)
 			if !ok {
-				return nil, false
+				return "", nil
 			}
 			names = append(names, s)
 		}
-		return names, len(names) > 0
+		if v != "" && len(names) > 0 {
+			return v, names
+		}
 	}
-	return nil, false
+	return "", nil
 }
 
 // JunctionTerms flattens the chain of fn (&& or ||) e into its terms.
