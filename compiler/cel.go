@@ -369,7 +369,12 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		return
 	}
 	if len(checked.Reads) > 0 {
-		if !c.checkDeadTerm(x, checked, kind, field) && !c.checkNeverMatchTerms(x, field) {
+		// A constant the predicate folds to and the one a status-only
+		// turn predicate has are one finding; a dead never-matching term
+		// is another, of its own, beside either.
+		dead, at := c.checkDeadTerm(x, checked, kind, field)
+		c.checkNeverMatchTerms(x, field, at)
+		if !dead {
 			c.checkStatusOnly(x, env, checked, kind, field)
 		}
 		return
@@ -407,11 +412,12 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 // are dead.
 // A value that leaves the layer inert is an error; one that makes it act
 // on every call (a when always true, a deny that blocks every call) a
-// warning, since the policy still fails closed.
-func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) bool {
+// warning, since the policy still fails closed. It reports whether it
+// found one, and the byte offset of the term that decides it (-1: none).
+func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) (bool, int) {
 	d, ok := constantValue(x.Source, neverNaN(checked))
 	if !ok {
-		return false
+		return false, -1
 	}
 	what, inert := constantOutcome(kind, field, d.value)
 	diag := dsl.Errorf
@@ -419,7 +425,7 @@ func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kin
 		diag = dsl.Warnf
 	}
 	c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever its variables hold); fix the condition", what, d.why))
-	return true
+	return true, d.offset
 }
 
 // constantOutcome says what a predicate of the layer field is in (kind

@@ -195,15 +195,15 @@ func (f folder) neverMatchingElements(c ast.CallExpr) []deadTerm {
 // severity follows what that makes of the predicate (of its field: deny,
 // require, when or admit): an error where it can let calls through (a term of a deny or a
 // when, under no negation; of a require or an admit, under one; an
-// argument of a function), a warning where it can only block more. It
-// reports whether it found one.
-func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string) bool {
+// argument of a function), a warning where it can only block more. A test
+// at decided, the byte offset of the term checkDeadTerm reported as
+// deciding the predicate, is that report's and left out.
+func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided int) {
 	tree, ok := predicate.ParseSyntax(x.Source)
 	if !ok {
-		return false
+		return
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
-	found := false
 	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
 		// A false term of polarity pol makes the predicate false where it
 		// would have held (pol > 0), true where it would not (pol < 0).
@@ -217,18 +217,18 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string) bool {
 			diag = dsl.Errorf
 		}
 		if d, ok := f.neverMatches(call); ok {
-			found = true
+			if d.offset == decided {
+				return
+			}
 			c.report(diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always false, and dead: %s, whatever its variables hold, so %s; fix the pattern", field, d.why, outcome))
 			return
 		}
 		// A matches_any() some of whose patterns can match: each pattern
 		// that cannot is a dead term of the || the list stands for.
 		for _, d := range f.neverMatchingElements(call) {
-			found = true
 			c.report(diag(x.PosAt(d.offset), ruleConstant, "a pattern of the matches_any() list in the %s is dead: %s, so the test matches only what the other patterns match and %s; fix the pattern", field, d.why, outcome))
 		}
 	}})
-	return found
 }
 
 // foldJunction folds a chain of && (or, with or set, of ||): a term equal to

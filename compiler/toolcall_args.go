@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 
+	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -55,18 +56,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	// narrowing returns the tools e, a term of an && (or, with or set, of an
 	// ||), narrows the call of v to.
 	narrowing := func(e ast.Expr, vars map[string]callVar, or bool) (string, []string) {
-		if e.Kind() != ast.CallKind {
-			return "", nil
-		}
-		c := e.AsCall()
-		a := c.Args()
-		if c.FunctionName() == operators.LogicalNot && or && a[0].Kind() == ast.CallKind {
-			c, a, or = a[0].AsCall(), a[0].AsCall().Args(), false
-		}
-		if len(a) != 2 {
-			return "", nil
-		}
-		name := func(x ast.Expr) string {
+		return vet.NameTest(e, or, func(x ast.Expr) string {
 			if x.Kind() != ast.SelectKind || x.AsSelect().FieldName() != "name" || x.AsSelect().IsTestOnly() {
 				return ""
 			}
@@ -78,35 +68,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 				return ""
 			}
 			return v.AsIdent()
-		}
-		want := operators.Equals
-		if or {
-			want = operators.NotEquals
-		}
-		switch fn := c.FunctionName(); {
-		case fn == want:
-			for i := range 2 {
-				if v := name(a[i]); v != "" {
-					if s, ok := stringLiteral(a[1-i]); ok {
-						return v, []string{s}
-					}
-				}
-			}
-		case fn == operators.In && !or && a[1].Kind() == ast.ListKind:
-			v := name(a[0])
-			var names []string
-			for _, el := range a[1].AsList().Elements() {
-				s, ok := stringLiteral(el)
-				if !ok {
-					return "", nil
-				}
-				names = append(names, s)
-			}
-			if v != "" && len(names) > 0 {
-				return v, names
-			}
-		}
-		return "", nil
+		})
 	}
 	// argRead returns the variable and key e reads of a tool call's args.
 	argRead := func(e ast.Expr, vars map[string]callVar) (string, string, ast.Expr, bool) {
@@ -182,7 +144,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			}
 			inner := maps.Clone(vars)
 			inner[comp.IterVar()] = cv
-			return narrow(inner, junctionTerms(cond, operators.LogicalAnd), false)[comp.IterVar()], true
+			return narrow(inner, vet.JunctionTerms(cond, operators.LogicalAnd), false)[comp.IterVar()], true
 		}
 		return callVar{}, false
 	}
@@ -211,7 +173,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		case ast.CallKind:
 			c := e.AsCall()
 			if fn := c.FunctionName(); fn == operators.LogicalAnd || fn == operators.LogicalOr {
-				terms := junctionTerms(e, fn)
+				terms := vet.JunctionTerms(e, fn)
 				walkAll(narrow(vars, terms, fn == operators.LogicalOr), terms...)
 				return
 			}
@@ -219,7 +181,7 @@ func toolCallArgReads(src string) []toolCallArgRead {
 				// The condition narrows the branch it selects, as a
 				// conjunct does (a filter's step, a map's with a filter).
 				walkAll(vars, a[0], a[2])
-				walk(a[1], narrow(vars, junctionTerms(a[0], operators.LogicalAnd), false))
+				walk(a[1], narrow(vars, vet.JunctionTerms(a[0], operators.LogicalAnd), false))
 				return
 			}
 			if c.IsMemberFunction() {
@@ -248,18 +210,6 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	}
 	walk(tree.Expr(), map[string]callVar{})
 	return out
-}
-
-// junctionTerms flattens the chain of fn (&& or ||) e into its terms.
-func junctionTerms(e ast.Expr, fn string) []ast.Expr {
-	if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == fn {
-		var out []ast.Expr
-		for _, a := range e.AsCall().Args() {
-			out = append(out, junctionTerms(a, fn)...)
-		}
-		return out
-	}
-	return []ast.Expr{e}
 }
 
 // checkToolCallArgs reports, in a chat predicate, each read of an argument

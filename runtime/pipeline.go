@@ -735,8 +735,11 @@ func undeclared(name string) error {
 // apply, outermost first; the first refusal is returned. Every such check
 // applies, wherever its layer sits in the chain: a cache or an idempotency
 // record that would answer the call before an inner guard ran does not
-// answer a proposal. No layer runs: nothing is charged, counted, recorded
-// or retried.
+// answer a proposal. A layer that resolves the call's arguments for the
+// layers inside it (file_check's real paths) hands the admitters after it
+// the resolved copy, as it does when the call runs; req.Args, which the
+// caller relays, are not modified. No layer runs: nothing is charged,
+// counted, recorded or retried.
 func (pl *Pipeline) AdmitTool(ctx context.Context, req ToolRequest) error {
 	if pl.closed.Load() {
 		return errClosedCall

@@ -78,7 +78,12 @@ type ToolKeyer interface {
 // returns the refusal WrapTool would return for c (a *BlockedError naming
 // the layer), or nil; a layer that would rewrite the call before the tool
 // sees it (pii redact) refuses a call it would rewrite, since a proposal is
-// relayed as the model made it and runs where no layer reaches it. It must not run the tool, call a model or change any
+// relayed as the model made it and runs where no layer reaches it. A layer
+// that hands the inner layers arguments of its own making that mean the
+// same call (file_check's resolved real paths) sets c.Args to them when it
+// admits the call, so that the admitters inside it decide what they would
+// decide run here; it sets a copy, never modifying the caller's arguments,
+// which are relayed. It must not run the tool, call a model or change any
 // state (no budget charged, no token taken, no record written).
 // Pipeline.AdmitTool runs these checks over a tool call that is proposed
 // but not run here (a gateway relaying a model's tool call to the client

@@ -29,7 +29,9 @@
 // link all read as the one real path: vet reports one outside it
 // (order/path-check-outside-file-check). A call proposed rather than run here
 // (Middleware.AdmitTool: a gateway relays it to the client, which runs the tool on the path as
-// the model wrote it) must give absolute paths: a relative one is refused. A tool without
+// the model wrote it) must give absolute paths: a relative one is refused; the layers inside
+// it decide the proposal on the resolved real path as well, which is the file the client
+// opens, while the call is relayed as the model wrote it. A tool without
 // path_arg passes unchecked, but for one the layer's tools: names (an MCP tool the policy does
 // not declare, one an upstream added after the load): the layer was scoped to it to check its
 // paths and cannot tell which argument holds one, so its calls are refused. Relative roots are taken from runtime.Deps.Dir

@@ -123,7 +123,12 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // the client, which runs the tool on the path as the model wrote it. A path
 // that is not absolute is refused, since the client reads it against its
 // own working directory (or as a URL: "file:///etc/shadow"), not against
-// the first root the check reads it from.
+// the first root the check reads it from. An admitted call's c.Args become
+// the copy with each resolved real path, as WrapTool hands the inner
+// layers: the admitters inside this layer (a tool_policy arg_patterns
+// entry, a guard reading the path) decide on the real path the client
+// opens, not on one spelling of it. The caller's arguments, which the
+// gateway relays, are not modified.
 func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
 	if err := m.unchecked(c); err != nil {
 		return err
@@ -131,7 +136,10 @@ func (m *Middleware) AdmitTool(_ context.Context, c *runtime.ToolCall) error {
 	if c.Tool == nil {
 		return nil
 	}
-	_, _, err := m.check(c, true)
+	args, changed, err := m.check(c, true)
+	if err == nil && changed {
+		c.Args = args
+	}
 	return err
 }
 

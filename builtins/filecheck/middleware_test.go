@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/filecheck"
+	_ "github.com/agentc-dev/agentc/builtins/guard"
+	_ "github.com/agentc-dev/agentc/builtins/toolpolicy"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -243,4 +245,60 @@ func TestScopedToAToolWithoutPathArgFailsClosed(t *testing.T) {
 	require.NoError(t, err, "a tool outside the layer's tools: passes")
 	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: map[string]any{"path": "/etc/shadow"}})
 	require.ErrorAs(t, err, new(*runtime.BlockedError))
+}
+
+// TestAdmitToolInnerLayersReadTheResolvedPath: vet has a check of a path
+// moved inside file_check, where it reads the real path. A proposed call
+// (a gateway relays it to the client, which runs it) gave every layer the
+// path as the model spelled it, so tool_policy `\.env$` inside file_check
+// admitted "<root>/x/../.env/.", which the client opens as .env. The
+// layers inside file_check now decide a proposal on the resolved path, as
+// they do a call run here; the layers outside it see the spelling, and the
+// caller's arguments, which the gateway relays, are untouched.
+func TestAdmitToolInnerLayersReadTheResolvedPath(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".env"), []byte("SECRET=1"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(root, ".env"), filepath.Join(root, "link.txt")))
+	fc, err := json.Marshal(map[string]any{"roots": []string{root}})
+	require.NoError(t, err)
+	tp, err := json.Marshal(map[string]any{"arg_patterns": []any{map[string]any{"arg": "path", "pattern": `\.env$`}}})
+	require.NoError(t, err)
+	outer := rt.Named("spelled", rt.Layer("guard", `{"deny":"args.path.contains('/./')"}`))
+	scoped := rt.Named("scoped", rt.Layer("guard", `{"deny":"true"}`))
+	scoped.When = &plan.Predicate{Stage: plan.StageTool, Source: "args.path.endsWith('/notes.txt')"}
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{outer, rt.Named("files", rt.Layer("file_check", string(fc))),
+		rt.Named("patterns", rt.Layer("tool_policy", string(tp))), scoped}})
+	p.Tools = map[string]plan.Tool{"read_file": {PathArg: "path"}}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.NoError(t, err)
+	defer pl.Close()
+
+	admit := func(path string) (map[string]any, error) {
+		args := map[string]any{"path": path}
+		return args, pl.AdmitTool(context.Background(), runtime.ToolRequest{Name: "read_file", Args: args})
+	}
+	for _, path := range []string{
+		filepath.Join(root, ".env"),
+		filepath.Join(root, "x", "..", ".env") + "/.",
+		root + "//.env",
+		filepath.Join(root, "link.txt"),
+	} {
+		args, err := admit(path)
+		var blocked *runtime.BlockedError
+		require.ErrorAs(t, err, &blocked, "%q", path)
+		assert.Equal(t, "patterns", blocked.Layer, "%q", path)
+		assert.Equal(t, map[string]any{"path": path}, args, "the proposal is relayed as the model made it")
+	}
+	// A when inside file_check decides on the real path as well.
+	_, err = admit(filepath.Join(root, "x", "..", "notes.txt"))
+	var blocked *runtime.BlockedError
+	require.ErrorAs(t, err, &blocked)
+	assert.Equal(t, "scoped", blocked.Layer)
+	// The layer outside file_check sees the spelling.
+	_, err = admit(root + "/./notes.txt")
+	require.ErrorAs(t, err, &blocked)
+	assert.Equal(t, "spelled", blocked.Layer)
+	_, err = admit(filepath.Join(root, "other.txt"))
+	require.NoError(t, err)
 }

@@ -12,8 +12,7 @@ import (
 // TestOwnCallPath pins the consequence that spells out where a judge's and a
 // summarizing compaction's own model calls go: the chain below the layer.
 func TestOwnCallPath(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+	consequences := chatConsequences(t, `package p
 models: {
 	primary: {}
 	reviewer: {}
@@ -26,21 +25,18 @@ chains: chat: [
 	{use: "meter"},
 	{use: "retry", max_attempts: 3},
 ]
-`), 0o644))
-	x := build(t, dir)
-	require.Len(t, x.Stages, 1)
+`)
 	assert.Equal(t, []string{
 		"a failing call reaches the model up to 3 times (retry 3 attempts)",
 		"judge makes its verdict call (model `reviewer`) through the chain below it: compaction, meter, retry and the model call; tracing outside it does not see it; the when of compaction skips it; a failing one reaches the model up to 3 times (retry 3 attempts)",
 		"compaction makes its summary call (model `small`) through the chain below it: meter, retry and the model call; tracing and judge outside it do not see it; a failing one reaches the model up to 3 times (retry 3 attempts)",
-	}, x.Stages[0].Consequences)
+	}, consequences)
 }
 
 // TestOwnCallRerouted pins the note on a fallback that sends a judge's call
 // to other models.
 func TestOwnCallRerouted(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+	consequences := chatConsequences(t, `package p
 models: {
 	primary: {}
 	backup: {}
@@ -50,10 +46,8 @@ chains: chat: [
 	{use: "judge", model: "reviewer"},
 	{use: "fallback", models: ["primary", "backup"]},
 ]
-`), 0o644))
-	x := build(t, dir)
-	require.Len(t, x.Stages, 1)
-	assert.Contains(t, x.Stages[0].Consequences,
+`)
+	assert.Contains(t, consequences,
 		"judge makes its verdict call (model `reviewer`) through the chain below it: fallback and the model call; fallback sends it to its models instead of `reviewer`; a failing one reaches the model up to 2 times (fallback 2 models)")
 }
 
@@ -62,8 +56,7 @@ chains: chat: [
 // a hedge whose when is false for it never re-invokes it, and one whose
 // when the call decides may (resilience/compaction-summary-hedge-when).
 func TestOwnCallWhen(t *testing.T) {
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+	consequences := chatConsequences(t, `package p
 models: {
 	primary: {}
 	backup: {}
@@ -74,9 +67,43 @@ chains: chat: [
 	{use: "hedge", models: ["primary", "backup"], delay: "10s", when: "request.model == 'primary'"},
 	{use: "retry", max_attempts: 3, when: "request.model == 'small' && size(request.messages) > 2"},
 ]
-`), 0o644))
+`)
+	assert.Contains(t, consequences,
+		"compaction makes its summary call (model `small`) through the chain below it: hedge, retry and the model call; the when of hedge skips it; a failing one may reach the model up to 3 times (retry 3 attempts), as the when of retry decides")
+}
+
+// TestOwnCallWhenAfterReroute: a fallback below a compaction sends the
+// summary call to its own models, and the layers below it read their whens
+// for those: a retry scoped to request.model == 'primary' re-invokes the
+// summary call the fallback sends to primary (a run makes 4 calls: primary
+// 3 times, then backup). Explain read the whens for the summary's model,
+// small, and said the retry skips it (2 calls).
+func TestOwnCallWhenAfterReroute(t *testing.T) {
+	consequences := chatConsequences(t, `package p
+models: {
+	primary: {}
+	backup: {}
+	small: {}
+}
+chains: chat: [
+	{use: "compaction", strategy: "summarize", model: "small", max_tokens: 64, keep_recent: 2},
+	{use: "fallback", models: ["primary", "backup"]},
+	{use: "retry", max_attempts: 3, when: "request.model == 'primary'"},
+	{use: "log", when: "request.model == 'small'"},
+	{use: "meter", when: "request.model == 'backup' && size(request.messages) > 2"},
+]
+`)
+	assert.Contains(t, consequences,
+		"compaction makes its summary call (model `small`) through the chain below it: fallback, retry, log, meter and the model call; fallback sends it to its models instead of `small`; the when of log skips it; a failing one reaches the model up to 6 times (fallback 2 models × retry 3 attempts)")
+}
+
+// chatConsequences explains the policy src, whose one chain is the chat
+// chain, and returns that chain's consequences.
+func chatConsequences(t *testing.T, src string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
 	x := build(t, dir)
 	require.Len(t, x.Stages, 1)
-	assert.Contains(t, x.Stages[0].Consequences,
-		"compaction makes its summary call (model `small`) through the chain below it: hedge, retry and the model call; the when of hedge skips it; a failing one may reach the model up to 3 times (retry 3 attempts), as the when of retry decides")
+	return x.Stages[0].Consequences
 }

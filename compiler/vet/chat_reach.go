@@ -149,7 +149,8 @@ func (a *Analysis) ChatMeet(x, y *dsl.Entry) Meet {
 
 // OwnCallMeet says whether e, a chat entry, applies to the model calls
 // own makes of its own (a judge's verdict, a summary): whether own acts at
-// all, and e's `when` for calls of own's model.
+// all, and e's `when` for the models those calls can name when they reach
+// e (ownCallModels).
 func (a *Analysis) OwnCallMeet(own, e *dsl.Entry) Meet {
 	acts := Never
 	for _, m := range a.chatModels() {
@@ -158,11 +159,53 @@ func (a *Analysis) OwnCallMeet(own, e *dsl.Entry) Meet {
 	if acts == Never {
 		return Never
 	}
+	out := Never
+	for _, m := range a.ownCallModels(own, e) {
+		if out = max(out, a.ChatWhen(e, m)); out == Always {
+			break
+		}
+	}
+	return out
+}
+
+// ownCallModels returns the models the own calls of own can name when
+// they reach e, below it: own's model ("" when the policy does not declare
+// it), which each fallback or hedge between them replaces with its own
+// models for the calls its `when` takes, as the runtime sends them: all of
+// them when it is true for the model, none when false, either when the
+// call decides.
+func (a *Analysis) ownCallModels(own, e *dsl.Entry) []string {
 	model, _ := own.Fields["model"].(string)
 	if _, ok := a.Policy.Models[model]; !ok {
 		model = ""
 	}
-	return a.ChatWhen(e, model)
+	models := []string{model}
+	for _, r := range a.Policy.Chains["chat"] {
+		if r.Index <= own.Index || r.Index >= e.Index || (r.Use != "fallback" && r.Use != "hedge") {
+			continue
+		}
+		var next []string
+		add := func(ms ...string) {
+			for _, m := range ms {
+				if !contains(next, m) {
+					next = append(next, m)
+				}
+			}
+		}
+		for _, m := range models {
+			switch a.ChatWhen(r, m) {
+			case Never:
+				add(m)
+			case Depends:
+				add(m)
+				add(stringList(r.Fields["models"])...)
+			case Always:
+				add(stringList(r.Fields["models"])...)
+			}
+		}
+		models = next
+	}
+	return models
 }
 
 // ownCallConstraints are the builtin constraints about the model calls

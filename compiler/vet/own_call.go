@@ -38,7 +38,8 @@ request.model (when: "request.model == 'primary'") to keep it off the
 outer layer's calls, or keep one of the two. A when that is false for
 calls of the outer layer's model keeps it off; one that is true for them
 does not; one that depends on more than the model (the messages, the run)
-makes the finding a warning.`,
+makes the finding a warning. A fallback or hedge between the two sends the
+outer layer's calls to its models, and the when is read for those.`,
 	Run: func(p *Pass) {
 		chain := p.Policy.Chains["chat"]
 		for _, outer := range chain {
@@ -55,7 +56,7 @@ makes the finding a warning.`,
 				}
 				d := dsl.Diagnostic{Pos: inner.Pos, Related: []dsl.Related{at(outer, "%s is here, outside %s", outer.Ref(), inner.Ref())},
 					Message: fmt.Sprintf("%s sits inside %s, whose own model calls run through the chain below it%s: %s would make a model call of its own about each of them; %s, or remove one",
-						inner.Ref(), outer.Ref(), letThrough(inner), inner.Ref(), scopeAdvice(inner, outer))}
+						inner.Ref(), outer.Ref(), letThrough(inner), inner.Ref(), p.scopeAdvice(inner, outer))}
 				if meet == Depends {
 					d.Severity = dsl.Warning
 					d.Message += dependsNote(true, inner)
@@ -76,13 +77,21 @@ func letThrough(e *dsl.Entry) string {
 }
 
 // scopeAdvice tells how to keep e off own's calls: give it a when on
-// request.model, or make the one it has false for own's model.
-func scopeAdvice(e, own *dsl.Entry) string {
-	model, _ := own.Fields["model"].(string)
+// request.model, or make the one it has false for the models they name
+// there (own's, or those of a fallback or hedge between the two).
+func (a *Analysis) scopeAdvice(e, own *dsl.Entry) string {
 	if e.When == nil {
 		return fmt.Sprintf("scope %s with a when on request.model", e.Ref())
 	}
-	return fmt.Sprintf("make its when false for calls of %q", model)
+	model, _ := own.Fields["model"].(string)
+	var names []string
+	for _, m := range a.ownCallModels(own, e) {
+		if m == "" {
+			m = model
+		}
+		names = append(names, fmt.Sprintf("%q", m))
+	}
+	return "make its when false for calls of " + andList(names)
 }
 
 // OwnCallRerouter returns the fallback or hedge below own, an own caller,
@@ -136,7 +145,7 @@ for the layer's model, or move it outside the layer.`,
 					scope = fmt.Sprintf("with a when (%q) that lets them through", r.When.Source)
 				}
 				msg := fmt.Sprintf("%s sits inside %s %s: it sends %s's own model calls to its models instead of %q; list %q in its models, %s, or move it outside %s",
-					r.Ref(), own.Ref(), scope, own.Ref(), model, model, scopeAdvice(r, own), own.Ref())
+					r.Ref(), own.Ref(), scope, own.Ref(), model, model, p.scopeAdvice(r, own), own.Ref())
 				if p.OwnCallMeet(own, r) == Depends {
 					msg += dependsNote(false, r)
 				}

@@ -27,43 +27,61 @@ through: "ws/.env/.", "ws/./private/p.txt", a relative "private/p.txt" or
 a link "notes.txt" pointing at .env all reach the tool, which opens the
 file the check was meant to keep from it. Move the check inside file_check
 (after it in the chain): it then reads the resolved real path, which has
-one spelling per file. A when of such a layer reading the path decides
+one spelling per file, both for a call run here and for one a gateway
+admits for the client that runs it (agentc serve). A when of such a layer reading the path decides
 on the same spelling, and is reported as well; a presence test
-(has(args.path)) is not. A check inside another file_check that covers the
+(has(args.path)) or a read of a list's size (size(args.files)) is not,
+and a read behind a name test (tool.name == 'lookup' && args.path...)
+counts for the tools it names only. A check inside another file_check that covers the
 tool already reads the real path and is not reported.`,
 	Run: func(p *Pass) {
 		chain := p.Policy.Chains["tool"]
+		// The file_checks each tool's calls reach, in chain order, and the
+		// top-level names of its path_arg: computed once, not for each
+		// check and tool.
+		checks := map[string][]*dsl.Entry{}
+		names := map[string][]string{}
+		for _, f := range chain {
+			if f.Use != "file_check" {
+				continue
+			}
+			for _, t := range p.ToolsReaching(f) {
+				if _, ok := names[t.Name]; !ok {
+					names[t.Name] = pathArgNames(t)
+				}
+				if len(names[t.Name]) > 0 {
+					checks[t.Name] = append(checks[t.Name], f)
+				}
+			}
+		}
+		if len(checks) == 0 {
+			return
+		}
 		for _, e := range chain {
 			if e.Use != "tool_policy" && e.Use != "guard" {
 				continue
 			}
 			// The tools whose path e reads unresolved, by the top-level
-			// name of their path_arg, with the file_check that resolves it.
-			unresolved := map[string]*pathTool{}
+			// name of their path_arg, each with the file_check that
+			// resolves it: the first further in, where none is outside e.
+			unresolved := map[string][]pathTool{}
 			for _, t := range p.ToolsReaching(e) {
-				names := pathArgNames(t)
-				if len(names) == 0 || p.fileCheckOf(chain[:e.Index], t) != nil {
+				cs := checks[t.Name]
+				if len(cs) == 0 || cs[0].Index < e.Index {
 					continue
 				}
-				f := p.fileCheckOf(chain[e.Index+1:], t)
-				if f == nil {
-					continue
-				}
-				for _, n := range names {
-					if unresolved[n] == nil {
-						unresolved[n] = &pathTool{tool: t, check: f}
-					} else {
-						unresolved[n].others++
-					}
+				for _, n := range names[t.Name] {
+					unresolved[n] = append(unresolved[n], pathTool{tool: t, check: cs[0]})
 				}
 			}
 			if len(unresolved) == 0 {
 				continue
 			}
-			report := func(pos dsl.Pos, what string, pt *pathTool) {
+			report := func(pos dsl.Pos, what string, pts []pathTool) {
+				pt := pts[0]
 				tool := "`" + pt.tool.Name + "`"
-				if pt.others > 0 {
-					tool += fmt.Sprintf(" (and %s more)", count(pt.others))
+				if len(pts) > 1 {
+					tool += fmt.Sprintf(" (and %s more)", count(len(pts)-1))
 				}
 				p.Reportf(pos, []dsl.Related{at(pt.check, "%s is here, inside %s", pt.check.Ref(), e.Ref())},
 					"%s reads %s, the path_arg of %s, but it sits outside %s: it sees the path as the call spells it, not the real path %s resolves, so another spelling of a file it refuses (\"dir/./f\", \"f/.\", a relative path, a symbolic link) passes it and reaches the tool; move %s inside %s (after it in the chain), where it reads the resolved path",
@@ -74,8 +92,21 @@ tool already reads the real path and is not reported.`,
 					return
 				}
 				for _, r := range ArgReads(x.Source) {
-					if pt := unresolved[r.Field]; pt != nil {
-						report(x.PosAt(r.Offset), "args."+r.Field+where, pt)
+					// A read of its size alone (size(args.files)) does
+					// not read a path; a name test around the read
+					// (tool.name == 'lookup' && ...) keeps it off the
+					// other tools.
+					if r.Sized {
+						continue
+					}
+					var pts []pathTool
+					for _, pt := range unresolved[r.Field] {
+						if r.Tools == nil || slices.Contains(r.Tools, pt.tool.Name) {
+							pts = append(pts, pt)
+						}
+					}
+					if len(pts) > 0 {
+						report(x.PosAt(r.Offset), "args."+r.Field+where, pts)
 						return
 					}
 				}
@@ -107,24 +138,11 @@ tool already reads the real path and is not reported.`,
 	},
 }
 
-// A pathTool is the first tool whose path argument a check reads
-// unresolved, the file_check that resolves it further in, and how many
-// other tools name the same argument.
+// A pathTool is a tool whose path argument a check reads unresolved, with
+// the file_check that resolves it further in.
 type pathTool struct {
-	tool   *dsl.Tool
-	check  *dsl.Entry
-	others int
-}
-
-// fileCheckOf returns the first file_check among entries that calls of t
-// reach, or nil.
-func (a *Analysis) fileCheckOf(entries []*dsl.Entry, t *dsl.Tool) *dsl.Entry {
-	for _, f := range entries {
-		if f.Use == "file_check" && a.Reaches(f, t.Name) {
-			return f
-		}
-	}
-	return nil
+	tool  *dsl.Tool
+	check *dsl.Entry
 }
 
 // pathArgNames returns the top-level argument names t's path_arg references
