@@ -1278,7 +1278,9 @@ type ToolCall struct {
 // run again, the tool would run that turn anew, whose model could make the
 // call again. Such a call is side-effecting and not retry_safe, whatever
 // its tool declares: a layer that runs a failed call again (retry) must
-// not, unless the failure proves it did not run (DidNotRun).
+// not, unless the failure proves it did not run (DidNotRun). It is known
+// for a call an agent turn makes (its tool's context carries the call); a
+// call the host makes outside an agent turn does not report it.
 func (c *ToolCall) Delegated() bool { return atomic.LoadInt32(&c.delegated) != 0 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments
