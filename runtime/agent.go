@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // What an agent turn does when a guard blocks one of the model's tool calls
@@ -1103,6 +1104,11 @@ type agentCall struct {
 	pl     *Pipeline
 	run    string
 	up     *agentCall
+	// call is, in the context of a tool (inTool), the call of the tool
+	// chain the tool runs for while it runs (nil after: the call is
+	// recycled), flagged when an agent turn the tool runs starts a call
+	// that would repeat an effect (markDelegated).
+	call atomic.Pointer[ToolCall]
 }
 
 // withAgentCall returns ctx for the tool call of pl's agent turn whose
@@ -1143,16 +1149,33 @@ func (pl *Pipeline) agentRecordOf(ctx context.Context) string {
 // through the tool chain are its own, recorded under no call of the turn
 // (agentRecordOf), and none is the resumed call its own is (ResumedCall),
 // which a layer would judge by what the turn recorded of the resumed one.
-func inToolOf(ctx context.Context) context.Context {
-	if c, ok := ctx.Value(agentCallCtxKey{}).(*agentCall); ok && !c.inTool {
-		tool := *c
-		tool.inTool = true
-		ctx = context.WithValue(ctx, agentCallCtxKey{}, &tool)
-		if resumedOf(ctx) != nil {
-			ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
+//
+// The *agentCall returned, nil outside an agent turn's call, carries tc
+// until the tool returns (the caller then stores nil in its call).
+func inToolOf(ctx context.Context, tc *ToolCall) (context.Context, *agentCall) {
+	c, ok := ctx.Value(agentCallCtxKey{}).(*agentCall)
+	if !ok || c.inTool {
+		return ctx, nil
+	}
+	tool := &agentCall{key: c.key, inTool: true, pl: c.pl, run: c.run, up: c.up}
+	tool.call.Store(tc)
+	ctx = context.WithValue(ctx, agentCallCtxKey{}, tool)
+	if resumedOf(ctx) != nil {
+		ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
+	}
+	return ctx, tool
+}
+
+// markDelegated flags the calls of the tool chain whose tools run the
+// agent turn of ac, at any depth, as having started a call that would
+// repeat an effect (ToolCall.Delegated): run again, each would run that
+// turn anew, whose model could make the call again.
+func markDelegated(ac *agentCall) {
+	for c := ac.up; c != nil; c = c.up {
+		if tc := c.call.Load(); tc != nil {
+			atomic.StoreInt32(&tc.delegated, 1)
 		}
 	}
-	return ctx
 }
 
 // lastRecord returns the last record of the run answering the call key.
@@ -1334,8 +1357,10 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 		return answer("error: the arguments are not a JSON object; call the tool again with a JSON object of its parameters", true), false, nil
 	}
 	if ac.up != nil && t.pl.repeatsEffect(call.Name) {
-		// A call of a turn that a tool of a recorded turn runs: the
-		// outer call is recorded as having it under way before it starts.
+		// A call of a turn that a tool of a turn's call runs: the outer
+		// calls are flagged, and those of recorded turns recorded, as
+		// having it under way before it starts.
+		markDelegated(ac)
 		if err := t.pl.delegate(ctx, ac, call.Name); err != nil {
 			return answer("error: not run: the run could not be saved before the call", true), false, err
 		}

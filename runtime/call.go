@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentc-dev/agentc/internal/jsonnum"
@@ -1295,7 +1296,22 @@ type ToolCall struct {
 	// cancelled. A tool that answered its own error before that (a refusal,
 	// a rate limit) leaves it unset.
 	interrupted int32
+	// delegated is set (atomically) when the tool, running for this
+	// call, ran an agent turn that started a call that would repeat an
+	// effect (Delegated).
+	delegated int32
 }
+
+// Delegated reports whether the tool, running for c, ran an agent turn
+// (a tool that delegates, at any depth) that started a call that would
+// repeat an effect (side_effecting and not retry_safe, or undeclared):
+// run again, the tool would run that turn anew, whose model could make the
+// call again. Such a call is side-effecting and not retry_safe, whatever
+// its tool declares: a layer that runs a failed call again (retry) must
+// not, unless the failure proves it did not run (DidNotRun). It is known
+// for a call an agent turn makes (its tool's context carries the call); a
+// call the host makes outside an agent turn does not report it.
+func (c *ToolCall) Delegated() bool { return atomic.LoadInt32(&c.delegated) != 0 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments
 // (object keys sorted, numbers as jsonnum.Canonical writes them: equal

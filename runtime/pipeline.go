@@ -514,14 +514,18 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	}
 	// A call the tool makes through the tool chain is its own, not the
 	// agent turn's call: it is recorded apart (agentRecordOf).
-	v, err := fn(inToolOf(ctx), c)
+	tctx, ac := inToolOf(ctx, c)
+	v, err := fn(tctx, c)
+	if ac != nil {
+		ac.call.Store(nil)
+	}
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
 		atomic.StoreInt32(&c.interrupted, 0)
 		if err != nil && c.Tool != nil && KindOf(err) == string(KindTimeout) {
 			// Its own deadline, an upstream's 504: it may have acted.
-			err = mayHaveActed(c.Tool, err, "failed with a timeout")
+			err = c.mayHaveActed(err, "failed with a timeout")
 		}
 	}
 	if c.entry.taint != nil && err == nil {
@@ -573,7 +577,7 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 	}
 	v, err := pl.tool(ctx, c)
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
-		err = mayHaveActed(&e.info, err, "was running when its call was cancelled")
+		err = c.mayHaveActed(err, "was running when its call was cancelled")
 	}
 	if err != nil && ctx.Err() != nil && pl.recordRuns.Load() {
 		err = pl.delegatedActed(ctx, req.Name, err)
@@ -628,7 +632,19 @@ func (c *ToolCall) Interrupted(err error) error {
 	if err == nil || c.Tool == nil || atomic.LoadInt32(&c.interrupted) == 0 {
 		return err
 	}
-	return mayHaveActed(c.Tool, err, "was running when its call was cancelled")
+	return c.mayHaveActed(err, "was running when its call was cancelled")
+}
+
+// mayHaveActed is mayHaveActed of c's tool, which is taken as
+// side-effecting and not retry_safe when its agent turn started a call
+// that would repeat an effect (Delegated).
+func (c *ToolCall) mayHaveActed(err error, what string) error {
+	if !c.Delegated() {
+		return mayHaveActed(c.Tool, err, what)
+	}
+	t := *c.Tool
+	t.SideEffecting, t.RetrySafe = true, false
+	return mayHaveActed(&t, err, what+" after the agent turn it ran had started a call that would repeat an effect")
 }
 
 // recordOutcome records the outcome of a call of tool for its run, when

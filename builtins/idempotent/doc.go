@@ -71,7 +71,13 @@
 //     and its error marked runtime.ErrStoreUnavailable (a retry may run it
 //     again), any other's is ended in doubt and its error marked
 //     runtime.MayHaveRun. A result it returns all the same is published
-//     only while its token still holds the lease.
+//     only while its token still holds the lease. A lease granted so late
+//     that it may lapse already (a slow store answered after most of
+//     lease_ttl), or a call whose context ended before the inner layers
+//     could start, does not start them: the lease is released and the call
+//     fails as not run (runtime.DidNotRun; a late grant with an error
+//     marked runtime.ErrStoreUnavailable, which a retry may try again), so
+//     that the next duplicate runs the tool rather than find it in doubt.
 //  5. A call that ran but whose result cannot be used fails with an error
 //     marked runtime.Ran (runtime.ErrRan): a result an inner layer blocked
 //     (a guard of phase "after" inside this layer), a result an MCP upstream

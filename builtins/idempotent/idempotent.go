@@ -467,6 +467,14 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		}
 		m.doubt(wctx, c, key, token, "panicked")
 	}()
+	if hold.Context().Err() != nil {
+		// The claim came too late to keep (it may lapse already: a slow
+		// store), or the caller gave up meanwhile: the tool is not
+		// started, and the claim is released, not left in doubt.
+		done = true
+		hold.Stop()
+		return nil, m.notStarted(ctx, wctx, c, key, token, hold.Lapsed())
+	}
 	v, err := next(hold.Context(), c)
 	done = true
 	hold.Stop()
@@ -512,6 +520,23 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 	}
 	m.publish(ctx, c, key, token, res)
 	return v, nil
+}
+
+// notStarted releases the claim (key, token) of a call that was not
+// started, because its lease may have lapsed already (lapsed) or ctx ended
+// before it could start, and returns its error, which proves it did not run
+// (runtime.DidNotRun): a store failure (lease.ErrLapsed, which a retry may
+// try again), or the caller's cancellation.
+func (m *Idempotent) notStarted(ctx, wctx context.Context, c *runtime.ToolCall, key string, token int64, lapsed bool) error {
+	if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
+		m.logger.WarnContext(wctx, "idempotent: releasing the claim of a call not started failed; the call is in doubt once its lease expires",
+			"tool", c.Name, "error", rerr)
+	}
+	if !lapsed {
+		return runtime.NotRun(context.Cause(ctx))
+	}
+	return &runtime.CallError{Layer: m.name, Message: "the call was not started, as its claim was granted too late to keep",
+		Err: runtime.StoreUnavailable(lease.ErrLapsed)}
 }
 
 // lapsed ends the claim of a call that failed after its lease may have

@@ -98,6 +98,21 @@ func keywordValues(s string) ([]setting, error) {
 	return out, nil
 }
 
+// lastOfEach returns set with one setting of each keyword, where its
+// first stands, holding the value of its last: the client reads a
+// repeated setting so (port=5433 port=5432 connects to 5432).
+func lastOfEach(set []setting) []setting {
+	var out []setting
+	for _, s := range set {
+		if i := slices.IndexFunc(out, func(o setting) bool { return o.Key == s.Key }); i >= 0 {
+			out[i].Value = s.Value
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func firstWord(s string) string {
 	if i := strings.IndexAny(s, " \t\n\r\v\f"); i >= 0 {
 		return s[:i]
@@ -114,7 +129,8 @@ var identifying = []string{"host", "hostaddr", "port", "dbname", "db", "user", "
 // of its query only what chooses the server or the database (a redis URL's
 // db, shown as its path; a postgres URL's host, port, dbname (or database,
 // shown as dbname), user, service); keyword/value settings keep the same
-// settings. A password, anywhere, and settings such as sslkey or
+// settings, each once, with the value of its last (as the client reads a
+// repeated setting). A password, anywhere, and settings such as sslkey or
 // sslpassword are dropped. ok is false for an address it cannot read.
 func Describe(raw string) (string, bool) { return describe(raw, false) }
 
@@ -155,7 +171,7 @@ func describe(raw string, canonical bool) (string, bool) {
 			return "", false
 		}
 		var kept []string
-		for _, s := range set {
+		for _, s := range lastOfEach(set) {
 			if !slices.Contains(identifying, s.Key) || s.Key == "db" {
 				continue
 			}

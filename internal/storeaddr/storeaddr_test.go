@@ -99,3 +99,34 @@ func TestIdentityReadsOneDatabaseAlike(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "postgres://DB/app", d, "a description shows the address as written")
 }
+
+// A repeated keyword/value setting is read as the client reads it, the
+// last one winning: port=5433 port=5432 names the database on 5432, not
+// the one on 5433, and a repeated host likewise.
+func TestIdentityReadsTheLastOfARepeatedSetting(t *testing.T) {
+	for _, tc := range []struct{ repeated, same, other string }{
+		{"host=db port=5433 port=5432 dbname=app", "host=db dbname=app", "host=db port=5433 dbname=app"},
+		{"host=db port=5432 port=5433 dbname=app", "host=db port=5433 dbname=app", "host=db dbname=app"},
+		{"host=a host=b dbname=app", "host=b dbname=app", "host=a dbname=app"},
+		{"host=db dbname=x database=app", "host=db dbname=app", "host=db dbname=x"},
+	} {
+		cr, err := pgconn.ParseConfig(tc.repeated)
+		require.NoError(t, err)
+		cs, err := pgconn.ParseConfig(tc.same)
+		require.NoError(t, err)
+		co, err := pgconn.ParseConfig(tc.other)
+		require.NoError(t, err)
+		require.Equal(t, []any{cs.Host, cs.Port, cs.Database}, []any{cr.Host, cr.Port, cr.Database}, "the client reads %q as %q", tc.repeated, tc.same)
+		require.NotEqual(t, []any{co.Host, co.Port, co.Database}, []any{cr.Host, cr.Port, cr.Database}, tc.other)
+
+		r, ok := Identity(tc.repeated)
+		require.True(t, ok)
+		same, _ := Identity(tc.same)
+		other, _ := Identity(tc.other)
+		assert.Equal(t, same, r, tc.repeated)
+		assert.NotEqual(t, other, r, tc.repeated)
+	}
+	d, ok := Describe("host=db port=5433 port=5432 dbname=app")
+	require.True(t, ok)
+	assert.Equal(t, "host=db port=5432 dbname=app", d, "a description shows the setting the client reads")
+}

@@ -122,8 +122,9 @@ func giveUp(ttl time.Duration) time.Duration { return ttl / 6 }
 // one finds the lease taken over, the lease may lapse while the call runs:
 // that is logged, Lapsed reports it and the Hold's context ends with the
 // cause ErrLapsed, so that a call that honours it has stopped by the time
-// another process can take the claim over. layer prefixes the log
-// messages, attrs are added to them.
+// another process can take the claim over. A lease granted so late that it
+// may lapse already has so when Renew returns: its call must not start.
+// layer prefixes the log messages, attrs are added to them.
 func Renew(ctx context.Context, l runtime.Leaser, key string, token int64, ttl time.Duration, since time.Time, logger *slog.Logger, layer string, attrs ...any) *Hold {
 	h := &Hold{}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)
@@ -135,9 +136,14 @@ func Renew(ctx context.Context, l runtime.Leaser, key string, token int64, ttl t
 		}
 	}
 	end := since.Add(ttl - giveUp(ttl))
-	watchdog := time.AfterFunc(time.Until(end), func() {
-		lapse("no renewal of the lease was confirmed in time; it may lapse while the call runs, and another process claim the call")
-	})
+	const late = "no renewal of the lease was confirmed in time; it may lapse while the call runs, and another process claim the call"
+	if !time.Now().Before(end) {
+		// The claim was granted too late to keep (a slow store): the
+		// Hold's context has ended when Renew returns, before the call
+		// could start.
+		lapse(late)
+	}
+	watchdog := time.AfterFunc(time.Until(end), func() { lapse(late) })
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -256,27 +257,61 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 	return nil
 }
 
+// recordsPage is how many audit entries Records reads with one XRANGE.
+var recordsPage int64 = 1000
+
 // Records returns the audit records in append order; a non-empty runID
-// selects one run's.
+// selects one run's. The stream is read a page (recordsPage entries) at a
+// time, each page under its own operation timeout, so that a long stream
+// is read whole; ctx bounds the whole read.
 func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
+	var out []runtime.AuditRecord
+	for from := "-"; ; {
+		msgs, err := s.recordsPage(ctx, from)
+		if err != nil {
+			return nil, fmt.Errorf("redis audit records: %w", err)
+		}
+		for _, m := range msgs {
+			v, _ := m.Values["r"].(string)
+			var r runtime.AuditRecord
+			if err := json.Unmarshal([]byte(v), &r); err != nil {
+				return nil, fmt.Errorf("redis audit records: entry %s: %w", m.ID, err)
+			}
+			if runID == "" || r.RunID == runID {
+				out = append(out, r)
+			}
+		}
+		if int64(len(msgs)) < recordsPage {
+			return out, nil
+		}
+		if from, err = nextStreamID(msgs[len(msgs)-1].ID); err != nil {
+			return nil, fmt.Errorf("redis audit records: %w", err)
+		}
+	}
+}
+
+// recordsPage reads the audit entries from the ID from on, at most
+// recordsPage of them, under one operation timeout.
+func (s *Store) recordsPage(ctx context.Context, from string) ([]goredis.XMessage, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	msgs, err := s.c.XRange(ctx, s.prefix+"audit", "-", "+").Result()
-	if err != nil {
-		return nil, fmt.Errorf("redis audit records: %w", err)
+	return s.c.XRangeN(ctx, s.prefix+"audit", from, "+", recordsPage).Result()
+}
+
+// nextStreamID returns the stream entry ID just after id (ms-seq), the
+// first a page after the entry id starts from (an exclusive range would
+// need Redis 6.2).
+func nextStreamID(id string) (string, error) {
+	ms, seq, ok := strings.Cut(id, "-")
+	m, err1 := strconv.ParseUint(ms, 10, 64)
+	n, err2 := strconv.ParseUint(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return "", fmt.Errorf("entry ID %q is not ms-seq", id)
 	}
-	var out []runtime.AuditRecord
-	for _, m := range msgs {
-		v, _ := m.Values["r"].(string)
-		var r runtime.AuditRecord
-		if err := json.Unmarshal([]byte(v), &r); err != nil {
-			return nil, fmt.Errorf("redis audit records: entry %s: %w", m.ID, err)
-		}
-		if runID == "" || r.RunID == runID {
-			out = append(out, r)
-		}
+	if n == math.MaxUint64 {
+		return strconv.FormatUint(m+1, 10) + "-0", nil
 	}
-	return out, nil
+	return ms + "-" + strconv.FormatUint(n+1, 10), nil
 }
 
 // Lua scripts. Each reads the server clock, so every replica judges leases

@@ -1,0 +1,107 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	_ "github.com/agentc-dev/agentc/builtins/retry"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// retriedDelegation runs a turn ("refund order 7") that calls a read-only
+// lookup under a tool-chain retry; lookup's tool runs an agent turn that
+// refunds order 9, then fails its first attempt with fail (given the
+// attempt's context). It returns how often the refund ran and the turn's
+// error.
+func retriedDelegation(t *testing.T, turn []plan.Layer, retry string, fail func(ctx context.Context) error) (int, error) {
+	t.Helper()
+	var ids atomic.Int64
+	model := runtime.ModelFunc(func(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		input, last := req.Messages[0].Text(), req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			yield(runtime.Delta{Text: input + ": done", FinishReason: "stop"})
+			return nil
+		}
+		var calls []runtime.ToolCallDelta
+		switch input {
+		case "refund order 7":
+			calls = []runtime.ToolCallDelta{{Index: 0, ID: "c_lookup", Name: "lookup", Arguments: `{"order":7}`}}
+		case "refund 9":
+			calls = []runtime.ToolCallDelta{{Index: 0, ID: fmt.Sprint("i_refund_", ids.Add(1)), Name: "refund", Arguments: `{"order":9}`}}
+		}
+		yield(runtime.Delta{ToolCalls: calls, FinishReason: runtime.FinishToolCalls})
+		return nil
+	})
+	var mu sync.Mutex
+	refunds := 0
+	var pl *runtime.Pipeline
+	var attempts atomic.Int64
+	tools := map[string]runtime.ToolFunc{
+		"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			mu.Lock()
+			refunds++
+			mu.Unlock()
+			return "ok", nil
+		},
+		"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund 9"})
+			if err != nil {
+				return nil, err
+			}
+			if attempts.Add(1) == 1 {
+				return nil, fail(ctx)
+			}
+			return res.Output, nil
+		},
+	}
+	p := rt.Plan(plan.Chains{Turn: turn, Tool: []plan.Layer{rt.Layer("retry", retry)}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "lookup": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7", MaxParallel: 1})
+	mu.Lock()
+	defer mu.Unlock()
+	return refunds, err
+}
+
+// A retry does not run again a read-only call whose tool ran an agent turn
+// that refunded: run again, its agent would refund again. The call is in
+// doubt, checkpointed or not.
+func TestRetryDoesNotRepeatADelegatingCall(t *testing.T) {
+	checkpoint := []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true,"keep":0}`)}
+	for _, tc := range []struct {
+		name  string
+		turn  []plan.Layer
+		retry string
+		fail  func(ctx context.Context) error
+		// inDoubt: the attempt was cut while the tool ran (a failure
+		// the tool answered itself is told to the model).
+		inDoubt bool
+	}{
+		{"attempt timed out, checkpointed", checkpoint, `{"max_attempts":2,"attempt_timeout":"200ms","initial_delay":"1ms"}`,
+			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
+		{"attempt timed out", nil, `{"max_attempts":2,"attempt_timeout":"200ms","initial_delay":"1ms"}`,
+			func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
+		{"transient failure", nil, `{"max_attempts":2,"initial_delay":"1ms"}`,
+			func(context.Context) error {
+				return &runtime.CallError{Kind: runtime.KindTransient, Message: "lookup backend unavailable"}
+			}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refunds, err := retriedDelegation(t, tc.turn, tc.retry, tc.fail)
+			assert.Equal(t, 1, refunds, "the nested refund ran once")
+			if tc.inDoubt {
+				assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+			} else {
+				assert.NoError(t, err)
+			}
+		})
+	}
+}
