@@ -200,7 +200,7 @@ is narrowed by a name test of the same element, size(response.tool_calls)
 response.tool_calls[0].args.ammount > 1000.0, and an element of a
 filter() by its condition), reading an argument none of their args schemas has, all closed,
 is an error with the argument meant: a call its tool accepts never
-carries it, so the read fails, or has() of it is false, on every one (of
+carries it, so the read fails, or has() of it ('ammount' in c.args) is false, on every one (of
 a call in a message's tool_calls, the client's, a cel/untyped-args
 warning). A phase "after"
 predicate's result is checked the same way against the result_schema of

@@ -18,8 +18,9 @@ import (
 )
 
 // A toolCallArgRead is a read of an argument of a tool call a chat
-// predicate ranges over (c.args.amount, c.args['amount'], has(c.args.amount)
-// in response.tool_calls.exists(c, ...)).
+// predicate ranges over (c.args.amount, c.args['amount'], has(c.args.amount),
+// 'amount' in c.args in response.tool_calls.exists(c, ...)) or reads by
+// index (response.tool_calls[0].args.amount).
 type toolCallArgRead struct {
 	key    string
 	offset int
@@ -103,32 +104,41 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		})
 		return key, cv, tools
 	}
-	// argRead returns the call and key e reads of a tool call's args, and
-	// the args selector.
-	argRead := func(e ast.Expr, vars map[string]callVar) (callVar, string, ast.Expr, bool) {
-		var m ast.Expr
+	// argRead returns the call and key e reads (or, 'key' in c.args,
+	// tests) of a tool call's args, the args selector, and the key's
+	// literal when it comes before the selector.
+	argRead := func(e ast.Expr, vars map[string]callVar) (callVar, string, ast.Expr, ast.Expr, bool) {
+		var m, lit ast.Expr
 		var key string
 		switch e.Kind() {
 		case ast.SelectKind:
 			m, key = e.AsSelect().Operand(), e.AsSelect().FieldName()
 		case ast.CallKind:
 			c := e.AsCall()
-			if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex || fn == operators.OptSelect) && len(c.Args()) == 2 {
+			fn := c.FunctionName()
+			if (fn == operators.Index || fn == operators.OptIndex || fn == operators.OptSelect) && len(c.Args()) == 2 {
 				s, ok := stringLiteral(c.Args()[1])
 				if !ok {
-					return callVar{}, "", nil, false
+					return callVar{}, "", nil, nil, false
 				}
 				m, key = c.Args()[0], s
 			}
+			if fn == operators.In && len(c.Args()) == 2 {
+				s, ok := stringLiteral(c.Args()[0])
+				if !ok {
+					return callVar{}, "", nil, nil, false
+				}
+				m, key, lit = c.Args()[1], s, c.Args()[0]
+			}
 		}
 		if m == nil || m.Kind() != ast.SelectKind || m.AsSelect().FieldName() != "args" || m.AsSelect().IsTestOnly() {
-			return callVar{}, "", nil, false
+			return callVar{}, "", nil, nil, false
 		}
 		_, cv, ok := callRef(m.AsSelect().Operand(), vars)
 		if !ok {
-			return callVar{}, "", nil, false
+			return callVar{}, "", nil, nil, false
 		}
-		return cv, key, m, true
+		return cv, key, m, lit, true
 	}
 	// narrow returns vars with each variable a term of terms (of an &&, or
 	// with or set of an ||) tests the name of narrowed to its tools.
@@ -184,15 +194,17 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		}
 	}
 	walk = func(e ast.Expr, vars map[string]callVar) {
-		if cv, key, m, ok := argRead(e, vars); ok {
+		if cv, key, m, lit, ok := argRead(e, vars); ok {
 			// The key is searched for after the args selector: from the
 			// start of c.args, the a of c.args.a would be found in args
 			// (and an args read by a variable args).
 			off := f.offset(m)
-			if r, ok := f.info.GetOffsetRange(m.ID()); ok {
+			if lit != nil {
+				off = f.offset(lit) + 1 // past the quote
+			} else if r, ok := f.info.GetOffsetRange(m.ID()); ok {
 				off = f.byteOffset(int(r.Start)) // the . of .args
 			}
-			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 {
+			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 && lit == nil {
 				off += i + len("args")
 			}
 			if i := strings.Index(src[min(off, len(src)):], key); i >= 0 {

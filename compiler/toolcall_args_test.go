@@ -54,6 +54,8 @@ func TestToolCallArgReadsIndexNarrowing(t *testing.T) {
 		{src: "response.tool_calls[0].name != 'refund' || response.tool_calls[0].args.amout < 100.0", tools: []string{"refund"}},
 		{src: "response.tool_calls[0u].name == 'refund' && response.tool_calls[0u].args.amout > 1.0", tools: []string{"refund"}},
 		{src: "response.tool_calls[1].name == 'refund' && response.tool_calls[0].args.amout > 1.0"},
+		{src: "response.tool_calls[0].name == 'refund' && 'amout' in response.tool_calls[0].args", tools: []string{"refund"}},
+		{src: "response.tool_calls.exists(c, c.name == 'refund' && 'amout' in c.args)", tools: []string{"refund"}},
 		{src: "response.tool_calls.filter(c, c.name == 'refund')[0].args.amout > 1.0", tools: []string{"refund"}},
 		{src: "request.messages[0].tool_calls[0].name == 'refund' && request.messages[0].tool_calls[0].args.amout > 1.0", tools: []string{"refund"}, history: true},
 		{src: "request.messages.exists(m, m.tool_calls[0].name == 'refund' && m.tool_calls[0].args.amout > 1.0)", tools: []string{"refund"}, history: true},
