@@ -194,9 +194,13 @@ CEL; where a name test narrows the call to declared tools
 1000.0), c.name in ['a', 'b'] && ..., or c.name != 'transfer' || ... in an
 all(); the condition of a filter() narrows the calls of the macro it is
 chained into, response.tool_calls.filter(c, c.name == 'transfer').exists(c,
-...), and a map()'s filter its transform), reading an argument none of their args schemas has, all closed,
+...), and a map()'s filter its transform; a call read by a constant index
+is narrowed by a name test of the same element, size(response.tool_calls)
+> 0 && response.tool_calls[0].name == 'transfer' &&
+response.tool_calls[0].args.ammount > 1000.0, and an element of a
+filter() by its condition), reading an argument none of their args schemas has, all closed,
 is an error with the argument meant: a call its tool accepts never
-carries it, so the read fails, or has() of it is false, on every one (of
+carries it, so the read fails, or has() of it ('ammount' in c.args) is false, on every one (of
 a call in a message's tool_calls, the client's, a cel/untyped-args
 warning). A phase "after"
 predicate's result is checked the same way against the result_schema of
@@ -239,7 +243,7 @@ declare the tool's result_schema. A predicate that reads result whole
 (type(result) == string, result.contains('x')) is not reported. A chat
 predicate that reads an argument of a proposed tool call without
 narrowing the call to a tool (response.tool_calls.exists(c,
-has(c.args.ammount))) is warned about where no declared tool's args
+has(c.args.ammount)), response.tool_calls[0].args.ammount) is warned about where no declared tool's args
 schema has the argument and all are closed, and only declared tools run
 (cel/type says the same of a call narrowed by c.name == '...'). A call
 read from request.messages (a message's tool_calls) is the client's

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
@@ -16,8 +18,9 @@ import (
 )
 
 // A toolCallArgRead is a read of an argument of a tool call a chat
-// predicate ranges over (c.args.amount, c.args['amount'], has(c.args.amount)
-// in response.tool_calls.exists(c, ...)).
+// predicate ranges over (c.args.amount, c.args['amount'], has(c.args.amount),
+// 'amount' in c.args in response.tool_calls.exists(c, ...)) or reads by
+// index (response.tool_calls[0].args.amount).
 type toolCallArgRead struct {
 	key    string
 	offset int
@@ -53,62 +56,99 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []toolCallArgRead
+	// rangeCalls says whether r, a comprehension's range or an indexed
+	// list, is a list of tool calls (defined below).
+	var rangeCalls func(r ast.Expr, vars map[string]callVar) (callVar, bool)
+	// callRef returns the tool call e is, and the key a name test of it
+	// narrows it under: a comprehension variable over a list of tool
+	// calls (c), or an element of such a list read by index
+	// (response.tool_calls[0]), keyed by its path when the path is fixed
+	// ("" for response.tool_calls[i], or an element of a filter(), which
+	// the filter's condition narrows).
+	callRef := func(e ast.Expr, vars map[string]callVar) (string, callVar, bool) {
+		switch e.Kind() {
+		case ast.IdentKind:
+			cv, ok := vars[e.AsIdent()]
+			return e.AsIdent(), cv, ok
+		case ast.CallKind:
+			c := e.AsCall()
+			if fn := c.FunctionName(); fn != operators.Index && fn != operators.OptIndex || len(c.Args()) != 2 {
+				return "", callVar{}, false
+			}
+			cv, ok := rangeCalls(c.Args()[0], vars)
+			if !ok {
+				return "", callVar{}, false
+			}
+			key := elementKey(e)
+			if n, ok := vars[key]; ok && key != "" {
+				cv = n
+			}
+			return key, cv, true
+		}
+		return "", callVar{}, false
+	}
 	// narrowing returns the tools e, a term of an && (or, with or set, of an
-	// ||), narrows the call of v to.
-	narrowing := func(e ast.Expr, vars map[string]callVar, or bool) (string, []string) {
-		return vet.NameTest(e, or, func(x ast.Expr) string {
+	// ||), narrows a call to, the call, and the key it is narrowed under.
+	narrowing := func(e ast.Expr, vars map[string]callVar, or bool) (string, callVar, []string) {
+		var cv callVar
+		key, tools := vet.NameTest(e, or, func(x ast.Expr) string {
 			if x.Kind() != ast.SelectKind || x.AsSelect().FieldName() != "name" || x.AsSelect().IsTestOnly() {
 				return ""
 			}
-			v := x.AsSelect().Operand()
-			if v.Kind() != ast.IdentKind {
+			key, c, ok := callRef(x.AsSelect().Operand(), vars)
+			if !ok {
 				return ""
 			}
-			if _, ok := vars[v.AsIdent()]; !ok {
-				return ""
-			}
-			return v.AsIdent()
+			cv = c
+			return key
 		})
+		return key, cv, tools
 	}
-	// argRead returns the variable and key e reads of a tool call's args.
-	argRead := func(e ast.Expr, vars map[string]callVar) (string, string, ast.Expr, bool) {
-		var m ast.Expr
+	// argRead returns the call and key e reads (or, 'key' in c.args,
+	// tests) of a tool call's args, the args selector, and the key's
+	// literal when it comes before the selector.
+	argRead := func(e ast.Expr, vars map[string]callVar) (callVar, string, ast.Expr, ast.Expr, bool) {
+		var m, lit ast.Expr
 		var key string
 		switch e.Kind() {
 		case ast.SelectKind:
 			m, key = e.AsSelect().Operand(), e.AsSelect().FieldName()
 		case ast.CallKind:
 			c := e.AsCall()
-			if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex || fn == operators.OptSelect) && len(c.Args()) == 2 {
+			fn := c.FunctionName()
+			if (fn == operators.Index || fn == operators.OptIndex || fn == operators.OptSelect) && len(c.Args()) == 2 {
 				s, ok := stringLiteral(c.Args()[1])
 				if !ok {
-					return "", "", nil, false
+					return callVar{}, "", nil, nil, false
 				}
 				m, key = c.Args()[0], s
 			}
+			if fn == operators.In && len(c.Args()) == 2 {
+				s, ok := stringLiteral(c.Args()[0])
+				if !ok {
+					return callVar{}, "", nil, nil, false
+				}
+				m, key, lit = c.Args()[1], s, c.Args()[0]
+			}
 		}
 		if m == nil || m.Kind() != ast.SelectKind || m.AsSelect().FieldName() != "args" || m.AsSelect().IsTestOnly() {
-			return "", "", nil, false
+			return callVar{}, "", nil, nil, false
 		}
-		v := m.AsSelect().Operand()
-		if v.Kind() != ast.IdentKind {
-			return "", "", nil, false
+		_, cv, ok := callRef(m.AsSelect().Operand(), vars)
+		if !ok {
+			return callVar{}, "", nil, nil, false
 		}
-		if _, ok := vars[v.AsIdent()]; !ok {
-			return "", "", nil, false
-		}
-		return v.AsIdent(), key, m, true
+		return cv, key, m, lit, true
 	}
 	// narrow returns vars with each variable a term of terms (of an &&, or
 	// with or set of an ||) tests the name of narrowed to its tools.
 	narrow := func(vars map[string]callVar, terms []ast.Expr, or bool) map[string]callVar {
 		narrowed := vars
 		for _, t := range terms {
-			if v, tools := narrowing(t, vars, or); v != "" {
+			if key, cv, tools := narrowing(t, vars, or); key != "" {
 				narrowed = maps.Clone(narrowed)
-				cv := narrowed[v]
 				cv.tools = tools
-				narrowed[v] = cv
+				narrowed[key] = cv
 			}
 		}
 		return narrowed
@@ -116,7 +156,6 @@ func toolCallArgReads(src string) []toolCallArgRead {
 	// rangeCalls says whether r, a comprehension's range, is a list of tool
 	// calls: a tool_calls field, or a filter() of such a list, whose
 	// elements its condition narrows.
-	var rangeCalls func(r ast.Expr, vars map[string]callVar) (callVar, bool)
 	rangeCalls = func(r ast.Expr, vars map[string]callVar) (callVar, bool) {
 		switch r.Kind() {
 		case ast.SelectKind:
@@ -155,18 +194,23 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		}
 	}
 	walk = func(e ast.Expr, vars map[string]callVar) {
-		if v, key, m, ok := argRead(e, vars); ok {
+		if cv, key, m, lit, ok := argRead(e, vars); ok {
 			// The key is searched for after the args selector: from the
 			// start of c.args, the a of c.args.a would be found in args
-			// (and, past the variable, an args read by a variable args).
-			off := f.offset(m) + len(v)
-			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 {
+			// (and an args read by a variable args).
+			off := f.offset(m)
+			if lit != nil {
+				off = f.offset(lit) + 1 // past the quote
+			} else if r, ok := f.info.GetOffsetRange(m.ID()); ok {
+				off = f.byteOffset(int(r.Start)) // the . of .args
+			}
+			if i := strings.Index(src[min(off, len(src)):], "args"); i >= 0 && lit == nil {
 				off += i + len("args")
 			}
 			if i := strings.Index(src[min(off, len(src)):], key); i >= 0 {
 				off += i
 			}
-			out = append(out, toolCallArgRead{key: key, offset: off, tools: vars[v].tools, history: vars[v].history})
+			out = append(out, toolCallArgRead{key: key, offset: off, tools: cv.tools, history: cv.history})
 			return
 		}
 		switch e.Kind() {
@@ -192,7 +236,11 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			comp := e.AsComprehension()
 			walkAll(vars, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
 			inner := maps.Clone(vars)
-			delete(inner, comp.IterVar())
+			// The variable hides an outer one of its name, and the
+			// elements read through it (m.tool_calls[0]).
+			maps.DeleteFunc(inner, func(k string, _ callVar) bool {
+				return k == comp.IterVar() || strings.HasPrefix(k, comp.IterVar()+".") || strings.HasPrefix(k, comp.IterVar()+"[")
+			})
 			if cv, ok := rangeCalls(comp.IterRange(), vars); ok {
 				inner[comp.IterVar()] = cv
 			}
@@ -287,4 +335,42 @@ func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
 			"a tool call's args are not typed in the chat stage, and no declared tool's args schema has '%s' (tools: %s): the read fails, or has() of it is false, on every call a declared tool accepts; test c.name == '...' to narrow the call to its tool%s",
 			r.key, nameList(tools), suggest))
 	}
+}
+
+// elementKey returns the path of e, an element of a list read by a
+// constant index (response.tool_calls[0], request.messages[1].tool_calls[0]),
+// or "" for another expression: two reads of it with one key read the
+// same element.
+func elementKey(e ast.Expr) string {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent()
+	case ast.SelectKind:
+		if s := e.AsSelect(); !s.IsTestOnly() {
+			if k := elementKey(s.Operand()); k != "" {
+				return k + "." + s.FieldName()
+			}
+		}
+	case ast.CallKind:
+		c := e.AsCall()
+		if fn := c.FunctionName(); fn != operators.Index && fn != operators.OptIndex || len(c.Args()) != 2 || c.Args()[1].Kind() != ast.LiteralKind {
+			return ""
+		}
+		var i string
+		switch n := c.Args()[1].AsLiteral().(type) {
+		case types.Int:
+			i = strconv.FormatInt(int64(n), 10)
+		case types.Uint:
+			i = strconv.FormatUint(uint64(n), 10)
+		default:
+			return ""
+		}
+		if k := elementKey(c.Args()[0]); k != "" {
+			if c.FunctionName() == operators.OptIndex {
+				return k + "[?" + i + "]"
+			}
+			return k + "[" + i + "]"
+		}
+	}
+	return ""
 }
