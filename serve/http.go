@@ -419,8 +419,8 @@ func (x *exchange) shutdownCut(err error) error {
 // on (Server.stillClosing), not a handler about to return. The last
 // holder of a generation a reload retired leaves it to close (its
 // pipeline, its MCP upstream sessions, each waiting for its server to let
-// go) on a goroutine of its own (letGo): the close must not hold the
-// shutdown before it closes the connections.
+// go) on a goroutine of its own (generation.release): the close must not
+// hold the shutdown before it closes the connections.
 func (x *exchange) outlastCut() (context.Context, func()) {
 	ctx := x.r.Context()
 	held, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -431,7 +431,7 @@ func (x *exchange) outlastCut() (context.Context, func()) {
 	})
 	stopHangup := x.s.hangups.add(func() {
 		cancel(errShutdownCut)
-		x.letGo()
+		x.release()
 	})
 	return held, func() {
 		stopCut()
@@ -442,10 +442,6 @@ func (x *exchange) outlastCut() (context.Context, func()) {
 
 // release lets go of x's generation, unless x let go of it already.
 func (x *exchange) release() { x.released.Do(x.g.release) }
-
-// letGo lets go of x's generation as release does, but a generation it
-// leaves to close closes on a goroutine of its own (generation.letGo).
-func (x *exchange) letGo() { x.released.Do(x.g.letGo) }
 
 // hangups are the funcs to call when the connections still open after the
 // shutdown cut close.

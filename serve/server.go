@@ -463,7 +463,8 @@ func (s *Server) runsTools(p *plan.Plan) bool {
 
 // generation is one loaded policy: its plan, pipeline, keys and upstream
 // MCP sessions. Requests hold it (acquire/release) while they run; a
-// retired generation is closed once its last request has released it.
+// retired generation is closed once its last request has released it, on a
+// goroutine of its own (release), and Close waits for it.
 type generation struct {
 	n      int64
 	plan   *plan.Plan
@@ -622,28 +623,25 @@ func (s *Server) acquire() *generation {
 	}
 }
 
+// release lets go of g. A retired generation its last holder lets go of
+// closes on a goroutine of its own (its pipeline, its MCP upstream
+// sessions, each of which may wait for its server): the holder is a
+// request, whose response must not wait for it, or the shutdown's hang-up,
+// which must not wait for it before it closes the connections. Close waits
+// for it (Server.Close).
 func (g *generation) release() {
-	if g.active.Add(-1) == 0 && g.retired.Load() {
-		g.close()
-	}
-}
-
-// letGo releases g as release does, but closes it (retired, and let go
-// of by its last holder) on a goroutine of its own: the shutdown's hang-up
-// lets go of the generations of the requests it cuts before it closes
-// their connections, and must not wait meanwhile for a generation's
-// pipeline and MCP upstream sessions to close.
-func (g *generation) letGo() {
 	if g.active.Add(-1) == 0 && g.retired.Load() {
 		go g.close()
 	}
 }
 
-// retire marks g as replaced: it closes once no request holds it.
+// retire marks g as replaced: it closes, on a goroutine of its own, once no
+// request holds it. Neither a reload nor an MCP upstream's new tool list,
+// which calls of that upstream wait for, waits for its close.
 func (g *generation) retire() {
 	g.retired.Store(true)
 	if g.active.Load() == 0 {
-		g.close()
+		go g.close()
 	}
 }
 
@@ -737,7 +735,8 @@ func (s *Server) generations() []*generation {
 
 // Reload loads, vets and builds the policy again and swaps the new
 // pipeline in when that succeeds. Requests in flight finish on the old
-// pipeline, which is closed after the last of them. On failure the old
+// pipeline, which is closed after the last of them, apart: neither Reload
+// nor that request waits for the close, Close does. On failure the old
 // pipeline stays and the error (with the diagnostics) is logged and
 // returned. Each layer whose state the change leaves behind is logged; a
 // change that starts idempotency records afresh is refused (ErrStateReset)
@@ -769,9 +768,9 @@ func (s *Server) Reload(ctx context.Context) error {
 }
 
 // Close retires the current generation and waits until it is closed (its
-// requests have finished), then removes the server's metrics from
-// Options.Registry. Serve calls it at shutdown. A request that
-// arrives after it is a 503.
+// requests have finished), and so is every generation a reload replaced,
+// then removes the server's metrics from Options.Registry. Serve calls it
+// at shutdown. A request that arrives after it is a 503.
 func (s *Server) Close() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
@@ -779,9 +778,12 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.ready.Store(false)
-	g := s.cur.Load()
-	g.retire()
-	<-g.done
+	s.cur.Load().retire()
+	// No generation is installed once closed is set under reloadMu: these
+	// are all there are.
+	for _, g := range s.generations() {
+		<-g.done
+	}
 	s.metrics.unregister()
 	return nil
 }
@@ -881,18 +883,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Wait()
 	closed := make(chan error, 1)
-	go func() {
-		err := s.Close()
-		if serr != nil || aborted {
-			// The generations a reload replaced that the cut requests
-			// held close as those let go (outlastCut): they are waited
-			// for as the last one is, until cutAt.
-			for _, g := range s.generations() {
-				<-g.done
-			}
-		}
-		closed <- err
-	}()
+	go func() { closed <- s.Close() }()
 	var cut <-chan time.Time
 	if serr != nil || aborted {
 		// The requests cut end as their contexts are cancelled; one
