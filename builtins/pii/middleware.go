@@ -358,13 +358,17 @@ func (o *outputHold) tail(before, text string) string {
 // line before an item held may end in digits that run on into it.
 func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
+	floor := -1 // how far back itemsAcross looks: maxHoldBack before the first cut it checks
 	for cut > 0 {
 		k := h.Encoded(buf, cut)
 		if k > 0 {
 			k = heldFrom(buf[:k])
 		}
 		if k > 0 {
-			k = itemsAcross(o.scanner, o.before, buf, k)
+			if floor < 0 {
+				floor = max(0, k-maxHoldBack)
+			}
+			k = itemsAcross(o.scanner, o.before, buf, k, floor)
 		}
 		if k == cut {
 			break
@@ -374,27 +378,30 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	return cut
 }
 
-// maxHoldBack is how far before a cut an item already written across it is looked for, and
-// how much more its line holds back: an item running across the cut from further back is
-// cut from at its own start, mid-line, not at the start of its line.
-const maxHoldBack = 4096
+// maxHoldBack is how far before the cut the other rules make an item already written across
+// it is looked for, and how much more its line holds back: an item whose line starts further
+// back is cut from at its own start, mid-line.
+const maxHoldBack = 1024
 
 // itemsAcross returns cut, a line start of buf, or an earlier place to cut buf at so that no
 // item the detectors find in the text held (read after before, the output released) runs
 // across it: the start of the line in which the first item across the cut begins, and
-// again while one runs across that, as far as maxHoldBack bytes back; past that, the start
-// of the first item, mid-line. The hold releasable makes is decided by the end of the text
+// again while one runs across that, as far back as floor; past it, the start of the first
+// item, mid-line. The hold releasable makes is decided by the end of the text
 // held, what the text still to come may go on with ("4111 1111" ending a line); this is the
 // rest of the rule, what the text already held goes on with: "+100000" then "00X0", a
 // number and its extension on the next line, is one phone number, and the line of the first
 // cannot go out alone once the second is held.
-func itemsAcross(s *Scanner, before, buf string, cut int) int {
+func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 	if cut <= 0 || cut >= len(buf) || !mayRunAcross(buf, cut) {
 		return cut
 	}
-	lo := max(0, cut-maxHoldBack)
-	for lo > 0 && !utf8.RuneStart(buf[lo]) {
+	lo := max(floor, cut-maxHoldBack)
+	for lo > 0 && lo < cut && !utf8.RuneStart(buf[lo]) {
 		lo++
+	}
+	if lo >= cut {
+		return cut // an item across it would start past floor
 	}
 	hi := min(len(buf), cut+maxHoldBack)
 	for hi < len(buf) && !utf8.RuneStart(buf[hi]) {
@@ -423,7 +430,7 @@ func itemsAcross(s *Scanner, before, buf string, cut int) int {
 			break
 		}
 	}
-	if first >= 0 && first-cut > 0 && hi-cut > 2*maxHoldBack {
+	if first >= 0 && cut < lo {
 		return first
 	}
 	return cut
