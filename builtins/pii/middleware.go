@@ -353,29 +353,17 @@ func (o *outputHold) tail(before, text string) string {
 // over lines; nor past the start of a line ending in a run of base64 that the next line may
 // go on with (linehold.Hold.Encoded), so that a value's encoding wrapped over lines is read
 // whole; nor inside an item the detectors find in the text held, read after the output
-// released (itemsAcross). Each cut one of these makes is checked again by the others until
-// none moves it: the lines before a run held may end in an item's first groups, and the
-// line before an item held may end in digits that run on into it.
+// released (itemsAcross), which reads on past the cut the others make.
 func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
-	floor := -1 // how far back itemsAcross looks: maxHoldBack before the first cut it checks
-	for cut > 0 {
-		k := h.Encoded(buf, cut)
-		if k > 0 {
-			k = heldFrom(buf[:k])
-		}
-		if k > 0 {
-			if floor < 0 {
-				floor = max(0, k-maxHoldBack)
-			}
-			k = itemsAcross(o.scanner, o.before, buf, k, floor)
-		}
-		if k == cut {
-			break
-		}
-		cut = k
+	if cut == 0 || h.Encoded(buf, cut) == 0 {
+		return 0 // a run held from the start of the text: it is not folded again
 	}
-	return cut
+	cut = h.Encoded(buf, cut)
+	if held := heldFrom(buf[:cut]); held < cut {
+		cut = h.Encoded(buf, held)
+	}
+	return itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
 }
 
 // maxHoldBack is how far before the cut the other rules make an item already written across
@@ -417,7 +405,10 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 	for {
 		moved := false
 		for _, m := range ms {
-			if start, end := at(m.Start), at(m.End); start < cut && end > cut {
+			// an item ending the line before the cut is read apart from the digits
+			// after it too: a column of groups is a card only with a separator later
+			if start, end := at(m.Start), at(m.End); start < cut && (end > cut ||
+				end >= cut-2 && isDigit(buf[cut]) && strings.TrimSpace(buf[end:cut]) == "") {
 				if first < 0 {
 					first = start
 				}
