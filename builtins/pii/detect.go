@@ -280,8 +280,75 @@ func findCards(text string, add func(Kind, int, int)) {
 				add(KindCard, groups[w.first].start, groups[w.last].end)
 			}
 		}
+		if end := mixedCard(text, i); end > 0 {
+			add(KindCard, i, end)
+		}
 		i = next - 1
 	}
+}
+
+// mixedCard returns the end of a card number starting at i whose groups are joined by
+// single spaces, dashes and dots of more than one kind, as a number copied out of a form's
+// fields is ("4111 1111-1111 1111", "4111-1111 1111.1111"), a line break standing for one
+// where the number wraps, or 0. Joined so, the groups are read as a card only when they are
+// laid out as a card is printed, strictly (cardPrinted): a run mixing separators in another
+// layout is a date and a time, a version, an id. The longest such number wins.
+func mixedCard(text string, i int) int {
+	if !leftOK(text, i) {
+		return 0
+	}
+	var groups [8]digitGroup
+	n, digits, end, last := 0, 0, 0, 0
+	var kinds [3]bool // a space, a dash, a dot met
+	for j := i; n < len(groups); {
+		s := j
+		for j < len(text) && isDigit(text[j]) {
+			j++
+		}
+		groups[n], n = digitGroup{s, j}, n+1
+		if digits += j - s; digits > maxCardDigits {
+			break
+		}
+		mixed := kinds[0] && kinds[1] || kinds[0] && kinds[2] || kinds[1] && kinds[2]
+		if mixed && digits >= minCardDigits && cardPrinted(groups[:n]) && rightOK(text, j) && isCard(text[i:j]) {
+			end, last = j, n
+		}
+		k := strings.IndexByte(" -.", text[min(j, len(text)-1)])
+		if lb := lineBreak(text, j); lb > 0 {
+			j += lb
+		} else if j < len(text) && k >= 0 {
+			kinds[k] = true
+			j++
+		} else {
+			break
+		}
+		if j >= len(text) || !isDigit(text[j]) {
+			break
+		}
+	}
+	if end > 0 && hexDumpRun(text, groups[:last]) {
+		return 0
+	}
+	return end
+}
+
+// cardPrinted reports whether groups of these lengths are a card number as the networks print
+// it: groups of four, the last of three to five (4-4-4-4, 4-4-5, 4-4-4-4-3), or 4-6-5 and 4-6-4
+// (American Express, Diners Club).
+func cardPrinted(groups []digitGroup) bool {
+	n := len(groups)
+	switch {
+	case n < 3:
+		return false
+	case n == 3 && groups[0].len() == 4 && groups[1].len() == 6:
+		return groups[2].len() == 5 || groups[2].len() == 4
+	}
+	for _, g := range groups[:n-1] {
+		if g.len() != 4 {
+			return false
+		}
+	}
+	return groups[n-1].len() >= 3 && groups[n-1].len() <= 5
 }
 
 // maxCardDigits and minCardDigits bound the length of a card number (ISO/IEC 7812).

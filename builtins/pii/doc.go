@@ -7,7 +7,8 @@
 // "cc", "number"...), or by a line break where
 // the groups wrap over lines: "4111 1111\n1111 1111"; groups of any length from three digits
 // whose digits make a card on one line, "4111 11111111 1111", as two text blocks run
-// together give it), IBANs (ISO 13616, compact or printed in groups of four:
+// together give it; single spaces, dashes and dots mixed, as a number copied out of a form's
+// fields is, when the groups are laid out as a card is printed: "4111 1111-1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
 // a country code of the SWIFT IBAN Registry, that country's length and the mod-97 check), and
 // IPv4 (with an optional CIDR prefix length) and IPv6 addresses. Every kind is detected unless
 // Config.Kinds names some.

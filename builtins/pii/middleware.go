@@ -328,9 +328,120 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 	calls := func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
-	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: releasable, Clean: m.cleanOutput,
-		CleanAfter: m.cleanOutputAfter, Tail: outputTail,
+	o := &outputHold{scanner: m.scanner}
+	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: o.releasable, Clean: m.cleanOutput,
+		CleanAfter: m.cleanOutputAfter, Tail: o.tail,
 		Layer: m.name, Finding: "personal data"})
+}
+
+// outputHold is the hold of one stream's output: it knows the end of the output released
+// (outputTail), which the text held is read after, as CleanAfter reads it.
+type outputHold struct {
+	scanner *Scanner
+	before  string
+}
+
+// tail is outputTail, kept for the next releasable.
+func (o *outputHold) tail(before, text string) string {
+	o.before = outputTail(before, text)
+	return o.before
+}
+
+// releasable returns how many bytes of the model's held output may be released: up to the
+// last line break, but not past the start of a line from which an item may run on into the
+// lines still to come (heldFrom): a card number's digit groups or an IBAN's groups wrapped
+// over lines; nor past the start of a line ending in a run of base64 that the next line may
+// go on with (linehold.Hold.Encoded), so that a value's encoding wrapped over lines is read
+// whole; nor inside an item the detectors find in the text held, read after the output
+// released (itemsAcross), which reads on past the cut the others make.
+func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
+	cut := linehold.LastLine(buf)
+	if cut == 0 || h.Encoded(buf, cut) == 0 {
+		return 0 // a run held from the start of the text: it is not folded again
+	}
+	cut = h.Encoded(buf, cut)
+	if held := heldFrom(buf[:cut]); held < cut {
+		cut = h.Encoded(buf, held)
+	}
+	return itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
+}
+
+// maxHoldBack is how far before the cut the other rules make an item already written across
+// it is looked for, and how much more its line holds back: an item whose line starts further
+// back is cut from at its own start, mid-line.
+const maxHoldBack = 1024
+
+// itemsAcross returns cut, a line start of buf, or an earlier place to cut buf at so that no
+// item the detectors find in the text held (read after before, the output released) runs
+// across it: the start of the line in which the first item across the cut begins, and
+// again while one runs across that, as far back as floor; past it, the start of the first
+// item, mid-line. The hold releasable makes is decided by the end of the text
+// held, what the text still to come may go on with ("4111 1111" ending a line); this is the
+// rest of the rule, what the text already held goes on with: "+100000" then "00X0", a
+// number and its extension on the next line, is one phone number, and the line of the first
+// cannot go out alone once the second is held.
+func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
+	if cut <= 0 || cut >= len(buf) || !mayRunAcross(buf, cut) {
+		return cut
+	}
+	lo := max(floor, cut-maxHoldBack)
+	for lo > 0 && lo < cut && !utf8.RuneStart(buf[lo]) {
+		lo++
+	}
+	if lo >= cut {
+		return cut // an item across it would start past floor
+	}
+	hi := min(len(buf), cut+maxHoldBack)
+	for hi < len(buf) && !utf8.RuneStart(buf[hi]) {
+		hi++
+	}
+	pre := ""
+	if lo == 0 {
+		pre = before
+	}
+	ms := s.redactedSpans(pre + buf[lo:hi])
+	at := func(i int) int { return max(0, i-len(pre)+lo) }
+	first := -1 // the start of the item across the line rule's cut
+	for {
+		moved := false
+		for _, m := range ms {
+			// an item ending the line before the cut is read apart from the digits
+			// after it too: a column of groups is a card only with a separator later
+			if start, end := at(m.Start), at(m.End); start < cut && (end > cut ||
+				end >= cut-2 && isDigit(buf[cut]) && strings.TrimSpace(buf[end:cut]) == "") {
+				if first < 0 {
+					first = start
+				}
+				cut = strings.LastIndexByte(buf[:start], '\n') + 1
+				moved = true
+				break
+			}
+		}
+		if !moved || cut == 0 {
+			break
+		}
+	}
+	if first >= 0 && cut < lo {
+		return first
+	}
+	return cut
+}
+
+// mayRunAcross reports whether an item may run across the line break that ends at cut: the
+// line before it ends (its carriage return aside) in a letter or a digit (a card's, a phone
+// number's or an IBAN's groups, an extension, an escape's hex), a closing parenthesis (an
+// area code), the ";" of a character reference, or a character beyond ASCII, which the
+// detectors may read as a digit or skip.
+func mayRunAcross(buf string, cut int) bool {
+	k := cut - 1 // the line break
+	if k > 0 && buf[k-1] == '\r' {
+		k--
+	}
+	if k == 0 {
+		return false
+	}
+	c := buf[k-1]
+	return isAlnum(c) || c == ')' || c == ';' || c >= utf8.RuneSelf
 }
 
 // cleanCalls returns the tool calls the model made, once the stream has
@@ -649,29 +760,6 @@ var (
 // EndRun implements runtime.RunEnder: it forgets what the run's calls
 // scanned.
 func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
-
-// releasable returns how many bytes of the model's held output may be
-// released: up to the last line break, but not past the start of a line
-// from which an item may run on into the lines still to come (heldFrom): a
-// card number's digit groups or an IBAN's groups wrapped over lines. A line
-// ending in a run of base64 that the next line may go on with is held with
-// the lines to come too (linehold.Hold.Encoded), so that a value's encoding
-// wrapped over lines is read whole; each cut is checked again, as the lines
-// before a run held may end in an item's first groups.
-func releasable(buf string, h *linehold.Hold) int {
-	cut := linehold.LastLine(buf)
-	if cut == 0 || h.Encoded(buf, cut) == 0 {
-		return 0 // a run held from the start of the text: it is not folded again
-	}
-	cut = h.Encoded(buf, cut)
-	if cut == 0 {
-		return 0
-	}
-	if held := heldFrom(buf[:cut]); held < cut {
-		cut = h.Encoded(buf, held)
-	}
-	return cut
-}
 
 // heldFrom returns len(text), text ending in a line break, or the start of
 // the line an item may run on from into the lines still to come: the line

@@ -210,6 +210,47 @@ func (s *Scanner) Redact(text string) (string, int) {
 	return text, total
 }
 
+// redactedSpans returns the items Redact masks in text, in all its passes, at their offsets
+// in text: an item found once its neighbour is masked ("+44 20 7946 5631-+44 20 7946 7431")
+// covers the text its placeholders stand for.
+func (s *Scanner) redactedSpans(text string) []Match {
+	memo := phoneMemo{}
+	ms := s.find(text, 0, memo)
+	if len(ms) == 0 {
+		return nil
+	}
+	out := slices.Clone(ms)
+	// from[i] and to[i] are the span of text that byte i of cur stands for
+	cur, from, to := text, make([]int, len(text)), make([]int, len(text))
+	for i := range from {
+		from[i], to[i] = i, i+1
+	}
+	for pass := 1; pass < maxRedactPasses; pass++ {
+		var b strings.Builder
+		var nf, nt []int
+		last := 0
+		for _, m := range ms {
+			b.WriteString(cur[last:m.Start])
+			nf, nt = append(nf, from[last:m.Start]...), append(nt, to[last:m.Start]...)
+			p := Placeholder(m.Kind)
+			b.WriteString(p)
+			for range len(p) {
+				nf, nt = append(nf, from[m.Start]), append(nt, to[m.End-1])
+			}
+			last = m.End
+		}
+		b.WriteString(cur[last:])
+		cur, from, to = b.String(), append(nf, from[last:]...), append(nt, to[last:]...)
+		if ms = s.find(cur, 0, memo); len(ms) == 0 {
+			break
+		}
+		for _, m := range ms {
+			out = append(out, Match{Kind: m.Kind, Start: from[m.Start], End: to[m.End-1]})
+		}
+	}
+	return resolve(out)
+}
+
 // maxRedactPasses bounds the rescans of Redact; each pass removes digits or an "@", so a
 // text needs few.
 const maxRedactPasses = 8
