@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,7 @@ import (
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/schemas"
 )
 
 // Version is reported to MCP peers as the implementation's version.
@@ -723,7 +725,7 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	for _, t := range tools {
 		if b := badToolName(t.Name); b != nil {
 			blocked[t.Name] = b
-			log.Warn("mcp tool withheld: its name is not a valid MCP tool name", "tool", t.Name, "server", t.Server, "reason", b.Message)
+			log.Warn("mcp tool withheld: its name is not a valid MCP tool name, one a policy can write", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		} else if b := toolTooLarge(t.Tool); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its definition is too large", "tool", t.Name, "server", t.Server, "reason", b.Message)
@@ -789,22 +791,34 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 
 // badToolName returns the block of a tool served under a name that is not
 // a valid MCP tool name (letters, digits and "_", "-", ".", with the ":"
-// and "/" a policy's prefix may add), or nil. A name with other characters
-// can look like another tool's: "rеfund" with a Cyrillic "е", or "refund"
-// followed by a zero-width space, escapes every rule that names "refund"
-// while the client's model reads it as that tool.
+// and "/" a policy's prefix may add) or not one the policy language
+// writes (policyName: it starts with a letter or "_"), or nil. A name
+// with other characters can look like another tool's: "rеfund" with a
+// Cyrillic "е", or "refund" followed by a zero-width space, escapes every
+// rule that names "refund" while the client's model reads it as that
+// tool. A name such as "9x", "-del" or ".hidden" no rule can name at all:
+// tool_policy could not deny it, tools: not declare it (nor its path
+// argument, for file_check). It is checked as served, prefix included: a
+// prefix "fs_" makes "9x" the name "fs_9x".
 func badToolName(name string) *runtime.BlockedError {
 	if name == "" {
 		return &runtime.BlockedError{Layer: "mcp", Message: "the tool has no name"}
 	}
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:/", r)) {
+		if !policyName.MatchString("_" + string(r)) {
 			return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
 				"tool name %q holds %q, which is not an ASCII letter, a digit or one of \"_-.:/\": a look-alike of another tool's name would escape the rules that name it", name, r)}
 		}
 	}
+	if !policyName.MatchString(name) {
+		return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
+			"tool name %q starts with %q: a policy's names start with a letter or _, so no rule could name the tool (tool_policy deny it, tools: declare it and its path or url arguments); a server prefix such as \"x_\" makes it a name the policy writes", name, name[:1])}
+	}
 	return nil
 }
+
+// policyName matches a name the policy language writes (#Identifier).
+var policyName = regexp.MustCompile(schemas.IdentifierPattern)
 
 // toolTooLarge returns the block of a tool whose definition (its JSON) is
 // over maxToolDefBytes, or nil. A client puts every definition listed in
