@@ -61,4 +61,3 @@ func TestMCPToolNamesThePolicyCannotWriteWithheld(t *testing.T) {
 	assert.Equal(t, "done", text(t, res))
 	assert.Equal(t, 1, calls("9x"))
 }
-

@@ -23,7 +23,9 @@ func namedToolsServer(t *testing.T, names ...string) string {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "tools", Version: "1"}, nil)
 	for _, name := range names {
 		srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
@@ -65,4 +67,3 @@ func TestMCPToolsLeavesOutNamesThePolicyCannotWrite(t *testing.T) {
 	assert.Contains(t, out, "\tt_9x: {")
 	assert.NotContains(t, out, "WITHHELD")
 }
-
