@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -591,21 +592,40 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 }
 
 // add serves tools as up's. Two servers exposing the same tool name fail
-// (a prefix keeps them apart).
+// (a prefix keeps them apart), the error naming every such name.
 func (u *upstreams) add(up *upstreamServer, tools []*mcp.Tool) error {
+	var clash []string
+	var prev *upstreamTool
 	for _, t := range tools {
 		exposed := up.spec.Prefix + t.Name
-		if prev, dup := u.tools[exposed]; dup {
-			err := fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
-			if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
-				err = fmt.Errorf("%s: mcp: tool %q is served by both %q and %q (declared at %s and %s); give one of them a prefix", b, exposed, prev.server, up.name, a, b)
+		if p, dup := u.tools[exposed]; dup {
+			if prev == nil || p.server == prev.server {
+				// Names shared with one server at a time: the first
+				// server's, the others once it is given a prefix.
+				prev = p
+				clash = append(clash, exposed)
 			}
-			return err
+			continue
 		}
 		u.tools[exposed] = &upstreamTool{server: up.name, name: t.Name, tool: t, up: up, maxResult: u.maxResult}
 		u.names = append(u.names, exposed)
 	}
-	return nil
+	if len(clash) == 0 {
+		return nil
+	}
+	sort.Strings(clash)
+	what := fmt.Sprintf("tool %q is", clash[0])
+	if len(clash) > 1 {
+		quoted := make([]string, len(clash))
+		for i, name := range clash {
+			quoted[i] = strconv.Quote(name)
+		}
+		what = fmt.Sprintf("tools %s and %s are", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
+	}
+	if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
+		return fmt.Errorf("%s: mcp: %s served by both %q and %q (declared at %s and %s); give one of them a prefix", b, what, prev.server, up.name, a, b)
+	}
+	return fmt.Errorf("mcp: %s served by both %q and %q; give one of them a prefix", what, prev.server, up.name)
 }
 
 // toolScanner is a layer that checks a tool definition outside a chat
@@ -1315,7 +1335,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 
 func newMCPProxy(s *Server) *mcpProxy {
 	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
-	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
+	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: slog.New(sdkLog{s.log.Handler()})})
 	p.server.AddReceivingMiddleware(p.listsUnknown)
 	p.server.AddSendingMiddleware(p.quietNoStream)
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
@@ -1406,10 +1426,30 @@ func (p *mcpProxy) sync(g *generation) {
 		p.server.RemoveTools(gone...)
 	}
 	for name, tool := range want {
+		if !p.listed[name] && strings.ContainsAny(name, ":/") {
+			p.s.log.Info("mcp tool served under a name with \":\" or \"/\", which MCP's recommended tool name characters omit (a server's prefix may add them); a client may refuse it",
+				"tool", name)
+		}
 		p.server.AddTool(tool, p.callTool)
 		p.listed[name] = true
 	}
 }
+
+// sdkLog is the handler of the SDK server's log: h, less the error the SDK
+// logs on every listing of a tool whose name holds a character outside
+// MCP's recommended ones (AddTool: invalid tool name), which the proxy
+// withholds or serves itself, noting a ":" or "/" of a prefix once (sync).
+type sdkLog struct{ slog.Handler }
+
+func (l sdkLog) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "AddTool: invalid tool name") {
+		return nil
+	}
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l sdkLog) WithAttrs(as []slog.Attr) slog.Handler { return sdkLog{l.Handler.WithAttrs(as)} }
+func (l sdkLog) WithGroup(name string) slog.Handler    { return sdkLog{l.Handler.WithGroup(name)} }
 
 func objectSchema(s any) bool {
 	b, err := json.Marshal(s)
@@ -1438,6 +1478,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	var h http.Header
 	if req.Extra != nil {
 		h = req.Extra.Header
+	}
+	if err := progressTokenErr(req); err != nil {
+		return nil, err
 	}
 	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
