@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/fieldpath"
 	"github.com/agentc-dev/agentc/internal/textdist"
+	"github.com/agentc-dev/agentc/schemas"
 )
 
 // cuePos converts a CUE position, or returns def when it is invalid.
@@ -755,7 +756,7 @@ func patternHint(lit, pattern string) string {
 // identPattern is the pattern of #Identifier: the names of models, tools,
 // stores, entries and tenants; notAName says what it accepts.
 const (
-	identPattern = "^[A-Za-z_][A-Za-z0-9_.:/-]*$"
+	identPattern = schemas.IdentifierPattern
 	notAName     = "is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _"
 )
 

@@ -26,3 +26,10 @@ var CatalogJSON []byte
 //
 //go:embed plan.schema.json
 var PlanJSONSchema []byte
+
+// IdentifierPattern is the pattern of #Identifier (policy.cue), the names
+// a policy writes for models, tools, stores, entries and tenants: ASCII
+// letters, digits and _ . : / -, starting with a letter or _. A test keeps
+// it in step with the CUE schema; code outside CUE (the MCP proxy, which
+// withholds an upstream tool no rule could name) reads it from here.
+const IdentifierPattern = `^[A-Za-z_][A-Za-z0-9_.:/-]*$`

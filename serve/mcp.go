@@ -15,8 +15,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,7 @@ import (
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/schemas"
 )
 
 // Version is reported to MCP peers as the implementation's version.
@@ -589,21 +592,40 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 }
 
 // add serves tools as up's. Two servers exposing the same tool name fail
-// (a prefix keeps them apart).
+// (a prefix keeps them apart), the error naming every such name.
 func (u *upstreams) add(up *upstreamServer, tools []*mcp.Tool) error {
+	var clash []string
+	var prev *upstreamTool
 	for _, t := range tools {
 		exposed := up.spec.Prefix + t.Name
-		if prev, dup := u.tools[exposed]; dup {
-			err := fmt.Errorf("mcp: tool %q is served by both %q and %q; give one of them a prefix", exposed, prev.server, up.name)
-			if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
-				err = fmt.Errorf("%s: mcp: tool %q is served by both %q and %q (declared at %s and %s); give one of them a prefix", b, exposed, prev.server, up.name, a, b)
+		if p, dup := u.tools[exposed]; dup {
+			if prev == nil || p.server == prev.server {
+				// Names shared with one server at a time: the first
+				// server's, the others once it is given a prefix.
+				prev = p
+				clash = append(clash, exposed)
 			}
-			return err
+			continue
 		}
 		u.tools[exposed] = &upstreamTool{server: up.name, name: t.Name, tool: t, up: up, maxResult: u.maxResult}
 		u.names = append(u.names, exposed)
 	}
-	return nil
+	if len(clash) == 0 {
+		return nil
+	}
+	sort.Strings(clash)
+	what := fmt.Sprintf("tool %q is", clash[0])
+	if len(clash) > 1 {
+		quoted := make([]string, len(clash))
+		for i, name := range clash {
+			quoted[i] = strconv.Quote(name)
+		}
+		what = fmt.Sprintf("tools %s and %s are", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
+	}
+	if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
+		return fmt.Errorf("%s: mcp: %s served by both %q and %q (declared at %s and %s); give one of them a prefix", b, what, prev.server, up.name, a, b)
+	}
+	return fmt.Errorf("mcp: %s served by both %q and %q; give one of them a prefix", what, prev.server, up.name)
 }
 
 // toolScanner is a layer that checks a tool definition outside a chat
@@ -723,7 +745,7 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 	for _, t := range tools {
 		if b := badToolName(t.Name); b != nil {
 			blocked[t.Name] = b
-			log.Warn("mcp tool withheld: its name is not a valid MCP tool name", "tool", t.Name, "server", t.Server, "reason", b.Message)
+			log.Warn("mcp tool withheld: its name is not a valid MCP tool name, one a policy can write", "tool", t.Name, "server", t.Server, "reason", b.Message)
 		} else if b := toolTooLarge(t.Tool); b != nil {
 			blocked[t.Name] = b
 			log.Warn("mcp tool withheld: its definition is too large", "tool", t.Name, "server", t.Server, "reason", b.Message)
@@ -789,22 +811,34 @@ func ScanTools(ctx context.Context, pl *runtime.Pipeline, tools []ListedTool, lo
 
 // badToolName returns the block of a tool served under a name that is not
 // a valid MCP tool name (letters, digits and "_", "-", ".", with the ":"
-// and "/" a policy's prefix may add), or nil. A name with other characters
-// can look like another tool's: "rеfund" with a Cyrillic "е", or "refund"
-// followed by a zero-width space, escapes every rule that names "refund"
-// while the client's model reads it as that tool.
+// and "/" a policy's prefix may add) or not one the policy language
+// writes (policyName: it starts with a letter or "_"), or nil. A name
+// with other characters can look like another tool's: "rеfund" with a
+// Cyrillic "е", or "refund" followed by a zero-width space, escapes every
+// rule that names "refund" while the client's model reads it as that
+// tool. A name such as "9x", "-del" or ".hidden" no rule can name at all:
+// tool_policy could not deny it, tools: not declare it (nor its path
+// argument, for file_check). It is checked as served, prefix included: a
+// prefix "fs_" makes "9x" the name "fs_9x".
 func badToolName(name string) *runtime.BlockedError {
 	if name == "" {
 		return &runtime.BlockedError{Layer: "mcp", Message: "the tool has no name"}
 	}
 	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:/", r)) {
+		if !policyName.MatchString("_" + string(r)) {
 			return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
 				"tool name %q holds %q, which is not an ASCII letter, a digit or one of \"_-.:/\": a look-alike of another tool's name would escape the rules that name it", name, r)}
 		}
 	}
+	if !policyName.MatchString(name) {
+		return &runtime.BlockedError{Layer: "mcp", Message: fmt.Sprintf(
+			"tool name %q starts with %q: a policy's names start with a letter or _, so no rule could name the tool (tool_policy deny it, tools: declare it and its path or url arguments); a server prefix such as \"x_\" makes it a name the policy writes", name, name[:1])}
+	}
 	return nil
 }
+
+// policyName matches a name the policy language writes (#Identifier).
+var policyName = regexp.MustCompile(schemas.IdentifierPattern)
 
 // toolTooLarge returns the block of a tool whose definition (its JSON) is
 // over maxToolDefBytes, or nil. A client puts every definition listed in
@@ -1301,7 +1335,7 @@ func (p *mcpProxy) boundTo(ctx context.Context, h http.Header) (context.Context,
 
 func newMCPProxy(s *Server) *mcpProxy {
 	p := &mcpProxy{s: s, listed: map[string]bool{}, sessions: sessionCap{max: s.opts.MaxSessions}}
-	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: s.log})
+	p.server = mcp.NewServer(&mcp.Implementation{Name: "agentc", Version: Version}, &mcp.ServerOptions{Logger: slog.New(sdkLog{s.log.Handler()})})
 	p.server.AddReceivingMiddleware(p.listsUnknown)
 	p.server.AddSendingMiddleware(p.quietNoStream)
 	p.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return p.server },
@@ -1392,10 +1426,30 @@ func (p *mcpProxy) sync(g *generation) {
 		p.server.RemoveTools(gone...)
 	}
 	for name, tool := range want {
+		if !p.listed[name] && strings.ContainsAny(name, ":/") {
+			p.s.log.Info("mcp tool served under a name with \":\" or \"/\", which MCP's recommended tool name characters omit (a server's prefix may add them); a client may refuse it",
+				"tool", name)
+		}
 		p.server.AddTool(tool, p.callTool)
 		p.listed[name] = true
 	}
 }
+
+// sdkLog is the handler of the SDK server's log: h, less the error the SDK
+// logs on every listing of a tool whose name holds a character outside
+// MCP's recommended ones (AddTool: invalid tool name), which the proxy
+// withholds or serves itself, noting a ":" or "/" of a prefix once (sync).
+type sdkLog struct{ slog.Handler }
+
+func (l sdkLog) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "AddTool: invalid tool name") {
+		return nil
+	}
+	return l.Handler.Handle(ctx, r)
+}
+
+func (l sdkLog) WithAttrs(as []slog.Attr) slog.Handler { return sdkLog{l.Handler.WithAttrs(as)} }
+func (l sdkLog) WithGroup(name string) slog.Handler    { return sdkLog{l.Handler.WithGroup(name)} }
 
 func objectSchema(s any) bool {
 	b, err := json.Marshal(s)
@@ -1424,6 +1478,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	var h http.Header
 	if req.Extra != nil {
 		h = req.Extra.Header
+	}
+	if err := progressTokenErr(req); err != nil {
+		return nil, err
 	}
 	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()

@@ -65,6 +65,40 @@ type progressRelay struct {
 
 type progressKey struct{}
 
+// progressTokenErr returns the JSON-RPC error (invalid params) of a call
+// whose progressToken is neither a string nor an integer, the two MCP
+// allows, or nil: an object or a list would be echoed to the client in
+// every notification of the call.
+func progressTokenErr(req *mcp.CallToolRequest) error {
+	if req.Params == nil {
+		return nil
+	}
+	var kind string
+	switch tok := req.Params.GetProgressToken().(type) {
+	case nil, string, int, int32, int64:
+		return nil
+	case float64:
+		if tok == math.Trunc(tok) && !math.IsInf(tok, 0) {
+			return nil
+		}
+		kind = "a number with a fraction"
+	case json.Number:
+		if _, err := tok.Int64(); err == nil {
+			return nil
+		}
+		kind = "a number with a fraction"
+	case map[string]any:
+		kind = "an object"
+	case []any:
+		kind = "a list"
+	case bool:
+		kind = "a boolean"
+	default:
+		kind = fmt.Sprintf("a %T", tok)
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "_meta.progressToken must be a string or an integer, not " + kind}
+}
+
 // withProgress returns ctx carrying the relay of req's progress, if its
 // client asked for it.
 func withProgress(ctx context.Context, req *mcp.CallToolRequest) context.Context {

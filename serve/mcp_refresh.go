@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // An upstream's tool list is followed: when the server says it changed
@@ -272,4 +273,28 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	s.install(ng)
 	s.log.Info("mcp upstream tools changed; listed and scanned again", "server", up.name, "generation", ng.n,
 		"added", added, "removed", removed, "changed", changed, "tools", len(tools), "withheld", withheld)
+	if undeclared := undeclaredAdded(g.plan, next, up, added); len(undeclared) > 0 {
+		// The policy's semantics stay: such a tool runs as any tool the
+		// policy does not declare. The operator is told what that leaves
+		// unchecked.
+		s.log.Warn("mcp upstream tools changed: tools added that the policy does not declare; the layers that read a declaration see none for them "+
+			"(file_check's path_arg, egress's url_arg, a guard typed by args, side_effecting): declare them (agentc mcp-tools prints the declarations)",
+			"server", up.name, "tools", undeclared)
+	}
+}
+
+// undeclaredAdded returns, as served (prefix included), the tools of added
+// (up's names) that next serves, not withheld, and p does not declare.
+func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []string) []string {
+	var names []string
+	for _, name := range added {
+		served := up.spec.Prefix + name
+		if t := next.tools[served]; t == nil || t.withheld != nil {
+			continue
+		}
+		if _, ok := p.Tools[served]; !ok {
+			names = append(names, served)
+		}
+	}
+	return names
 }

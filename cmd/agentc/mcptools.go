@@ -160,7 +160,11 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		if i > 0 {
 			fmt.Fprintln(&buf)
 		}
-		if err := writeToolsCUE(&buf, name, s.Prefix, tools, scanner.note(blocked)); err != nil {
+		var declared map[string]plan.Tool
+		if policy != nil {
+			declared = policy.Tools
+		}
+		if err := writeToolsCUE(&buf, name, s.Prefix, tools, scanner.note(blocked), declared); err != nil {
 			return fail(env, "mcp-tools: %v", err)
 		}
 	}
@@ -408,8 +412,13 @@ func typeAllows(t any, want string) bool {
 // schema as its args, side_effecting unless the server marks the tool
 // read-only, and path_arg / url_arg naming every argument of the schema
 // with a name such as path, files or url that holds a string or a list of
-// strings, with the tool's description as a comment.
-func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withheld func(name string) string) error {
+// strings, with the tool's description as a comment. A field the policy
+// declares for the tool (declared, by the name served) is left to it, so
+// that the output unifies with the policy: its args, path_arg and url_arg
+// when it declares them, and side_effecting and retry_safe when its value
+// differs from the one written (it may be the policy's default, false, or
+// its own, as for a tool whose annotations are not trusted).
+func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withheld func(name string) string, declared map[string]plan.Tool) error {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	ctx := cuecontext.New()
 	var fields []ast.Decl
@@ -445,6 +454,11 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 		if t.Annotations != nil && t.Annotations.IdempotentHint && entry["side_effecting"] == true {
 			entry["retry_safe"] = true
 		}
+		decl, isDeclared := declared[prefix+t.Name]
+		var left []string
+		if isDeclared {
+			left = leaveDeclared(entry, decl)
+		}
 		v := ctx.Encode(entry)
 		if v.Err() != nil {
 			return fmt.Errorf("tool %q: %v", t.Name, v.Err())
@@ -453,7 +467,9 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 		if !ok {
 			return fmt.Errorf("tool %q: entry is not a struct", t.Name)
 		}
-		expr.Elts = append([]ast.Decl{&ast.Field{Label: ast.NewIdent("args"), Value: args}}, expr.Elts...)
+		if !isDeclared || len(decl.Args) == 0 {
+			expr.Elts = append([]ast.Decl{&ast.Field{Label: ast.NewIdent("args"), Value: args}}, expr.Elts...)
+		}
 		f := &ast.Field{Label: ast.NewStringLabel(prefix + t.Name), Value: expr}
 		if d := strings.TrimSpace(t.Description); d != "" {
 			var lines []*ast.Comment
@@ -461,6 +477,9 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 				lines = append(lines, &ast.Comment{Text: strings.TrimRight("// "+l, " \t")})
 			}
 			ast.AddComment(f, &ast.CommentGroup{Doc: true, List: lines})
+		}
+		if len(left) > 0 {
+			ast.AddComment(f, &ast.CommentGroup{Doc: true, List: []*ast.Comment{{Text: "// Left to the policy's declaration of this tool: " + strings.Join(left, ", ") + "."}}})
 		}
 		fields = append(fields, f)
 	}
@@ -472,6 +491,25 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 	}
 	_, err = w.Write(b)
 	return err
+}
+
+// leaveDeclared removes from entry the fields decl, the policy's
+// declaration of the tool, gives a value of its own (writeToolsCUE), and
+// says what each would have been.
+func leaveDeclared(entry map[string]any, decl plan.Tool) []string {
+	var left []string
+	leave := func(field string, declares bool) {
+		if v, ok := entry[field]; ok && declares {
+			b, _ := json.Marshal(v)
+			left = append(left, fmt.Sprintf("%s (the server's definition gives %s)", field, b))
+			delete(entry, field)
+		}
+	}
+	leave("path_arg", len(decl.PathArgs) > 0 || decl.PathArg != "")
+	leave("url_arg", len(decl.URLArgs) > 0 || decl.URLArg != "")
+	leave("side_effecting", entry["side_effecting"] != decl.SideEffecting)
+	leave("retry_safe", entry["retry_safe"] != nil && entry["retry_safe"] != decl.RetrySafe)
+	return left
 }
 
 // compactLists lays a list of scalars (required, enum) out on one line, as
