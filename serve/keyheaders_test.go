@@ -113,3 +113,36 @@ func TestKeyVariableIsReadAgainAtReload(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status("alice-key"))
 	assert.Contains(t, scrape(t, s.url), `agentc_serve_reloads_total{result="failed"} 1`)
 }
+
+// A key sent in Authorization without the Bearer scheme (the key alone,
+// Basic credentials) was answered "missing API key", though the caller
+// had sent one: the answer, in either API's error document, now says the
+// header needs the Bearer scheme, or which other header to use.
+func TestAuthorizationWithoutBearerIsNamed(t *testing.T) {
+	s := keyedServer(t)
+	body := []byte(`{"model":"primary","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`)
+	for _, route := range []struct{ path, shape string }{
+		{"/v1/chat/completions", `{"error":{"message":"the Authorization header`},
+		{"/v1/messages", `{"error":{"type":"authentication_error","message":"the Authorization header`},
+	} {
+		for _, auth := range []string{"bob-key", "Basic Ym9iLWtleQ==", "Bearerbob-key", "Token bob-key"} {
+			t.Run(route.path+"/"+auth, func(t *testing.T) {
+				code, h, got := do(t, "POST", s.url+route.path, "", body, "Authorization", auth, "Content-Type", "application/json")
+				assert.Equal(t, http.StatusUnauthorized, code, got)
+				assert.Contains(t, got, route.shape)
+				assert.Contains(t, got, "the Authorization header does not use the Bearer scheme")
+				assert.Contains(t, got, "x-api-key: KEY")
+				assert.NotContains(t, got, "missing API key")
+				assert.NotContains(t, got, "bob-key", "the key is not echoed")
+				assert.NotEmpty(t, h.Get("WWW-Authenticate"))
+			})
+		}
+	}
+	// Beside a key in another header, an Authorization header meant for
+	// something else (a proxy's Basic credentials) is not the key.
+	code, _, got := do(t, "GET", s.url+"/v1/models", "", nil, "Authorization", "Basic cHJveHk6cHc=", "x-api-key", "bob-key")
+	assert.Equal(t, http.StatusOK, code, got)
+	code, _, got = do(t, "GET", s.url+"/v1/models", "", nil, "Authorization", "Bearer")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.Contains(t, got, "missing API key", "an empty bearer token is no key")
+}

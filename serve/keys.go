@@ -116,7 +116,10 @@ func (kr *keyring) match(presented string) (*virtualKey, bool) {
 
 // presentedKey returns the key a request carries: `Authorization: Bearer
 // KEY` (OpenAI clients, MCP clients), `x-api-key: KEY` (Anthropic clients)
-// or `api-key: KEY` (Azure OpenAI's clients), "" when it carries none. A
+// or `api-key: KEY` (Azure OpenAI's clients), "" when it carries none. An
+// Authorization header of another scheme is no key: beside none of these
+// it is refused with errNotBearer, so that the caller learns why its key
+// was not read; beside one it is left to whatever it was meant for. A
 // request that carries two keys that differ (two of the headers, or one
 // repeated) is refused with errKeyConflict: which one the caller meant is
 // not the gateway's to guess, and a proxy in front may have checked the
@@ -140,15 +143,29 @@ func presentedKey(h http.Header) (string, error) {
 			}
 		}
 	}
+	notBearer := false
 	for _, a := range h.Values("Authorization") {
-		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+		switch a = strings.TrimSpace(a); {
+		case len(a) > 7 && strings.EqualFold(a[:7], "bearer "):
 			if err := add(a[7:]); err != nil {
 				return "", err
 			}
+		case a != "" && !strings.EqualFold(a, "bearer"):
+			notBearer = true
 		}
+	}
+	if key == "" && notBearer {
+		// Not "missing": the caller sent something, most likely its key
+		// without the scheme, or credentials of another scheme.
+		return "", errNotBearer
 	}
 	return key, nil
 }
+
+// errNotBearer refuses a request whose only credentials are an
+// Authorization header of another scheme than Bearer (the key alone,
+// Basic credentials). Its value is not shown: it may be the key.
+var errNotBearer = errors.New("the Authorization header does not use the Bearer scheme: send the key as Authorization: Bearer KEY (OpenAI clients), x-api-key: KEY (Anthropic clients) or api-key: KEY")
 
 // urlKeyParams are the query parameters in which clients of some APIs
 // send their key (Google's key, api_key, access_token...), lower-case.

@@ -107,8 +107,8 @@ func TestVirtualKeys(t *testing.T) {
 		{"anthropic header", []string{"x-api-key", "bob-key"}, 200, `"object":"list"`},
 		{"a key's hash is not a key", []string{"Authorization", "Bearer " + sha("alice-key")}, 401, "unknown API key"},
 		{"scheme in capitals, spaces around the key", []string{"Authorization", "BEARER   bob-key  "}, 200, `"object":"list"`},
-		{"no space after the scheme", []string{"Authorization", "Bearerbob-key"}, 401, "missing API key"},
-		{"another scheme", []string{"Authorization", "Basic Ym9iLWtleQ=="}, 401, "missing API key"},
+		{"no space after the scheme", []string{"Authorization", "Bearerbob-key"}, 401, "does not use the Bearer scheme"},
+		{"another scheme", []string{"Authorization", "Basic Ym9iLWtleQ=="}, 401, "does not use the Bearer scheme"},
 		{"the same key in both headers", []string{"Authorization", "Bearer bob-key", "x-api-key", "bob-key"}, 200, `"object":"list"`},
 		// Which key the caller meant is not the gateway's to guess, nor
 		// is one key to win over the other whatever it is.

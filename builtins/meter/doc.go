@@ -116,13 +116,20 @@
 // in the background. A settlement the store does not acknowledge is sent
 // again in the background, with a backoff from 100 ms doubling to 10 s,
 // for 30 minutes (half of runtime.SettleMemory: an outage of the store
-// shorter than that loses no charge); the store settles a reservation once however many times
+// shorter than that loses no charge while the process runs); the store settles a reservation once however many times
 // its settlement arrives (runtime.SettleMemory), so a settlement whose
 // answer was lost is not charged twice. If every attempt fails, the
 // reservation lapses at the end of its lease and is charged its hold.
-// Closing the pipeline (a reload's old generation, a shutdown) sends the
-// settlements still waiting once more, within 2 seconds all together,
-// before the stores close.
+// The settlements waiting are shared by the meters of the process on the
+// same store: after a reload that keeps the store (same name and
+// declaration) they go on being sent again for the rest of the 30 minutes,
+// so a reload loses no charge. The close of the last pipeline using the
+// store (a shutdown, or a reload that changes the store's declaration)
+// sends those still waiting once more, within 2 seconds all together,
+// before the store closes, and logs each that fails with its charge; a
+// crash sends none. A lost settlement's reservation lapses and is charged
+// its hold: one call, and with on_cross "refuse" its estimate; with
+// on_cross "allow" the call's tokens and cost are lost.
 //
 // Scope "run" keeps one ledger per run id (runtime.WithRun); "key" one per
 // tenant (runtime.Run.Tenant, the caller's key under agentc serve);

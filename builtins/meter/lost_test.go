@@ -171,3 +171,69 @@ func TestASettlementOutlivesALongOutage(t *testing.T) {
 		})
 	}
 }
+
+// A settlement still waiting to be sent again when a reload closed the
+// pipeline it belonged to was sent once more within 2 s and then given
+// up, though the next version of the policy kept the store open: a reload
+// during a stall of the store of a few seconds lost the call's charge
+// (with on_cross "allow" the whole of it). The settlements waiting are now
+// sent again, for the usual window, for as long as a pipeline of the
+// process holds the store; only the close of its last one gives up.
+func TestAReloadKeepsSendingTheSettlementsWaiting(t *testing.T) {
+	for _, store := range []string{"redis", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			var (
+				p        *storetest.Proxy
+				declared plan.Store
+				direct   runtime.StoreBackend
+			)
+			switch store {
+			case "redis":
+				d := storetest.Redis(t)
+				p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+				declared = plan.Store{Kind: "redis", URL: p.URL, Prefix: strings.TrimSuffix(d.Prefix(), ":"), Timeout: "1s"}
+				direct = d
+			default:
+				d := storetest.Postgres(t)
+				p = storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
+				declared = plan.Store{Kind: "postgres", URL: p.URL, Prefix: d.Schema(), Timeout: "2s"}
+				direct = d
+			}
+			usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+			var cut atomic.Bool
+			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+				if !cut.Swap(true) {
+					p.Cut() // the store stalls while the call runs
+				}
+				yield(runtime.Delta{Text: "x", Usage: usage})
+				return nil
+			})
+			pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
+			pl.Stores = map[string]plan.Store{"shared": declared}
+			pool := runtime.NewStorePool()
+			deps := runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, StorePool: pool}
+			old, err := runtime.Build(context.Background(), pl, deps)
+			require.NoError(t, err)
+			req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+			_, _, err = rt.Collect(context.Background(), old, req, 0)
+			require.NoError(t, err)
+
+			// The reload: the new version takes the store from the pool,
+			// and the old one closes while the store is still out of reach.
+			next, err := runtime.Build(context.Background(), pl, deps)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = next.Close() })
+			require.NoError(t, old.Close())
+			require.Equal(t, 1, pool.Open(), "the new version holds the store")
+			p.Restore()
+
+			reader := rt.Build(t, pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": direct}})
+			m := reader.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+			require.Eventually(t, func() bool { return m.Ledger("").Calls > 0 }, 20*time.Second, 20*time.Millisecond,
+				"the settlement is sent again once the store answers")
+			assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: m.Cost("primary", usage), Calls: 1}, m.Ledger(""),
+				"the call is charged once, in full")
+		})
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -97,8 +99,12 @@ type Meter struct {
 	shared bool
 	// renewals holds the reservations of the calls in flight (hold).
 	renewals renewals
-	// resends holds the settlements waiting to be sent again.
-	resends resends
+	// resends holds the settlements waiting to be sent again, shared
+	// with the other meters of the process on the same ledger store
+	// (joinResends); nil with the ledgers in process memory.
+	resends *resends
+	// left is set once Cleanup has left resends.
+	left atomic.Bool
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
@@ -141,6 +147,9 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.budgets = bg
 	m.shared = !runtime.InProcess(bg)
+	if m.shared {
+		m.resends = joinResends(bg)
+	}
 	m.times = storeTime{clock: m.clock}
 	if sc, ok := bg.(runtime.StoreClock); ok && m.shared && m.win.on() {
 		m.times.store = sc
@@ -526,7 +535,7 @@ func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, c runt
 	if !m.shared || id == "" {
 		return // process memory does not fail
 	}
-	r := &resend{ctx: ctx, at: at, id: id, charge: c}
+	r := &resend{m: m, ctx: ctx, at: at, id: id, charge: c}
 	if !m.resends.add(r) {
 		m.resendLost(r, errors.New("the meter was closed"))
 		return
@@ -556,22 +565,83 @@ func (m *Meter) resendLost(r *resend, err error) {
 
 // resend is a settlement waiting to be sent again (retrySettle).
 type resend struct {
+	m      *Meter // whose settlement it is
 	ctx    context.Context
 	at     ledgerRef
 	id     string
 	charge runtime.Ledger
 }
 
-// resends holds the settlements waiting to be sent again, so that Cleanup
-// sends them once more before the stores close instead of leaving timers
-// to fire against a closed store.
+// resends holds the settlements waiting to be sent again on one ledger
+// store, for every meter of the process that uses it (joinResends): the
+// meters of the pipelines a reload replaces and those of their successor
+// share it, so that a settlement of a replaced pipeline is sent again
+// for the whole of settleRetryFor while a pipeline of the process still
+// holds the store (the host's store pool keeps it open across versions).
+// The Cleanup of its last meter sends what still waits once more before
+// the store closes, instead of leaving timers to fire against a closed
+// store.
 type resends struct {
 	mu      sync.Mutex
+	key     any // its key in resendsByStore; nil when not there
+	users   int
 	closed  bool
 	pending map[*resend]struct{}
 }
 
-// add registers r; false once the meter is closed.
+// resendsByStore holds the resends of each ledger store in use, by the
+// store's budget port.
+var resendsByStore = struct {
+	mu sync.Mutex
+	by map[any]*resends
+}{by: map[any]*resends{}}
+
+// joinResends returns the resends of the ledger store bg, counting one
+// more meter using it (leave). A port that cannot be told apart from
+// another (not comparable) gets its own.
+func joinResends(bg runtime.Budgeter) *resends {
+	if bg == nil || !reflect.TypeOf(bg).Comparable() {
+		return &resends{users: 1}
+	}
+	s := &resendsByStore
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.by[bg]
+	if q == nil {
+		q = &resends{key: bg}
+		s.by[bg] = q
+	}
+	q.mu.Lock()
+	q.users++
+	q.mu.Unlock()
+	return q
+}
+
+// leave counts one meter fewer using the store; the last one closes q and
+// gets what was waiting, to send it once more (Cleanup). Any other gets
+// nothing: the settlements go on being sent again.
+func (q *resends) leave() []*resend {
+	s := &resendsByStore
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.users--; q.users > 0 {
+		return nil
+	}
+	if q.key != nil && s.by[q.key] == q {
+		delete(s.by, q.key)
+	}
+	q.closed = true
+	out := make([]*resend, 0, len(q.pending))
+	for r := range q.pending {
+		out = append(out, r)
+	}
+	q.pending = nil
+	return out
+}
+
+// add registers r; false once the last meter of the store is closed.
 func (q *resends) add(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -594,39 +664,33 @@ func (q *resends) take(r *resend) bool {
 	return ok
 }
 
-// closeAll marks the queue closed and returns what was waiting.
-func (q *resends) closeAll() []*resend {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	out := make([]*resend, 0, len(q.pending))
-	for r := range q.pending {
-		out = append(out, r)
-	}
-	q.pending = nil
-	return out
-}
-
 // cleanupSettleTimeout bounds the last attempt Cleanup makes to send the
 // settlements still waiting, all of them together.
 const cleanupSettleTimeout = 2 * time.Second
 
-// Cleanup implements runtime.CleanerUpper: the settlements still waiting
-// to be sent again are sent once more, within cleanupSettleTimeout, before
-// the pipeline closes its stores; one that fails then is given up (its
-// reservation is charged its hold when its lease ends).
+// Cleanup implements runtime.CleanerUpper. While another meter of the
+// process uses the same ledger store (the next version of the policy, after
+// a reload), the settlements still waiting go on being sent again
+// (retrySettle) and the store stays open for them. The last meter of the
+// store sends them once more, within cleanupSettleTimeout, before the
+// pipeline closes its stores; one that fails then is given up and logged
+// with its charge (its reservation is charged its hold when its lease
+// ends).
 func (m *Meter) Cleanup() error {
-	pending := m.resends.closeAll()
+	if m.resends == nil || !m.left.CompareAndSwap(false, true) {
+		return nil
+	}
+	pending := m.resends.leave()
 	if len(pending) == 0 {
 		return nil
 	}
 	deadline := time.Now().Add(cleanupSettleTimeout)
 	for _, r := range pending {
 		ctx, cancel := context.WithDeadline(r.ctx, deadline)
-		err := m.budgets.Settle(ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
+		err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at))
 		cancel()
 		if err != nil {
-			m.resendLost(r, err)
+			r.m.resendLost(r, err)
 		}
 	}
 	return nil
