@@ -56,6 +56,10 @@ type Idempotent struct {
 	// the tenant) instead of the run and every argument: the same order
 	// refunded from two runs is refunded once.
 	KeyArgs []string `json:"key_args,omitempty"`
+	// VaryArgs, with key_args, names the arguments that may differ between
+	// calls under one key: a call is refused when its other arguments
+	// differ from those of the call whose outcome the key holds.
+	VaryArgs []string `json:"vary_args,omitempty"`
 
 	name   string
 	leaser runtime.Leaser
@@ -99,6 +103,17 @@ func (m *Idempotent) Validate() error {
 	for i, a := range m.KeyArgs {
 		if a == "" || slices.Contains(m.KeyArgs[:i], a) {
 			return fmt.Errorf("key_args: %q is empty or repeated", a)
+		}
+	}
+	if len(m.VaryArgs) > 0 && len(m.KeyArgs) == 0 {
+		return errors.New("vary_args needs key_args: without them every argument keys the call, so none can vary under its key")
+	}
+	for i, a := range m.VaryArgs {
+		if a == "" || slices.Contains(m.VaryArgs[:i], a) {
+			return fmt.Errorf("vary_args: %q is empty or repeated", a)
+		}
+		if slices.Contains(m.KeyArgs, a) {
+			return fmt.Errorf("vary_args: %q is in key_args: a key argument cannot vary under its key", a)
 		}
 	}
 	return nil
@@ -620,9 +635,22 @@ func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key strin
 const argsNote = "the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it"
 
 // argsDigest returns the digest of c's arguments that its record holds:
-// the digest of its canonical arguments (runtime.ToolCall.ArgsDigest).
+// the digest of its canonical arguments (runtime.ToolCall.ArgsDigest),
+// those named in vary_args left out. The layer computes it only for calls
+// whose arguments canonicalise.
 func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
-	return c.ArgsDigest()
+	if len(m.VaryArgs) == 0 {
+		return c.ArgsDigest()
+	}
+	kept := make(map[string]any, len(c.Args))
+	for k, v := range c.Args {
+		if !slices.Contains(m.VaryArgs, k) {
+			kept[k] = v
+		}
+	}
+	b, _ := json.Marshal(jsonnum.Canonical(kept)) // a part of arguments that canonicalise
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // matching returns the outcome of the record res, refusing c when the

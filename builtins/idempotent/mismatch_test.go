@@ -208,3 +208,69 @@ func TestARecordWithoutArgumentsDigestIsReplayed(t *testing.T) {
 		})
 	}
 }
+
+// TestVaryArgsMayDifferUnderOneKey: the arguments named in vary_args (a
+// note a model words anew in each run) may differ under one key, on every
+// store; any other still may not.
+func TestVaryArgsMayDifferUnderOneKey(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			a, b := st.replicas(t, `{"key_args": ["order_id"], "vary_args": ["note"]}`, refunds(&calls))
+			_, err := a.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}})
+			require.NoError(t, err)
+			r, err := b.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "note": "again"}})
+			require.NoError(t, err)
+			assert.Equal(t, "refunded m-1", r.Value)
+			assert.True(t, r.Deduped)
+			r, err = b.Tool(bounded(t, "run-3"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9}})
+			require.NoError(t, err, "a vary argument left out is one that differs")
+			assert.True(t, r.Deduped)
+			_, err = b.Tool(bounded(t, "run-4"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900, "note": "first"}})
+			var blocked *runtime.BlockedError
+			require.ErrorAs(t, err, &blocked)
+			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
+		})
+	}
+}
+
+// TestVaryArgsNeedKeyArgs: vary_args without key_args, naming a key
+// argument, or naming one twice is a config error.
+func TestVaryArgsNeedKeyArgs(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{"vary_args": ["note"]}`:                                   "vary_args needs key_args",
+		`{"key_args": ["order_id"], "vary_args": ["order_id"]}`:     `"order_id" is in key_args`,
+		`{"key_args": ["order_id"], "vary_args": ["note", "note"]}`: `"note" is empty or repeated`,
+	} {
+		_, err := runtime.Build(context.Background(), toolPlan(rt.Layer("idempotent", cfg)), runtime.Deps{})
+		require.Error(t, err, cfg)
+		assert.ErrorContains(t, err, want)
+	}
+}
+
+// TestAStoredErrorIsNotGivenToOtherArguments: the stored error of a call
+// that ran (its result unusable) answers only the same arguments; other
+// arguments under its key are refused as for a result.
+func TestAStoredErrorIsNotGivenToOtherArguments(t *testing.T) {
+	var calls atomic.Int64
+	refund := func(context.Context, *runtime.ToolCall) (any, error) {
+		calls.Add(1)
+		return nil, runtime.Ran(rt.Permanent("refunded, but the receipt is too large"))
+	}
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			calls.Store(0)
+			a, b := st.replicas(t, `{"key_args": ["order_id"]}`, refund)
+			nine := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9}}
+			_, err := a.Tool(ctx1, nine)
+			require.ErrorIs(t, err, runtime.ErrRan)
+			_, err = b.Tool(ctx1, nine)
+			require.ErrorIs(t, err, runtime.ErrRan, "the same arguments get the stored error")
+			_, err = b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900}})
+			var blocked *runtime.BlockedError
+			require.ErrorAs(t, err, &blocked)
+			assert.NotErrorIs(t, err, runtime.ErrRan)
+			assert.EqualValues(t, 1, calls.Load())
+		})
+	}
+}
