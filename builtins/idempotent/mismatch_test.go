@@ -3,7 +3,6 @@ package idempotent_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
-	"github.com/agentc-dev/agentc/runtime/store/sqlite"
-	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // mismatchStore is a store two replicas share, for the tests of a key
@@ -26,20 +23,13 @@ type mismatchStore struct {
 	a, b runtime.KV
 }
 
-// mismatchStores returns every store kind: memory (shared as replicas in
-// one process share it), a sqlite file each replica opens, and the Redis
-// and PostgreSQL test servers whose URLs are set.
+// mismatchStores returns every store kind, each opened twice as two
+// replicas open it (replicaStores).
 func mismatchStores(t *testing.T) []mismatchStore {
-	path := filepath.Join(t.TempDir(), "state.db")
-	open := func() runtime.KV {
-		s, err := sqlite.Open(context.Background(), path)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
-	out := []mismatchStore{{"sqlite", open(), open()}}
-	for _, s := range storetest.SharedStores(t) {
-		out = append(out, mismatchStore{s.Name, s.KV, s.KV})
+	var out []mismatchStore
+	for name, open := range replicaStores() {
+		a, b := open(t)
+		out = append(out, mismatchStore{name, a, b})
 	}
 	return out
 }
