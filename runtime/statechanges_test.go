@@ -361,6 +361,7 @@ func TestStateChangesEveryField(t *testing.T) {
 			"lease_ttl": {value: json.RawMessage(`"5s"`)},
 			"store":     {value: json.RawMessage(`"other"`), keyed: true},
 			"key_args":  {value: json.RawMessage(`["order_id","amount"]`), keyed: true},
+			"vary_args": {value: json.RawMessage(`["note"]`)},
 			"name":      {value: json.RawMessage(`"once"`)},
 			"tools":     {value: json.RawMessage(`["refund"]`), keyed: true},
 		}},

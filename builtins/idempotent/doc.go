@@ -24,6 +24,23 @@
 // by `store` (the default store when unset); a shared store (redis,
 // postgres, sqlite) dedupes across processes.
 //
+// With key_args, calls that differ in their other arguments share a key.
+// The layer stores, with a call's outcome, the digest of its canonical
+// arguments (runtime.ToolCall.ArgsDigest; those named in vary_args left
+// out), and a later call under the key whose digest differs is refused,
+// without running, with a *runtime.BlockedError naming the layer ("the
+// idempotency key (key_args ...) was used earlier by a call with different
+// arguments"), never the values: a client that sends another amount under
+// an order refunded earlier must not believe that amount was refunded. A
+// call with other arguments does not share the flight of a duplicate
+// running in this process (step 1): it meets its claim in the store, as a
+// duplicate in another process does. Claims held or in doubt are answered
+// as before. A record without a digest (written before it was stored, or
+// without key_args, whose key holds the arguments' digest) is replayed to
+// any call of its key. The digest and the outcome are stored inside the
+// form of a stored error (step 5), so that a build that does not read the
+// digest refuses a duplicate rather than replay the outcome unchecked.
+//
 // A side-effecting call whose arguments cannot be canonicalised (a NaN or
 // infinite number, a channel: runtime.ToolCall.ArgsDigestErr) has no key
 // that tells it apart from another such call: it is refused, without
@@ -37,7 +54,8 @@
 //     error). Followers that shared a result, or the error of a call that
 //     ran (step 5), are reported deduped.
 //  2. The leader asks the store's runtime.Leaser for the key, in one round
-//     trip. A published result is replayed (decoded from its JSON, numbers
+//     trip. A published result is replayed (with key_args, only to a call
+//     whose arguments match those of the call that made it; decoded from its JSON, numbers
 //     as runtime.DecodeArgs decodes them: an integer above 2^53 is the
 //     int64 the call returned, not a float64 neighbour): the inner layers do not run,
 //     Meta.Deduped and Meta.Cached are set (an audit layer outside records

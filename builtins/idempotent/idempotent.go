@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
@@ -55,6 +56,10 @@ type Idempotent struct {
 	// the tenant) instead of the run and every argument: the same order
 	// refunded from two runs is refunded once.
 	KeyArgs []string `json:"key_args,omitempty"`
+	// VaryArgs, with key_args, names the arguments that may differ between
+	// calls under one key: a call is refused when its other arguments
+	// differ from those of the call whose outcome the key holds.
+	VaryArgs []string `json:"vary_args,omitempty"`
 
 	name   string
 	leaser runtime.Leaser
@@ -98,6 +103,17 @@ func (m *Idempotent) Validate() error {
 	for i, a := range m.KeyArgs {
 		if a == "" || slices.Contains(m.KeyArgs[:i], a) {
 			return fmt.Errorf("key_args: %q is empty or repeated", a)
+		}
+	}
+	if len(m.VaryArgs) > 0 && len(m.KeyArgs) == 0 {
+		return errors.New("vary_args needs key_args: without them every argument keys the call, so none can vary under its key")
+	}
+	for i, a := range m.VaryArgs {
+		if a == "" || slices.Contains(m.VaryArgs[:i], a) {
+			return fmt.Errorf("vary_args: %q is empty or repeated", a)
+		}
+		if slices.Contains(m.KeyArgs, a) {
+			return fmt.Errorf("vary_args: %q is in key_args: a key argument cannot vary under its key", a)
 		}
 	}
 	return nil
@@ -225,7 +241,11 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err := m.resumable(ctx, c, key); err != nil {
 			return nil, err
 		}
-		v, err, shared := m.flights.Do(ctx, key, func() (any, error) {
+		// With key_args, calls of one key with other arguments do not
+		// share a flight: each meets the other's record in the store, as
+		// across processes, and is refused once that record holds another
+		// call's outcome.
+		v, err, shared := m.flights.Do(ctx, key+"\x00"+m.argsDigest(c), func() (any, error) {
 			var a answer
 			v, err := m.settle(ctx, c, key, next, &a)
 			return flightOutcome{v: v, answer: a}, err
@@ -333,15 +353,19 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		switch g.Status {
 		case runtime.LeaseDone:
+			res, err := m.matching(c, g.Result)
+			if err != nil {
+				return nil, err
+			}
 			// A resumed call that ran before: its stored outcome answers it.
 			*a = answerReplayed
 			runtime.VouchReplayed(ctx)
-			if err, ok := m.storedErr(g.Result); ok {
+			if err, ok := m.storedErr(res); ok {
 				c.Meta.Deduped, c.Meta.Cached = true, true
 				return nil, err
 			}
 			var out any
-			if err := jsonnum.Decode(g.Result, &out); err != nil {
+			if err := jsonnum.Decode(res, &out); err != nil {
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 					Message: "the stored result of this call does not decode; the call did not run again", Err: err}
 			}
@@ -586,8 +610,12 @@ func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string,
 }
 
 // publish stores res as the outcome of key under token, logging a failure:
-// the key is then in doubt once its lease expires.
+// the key is then in doubt once its lease expires. With key_args the
+// outcome is stored after the digest of the call's arguments (argsMark).
 func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key string, token int64, res []byte) {
+	if len(m.KeyArgs) > 0 {
+		res = record(storedError{Message: argsNote, Args: m.argsDigest(c), Outcome: res})
+	}
 	ok, perr := m.leaser.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
 	switch {
 	case perr != nil:
@@ -597,6 +625,59 @@ func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key strin
 		m.logger.WarnContext(ctx, "idempotent: the lease was lost while the call ran (it outlived lease_ttl without renewal); the result is not stored",
 			"tool", c.Name)
 	}
+}
+
+// argsNote is the message of a record that holds the digest of its call's
+// arguments (storedError.Args), for a build of the layer that reads the
+// record as the stored error of a call that ran, as builds before the
+// digest do: they refuse a duplicate with it rather than return the
+// outcome unchecked.
+const argsNote = "the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it"
+
+// argsDigest returns the digest of c's arguments that its record holds:
+// the digest of its canonical arguments (runtime.ToolCall.ArgsDigest),
+// those named in vary_args left out. The layer computes it only for calls
+// whose arguments canonicalise.
+func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
+	if len(m.VaryArgs) == 0 {
+		return c.ArgsDigest()
+	}
+	kept := make(map[string]any, len(c.Args))
+	for k, v := range c.Args {
+		if !slices.Contains(m.VaryArgs, k) {
+			kept[k] = v
+		}
+	}
+	b, _ := json.Marshal(jsonnum.Canonical(kept)) // a part of arguments that canonicalise
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// matching returns the outcome of the record res, refusing c when the
+// record holds the digest of other arguments than c's: the key was used by
+// another call, and its outcome is not c's. A record without a digest is
+// the outcome alone.
+func (m *Idempotent) matching(c *runtime.ToolCall, res []byte) ([]byte, error) {
+	if !bytes.HasPrefix(res, []byte(errMark)) {
+		return res, nil
+	}
+	var w struct {
+		Ran storedError `json:"!ran"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil || w.Ran.Args == "" {
+		// A stored error: storedErr reads it.
+		return res, nil
+	}
+	if len(w.Ran.Outcome) == 0 {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+			Message: "the stored record of this call holds no outcome; the call did not run again"}
+	}
+	if w.Ran.Args != m.argsDigest(c) {
+		return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
+			"the idempotency key (key_args %s) was used earlier by a call with different arguments; this call did not run, and the earlier call's outcome is not returned",
+			strings.Join(m.KeyArgs, ", "))}
+	}
+	return w.Ran.Outcome, nil
 }
 
 // errMark starts a stored outcome that is an error rather than a result:
@@ -614,6 +695,13 @@ type storedError struct {
 	// *runtime.BlockedError in it, if any (a guard blocked the result).
 	BlockedBy string `json:"blocked_by,omitempty"`
 	Block     string `json:"block,omitempty"`
+	// Args and Outcome, when set, make the record not an error but the
+	// outcome (a result, or a stored error) of a call whose arguments had
+	// the digest Args (argsDigest): key_args keys calls that differ in
+	// their other arguments alike. Message is then argsNote, for builds
+	// that do not read them.
+	Args    string          `json:"args,omitempty"`
+	Outcome json.RawMessage `json:"outcome,omitempty"`
 }
 
 // storeErr encodes err as a stored outcome.
@@ -623,7 +711,13 @@ func storeErr(err error) []byte {
 	if errors.As(err, &b) {
 		se.BlockedBy, se.Block = b.Layer, b.Message
 	}
-	res, _ := json.Marshal(se) // strings only: cannot fail
+	return record(se)
+}
+
+// record encodes se as a stored outcome. Its Outcome is valid JSON, an
+// outcome the layer encoded.
+func record(se storedError) []byte {
+	res, _ := json.Marshal(se) // strings and valid JSON only: cannot fail
 	return append(append([]byte(errMark), res...), '}')
 }
 

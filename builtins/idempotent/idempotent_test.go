@@ -424,9 +424,13 @@ func TestKeyArgsDedupeAcrossRunsWithinATenant(t *testing.T) {
 	}
 	_, err := call("run-1", "acme", map[string]any{"order_id": "A1", "note": "first"})
 	require.NoError(t, err)
-	r, err := call("run-2", "acme", map[string]any{"order_id": "A1", "note": "second"})
+	r, err := call("run-2", "acme", map[string]any{"order_id": "A1", "note": "first"})
 	require.NoError(t, err)
 	assert.True(t, r.Deduped, "same order, same tenant, another run: deduped")
+	assert.Equal(t, 1, tool.Calls())
+	_, err = call("run-2", "acme", map[string]any{"order_id": "A1", "note": "second"})
+	var blocked *runtime.BlockedError
+	require.ErrorAs(t, err, &blocked, "same order with other arguments: refused")
 	assert.Equal(t, 1, tool.Calls())
 	r, err = call("run-2", "globex", map[string]any{"order_id": "A1"})
 	require.NoError(t, err)
