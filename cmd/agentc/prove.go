@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // proveReport is one policy's exploration, as `agentc prove -json` prints
@@ -134,7 +137,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		// counterexamples replay against its plan, written beside them.
 		replayWith := label
 		if !vets && len(r.Violations) > 0 {
-			file, err := writePlan(*outDir, label, c, written)
+			file, err := writePlan(*outDir, label, dir, c, written)
 			if err != nil {
 				return fail(env, "%v", err)
 			}
@@ -272,19 +275,95 @@ func writeCounterexample(dir, policy string, v *prove.Counterexample, written ma
 	return file, nil
 }
 
-// writePlan writes the plan of c into dir, named after the policy, and
-// returns the file's path.
-func writePlan(dir, policy string, c *compiler.Compilation, written map[string]bool) (string, error) {
+// writePlan writes the plan of c, the policy in policyDir, into dir, named
+// after the policy, and returns the file's path. agentc run resolves a
+// plan's relative paths against the plan file's directory: the plan written
+// names the policy's files from dir (see rebasePlan).
+func writePlan(dir, policy, policyDir string, c *compiler.Compilation, written map[string]bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	file := filepath.Join(dir, fileBase(policy)+".plan.json")
 	written[file] = true
-	b, err := encodePlan(c)
+	p, err := rebasePlan(c.Plan, policyDir, dir)
+	if err != nil {
+		return "", err
+	}
+	b, err := plan.Encode(p)
 	if err != nil {
 		return "", err
 	}
 	return file, os.WriteFile(file, b, 0o644)
+}
+
+// rebasePlan returns a copy of p whose relative paths, which name files
+// from the directory from, name the same files from the directory to: the
+// roots of its file_check layers and the files of its sqlite stores (the
+// paths a plan's layers and stores resolve with runtime.Deps.Dir). A path
+// is absolute when it cannot be written relative to to.
+func rebasePlan(p *plan.Plan, from, to string) (*plan.Plan, error) {
+	absFrom, err := filepath.Abs(from)
+	if err != nil {
+		return nil, err
+	}
+	absTo, err := filepath.Abs(to)
+	if err != nil {
+		return nil, err
+	}
+	rebase := func(path string) string {
+		if path == "" || filepath.IsAbs(path) {
+			return path
+		}
+		abs := filepath.Join(absFrom, path)
+		if r, err := filepath.Rel(absTo, abs); err == nil {
+			return r
+		}
+		return abs
+	}
+	rebaseChain := func(stage plan.Stage, chain []plan.Layer) ([]plan.Layer, error) {
+		chain = slices.Clone(chain)
+		for i, l := range chain {
+			if l.Use != "file_check" {
+				continue
+			}
+			var cfg map[string]json.RawMessage
+			if err := json.Unmarshal(l.Config, &cfg); err != nil {
+				return nil, fmt.Errorf("chains.%s[%d] %q: config: %w", stage, i, l.Name, err)
+			}
+			var roots []string
+			if err := json.Unmarshal(cfg["roots"], &roots); err != nil {
+				return nil, fmt.Errorf("chains.%s[%d] %q: roots: %w", stage, i, l.Name, err)
+			}
+			for j, r := range roots {
+				roots[j] = rebase(r)
+			}
+			var err error
+			if cfg["roots"], err = json.Marshal(roots); err != nil {
+				return nil, err
+			}
+			if chain[i].Config, err = json.Marshal(cfg); err != nil {
+				return nil, err
+			}
+		}
+		return chain, nil
+	}
+	q := *p
+	for _, c := range []struct {
+		stage plan.Stage
+		chain *[]plan.Layer
+	}{{plan.StageChat, &q.Chains.Chat}, {plan.StageTool, &q.Chains.Tool}, {plan.StageTurn, &q.Chains.Turn}} {
+		if *c.chain, err = rebaseChain(c.stage, *c.chain); err != nil {
+			return nil, err
+		}
+	}
+	if p.Stores != nil {
+		q.Stores = make(map[string]plan.Store, len(p.Stores))
+		for name, st := range p.Stores {
+			st.Path = rebase(st.Path)
+			q.Stores[name] = st
+		}
+	}
+	return &q, nil
 }
 
 func fileBase(policy string) string {

@@ -94,3 +94,23 @@ func TestProveBound(t *testing.T) {
 	assert.Equal(t, exitUsage, code, out)
 	assert.Contains(t, out, "-maxstates -1: want 0 (no bound) or more")
 }
+
+// TestRebasePlan: the plan prove writes beside its counterexamples names the
+// policy's relative files from its own directory; absolute paths stay, and
+// the plan it was made from is left as it was.
+func TestRebasePlan(t *testing.T) {
+	p := &plan.Plan{
+		Chains: plan.Chains{Tool: []plan.Layer{
+			{Use: "log"},
+			{Use: "file_check", Config: []byte(`{"must_exist":true,"roots":["./data","/srv/data"]}`)},
+		}},
+		Stores: map[string]plan.Store{"db": {Kind: "sqlite", Path: "state/db.sqlite"}, "mem": {Kind: "memory"}},
+	}
+	q, err := rebasePlan(p, "policies/refunds", "out")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"must_exist":true,"roots":["../policies/refunds/data","/srv/data"]}`, string(q.Chains.Tool[1].Config))
+	assert.Equal(t, "../policies/refunds/state/db.sqlite", q.Stores["db"].Path)
+	assert.Empty(t, q.Stores["mem"].Path)
+	assert.Equal(t, `{"must_exist":true,"roots":["./data","/srv/data"]}`, string(p.Chains.Tool[1].Config))
+	assert.Equal(t, "state/db.sqlite", p.Stores["db"].Path)
+}
