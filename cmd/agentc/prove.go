@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -123,7 +125,11 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 					label, pr.States, pr.Depth, pr.Done, pr.Targets, *k, pr.Elapsed.Round(time.Second))
 			}})
 		if err != nil && (r == nil || r.Bound != prove.BoundInterrupted) {
-			return fail(env, "%s: %v", label, err)
+			// The policy's, not the command's: said, and the next
+			// policy explored.
+			reportUnexplored(env, label, c, err)
+			problems = true
+			continue
 		}
 		// Interrupted, r is what was explored: reported as not proven.
 		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
@@ -185,6 +191,26 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		return exitNotProven
 	}
 	return exitOK
+}
+
+// reportUnexplored reports the policy labelled label, compiled in c, that
+// could not be explored: a layer that does not build is named at its place
+// in the policy.
+func reportUnexplored(env *cliEnv, label string, c *compiler.Compilation, err error) {
+	le := (*runtime.LayerError)(nil)
+	if !errors.As(err, &le) {
+		fmt.Fprintf(env.stderr, "agentc: %s: %v: nothing proved\n", label, err)
+		return
+	}
+	pos := le.Pos
+	if pos != "" && !filepath.IsAbs(pos) && c.Policy != nil {
+		pos = rel(env, filepath.Join(c.Policy.Dir, filepath.FromSlash(pos)))
+	}
+	if pos == "" {
+		pos = label
+	}
+	fmt.Fprintf(env.stderr, "%s: %v\n", pos, le)
+	fmt.Fprintf(env.stderr, "agentc: %s does not build: nothing to prove\n", label)
 }
 
 // proveProgressEvery is how often a long exploration says how far it has
