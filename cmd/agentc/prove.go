@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,15 +203,18 @@ func reportUnexplored(env *cliEnv, label string, c *compiler.Compilation, err er
 		fmt.Fprintf(env.stderr, "agentc: %s: %v: nothing proved\n", label, err)
 		return
 	}
-	pos := le.Pos
-	if pos != "" && !filepath.IsAbs(pos) && c.Policy != nil {
-		pos = rel(env, filepath.Join(c.Policy.Dir, filepath.FromSlash(pos)))
-	}
-	if pos == "" {
-		pos = label
-	}
-	fmt.Fprintf(env.stderr, "%s: %v\n", pos, le)
+	fmt.Fprintf(env.stderr, "%s: %v\n", cmp.Or(layerPlace(env, c, le), label), le)
 	fmt.Fprintf(env.stderr, "agentc: %s does not build: nothing to prove\n", label)
+}
+
+// layerPlace returns the position in the policy compiled in c of the layer
+// that did not build, relative to the working directory ("" when the plan
+// has none).
+func layerPlace(env *cliEnv, c *compiler.Compilation, le *runtime.LayerError) string {
+	if le.Pos == "" || filepath.IsAbs(le.Pos) || c.Policy == nil {
+		return le.Pos
+	}
+	return rel(env, filepath.Join(c.Policy.Dir, filepath.FromSlash(le.Pos)))
 }
 
 // proveProgressEvery is how often a long exploration says how far it has
