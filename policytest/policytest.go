@@ -192,9 +192,12 @@ func readCase(path string, idx *dsl.SourceIndex, name string, raw json.RawMessag
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return nil, fmt.Errorf("%s: test %q: %s", placeIn(idx, path, name, ""), name, typeProblem(err, "a struct of "+strings.Join(caseFields, ", ")))
 	}
-	t, err := decodeCase(fields)
-	if err != nil {
-		return nil, fmt.Errorf("%s: test %q: %v", placeIn(idx, path, name, scenario.MessagePath(err.Error())), name, err)
+	t, errs := decodeCase(fields)
+	if len(errs) > 0 {
+		for i, err := range errs {
+			errs[i] = fmt.Errorf("%s: test %q: %v", placeIn(idx, path, name, scenario.MessagePath(err.Error())), name, err)
+		}
+		return nil, errors.Join(errs...)
 	}
 	hasScenario := len(t.Scenario) > 0 && string(t.Scenario) != "null"
 	c := &Case{Name: name, File: path, idx: idx}
@@ -276,11 +279,13 @@ type testCase struct {
 // caseFields are the fields a case may have.
 var caseFields = []string{"scenario", "want", "want_vet", "want_prove", "prove_k"}
 
-// decodeCase decodes a case's fields; a field it does not know (a
+// decodeCase decodes a case's fields and returns the problem of each that
+// does not read, in the order of their names; a field it does not know (a
 // misspelt want would leave the case checking nothing) is an error with a
 // did-you-mean.
-func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
+func decodeCase(fields map[string]json.RawMessage) (testCase, []error) {
 	var t testCase
+	var errs []error
 	for _, k := range sortedKeys(fields) {
 		raw := fields[k]
 		var err error
@@ -306,13 +311,14 @@ func decodeCase(fields map[string]json.RawMessage) (testCase, error) {
 				err = errors.New(typeProblem(err, "an integer"))
 			}
 		default:
-			return t, fmt.Errorf("unknown field %q%s (a case has %s)", k, dsl.SuggestName(k, caseFields), strings.Join(caseFields, ", "))
+			errs = append(errs, fmt.Errorf("unknown field %q%s (a case has %s)", k, dsl.SuggestName(k, caseFields), strings.Join(caseFields, ", ")))
+			continue
 		}
 		if err != nil {
-			return t, fmt.Errorf("%s: %v", k, strings.TrimPrefix(err.Error(), "json: "))
+			errs = append(errs, fmt.Errorf("%s: %v", k, strings.TrimPrefix(err.Error(), "json: ")))
 		}
 	}
-	return t, nil
+	return t, errs
 }
 
 // typeProblem says what a value that did not decode is, and that want is

@@ -402,3 +402,18 @@ state: fields: count: schema: type: "integer"
 	err := runCase(t, strings.TrimSuffix(chat, "]")+`, {checkpoint: {}}]`, `checkpoints: null`)
 	assert.NoError(t, err)
 }
+
+// Every field of a case that does not read is reported at once, each at its
+// place: a case with several mistakes is fixed in one round.
+func TestEveryFieldProblemOfACase(t *testing.T) {
+	dir := write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\twnat: steps: []\n\twant_vet: 1\n\tprove_kk: 2\n\twant_prove: \"x\"\n}\n"})
+	_, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	file := filepath.Join(dir, "a_test.cue")
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 4, err.Error())
+	assert.True(t, strings.HasPrefix(lines[0], file+`:6:2: test "a": unknown field "prove_kk"; did you mean "prove_k"?`), lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], file+`:7:2: test "a": want_prove: `), lines[1])
+	assert.True(t, strings.HasPrefix(lines[2], file+`:5:2: test "a": want_vet: `), lines[2])
+	assert.True(t, strings.HasPrefix(lines[3], file+`:4:2: test "a": unknown field "wnat"; did you mean "want"?`), lines[3])
+}

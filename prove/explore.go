@@ -3,6 +3,7 @@ package prove
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -325,6 +326,12 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 	}
 	e.report.Targets = len(todo)
 	e.targetN = len(todo)
+	// A pipeline that does not build fails every run alike: said once,
+	// before the targets are explored in parallel, it names no target and
+	// reads the same in every exploration.
+	if _, err := e.runScenario(ctx, target{}, nil, &scenario.Scenario{}); err != nil && ctx.Err() == nil {
+		return nil, err
+	}
 	// Targets are independent: explore them on every core, one depth at a
 	// time, so that a bound that stops the exploration leaves every target
 	// explored to the same depth.
@@ -760,6 +767,11 @@ func (e *explorer) runScenario(ctx context.Context, t target, script []string, s
 		},
 		Inspect: func(pl *runtime.Pipeline) { o.ledgers = ledgers(pl, e.orig, sc.RunID) },
 	})
+	if le := (*runtime.LayerError)(nil); errors.As(err, &le) {
+		// The plan's, whatever the target.
+		e.placeLayer(le)
+		return nil, fmt.Errorf("prove: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("prove: %s: %w", t.label, err)
 	}
@@ -772,6 +784,22 @@ func (e *explorer) runScenario(ctx context.Context, t target, script []string, s
 		}
 	}
 	return o, nil
+}
+
+// placeLayer gives the layer that did not build its index in the policy's
+// chain: the pipeline's chains hold probes between the layers.
+func (e *explorer) placeLayer(le *runtime.LayerError) {
+	chain := chainOf(e.p, le.Stage)
+	if le.Index >= len(chain) || chain[le.Index].Use == probeID {
+		return
+	}
+	n := 0
+	for _, l := range chain[:le.Index] {
+		if l.Use != probeID {
+			n++
+		}
+	}
+	le.Index = n
 }
 
 // ledgers reads the ledger of every meter layer with a budget; orig is the

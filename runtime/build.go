@@ -513,11 +513,11 @@ func (pl *Pipeline) build(ctx context.Context) error {
 	for _, stage := range plan.Stages {
 		for i, l := range pl.plan.Chains.Of(stage) {
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("build chains.%s[%d] %q: %w", stage, i, layerName(l), err)
+				return &LayerError{Stage: stage, Index: i, Name: layerName(l), Pos: l.Pos, Err: err}
 			}
 			inst, sc, err := pl.buildLayer(ctx, stage, i, l)
 			if err != nil {
-				return fmt.Errorf("build chains.%s[%d] %q: %w", stage, i, layerName(l), err)
+				return &LayerError{Stage: stage, Index: i, Name: layerName(l), Pos: l.Pos, Err: err}
 			}
 			pl.layers[stage] = append(pl.layers[stage], LayerInfo{Stage: stage, Index: i, Name: layerName(l), Use: l.Use, Middleware: inst})
 			switch stage {
@@ -551,6 +551,26 @@ func (pl *Pipeline) build(ctx context.Context) error {
 	pl.turn = fold(turn, turnTerminal, scopeTurn)
 	return nil
 }
+
+// LayerError is a layer of the plan that did not build: Build returns it
+// for a layer whose config, provisioning or scope fails.
+type LayerError struct {
+	// Stage and Index place the layer in the plan's chains; Name is its
+	// name (its use when unnamed).
+	Stage plan.Stage
+	Index int
+	Name  string
+	// Pos is the layer's position in the policy (plan.Layer.Pos; empty
+	// when the plan has none).
+	Pos string
+	Err error
+}
+
+func (e *LayerError) Error() string {
+	return fmt.Sprintf("build chains.%s[%d] %q: %v", e.Stage, e.Index, e.Name, e.Err)
+}
+
+func (e *LayerError) Unwrap() error { return e.Err }
 
 // scope holds the generic conditions of a layer: `when` and `tools`.
 type scope struct {

@@ -1,16 +1,22 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // proveReport is one policy's exploration, as `agentc prove -json` prints
@@ -120,7 +126,11 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 					label, pr.States, pr.Depth, pr.Done, pr.Targets, *k, pr.Elapsed.Round(time.Second))
 			}})
 		if err != nil && (r == nil || r.Bound != prove.BoundInterrupted) {
-			return fail(env, "%s: %v", label, err)
+			// The policy's, not the command's: said, and the next
+			// policy explored.
+			reportUnexplored(env, label, c, err)
+			problems = true
+			continue
 		}
 		// Interrupted, r is what was explored: reported as not proven.
 		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
@@ -134,7 +144,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		// counterexamples replay against its plan, written beside them.
 		replayWith := label
 		if !vets && len(r.Violations) > 0 {
-			file, err := writePlan(*outDir, label, c, written)
+			file, err := writePlan(*outDir, label, dir, c, written)
 			if err != nil {
 				return fail(env, "%v", err)
 			}
@@ -182,6 +192,29 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		return exitNotProven
 	}
 	return exitOK
+}
+
+// reportUnexplored reports the policy labelled label, compiled in c, that
+// could not be explored: a layer that does not build is named at its place
+// in the policy.
+func reportUnexplored(env *cliEnv, label string, c *compiler.Compilation, err error) {
+	le := (*runtime.LayerError)(nil)
+	if !errors.As(err, &le) {
+		fmt.Fprintf(env.stderr, "agentc: %s: %v: nothing proved\n", label, err)
+		return
+	}
+	fmt.Fprintf(env.stderr, "%s: %v\n", cmp.Or(layerPlace(env, c, le), label), le)
+	fmt.Fprintf(env.stderr, "agentc: %s does not build: nothing to prove\n", label)
+}
+
+// layerPlace returns the position in the policy compiled in c of the layer
+// that did not build, relative to the working directory ("" when the plan
+// has none).
+func layerPlace(env *cliEnv, c *compiler.Compilation, le *runtime.LayerError) string {
+	if le.Pos == "" || filepath.IsAbs(le.Pos) || c.Policy == nil {
+		return le.Pos
+	}
+	return rel(env, filepath.Join(c.Policy.Dir, filepath.FromSlash(le.Pos)))
 }
 
 // proveProgressEvery is how often a long exploration says how far it has
@@ -272,19 +305,95 @@ func writeCounterexample(dir, policy string, v *prove.Counterexample, written ma
 	return file, nil
 }
 
-// writePlan writes the plan of c into dir, named after the policy, and
-// returns the file's path.
-func writePlan(dir, policy string, c *compiler.Compilation, written map[string]bool) (string, error) {
+// writePlan writes the plan of c, the policy in policyDir, into dir, named
+// after the policy, and returns the file's path. agentc run resolves a
+// plan's relative paths against the plan file's directory: the plan written
+// names the policy's files from dir (see rebasePlan).
+func writePlan(dir, policy, policyDir string, c *compiler.Compilation, written map[string]bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
 	file := filepath.Join(dir, fileBase(policy)+".plan.json")
 	written[file] = true
-	b, err := encodePlan(c)
+	p, err := rebasePlan(c.Plan, policyDir, dir)
+	if err != nil {
+		return "", err
+	}
+	b, err := plan.Encode(p)
 	if err != nil {
 		return "", err
 	}
 	return file, os.WriteFile(file, b, 0o644)
+}
+
+// rebasePlan returns a copy of p whose relative paths, which name files
+// from the directory from, name the same files from the directory to: the
+// roots of its file_check layers and the files of its sqlite stores (the
+// paths a plan's layers and stores resolve with runtime.Deps.Dir). A path
+// is absolute when it cannot be written relative to to.
+func rebasePlan(p *plan.Plan, from, to string) (*plan.Plan, error) {
+	absFrom, err := filepath.Abs(from)
+	if err != nil {
+		return nil, err
+	}
+	absTo, err := filepath.Abs(to)
+	if err != nil {
+		return nil, err
+	}
+	rebase := func(path string) string {
+		if path == "" || filepath.IsAbs(path) {
+			return path
+		}
+		abs := filepath.Join(absFrom, path)
+		if r, err := filepath.Rel(absTo, abs); err == nil {
+			return r
+		}
+		return abs
+	}
+	rebaseChain := func(stage plan.Stage, chain []plan.Layer) ([]plan.Layer, error) {
+		chain = slices.Clone(chain)
+		for i, l := range chain {
+			if l.Use != "file_check" {
+				continue
+			}
+			var cfg map[string]json.RawMessage
+			if err := json.Unmarshal(l.Config, &cfg); err != nil {
+				return nil, fmt.Errorf("chains.%s[%d] %q: config: %w", stage, i, l.Name, err)
+			}
+			var roots []string
+			if err := json.Unmarshal(cfg["roots"], &roots); err != nil {
+				return nil, fmt.Errorf("chains.%s[%d] %q: roots: %w", stage, i, l.Name, err)
+			}
+			for j, r := range roots {
+				roots[j] = rebase(r)
+			}
+			var err error
+			if cfg["roots"], err = json.Marshal(roots); err != nil {
+				return nil, err
+			}
+			if chain[i].Config, err = json.Marshal(cfg); err != nil {
+				return nil, err
+			}
+		}
+		return chain, nil
+	}
+	q := *p
+	for _, c := range []struct {
+		stage plan.Stage
+		chain *[]plan.Layer
+	}{{plan.StageChat, &q.Chains.Chat}, {plan.StageTool, &q.Chains.Tool}, {plan.StageTurn, &q.Chains.Turn}} {
+		if *c.chain, err = rebaseChain(c.stage, *c.chain); err != nil {
+			return nil, err
+		}
+	}
+	if p.Stores != nil {
+		q.Stores = make(map[string]plan.Store, len(p.Stores))
+		for name, st := range p.Stores {
+			st.Path = rebase(st.Path)
+			q.Stores[name] = st
+		}
+	}
+	return &q, nil
 }
 
 func fileBase(policy string) string {

@@ -94,3 +94,58 @@ func TestProveBound(t *testing.T) {
 	assert.Equal(t, exitUsage, code, out)
 	assert.Contains(t, out, "-maxstates -1: want 0 (no bound) or more")
 }
+
+// TestRebasePlan: the plan prove writes beside its counterexamples names the
+// policy's relative files from its own directory; absolute paths stay, and
+// the plan it was made from is left as it was.
+func TestRebasePlan(t *testing.T) {
+	p := &plan.Plan{
+		Chains: plan.Chains{Tool: []plan.Layer{
+			{Use: "log"},
+			{Use: "file_check", Config: []byte(`{"must_exist":true,"roots":["./data","/srv/data"]}`)},
+		}},
+		Stores: map[string]plan.Store{"db": {Kind: "sqlite", Path: "state/db.sqlite"}, "mem": {Kind: "memory"}},
+	}
+	q, err := rebasePlan(p, "policies/refunds", "out")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"must_exist":true,"roots":["../policies/refunds/data","/srv/data"]}`, string(q.Chains.Tool[1].Config))
+	assert.Equal(t, "../policies/refunds/state/db.sqlite", q.Stores["db"].Path)
+	assert.Empty(t, q.Stores["mem"].Path)
+	assert.Equal(t, `{"must_exist":true,"roots":["./data","/srv/data"]}`, string(p.Chains.Tool[1].Config))
+	assert.Equal(t, "state/db.sqlite", p.Stores["db"].Path)
+}
+
+// TestProveGoesOnAfterAPolicyThatDoesNotBuild: a policy whose layer does not
+// build on this machine (a file_check root that is not there) is reported
+// at the layer's place in the policy, the same way in every run, and the
+// policies after it are explored; prove exits 1, as for a policy that does
+// not compile.
+func TestProveGoesOnAfterAPolicyThatDoesNotBuild(t *testing.T) {
+	dir := proveBoundPolicies(t)
+	missing := filepath.Join(t.TempDir(), "srv", "data")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a_srv"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a_srv", "p.cue"), []byte(`package p
+
+models: m: {usd_per_mtok_in: 1}
+tools: read: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "log"},
+	{use: "file_check", roots: ["`+missing+`"]},
+]
+`), 0o644))
+	t.Chdir(dir)
+	var first string
+	for range 3 {
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), []string{"prove", "-k", "1", "-o", t.TempDir(), "./..."}, &stdout, &stderr)
+		assert.Equal(t, exitProblems, code, stdout.String()+stderr.String())
+		assert.Contains(t, stderr.String(), `a_srv/p.cue:7:2: build chains.tool[1] "file_check": provision: file_check: root "`+missing+`": lstat `)
+		assert.Contains(t, stderr.String(), "agentc: a_srv does not build: nothing to prove\n")
+		assert.Regexp(t, `(?m)^bad: .*counterexample at k=1`, stdout.String(), "the policy after it is explored")
+		assert.Regexp(t, `(?m)^clean: .*proved clean at k=1`, stdout.String())
+		if first == "" {
+			first = stderr.String()
+		}
+		assert.Equal(t, first, stderr.String(), "the same report every time")
+	}
+}

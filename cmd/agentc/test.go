@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/policytest"
 	"github.com/agentc-dev/agentc/prove"
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/scenario"
 )
@@ -85,7 +87,8 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			rules = append(rules, d.Rule)
 		}
 		printedDiags := false
-		pr := &policyProver{paths: paths, dir: dir, vetted: c, results: map[int]*proveResult{}}
+		ub := &unbuilt{env: env, c: c}
+		pr := &policyProver{paths: paths, dir: dir, vetted: c, results: map[int]*proveResult{}, unbuilt: ub}
 		for _, tc := range cases {
 			if filter != nil && !filter.MatchString(tc.Name) {
 				continue
@@ -115,7 +118,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 					runOut = out
 					switch {
 					case err != nil:
-						problem = err.Error()
+						problem = ub.problem(err)
 						where = tc.Where(problem)
 					case diff != "":
 						problem, where = placeDifferences(env, tc, diff)
@@ -228,6 +231,31 @@ type policyProver struct {
 	plan    *plan.Plan
 	loadErr string
 	results map[int]*proveResult
+	unbuilt *unbuilt
+}
+
+// unbuilt reports, once per policy, a layer of the policy compiled in c
+// that does not build on this machine (a file_check root that is not
+// there): every case that builds the pipeline fails the same way.
+type unbuilt struct {
+	env     *cliEnv
+	c       *compiler.Compilation
+	printed bool
+}
+
+// problem returns what a case that failed with err says: a layer that does
+// not build is reported on standard error the first time, and the case
+// points there.
+func (u *unbuilt) problem(err error) string {
+	le := (*runtime.LayerError)(nil)
+	if !errors.As(err, &le) {
+		return err.Error()
+	}
+	if !u.printed {
+		u.printed = true
+		fmt.Fprintf(u.env.stderr, "%s: the policy does not build on this machine: %v\n", cmp.Or(layerPlace(u.env, u.c, le), "agentc test"), le)
+	}
+	return "the policy does not build on this machine (see above)"
 }
 
 type proveResult struct {
@@ -264,7 +292,7 @@ func (pp *policyProver) check(ctx context.Context, env *cliEnv, tc *policytest.C
 		pp.results[tc.ProveK] = r
 	}
 	if r.err != nil {
-		return r.err.Error()
+		return pp.unbuilt.problem(r.err)
 	}
 	problem := tc.CheckProve(r.ids)
 	if problem == "" {
