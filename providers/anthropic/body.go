@@ -244,6 +244,7 @@ func appendCacheControl(b []byte, c *runtime.CacheControl) []byte {
 
 // appendTool appends a tool definition; the schema's properties and
 // required list have fields of their own, its other keywords ride along.
+// Every tool has an input schema, which the API requires.
 func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 	b = append(b, `{"name":`...)
 	b = wire.AppendString(b, t.Name)
@@ -257,8 +258,11 @@ func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 	if t.CacheControl != nil {
 		b = appendCacheControl(b, t.CacheControl)
 	}
+	// The API requires an input schema of every tool: one of no
+	// parameters (its schema absent, {} or a bare {"type":"object"}) is
+	// an object of no properties.
+	var schema map[string]json.RawMessage
 	if len(t.Parameters) > 0 {
-		var schema map[string]json.RawMessage
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 			// The error decoding it as the SDK's parameters would give.
 			var m map[string]any
@@ -267,53 +271,46 @@ func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 			}
 			return b, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
 		}
-		// A schema with nothing but its type is sent as none, as the SDK
-		// omits a zero input schema.
-		mark := len(b)
-		b = append(b, `,"input_schema":{"type":"object"`...)
-		bare := len(b)
-		var err error
-		if p := schema["properties"]; len(p) > 0 && string(p) != "null" {
-			b = append(b, `,"properties":`...)
-			if b, err = wire.AppendRaw(b, p); err != nil {
-				return b, err
+	}
+	b = append(b, `,"input_schema":{"type":"object","properties":`...)
+	var err error
+	if p := schema["properties"]; len(p) > 0 && string(p) != "null" {
+		if b, err = wire.AppendRaw(b, p); err != nil {
+			return b, err
+		}
+	} else {
+		b = append(b, "{}"...)
+	}
+	var required []any
+	if json.Unmarshal(schema["required"], &required) == nil {
+		sep := `,"required":[`
+		for _, r := range required {
+			if s, ok := r.(string); ok {
+				b = append(b, sep...)
+				b = wire.AppendString(b, s)
+				sep = ","
 			}
 		}
-		var required []any
-		if json.Unmarshal(schema["required"], &required) == nil {
-			sep := `,"required":[`
-			for _, r := range required {
-				if s, ok := r.(string); ok {
-					b = append(b, sep...)
-					b = wire.AppendString(b, s)
-					sep = ","
-				}
-			}
-			if sep == "," {
-				b = append(b, ']')
-			}
-		}
-		keys := make([]string, 0, len(schema))
-		for k := range schema {
-			if k != "properties" && k != "required" && k != "type" {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			b = append(b, ',')
-			b = wire.AppendString(b, k)
-			b = append(b, ':')
-			if b, err = wire.AppendRaw(b, schema[k]); err != nil {
-				return b, err
-			}
-		}
-		if len(b) == bare {
-			b = b[:mark]
-		} else {
-			b = append(b, '}')
+		if sep == "," {
+			b = append(b, ']')
 		}
 	}
+	keys := make([]string, 0, len(schema))
+	for k := range schema {
+		if k != "properties" && k != "required" && k != "type" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = append(b, ',')
+		b = wire.AppendString(b, k)
+		b = append(b, ':')
+		if b, err = wire.AppendRaw(b, schema[k]); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, '}')
 	return append(b, '}'), nil
 }
 
