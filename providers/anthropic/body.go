@@ -1,11 +1,14 @@
 package anthropic
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -378,7 +381,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		}
 		block()
 		b = append(b, `{"type":"tool_result","tool_use_id":`...)
-		b = wire.AppendString(b, id)
+		b = appendToolID(b, id)
 		b = append(b, `,"content":[`...)
 		// A result of images alone has no text block: the API refuses
 		// an empty one beside them.
@@ -578,7 +581,7 @@ func resultImagesPaired(parts []runtime.ContentPart) error {
 // appendToolUse appends a tool_use block.
 func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
 	b = append(b, `{"type":"tool_use","id":`...)
-	b = wire.AppendString(b, tc.ID)
+	b = appendToolID(b, tc.ID)
 	b = append(b, `,"name":`...)
 	b = wire.AppendString(b, tc.Name)
 	b = append(b, `,"input":`...)
@@ -600,6 +603,40 @@ func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
 		b = appendCacheControl(b, tc.CacheControl)
 	}
 	return append(b, '}'), nil
+}
+
+// appendToolID appends a tool call's id as the API takes it: letters,
+// digits, _ and - alone (^[a-zA-Z0-9_-]+$). An id outside that pattern
+// (an OpenAI-format history may hold functions.get_weather:0, as some
+// OpenAI-compatible servers write them) is sent with each other character
+// as _ and a suffix of its hash: the same for a call and its result, and
+// distinct for distinct ids. The model answers with ids of its own, so no
+// id sent comes back.
+func appendToolID(b []byte, id string) []byte {
+	safe := id != ""
+	for i := 0; i < len(id) && safe; i++ {
+		safe = idByte(id[i])
+	}
+	if safe {
+		return wire.AppendString(b, id)
+	}
+	b = append(b, '"')
+	for _, r := range id {
+		if r < utf8.RuneSelf && idByte(byte(r)) {
+			b = append(b, byte(r))
+		} else {
+			b = append(b, '_')
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	b = append(b, '_')
+	b = hex.AppendEncode(b, sum[:6])
+	return append(b, '"')
+}
+
+// idByte reports whether c may be in a tool call id the API takes.
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
 // appendText appends a text block.
