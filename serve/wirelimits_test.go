@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -34,4 +35,33 @@ func TestMoreStopSequencesThanAnOpenAIModelTakes(t *testing.T) {
 	assert.Equal(t, "backup", string(msg.Model))
 	assert.Equal(t, 0, g.oa.requests())
 	assert.Equal(t, []any{"a", "b", "c", "d", "e"}, sentTo(t, g.an, 0)["stop_sequences"])
+}
+
+// docs/serve.md's errors table says a 429 carries Retry-After; an
+// upstream's 429 that named no delay reached the client without one. It
+// carries a second, on every route, streamed or not.
+func TestUpstream429WithoutADelayCarriesRetryAfter(t *testing.T) {
+	for _, model := range []string{"primary", "backup"} {
+		body := `{"error": {"message": "Rate limit reached.", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}`
+		if model == "backup" {
+			body = `{"type":"error","error":{"type":"rate_limit_error","message":"Rate limit reached."}}`
+		}
+		r := reply{status: http.StatusTooManyRequests, body: body}
+		oa, an := []reply{r, r, r, r, r, r}, []reply(nil)
+		if model == "backup" {
+			oa, an = nil, oa
+		}
+		g := newGateway(t, `{use: "tracing"}`, oa, an)
+		for _, stream := range []bool{false, true} {
+			for route, b := range map[string][]byte{
+				"/v1/chat/completions": chatBody(model, "hi", stream),
+				"/v1/messages":         messagesBody(model, "hi", stream),
+				"/v1/responses":        []byte(fmt.Sprintf(`{"model": %q, "input": "hi", "stream": %v}`, model, stream)),
+			} {
+				code, h, resp := do(t, "POST", g.url+route, clientKey, b, "anthropic-version", "2023-06-01")
+				require.Equal(t, http.StatusTooManyRequests, code, "%s %s stream %v: %s", model, route, stream, resp)
+				assert.Equal(t, "1", h.Get("Retry-After"), "%s %s stream %v", model, route, stream)
+			}
+		}
+	}
 }
