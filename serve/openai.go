@@ -15,7 +15,7 @@ import (
 
 // openAIChat is POST /v1/chat/completions: OpenAI's Chat Completions wire
 // format.
-var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id", wire: "openai", param: oaParam}
+var openAIChat = chatAPI{decode: decodeOpenAI, complete: completeOpenAI, stream: newOpenAIStream, requestIDHeader: "X-Request-Id", ordered: true, wire: "openai", param: oaParam}
 
 // oaParam maps an upstream's param to the client's field: the client's
 // messages go upstream at their own indexes, so a param is the client's
@@ -495,15 +495,18 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b = append(b, `,"model":`...)
 	b = wire.AppendString(b, servedName(resp, p))
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	content, refusal := refusalSplit(&p.blocks, resp)
 	switch {
-	case resp.Refusal:
-		b = append(b, `null,"refusal":`...)
-		b = wire.AppendString(b, resp.Text)
-	case resp.Text == "" && len(resp.ToolCalls) > 0:
-		b = append(b, `null,"refusal":null`...)
+	case content == "" && (resp.Refusal || len(resp.ToolCalls) > 0):
+		b = append(b, "null"...)
 	default:
-		b = wire.AppendString(b, resp.Text)
-		b = append(b, `,"refusal":null`...)
+		b = wire.AppendString(b, content)
+	}
+	b = append(b, `,"refusal":`...)
+	if resp.Refusal {
+		b = wire.AppendString(b, refusal)
+	} else {
+		b = append(b, "null"...)
 	}
 	if len(resp.ToolCalls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -535,6 +538,34 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b = appendOpenAIUsage(b, resp.Usage)
 	b = append(b, "}\n"...)
 	writeRaw(x, http.StatusOK, b)
+}
+
+// refusalSplit returns the answer's text and its refusal's, as a stream
+// sends them (content, then refusal deltas): the runs of text recorded as a
+// refusal's are the refusal (an Anthropic model's stop_details explanation
+// after the answer it cut), the others the content. A refusal whose order
+// was not recorded is the text whole.
+func refusalSplit(o *runtime.BlockOrder, resp *runtime.ChatResponse) (content, refusal string) {
+	if !resp.Refusal {
+		return resp.Text, ""
+	}
+	var c, r strings.Builder
+	recorded := false
+	for _, bl := range blocksOf(o, resp) {
+		if bl.Kind != runtime.BlockText {
+			continue
+		}
+		if bl.Refusal {
+			recorded = true
+			r.WriteString(resp.Text[bl.From:bl.To])
+		} else {
+			c.WriteString(resp.Text[bl.From:bl.To])
+		}
+	}
+	if !recorded {
+		return "", resp.Text
+	}
+	return c.String(), r.String()
 }
 
 // openAIFinish maps a finish reason onto the Chat Completions API's: a

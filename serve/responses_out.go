@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -375,7 +376,11 @@ func (r *rsResponse) rsStatus(resp *runtime.ChatResponse) {
 	case runtime.FinishLength, runtime.FinishPauseTurn:
 		r.status, r.incomplete = "incomplete", "max_output_tokens"
 	case runtime.FinishContentFilter:
-		if !resp.Refusal {
+		// A refusal's text (an OpenAI model's, an Anthropic model's
+		// explanation) is the API's refusal part, in a completed
+		// response; a streamed response's is in its items alone.
+		refused := resp.Refusal || slices.ContainsFunc(r.output, func(it rsOut) bool { return it.kind == rsMessage && it.refusal })
+		if !refused {
 			r.status, r.incomplete = "incomplete", "content_filter"
 		}
 	}

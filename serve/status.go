@@ -18,8 +18,8 @@ const StatusClientClosedRequest = 499
 // in Retry-After (0: none). Final errors are 4xx, so a client does not
 // retry them: blocked 403, budget 402, in doubt 409 (a side-effecting call
 // whose earlier attempt may have run: a person or a reconciliation decides).
-// A rate limit is 429, an open circuit
-// breaker 503 (both with the delay when one is known), a layer's store that
+// A rate limit is 429 (with its delay, else DefaultRetryAfter), an open
+// circuit breaker 503 (with the delay when one is known), a layer's store that
 // failed or did not answer within its `timeout` 503 with StoreRetryAfter
 // (runtime.ErrStoreUnavailable: the gateway's state, not the model,
 // failed), a call refused or cut by the shutdown 503 with one second, an
@@ -48,6 +48,11 @@ func StatusOf(err error) (int, time.Duration) {
 	switch runtime.KindOf(err) {
 	case string(runtime.KindRateLimited):
 		d, _ := runtime.RetryAfterOf(err)
+		if d <= 0 {
+			// An upstream's 429 that named no delay: a client retrying
+			// at once would be refused again.
+			d = DefaultRetryAfter
+		}
 		return http.StatusTooManyRequests, d
 	case string(runtime.KindTimeout):
 		return http.StatusGatewayTimeout, 0
@@ -70,6 +75,10 @@ func errorCode(err error) string {
 	}
 	return runtime.KindOf(err)
 }
+
+// DefaultRetryAfter is the Retry-After of a 429 whose cause named no delay
+// (an upstream's 429 without retry-after): every 429 carries one.
+const DefaultRetryAfter = time.Second
 
 // StoreRetryAfter is the Retry-After of a call refused because a layer's
 // store did not answer: the store's own outage has no known end.

@@ -1,11 +1,14 @@
 package anthropic
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -244,6 +247,7 @@ func appendCacheControl(b []byte, c *runtime.CacheControl) []byte {
 
 // appendTool appends a tool definition; the schema's properties and
 // required list have fields of their own, its other keywords ride along.
+// Every tool has an input schema, which the API requires.
 func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 	b = append(b, `{"name":`...)
 	b = wire.AppendString(b, t.Name)
@@ -257,8 +261,11 @@ func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 	if t.CacheControl != nil {
 		b = appendCacheControl(b, t.CacheControl)
 	}
+	// The API requires an input schema of every tool: one of no
+	// parameters (its schema absent, {} or a bare {"type":"object"}) is
+	// an object of no properties.
+	var schema map[string]json.RawMessage
 	if len(t.Parameters) > 0 {
-		var schema map[string]json.RawMessage
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 			// The error decoding it as the SDK's parameters would give.
 			var m map[string]any
@@ -267,53 +274,46 @@ func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 			}
 			return b, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
 		}
-		// A schema with nothing but its type is sent as none, as the SDK
-		// omits a zero input schema.
-		mark := len(b)
-		b = append(b, `,"input_schema":{"type":"object"`...)
-		bare := len(b)
-		var err error
-		if p := schema["properties"]; len(p) > 0 && string(p) != "null" {
-			b = append(b, `,"properties":`...)
-			if b, err = wire.AppendRaw(b, p); err != nil {
-				return b, err
+	}
+	b = append(b, `,"input_schema":{"type":"object","properties":`...)
+	var err error
+	if p := schema["properties"]; len(p) > 0 && string(p) != "null" {
+		if b, err = wire.AppendRaw(b, p); err != nil {
+			return b, err
+		}
+	} else {
+		b = append(b, "{}"...)
+	}
+	var required []any
+	if json.Unmarshal(schema["required"], &required) == nil {
+		sep := `,"required":[`
+		for _, r := range required {
+			if s, ok := r.(string); ok {
+				b = append(b, sep...)
+				b = wire.AppendString(b, s)
+				sep = ","
 			}
 		}
-		var required []any
-		if json.Unmarshal(schema["required"], &required) == nil {
-			sep := `,"required":[`
-			for _, r := range required {
-				if s, ok := r.(string); ok {
-					b = append(b, sep...)
-					b = wire.AppendString(b, s)
-					sep = ","
-				}
-			}
-			if sep == "," {
-				b = append(b, ']')
-			}
-		}
-		keys := make([]string, 0, len(schema))
-		for k := range schema {
-			if k != "properties" && k != "required" && k != "type" {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			b = append(b, ',')
-			b = wire.AppendString(b, k)
-			b = append(b, ':')
-			if b, err = wire.AppendRaw(b, schema[k]); err != nil {
-				return b, err
-			}
-		}
-		if len(b) == bare {
-			b = b[:mark]
-		} else {
-			b = append(b, '}')
+		if sep == "," {
+			b = append(b, ']')
 		}
 	}
+	keys := make([]string, 0, len(schema))
+	for k := range schema {
+		if k != "properties" && k != "required" && k != "type" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b = append(b, ',')
+		b = wire.AppendString(b, k)
+		b = append(b, ':')
+		if b, err = wire.AppendRaw(b, schema[k]); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, '}')
 	return append(b, '}'), nil
 }
 
@@ -381,7 +381,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		}
 		block()
 		b = append(b, `{"type":"tool_result","tool_use_id":`...)
-		b = wire.AppendString(b, id)
+		b = appendToolID(b, id)
 		b = append(b, `,"content":[`...)
 		// A result of images alone has no text block: the API refuses
 		// an empty one beside them.
@@ -581,7 +581,7 @@ func resultImagesPaired(parts []runtime.ContentPart) error {
 // appendToolUse appends a tool_use block.
 func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
 	b = append(b, `{"type":"tool_use","id":`...)
-	b = wire.AppendString(b, tc.ID)
+	b = appendToolID(b, tc.ID)
 	b = append(b, `,"name":`...)
 	b = wire.AppendString(b, tc.Name)
 	b = append(b, `,"input":`...)
@@ -603,6 +603,40 @@ func appendToolUse(b []byte, tc *runtime.ToolUse) ([]byte, error) {
 		b = appendCacheControl(b, tc.CacheControl)
 	}
 	return append(b, '}'), nil
+}
+
+// appendToolID appends a tool call's id as the API takes it: letters,
+// digits, _ and - alone (^[a-zA-Z0-9_-]+$). An id outside that pattern
+// (an OpenAI-format history may hold functions.get_weather:0, as some
+// OpenAI-compatible servers write them) is sent with each other character
+// as _ and a suffix of its hash: the same for a call and its result, and
+// distinct for distinct ids. The model answers with ids of its own, so no
+// id sent comes back.
+func appendToolID(b []byte, id string) []byte {
+	safe := id != ""
+	for i := 0; i < len(id) && safe; i++ {
+		safe = idByte(id[i])
+	}
+	if safe {
+		return wire.AppendString(b, id)
+	}
+	b = append(b, '"')
+	for _, r := range id {
+		if r < utf8.RuneSelf && idByte(byte(r)) {
+			b = append(b, byte(r))
+		} else {
+			b = append(b, '_')
+		}
+	}
+	sum := sha256.Sum256([]byte(id))
+	b = append(b, '_')
+	b = hex.AppendEncode(b, sum[:6])
+	return append(b, '"')
+}
+
+// idByte reports whether c may be in a tool call id the API takes.
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
 // appendText appends a text block.

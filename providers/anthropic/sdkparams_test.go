@@ -129,7 +129,8 @@ func (c *Client) sdkParams(req *runtime.ChatRequest) (anthropic.MessageNewParams
 }
 
 // sdkTool maps a tool definition; the schema's properties and required list
-// have fields of their own, its other keywords ride along.
+// have fields of their own, its other keywords ride along; a tool of no
+// parameters has an object schema of no properties.
 func sdkTool(t runtime.ToolDef) (*anthropic.ToolParam, error) {
 	tp := &anthropic.ToolParam{Name: t.Name}
 	if t.Strict {
@@ -146,7 +147,9 @@ func sdkTool(t runtime.ToolDef) (*anthropic.ToolParam, error) {
 		if err := json.Unmarshal(t.Parameters, &schema); err != nil {
 			return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
 		}
-		tp.InputSchema.Properties = schema["properties"]
+		if p, ok := schema["properties"]; ok && p != nil {
+			tp.InputSchema.Properties = p
+		}
 		if req, ok := schema["required"].([]any); ok {
 			for _, r := range req {
 				if s, ok := r.(string); ok {
@@ -163,6 +166,11 @@ func sdkTool(t runtime.ToolDef) (*anthropic.ToolParam, error) {
 			}
 			tp.InputSchema.ExtraFields[k] = v
 		}
+	}
+	if tp.InputSchema.Properties == nil {
+		// The API requires an input schema: none is an object of no
+		// properties.
+		tp.InputSchema.Properties = map[string]any{}
 	}
 	return tp, nil
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 )
 
+// maxStop is the most stop sequences the Chat Completions API takes.
+const maxStop = 4
+
 // body encodes the request body of req: the JSON the SDK would encode from
 // the same request in its parameter types, written straight into a byte
 // slice (the SDK's reflective encoding cost about as much as the rest of
@@ -40,6 +43,12 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 		// thinking); OpenAI's reasoning_effort bounds the reasoning
 		// alone, and a model that does not reason refuses it.
 		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets output_config.effort %q, which an OpenAI-shaped model cannot honour (use reasoning_effort)", req.Effort))
+	}
+	if len(req.Stop) > maxStop {
+		// An Anthropic client's stop_sequences have no such bound; the
+		// API refuses more, and a model stopped at some alone would run
+		// past the others.
+		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets %d stop sequences, more than the %d an OpenAI-shaped model takes", len(req.Stop), maxStop))
 	}
 	for _, e := range req.ContextEdits {
 		// Clearing thinking blocks asks for nothing here: they are never

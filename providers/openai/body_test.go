@@ -209,6 +209,13 @@ func TestBodyErrors(t *testing.T) {
 		{Type: runtime.PartToolResult, ToolCallID: "toolu_1"}, {Type: runtime.PartImage, ToolCallID: "toolu_1", ImageURL: "https://example.com/a.png"}}}}})
 	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
 	assert.ErrorContains(t, err, "messages[0]: the result of tool call toolu_1 holds an image")
+	// Nor more stop sequences than the API's 4 (an Anthropic client's
+	// stop_sequences have no such bound): the API would refuse them.
+	_, err = c.body(&runtime.ChatRequest{Stop: []string{"a", "b", "c", "d", "e"}})
+	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
+	assert.ErrorContains(t, err, "5 stop sequences, more than the 4")
+	_, err = c.body(&runtime.ChatRequest{Stop: []string{"a", "b", "c", "d"}})
+	assert.NoError(t, err)
 	// Nor Anthropic's top_k.
 	_, err = c.body(&runtime.ChatRequest{TopK: ptr(5)})
 	assert.ErrorIs(t, err, runtime.ErrProviderRefused)
