@@ -247,6 +247,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if stage == predicate.Chat {
 		c.checkToolCallArgs(x)
 	}
+	c.checkUncheckedIndexes(x, stage, tools, keyFailure(kind, field, onError))
 	c.checkMetaKeys(x, stage)
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)

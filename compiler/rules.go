@@ -464,6 +464,32 @@ does not make (an admit step that succeeded, the audit records of a
 turn). Test the field first, steps.all(s, !has(s.error) ||
 s.error.kind != 'in_doubt') or has(s.error) && ...; an invariant cannot
 use the optional syntax (s.?error).`},
+	{ruleUncheckedIndex, dsl.Error + "/" + dsl.Warning, "a predicate reads an element of a list by a constant index without testing the list's size", `
+A predicate reads an element of a list whose size nothing fixes by a
+constant index, where no test of the list's size guards the read: in the
+chat stage the transcript (request.messages, messages), a message's or
+the answer's tool calls (response.tool_calls, m.tool_calls), the tools
+offered or the stop sequences; in the tool stage an argument every
+schema that lists it types as an array without minItems. Where the list
+is too short the read fails (index out of bounds), and the predicate
+fails as its place does on an evaluation error, which the message says:
+deny: "response.tool_calls[0].name == 'refund'" fails on every answer
+without tool calls, and with on_error "closed" (the default) blocks every
+answer in text. That is an error where nothing else in the predicate can
+decide it before the read; a warning where another term may (a term of
+an && or an || beside it that does not read the list by index, a
+conditional's branch, a macro's step), and for the first message of the
+transcript, empty only in a request without messages. A guard is a term
+beside the read in an && that bounds the size from below (size(l) > 0,
+size(l) >= 1, l.size() != 0, !(size(l) == 0), size(l) == 2, or
+l.exists(...), which holds only for a list with an element), one beside
+it in an || that bounds it from above (size(l) == 0 || ..., size(l) < 2
+|| ... for l[1]), or a conditional's condition, in either order (CEL
+evaluates every term of an && and an || whatever their order). Test the
+size first, size(response.tool_calls) > 0 && ..., or read the element as
+an optional, response.tool_calls[?0].name.orValue('') == 'refund'. An
+index that is not a constant, and an element of a filter() or a map(),
+are not reported.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the
