@@ -162,7 +162,12 @@ the closest field: trail); the map idioms evaluation accepts over a config
 untyped, but reading an argument that no declared tool's schema has, or a
 field of an object argument that no schema of the object has
 (args.shipping.zipp), is an error too: the read would fail, and a guard
-block, on every call. A read guarded by a presence test (has(args.x) &&
+block, on every call. So is reading, or testing with has(), an argument
+none of the declared tools a test of tool.name narrows the call to has
+in its closed schema (tool.name == 'refund' && args.iban == 'x' where
+only transfer declares iban; tool.name in ['a', 'b'] && ..., tool.name !=
+'refund' || ..., a conditional's condition), as in an entry scoped to
+them. A read guarded by a presence test (has(args.x) &&
 ...) cannot fail and is not reported, but the test, has(args.x) of an
 argument no schema has, is always false and is. So is a field of an
 argument every schema that lists it types as no object (args.amount.x,
