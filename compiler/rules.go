@@ -270,7 +270,8 @@ field (or of its size()) with numbers that cannot all hold (args.amount
 alternatives cover every number (args.count >= 0 || args.count < 0; a
 double or dyn field may hold NaN, which satisfies no comparison, so
 item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
-two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
+two strings (tool.name == 'a' && tool.name == 'b'; a field of an element
+read by a constant index is one field, response.tool_calls[0].name), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), a
 membership in an empty list (tool.name in []), or a matches() (a
 matches_any() all of whose patterns are such) with a constant pattern
