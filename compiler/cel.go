@@ -247,7 +247,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if stage == predicate.Chat {
 		c.checkToolCallArgs(x)
 	}
-	c.checkUncheckedIndexes(x, stage, tools, keyFailure(kind, field, onError))
+	indexWhen := when
+	if phase == predicate.After {
+		indexWhen = nil
+	}
+	c.checkUncheckedIndexes(x, stage, tools, keyFailure(kind, field, onError), indexWhen)
 	c.checkMetaKeys(x, stage)
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)

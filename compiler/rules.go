@@ -491,7 +491,9 @@ size(l) >= 1, l.size() != 0, !(size(l) == 0), size(l) == 2, or
 l.exists(...), which holds only for a list with an element), one beside
 it in an || that bounds it from above (size(l) == 0 || ..., size(l) < 2
 || ... for l[1]), or a conditional's condition, in either order (CEL
-evaluates every term of an && and an || whatever their order). Test the
+evaluates every term of an && and an || whatever their order), and so
+does the entry's when, which runs first (not a phase "after" guard's:
+the layers inside it may rewrite what the when read). Test the
 size first, size(response.tool_calls) > 0 && ..., or read the element as
 an optional, response.tool_calls[?0].name.orValue('') == 'refund'. An
 index that is not a constant, and an element of a filter() or a map(),

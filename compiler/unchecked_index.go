@@ -43,12 +43,17 @@ type indexRead struct {
 // of an && (or, negated, of an ||), or a conditional's condition (negated
 // for the else branch), that bounds the size from below: size(l) > 0,
 // l.size() >= 1, size(l) != 0, !(size(l) == 0), size(l) == 2, or
-// l.exists(...), which holds only for a list with an element. An optional
-// index (l[?0]) is not reported.
-func uncheckedIndexes(src string, list func(path, root string, vars map[string]bool) bool) []indexRead {
+// l.exists(...), which holds only for a list with an element; so is the
+// entry's when, which runs first. An optional index (l[?0]) is not
+// reported.
+func uncheckedIndexes(src, when string, list func(path, root string, vars map[string]bool) bool) []indexRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
+	}
+	var guard map[string]int64
+	if w, ok := predicate.ParseSyntax(when); ok && when != "" {
+		guard = sizeBounds(w.Expr(), false, nil)
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []indexRead
@@ -136,7 +141,7 @@ func uncheckedIndexes(src string, list func(path, root string, vars map[string]b
 			}
 		}
 	}
-	walk(tree.Expr(), nil, nil, map[string]bool{})
+	walk(tree.Expr(), guard, nil, map[string]bool{})
 	return out
 }
 
@@ -345,8 +350,10 @@ var chatLists = []string{"messages", "tool_calls", "tools", "stop"}
 // predicate as failure says: an error where nothing else in the predicate
 // can decide it first, a warning where something may, and for the first
 // message of the transcript, which is empty only in a request without
-// messages.
-func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, tools []string, failure string) {
+// messages. A size test in the entry's when (of phase before: the layers
+// an after-phase guard holds may rewrite what its when read) guards the
+// predicate.
+func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, tools []string, failure string, when *dsl.Expr) {
 	var list func(path, root string, vars map[string]bool) bool
 	switch stage {
 	case predicate.Chat:
@@ -367,7 +374,11 @@ func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, 
 	default:
 		return
 	}
-	for _, r := range uncheckedIndexes(x.Source, list) {
+	w := ""
+	if when != nil && when != x {
+		w = when.Source
+	}
+	for _, r := range uncheckedIndexes(x.Source, w, list) {
 		transcript := (r.list == "messages" || r.list == "request.messages") && r.index == 0
 		why := fmt.Sprintf("where %s has %d element%s or fewer", r.list, r.index, plural(r.index))
 		switch {
