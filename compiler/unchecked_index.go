@@ -96,8 +96,9 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 				for i, t := range terms {
 					read[i] = indexedLists(t)
 				}
-				for i, t := range terms {
-					walk(t, inner, siblingsRead(certain, read, i), vars)
+				sure := siblingsRead(certain, read)
+				for _, t := range terms {
+					walk(t, inner, sure, vars)
 				}
 				return
 			case fn == operators.Conditional && len(a) == 3:
@@ -145,23 +146,20 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 	return out
 }
 
-// siblingsRead returns the lists a read in the i-th of terms is certain to
-// fail on: those certain already, and read by index in every other term
-// (none of which can then decide the junction before the read fails).
-func siblingsRead(certain map[string]bool, read []map[string]bool, i int) map[string]bool {
+// siblingsRead returns the lists a read in a term of a junction is certain
+// to fail on: those certain already, and read by index in every term of
+// it (none of which can then decide the junction before the read fails),
+// read holding the lists each term reads.
+func siblingsRead(certain map[string]bool, read []map[string]bool) map[string]bool {
+	count := map[string]int{}
+	for _, r := range read {
+		for k := range r {
+			count[k]++
+		}
+	}
 	out := map[string]bool{}
-	for k := range read[i] {
-		if certain != nil && !certain[k] {
-			continue
-		}
-		all := true
-		for j, r := range read {
-			if j != i && !r[k] {
-				all = false
-				break
-			}
-		}
-		if all {
+	for k, n := range count {
+		if n == len(read) && (certain == nil || certain[k]) {
 			out[k] = true
 		}
 	}
