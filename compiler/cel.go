@@ -247,6 +247,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if stage == predicate.Chat {
 		c.checkToolCallArgs(x)
 	}
+	indexWhen := when
+	if phase == predicate.After {
+		indexWhen = nil
+	}
+	c.checkUncheckedIndexes(x, stage, tools, keyFailure(kind, field, onError), indexWhen)
 	c.checkMetaKeys(x, stage)
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)
@@ -259,8 +264,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	}
 	c.checkConstant(x, env, checked, kind, field)
 	c.checkConstantUnderWhen(x, when, checked, phase, kind, field)
-	if checked.ReadsUntypedArgs && len(tools) == 0 && c.checkUndeclaredArgs(x, checked, keyFailure(kind, field, onError)) {
-		return checked
+	if checked.ReadsUntypedArgs && len(tools) == 0 {
+		undeclared := c.checkUndeclaredArgs(x, checked, keyFailure(kind, field, onError))
+		if c.checkNarrowedArgs(x) || undeclared {
+			return checked
+		}
 	}
 	if checked.ReadsUntypedArgs && len(tools) == 0 {
 		c.checkUnscopedArgKeys(x, checked, keyFailure(kind, field, onError), when)

@@ -478,6 +478,11 @@ func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
 			l, r = r, l
 		}
 		field, ok := fieldPath(l)
+		if k := elementKey(l); !ok && strings.Contains(k, "[") && !strings.Contains(k, "[?") {
+			// A field of an element read by a constant index
+			// (response.tool_calls[0].name) is one field too.
+			field, ok = k, true
+		}
 		if !ok || r.Kind() != ast.LiteralKind {
 			continue
 		}

@@ -162,7 +162,12 @@ the closest field: trail); the map idioms evaluation accepts over a config
 untyped, but reading an argument that no declared tool's schema has, or a
 field of an object argument that no schema of the object has
 (args.shipping.zipp), is an error too: the read would fail, and a guard
-block, on every call. A read guarded by a presence test (has(args.x) &&
+block, on every call. So is reading, or testing with has(), an argument
+none of the declared tools a test of tool.name narrows the call to has
+in its closed schema (tool.name == 'refund' && args.iban == 'x' where
+only transfer declares iban; tool.name in ['a', 'b'] && ..., tool.name !=
+'refund' || ..., a conditional's condition), as in an entry scoped to
+them. A read guarded by a presence test (has(args.x) &&
 ...) cannot fail and is not reported, but the test, has(args.x) of an
 argument no schema has, is always false and is. So is a field of an
 argument every schema that lists it types as no object (args.amount.x,
@@ -265,7 +270,8 @@ field (or of its size()) with numbers that cannot all hold (args.amount
 alternatives cover every number (args.count >= 0 || args.count < 0; a
 double or dyn field may hold NaN, which satisfies no comparison, so
 item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
-two strings (tool.name == 'a' && tool.name == 'b'), or inequalities
+two strings (tool.name == 'a' && tool.name == 'b'; a field of an element
+read by a constant index is one field, response.tool_calls[0].name), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), a
 membership in an empty list (tool.name in []), or a matches() (a
 matches_any() all of whose patterns are such) with a constant pattern
@@ -464,6 +470,34 @@ does not make (an admit step that succeeded, the audit records of a
 turn). Test the field first, steps.all(s, !has(s.error) ||
 s.error.kind != 'in_doubt') or has(s.error) && ...; an invariant cannot
 use the optional syntax (s.?error).`},
+	{ruleUncheckedIndex, dsl.Error + "/" + dsl.Warning, "a predicate reads an element of a list by a constant index without testing the list's size", `
+A predicate reads an element of a list whose size nothing fixes by a
+constant index, where no test of the list's size guards the read: in the
+chat stage the transcript (request.messages, messages), a message's or
+the answer's tool calls (response.tool_calls, m.tool_calls), the tools
+offered or the stop sequences; in the tool stage an argument every
+schema that lists it types as an array without minItems. Where the list
+is too short the read fails (index out of bounds), and the predicate
+fails as its place does on an evaluation error, which the message says:
+deny: "response.tool_calls[0].name == 'refund'" fails on every answer
+without tool calls, and with on_error "closed" (the default) blocks every
+answer in text. That is an error where nothing else in the predicate can
+decide it before the read; a warning where another term may (a term of
+an && or an || beside it that does not read the list by index, a
+conditional's branch, a macro's step), and for the first message of the
+transcript, empty only in a request without messages. A guard is a term
+beside the read in an && that bounds the size from below (size(l) > 0,
+size(l) >= 1, l.size() != 0, !(size(l) == 0), size(l) == 2, or
+l.exists(...), which holds only for a list with an element), one beside
+it in an || that bounds it from above (size(l) == 0 || ..., size(l) < 2
+|| ... for l[1]), or a conditional's condition, in either order (CEL
+evaluates every term of an && and an || whatever their order), and so
+does the entry's when, which runs first (not a phase "after" guard's:
+the layers inside it may rewrite what the when read). Test the
+size first, size(response.tool_calls) > 0 && ..., or read the element as
+an optional, response.tool_calls[?0].name.orValue('') == 'refund'. An
+index that is not a constant, and an element of a filter() or a map(),
+are not reported.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the

@@ -291,26 +291,7 @@ func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
 			}
 			tools = sortedNames(p.Tools)
 		}
-		var names []string
-		closed := true
-		for _, name := range tools {
-			t := p.Tools[name]
-			if t == nil {
-				// An undeclared name: cel/unknown-value's.
-				closed = false
-				break
-			}
-			args, ok := t.ClosedArgNames()
-			if !ok {
-				closed = false
-				break
-			}
-			for _, a := range args {
-				if !slices.Contains(names, a) {
-					names = append(names, a)
-				}
-			}
-		}
+		names, closed := c.toolsArgNames(tools)
 		if !closed || slices.Contains(names, r.key) {
 			continue
 		}
@@ -335,6 +316,61 @@ func (c *Compilation) checkToolCallArgs(x *dsl.Expr) {
 			"a tool call's args are not typed in the chat stage, and no declared tool's args schema has '%s' (tools: %s): the read fails, or has() of it is false, on every call a declared tool accepts; test c.name == '...' to narrow the call to its tool%s",
 			r.key, nameList(tools), suggest))
 	}
+}
+
+// toolsArgNames returns the arguments the args schemas of tools declare,
+// when each is a declared tool whose schema is closed (an undeclared name
+// is cel/unknown-value's).
+func (c *Compilation) toolsArgNames(tools []string) ([]string, bool) {
+	var names []string
+	for _, name := range tools {
+		t := c.Policy.Tools[name]
+		if t == nil {
+			return nil, false
+		}
+		args, ok := t.ClosedArgNames()
+		if !ok {
+			return nil, false
+		}
+		for _, a := range args {
+			if !slices.Contains(names, a) {
+				names = append(names, a)
+			}
+		}
+	}
+	return names, true
+}
+
+// checkNarrowedArgs reports, in a tool-stage predicate of an entry not
+// scoped to tools, each argument read (or tested with has()) where a test
+// of tool.name narrows the call to declared tools (see vet.ArgAccesses)
+// none of whose closed args schemas has it, as cel/type does for an entry
+// scoped to them: a call of them never carries it, so the read fails, or
+// has() of it is false, on every one. An argument no declared tool has is
+// checkUndeclaredArgs'. It reports whether it found one.
+func (c *Compilation) checkNarrowedArgs(x *dsl.Expr) bool {
+	if len(c.Policy.Tools) == 0 {
+		return false
+	}
+	all, allClosed := c.toolsArgNames(sortedNames(c.Policy.Tools))
+	var seen []string
+	for _, r := range vet.ArgAccesses(x.Source) {
+		if len(r.Tools) == 0 || slices.Contains(seen, r.Field) || allClosed && !slices.Contains(all, r.Field) {
+			continue
+		}
+		names, closed := c.toolsArgNames(r.Tools)
+		if !closed || slices.Contains(names, r.Field) {
+			continue
+		}
+		seen = append(seen, r.Field)
+		msg := fmt.Sprintf("undefined field '%s': the args schema of %s, which the test of tool.name narrows the call to, has no '%s', and a call of it carrying one is refused: the read fails, or has() of it is false, on every call it accepts",
+			r.Field, "`"+strings.Join(r.Tools, "`, `")+"`", r.Field)
+		if best := textdist.Closest(r.Field, names); best != "" {
+			msg += fmt.Sprintf("; did you mean '%s'?", best)
+		}
+		c.report(dsl.Errorf(x.PosAt(r.Offset), predicate.RuleType, "%s", msg))
+	}
+	return len(seen) > 0
 }
 
 // elementKey returns the path of e, an element of a list read by a

@@ -35,6 +35,10 @@ func ResultReads(src string) []ResultRead { return fieldReads(src, "result", tru
 // does not parse. A presence test (has(args.path)) does not read the value.
 func ArgReads(src string) []ResultRead { return fieldReads(src, "args", false) }
 
+// ArgAccesses returns the arguments a predicate reads off args or tests
+// with has(), in source order; none when it does not parse.
+func ArgAccesses(src string) []ResultRead { return fieldReads(src, "args", true) }
+
 // fieldReads returns the fields a predicate reads off the variable root,
 // with presence tests when tests is set, each with the tools the name
 // tests around it narrow the call to: the other conjuncts of tool.name ==
