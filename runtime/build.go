@@ -12,9 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
-	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +22,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/agentc-dev/agentc/internal/jsonfields"
 	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -753,90 +750,6 @@ func (pl *Pipeline) buildLayer(ctx context.Context, stage plan.Stage, i int, l p
 		}
 	}
 	return inst, sc, nil
-}
-
-// decodeConfig decodes raw into inst strictly: unknown fields and trailing
-// data are errors.
-func decodeConfig(inst Middleware, raw json.RawMessage) error {
-	if d, ok := inst.(ConfigDecoder); ok {
-		return d.DecodeConfig(raw)
-	}
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return nil
-	}
-	if err := exactKeys(trimmed, reflect.TypeOf(inst)); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(inst); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the config object")
-	}
-	return nil
-}
-
-// configProblem is a problem of a plan config that exactKeys finds, at
-// its place.
-type configProblem struct{ error }
-
-// exactKeys refuses, naming its place, a key of raw that names a field of
-// t (at any depth) only regardless of case: encoding/json would decode
-// "CALLS" into the field "calls", and the last of the two into it, so the
-// layer would run with another value than the one a reader of the plan
-// sees. It refuses a key that names no field at all, and a value of a
-// field that decodes itself (a Duration) that it refuses, there too: the
-// decoder would say neither where. Another value that does not fit t is
-// left to the decoder.
-func exactKeys(raw []byte, t reflect.Type) error {
-	at := func(path string) string {
-		if path == "" {
-			return ""
-		}
-		return path + ": "
-	}
-	w := jsonfields.Walk{Dec: json.NewDecoder(bytes.NewReader(raw)),
-		Member: func(path, key string, fields map[string]reflect.Type) (reflect.Type, error) {
-			if ft, ok := fields[key]; ok {
-				return ft, nil
-			}
-			for name := range fields {
-				if strings.EqualFold(name, key) {
-					return nil, configProblem{fmt.Errorf("%sunknown field %q (keys match the fields exactly: %q)", at(path), key, name)}
-				}
-			}
-			return nil, configProblem{fmt.Errorf("%sunknown field %q (a typo, or a plan of another agentc: build the plan again with the agentc that loads it)", at(path), key)}
-		},
-		Opaque: func(path string, t reflect.Type, raw json.RawMessage) error {
-			if t != durationType || bytes.Equal(raw, []byte("null")) {
-				return nil
-			}
-			var d Duration
-			if err := d.UnmarshalJSON(raw); err != nil {
-				if _, ok := err.(*json.UnmarshalTypeError); ok {
-					err = fmt.Errorf("%s is not a duration string such as \"30s\"", raw)
-				}
-				return configProblem{fmt.Errorf("%s%w", at(path), err)}
-			}
-			return nil
-		},
-		Field: func(path, key string) string {
-			if path == "" {
-				return key
-			}
-			return path + "." + key
-		},
-		Key:   func(path, key string) string { return fmt.Sprintf("%s[%q]", path, key) },
-		Index: func(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) },
-	}
-	var cp configProblem
-	if err := w.Read(t, ""); errors.As(err, &cp) {
-		return cp.error
-	}
-	return nil
 }
 
 func layerName(l plan.Layer) string {

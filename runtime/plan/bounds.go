@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentc-dev/agentc/internal/jsonkind"
@@ -131,14 +132,23 @@ var builtinBounds = sync.OnceValue(func() configBounds {
 // arg_patterns) and the values of maps keyed by names (tracing's
 // attributes) are held to the same: their kind, and an object's keys; a
 // map's keys are names of the host's, matched exactly. A module that is
-// not a builtin has no schema here: its decoder judges its config.
+// not a builtin has no schema here: its decoder judges its config, here
+// when the runtime set CheckModuleConfig.
 func configProblems(p *Plan) []string {
 	cat := builtinBounds()
 	var out []string
 	for _, stage := range Stages {
 		for i, l := range p.Chains.Of(stage) {
 			fields := cat.Fields[l.Use]
-			if len(l.Config) == 0 || fields == nil {
+			if len(l.Config) == 0 {
+				continue
+			}
+			if fields == nil {
+				if check := moduleCheck.Load(); check != nil {
+					if ptr, msg, bad := (*check)(l.Use, l.Config); bad {
+						out = append(out, fmt.Sprintf("/chains/%s/%d/config%s: %s", stage, i, ptr, msg))
+					}
+				}
 				continue
 			}
 			var config map[string]any
@@ -155,6 +165,21 @@ func configProblems(p *Plan) []string {
 	}
 	return out
 }
+
+// ModuleConfigCheck decodes the config of a layer whose module is not a
+// builtin, as Build would, and says what is wrong with it: the JSON
+// pointer below the config of the value (or the unknown key) at fault and
+// the problem; bad is false when it decodes or the module is unknown.
+type ModuleConfigCheck func(use string, config json.RawMessage) (ptr, msg string, bad bool)
+
+var moduleCheck atomic.Pointer[ModuleConfigCheck]
+
+// CheckModuleConfig has Decode check, with check, the config of each
+// layer that is not a builtin's (whose schema Decode holds it to), so that
+// a custom module's config that does not fit it is refused at its place
+// in the plan file, as a builtin's is. The runtime sets it; a program that
+// does not link the runtime leaves those configs to it.
+func CheckModuleConfig(check ModuleConfigCheck) { moduleCheck.Store(&check) }
 
 // The catalog's path segments below a list and a map keyed by names: a
 // list's elements are at its path and ElementSegment

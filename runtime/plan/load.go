@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
 	"github.com/agentc-dev/agentc/internal/jsonwalk"
+	"github.com/agentc-dev/agentc/internal/textdist"
 	"github.com/agentc-dev/agentc/schemas"
 )
 
@@ -295,7 +296,12 @@ func references(p *Plan) []string {
 	var out []string
 	tool := func(loc, name string) {
 		if _, ok := p.Tools[name]; !ok {
-			out = append(out, fmt.Sprintf("%s: tool %q is not declared in tools", loc, name))
+			out = append(out, fmt.Sprintf("%s: tool %q is not declared in tools%s", loc, name, suggest(name, p.Tools)))
+		}
+	}
+	model := func(loc, name string) {
+		if _, ok := p.Models[name]; !ok {
+			out = append(out, fmt.Sprintf("%s: model %q is not declared in models%s", loc, name, suggest(name, p.Models)))
 		}
 	}
 	if p.Invariants != nil {
@@ -321,6 +327,9 @@ func references(p *Plan) []string {
 			if len(l.Config) > 0 {
 				// The schema made it an object.
 				_ = json.Unmarshal(l.Config, &config)
+			}
+			for _, ref := range modelRefs(config) {
+				model(loc+"/config/"+ref.at, ref.name)
 			}
 			for _, key := range slices.Sorted(maps.Keys(l.Predicates)) {
 				pr := l.Predicates[key]
@@ -357,6 +366,54 @@ func references(p *Plan) []string {
 		}
 	}
 	return out
+}
+
+// modelRef is a model a layer's config names, at the JSON pointer at
+// below the config.
+type modelRef struct{ at, name string }
+
+// modelRefs lists the models a layer's config names where agentc vet
+// reads model names in any layer's config: its model, each of its models
+// (fallback, hedge) and its classifier's model (security), when a string
+// or a list of strings. A value of another kind is not a reference (a
+// builtin's config check says what is wrong with it).
+func modelRefs(config map[string]json.RawMessage) []modelRef {
+	var out []modelRef
+	add := func(at string, raw json.RawMessage) {
+		if name, ok := jsonString(raw); ok {
+			out = append(out, modelRef{at, name})
+		}
+	}
+	add("model", config["model"])
+	var names []json.RawMessage
+	if json.Unmarshal(config["models"], &names) == nil {
+		for i, raw := range names {
+			add("models/"+strconv.Itoa(i), raw)
+		}
+	}
+	var classifier map[string]json.RawMessage
+	if json.Unmarshal(config["classifier"], &classifier) == nil {
+		add("classifier/model", classifier["model"])
+	}
+	return out
+}
+
+// jsonString returns the string raw holds, if it holds one (not null).
+func jsonString(raw json.RawMessage) (string, bool) {
+	var s *string
+	if json.Unmarshal(raw, &s) != nil || s == nil {
+		return "", false
+	}
+	return *s, true
+}
+
+// suggest returns "; did you mean X?" naming the declared name closest
+// to name, as vet words it, or "" when none is close.
+func suggest[V any](name string, declared map[string]V) string {
+	if best := textdist.Closest(name, slices.Sorted(maps.Keys(declared))); best != "" {
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	return ""
 }
 
 // durationProblems lists the durations of the plan's own fields that the

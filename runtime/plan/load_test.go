@@ -115,6 +115,19 @@ func TestDecodeErrors(t *testing.T) {
 		// the real one.
 		{"execution bound of an undeclared tool", `{"version":1,"policy":"p","tools":{"refund":{"side_effecting":true,"retry_safe":false}},"chains":{},"invariants":{"max_executions":{"refnud":1}}}`,
 			[]string{`/invariants/max_executions/refnud (line 1, col 142): tool "refnud" is not declared in tools`}},
+		// A layer naming a model the plan does not declare, as vet refuses
+		// one: a hedge would race a model without a client, or one the
+		// meter has no price for.
+		{"hedge racing an undeclared model", `{"version":1,"policy":"p","models":{"primary":{"usd_per_mtok_in":1,"usd_per_mtok_out":1},"mirror":{"usd_per_mtok_in":1,"usd_per_mtok_out":1}},"chains":{"chat":[{"use":"hedge","config":{"models":["primary","mirorr"]}}]}}`,
+			[]string{`/chains/chat/0/config/models/1 (line 1, col 206): model "mirorr" is not declared in models; did you mean "mirror"?`}},
+		{"fallback to an undeclared model", `{"version":1,"policy":"p","models":{"primary":{"usd_per_mtok_in":1,"usd_per_mtok_out":1}},"chains":{"chat":[{"use":"fallback","config":{"models":["ghost","primary"]}}]}}`,
+			[]string{`/chains/chat/0/config/models/0 (line 1, col 147): model "ghost" is not declared in models`}},
+		{"judge asking an undeclared model", `{"version":1,"policy":"p","chains":{"chat":[{"use":"judge","config":{"model":"ghost","prompt":"p"}}]}}`,
+			[]string{`/chains/chat/0/config/model (line 1, col 78): model "ghost" is not declared in models`}},
+		{"classifier asking an undeclared model", `{"version":1,"policy":"p","models":{"m":{"usd_per_mtok_in":1,"usd_per_mtok_out":1}},"chains":{"chat":[{"use":"security","config":{"classifier":{"kind":"chat","model":"ghost"}}}]}}`,
+			[]string{`/chains/chat/0/config/classifier/model (line 1, col 167): model "ghost" is not declared in models`}},
+		{"layer of a custom module naming an undeclared model", `{"version":1,"policy":"p","models":{"m":{"usd_per_mtok_in":1,"usd_per_mtok_out":1}},"chains":{"turn":[{"use":"mine","config":{"model":"ghost"}}]}}`,
+			[]string{`/chains/turn/0/config/model (line 1, col 135): model "ghost" is not declared in models`}},
 		{"chat layer scoped to tools", `{"version":1,"policy":"p","tools":{"a":{"side_effecting":true,"retry_safe":false}},"chains":{"chat":[{"use":"log","tools":["a"]}]}}`,
 			[]string{`/chains/chat/0/tools (line 1, col 123): only layers of the tool chain are scoped to tools`}},
 		// settings.cel_cost_limit is at most a billion: a plan that raises
@@ -262,7 +275,7 @@ func TestLoadOfAPolicySaysToBuildItsPlan(t *testing.T) {
 // another form (a meter's window "month") is the layer's to judge.
 func TestDecodeRefusesConfigOutsideBounds(t *testing.T) {
 	layer := func(use, config string) string {
-		return `{"version":1,"policy":"p","chains":{"chat":[{"use":"` + use + `","config":` + config + `}]}}`
+		return `{"version":1,"policy":"p","chains":{"chat":[{"use":"` + use + `","config":` + config + `}]},"models":` + testModels + `}`
 	}
 	for _, c := range []struct{ in, want string }{
 		{layer("retry", `{"breaker":{"failures":1000000000}}`),
@@ -324,6 +337,10 @@ func TestDecodeReportsRepeatedKeysBeforeNumbers(t *testing.T) {
 	}, pe.Problems)
 }
 
+// testModels declares, after the chains so that positions in them stay,
+// the models the configs of the tests below name.
+const testModels = `{"a":{"usd_per_mtok_in":1,"usd_per_mtok_out":1},"b":{"usd_per_mtok_in":1,"usd_per_mtok_out":1},"m":{"usd_per_mtok_in":1,"usd_per_mtok_out":1}}`
+
 // A builtin's config edited by hand is refused at Decode, where the layer's
 // decoder would refuse it at Build or its bounds would not be checked: a
 // key spelt in another case than the schema's (the decoder matches keys
@@ -333,7 +350,7 @@ func TestDecodeReportsRepeatedKeysBeforeNumbers(t *testing.T) {
 // 3.5), null, a duration that does not parse. Each names its place.
 func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 	layer := func(use, config string) string {
-		return `{"version":1,"policy":"p","chains":{"chat":[{"use":"` + use + `","config":` + config + `}]}}`
+		return `{"version":1,"policy":"p","chains":{"chat":[{"use":"` + use + `","config":` + config + `}]},"models":` + testModels + `}`
 	}
 	for _, c := range []struct{ in, want string }{
 		{layer("retry", `{"breaker":{"Failures":1000000000}}`),
@@ -400,7 +417,7 @@ func TestDecodeHoldsBuiltinConfigsToTheirSchema(t *testing.T) {
 // layer's decoder matches keys regardless of case), each at its place.
 func TestDecodeHoldsConfigListsAndMapsToTheirSchema(t *testing.T) {
 	layer := func(stage, use, config string) string {
-		return `{"version":1,"policy":"p","chains":{"` + stage + `":[{"use":"` + use + `","config":` + config + `}]}}`
+		return `{"version":1,"policy":"p","chains":{"` + stage + `":[{"use":"` + use + `","config":` + config + `}]},"models":` + testModels + `}`
 	}
 	for _, c := range []struct{ in, want string }{
 		{layer("chat", "fallback", `{"models":["a",7]}`),
