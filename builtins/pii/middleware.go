@@ -375,18 +375,17 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	return o.itemsAcross(buf, cut)
 }
 
-// itemsAcross is itemsAcross of buf read after the output released, read again only when
-// the text it reads has changed in a way that may matter: when the cut is a new one (a line
-// break came, or a release moved it), or when the text after the cut, up to maxHoldBack
-// bytes of it, has grown by more than letters and digits since the last reading. Text
-// growing by letters and digits alone does not end an item it runs on into; at most it
-// undoes one, which holds the text until the next line break, never lets an item out.
+// itemsAcross is itemsAcross of buf read after the output released, not read again when its
+// last reading of the same cut held all the text held now (it cut before an item across it,
+// and the text before went out) and the text after the cut, up to maxHoldBack bytes of it,
+// has grown since by ASCII letters and digits alone: the text stays held, the most a reading
+// could do, until a new line break, a release or another character has it read again.
 func (o *outputHold) itemsAcross(buf string, cut int) int {
 	a := &o.across
 	end := min(len(buf), cut+maxHoldBack)
-	if o.released+cut == a.cut && a.got >= o.released && a.end >= o.released && a.end-o.released <= end &&
+	if o.released+cut == a.cut && a.got == o.released && a.end >= o.released && a.end-o.released <= end &&
 		!hasSeparator(buf[a.end-o.released:end]) {
-		return a.got - o.released
+		return 0
 	}
 	o.scans++
 	got := itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
