@@ -339,11 +339,20 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 type outputHold struct {
 	scanner *Scanner
 	before  string
+	// released is how many bytes of the output have been released: the offset in the
+	// output of the text held.
+	released int
+	// across is what itemsAcross made of the last cut it was asked about, at offsets in
+	// the output: the cut, the end of the text it read after it, and the cut it returned.
+	across struct{ cut, end, got int }
+	// scans counts the calls of itemsAcross.
+	scans int
 }
 
 // tail is outputTail, kept for the next releasable.
 func (o *outputHold) tail(before, text string) string {
 	o.before = outputTail(before, text)
+	o.released += len(text)
 	return o.before
 }
 
@@ -363,7 +372,35 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	if held := heldFrom(buf[:cut]); held < cut {
 		cut = h.Encoded(buf, held)
 	}
-	return itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
+	return o.itemsAcross(buf, cut)
+}
+
+// itemsAcross is itemsAcross of buf read after the output released, not read again when its
+// last reading of the same cut held all the text held now (it cut before an item across it,
+// and the text before went out) and the text after the cut, up to maxHoldBack bytes of it,
+// has grown since by ASCII letters and digits alone: the text stays held, the most a reading
+// could do, until a new line break, a release or another character has it read again.
+func (o *outputHold) itemsAcross(buf string, cut int) int {
+	a := &o.across
+	end := min(len(buf), cut+maxHoldBack)
+	if o.released+cut == a.cut && a.got == o.released && a.end >= o.released && a.end-o.released <= end &&
+		!hasSeparator(buf[a.end-o.released:end]) {
+		return 0
+	}
+	o.scans++
+	got := itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
+	a.cut, a.end, a.got = o.released+cut, o.released+end, o.released+got
+	return got
+}
+
+// hasSeparator reports whether text holds a byte other than an ASCII letter or digit.
+func hasSeparator(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if !isAlnum(text[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxHoldBack is how far before the cut the other rules make an item already written across
@@ -397,7 +434,7 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 	}
 	pre := ""
 	if lo == 0 {
-		pre = before
+		pre = contextOf(before)
 	}
 	ms := s.redactedSpans(pre + buf[lo:hi])
 	at := func(i int) int { return max(0, i-len(pre)+lo) }
@@ -526,6 +563,17 @@ func outputTail(before, text string) string {
 	for n := outputLookback; ; n *= 2 {
 		t := linehold.Tail(s, n)
 		if len(t) == len(s) || n >= maxOutputLookback || readsBack(t) {
+			return t
+		}
+	}
+}
+
+// contextOf returns the end of before the detectors read a text after it with: its last
+// 2*contextWindow+maxWordLen bytes, or, while a reading of them is shorter (readsBack),
+// twice as many, and so on up to the whole of before.
+func contextOf(before string) string {
+	for n := 2*contextWindow + maxWordLen; ; n *= 2 {
+		if t := linehold.Tail(before, n); len(t) == len(before) || readsBack(t) {
 			return t
 		}
 	}

@@ -417,3 +417,24 @@ func BenchmarkStreamedDump1MB(b *testing.B) {
 		require.True(b, strings.HasSuffix(res.Text, "done\n"))
 	}
 }
+
+// BenchmarkStreamedRows116KB streams 4,000 lines of dates and numbers (116 KB), each ending
+// in a digit group an item may run on from, through a "redact" layer in 8-byte deltas.
+func BenchmarkStreamedRows116KB(b *testing.B) {
+	text := strings.Repeat("2024-01-15 12345 row 7: 1234\n", 4000)
+	var deltas []string
+	for i := 0; i < len(text); i += 8 {
+		deltas = append(deltas, text[i:min(len(text), i+8)])
+	}
+	pl := chatPipeline(b, `{"action":"redact"}`, rt.NewModel(rt.Response{Deltas: deltas}))
+	s, err := pii.New(pii.Config{})
+	require.NoError(b, err)
+	want, _ := s.Redact(text)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		res, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+		require.NoError(b, err)
+		require.Equal(b, want, res.Text)
+	}
+}
