@@ -68,6 +68,8 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		t := &Tool{Name: name, Pos: l.labelPos("tools", name)}
 		t.SideEffecting, _ = tv.LookupPath(fieldPath("side_effecting")).Bool()
 		t.RetrySafe, _ = tv.LookupPath(fieldPath("retry_safe")).Bool()
+		t.SideEffectingSet = l.user.LookupPath(fieldPath("tools", name, "side_effecting")).Exists()
+		t.RetrySafeSet = l.user.LookupPath(fieldPath("tools", name, "retry_safe")).Exists()
 		t.Description, _ = tv.LookupPath(fieldPath("description")).String()
 		t.SecretResult, _ = tv.LookupPath(fieldPath("secret_result")).Bool()
 		t.URLArgs = stringOrList(tv.LookupPath(fieldPath("url_arg")))

@@ -139,7 +139,11 @@ type Tool struct {
 	Pos           Pos
 	SideEffecting bool
 	RetrySafe     bool
-	Description   string
+	// SideEffectingSet and RetrySafeSet report whether the policy writes
+	// side_effecting and retry_safe, rather than taking the schema's
+	// default (false).
+	SideEffectingSet, RetrySafeSet bool
+	Description                    string
 	// URLArg and PathArg are the first reference of url_arg and path_arg
 	// ("" when the tool declares none); URLArgs and PathArgs hold every
 	// reference (an argument name, or a JSON pointer such as

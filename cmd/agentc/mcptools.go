@@ -89,6 +89,7 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 	servers := map[string]plan.MCPServer{}
 	dir := "."
 	var policy *plan.Plan
+	var declared map[string]declaration
 	switch {
 	case *url != "":
 		if fs.NArg() != 0 {
@@ -97,12 +98,13 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		servers["url"] = plan.MCPServer{URL: *url, Headers: h}
 	case fs.NArg() >= 1:
-		p, code := loadPlan(ctx, env, withoutOutput(fs.Arg(0), *out)...)
+		p, src, code := loadPolicy(ctx, env, withoutOutput(fs.Arg(0), *out)...)
 		if p == nil {
 			return code
 		}
 		dir = policyDir(fs.Arg(0))
 		policy = p
+		declared = declarations(p, src)
 		if *pkg == "" {
 			*pkg = p.Policy
 		}
@@ -159,10 +161,6 @@ func cmdMCPTools(ctx context.Context, env *cliEnv, args []string) int {
 		blocked := serve.ScanTools(ctx, scanner.pl, listed, log)
 		if i > 0 {
 			fmt.Fprintln(&buf)
-		}
-		var declared map[string]plan.Tool
-		if policy != nil {
-			declared = policy.Tools
 		}
 		if err := writeToolsCUE(&buf, name, s.Prefix, tools, scanner.note(blocked), declared); err != nil {
 			return fail(env, "mcp-tools: %v", err)
@@ -415,10 +413,12 @@ func typeAllows(t any, want string) bool {
 // strings, with the tool's description as a comment. A field the policy
 // declares for the tool (declared, by the name served) is left to it, so
 // that the output unifies with the policy: its args, path_arg and url_arg
-// when it declares them, and side_effecting and retry_safe when its value
-// differs from the one written (it may be the policy's default, false, or
-// its own, as for a tool whose annotations are not trusted).
-func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withheld func(name string) string, declared map[string]plan.Tool) error {
+// when it declares them, and side_effecting and retry_safe when it writes
+// a value of its own (as for a tool whose annotations are not trusted)
+// that differs from the one written. The schema's default, false, is not
+// one: the server's value is written over it, as a tool the server does
+// not mark read-only is side-effecting.
+func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withheld func(name string) string, declared map[string]declaration) error {
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	ctx := cuecontext.New()
 	var fields []ast.Decl
@@ -493,10 +493,36 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 	return err
 }
 
+// declaration is the policy's declaration of a tool, and whether it
+// writes side_effecting and retry_safe or takes the schema's default.
+type declaration struct {
+	plan.Tool
+	setsSideEffecting, setsRetrySafe bool
+}
+
+// declarations returns the tools p declares, by name. src is the policy p
+// is compiled from; for a plan.json (src nil), which keeps the values and
+// not whether they were written, every value counts as written: a field
+// whose value differs from the server's is left to the plan, which the
+// output must not contradict.
+func declarations(p *plan.Plan, src *dsl.Policy) map[string]declaration {
+	out := make(map[string]declaration, len(p.Tools))
+	for name, t := range p.Tools {
+		d := declaration{Tool: t, setsSideEffecting: true, setsRetrySafe: true}
+		if src != nil {
+			st := src.Tools[name]
+			d.setsSideEffecting = st != nil && st.SideEffectingSet
+			d.setsRetrySafe = st != nil && st.RetrySafeSet
+		}
+		out[name] = d
+	}
+	return out
+}
+
 // leaveDeclared removes from entry the fields decl, the policy's
 // declaration of the tool, gives a value of its own (writeToolsCUE), and
 // says what each would have been.
-func leaveDeclared(entry map[string]any, decl plan.Tool) []string {
+func leaveDeclared(entry map[string]any, decl declaration) []string {
 	var left []string
 	leave := func(field string, declares bool) {
 		if v, ok := entry[field]; ok && declares {
@@ -507,8 +533,8 @@ func leaveDeclared(entry map[string]any, decl plan.Tool) []string {
 	}
 	leave("path_arg", len(decl.PathArgs) > 0 || decl.PathArg != "")
 	leave("url_arg", len(decl.URLArgs) > 0 || decl.URLArg != "")
-	leave("side_effecting", entry["side_effecting"] != decl.SideEffecting)
-	leave("retry_safe", entry["retry_safe"] != nil && entry["retry_safe"] != decl.RetrySafe)
+	leave("side_effecting", decl.setsSideEffecting && entry["side_effecting"] != decl.SideEffecting)
+	leave("retry_safe", decl.setsRetrySafe && entry["retry_safe"] != nil && entry["retry_safe"] != decl.RetrySafe)
 	return left
 }
 

@@ -87,24 +87,31 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 // loads it when paths is a plan (.json). It prints diagnostics and returns nil with the exit code on
 // failure.
 func loadPlan(ctx context.Context, env *cliEnv, paths ...string) (*plan.Plan, int) {
+	p, _, code := loadPolicy(ctx, env, paths...)
+	return p, code
+}
+
+// loadPolicy is loadPlan that also returns the policy the plan is compiled
+// from (nil for a plan.json).
+func loadPolicy(ctx context.Context, env *cliEnv, paths ...string) (*plan.Plan, *dsl.Policy, int) {
 	if len(paths) == 1 && strings.HasSuffix(paths[0], ".json") {
 		p, err := plan.Load(paths[0])
 		if err != nil {
-			return nil, fail(env, "%v", err)
+			return nil, nil, fail(env, "%v", err)
 		}
-		return p, exitOK
+		return p, nil, exitOK
 	}
 	c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
 	if err != nil {
-		return nil, fail(env, "%v", err)
+		return nil, nil, fail(env, "%v", err)
 	}
 	if err := printDiagnostics(env, c.Diagnostics.Relative(env.wd).Sort(), "text"); err != nil {
-		return nil, fail(env, "%v", err)
+		return nil, nil, fail(env, "%v", err)
 	}
 	if c.Plan == nil {
-		return nil, exitProblems
+		return nil, nil, exitProblems
 	}
-	return c.Plan, exitOK
+	return c.Plan, c.Policy, exitOK
 }
 
 // policyDir returns the directory whose relative paths a policy's plan
