@@ -29,9 +29,9 @@ write it differently, each run the refund. Give the argument one type
 A key argument the schema lets be null (a type list with "null", an anyOf
 branch of type null, OpenAPI's nullable: true) lets through calls the layer
 refuses: it reads a null as missing (keyed on null, every such call would
-share one key, and a second refund of another amount would get the first's
-result without running), so each call carrying null fails. Make the
-argument required and not null.`,
+share one key, and a second refund for another order would be taken for the
+first: refused if its arguments differ, never run), so each call carrying
+null fails. Make the argument required and not null.`,
 	Run: func(p *Pass) {
 		for _, e := range p.Policy.Chains["tool"] {
 			if e.Use == "idempotent" {
