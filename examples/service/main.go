@@ -24,7 +24,7 @@
 // A body over 1 MiB is refused with 413, a malformed one with 400.
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
 // blocked call, 402 for a budget ceiling, 409 for a call in doubt, 429 for a rate limit (with
-// Retry-After when the limit says when), 503 for an open circuit breaker or a
+// Retry-After: the limit's delay, else 1 s), 503 for an open circuit breaker or a
 // store that is unavailable (with Retry-After), 504 for a timeout, 400 for an
 // upstream's refusal of the request itself and 502 for any other failure (the
 // mapping of agentc serve, serve.StatusOf). A client that went away gets no
