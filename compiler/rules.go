@@ -493,7 +493,9 @@ it in an || that bounds it from above (size(l) == 0 || ..., size(l) < 2
 || ... for l[1]), or a conditional's condition, in either order (CEL
 evaluates every term of an && and an || whatever their order), and so
 does the entry's when, which runs first (not a phase "after" guard's:
-the layers inside it may rewrite what the when read). Test the
+the layers inside it may rewrite what the when read); a when that
+tests the list in another way (l != [], 'a' in l.map(...)) makes the
+read a warning. Test the
 size first, size(response.tool_calls) > 0 && ..., or read the element as
 an optional, response.tool_calls[?0].name.orValue('') == 'refund'. An
 index that is not a constant, and an element of a filter() or a map(),

@@ -44,16 +44,25 @@ type indexRead struct {
 // for the else branch), that bounds the size from below: size(l) > 0,
 // l.size() >= 1, size(l) != 0, !(size(l) == 0), size(l) == 2, or
 // l.exists(...), which holds only for a list with an element; so is the
-// entry's when, which runs first. An optional index (l[?0]) is not
-// reported.
+// entry's when, which runs first. A read of a list the when tests in
+// another way is not certain. An optional index (l[?0]) is not reported.
 func uncheckedIndexes(src, when string, list func(path, root string, vars map[string]bool) bool) []indexRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
 	}
 	var guard map[string]int64
+	// read holds the lists the when reads in a form sizeBounds does not
+	// know (l != [], 'a' in l.map(...), l.exists_one(...)): a read of one
+	// of them is reported, but never as certain.
+	read := map[string]bool{}
 	if w, ok := predicate.ParseSyntax(when); ok && when != "" {
 		guard = sizeBounds(w.Expr(), false, nil)
+		ast.PreOrderVisit(w.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+			if k := elementKey(e); k != "" {
+				read[k] = true
+			}
+		}))
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []indexRead
@@ -143,6 +152,11 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 		}
 	}
 	walk(tree.Expr(), guard, nil, map[string]bool{})
+	for i := range out {
+		if read[out[i].list] {
+			out[i].certain = false
+		}
+	}
 	return out
 }
 

@@ -40,6 +40,11 @@ func TestUncheckedIndexes(t *testing.T) {
 		{src: "l.exists(l, l[0] == 'a')", want: []indexRead{{list: "l", index: 0}}},
 		{src: "size(l) > 0 && ms.exists(l, l[0] == 'a')", want: []indexRead{{list: "l", index: 0}}},
 		{src: "l[0].name == 'a'", when: "size(l) > 0"},
+		{src: "l[0].name == 'a'", when: "l != []", want: []indexRead{{list: "l", index: 0}}},
+		{src: "l[0].name == 'a'", when: "'a' in l.map(c, c.name)", want: []indexRead{{list: "l", index: 0}}},
+		{src: "l[0].name == 'a'", when: "l.exists_one(c, c.name == 'a')", want: []indexRead{{list: "l", index: 0}}},
+		{src: "l[0].name == 'a'", when: "l.filter(c, c.name == 'a').size() > 0", want: []indexRead{{list: "l", index: 0}}},
+		{src: "l[0].name == 'a'", when: "m != []", want: []indexRead{{list: "l", index: 0, certain: true}}},
 		{src: l + "[0].name == 'a'", want: []indexRead{{list: l, index: 0, certain: true}}},
 	} {
 		got := uncheckedIndexes(tc.src, tc.when, anyList)
