@@ -1,7 +1,9 @@
 package agentc_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -117,4 +119,37 @@ func TestMeterLetsUnpricedModelThroughWhereItIsNotReached(t *testing.T) {
 	assert.Equal(t, "primary", resp.Model)
 	assert.Zero(t, local.Load())
 	assert.InDelta(t, 0.45, ledger.Ledger("").USD, 1e-9)
+}
+
+// The host learns at build, not at the first refused call, that a model
+// it gives a client for has no price under a meter with a usd budget that
+// acts on every call of it; a meter whose when may leave its calls out,
+// and one with a tokens budget only, say nothing.
+func TestBuildWarnsOfUnpricedHostModel(t *testing.T) {
+	for chain, want := range map[string]bool{
+		`[{use: "meter", budget: usd: 1}]`:                                         true,
+		`[{use: "meter", budget: usd: 1, when: "request.model == 'primary'"}]`:     false,
+		`[{use: "meter", budget: tokens: 1000}]`:                                   false,
+		`[{use: "meter", budget: usd: 1}, {use: "fallback", models: ["primary"]}]`: false,
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte(`package p
+models: primary: {usd_per_mtok_in: 3, usd_per_mtok_out: 15}
+chains: chat: `+chain+"\n"), 0o644))
+		var logs bytes.Buffer
+		var calls atomic.Int64
+		pipe, err := agentc.Load(context.Background(), dir, runtime.Deps{
+			Models: map[string]runtime.ModelClient{"primary": countingModel(&calls), "local": countingModel(&calls)},
+			Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		})
+		require.NoError(t, err, chain)
+		require.NoError(t, pipe.Close())
+		if want {
+			assert.Contains(t, logs.String(), "level=WARN", chain)
+			assert.Contains(t, logs.String(), "model=local", chain)
+			assert.Contains(t, logs.String(), "refuses each of its calls", chain)
+		} else {
+			assert.NotContains(t, logs.String(), "model=local", chain)
+		}
+	}
 }

@@ -20,7 +20,9 @@
 // runtime.Deps.Models: the model it names, unless a fallback or hedge
 // without a when inside replaces it, and those layers' models) is refused
 // the same way, naming the model: the meter has no price for it and would
-// count its spend as nothing. A stream that
+// count its spend as nothing (a meter without a when logs, when it is
+// built, each model the host gives a client for that it would refuse so).
+// A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a

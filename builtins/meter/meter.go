@@ -141,6 +141,7 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	m.format = responseFormat(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
+	m.warnUnpriced(b)
 	bg, err := b.Budgeter(m.Store)
 	if err != nil {
 		return err

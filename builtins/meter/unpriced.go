@@ -2,6 +2,8 @@ package meter
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -54,4 +56,21 @@ func (m *Meter) unpriced(model string) error {
 	return &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name, Message: fmt.Sprintf(
 		"model %q, which the call can reach, has no price: the policy does not declare it, and the meter counts budget.usd at the prices of the models it declares, so its calls would cost nothing and the ceiling would never stop them; declare it in the policy's models with its prices (usd_per_mtok_in, usd_per_mtok_out; 0 for a model that is free), or scope the meter's when to the declared models",
 		model)}
+}
+
+// warnUnpriced logs, at build, each model the host gives a client for
+// (runtime.Deps.Models) that the plan does not declare, when the meter
+// has a usd ceiling and acts on every call that names it (it has no when,
+// and no fallback or hedge inside replaces the model): each such call is
+// refused (unpricedModel).
+func (m *Meter) warnUnpriced(b *runtime.BuildContext) {
+	if m.Budget == nil || m.Budget.USD == nil || m.replaces || b.Layer.When != nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.Models())) {
+		if _, ok := m.rates[name]; !ok {
+			m.logger.Warn("meter: a model the policy does not declare has no price, so the meter's budget.usd refuses each of its calls; declare it in the policy's models with its prices, or scope the meter's when to the declared models",
+				"model", name)
+		}
+	}
 }
