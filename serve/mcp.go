@@ -553,9 +553,11 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 }
 
 // connectUpstreams connects to every upstream server and lists its tools.
-// Two servers exposing the same tool name fail (a prefix keeps them
-// apart). On failure every session opened is closed. onChange is called
-// (one call at a time per server) when a server's tools may have changed.
+// Two or more servers exposing the same tool name fail (a prefix keeps
+// them apart), once every server is listed, so that the error names each
+// server that exposes it. On failure every session opened is closed.
+// onChange is called (one call at a time per server) when a server's
+// tools may have changed.
 func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, lookupEnv func(string) (string, bool),
 	log *slog.Logger, maxResult int64, onChange func(*upstreamServer)) (*upstreams, error) {
 	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}, maxResult: maxResult}
@@ -564,6 +566,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	listed := make([]serverTools, 0, len(names))
 	for _, name := range names {
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 		up := &upstreamServer{name: name, spec: servers[name], dir: dir, lookupEnv: lookupEnv, log: log, onChange: onChange, refs: 1}
@@ -581,51 +584,125 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))
 		}
-		if err := u.add(up, tools); err != nil {
-			u.close()
-			return nil, err
-		}
+		listed = append(listed, serverTools{up: up, tools: tools})
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
+	}
+	if err := u.add(listed...); err != nil {
+		u.close()
+		return nil, err
 	}
 	sort.Strings(u.names)
 	return u, nil
 }
 
-// add serves tools as up's. Two servers exposing the same tool name fail
-// (a prefix keeps them apart), the error naming every such name.
-func (u *upstreams) add(up *upstreamServer, tools []*mcp.Tool) error {
-	var clash []string
-	var prev *upstreamTool
-	for _, t := range tools {
-		exposed := up.spec.Prefix + t.Name
-		if p, dup := u.tools[exposed]; dup {
-			if prev == nil || p.server == prev.server {
-				// Names shared with one server at a time: the first
-				// server's, the others once it is given a prefix.
-				prev = p
-				clash = append(clash, exposed)
+// serverTools are the tools a server lists.
+type serverTools struct {
+	up    *upstreamServer
+	tools []*mcp.Tool
+}
+
+// add serves the tools of each server of listed, given in the servers'
+// order, beside those u serves. A name two or more servers expose (a
+// prefix keeps them apart) fails: the error names each such name with
+// every server that exposes it (clashes).
+func (u *upstreams) add(listed ...serverTools) error {
+	by := make(map[string][]*upstreamServer, len(u.tools))
+	for name, t := range u.tools {
+		by[name] = []*upstreamServer{t.up}
+	}
+	for _, l := range listed {
+		for _, t := range l.tools {
+			exposed := l.up.spec.Prefix + t.Name
+			by[exposed] = append(by[exposed], l.up)
+			if len(by[exposed]) == 1 {
+				u.tools[exposed] = &upstreamTool{server: l.up.name, name: t.Name, tool: t, up: l.up, maxResult: u.maxResult}
+				u.names = append(u.names, exposed)
 			}
+		}
+	}
+	return clashes(by)
+}
+
+// clashes returns the error of the tool names that two or more servers
+// expose (by: the servers exposing each name), nil when there are none:
+// one line for each set of servers sharing names, which names those
+// tools and the servers (by name, with the positions where the policy
+// declares them), in their order.
+func clashes(by map[string][]*upstreamServer) error {
+	type group struct {
+		servers []*upstreamServer
+		tools   []string
+	}
+	groups := map[string]*group{}
+	for name, servers := range by {
+		if len(servers) < 2 {
 			continue
 		}
-		u.tools[exposed] = &upstreamTool{server: up.name, name: t.Name, tool: t, up: up, maxResult: u.maxResult}
-		u.names = append(u.names, exposed)
+		servers = slices.Clone(servers)
+		slices.SortFunc(servers, func(a, b *upstreamServer) int { return strings.Compare(a.name, b.name) })
+		key := make([]string, len(servers))
+		for i, up := range servers {
+			key[i] = up.name
+		}
+		k := strings.Join(key, "\x00")
+		if groups[k] == nil {
+			groups[k] = &group{servers: servers}
+		}
+		groups[k].tools = append(groups[k].tools, name)
 	}
-	if len(clash) == 0 {
+	if len(groups) == 0 {
 		return nil
 	}
-	sort.Strings(clash)
-	what := fmt.Sprintf("tool %q is", clash[0])
-	if len(clash) > 1 {
-		quoted := make([]string, len(clash))
-		for i, name := range clash {
-			quoted[i] = strconv.Quote(name)
-		}
-		what = fmt.Sprintf("tools %s and %s are", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
+	list := slices.Collect(maps.Values(groups))
+	for _, g := range list {
+		sort.Strings(g.tools)
 	}
-	if a, b := prev.up.spec.Pos, up.spec.Pos; a != "" && b != "" {
-		return fmt.Errorf("%s: mcp: %s served by both %q and %q (declared at %s and %s); give one of them a prefix", b, what, prev.server, up.name, a, b)
+	slices.SortFunc(list, func(a, b *group) int { return strings.Compare(a.tools[0], b.tools[0]) })
+	errs := make([]error, len(list))
+	for i, g := range list {
+		errs[i] = clashError(g.tools, g.servers)
 	}
-	return fmt.Errorf("mcp: %s served by both %q and %q; give one of them a prefix", what, prev.server, up.name)
+	return errors.Join(errs...)
+}
+
+// clashError says that the tools are served by each of servers (two or
+// more), at the position of the last server's declaration when the
+// policy gives each one's.
+func clashError(tools []string, servers []*upstreamServer) error {
+	what := fmt.Sprintf("tool %q is", tools[0])
+	if len(tools) > 1 {
+		what = fmt.Sprintf("tools %s are", quotedList(tools))
+	}
+	names := make([]string, len(servers))
+	pos := make([]string, len(servers))
+	for i, up := range servers {
+		names[i], pos[i] = up.name, up.spec.Pos
+	}
+	by, fix := "both "+quotedList(names), "give one of them a prefix"
+	if len(servers) > 2 {
+		by, fix = quotedList(names), "give all but one of them a prefix"
+	}
+	if !slices.Contains(pos, "") {
+		return fmt.Errorf("%s: mcp: %s served by %s (declared at %s); %s", pos[len(pos)-1], what, by, andList(pos), fix)
+	}
+	return fmt.Errorf("mcp: %s served by %s; %s", what, by, fix)
+}
+
+// quotedList writes names quoted, as andList does.
+func quotedList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, name := range names {
+		quoted[i] = strconv.Quote(name)
+	}
+	return andList(quoted)
+}
+
+// andList writes items as "a", "a and b" or "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // toolScanner is a layer that checks a tool definition outside a chat

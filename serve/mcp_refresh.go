@@ -187,7 +187,7 @@ func (u *upstreams) successor(up *upstreamServer, tools []*mcp.Tool) (*upstreams
 			next.names = append(next.names, name)
 		}
 	}
-	if err := next.add(up, tools); err != nil {
+	if err := next.add(serverTools{up: up, tools: tools}); err != nil {
 		next.close()
 		return nil, err
 	}

@@ -15,7 +15,14 @@
 // fallback or hedge layer inside) declares no tier from 200,000 input
 // tokens or below and is not served by the openai provider (which refuses
 // the beta unbilled): the meter would price it below the bill. It counts
-// as one call. A stream that
+// as one call. With a usd ceiling, a call that can reach from the meter a
+// model the plan does not declare (a client the host gave in
+// runtime.Deps.Models: the model it names, unless a fallback or hedge
+// without a when inside replaces it, and those layers' models) is refused
+// the same way, naming the model: the meter has no price for it and would
+// count its spend as nothing (a meter without a when logs, when it is
+// built, each model the host gives a client for that it would refuse so).
+// A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before
 // anything arrived (an attempt that timed out, a hedge's losing racer, a

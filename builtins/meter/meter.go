@@ -78,6 +78,9 @@ type Meter struct {
 	// below are the models the fallback and hedge layers inside the meter
 	// send a call to in place of the one it names (reachable).
 	below []string
+	// replaces is set when a fallback or hedge layer inside the meter
+	// always sends a call to its own models (replacesModel).
+	replaces bool
 	// calls is the most model calls the layers inside the meter make for
 	// one call (plan.ModelCalls: retry attempts times fallback and hedge
 	// models): with on_cross "refuse" a call reserves its estimate that
@@ -133,10 +136,12 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	m.bounds = outputBounds(b.Plan.Models, b.Models())
 	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
 	m.below = reachable(inside)
+	m.replaces = replacesModel(inside)
 	m.calls = plan.ModelCalls(inside)
 	m.format = responseFormat(inside)
 	m.logger = b.Logger
 	m.clock = b.Clock()
+	m.warnUnpriced(b)
 	bg, err := b.Budgeter(m.Store)
 	if err != nil {
 		return err
@@ -736,6 +741,9 @@ func Cost(r plan.Model, u runtime.Usage) float64 {
 // WrapChat implements runtime.ChatWrapper.
 func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		if err := m.unpricedModel(c); err != nil {
+			return err
+		}
 		if err := m.unpricedBeta(c); err != nil {
 			return err
 		}
