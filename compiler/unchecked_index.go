@@ -62,7 +62,7 @@ type indexRead struct {
 // size(l) != 0, !(size(l) == 0), size(l) == 2, size(l) > 0u, or
 // l.exists(...) or l.exists_one(...), which hold only for a list with an
 // element; l.exists(c, P) also guards l.filter(c, P) (whatever the
-// variable's name). So is the entry's when, which runs first. A read of a
+// variable's name), and l.exists(c, P && Q) l.filter(c, P). So is the entry's when, which runs first. A read of a
 // list the when tests in another way is not certain. An optional index
 // (l[?0]) is not reported; a constant expression (l[1 - 1]) is read as its
 // value, and a negative one, which fails on every list, is reported
@@ -411,7 +411,8 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 		// accumulator's first value: exists() (false) true, all() (true)
 		// false, or exists_one() (0 == 1) true, needs an element.
 		// exists(c, P) and exists_one(c, P) need one P holds for, which
-		// filter(c, P) keeps.
+		// filter(c, P) keeps, and so does filter(c, T) for each term T of
+		// P's && (P itself being P && Q).
 		comp := e.AsComprehension()
 		key, _ := sizeKey(comp.IterRange())
 		init, r, step := comp.AccuInit(), comp.Result(), comp.LoopStep()
@@ -441,6 +442,10 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 		set(key, 1)
 		if cond != nil {
 			set(filterKey(comp, cond), 1)
+			// The element P && Q holds for, P holds for too.
+			for _, t := range vet.JunctionTerms(cond, operators.LogicalAnd) {
+				set(filterKey(comp, t), 1)
+			}
 		}
 	}
 }
