@@ -147,3 +147,23 @@ chains: tool: [
 		"13:60 cel/unchecked-index: args.to[-1] is read: a negative index is out of bounds on every list, so the read always fails, " + fails + "; read the last element as args.to[size(args.to) - 1]",
 	}, got)
 }
+
+// The test offered for an element of a filter() is the exists() with its
+// range and condition, as the predicate writes them.
+func TestUncheckedIndexExistsHint(t *testing.T) {
+	anyList := func(string, string, map[string]bool) (int64, bool) { return 0, true }
+	for src, want := range map[string]string{
+		"l.filter(c, c.name == 'a')[0].x > 1":                "l.exists(c, c.name == 'a')",
+		"l.map(c, c.name == 'a', c.x)[0] > 1":                "l.exists(c, c.name == 'a')",
+		"l.filter(c, c.name == 'a').map(c, c.x)[0] > 1":      "l.exists(c, c.name == 'a')",
+		"m.l.filter(c, c.x.exists(y, y > 1))[0].name == 'a'": "m.l.exists(c, c.x.exists(y, y > 1))",
+		"l.filter(c, c.name == 'a').filter(d, d.x > 1)[0].x": "l.filter(c, c.name == 'a').exists(d, d.x > 1)",
+		"l.map(c, c.name)[0] == 'a'":                         "",
+	} {
+		got := uncheckedIndexes(src, "", anyList)
+		if assert.Len(t, got, 1, src) {
+			assert.Equal(t, want, got[0].exists, src)
+			assert.Equal(t, want != "", got[0].filtered, src)
+		}
+	}
+}
