@@ -572,7 +572,7 @@ func (f folder) existsOf(e ast.Expr, end int) string {
 			e, end = comp.IterRange(), dot
 			continue
 		}
-		args := f.src[open:end]
+		args := strings.TrimSpace(f.src[open:end])
 		if strings.TrimSpace(f.src[dot+1:open]) == "map" {
 			// map(c, P, f): the transform is the element appended.
 			kept := comp.LoopStep().AsCall().Args()[1].AsCall().Args()[1].AsList().Elements()[0]

@@ -159,6 +159,7 @@ func TestUncheckedIndexExistsHint(t *testing.T) {
 		"m.l.filter(c, c.x.exists(y, y > 1))[0].name == 'a'": "m.l.exists(c, c.x.exists(y, y > 1))",
 		"l.filter(c, c.name == 'a').filter(d, d.x > 1)[0].x": "l.filter(c, c.name == 'a').exists(d, d.x > 1)",
 		"l.map(c, c.name)[0] == 'a'":                         "",
+		"l . filter ( c , c.name == 'é' ) [ 0 ].x > 1":       "l.exists( c , c.name == 'é' )",
 	} {
 		got := uncheckedIndexes(src, "", anyList)
 		if assert.Len(t, got, 1, src) {
