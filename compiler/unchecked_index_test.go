@@ -1,9 +1,12 @@
 package compiler
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Each guard form bounds the size as the read needs, and the severity
@@ -167,4 +170,29 @@ func TestUncheckedIndexExistsHint(t *testing.T) {
 			assert.Equal(t, want != "", got[0].filtered, src)
 		}
 	}
+}
+
+// An element of a filter() with nothing else to decide the predicate is
+// an error at its index; beside a term that may decide it first, a
+// warning; guarded by an exists() with its condition, clean.
+func TestUncheckedIndexFilterSeverity(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+tools: refund: {args: {type: "object", properties: amount: type: "number"}}
+chains: chat: [
+	{use: "guard", name: "a", phase: "after", deny: "response.tool_calls.filter(c, c.name == 'refund')[0].args.amount > 100.0"},
+	{use: "guard", name: "b", phase: "after", deny: "response.finish_reason == 'tool_calls' && response.tool_calls.filter(c, c.name == 'refund')[0].args.amount > 100.0"},
+	{use: "guard", name: "c", phase: "after", deny: "response.tool_calls.exists(c, c.name == 'refund') && response.tool_calls.filter(c, c.name == 'refund')[0].args.amount > 100.0"},
+	{use: "guard", name: "d", when: "request.messages.exists(m, m.role == 'tool')", deny: "request.messages.filter(m, m.role == 'tool')[0].content == ''"},
+]
+`)
+	c, err := Compile(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	var got []string
+	for _, d := range c.Diagnostics {
+		if d.Rule == ruleUncheckedIndex {
+			got = append(got, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Severity))
+		}
+	}
+	assert.Equal(t, []string{"5:101 error", "6:143 warning"}, got)
 }
