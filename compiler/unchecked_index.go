@@ -526,7 +526,7 @@ func sizeCompared(s, n ast.Expr) (string, ref.Val, bool) {
 func sizeKey(e ast.Expr) (key string, filtered bool) {
 	for e.Kind() == ast.ComprehensionKind {
 		comp := e.AsComprehension()
-		cond, ok := listStep(comp)
+		cond, _, ok := listStep(comp)
 		if !ok {
 			return "", false
 		}
@@ -556,7 +556,7 @@ func (f folder) macroStart(e ast.Expr) int {
 func (f folder) existsOf(e ast.Expr, end int) string {
 	for e.Kind() == ast.ComprehensionKind {
 		comp := e.AsComprehension()
-		cond, ok := listStep(comp)
+		cond, kept, ok := listStep(comp)
 		span, known := f.info.GetOffsetRange(e.ID())
 		if !ok || !known {
 			return ""
@@ -575,7 +575,6 @@ func (f folder) existsOf(e ast.Expr, end int) string {
 		args := strings.TrimSpace(f.src[open:end])
 		if strings.TrimSpace(f.src[dot+1:open]) == "map" {
 			// map(c, P, f): the transform is the element appended.
-			kept := comp.LoopStep().AsCall().Args()[1].AsCall().Args()[1].AsList().Elements()[0]
 			if t := f.offset(kept); t > open && t < end {
 				args = strings.TrimRight(f.src[open:t], " \t\n,") + ")"
 			}
@@ -586,25 +585,32 @@ func (f folder) existsOf(e ast.Expr, end int) string {
 }
 
 // listStep tells a comprehension that builds a list of its range's
-// elements, as filter() and map() do: ok, with cond the condition that
-// keeps an element for a filter() (and a map() with a condition), nil for
-// a map(), which keeps every one.
-func listStep(comp ast.ComprehensionExpr) (cond ast.Expr, ok bool) {
+// elements, as filter() and map() do: ok, with elem the element it
+// appends for one (the variable for a filter(), the transform for a
+// map()) and cond the condition that keeps an element for a filter() (and
+// a map() with a condition), nil for a map(), which keeps every one.
+func listStep(comp ast.ComprehensionExpr) (cond, elem ast.Expr, ok bool) {
 	init, accu := comp.AccuInit(), comp.AccuVar()
 	if init.Kind() != ast.ListKind || len(init.AsList().Elements()) != 0 || !identIs(comp.Result(), accu) ||
 		!isLiteral(comp.LoopCondition(), types.True) || comp.HasIterVar2() {
-		return nil, false
+		return nil, nil, false
 	}
-	// appends says whether e is accu + [x].
-	appends := func(e ast.Expr) bool {
+	// appended returns x where e is accu + [x].
+	appended := func(e ast.Expr) (ast.Expr, bool) {
 		a, ok := callOf(e, operators.Add, 2)
-		return ok && identIs(a[0], accu) && a[1].Kind() == ast.ListKind && len(a[1].AsList().Elements()) == 1
+		if !ok || !identIs(a[0], accu) || a[1].Kind() != ast.ListKind || len(a[1].AsList().Elements()) != 1 {
+			return nil, false
+		}
+		return a[1].AsList().Elements()[0], true
 	}
 	step := comp.LoopStep()
-	if a, ok := callOf(step, operators.Conditional, 3); ok && appends(a[1]) && identIs(a[2], accu) {
-		return a[0], true
+	if a, ok := callOf(step, operators.Conditional, 3); ok && identIs(a[2], accu) {
+		if x, ok := appended(a[1]); ok {
+			return a[0], x, true
+		}
 	}
-	return nil, appends(step)
+	elem, ok = appended(step)
+	return nil, elem, ok
 }
 
 // filterKey returns the size key of the elements of comp's range cond
