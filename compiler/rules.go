@@ -476,30 +476,42 @@ constant index, where no test of the list's size guards the read: in the
 chat stage the transcript (request.messages, messages), a message's or
 the answer's tool calls (response.tool_calls, m.tool_calls), the tools
 offered or the stop sequences; in the tool stage an argument every
-schema that lists it types as an array without minItems. Where the list
-is too short the read fails (index out of bounds), and the predicate
-fails as its place does on an evaluation error, which the message says:
-deny: "response.tool_calls[0].name == 'refund'" fails on every answer
-without tool calls, and with on_error "closed" (the default) blocks every
-answer in text. That is an error where nothing else in the predicate can
-decide it before the read; a warning where another term may (a term of
-an && or an || beside it that does not read the list by index, a
-conditional's branch, a macro's step), and for the first message of the
-transcript, empty only in a request without messages. A guard is a term
-beside the read in an && that bounds the size from below (size(l) > 0,
-size(l) >= 1, l.size() != 0, !(size(l) == 0), size(l) == 2, or
-l.exists(...), which holds only for a list with an element), one beside
-it in an || that bounds it from above (size(l) == 0 || ..., size(l) < 2
-|| ... for l[1]), or a conditional's condition, in either order (CEL
-evaluates every term of an && and an || whatever their order), and so
-does the entry's when, which runs first (not a phase "after" guard's:
-the layers inside it may rewrite what the when read); a when that
-tests the list in another way (l != [], 'a' in l.map(...)) makes the
-read a warning. Test the
-size first, size(response.tool_calls) > 0 && ..., or read the element as
-an optional, response.tool_calls[?0].name.orValue('') == 'refund'. An
-index that is not a constant, and an element of a filter() or a map(),
-are not reported.`},
+schema that lists it types as an array, where the index is at or past
+its minItems (the least of those schemas', 0 where one has none: the
+layer tools refuses a call whose arguments do not match the schema
+before a guard reads them; prefixItems fixes no size); in either an
+element of a filter() (or of a map() with a condition) of any list,
+which keeps none where no element matches, and of a map() of such a
+list, which has as many elements. Where the list is too short the read
+fails (index out of bounds), and the predicate fails as its place does
+on an evaluation error, which the message says: deny:
+"response.tool_calls[0].name == 'refund'" fails on every answer without
+tool calls, and with on_error "closed" (the default) blocks every answer
+in text; deny: "response.tool_calls.filter(c, c.name ==
+'refund')[0].args.amount > 100.0" every answer without a refund call.
+That is an error where nothing else in the predicate can decide it
+before the read; a warning where another term may (a term of an && or an
+|| beside it that does not read the list by index, a conditional's
+branch, a macro's step), and for the first message of the transcript,
+empty only in a request without messages. A guard is a term beside the
+read in an && that bounds the size from below (size(l) > 0, size(l) >=
+1, 1 <= size(l), l.size() != 0, !(size(l) == 0), size(l) == 2, size(l) >
+0u, or l.exists(...) or l.exists_one(...), which hold only for a list
+with an element; for l.filter(c, P), its own size or l.exists(c, P) with
+the same condition or one of its && terms (l.exists(c, P && Q)),
+whatever its variable's name, and not a test of l), one beside it in an
+|| that bounds it from above (size(l) == 0 || ..., size(l) < 2 || ...
+for l[1]), or a conditional's condition, in either order (CEL evaluates
+every term of an && and an || whatever their order), and so does the
+entry's when, which runs first (not a phase "after" guard's: the layers
+inside it may rewrite what the when read); a when that tests the list in
+another way (l != [], 'a' in l.map(...)) makes the read a warning. Test
+the size first, size(response.tool_calls) > 0 && ..., or read the
+element as an optional, response.tool_calls[?0].name.orValue('') ==
+'refund'. An index written as a constant expression (1 - 1) is read as
+its value; a negative one (request.messages[-1]) fails on every list,
+whatever guards it (the last element is l[size(l) - 1]). An index that
+is not a constant is not reported.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the

@@ -165,20 +165,9 @@ func toolCallArgReads(src string) []toolCallArgRead {
 		case ast.ComprehensionKind:
 			comp := r.AsComprehension()
 			cv, ok := rangeCalls(comp.IterRange(), vars)
-			step := comp.LoopStep()
-			if !ok || step.Kind() != ast.CallKind || step.AsCall().FunctionName() != operators.Conditional || len(step.AsCall().Args()) != 3 {
-				return callVar{}, false
-			}
-			cond, kept := step.AsCall().Args()[0], step.AsCall().Args()[1]
 			// A filter keeps the element itself: accu + [c].
-			if kept.Kind() != ast.CallKind || kept.AsCall().FunctionName() != operators.Add || len(kept.AsCall().Args()) != 2 {
-				return callVar{}, false
-			}
-			list := kept.AsCall().Args()[1]
-			if list.Kind() != ast.ListKind || len(list.AsList().Elements()) != 1 {
-				return callVar{}, false
-			}
-			if el := list.AsList().Elements()[0]; el.Kind() != ast.IdentKind || el.AsIdent() != comp.IterVar() {
+			cond, kept, built := listStep(comp)
+			if !ok || !built || cond == nil || !identIs(kept, comp.IterVar()) {
 				return callVar{}, false
 			}
 			inner := maps.Clone(vars)

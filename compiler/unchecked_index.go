@@ -4,13 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
+	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/overloads"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/agentc-dev/agentc/compiler/vet"
 	"github.com/agentc-dev/agentc/dsl"
@@ -24,8 +28,10 @@ const ruleUncheckedIndex = "cel/unchecked-index"
 // An indexRead is a read of a list by a constant index (l[0]) that no
 // test of the list's size guards.
 type indexRead struct {
-	// list is the path of the list (response.tool_calls, args.files).
-	list  string
+	// list is the list as the predicate writes it: its path
+	// (response.tool_calls, args.files), or a filter() or a map() of one.
+	list string
+	// index is the index, negative for one that fails on every list.
 	index int64
 	// offset is the byte offset of the index in the source.
 	offset int
@@ -34,32 +40,48 @@ type indexRead struct {
 	// step, nor beside a term of an && or || that does not read the list
 	// by index too.
 	certain bool
+	// filtered is set for the elements of a filter() (or of a map() with
+	// a condition), which may keep none whatever the list holds; exists
+	// is then the exists() that holds where it keeps one.
+	filtered bool
+	exists   string
+	// keys are the size key of the list (sizeKey) and those of the lists
+	// it is computed from, a test of any of which in the when may guard it.
+	keys []string
 }
 
 // uncheckedIndexes returns the reads of a list by a constant index in the
 // predicate src that no test of the list's size guards, in source order,
-// one per list (certain if one of its reads is), the list path being one
-// list says is a list of no fixed size. A guard is a term beside the read
-// of an && (or, negated, of an ||), or a conditional's condition (negated
-// for the else branch), that bounds the size from below: size(l) > 0,
-// l.size() >= 1, size(l) != 0, !(size(l) == 0), size(l) == 2, or
-// l.exists(...), which holds only for a list with an element; so is the
-// entry's when, which runs first. A read of a list the when tests in
-// another way is not certain. An optional index (l[?0]) is not reported.
-func uncheckedIndexes(src, when string, list func(path, root string, vars map[string]bool) bool) []indexRead {
+// one per list (certain if one of its reads is): of a list path list says
+// is a list, with the least size it says the list has (an index below it
+// is read safely), of a map() of one (it has as many elements), and of a
+// filter() (or a map() with a condition) of anything, which may keep no
+// element. A guard is a term beside the read of an && (or, negated, of an
+// ||), or a conditional's condition (negated for the else branch), that
+// bounds the size from below: size(l) > 0, l.size() >= 1, 1 <= size(l),
+// size(l) != 0, !(size(l) == 0), size(l) == 2, size(l) > 0u, or
+// l.exists(...) or l.exists_one(...), which hold only for a list with an
+// element; l.exists(c, P) also guards l.filter(c, P) (whatever the
+// variable's name), and l.exists(c, P && Q) l.filter(c, P). So is the entry's when, which runs first. A read of a
+// list the when tests in another way is not certain. An optional index
+// (l[?0]) is not reported; a constant expression (l[1 - 1]) is read as its
+// value, and a negative one, which fails on every list, is reported
+// whatever guards it.
+func uncheckedIndexes(src, when string, list func(path, root string, vars map[string]bool) (int64, bool)) []indexRead {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
 	}
 	var guard map[string]int64
 	// read holds the lists the when reads in a form sizeBounds does not
-	// know (l != [], 'a' in l.map(...), l.exists_one(...)): a read of one
-	// of them is reported, but never as certain.
+	// know (l != [], 'a' in l.map(...), l.filter(...) != []): a read of one
+	// of them, or of a list computed from one, is reported, but never as
+	// certain.
 	read := map[string]bool{}
 	if w, ok := predicate.ParseSyntax(when); ok && when != "" {
 		guard = sizeBounds(w.Expr(), false, nil)
 		ast.PreOrderVisit(w.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
-			if k := elementKey(e); k != "" {
+			if k, _ := sizeKey(e); k != "" {
 				read[k] = true
 			}
 		}))
@@ -76,22 +98,19 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 			a := c.Args()
 			switch fn := c.FunctionName(); {
 			case fn == operators.Index && len(a) == 2:
-				if i, ok := constIndex(a[1]); ok {
-					if key := elementKey(a[0]); key != "" && guard[key] <= i && list(key, rootOf(key), vars) {
-						sure := certain == nil || certain[key]
-						if j, ok := at[key]; ok {
-							out[j].certain = out[j].certain || sure
-						} else {
-							off := f.offset(a[0])
-							if r, ok := f.info.GetOffsetRange(e.ID()); ok {
-								off = f.byteOffset(int(r.Start))
-							}
-							if k := strings.IndexByte(src[min(off, len(src)):], '['); k >= 0 {
-								off += k + 1
-							}
-							at[key] = len(out)
-							out = append(out, indexRead{list: key, index: i, offset: off, certain: sure})
-						}
+				if r, ok := f.indexRead(e, guard, vars, list); ok {
+					r.certain = certain == nil || certain[r.keys[0]]
+					// A negative read is one of its own: the list's other
+					// reads may be guarded, it is not.
+					k := r.keys[0]
+					if r.index < 0 {
+						k += "[-]"
+					}
+					if j, ok := at[k]; ok {
+						out[j].certain = out[j].certain || r.certain
+					} else {
+						at[k] = len(out)
+						out = append(out, r)
 					}
 				}
 			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
@@ -129,9 +148,7 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 			}
 			v := comp.IterVar()
 			inner := maps.Clone(guard)
-			maps.DeleteFunc(inner, func(k string, _ int64) bool {
-				return k == v || strings.HasPrefix(k, v+".") || strings.HasPrefix(k, v+"[")
-			})
+			maps.DeleteFunc(inner, func(k string, _ int64) bool { return mentions(k, v) })
 			iv := maps.Clone(vars)
 			iv[v] = true
 			for _, x := range []ast.Expr{comp.LoopCondition(), comp.LoopStep(), comp.Result()} {
@@ -153,11 +170,58 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 	}
 	walk(tree.Expr(), guard, nil, map[string]bool{})
 	for i := range out {
-		if read[out[i].list] {
+		if slices.ContainsFunc(out[i].keys, func(k string) bool { return read[k] }) {
 			out[i].certain = false
 		}
 	}
 	return out
+}
+
+// indexRead returns the read e, an index, is when it reads a list by a
+// constant index the list may be too short for (see uncheckedIndexes),
+// certain left unset.
+func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bool, list func(path, root string, vars map[string]bool) (int64, bool)) (indexRead, bool) {
+	a := e.AsCall().Args()
+	i, ok := constInt(a[1])
+	if !ok {
+		return indexRead{}, false
+	}
+	key, filtered := sizeKey(a[0])
+	if key == "" {
+		return indexRead{}, false
+	}
+	least := int64(0)
+	if !filtered {
+		if least, ok = list(key, rootOf(key), vars); !ok {
+			return indexRead{}, false
+		}
+	}
+	if i >= 0 && max(guard[key], least) > i {
+		return indexRead{}, false
+	}
+	r := indexRead{list: key, index: i, filtered: filtered, keys: []string{key}}
+	for x := a[0]; x.Kind() == ast.ComprehensionKind; {
+		x = x.AsComprehension().IterRange()
+		if k, _ := sizeKey(x); k != "" && k != r.keys[len(r.keys)-1] {
+			r.keys = append(r.keys, k)
+		}
+	}
+	r.offset = f.offset(a[0])
+	if span, ok := f.info.GetOffsetRange(e.ID()); ok {
+		r.offset = f.byteOffset(int(span.Start))
+	}
+	if k := strings.IndexByte(f.src[min(r.offset, len(f.src)):], '['); k >= 0 {
+		r.offset += k
+		if a[0].Kind() == ast.ComprehensionKind {
+			// A filter() or a map() is named as the predicate writes it.
+			if start := f.macroStart(a[0]); start <= r.offset {
+				r.list = strings.TrimSpace(f.src[start:r.offset])
+			}
+			r.exists = f.existsOf(a[0], r.offset)
+		}
+		r.offset++
+	}
+	return r, true
 }
 
 // siblingsRead returns the lists a read in a term of a junction is certain
@@ -191,8 +255,8 @@ func indexedLists(e ast.Expr) map[string]bool {
 			c := e.AsCall()
 			a := c.Args()
 			if c.FunctionName() == operators.Index && len(a) == 2 {
-				if _, ok := constIndex(a[1]); ok {
-					if k := elementKey(a[0]); k != "" {
+				if _, ok := constInt(a[1]); ok {
+					if k, _ := sizeKey(a[0]); k != "" {
 						out[k] = true
 					}
 				}
@@ -217,18 +281,69 @@ func indexedLists(e ast.Expr) map[string]bool {
 	return out
 }
 
-// constIndex returns the constant index e is (0, 1u), not negative.
-func constIndex(e ast.Expr) (int64, bool) {
-	if e.Kind() != ast.LiteralKind {
+// constInt returns the int constant e is: a literal (0, 1u), or a
+// negation, sum, difference or product of int constants that does not
+// overflow (1 - 1).
+func constInt(e ast.Expr) (int64, bool) {
+	n, ok := constInteger(e)
+	if !ok || !n.IsInt64() {
 		return 0, false
 	}
-	switch n := e.AsLiteral().(type) {
-	case types.Int:
-		return int64(n), n >= 0
-	case types.Uint:
-		return int64(n), n <= 1<<62
+	return n.Int64(), true
+}
+
+// constInteger returns the value of the constant constInt reads; a uint
+// is not an int, and only stands alone.
+func constInteger(e ast.Expr) (*big.Int, bool) {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		switch n := e.AsLiteral().(type) {
+		case types.Int:
+			return big.NewInt(int64(n)), true
+		case types.Uint:
+			if n <= math.MaxInt64 {
+				return new(big.Int).SetUint64(uint64(n)), true
+			}
+		}
+	case ast.CallKind:
+		c := e.AsCall()
+		a := c.Args()
+		switch op, ok := intOps[c.FunctionName()]; {
+		case c.FunctionName() == operators.Negate && len(a) == 1:
+			if x, ok := intOperand(a[0]); ok {
+				return checkedInt(new(big.Int).Neg(x))
+			}
+		case ok && len(a) == 2:
+			x, ok1 := intOperand(a[0])
+			y, ok2 := intOperand(a[1])
+			if ok1 && ok2 {
+				return checkedInt(op(new(big.Int), x, y))
+			}
+		}
 	}
-	return 0, false
+	return nil, false
+}
+
+// intOps are the operations constInt folds.
+var intOps = map[string]func(z, x, y *big.Int) *big.Int{
+	operators.Add: (*big.Int).Add, operators.Subtract: (*big.Int).Sub, operators.Multiply: (*big.Int).Mul,
+}
+
+// intOperand returns the value of e, an operand of an int operation: an
+// int constant, not a uint one (CEL does not mix them).
+func intOperand(e ast.Expr) (*big.Int, bool) {
+	if e.Kind() == ast.LiteralKind {
+		if _, ok := e.AsLiteral().(types.Int); !ok {
+			return nil, false
+		}
+	}
+	return constInteger(e)
+}
+
+// checkedInt returns n when an int holds it: the operation giving it does
+// not overflow, which is an error in CEL.
+func checkedInt(n *big.Int) (*big.Int, bool) {
+	return n, n.IsInt64()
 }
 
 // sizeBounds returns guard with the least size of each list e (negated
@@ -287,27 +402,88 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			if neg {
 				op = negated[op]
 			}
-			switch {
-			case op == operators.Greater:
-				set(key, n+1)
-			case op == operators.GreaterEquals || op == operators.Equals:
-				set(key, n)
-			case op == operators.NotEquals && n == 0:
-				set(key, 1)
+			if least, ok := leastSize(op, n); ok {
+				set(key, least)
 			}
 		}
 	case ast.ComprehensionKind:
-		// exists() starts false and all() true, each its accumulator's
-		// value: exists() true, or all() false, needs an element.
+		// A comprehension over no element gives its result of its
+		// accumulator's first value: exists() (false) true, all() (true)
+		// false, or exists_one() (0 == 1) true, needs an element.
+		// exists(c, P) and exists_one(c, P) need one P holds for, which
+		// filter(c, P) keeps, and so does filter(c, T) for each term T of
+		// P's && (P itself being P && Q).
 		comp := e.AsComprehension()
-		init := comp.AccuInit()
-		if r := comp.Result(); r.Kind() != ast.IdentKind || r.AsIdent() != comp.AccuVar() || init.Kind() != ast.LiteralKind {
+		key, _ := sizeKey(comp.IterRange())
+		init, r, step := comp.AccuInit(), comp.Result(), comp.LoopStep()
+		if init.Kind() != ast.LiteralKind || comp.HasIterVar2() {
 			return
 		}
-		if v, ok := init.AsLiteral().(types.Bool); ok && bool(v) == neg {
-			set(elementKey(comp.IterRange()), 1)
+		var cond ast.Expr
+		switch v := init.AsLiteral().(type) {
+		case types.Bool:
+			if !identIs(r, comp.AccuVar()) || bool(v) != neg {
+				return
+			}
+			if s, ok := callOf(step, operators.LogicalOr, 2); ok && !neg && identIs(s[0], comp.AccuVar()) {
+				cond = s[1]
+			}
+		case types.Int:
+			eq, ok := callOf(r, operators.Equals, 2)
+			if neg || v != 0 || !ok || !identIs(eq[0], comp.AccuVar()) || !isLiteral(eq[1], types.Int(1)) {
+				return
+			}
+			if s, ok := callOf(step, operators.Conditional, 3); ok && identIs(s[2], comp.AccuVar()) {
+				cond = s[0]
+			}
+		default:
+			return
+		}
+		set(key, 1)
+		if cond != nil {
+			set(filterKey(comp, cond), 1)
+			// The element P && Q holds for, P holds for too.
+			for _, t := range vet.JunctionTerms(cond, operators.LogicalAnd) {
+				set(filterKey(comp, t), 1)
+			}
 		}
 	}
+}
+
+// leastSize returns the least size a comparison of a size with op and the
+// constant n (size(l) > 0, size(l) >= 0.5) implies.
+func leastSize(op string, n ref.Val) (int64, bool) {
+	var lo, hi int64 // the integers just below and above n
+	switch v := n.(type) {
+	case types.Int:
+		lo, hi = int64(v), int64(v)
+	case types.Uint:
+		lo = int64(min(uint64(v), math.MaxInt64))
+		hi = lo
+	case types.Double:
+		d := float64(v)
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return 0, false
+		}
+		d = max(min(d, 1<<62), -1<<62)
+		lo, hi = int64(math.Floor(d)), int64(math.Ceil(d))
+	default:
+		return 0, false
+	}
+	switch op {
+	case operators.Greater:
+		if lo == math.MaxInt64 {
+			return lo, true
+		}
+		return lo + 1, true
+	case operators.GreaterEquals, operators.Equals:
+		return hi, true
+	case operators.NotEquals:
+		if lo == 0 && hi == 0 {
+			return 1, true
+		}
+	}
+	return 0, false
 }
 
 // flipped and negated map a comparison to the one with its sides swapped,
@@ -321,24 +497,282 @@ var (
 		operators.Equals: operators.NotEquals, operators.NotEquals: operators.Equals}
 )
 
-// sizeCompared returns the list whose size s reads (size(l), l.size())
-// and the int constant n.
-func sizeCompared(s, n ast.Expr) (string, int64, bool) {
+// sizeCompared returns the size key (sizeKey) of the list whose size s
+// reads (size(l), l.size()) and the numeric constant n.
+func sizeCompared(s, n ast.Expr) (string, ref.Val, bool) {
 	if n.Kind() != ast.LiteralKind || s.Kind() != ast.CallKind {
-		return "", 0, false
+		return "", nil, false
 	}
-	v, ok := n.AsLiteral().(types.Int)
 	c := s.AsCall()
-	if !ok || c.FunctionName() != overloads.Size {
-		return "", 0, false
+	if c.FunctionName() != overloads.Size {
+		return "", nil, false
 	}
+	var key string
 	switch {
 	case c.IsMemberFunction() && len(c.Args()) == 0:
-		return elementKey(c.Target()), int64(v), true
+		key, _ = sizeKey(c.Target())
 	case !c.IsMemberFunction() && len(c.Args()) == 1:
-		return elementKey(c.Args()[0]), int64(v), true
+		key, _ = sizeKey(c.Args()[0])
+	default:
+		return "", nil, false
 	}
-	return "", 0, false
+	return key, n.AsLiteral(), true
+}
+
+// sizeKey returns the key under which the size of the list e is known:
+// its path (l, args.to), for a map() its range's key (it has as many
+// elements), for a filter() or a map() with a condition the filter
+// (filterKey), filtered then set. "" for another expression.
+func sizeKey(e ast.Expr) (key string, filtered bool) {
+	for e.Kind() == ast.ComprehensionKind {
+		comp := e.AsComprehension()
+		cond, _, ok := listStep(comp)
+		if !ok {
+			return "", false
+		}
+		if cond != nil {
+			return filterKey(comp, cond), true
+		}
+		e = comp.IterRange()
+	}
+	return elementKey(e), false
+}
+
+// macroStart returns the byte offset of the first token of e, a
+// comprehension being read from its range's (offset reads a
+// comprehension's from its macro's parenthesis).
+func (f folder) macroStart(e ast.Expr) int {
+	for e.Kind() == ast.ComprehensionKind {
+		e = e.AsComprehension().IterRange()
+	}
+	return f.offset(e)
+}
+
+// existsOf returns the exists() that holds where the list e, a filter()
+// or a map() with a condition, or a map() of one, keeps an element, as
+// the predicate writes its range and condition: l.exists(c, P) for
+// l.filter(c, P) and l.map(c, P, f). end is the byte offset just past e.
+// "" for another list.
+func (f folder) existsOf(e ast.Expr, end int) string {
+	for e.Kind() == ast.ComprehensionKind {
+		comp := e.AsComprehension()
+		cond, kept, ok := listStep(comp)
+		span, known := f.info.GetOffsetRange(e.ID())
+		if !ok || !known {
+			return ""
+		}
+		// The macro's ( opens its arguments, after its name and a dot.
+		open := f.byteOffset(int(span.Start))
+		dot := strings.LastIndexByte(f.src[:min(open, len(f.src))], '.')
+		start := f.macroStart(comp.IterRange())
+		if dot < start || open >= end || end > len(f.src) {
+			return ""
+		}
+		if cond == nil {
+			e, end = comp.IterRange(), dot
+			continue
+		}
+		args := strings.TrimSpace(f.src[open:end])
+		if strings.TrimSpace(f.src[dot+1:open]) == "map" {
+			// map(c, P, f): the transform is the element appended.
+			if t := f.offset(kept); t > open && t < end {
+				args = strings.TrimRight(f.src[open:t], " \t\n,") + ")"
+			}
+		}
+		return strings.TrimSpace(f.src[start:dot]) + ".exists" + args
+	}
+	return ""
+}
+
+// listStep tells a comprehension that builds a list of its range's
+// elements, as filter() and map() do: ok, with elem the element it
+// appends for one (the variable for a filter(), the transform for a
+// map()) and cond the condition that keeps an element for a filter() (and
+// a map() with a condition), nil for a map(), which keeps every one.
+func listStep(comp ast.ComprehensionExpr) (cond, elem ast.Expr, ok bool) {
+	init, accu := comp.AccuInit(), comp.AccuVar()
+	if init.Kind() != ast.ListKind || len(init.AsList().Elements()) != 0 || !identIs(comp.Result(), accu) ||
+		!isLiteral(comp.LoopCondition(), types.True) || comp.HasIterVar2() {
+		return nil, nil, false
+	}
+	// appended returns x where e is accu + [x].
+	appended := func(e ast.Expr) (ast.Expr, bool) {
+		a, ok := callOf(e, operators.Add, 2)
+		if !ok || !identIs(a[0], accu) || a[1].Kind() != ast.ListKind || len(a[1].AsList().Elements()) != 1 {
+			return nil, false
+		}
+		return a[1].AsList().Elements()[0], true
+	}
+	step := comp.LoopStep()
+	if a, ok := callOf(step, operators.Conditional, 3); ok && identIs(a[2], accu) {
+		if x, ok := appended(a[1]); ok {
+			return a[0], x, true
+		}
+	}
+	elem, ok = appended(step)
+	return nil, elem, ok
+}
+
+// filterKey returns the size key of the elements of comp's range cond
+// holds for: l.filter(c, P), l.map(c, P, f), what l.exists(c, P)
+// bounds. The variable is renamed (exprKey): l.filter(c, c.x) and
+// l.filter(d, d.x) have one key.
+func filterKey(comp ast.ComprehensionExpr, cond ast.Expr) string {
+	var b strings.Builder
+	b.WriteString("filter(")
+	exprKey(&b, comp.IterRange(), nil, 0)
+	b.WriteString(", ")
+	exprKey(&b, cond, map[string]string{comp.IterVar(): "@0"}, 1)
+	b.WriteString(")")
+	return b.String()
+}
+
+// exprKey writes e to b in one form, its names quoted and the variables
+// of its comprehensions named by their depth (bound holds those of the
+// comprehensions around it, depth their number), so two expressions that
+// differ only in those names are written alike. A name that is not bound
+// is written as is, so mentions finds it.
+func exprKey(b *strings.Builder, e ast.Expr, bound map[string]string, depth int) {
+	list := func(open, close string, es ...ast.Expr) {
+		b.WriteString(open)
+		for i, x := range es {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			exprKey(b, x, bound, depth)
+		}
+		b.WriteString(close)
+	}
+	switch e.Kind() {
+	case ast.LiteralKind:
+		switch v := e.AsLiteral().(type) {
+		case types.String:
+			b.WriteString(strconv.Quote(string(v)))
+		case types.Bytes:
+			b.WriteString("b" + strconv.Quote(string(v)))
+		case types.Double:
+			b.WriteString(strconv.FormatFloat(float64(v), 'g', -1, 64) + "d")
+		case types.Uint:
+			b.WriteString(strconv.FormatUint(uint64(v), 10) + "u")
+		default:
+			fmt.Fprint(b, v.Value())
+		}
+	case ast.IdentKind:
+		if n, ok := bound[e.AsIdent()]; ok {
+			b.WriteString(n)
+		} else {
+			b.WriteString(e.AsIdent())
+		}
+	case ast.SelectKind:
+		s := e.AsSelect()
+		if s.IsTestOnly() {
+			b.WriteString("has ")
+		}
+		exprKey(b, s.Operand(), bound, depth)
+		b.WriteString("." + strconv.Quote(s.FieldName()))
+	case ast.CallKind:
+		c := e.AsCall()
+		if c.IsMemberFunction() {
+			exprKey(b, c.Target(), bound, depth)
+			b.WriteString(".")
+		}
+		b.WriteString(strconv.Quote(c.FunctionName()))
+		list("(", ")", c.Args()...)
+	case ast.ListKind:
+		l := e.AsList()
+		fmt.Fprint(b, l.OptionalIndices())
+		list("[", "]", l.Elements()...)
+	case ast.MapKind:
+		b.WriteString("{")
+		for _, en := range e.AsMap().Entries() {
+			m := en.AsMapEntry()
+			if m.IsOptional() {
+				b.WriteString("?")
+			}
+			list("", ": ", m.Key())
+			list("", ", ", m.Value())
+		}
+		b.WriteString("}")
+	case ast.StructKind:
+		s := e.AsStruct()
+		b.WriteString(strconv.Quote(s.TypeName()) + "{")
+		for _, fd := range s.Fields() {
+			f := fd.AsStructField()
+			if f.IsOptional() {
+				b.WriteString("?")
+			}
+			b.WriteString(strconv.Quote(f.Name()))
+			list(": ", ", ", f.Value())
+		}
+		b.WriteString("}")
+	case ast.ComprehensionKind:
+		comp := e.AsComprehension()
+		list("each(", "; ", comp.IterRange(), comp.AccuInit())
+		inner := maps.Clone(bound)
+		if inner == nil {
+			inner = map[string]string{}
+		}
+		inner[comp.IterVar()] = "@" + strconv.Itoa(depth)
+		if comp.HasIterVar2() {
+			inner[comp.IterVar2()] = "@" + strconv.Itoa(depth) + "v"
+		}
+		inner[comp.AccuVar()] = "@" + strconv.Itoa(depth) + "a"
+		for _, x := range []ast.Expr{comp.LoopCondition(), comp.LoopStep(), comp.Result()} {
+			exprKey(b, x, inner, depth+1)
+			b.WriteString("; ")
+		}
+		b.WriteString(")")
+	default:
+		b.WriteString("?")
+	}
+}
+
+// mentions says whether the size key k reads the variable v: a name in it
+// (not a field, which follows a dot; not in a quoted string) is v.
+func mentions(k, v string) bool {
+	word := func(c byte) bool {
+		return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	for i := 0; i < len(k); {
+		switch {
+		case k[i] == '"':
+			q, err := strconv.QuotedPrefix(k[i:])
+			if err != nil {
+				return true
+			}
+			i += len(q)
+		case word(k[i]):
+			j := i
+			for j < len(k) && word(k[j]) {
+				j++
+			}
+			if k[i:j] == v && (i == 0 || k[i-1] != '.') {
+				return true
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+// callOf returns the arguments of e when it is a call of fn with n of them.
+func callOf(e ast.Expr, fn string, n int) ([]ast.Expr, bool) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != fn || len(e.AsCall().Args()) != n {
+		return nil, false
+	}
+	return e.AsCall().Args(), true
+}
+
+// identIs says whether e is the identifier name.
+func identIs(e ast.Expr, name string) bool {
+	return e.Kind() == ast.IdentKind && e.AsIdent() == name
+}
+
+// isLiteral says whether e is the literal v.
+func isLiteral(e ast.Expr, v ref.Val) bool {
+	return e.Kind() == ast.LiteralKind && e.AsLiteral().Equal(v) == types.True && e.AsLiteral().Type() == v.Type()
 }
 
 // rootOf returns the variable a path starts with.
@@ -353,33 +787,35 @@ func rootOf(path string) string {
 var chatLists = []string{"messages", "tool_calls", "tools", "stop"}
 
 // checkUncheckedIndexes reports each read of a list by a constant index
-// that no size test guards (see uncheckedIndexes): in the chat stage, of
-// the transcript, a message's or the answer's tool calls, the tools
-// offered or the stop sequences; in the tool stage, of an argument every
-// declared tool (of tools, when the entry is scoped) whose schema lists it
-// types as an array that may hold no more elements than the index. Where
-// the list is too short the read fails (index out of bounds), and the
-// predicate as failure says: an error where nothing else in the predicate
-// can decide it first, a warning where something may, and for the first
-// message of the transcript, which is empty only in a request without
-// messages. A size test in the entry's when (of phase before: the layers
-// an after-phase guard holds may rewrite what its when read) guards the
-// predicate.
+// that no test of the list's size guards (see uncheckedIndexes): in the
+// chat stage, of the transcript, a message's or the answer's tool calls,
+// the tools offered or the stop sequences; in the tool stage, of an
+// argument every declared tool (of tools, when the entry is scoped) whose
+// schema lists it types as an array that may hold no more elements than
+// the index (its minItems, the least of them, does not reach past it); in
+// either, of a filter() of anything. Where the list is too short the read
+// fails (index out of bounds), and the predicate as failure says: an
+// error where nothing else in the predicate can decide it first, a
+// warning where something may, and for the first message of the
+// transcript, which is empty only in a request without messages. A size
+// test in the entry's when (of phase before: the layers an after-phase
+// guard holds may rewrite what its when read) guards the predicate. A
+// negative index fails on every list.
 func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, tools []string, failure string, when *dsl.Expr) {
-	var list func(path, root string, vars map[string]bool) bool
+	var list func(path, root string, vars map[string]bool) (int64, bool)
 	switch stage {
 	case predicate.Chat:
-		list = func(path, root string, vars map[string]bool) bool {
+		list = func(path, root string, vars map[string]bool) (int64, bool) {
 			if path == "messages" {
-				return !vars["messages"]
+				return 0, !vars["messages"]
 			}
 			last := path[strings.LastIndexAny(path, ".[")+1:]
-			return path != root && slices.Contains(chatLists, last) && (root == "request" || root == "response" || vars[root])
+			return 0, path != root && slices.Contains(chatLists, last) && (root == "request" || root == "response" || vars[root])
 		}
 	case predicate.Tool:
-		list = func(path, root string, vars map[string]bool) bool {
+		list = func(path, root string, vars map[string]bool) (int64, bool) {
 			if root != "args" || vars["args"] || strings.Contains(path, "[") {
-				return false
+				return 0, false
 			}
 			return c.arrayArg(strings.Split(path, ".")[1:], tools)
 		}
@@ -391,9 +827,33 @@ func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, 
 		w = when.Source
 	}
 	for _, r := range uncheckedIndexes(x.Source, w, list) {
-		transcript := (r.list == "messages" || r.list == "request.messages") && r.index == 0
+		c.report(uncheckedIndexDiagnostic(x, r, failure))
+	}
+}
+
+// uncheckedIndexDiagnostic returns the finding of the read r in x, which
+// fails as failure says.
+func uncheckedIndexDiagnostic(x *dsl.Expr, r indexRead, failure string) dsl.Diagnostic {
+	transcript := (r.keys[0] == "messages" || r.keys[0] == "request.messages") && r.index == 0
+	unless := ""
+	if !r.certain || transcript {
+		unless = ", unless the rest of the predicate decides it"
+	}
+	var msg string
+	if r.index < 0 {
+		msg = fmt.Sprintf("%s[%d] is read: a negative index is out of bounds on every list, so the read always fails, and %s%s; read the last element as %s[size(%s) - 1]",
+			r.list, r.index, failure, unless, r.list, r.list)
+	} else {
 		why := fmt.Sprintf("where %s has %d element%s or fewer", r.list, r.index, plural(r.index))
+		test := fmt.Sprintf("size(%s) > %d", r.list, r.index)
 		switch {
+		case r.filtered && r.index == 0:
+			why = "where no element matches"
+			if r.exists != "" {
+				test = r.exists
+			}
+		case r.filtered:
+			why = fmt.Sprintf("where %d element%s or fewer match", r.index, plural(r.index))
 		case r.index == 0 && r.list == "response.tool_calls":
 			why = "on an answer without tool calls"
 		case r.index == 0 && strings.HasSuffix(r.list, ".tool_calls"):
@@ -401,18 +861,13 @@ func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, 
 		case r.index == 0:
 			why = "where " + r.list + " is empty"
 		}
-		msg := fmt.Sprintf("%s[%d] is read with no test of the list's size: %s the read fails (index out of bounds), and %s",
-			r.list, r.index, why, failure)
-		if !r.certain || transcript {
-			msg += ", unless the rest of the predicate decides it"
-		}
-		msg += fmt.Sprintf("; test size(%s) > %d && ... first, or read %s[?%d]", r.list, r.index, r.list, r.index)
-		if r.certain && !transcript {
-			c.report(dsl.Errorf(x.PosAt(r.offset), ruleUncheckedIndex, "%s", msg))
-		} else {
-			c.report(dsl.Warnf(x.PosAt(r.offset), ruleUncheckedIndex, "%s", msg))
-		}
+		msg = fmt.Sprintf("%s[%d] is read with no test of the list's size: %s the read fails (index out of bounds), and %s%s; test %s && ... first, or read %s[?%d]",
+			r.list, r.index, why, failure, unless, test, r.list, r.index)
 	}
+	if r.certain && !transcript {
+		return dsl.Errorf(x.PosAt(r.offset), ruleUncheckedIndex, "%s", msg)
+	}
+	return dsl.Warnf(x.PosAt(r.offset), ruleUncheckedIndex, "%s", msg)
 }
 
 // plural returns "s" unless n is 1.
@@ -423,15 +878,18 @@ func plural(n int64) string {
 	return "s"
 }
 
-// arrayArg says whether the argument at path is a list of no fixed size:
-// at least one of the tools (every declared tool when none are given) has
-// it in its args schema, and each that has it types it as an array with
-// no minItems.
-func (c *Compilation) arrayArg(path []string, tools []string) bool {
+// arrayArg says whether the argument at path is a list, and the least
+// size it has: at least one of the tools (every declared tool when none
+// are given) has it in its args schema, and each that has it types it as
+// an array, the least size being the least of their minItems (0 for one
+// without). The layer tools checks the arguments against the schema
+// before any predicate of the stage reads them. prefixItems and a tuple's
+// items say nothing of the size: an array shorter than they are is valid.
+func (c *Compilation) arrayArg(path []string, tools []string) (int64, bool) {
 	if len(tools) == 0 {
 		tools = sortedNames(c.Policy.Tools)
 	}
-	has := false
+	least, has := int64(0), false
 	for _, name := range tools {
 		t := c.Policy.Tools[name]
 		if t == nil || len(t.Args) == 0 {
@@ -442,13 +900,20 @@ func (c *Compilation) arrayArg(path []string, tools []string) bool {
 			continue
 		}
 		var s struct {
-			Type     any  `json:"type"`
-			MinItems *int `json:"minItems"`
+			Type     any      `json:"type"`
+			MinItems *float64 `json:"minItems"`
 		}
-		if json.Unmarshal(sub, &s) != nil || s.Type != "array" || s.MinItems != nil && *s.MinItems > 0 {
-			return false
+		if json.Unmarshal(sub, &s) != nil || s.Type != "array" {
+			return 0, false
+		}
+		n := int64(0)
+		if s.MinItems != nil && *s.MinItems > 0 {
+			n = int64(min(math.Ceil(*s.MinItems), 1<<62))
+		}
+		if !has || n < least {
+			least = n
 		}
 		has = true
 	}
-	return has
+	return least, has
 }
