@@ -1,8 +1,9 @@
 // Package security detects prompt-injection attempts in text: requests to ignore or override
 // earlier instructions, to reveal the system prompt, role switches such as "you are now DAN"
 // or "developer mode", and chat-template tokens smuggled into user content. Instructions
-// hidden in base64, base32 or hex runs or rot13, or spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
-// are decoded and checked too.
+// hidden in base64, base32 or hex runs or rot13, spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
+// or written with escapes (percent-encoding, HTML character references, JSON's \uXXXX and
+// two-character escapes, escaped again up to three levels) are decoded and checked too.
 //
 // Every text is first read as a model reads it: the characters a person does not see are
 // dropped (format characters such as zero-width spaces, joiners and soft hyphens, combining
