@@ -57,7 +57,7 @@ type Match struct {
 	// Encoding is "base64", "base32", "hex" or "rot13" when the instruction was found in
 	// decoded text,
 	// "leetspeak" when it was found after folding digits and symbols that stand for letters
-	// ("1gn0r3" for "ignore"), "escape" when it was found with the text's escapes decoded
+	// ("1gn0r3" for "ignore"), "escaped" when it was found with the text's escapes decoded
 	// (percent-encoding, HTML character references, JSON's escapes), "" otherwise.
 	Encoding string
 }
@@ -226,7 +226,7 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 // references, JSON's \uXXXX and two-character escapes: textnorm.Unescape) is read decoded
 // too, and decoded again at each level of escapes escaped (textnorm.UnescapeNested), as a
 // model reads "Ignore%20all%20previous%20instructions" or a tool's JSON result; a match
-// there spans the escapes it came from, with Encoding "escape" unless a spelling inside the
+// there spans the escapes it came from, with Encoding "escaped" unless a spelling inside the
 // decoded text (base64, leetspeak...) names it.
 func (d *Detector) detectVisible(text string, doc bool, hidden []int) (Match, bool) {
 	if m, ok := d.detectSpellings(text, doc, hidden); ok {
@@ -237,7 +237,7 @@ func (d *Detector) detectVisible(text string, doc bool, hidden []int) (Match, bo
 		if m, ok := d.detectSpellings(dec.Text, doc, hidden); ok {
 			m.Start, m.End = dec.Span(m.Start, m.End)
 			if m.Encoding == "" {
-				m.Encoding = "escape"
+				m.Encoding = "escaped"
 			}
 			return m, true
 		}

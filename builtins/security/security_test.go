@@ -212,11 +212,11 @@ func TestDetectEscapes(t *testing.T) {
 			m, ok := d.Detect(in)
 			require.True(t, ok, in)
 			assert.Equal(t, "ignore-previous-instructions", m.PatternID)
-			assert.Equal(t, "escape", m.Encoding)
+			assert.Equal(t, "escaped", m.Encoding)
 			assert.Contains(t, in[m.Start:m.End], "gnore")
 			m, ok = d.DetectDocument(in)
 			require.True(t, ok, in)
-			assert.Equal(t, "escape", m.Encoding)
+			assert.Equal(t, "escaped", m.Encoding)
 		})
 	}
 	// The spans are those of the escapes: the match starts at the first one.
