@@ -44,7 +44,9 @@
 // so a word split across two reaches it whole), the definitions of the tools offered (name, description,
 // parameter schema: a poisoned tool description is an injection too) and the schema of the
 // response format, and the system messages with `system: true` (off by default: the system prompt
-// is the operator's own instructions). An injection a gateway client places in an earlier
+// is the operator's own instructions). The summary a summarizing compaction inside the layer
+// writes is read too, as a document (ScreenGrounding): `grounding: "drop"` has a flagged one
+// dropped rather than the call blocked. An injection a gateway client places in an earlier
 // turn, a fabricated assistant turn or a tool result of the history is found as one in the
 // latest message is. Each text found clean, and the model's own output through the layer
 // (as the assistant's turn alone: sent back as another message, it is scanned),
