@@ -197,6 +197,12 @@ func (b *BuildContext) Shared(key string, mk func() any) any {
 	return v
 }
 
+// Outer returns the layers of the layer's chain that sit outside it,
+// outermost first (they are built before it). A layer that writes text of
+// its own into the call (a summarizing compaction) has those that screen
+// text (GroundingScreener) read it, since they read the call before it did.
+func (b *BuildContext) Outer() []LayerInfo { return slices.Clone(b.p.layers[b.Stage]) }
+
 // Name returns the layer's name (its `use` when unnamed).
 func (b *BuildContext) Name() string { return layerName(b.Layer) }
 

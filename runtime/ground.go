@@ -66,7 +66,8 @@ const (
 // serves every call of the run, or turn), so that an item it would flag in
 // the block is named, and left out when its policy says so, instead of
 // blocking every call that carries the block. The layer still reads the
-// whole block at each call.
+// whole block at each call. A summarizing compaction has the screening
+// layers outside it read its summary the same way (BuildContext.Outer).
 type GroundingScreener interface {
 	// ScreenGrounding reads text, one item rendered by the template alone
 	// (over an empty query). It returns "" when the layer lets the item

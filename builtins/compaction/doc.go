@@ -66,8 +66,16 @@
 // users and tools wrote, and an injection a tool result carried can come through it. The layer
 // marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is), so
 // that the detectors inside compaction (security, pii, content_filter) read it as a document, as
-// they read a tool result, whatever their `system` setting; one outside compaction reads it so
-// on the next call of a host that continues from the compacted transcript.
+// they read a tool result, whatever their `system` setting. Those outside compaction read the
+// call before the summary was written (and a client of agentc serve resends its raw history, so
+// no later call would read it either): the layer has each of them that screens text
+// (runtime.GroundingScreener: security, content_filter, pii with action "block") read the
+// summary as a document, as they read a grounding item, whatever their `when`. One that flags it
+// decides by its `grounding` setting: "block" (the default) blocks the call with a
+// *runtime.BlockedError of that layer ("the summary compaction wrote: prompt injection detected
+// (...)"), "drop" drops the summary, and the layer falls back to KeepRecent. A pii layer
+// outside with action "redact" flags nothing there: the summary model read the transcript it
+// had masked.
 //
 // When the layer changes the transcript it records a Compacted annotation
 // under its name on the response (read it with CompactedOf): the transcript

@@ -63,8 +63,9 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary", metadata
 // SummaryKey "true": only a message so marked is taken as an earlier summary; and
-// runtime.GroundingKey "true", so that the detectors read it as a document, as they read a
-// tool result, whatever their system setting) written by
+// runtime.GroundingKey "true", so that the detectors inside the layer read it as a document,
+// as they read a tool result, whatever their system setting; those outside it that screen
+// text, runtime.GroundingScreener, read it as a grounding item: see screenSummary) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
 // trace it; compaction itself never sees it); when that call fails, returns nothing or returns a summary that does not fit
@@ -87,6 +88,9 @@ type Middleware struct {
 	// to one and its result are never dropped (see toLocal).
 	effects func(tool string) bool
 	client  runtime.ModelClient
+	// screens are the layers outside this one that screen text
+	// (runtime.GroundingScreener), outermost first: they read the summary.
+	screens []screen
 	logger  interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
 	}
@@ -109,6 +113,44 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 			return fmt.Errorf("model %q has no client (Deps.Models)", m.Model)
 		}
 		m.client = c
+		for _, l := range b.Outer() {
+			if s, ok := l.Middleware.(runtime.GroundingScreener); ok {
+				m.screens = append(m.screens, screen{name: l.Name, s: s})
+			}
+		}
+	}
+	return nil
+}
+
+// screen is a layer outside compaction that screens text, and its name.
+type screen struct {
+	name string
+	s    runtime.GroundingScreener
+}
+
+// flagged is the error of a summary a layer outside compaction flagged.
+// With block set the call is blocked (the layer's grounding policy is to
+// block); otherwise the summary is dropped and the layer falls back to
+// keep_recent.
+type flagged struct {
+	err   *runtime.BlockedError
+	block bool
+}
+
+func (f *flagged) Error() string { return f.err.Error() }
+func (f *flagged) Unwrap() error { return f.err }
+
+// screenSummary has the layers outside compaction that screen text read the
+// summary as a document, as they read a grounding item (whatever their
+// when, as for grounding): they read the call before compaction wrote it,
+// and would never read it otherwise. The first that flags it decides, by
+// its grounding setting, whether the call is blocked or the summary
+// dropped.
+func (m *Middleware) screenSummary(ctx context.Context, text string) error {
+	for _, s := range m.screens {
+		if found, drop := s.s.ScreenGrounding(ctx, text); found != "" {
+			return &flagged{err: &runtime.BlockedError{Layer: s.name, Message: "the summary " + m.name + " wrote: " + found}, block: !drop}
+		}
 	}
 	return nil
 }
@@ -277,10 +319,20 @@ func counter(orig []runtime.Message) TokenCounter {
 // Compact returns the compacted transcript of msgs and whether it differs
 // from msgs: a transcript over the budget of which nothing may be dropped
 // (a system prompt and one huge request) is returned as it is, unchanged.
-// msgs is not modified.
+// msgs is not modified. A summary a layer outside compaction flags is
+// dropped, as a failed one is (the call itself, in a pipeline, is blocked
+// when the layer's grounding setting says so).
 func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]runtime.Message, bool) {
+	out, changed, _ := m.compact(ctx, msgs, false)
+	return out, changed
+}
+
+// compact is Compact; with block, a summary a layer outside flags with a
+// grounding setting of "block" returns that layer's *runtime.BlockedError
+// and no transcript.
+func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block bool) ([]runtime.Message, bool, error) {
 	if int(runtime.EstimateMessages(msgs)) <= m.MaxTokens && (m.MaxMessages <= 0 || len(msgs) <= m.MaxMessages) && !hasOrphan(msgs) {
-		return msgs, false
+		return msgs, false, nil
 	}
 	local := toLocal(msgs, m.effects)
 	o := Options{MaxTokens: m.MaxTokens, MaxMessages: m.MaxMessages, KeepRecent: m.KeepRecent,
@@ -290,7 +342,14 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 	case StrategySummarize:
 		var err error
 		out, err = SummarizeWith(ctx, local, o, m.summarize)
-		if err != nil {
+		var f *flagged
+		switch {
+		case errors.As(err, &f) && f.block && block:
+			return nil, false, f.err
+		case f != nil:
+			m.logger.WarnContext(ctx, "summary flagged; keeping recent messages", "layer", m.name, "by", f.err.Layer, "found", f.err.Message)
+			out = nil
+		case err != nil:
 			m.logger.WarnContext(ctx, "summary failed; keeping recent messages", "layer", m.name, "error", err)
 			out = nil
 		}
@@ -302,9 +361,9 @@ func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]run
 	}
 	if unchanged(out, len(msgs)) {
 		// Over the budget, but nothing may be dropped: sent as it is.
-		return msgs, false
+		return msgs, false, nil
 	}
-	return toRuntime(msgs, out), true
+	return toRuntime(msgs, out), true, nil
 }
 
 // unchanged reports whether out holds each of the n converted messages, in
@@ -412,6 +471,9 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 	if err != nil {
 		return "", err
 	}
+	if err := m.screenSummary(ctx, out.String()); err != nil {
+		return "", err
+	}
 	return out.String(), nil
 }
 
@@ -455,7 +517,10 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if m.Strategy == StrategySummarize {
 			cctx = context.WithValue(ctx, belowKey{}, below{next, c})
 		}
-		out, changed := m.Compact(cctx, orig)
+		out, changed, err := m.compact(cctx, orig, true)
+		if err != nil {
+			return err
+		}
 		if !changed {
 			return next(ctx, c, yield)
 		}
@@ -463,7 +528,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return err
 		}
 		c.Request.Messages = out
-		err := next(ctx, c, yield)
+		err = next(ctx, c, yield)
 		c.Request.Messages = orig
 		c.Annotate(m.name, Compacted{Messages: out, Dropped: len(orig) - len(out) + summaries(out) - summaries(orig)})
 		return err

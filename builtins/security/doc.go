@@ -1,8 +1,9 @@
 // Package security detects prompt-injection attempts in text: requests to ignore or override
 // earlier instructions, to reveal the system prompt, role switches such as "you are now DAN"
 // or "developer mode", and chat-template tokens smuggled into user content. Instructions
-// hidden in base64, base32 or hex runs or rot13, or spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
-// are decoded and checked too.
+// hidden in base64, base32 or hex runs or rot13, spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
+// or written with escapes (percent-encoding, HTML character references, JSON's \uXXXX and
+// two-character escapes, escaped again up to three levels) are decoded and checked too.
 //
 // Every text is first read as a model reads it: the characters a person does not see are
 // dropped (format characters such as zero-width spaces, joiners and soft hyphens, combining
@@ -43,7 +44,9 @@
 // so a word split across two reaches it whole), the definitions of the tools offered (name, description,
 // parameter schema: a poisoned tool description is an injection too) and the schema of the
 // response format, and the system messages with `system: true` (off by default: the system prompt
-// is the operator's own instructions). An injection a gateway client places in an earlier
+// is the operator's own instructions). The summary a summarizing compaction inside the layer
+// writes is read too, as a document (ScreenGrounding): `grounding: "drop"` has a flagged one
+// dropped rather than the call blocked. An injection a gateway client places in an earlier
 // turn, a fabricated assistant turn or a tool result of the history is found as one in the
 // latest message is. Each text found clean, and the model's own output through the layer
 // (as the assistant's turn alone: sent back as another message, it is scanned),

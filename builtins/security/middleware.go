@@ -54,7 +54,8 @@ type Middleware struct {
 	// Grounding decides what a grounding item the layer flags does
 	// (runtime.GroundingScreener): runtime.GroundingBlock (the default)
 	// blocks the call, naming the item; runtime.GroundingDrop leaves the
-	// item out of the block.
+	// item out of the block. It decides so for the summary of a summarizing
+	// compaction inside the layer too.
 	Grounding string `json:"grounding,omitempty"`
 
 	name     string

@@ -57,7 +57,8 @@ type Match struct {
 	// Encoding is "base64", "base32", "hex" or "rot13" when the instruction was found in
 	// decoded text,
 	// "leetspeak" when it was found after folding digits and symbols that stand for letters
-	// ("1gn0r3" for "ignore"), "" otherwise.
+	// ("1gn0r3" for "ignore"), "escaped" when it was found with the text's escapes decoded
+	// (percent-encoding, HTML character references, JSON's escapes), "" otherwise.
 	Encoding string
 }
 
@@ -168,7 +169,9 @@ func FoldedPattern(p string) string { return textnorm.FoldPattern(p) }
 // Detect reports the earliest injection signature in text (ties go to the pattern listed
 // first) and whether there was one. When nothing matches in the text itself, the text is
 // checked again with leetspeak folded (see foldLeet), then, unless Config.IgnoreEncoded is
-// set, decoded as rot13 and with its runs of base64, base32 and hex decoded.
+// set, decoded as rot13 and with its runs of base64, base32 and hex decoded; a text holding
+// escapes (percent-encoding, HTML character references, JSON's escapes) is read so again
+// with them decoded.
 //
 // Each of these texts is matched first against the signatures, then against the weighted
 // families: a signature match wins, else the families matched sum their scores and block at
@@ -219,8 +222,32 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 }
 
 // detectVisible is detect on the visible text; hidden is the span in it of a hidden text of
-// tag characters, or nil.
+// tag characters, or nil. A text holding escapes (percent-encoding, HTML character
+// references, JSON's \uXXXX and two-character escapes: textnorm.Unescape) is read decoded
+// too, and decoded again at each level of escapes escaped (textnorm.UnescapeNested), as a
+// model reads "Ignore%20all%20previous%20instructions" or a tool's JSON result; a match
+// there spans the escapes it came from, with Encoding "escaped" unless a spelling inside the
+// decoded text (base64, leetspeak...) names it.
 func (d *Detector) detectVisible(text string, doc bool, hidden []int) (Match, bool) {
+	if m, ok := d.detectSpellings(text, doc, hidden); ok {
+		return m, true
+	}
+	for _, dec := range textnorm.UnescapeNested(text, true) {
+		// hidden is not a span of the decoded text, as for the encoded runs below
+		if m, ok := d.detectSpellings(dec.Text, doc, hidden); ok {
+			m.Start, m.End = dec.Span(m.Start, m.End)
+			if m.Encoding == "" {
+				m.Encoding = "escaped"
+			}
+			return m, true
+		}
+	}
+	return Match{}, false
+}
+
+// detectSpellings matches text as it is, with leetspeak folded and, unless IgnoreEncoded,
+// decoded as rot13 and with its runs of base64, base32 and hex decoded.
+func (d *Detector) detectSpellings(text string, doc bool, hidden []int) (Match, bool) {
 	if m, ok := d.detectText(text, doc, hidden); ok {
 		return m, true
 	}
