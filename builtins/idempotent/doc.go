@@ -25,13 +25,26 @@
 // postgres, sqlite) dedupes across processes.
 //
 // With key_args, calls that differ in their other arguments share a key.
-// The layer stores, with a call's outcome, the digest of its canonical
-// arguments (runtime.ToolCall.ArgsDigest; those named in vary_args left
-// out), and a later call under the key whose digest differs is refused,
-// without running, with a *runtime.BlockedError naming the layer ("the
-// idempotency key (key_args ...) was used earlier by a call with different
-// arguments"), never the values: a client that sends another amount under
-// an order refunded earlier must not believe that amount was refunded. A
+// The layer stores, with a call's outcome, the digest of each of its
+// top-level arguments (of its canonical JSON, as runtime.ToolCall.ArgsDigest
+// reads the arguments), and a later call under the key that differs in an
+// argument vary_args does not name is refused, without running, with a
+// *runtime.BlockedError naming the layer and the arguments that differ
+// ("the idempotency key (key_args ...) was used earlier by a call with
+// different arguments (amount)"), never the values: a client that sends
+// another amount under an order refunded earlier must not believe that
+// amount was refunded. vary_args is read when a call is compared, not when
+// it was recorded: changing it between deployments applies to the records
+// written before, and an identical retry is always answered. Records
+// written before the digest per argument hold one digest of the arguments,
+// those named in the vary_args of then left out: a call that gives that
+// digest with some of its arguments other than key_args left out matches
+// the recorded call on every argument compared then, and is answered,
+// whatever vary_args names now (an identical retry included). A call that
+// does not is refused; when vary_args names arguments now, the refusal
+// does not say the arguments differ, since the record cannot tell whether
+// only those do ("... cannot tell whether only arguments vary_args (note)
+// names now differ"). A
 // call with other arguments does not share the flight of a duplicate
 // running in this process (step 1): it meets its claim in the store, as a
 // duplicate in another process does. Claims held or in doubt are answered

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
@@ -614,7 +613,8 @@ func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string,
 // outcome is stored after the digest of the call's arguments (argsMark).
 func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key string, token int64, res []byte) {
 	if len(m.KeyArgs) > 0 {
-		res = record(storedError{Message: argsNote, Args: m.argsDigest(c), Outcome: res})
+		d := m.digests(c)
+		res = record(storedError{Message: argsNote, Args: d.Args, ArgsBy: d.By, Outcome: res})
 	}
 	ok, perr := m.leaser.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
 	switch {
@@ -625,59 +625,6 @@ func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key strin
 		m.logger.WarnContext(ctx, "idempotent: the lease was lost while the call ran (it outlived lease_ttl without renewal); the result is not stored",
 			"tool", c.Name)
 	}
-}
-
-// argsNote is the message of a record that holds the digest of its call's
-// arguments (storedError.Args), for a build of the layer that reads the
-// record as the stored error of a call that ran, as builds before the
-// digest do: they refuse a duplicate with it rather than return the
-// outcome unchecked.
-const argsNote = "the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it"
-
-// argsDigest returns the digest of c's arguments that its record holds:
-// the digest of its canonical arguments (runtime.ToolCall.ArgsDigest),
-// those named in vary_args left out. The layer computes it only for calls
-// whose arguments canonicalise.
-func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
-	if len(m.VaryArgs) == 0 {
-		return c.ArgsDigest()
-	}
-	kept := make(map[string]any, len(c.Args))
-	for k, v := range c.Args {
-		if !slices.Contains(m.VaryArgs, k) {
-			kept[k] = v
-		}
-	}
-	b, _ := json.Marshal(jsonnum.Canonical(kept)) // a part of arguments that canonicalise
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// matching returns the outcome of the record res, refusing c when the
-// record holds the digest of other arguments than c's: the key was used by
-// another call, and its outcome is not c's. A record without a digest is
-// the outcome alone.
-func (m *Idempotent) matching(c *runtime.ToolCall, res []byte) ([]byte, error) {
-	if !bytes.HasPrefix(res, []byte(errMark)) {
-		return res, nil
-	}
-	var w struct {
-		Ran storedError `json:"!ran"`
-	}
-	if err := json.Unmarshal(res, &w); err != nil || w.Ran.Args == "" {
-		// A stored error: storedErr reads it.
-		return res, nil
-	}
-	if len(w.Ran.Outcome) == 0 {
-		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-			Message: "the stored record of this call holds no outcome; the call did not run again"}
-	}
-	if w.Ran.Args != m.argsDigest(c) {
-		return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
-			"the idempotency key (key_args %s) was used earlier by a call with different arguments; this call did not run, and the earlier call's outcome is not returned",
-			strings.Join(m.KeyArgs, ", "))}
-	}
-	return w.Ran.Outcome, nil
 }
 
 // errMark starts a stored outcome that is an error rather than a result:
@@ -695,13 +642,15 @@ type storedError struct {
 	// *runtime.BlockedError in it, if any (a guard blocked the result).
 	BlockedBy string `json:"blocked_by,omitempty"`
 	Block     string `json:"block,omitempty"`
-	// Args and Outcome, when set, make the record not an error but the
-	// outcome (a result, or a stored error) of a call whose arguments had
-	// the digest Args (argsDigest): key_args keys calls that differ in
-	// their other arguments alike. Message is then argsNote, for builds
-	// that do not read them.
-	Args    string          `json:"args,omitempty"`
-	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// Args, ArgsBy and Outcome, when set, make the record not an error
+	// but the outcome (a result, or a stored error) of a call whose
+	// arguments had the digests Args and ArgsBy (argDigests): key_args, or
+	// a key the caller supplied, keys calls that differ in their other
+	// arguments alike. Message is then argsNote, for builds that do not
+	// read them. Records written before ArgsBy hold Args alone.
+	Args    string            `json:"args,omitempty"`
+	ArgsBy  map[string]string `json:"args_by,omitempty"`
+	Outcome json.RawMessage   `json:"outcome,omitempty"`
 }
 
 // storeErr encodes err as a stored outcome.
