@@ -188,6 +188,36 @@ func (m *Idempotent) refusal(v verdict, diff []string, claimed bool) error {
 	return &runtime.BlockedError{Layer: m.name, Message: msg}
 }
 
+// claimNote is the note the layer keeps with a claim of c when it
+// compares arguments under a key (key_args): c's digests, so that a call
+// with other arguments never takes the claim over once it is in doubt
+// (retakes). nil when the key holds every argument's digest.
+func (m *Idempotent) claimNote(c *runtime.ToolCall) []byte {
+	if len(m.KeyArgs) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m.digests(c)) // strings only: cannot fail
+	return b
+}
+
+// retakes checks that c may take over a claim in doubt whose note is
+// note: one made by a call with c's arguments (compare), or without a
+// note (by a build before notes, or without key_args), which is taken over
+// as before. A note that does not decode leaves the call in doubt.
+func (m *Idempotent) retakes(c *runtime.ToolCall, note []byte) error {
+	if len(note) == 0 {
+		return nil
+	}
+	var d argDigests
+	if err := json.Unmarshal(note, &d); err != nil || d.Args == "" && d.By == nil {
+		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	}
+	if v, diff := m.compare(c, d); v != same {
+		return m.refusal(v, diff, true)
+	}
+	return nil
+}
+
 // matching returns the outcome of the record res, refusing c when the
 // record holds the digests of other arguments than c's (compare): the key
 // was used by another call, and its outcome is not c's. A record without

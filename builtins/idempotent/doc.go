@@ -125,7 +125,16 @@
 //     claiming the call), or that its holder ended in doubt (step 4), is in
 //     doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token
-//     and the same idempotency key, which it passes downstream; any other
+//     and the same idempotency key, which it passes downstream, when its
+//     arguments are those of the call that made the claim: with key_args
+//     the claim keeps the call's digests as its note (runtime.Leaser
+//     AcquireAs), the store takes a claim over only for its note, and a
+//     call whose arguments differ (vary_args aside) is refused, without
+//     running, with a *runtime.BlockedError naming the layer and the
+//     arguments ("... is claimed by a call that stopped without an
+//     outcome (in doubt), with different arguments (amount)"), the claim
+//     left in doubt. A claim without a note (made by a build before them)
+//     is taken over as before. Any other
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify
 //     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //

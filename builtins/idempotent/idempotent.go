@@ -338,9 +338,18 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 	d := m.pollMin
 	_, resumed := runtime.ResumedCall(ctx)
 	owner := m.owners.take(key)
+	note := m.claimNote(c)
+	// retake is the note of a claim in doubt the call may take over: its
+	// arguments match the call's (or it has no note); asked for once.
+	var retake []byte
+	retaking := false
 	for {
 		asked := time.Now() // the lease runs from no earlier than this
-		g, err := m.leaser.AcquireAs(ctx, key, owner, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
+		ask := note
+		if retaking {
+			ask, retaking = retake, false
+		}
+		g, err := m.leaser.AcquireAs(ctx, key, owner, ask, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
 		if err != nil {
 			// The store may have applied the claim: the next attempt
 			// presents the same owner and gets it back.
@@ -371,6 +380,17 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			c.Meta.Deduped, c.Meta.Cached = true, true
 			return out, nil
 		case runtime.LeaseInDoubt:
+			if c.Tool.RetrySafe && !bytes.Equal(g.Note, ask) {
+				// The store takes a claim in doubt over only for the
+				// note it holds: the call's arguments are compared with
+				// the claimed call's here, and a call with others is
+				// refused rather than run under its key.
+				if err := m.retakes(c, g.Note); err != nil {
+					return nil, err
+				}
+				retake, retaking = g.Note, true
+				continue
+			}
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
 			if !g.InDoubt {

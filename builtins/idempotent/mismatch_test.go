@@ -157,8 +157,8 @@ type askedStore struct {
 	asked chan runtime.LeaseStatus
 }
 
-func (s *askedStore) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
-	g, err := s.Leaser.AcquireAs(ctx, key, owner, lease, keep, takeover)
+func (s *askedStore) AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	g, err := s.Leaser.AcquireAs(ctx, key, owner, note, lease, keep, takeover)
 	if err == nil {
 		select {
 		case s.asked <- g.Status:
