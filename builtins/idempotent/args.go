@@ -2,6 +2,7 @@ package idempotent
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -189,11 +190,11 @@ func (m *Idempotent) refusal(v verdict, diff []string, claimed bool) error {
 }
 
 // claimNote is the note the layer keeps with a claim of c when it
-// compares arguments under a key (key_args): c's digests, so that a call
+// compares arguments under its key (compares): c's digests, so that a call
 // with other arguments never takes the claim over once it is in doubt
 // (retakes). nil when the key holds every argument's digest.
 func (m *Idempotent) claimNote(c *runtime.ToolCall) []byte {
-	if len(m.KeyArgs) == 0 {
+	if !m.compares(c) {
 		return nil
 	}
 	b, _ := json.Marshal(m.digests(c)) // strings only: cannot fail
@@ -216,6 +217,75 @@ func (m *Idempotent) retakes(c *runtime.ToolCall, note []byte) error {
 		return m.refusal(v, diff, true)
 	}
 	return nil
+}
+
+// compares reports whether c's key may be used by calls with other
+// arguments, which the layer then compares with c's (its record and its
+// claim hold c's digests): with key_args, or under an idempotency key the
+// caller supplied (suppliedKey). A key derived from the run holds the
+// arguments' digest.
+func (m *Idempotent) compares(c *runtime.ToolCall) bool {
+	return len(m.KeyArgs) > 0 || m.suppliedKey(c)
+}
+
+// suppliedKey reports whether c, without key_args, is keyed on the
+// idempotency key its caller supplied (runtime.Meta.IdempotencyKeySupplied):
+// the key names one call, as a payment API's does, and a call that reuses
+// it with other arguments is refused, never run under it nor answered
+// with the other call's outcome.
+func (m *Idempotent) suppliedKey(c *runtime.ToolCall) bool {
+	return len(m.KeyArgs) == 0 && c.Meta.IdempotencyKeySupplied()
+}
+
+// earlier looks for the outcome of c, keyed on the idempotency key its
+// caller supplied and claimed afresh under key (token), that a build
+// before this keying stored under the key that held its arguments' digest
+// too (Key): a call retried across the upgrade must not run again. It
+// claims that key without a takeover, as any claim: free, it is released
+// at once and c runs; an outcome there is published under key (with c's
+// digests, so that other arguments are refused from then on) and
+// returned; a claim held there (an earlier build's replica runs the call)
+// releases key, and wait asks the caller to ask again later; a claim in
+// doubt there leaves c in doubt (key too, under its note), unless its tool
+// is retry_safe, when it runs under key with the same idempotency key.
+func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key string, token int64) (res []byte, wait bool, err error) {
+	old := Key(c)
+	wctx := context.WithoutCancel(ctx)
+	owner := m.owners.take(old)
+	g, err := m.leaser.AcquireAs(ctx, old, owner, nil, m.LeaseTTL.D(), m.TTL.D(), false)
+	if err != nil {
+		m.owners.leave(old, owner, m.clock.Now(), max(m.TTL.D(), m.LeaseTTL.D()))
+		m.release(wctx, c, key, token)
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		return nil, false, m.storeErr("look up the call's record of an earlier build", err)
+	}
+	switch g.Status {
+	case runtime.LeaseAcquired:
+		m.release(wctx, c, old, g.Token)
+		return nil, false, nil
+	case runtime.LeaseDone:
+		m.publish(ctx, c, key, token, g.Result)
+		return g.Result, false, nil
+	case runtime.LeaseHeld:
+		m.release(wctx, c, key, token)
+		return nil, true, nil
+	}
+	if c.Tool.RetrySafe {
+		return nil, false, nil
+	}
+	m.doubt(wctx, c, key, token, "was claimed by an earlier build and is in doubt there")
+	return nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// release drops the claim (key, token) of c, which did not run, logging a
+// failure: the key is then in doubt once its lease expires.
+func (m *Idempotent) release(ctx context.Context, c *runtime.ToolCall, key string, token int64) {
+	if err := m.leaser.Release(ctx, key, token); err != nil {
+		m.logger.WarnContext(ctx, "idempotent: releasing a claim of a call that did not run failed; its key is in doubt once its lease expires",
+			"tool", c.Name, "error", err)
+	}
 }
 
 // matching returns the outcome of the record res, refusing c when the

@@ -12,9 +12,19 @@
 //
 // Key: the tool name, the run's tenant (runtime.Run.Tenant), the call's
 // idempotency key (ToolCall.IdempotencyKey: derived from the run id, the
-// tool and the canonical arguments, unless the caller supplied one, for
-// example the key of a redelivered job) and the arguments' digest, hashed
-// with SHA-256. With key_args the key is the tool, the tenant and the named
+// tool and the canonical arguments) and the arguments' digest, hashed
+// with SHA-256. An idempotency key the caller supplied (the key of a
+// redelivered job, an Idempotency-Key header) names one call, as a payment
+// API's does: the key is then the tool, the tenant and that key, and the
+// layer compares the arguments of a call that reuses it with those of the
+// call it names, as with key_args (below): other arguments are refused,
+// never run under it nor answered with the other call's outcome. A record
+// that an earlier build stored under the key that held the digest too is
+// still found: a call claimed afresh under a supplied key first claims its
+// key of then, without a takeover (two round trips more when there is
+// none: released at once); an outcome there answers it (and is stored
+// under the new key), a claim held there is waited for, and one in doubt
+// leaves the call in doubt unless its tool is retry_safe. With key_args the key is the tool, the tenant and the named
 // arguments only, so the same order refunded from two runs is refunded once;
 // the layer then passes that key downstream as the call's idempotency key
 // when the caller supplied none, and the call carries it from the pipeline's
@@ -24,7 +34,8 @@
 // by `store` (the default store when unset); a shared store (redis,
 // postgres, sqlite) dedupes across processes.
 //
-// With key_args, calls that differ in their other arguments share a key.
+// With key_args (or a supplied key), calls that differ in their other
+// arguments share a key.
 // The layer stores, with a call's outcome, the digest of each of its
 // top-level arguments (of its canonical JSON, as runtime.ToolCall.ArgsDigest
 // reads the arguments), and a later call under the key that differs in an
@@ -47,10 +58,11 @@
 // names now differ"). A
 // call with other arguments does not share the flight of a duplicate
 // running in this process (step 1): it meets its claim in the store, as a
-// duplicate in another process does. Claims held or in doubt are answered
-// as before. A record without a digest (written before it was stored, or
-// without key_args, whose key holds the arguments' digest) is replayed to
-// any call of its key. The digest and the outcome are stored inside the
+// duplicate in another process does. A claim held is waited for as
+// before; one in doubt is taken over by a retry_safe tool only for the
+// arguments of the call that made it (step 6). A record without a digest
+// (written before it was stored, or of a call keyed on its run, whose key
+// holds the arguments' digest) is replayed to any call of its key. The digest and the outcome are stored inside the
 // form of a stored error (step 5), so that a build that does not read the
 // digest refuses a duplicate rather than replay the outcome unchecked.
 //

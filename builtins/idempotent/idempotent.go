@@ -118,10 +118,12 @@ func (m *Idempotent) Validate() error {
 	return nil
 }
 
-// Key returns the store key of a call keyed on its run (no key_args): the
-// tool, the tenant, the call's idempotency key and the arguments' digest.
-// The layer computes it only for calls whose arguments canonicalise
-// (ToolCall.ArgsDigestErr).
+// Key returns the store key of a call keyed on its run (no key_args, no
+// idempotency key supplied by the caller): the tool, the tenant, the
+// call's idempotency key (derived from the run and the arguments) and the
+// arguments' digest. Builds before the comparison of arguments under a
+// supplied key keyed such calls so too (earlier). The layer computes it
+// only for calls whose arguments canonicalise (ToolCall.ArgsDigestErr).
 func Key(c *runtime.ToolCall) string {
 	return hashKey(c.Name, c.Meta.Run.Tenant, c.IdempotencyKey(), c.ArgsDigest())
 }
@@ -135,10 +137,15 @@ func hashKey(parts ...string) string {
 	return keyPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
-// key returns the store key of c, keyed on the key arguments when the layer
-// has them. A call lacking one of them is refused.
+// key returns the store key of c: keyed on the key arguments when the
+// layer has them (a call lacking one of them is refused), else on the
+// idempotency key its caller supplied, else on its run and arguments
+// (Key).
 func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 	if len(m.KeyArgs) == 0 {
+		if m.suppliedKey(c) {
+			return hashKey("key", c.Name, c.Meta.Run.Tenant, c.Meta.IdempotencyKey), nil
+		}
 		return Key(c), nil
 	}
 	k, err := m.argsKey(c)
@@ -361,24 +368,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		switch g.Status {
 		case runtime.LeaseDone:
-			res, err := m.matching(c, g.Result)
-			if err != nil {
-				return nil, err
-			}
-			// A resumed call that ran before: its stored outcome answers it.
-			*a = answerReplayed
-			runtime.VouchReplayed(ctx)
-			if err, ok := m.storedErr(res); ok {
-				c.Meta.Deduped, c.Meta.Cached = true, true
-				return nil, err
-			}
-			var out any
-			if err := jsonnum.Decode(res, &out); err != nil {
-				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-					Message: "the stored result of this call does not decode; the call did not run again", Err: err}
-			}
-			c.Meta.Deduped, c.Meta.Cached = true, true
-			return out, nil
+			return m.replay(ctx, c, g.Result, a)
 		case runtime.LeaseInDoubt:
 			if c.Tool.RetrySafe && !bytes.Equal(g.Note, ask) {
 				// The store takes a claim in doubt over only for the
@@ -393,6 +383,21 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			}
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
+			if !g.InDoubt && m.suppliedKey(c) {
+				// Keyed so since this build: an earlier build's record of
+				// the call answers it.
+				res, wait, err := m.earlier(ctx, c, key, g.Token)
+				if err != nil {
+					return nil, err
+				}
+				if res != nil {
+					return m.replay(ctx, c, res, a)
+				}
+				if wait {
+					g.Remaining = 0
+					break // held there: wait, then ask again
+				}
+			}
 			if !g.InDoubt {
 				// No claim was made of the call (since its turn recorded
 				// it, for a resumed call): it never started, and runs now
@@ -414,6 +419,30 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		d = min(2*d, m.pollMax)
 	}
+}
+
+// replay answers c with the stored outcome res of its key, refusing it
+// when res is the outcome of a call with other arguments (matching), and
+// records in a that the store answered it.
+func (m *Idempotent) replay(ctx context.Context, c *runtime.ToolCall, res []byte, a *answer) (any, error) {
+	res, err := m.matching(c, res)
+	if err != nil {
+		return nil, err
+	}
+	// A resumed call that ran before: its stored outcome answers it.
+	*a = answerReplayed
+	runtime.VouchReplayed(ctx)
+	if err, ok := m.storedErr(res); ok {
+		c.Meta.Deduped, c.Meta.Cached = true, true
+		return nil, err
+	}
+	var out any
+	if err := jsonnum.Decode(res, &out); err != nil {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+			Message: "the stored result of this call does not decode; the call did not run again", Err: err}
+	}
+	c.Meta.Deduped, c.Meta.Cached = true, true
+	return out, nil
 }
 
 // VouchesFor implements runtime.ClaimVoucher: the layer answers for the
@@ -632,7 +661,7 @@ func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string,
 // the key is then in doubt once its lease expires. With key_args the
 // outcome is stored after the digest of the call's arguments (argsMark).
 func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key string, token int64, res []byte) {
-	if len(m.KeyArgs) > 0 {
+	if m.compares(c) {
 		d := m.digests(c)
 		res = record(storedError{Message: argsNote, Args: d.Args, ArgsBy: d.By, Outcome: res})
 	}
