@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
@@ -241,14 +243,16 @@ func (m *Idempotent) suppliedKey(c *runtime.ToolCall) bool {
 // caller supplied and claimed afresh under key (token), that a build
 // before this keying stored under the key that held its arguments' digest
 // too (Key): a call retried across the upgrade must not run again. It
-// claims that key without a takeover, as any claim: free, it is released
-// at once and c runs; an outcome there is published under key (with c's
-// digests, so that other arguments are refused from then on) and
-// returned; a claim held there (an earlier build's replica runs the call)
-// releases key, and wait asks the caller to ask again later; a claim in
-// doubt there leaves c in doubt (key too, under its note), unless its tool
-// is retry_safe, when it runs under key with the same idempotency key.
-func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key string, token int64) (res []byte, wait bool, err error) {
+// claims that key without a takeover, as any claim. Free, the claim is
+// kept while c runs (l: twin), so that a replica of the earlier build
+// meets c there, as c would meet it. An outcome there is published under
+// key (with c's digests, so that other arguments are refused from then
+// on) and returned; a claim held there (an earlier build's replica runs
+// the call) releases key, and wait asks the caller to ask again later; a
+// claim in doubt there leaves c in doubt (key too, under its note), unless
+// its tool is retry_safe, when it runs under key with the same
+// idempotency key.
+func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key string, token int64) (l runtime.Leaser, res []byte, wait bool, err error) {
 	old := Key(c)
 	wctx := context.WithoutCancel(ctx)
 	owner := m.owners.take(old)
@@ -257,26 +261,71 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		m.owners.leave(old, owner, m.clock.Now(), max(m.TTL.D(), m.LeaseTTL.D()))
 		m.release(wctx, c, key, token)
 		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
+			return nil, nil, false, ctx.Err()
 		}
-		return nil, false, m.storeErr("look up the call's record of an earlier build", err)
+		return nil, nil, false, m.storeErr("look up the call's record of an earlier build", err)
 	}
 	switch g.Status {
 	case runtime.LeaseAcquired:
-		m.release(wctx, c, old, g.Token)
-		return nil, false, nil
+		return &twin{Leaser: m.leaser, old: old, token: g.Token}, nil, false, nil
 	case runtime.LeaseDone:
-		m.publish(ctx, c, key, token, g.Result)
-		return g.Result, false, nil
+		m.publish(ctx, m.leaser, c, key, token, g.Result)
+		return nil, g.Result, false, nil
 	case runtime.LeaseHeld:
 		m.release(wctx, c, key, token)
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
 	if c.Tool.RetrySafe {
-		return nil, false, nil
+		return m.leaser, nil, false, nil
 	}
-	m.doubt(wctx, c, key, token, "was claimed by an earlier build and is in doubt there")
-	return nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	m.doubt(wctx, m.leaser, c, key, token, "was claimed by an earlier build and is in doubt there")
+	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// twin is the layer's store as a call keyed on a supplied key sees it
+// while it also holds, under token, the claim of its key of an earlier
+// build (old; earlier): what the call does to its claim (renew, publish,
+// release, end in doubt) is done to that one too. A replica of the
+// earlier build finds the call claimed while it runs, then its outcome in
+// the form of a record it cannot compare (argsNote: it refuses a duplicate
+// with it rather than run the call again), or in doubt. A renewal holds
+// only when both claims are renewed.
+type twin struct {
+	runtime.Leaser
+	old   string
+	token int64
+}
+
+// Renew implements runtime.Leaser.
+func (t *twin) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
+	ok, err := t.Leaser.Renew(ctx, key, token, lease)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.Leaser.Renew(ctx, t.old, t.token, lease)
+}
+
+// Publish implements runtime.Leaser.
+func (t *twin) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	ok, err := t.Leaser.Publish(ctx, key, token, result, keep)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.Leaser.Publish(ctx, t.old, t.token, result, keep)
+}
+
+// Release implements runtime.Leaser.
+func (t *twin) Release(ctx context.Context, key string, token int64) error {
+	return errors.Join(t.Leaser.Release(ctx, key, token), t.Leaser.Release(ctx, t.old, t.token))
+}
+
+// Doubt implements runtime.Leaser.
+func (t *twin) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
+	ok, err := t.Leaser.Doubt(ctx, key, token, keep)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.Leaser.Doubt(ctx, t.old, t.token, keep)
 }
 
 // release drops the claim (key, token) of c, which did not run, logging a

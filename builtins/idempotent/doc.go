@@ -18,13 +18,16 @@
 // API's does: the key is then the tool, the tenant and that key, and the
 // layer compares the arguments of a call that reuses it with those of the
 // call it names, as with key_args (below): other arguments are refused,
-// never run under it nor answered with the other call's outcome. A record
-// that an earlier build stored under the key that held the digest too is
-// still found: a call claimed afresh under a supplied key first claims its
-// key of then, without a takeover (two round trips more when there is
-// none: released at once); an outcome there answers it (and is stored
-// under the new key), a claim held there is waited for, and one in doubt
-// leaves the call in doubt unless its tool is retry_safe. With key_args the key is the tool, the tenant and the named
+// never run under it nor answered with the other call's outcome. Builds
+// before keyed such a call on the digest too: a call claimed afresh under
+// a supplied key also claims its key of then, without a takeover (two
+// round trips more). An outcome there answers it (and is stored under the
+// new key), a claim held there is waited for, and one in doubt leaves the
+// call in doubt unless its tool is retry_safe; a free one is held with the
+// call's claim (renewed, published, released or ended in doubt with it),
+// so that a replica of an earlier build finds the call claimed, then its
+// outcome in the form it refuses a duplicate with (step 5's record of
+// arguments), and never runs it again. With key_args the key is the tool, the tenant and the named
 // arguments only, so the same order refunded from two runs is refunded once;
 // the layer then passes that key downstream as the call's idempotency key
 // when the caller supplied none, and the call carries it from the pipeline's

@@ -383,10 +383,13 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			}
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
+			l := m.leaser
 			if !g.InDoubt && m.suppliedKey(c) {
 				// Keyed so since this build: an earlier build's record of
 				// the call answers it.
-				res, wait, err := m.earlier(ctx, c, key, g.Token)
+				var res []byte
+				var wait bool
+				l, res, wait, err = m.earlier(ctx, c, key, g.Token)
 				if err != nil {
 					return nil, err
 				}
@@ -411,7 +414,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				m.logger.WarnContext(ctx, "idempotent: an earlier execution stopped without an outcome; running the retry-safe tool again with the same idempotency key",
 					"tool", c.Name, "idempotency_key", c.IdempotencyKey())
 			}
-			return m.run(ctx, c, key, g.Token, asked, next)
+			return m.run(ctx, l, c, key, g.Token, asked, next)
 		}
 		// Held elsewhere: wait, then ask again.
 		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
@@ -519,9 +522,9 @@ func (m *Idempotent) answersAt(intent runtime.ResumedIntent, now time.Time) bool
 // ran, only for a retry_safe tool, any other's is ended in doubt). A call
 // whose lease may lapse (no renewal confirmed in time) is stopped: its
 // context ends, since another process may then take the claim over.
-func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {
+func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
-	hold := lease.Renew(ctx, m.leaser, key, token, m.LeaseTTL.D(), asked, m.logger, "idempotent", "tool", c.Name)
+	hold := lease.Renew(ctx, l, key, token, m.LeaseTTL.D(), asked, m.logger, "idempotent", "tool", c.Name)
 	done := false
 	defer func() {
 		hold.Stop()
@@ -534,10 +537,10 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// that a duplicate finds the call in doubt at once instead of
 		// running it again.
 		if c.Tool.RetrySafe {
-			_ = m.leaser.Release(wctx, key, token)
+			_ = l.Release(wctx, key, token)
 			return
 		}
-		m.doubt(wctx, c, key, token, "panicked")
+		m.doubt(wctx, l, c, key, token, "panicked")
 	}()
 	if hold.Context().Err() != nil {
 		// The claim came too late to keep (it may lapse already: a slow
@@ -545,20 +548,20 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// started, and the claim is released, not left in doubt.
 		done = true
 		hold.Stop()
-		return nil, m.notStarted(ctx, wctx, c, key, token, hold.Lapsed())
+		return nil, m.notStarted(ctx, wctx, l, c, key, token, hold.Lapsed())
 	}
 	v, err := next(hold.Context(), c)
 	done = true
 	hold.Stop()
 	if err != nil && hold.Lapsed() && !errors.Is(err, runtime.ErrRan) {
-		err = m.lapsed(wctx, c, key, token, err)
+		err = m.lapsed(wctx, l, c, key, token, err)
 		return v, err
 	}
 	if errors.Is(err, runtime.ErrRan) {
 		// The call ran but its result is unusable: the error is its
 		// outcome, stored so that a duplicate gets it without running the
 		// tool again.
-		m.publish(ctx, c, key, token, storeErr(err))
+		m.publish(ctx, l, c, key, token, storeErr(err))
 		return v, err
 	}
 	if err != nil && (ctx.Err() != nil && !runtime.DidNotRun(err) || runtime.KindOf(err) == string(runtime.KindTimeout) ||
@@ -572,11 +575,11 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// effect before it stopped. The claim is ended in doubt, so that a
 		// duplicate finds the call in doubt at once instead of running it
 		// again.
-		m.doubt(wctx, c, key, token, "was cancelled, timed out, lost or left unrecorded while it ran", "error", err)
+		m.doubt(wctx, l, c, key, token, "was cancelled, timed out, lost or left unrecorded while it ran", "error", err)
 		return v, err
 	}
 	if err != nil {
-		if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
+		if rerr := l.Release(wctx, key, token); rerr != nil {
 			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a failed call failed; the call is in doubt once its lease expires",
 				"tool", c.Name, "error", rerr)
 		}
@@ -590,7 +593,7 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 			"tool", c.Name, "error", merr)
 		res = storeErr(fmt.Errorf("the result does not encode as JSON, so it was not stored: %w", merr))
 	}
-	m.publish(ctx, c, key, token, res)
+	m.publish(ctx, l, c, key, token, res)
 	return v, nil
 }
 
@@ -599,8 +602,8 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 // before it could start, and returns its error, which proves it did not run
 // (runtime.DidNotRun): a store failure (lease.ErrLapsed, which a retry may
 // try again), or the caller's cancellation.
-func (m *Idempotent) notStarted(ctx, wctx context.Context, c *runtime.ToolCall, key string, token int64, lapsed bool) error {
-	if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
+func (m *Idempotent) notStarted(ctx, wctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, lapsed bool) error {
+	if rerr := l.Release(wctx, key, token); rerr != nil {
 		m.logger.WarnContext(wctx, "idempotent: releasing the claim of a call not started failed; the call is in doubt once its lease expires",
 			"tool", c.Name, "error", rerr)
 	}
@@ -619,15 +622,15 @@ func (m *Idempotent) notStarted(ctx, wctx context.Context, c *runtime.ToolCall, 
 // in doubt (runtime.MayHaveRun) for a tool that is not retry_safe, and a
 // store failure (runtime.ErrStoreUnavailable, which a retry may try again)
 // for one that is.
-func (m *Idempotent) lapsed(ctx context.Context, c *runtime.ToolCall, key string, token int64, err error) error {
+func (m *Idempotent) lapsed(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, err error) error {
 	switch {
 	case runtime.DidNotRun(err) || c.Tool.RetrySafe:
-		if rerr := m.leaser.Release(ctx, key, token); rerr != nil {
+		if rerr := l.Release(ctx, key, token); rerr != nil {
 			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a stopped call failed; the call is in doubt once its lease expires",
 				"tool", c.Name, "error", rerr)
 		}
 	default:
-		m.doubt(ctx, c, key, token, "was stopped as its lease could not be renewed", "error", err)
+		m.doubt(ctx, l, c, key, token, "was stopped as its lease could not be renewed", "error", err)
 	}
 	if runtime.DidNotRun(err) {
 		return err
@@ -643,9 +646,9 @@ func (m *Idempotent) lapsed(ctx context.Context, c *runtime.ToolCall, key string
 // (which what describes) may have had its effect, so a duplicate, in any
 // process, fails in doubt at once. When the store cannot record it, the
 // claim is left to expire into doubt, as if this process had crashed.
-func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string, token int64, what string, attrs ...any) {
+func (m *Idempotent) doubt(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, what string, attrs ...any) {
 	attrs = append([]any{"tool", c.Name, "idempotency_key", c.IdempotencyKey()}, attrs...)
-	ok, err := m.leaser.Doubt(ctx, key, token, m.TTL.D())
+	ok, err := l.Doubt(ctx, key, token, m.TTL.D())
 	switch {
 	case err != nil:
 		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; recording it in doubt failed, so its key is in doubt once its lease expires",
@@ -660,12 +663,12 @@ func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string,
 // publish stores res as the outcome of key under token, logging a failure:
 // the key is then in doubt once its lease expires. With key_args the
 // outcome is stored after the digest of the call's arguments (argsMark).
-func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key string, token int64, res []byte) {
+func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, res []byte) {
 	if m.compares(c) {
 		d := m.digests(c)
 		res = record(storedError{Message: argsNote, Args: d.Args, ArgsBy: d.By, Outcome: res})
 	}
-	ok, perr := m.leaser.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
+	ok, perr := l.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
 	switch {
 	case perr != nil:
 		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",

@@ -105,3 +105,33 @@ func TestASuppliedKeyInDoubtAtAnEarlierBuildStaysInDoubt(t *testing.T) {
 	require.ErrorAs(t, err, &doubt, "the supplied key is in doubt")
 	assert.Zero(t, calls.Load())
 }
+
+// TestASuppliedKeyIsClaimedWhereAnEarlierBuildLooks: while builds are
+// mixed, an earlier build's replica keys a call under a supplied key on
+// its arguments' digest too: it finds that key claimed while the call runs
+// on this build, and its outcome there once it ran (in the form of a
+// record it cannot compare, which it refuses rather than run the call
+// again), on every store.
+func TestASuppliedKeyIsClaimedWhereAnEarlierBuildLooks(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			args := map[string]any{"order_id": "m-1", "amount": 9}
+			earlier := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-7"}})
+			l, ctx := leaser(st.b), context.Background()
+			var seen runtime.LeaseStatus = -1
+			a, _ := st.replicas(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) {
+				g, err := l.Acquire(ctx, earlier, time.Minute, time.Hour, false)
+				require.NoError(t, err)
+				seen = g.Status
+				return "refunded", nil
+			})
+			_, err := a.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args, IdempotencyKey: "job-7"})
+			require.NoError(t, err)
+			assert.Equal(t, runtime.LeaseHeld, seen, "claimed while it runs")
+			g, err := l.Acquire(ctx, earlier, time.Minute, time.Hour, false)
+			require.NoError(t, err)
+			require.Equal(t, runtime.LeaseDone, g.Status, "its outcome is there once it ran")
+			assert.Contains(t, string(g.Result), "a later build replays it")
+		})
+	}
+}
