@@ -95,8 +95,14 @@ const (
 )
 
 // maxSubsets bounds the arguments whose subsets compare tries on a record
-// holding one digest: 2^12 digests at most, on a refusal path only.
-const maxSubsets = 12
+// holding one digest (2^12 digests at most, on a refusal path only), and
+// maxSubsetBytes the bytes it hashes doing so (the arguments' canonical
+// JSON once per subset): beyond either, it tries none but all of them and
+// those vary_args names now.
+const (
+	maxSubsets     = 12
+	maxSubsetBytes = 16 << 20
+)
 
 // compare compares c with the call whose digests d a record or a claim
 // holds, returning the names of the compared arguments that differ when d
@@ -132,7 +138,7 @@ func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []stri
 			free = append(free, k)
 		}
 	}
-	if len(free) <= maxSubsets {
+	if b, _ := json.Marshal(jsonnum.Canonical(c.Args)); len(free) <= maxSubsets && len(b)<<len(free) <= maxSubsetBytes {
 		for set := 1; set < 1<<len(free); set++ {
 			left := func(k string) bool {
 				i := slices.Index(free, k)

@@ -26,8 +26,8 @@
 // call in doubt unless its tool is retry_safe; a free one is held with the
 // call's claim (renewed, published, released or ended in doubt with it),
 // so that a replica of an earlier build finds the call claimed, then its
-// outcome in the form it refuses a duplicate with (step 5's record of
-// arguments), and never runs it again. With key_args the key is the tool, the tenant and the named
+// outcome in the form it refuses a duplicate with (the record of
+// arguments, below), and never runs it again. With key_args the key is the tool, the tenant and the named
 // arguments only, so the same order refunded from two runs is refunded once;
 // the layer then passes that key downstream as the call's idempotency key
 // when the caller supplied none, and the call carries it from the pipeline's
@@ -52,7 +52,9 @@
 // written before, and an identical retry is always answered. Records
 // written before the digest per argument hold one digest of the arguments,
 // those named in the vary_args of then left out: a call that gives that
-// digest with some of its arguments other than key_args left out matches
+// digest with some of its arguments other than key_args left out (tried
+// for up to 12 of them, and 16 MiB hashed; beyond, with none left out and
+// with those vary_args names now) matches
 // the recorded call on every argument compared then, and is answered,
 // whatever vary_args names now (an identical retry included). A call that
 // does not is refused; when vary_args names arguments now, the refusal
