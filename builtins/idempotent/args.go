@@ -292,10 +292,10 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 // while it also holds, under token, the claim of its key of an earlier
 // build (old; earlier): what the call does to its claim (renew, publish,
 // release, end in doubt) is done to that one too. A replica of the
-// earlier build finds the call claimed while it runs, then its outcome in
-// the form of a record it cannot compare (argsNote: it refuses a duplicate
-// with it rather than run the call again), or in doubt. A renewal holds
-// only when both claims are renewed.
+// earlier build finds the call claimed while it runs, then its outcome
+// with the arguments' digests (which a build that reads the digest
+// replays, and one before it refuses a duplicate with: argsNote), or in
+// doubt. A renewal holds only when both claims are renewed.
 type twin struct {
 	runtime.Leaser
 	old   string

@@ -26,8 +26,9 @@
 // call in doubt unless its tool is retry_safe; a free one is held with the
 // call's claim (renewed, published, released or ended in doubt with it),
 // so that a replica of an earlier build finds the call claimed, then its
-// outcome in the form it refuses a duplicate with (the record of
-// arguments, below), and never runs it again. With key_args the key is the tool, the tenant and the named
+// outcome with the arguments' digest (below), which a build that reads
+// the digest replays and one before it refuses a duplicate with, and never
+// runs it again. With key_args the key is the tool, the tenant and the named
 // arguments only, so the same order refunded from two runs is refunded once;
 // the layer then passes that key downstream as the call's idempotency key
 // when the caller supplied none, and the call carries it from the pipeline's
