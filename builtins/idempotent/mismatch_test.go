@@ -326,11 +326,18 @@ func singleDigestRecord(t *testing.T, kv runtime.KV, args map[string]any, vary .
 	require.True(t, ok)
 	digest := (&runtime.ToolCall{Args: kept}).ArgsDigest()
 	rec := fmt.Sprintf(`{"\u0021ran":{"message":"the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it","args":%q,"outcome":"refunded m-1 earlier"}}`, digest)
+	published(t, kv, idempotent.KeyPrefix+k, rec)
+}
+
+// published stores rec as the outcome of key in kv, as a build of the
+// layer did.
+func published(t *testing.T, kv runtime.KV, key, rec string) {
+	t.Helper()
 	l, ctx := leaser(kv), context.Background()
-	g, err := l.Acquire(ctx, idempotent.KeyPrefix+k, time.Minute, time.Hour, false)
+	g, err := l.Acquire(ctx, key, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
-	ok, err = l.Publish(ctx, idempotent.KeyPrefix+k, g.Token, []byte(rec), time.Hour)
+	ok, err := l.Publish(ctx, key, g.Token, []byte(rec), time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
 }

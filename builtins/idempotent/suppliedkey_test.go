@@ -62,13 +62,7 @@ func TestASuppliedKeyRecordOfAnEarlierBuildIsReplayed(t *testing.T) {
 			_, b := st.replicas(t, `{}`, refunds(&calls))
 			args := map[string]any{"order_id": "m-1", "amount": 9}
 			earlier := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-7"}})
-			l, ctx := leaser(st.a), context.Background()
-			g, err := l.Acquire(ctx, earlier, time.Minute, time.Hour, false)
-			require.NoError(t, err)
-			require.Equal(t, runtime.LeaseAcquired, g.Status)
-			ok, err := l.Publish(ctx, earlier, g.Token, []byte(`"refunded m-1 earlier"`), time.Hour)
-			require.NoError(t, err)
-			require.True(t, ok)
+			published(t, st.a, earlier, `"refunded m-1 earlier"`)
 
 			r, err := b.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9.0}, IdempotencyKey: "job-7"})
 			require.NoError(t, err)
