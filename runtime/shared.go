@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,6 +48,10 @@ type LeaseGrant struct {
 	InDoubt bool
 	// Result is the published result (LeaseDone).
 	Result []byte
+	// Note is the note of the claim found held or in doubt (LeaseHeld,
+	// LeaseInDoubt); nil when it has none (made without one, or by a build
+	// before notes).
+	Note []byte
 	// Remaining is how long the holder's lease still runs (LeaseHeld).
 	Remaining time.Duration
 }
@@ -69,7 +74,16 @@ type Leaser interface {
 	// even when it had ended (nothing ran under a claim whose token its
 	// holder never learned). A claim taken over since belongs to its new
 	// holder. An empty owner matches no claim: Acquire.
-	AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (LeaseGrant, error)
+	//
+	// note is kept with a claim the caller makes or takes over (a layer's
+	// account of the call, the digest of its arguments), until the key's
+	// outcome is published; the note of a claim found held or in doubt is
+	// returned (LeaseGrant.Note). With takeover, a claim in doubt is taken
+	// over only when its note is note (none and empty alike); else the
+	// answer is LeaseInDoubt with its note, so that the caller decides,
+	// and may ask again with that note to take it over. Acquire passes no
+	// note.
+	AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (LeaseGrant, error)
 	// Renew extends the lease of token by lease; false when token no
 	// longer holds it.
 	Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error)
@@ -83,8 +97,9 @@ type Leaser interface {
 	// have had its effect (it panicked, or was cancelled or timed out while
 	// it ran). The key is then in doubt at once, as if the lease had
 	// expired (Acquire answers LeaseInDoubt, or a takeover), for keep from
-	// now; a claim made under an owner nonce is no longer that owner's.
-	// false when token no longer holds the claim (nothing is written).
+	// now; a claim made under an owner nonce is no longer that owner's,
+	// and keeps its note. false when token no longer holds the claim
+	// (nothing is written).
 	Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error)
 }
 
@@ -661,7 +676,9 @@ type leaseRecord struct {
 	// Keep is how long the record lives (nanoseconds), kept for Renew.
 	Keep int64 `json:"keep,omitempty"`
 	// Owner is the nonce of the attempt that made the claim (AcquireAs).
-	Owner  string          `json:"owner,omitempty"`
+	Owner string `json:"owner,omitempty"`
+	// Note is the claim's note (AcquireAs).
+	Note   []byte          `json:"note,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
@@ -687,19 +704,19 @@ func claimLife(lease, keep time.Duration) time.Duration {
 	return max(keep, lease)
 }
 
-func (l *KVLeaser) claim(token int64, lease, keep time.Duration, owner string) []byte {
-	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Until: l.now().Add(lease).UnixNano(), Keep: int64(keep), Owner: owner})
+func (l *KVLeaser) claim(token int64, lease, keep time.Duration, owner string, note []byte) []byte {
+	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Until: l.now().Add(lease).UnixNano(), Keep: int64(keep), Owner: owner, Note: note})
 	return b
 }
 
 // Acquire implements Leaser.
 func (l *KVLeaser) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (LeaseGrant, error) {
-	return l.AcquireAs(ctx, key, "", lease, keep, takeover)
+	return l.AcquireAs(ctx, key, "", nil, lease, keep, takeover)
 }
 
 // AcquireAs implements Leaser. Finding its own claim is a read and then a
 // write, like Renew.
-func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (LeaseGrant, error) {
+func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (LeaseGrant, error) {
 	for {
 		r, found, err := l.read(ctx, key)
 		if err != nil {
@@ -717,7 +734,7 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep
 				return LeaseGrant{}, err
 			}
 			tok := l.token(0)
-			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep, owner), claimLife(lease, keep))
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep, owner, note), claimLife(lease, keep))
 			if err != nil {
 				return LeaseGrant{}, err
 			}
@@ -728,7 +745,7 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep
 		}
 		if !found {
 			tok := l.token(0)
-			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep, owner), claimLife(lease, keep))
+			ok, err := l.KV.SetIfAbsent(ctx, key, l.claim(tok, lease, keep, owner, note), claimLife(lease, keep))
 			if err != nil {
 				return LeaseGrant{}, err
 			}
@@ -741,16 +758,16 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep
 			return LeaseGrant{Status: LeaseDone, Result: r.Result}, nil
 		}
 		if owner != "" && r.Owner == owner {
-			if err := l.KV.Set(ctx, key, l.claim(r.Token, lease, keep, owner), claimLife(lease, keep)); err != nil {
+			if err := l.KV.Set(ctx, key, l.claim(r.Token, lease, keep, owner, r.Note), claimLife(lease, keep)); err != nil {
 				return LeaseGrant{}, err
 			}
 			return LeaseGrant{Status: LeaseAcquired, Token: r.Token}, nil
 		}
 		if rem := time.Unix(0, r.Until).Sub(l.now()); rem > 0 {
-			return LeaseGrant{Status: LeaseHeld, Remaining: rem}, nil
+			return LeaseGrant{Status: LeaseHeld, Remaining: rem, Note: r.Note}, nil
 		}
-		if !takeover {
-			return LeaseGrant{Status: LeaseInDoubt}, nil
+		if !takeover || !bytes.Equal(r.Note, note) {
+			return LeaseGrant{Status: LeaseInDoubt, Note: r.Note}, nil
 		}
 		marker := fmt.Sprintf("%s#takeover#%d", key, r.Token)
 		won, err := l.KV.SetIfAbsent(ctx, marker, nil, keep)
@@ -761,7 +778,7 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep
 			return LeaseGrant{Status: LeaseHeld, Remaining: lease}, nil
 		}
 		tok := l.token(r.Token)
-		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep, owner), claimLife(lease, keep)); err != nil {
+		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep, owner, note), claimLife(lease, keep)); err != nil {
 			return LeaseGrant{}, err
 		}
 		return LeaseGrant{Status: LeaseAcquired, Token: tok, InDoubt: true}, nil
@@ -769,30 +786,31 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep
 }
 
 // held reads key and reports whether token holds its lease, and the
-// record's lifetime and owner.
-func (l *KVLeaser) held(ctx context.Context, key string, token int64) (bool, time.Duration, string, error) {
+// record.
+func (l *KVLeaser) held(ctx context.Context, key string, token int64) (bool, leaseRecord, error) {
 	r, found, err := l.read(ctx, key)
 	if err != nil && found {
-		return false, 0, "", nil
+		return false, r, nil
 	}
 	if err != nil {
-		return false, 0, "", err
+		return false, r, err
 	}
-	return found && r.State == "pending" && r.Token == token, time.Duration(r.Keep), r.Owner, nil
+	return found && r.State == "pending" && r.Token == token, r, nil
 }
 
 // Renew implements Leaser.
 func (l *KVLeaser) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
-	ok, keep, owner, err := l.held(ctx, key, token)
+	ok, r, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return false, err
 	}
-	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep, owner), claimLife(lease, keep))
+	keep := time.Duration(r.Keep)
+	return true, l.KV.Set(ctx, key, l.claim(token, lease, keep, r.Owner, r.Note), claimLife(lease, keep))
 }
 
 // Publish implements Leaser.
 func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
-	ok, _, _, err := l.held(ctx, key, token)
+	ok, _, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -807,17 +825,17 @@ func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result 
 // that it has ended for every process whatever its clock) and its owner
 // cleared.
 func (l *KVLeaser) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
-	ok, _, _, err := l.held(ctx, key, token)
+	ok, r, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return false, err
 	}
-	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Keep: int64(keep)}) // cannot fail
+	b, _ := json.Marshal(leaseRecord{State: "pending", Token: token, Keep: int64(keep), Note: r.Note}) // cannot fail
 	return true, l.KV.Set(ctx, key, b, claimLife(0, keep))
 }
 
 // Release implements Leaser.
 func (l *KVLeaser) Release(ctx context.Context, key string, token int64) error {
-	ok, _, _, err := l.held(ctx, key, token)
+	ok, _, err := l.held(ctx, key, token)
 	if err != nil || !ok {
 		return err
 	}

@@ -12,9 +12,23 @@
 //
 // Key: the tool name, the run's tenant (runtime.Run.Tenant), the call's
 // idempotency key (ToolCall.IdempotencyKey: derived from the run id, the
-// tool and the canonical arguments, unless the caller supplied one, for
-// example the key of a redelivered job) and the arguments' digest, hashed
-// with SHA-256. With key_args the key is the tool, the tenant and the named
+// tool and the canonical arguments) and the arguments' digest, hashed
+// with SHA-256. An idempotency key the caller supplied (the key of a
+// redelivered job, an Idempotency-Key header) names one call, as a payment
+// API's does: the key is then the tool, the tenant and that key, and the
+// layer compares the arguments of a call that reuses it with those of the
+// call it names, as with key_args (below): other arguments are refused,
+// never run under it nor answered with the other call's outcome. Builds
+// before keyed such a call on the digest too: a call claimed afresh under
+// a supplied key also claims its key of then, without a takeover (two
+// round trips more). An outcome there answers it (and is stored under the
+// new key), a claim held there is waited for, and one in doubt leaves the
+// call in doubt unless its tool is retry_safe; a free one is held with the
+// call's claim (renewed, published, released or ended in doubt with it),
+// so that a replica of an earlier build finds the call claimed, then its
+// outcome with the arguments' digest (below), which a build that reads
+// the digest replays and one before it refuses a duplicate with, and never
+// runs it again. With key_args the key is the tool, the tenant and the named
 // arguments only, so the same order refunded from two runs is refunded once;
 // the layer then passes that key downstream as the call's idempotency key
 // when the caller supplied none, and the call carries it from the pipeline's
@@ -24,20 +38,37 @@
 // by `store` (the default store when unset); a shared store (redis,
 // postgres, sqlite) dedupes across processes.
 //
-// With key_args, calls that differ in their other arguments share a key.
-// The layer stores, with a call's outcome, the digest of its canonical
-// arguments (runtime.ToolCall.ArgsDigest; those named in vary_args left
-// out), and a later call under the key whose digest differs is refused,
-// without running, with a *runtime.BlockedError naming the layer ("the
-// idempotency key (key_args ...) was used earlier by a call with different
-// arguments"), never the values: a client that sends another amount under
-// an order refunded earlier must not believe that amount was refunded. A
+// With key_args (or a supplied key), calls that differ in their other
+// arguments share a key.
+// The layer stores, with a call's outcome, the digest of each of its
+// top-level arguments (of its canonical JSON, as runtime.ToolCall.ArgsDigest
+// reads the arguments), and a later call under the key that differs in an
+// argument vary_args does not name is refused, without running, with a
+// *runtime.BlockedError naming the layer and the arguments that differ
+// ("the idempotency key (key_args ...) was used earlier by a call with
+// different arguments (amount)"), never the values: a client that sends
+// another amount under an order refunded earlier must not believe that
+// amount was refunded. vary_args is read when a call is compared, not when
+// it was recorded: changing it between deployments applies to the records
+// written before, and an identical retry is always answered. Records
+// written before the digest per argument hold one digest of the arguments,
+// those named in the vary_args of then left out: a call that gives that
+// digest with some of its arguments other than key_args left out (tried
+// for up to 12 of them, and 16 MiB hashed; beyond, with none left out and
+// with those vary_args names now) matches
+// the recorded call on every argument compared then, and is answered,
+// whatever vary_args names now (an identical retry included). A call that
+// does not is refused; when vary_args names arguments now, the refusal
+// does not say the arguments differ, since the record cannot tell whether
+// only those do ("... cannot tell whether only arguments vary_args (note)
+// names now differ"). A
 // call with other arguments does not share the flight of a duplicate
 // running in this process (step 1): it meets its claim in the store, as a
-// duplicate in another process does. Claims held or in doubt are answered
-// as before. A record without a digest (written before it was stored, or
-// without key_args, whose key holds the arguments' digest) is replayed to
-// any call of its key. The digest and the outcome are stored inside the
+// duplicate in another process does. A claim held is waited for as
+// before; one in doubt is taken over by a retry_safe tool only for the
+// arguments of the call that made it (step 6). A record without a digest
+// (written before it was stored, or of a call keyed on its run, whose key
+// holds the arguments' digest) is replayed to any call of its key. The digest and the outcome are stored inside the
 // form of a stored error (step 5), so that a build that does not read the
 // digest refuses a duplicate rather than replay the outcome unchecked.
 //
@@ -112,7 +143,16 @@
 //     claiming the call), or that its holder ended in doubt (step 4), is in
 //     doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token
-//     and the same idempotency key, which it passes downstream; any other
+//     and the same idempotency key, which it passes downstream, when its
+//     arguments are those of the call that made the claim: with key_args
+//     the claim keeps the call's digests as its note (runtime.Leaser
+//     AcquireAs), the store takes a claim over only for its note, and a
+//     call whose arguments differ (vary_args aside) is refused, without
+//     running, with a *runtime.BlockedError naming the layer and the
+//     arguments ("... is claimed by a call that stopped without an
+//     outcome (in doubt), with different arguments (amount)"), the claim
+//     left in doubt. A claim without a note (made by a build before them)
+//     is taken over as before. Any other
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify
 //     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //

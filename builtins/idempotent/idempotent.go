@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/lease"
@@ -119,10 +118,12 @@ func (m *Idempotent) Validate() error {
 	return nil
 }
 
-// Key returns the store key of a call keyed on its run (no key_args): the
-// tool, the tenant, the call's idempotency key and the arguments' digest.
-// The layer computes it only for calls whose arguments canonicalise
-// (ToolCall.ArgsDigestErr).
+// Key returns the store key of a call keyed on its run (no key_args, no
+// idempotency key supplied by the caller): the tool, the tenant, the
+// call's idempotency key (derived from the run and the arguments) and the
+// arguments' digest. Builds before the comparison of arguments under a
+// supplied key keyed such calls so too (earlier). The layer computes it
+// only for calls whose arguments canonicalise (ToolCall.ArgsDigestErr).
 func Key(c *runtime.ToolCall) string {
 	return hashKey(c.Name, c.Meta.Run.Tenant, c.IdempotencyKey(), c.ArgsDigest())
 }
@@ -136,10 +137,15 @@ func hashKey(parts ...string) string {
 	return keyPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
-// key returns the store key of c, keyed on the key arguments when the layer
-// has them. A call lacking one of them is refused.
+// key returns the store key of c: keyed on the key arguments when the
+// layer has them (a call lacking one of them is refused), else on the
+// idempotency key its caller supplied, else on its run and arguments
+// (Key).
 func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
 	if len(m.KeyArgs) == 0 {
+		if m.suppliedKey(c) {
+			return hashKey("key", c.Name, c.Meta.Run.Tenant, c.Meta.IdempotencyKey), nil
+		}
 		return Key(c), nil
 	}
 	k, err := m.argsKey(c)
@@ -339,9 +345,18 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 	d := m.pollMin
 	_, resumed := runtime.ResumedCall(ctx)
 	owner := m.owners.take(key)
+	note := m.claimNote(c)
+	// retake is the note of a claim in doubt the call may take over: its
+	// arguments match the call's (or it has no note); asked for once.
+	var retake []byte
+	retaking := false
 	for {
 		asked := time.Now() // the lease runs from no earlier than this
-		g, err := m.leaser.AcquireAs(ctx, key, owner, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
+		ask := note
+		if retaking {
+			ask, retaking = retake, false
+		}
+		g, err := m.leaser.AcquireAs(ctx, key, owner, ask, m.LeaseTTL.D(), m.TTL.D(), c.Tool.RetrySafe)
 		if err != nil {
 			// The store may have applied the claim: the next attempt
 			// presents the same owner and gets it back.
@@ -353,27 +368,39 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		switch g.Status {
 		case runtime.LeaseDone:
-			res, err := m.matching(c, g.Result)
-			if err != nil {
-				return nil, err
-			}
-			// A resumed call that ran before: its stored outcome answers it.
-			*a = answerReplayed
-			runtime.VouchReplayed(ctx)
-			if err, ok := m.storedErr(res); ok {
-				c.Meta.Deduped, c.Meta.Cached = true, true
-				return nil, err
-			}
-			var out any
-			if err := jsonnum.Decode(res, &out); err != nil {
-				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-					Message: "the stored result of this call does not decode; the call did not run again", Err: err}
-			}
-			c.Meta.Deduped, c.Meta.Cached = true, true
-			return out, nil
+			return m.replay(ctx, c, g.Result, a)
 		case runtime.LeaseInDoubt:
+			if c.Tool.RetrySafe && !bytes.Equal(g.Note, ask) {
+				// The store takes a claim in doubt over only for the
+				// note it holds: the call's arguments are compared with
+				// the claimed call's here, and a call with others is
+				// refused rather than run under its key.
+				if err := m.retakes(c, g.Note); err != nil {
+					return nil, err
+				}
+				retake, retaking = g.Note, true
+				continue
+			}
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
+			l := m.leaser
+			if !g.InDoubt && m.suppliedKey(c) {
+				// Keyed so since this build: an earlier build's record of
+				// the call answers it.
+				var res []byte
+				var wait bool
+				l, res, wait, err = m.earlier(ctx, c, key, g.Token)
+				if err != nil {
+					return nil, err
+				}
+				if res != nil {
+					return m.replay(ctx, c, res, a)
+				}
+				if wait {
+					g.Remaining = 0
+					break // held there: wait, then ask again
+				}
+			}
 			if !g.InDoubt {
 				// No claim was made of the call (since its turn recorded
 				// it, for a resumed call): it never started, and runs now
@@ -387,7 +414,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				m.logger.WarnContext(ctx, "idempotent: an earlier execution stopped without an outcome; running the retry-safe tool again with the same idempotency key",
 					"tool", c.Name, "idempotency_key", c.IdempotencyKey())
 			}
-			return m.run(ctx, c, key, g.Token, asked, next)
+			return m.run(ctx, l, c, key, g.Token, asked, next)
 		}
 		// Held elsewhere: wait, then ask again.
 		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
@@ -395,6 +422,30 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		d = min(2*d, m.pollMax)
 	}
+}
+
+// replay answers c with the stored outcome res of its key, refusing it
+// when res is the outcome of a call with other arguments (matching), and
+// records in a that the store answered it.
+func (m *Idempotent) replay(ctx context.Context, c *runtime.ToolCall, res []byte, a *answer) (any, error) {
+	res, err := m.matching(c, res)
+	if err != nil {
+		return nil, err
+	}
+	// A resumed call that ran before: its stored outcome answers it.
+	*a = answerReplayed
+	runtime.VouchReplayed(ctx)
+	if err, ok := m.storedErr(res); ok {
+		c.Meta.Deduped, c.Meta.Cached = true, true
+		return nil, err
+	}
+	var out any
+	if err := jsonnum.Decode(res, &out); err != nil {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+			Message: "the stored result of this call does not decode; the call did not run again", Err: err}
+	}
+	c.Meta.Deduped, c.Meta.Cached = true, true
+	return out, nil
 }
 
 // VouchesFor implements runtime.ClaimVoucher: the layer answers for the
@@ -471,9 +522,9 @@ func (m *Idempotent) answersAt(intent runtime.ResumedIntent, now time.Time) bool
 // ran, only for a retry_safe tool, any other's is ended in doubt). A call
 // whose lease may lapse (no renewal confirmed in time) is stopped: its
 // context ends, since another process may then take the claim over.
-func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {
+func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {
 	wctx := context.WithoutCancel(ctx)
-	hold := lease.Renew(ctx, m.leaser, key, token, m.LeaseTTL.D(), asked, m.logger, "idempotent", "tool", c.Name)
+	hold := lease.Renew(ctx, l, key, token, m.LeaseTTL.D(), asked, m.logger, "idempotent", "tool", c.Name)
 	done := false
 	defer func() {
 		hold.Stop()
@@ -486,10 +537,10 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// that a duplicate finds the call in doubt at once instead of
 		// running it again.
 		if c.Tool.RetrySafe {
-			_ = m.leaser.Release(wctx, key, token)
+			_ = l.Release(wctx, key, token)
 			return
 		}
-		m.doubt(wctx, c, key, token, "panicked")
+		m.doubt(wctx, l, c, key, token, "panicked")
 	}()
 	if hold.Context().Err() != nil {
 		// The claim came too late to keep (it may lapse already: a slow
@@ -497,20 +548,20 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// started, and the claim is released, not left in doubt.
 		done = true
 		hold.Stop()
-		return nil, m.notStarted(ctx, wctx, c, key, token, hold.Lapsed())
+		return nil, m.notStarted(ctx, wctx, l, c, key, token, hold.Lapsed())
 	}
 	v, err := next(hold.Context(), c)
 	done = true
 	hold.Stop()
 	if err != nil && hold.Lapsed() && !errors.Is(err, runtime.ErrRan) {
-		err = m.lapsed(wctx, c, key, token, err)
+		err = m.lapsed(wctx, l, c, key, token, err)
 		return v, err
 	}
 	if errors.Is(err, runtime.ErrRan) {
 		// The call ran but its result is unusable: the error is its
 		// outcome, stored so that a duplicate gets it without running the
 		// tool again.
-		m.publish(ctx, c, key, token, storeErr(err))
+		m.publish(ctx, l, c, key, token, storeErr(err))
 		return v, err
 	}
 	if err != nil && (ctx.Err() != nil && !runtime.DidNotRun(err) || runtime.KindOf(err) == string(runtime.KindTimeout) ||
@@ -524,11 +575,11 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 		// effect before it stopped. The claim is ended in doubt, so that a
 		// duplicate finds the call in doubt at once instead of running it
 		// again.
-		m.doubt(wctx, c, key, token, "was cancelled, timed out, lost or left unrecorded while it ran", "error", err)
+		m.doubt(wctx, l, c, key, token, "was cancelled, timed out, lost or left unrecorded while it ran", "error", err)
 		return v, err
 	}
 	if err != nil {
-		if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
+		if rerr := l.Release(wctx, key, token); rerr != nil {
 			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a failed call failed; the call is in doubt once its lease expires",
 				"tool", c.Name, "error", rerr)
 		}
@@ -542,7 +593,7 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 			"tool", c.Name, "error", merr)
 		res = storeErr(fmt.Errorf("the result does not encode as JSON, so it was not stored: %w", merr))
 	}
-	m.publish(ctx, c, key, token, res)
+	m.publish(ctx, l, c, key, token, res)
 	return v, nil
 }
 
@@ -551,8 +602,8 @@ func (m *Idempotent) run(ctx context.Context, c *runtime.ToolCall, key string, t
 // before it could start, and returns its error, which proves it did not run
 // (runtime.DidNotRun): a store failure (lease.ErrLapsed, which a retry may
 // try again), or the caller's cancellation.
-func (m *Idempotent) notStarted(ctx, wctx context.Context, c *runtime.ToolCall, key string, token int64, lapsed bool) error {
-	if rerr := m.leaser.Release(wctx, key, token); rerr != nil {
+func (m *Idempotent) notStarted(ctx, wctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, lapsed bool) error {
+	if rerr := l.Release(wctx, key, token); rerr != nil {
 		m.logger.WarnContext(wctx, "idempotent: releasing the claim of a call not started failed; the call is in doubt once its lease expires",
 			"tool", c.Name, "error", rerr)
 	}
@@ -571,15 +622,15 @@ func (m *Idempotent) notStarted(ctx, wctx context.Context, c *runtime.ToolCall, 
 // in doubt (runtime.MayHaveRun) for a tool that is not retry_safe, and a
 // store failure (runtime.ErrStoreUnavailable, which a retry may try again)
 // for one that is.
-func (m *Idempotent) lapsed(ctx context.Context, c *runtime.ToolCall, key string, token int64, err error) error {
+func (m *Idempotent) lapsed(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, err error) error {
 	switch {
 	case runtime.DidNotRun(err) || c.Tool.RetrySafe:
-		if rerr := m.leaser.Release(ctx, key, token); rerr != nil {
+		if rerr := l.Release(ctx, key, token); rerr != nil {
 			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a stopped call failed; the call is in doubt once its lease expires",
 				"tool", c.Name, "error", rerr)
 		}
 	default:
-		m.doubt(ctx, c, key, token, "was stopped as its lease could not be renewed", "error", err)
+		m.doubt(ctx, l, c, key, token, "was stopped as its lease could not be renewed", "error", err)
 	}
 	if runtime.DidNotRun(err) {
 		return err
@@ -595,9 +646,9 @@ func (m *Idempotent) lapsed(ctx context.Context, c *runtime.ToolCall, key string
 // (which what describes) may have had its effect, so a duplicate, in any
 // process, fails in doubt at once. When the store cannot record it, the
 // claim is left to expire into doubt, as if this process had crashed.
-func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string, token int64, what string, attrs ...any) {
+func (m *Idempotent) doubt(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, what string, attrs ...any) {
 	attrs = append([]any{"tool", c.Name, "idempotency_key", c.IdempotencyKey()}, attrs...)
-	ok, err := m.leaser.Doubt(ctx, key, token, m.TTL.D())
+	ok, err := l.Doubt(ctx, key, token, m.TTL.D())
 	switch {
 	case err != nil:
 		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; recording it in doubt failed, so its key is in doubt once its lease expires",
@@ -612,11 +663,12 @@ func (m *Idempotent) doubt(ctx context.Context, c *runtime.ToolCall, key string,
 // publish stores res as the outcome of key under token, logging a failure:
 // the key is then in doubt once its lease expires. With key_args the
 // outcome is stored after the digest of the call's arguments (argsMark).
-func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key string, token int64, res []byte) {
-	if len(m.KeyArgs) > 0 {
-		res = record(storedError{Message: argsNote, Args: m.argsDigest(c), Outcome: res})
+func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, res []byte) {
+	if m.compares(c) {
+		d := m.digests(c)
+		res = record(storedError{Message: argsNote, Args: d.Args, ArgsBy: d.By, Outcome: res})
 	}
-	ok, perr := m.leaser.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
+	ok, perr := l.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
 	switch {
 	case perr != nil:
 		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",
@@ -625,59 +677,6 @@ func (m *Idempotent) publish(ctx context.Context, c *runtime.ToolCall, key strin
 		m.logger.WarnContext(ctx, "idempotent: the lease was lost while the call ran (it outlived lease_ttl without renewal); the result is not stored",
 			"tool", c.Name)
 	}
-}
-
-// argsNote is the message of a record that holds the digest of its call's
-// arguments (storedError.Args), for a build of the layer that reads the
-// record as the stored error of a call that ran, as builds before the
-// digest do: they refuse a duplicate with it rather than return the
-// outcome unchecked.
-const argsNote = "the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it"
-
-// argsDigest returns the digest of c's arguments that its record holds:
-// the digest of its canonical arguments (runtime.ToolCall.ArgsDigest),
-// those named in vary_args left out. The layer computes it only for calls
-// whose arguments canonicalise.
-func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
-	if len(m.VaryArgs) == 0 {
-		return c.ArgsDigest()
-	}
-	kept := make(map[string]any, len(c.Args))
-	for k, v := range c.Args {
-		if !slices.Contains(m.VaryArgs, k) {
-			kept[k] = v
-		}
-	}
-	b, _ := json.Marshal(jsonnum.Canonical(kept)) // a part of arguments that canonicalise
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// matching returns the outcome of the record res, refusing c when the
-// record holds the digest of other arguments than c's: the key was used by
-// another call, and its outcome is not c's. A record without a digest is
-// the outcome alone.
-func (m *Idempotent) matching(c *runtime.ToolCall, res []byte) ([]byte, error) {
-	if !bytes.HasPrefix(res, []byte(errMark)) {
-		return res, nil
-	}
-	var w struct {
-		Ran storedError `json:"!ran"`
-	}
-	if err := json.Unmarshal(res, &w); err != nil || w.Ran.Args == "" {
-		// A stored error: storedErr reads it.
-		return res, nil
-	}
-	if len(w.Ran.Outcome) == 0 {
-		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-			Message: "the stored record of this call holds no outcome; the call did not run again"}
-	}
-	if w.Ran.Args != m.argsDigest(c) {
-		return nil, &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf(
-			"the idempotency key (key_args %s) was used earlier by a call with different arguments; this call did not run, and the earlier call's outcome is not returned",
-			strings.Join(m.KeyArgs, ", "))}
-	}
-	return w.Ran.Outcome, nil
 }
 
 // errMark starts a stored outcome that is an error rather than a result:
@@ -695,13 +694,15 @@ type storedError struct {
 	// *runtime.BlockedError in it, if any (a guard blocked the result).
 	BlockedBy string `json:"blocked_by,omitempty"`
 	Block     string `json:"block,omitempty"`
-	// Args and Outcome, when set, make the record not an error but the
-	// outcome (a result, or a stored error) of a call whose arguments had
-	// the digest Args (argsDigest): key_args keys calls that differ in
-	// their other arguments alike. Message is then argsNote, for builds
-	// that do not read them.
-	Args    string          `json:"args,omitempty"`
-	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// Args, ArgsBy and Outcome, when set, make the record not an error
+	// but the outcome (a result, or a stored error) of a call whose
+	// arguments had the digests Args and ArgsBy (argDigests): key_args, or
+	// a key the caller supplied, keys calls that differ in their other
+	// arguments alike. Message is then argsNote, for builds that do not
+	// read them. Records written before ArgsBy hold Args alone.
+	Args    string            `json:"args,omitempty"`
+	ArgsBy  map[string]string `json:"args_by,omitempty"`
+	Outcome json.RawMessage   `json:"outcome,omitempty"`
 }
 
 // storeErr encodes err as a stored outcome.

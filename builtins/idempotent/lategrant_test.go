@@ -25,8 +25,8 @@ type slowGrantLeaser struct {
 	slow  *atomic.Bool
 }
 
-func (l slowGrantLeaser) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
-	g, err := l.KVLeaser.AcquireAs(ctx, key, owner, lease, keep, takeover)
+func (l slowGrantLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	g, err := l.KVLeaser.AcquireAs(ctx, key, owner, note, lease, keep, takeover)
 	if l.slow.Load() {
 		time.Sleep(l.delay) // the store's answer is late, not a synchronisation
 	}

@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,8 +157,8 @@ type askedStore struct {
 	asked chan runtime.LeaseStatus
 }
 
-func (s *askedStore) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
-	g, err := s.Leaser.AcquireAs(ctx, key, owner, lease, keep, takeover)
+func (s *askedStore) AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+	g, err := s.Leaser.AcquireAs(ctx, key, owner, note, lease, keep, takeover)
 	if err == nil {
 		select {
 		case s.asked <- g.Status:
@@ -263,4 +264,122 @@ func TestAStoredErrorIsNotGivenToOtherArguments(t *testing.T) {
 			assert.EqualValues(t, 1, calls.Load())
 		})
 	}
+}
+
+// refusedFor asserts that err refuses a reused key, naming the layer, and
+// returns its message.
+func refusedFor(t *testing.T, err error, r runtime.ToolResult) string {
+	t.Helper()
+	var blocked *runtime.BlockedError
+	require.ErrorAs(t, err, &blocked, "%v", r.Value)
+	assert.Equal(t, "idempotent", blocked.Layer)
+	assert.False(t, r.Deduped, "nothing was replayed")
+	return blocked.Message
+}
+
+// TestVaryArgsChangedBetweenDeployments: a record written before vary_args
+// gained note still answers an identical retry and one that differs only
+// in note; a retry that differs in a compared argument is refused, naming
+// that argument (and no value), on every store.
+func TestVaryArgsChangedBetweenDeployments(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			before, _ := st.replicas(t, `{"key_args": ["order_id"]}`, refunds(&calls))
+			_, after := st.replicas(t, `{"key_args": ["order_id"], "vary_args": ["note"]}`, refunds(&calls))
+			first := map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}
+			_, err := before.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: first})
+			require.NoError(t, err)
+
+			r, err := after.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: first})
+			require.NoError(t, err, "an identical retry replays")
+			assert.Equal(t, "refunded m-1", r.Value)
+			assert.True(t, r.Deduped)
+			r, err = after.Tool(bounded(t, "run-3"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "note": "again"}})
+			require.NoError(t, err, "note is in vary_args now")
+			assert.True(t, r.Deduped)
+
+			r, err = after.Tool(bounded(t, "run-4"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900, "note": "first", "express": true}})
+			msg := refusedFor(t, err, r)
+			assert.Contains(t, msg, "different arguments (amount, express)")
+			assert.NotContains(t, err.Error(), "900")
+			assert.NotContains(t, msg, "note")
+			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
+		})
+	}
+}
+
+// singleDigestRecord stores under the key of order m-1 the record the
+// layer wrote before it kept a digest per argument: the outcome after one
+// digest of the arguments, those in vary then left out.
+func singleDigestRecord(t *testing.T, kv runtime.KV, args map[string]any, vary ...string) {
+	t.Helper()
+	kept := map[string]any{}
+	for k, v := range args {
+		if !slices.Contains(vary, k) {
+			kept[k] = v
+		}
+	}
+	layer := &idempotent.Idempotent{KeyArgs: []string{"order_id"}}
+	c := &runtime.ToolCall{Name: "refund", Tool: &runtime.ToolInfo{SideEffecting: true}, Args: args}
+	k, ok := layer.ToolKey(c)
+	require.True(t, ok)
+	digest := (&runtime.ToolCall{Args: kept}).ArgsDigest()
+	rec := fmt.Sprintf(`{"\u0021ran":{"message":"the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it","args":%q,"outcome":"refunded m-1 earlier"}}`, digest)
+	published(t, kv, idempotent.KeyPrefix+k, rec)
+}
+
+// published stores rec as the outcome of key in kv, as a build of the
+// layer did.
+func published(t *testing.T, kv runtime.KV, key, rec string) {
+	t.Helper()
+	l, ctx := leaser(kv), context.Background()
+	g, err := l.Acquire(ctx, key, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	ok, err := l.Publish(ctx, key, g.Token, []byte(rec), time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// TestASingleDigestRecordAfterVaryArgsChanged: a record holding one digest
+// of its call's arguments (written before the digest per argument) answers
+// a call that matches it on the arguments its vary_args of then compared,
+// whatever vary_args says now. A call it cannot match is refused; where
+// vary_args names arguments now, the refusal does not claim they differ,
+// as the record cannot tell whether only those do.
+func TestASingleDigestRecordAfterVaryArgsChanged(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			first := map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}
+			singleDigestRecord(t, st.a, first)
+			_, widened := st.replicas(t, `{"key_args": ["order_id"], "vary_args": ["note"]}`, refunds(&calls))
+			r, err := widened.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: first})
+			require.NoError(t, err, "an identical retry replays after note joined vary_args")
+			assert.Equal(t, "refunded m-1 earlier", r.Value)
+			assert.True(t, r.Deduped)
+
+			r, err = widened.Tool(bounded(t, "run-3"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "note": "again"}})
+			msg := refusedFor(t, err, r)
+			assert.NotContains(t, msg, "different arguments", "the record cannot tell that more than note differs")
+			assert.Contains(t, msg, "vary_args (note)")
+			assert.Contains(t, msg, "cannot tell")
+
+			strict, _ := st.replicas(t, `{"key_args": ["order_id"]}`, refunds(&calls))
+			r, err = strict.Tool(bounded(t, "run-4"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900, "note": "first"}})
+			assert.Contains(t, refusedFor(t, err, r), "different arguments", "without vary_args only an argument that differs explains it")
+			assert.Zero(t, calls.Load())
+		})
+	}
+	t.Run("narrowed", func(t *testing.T) {
+		var calls atomic.Int64
+		kv := runtime.NewMemoryKV()
+		singleDigestRecord(t, kv, map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}, "note")
+		pl, _ := mismatchStore{"memory", kv, kv}.replicas(t, `{"key_args": ["order_id"]}`, refunds(&calls))
+		r, err := pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}})
+		require.NoError(t, err, "an identical retry replays after note left vary_args")
+		assert.True(t, r.Deduped)
+		assert.Zero(t, calls.Load())
+	})
 }

@@ -32,7 +32,10 @@
 //     that made it with its token (column owner): lease_acquire_as gives an
 //     attempt that asks again, after an answer it never got, its own claim
 //     back. Doubt is an UPDATE that ends the claim's lease now, so a build
-//     that predates it reads the claim as an expired lease: in doubt.
+//     that predates it reads the claim as an expired lease: in doubt. A
+//     claim keeps its caller's note (column note, schema version 10):
+//     lease_acquire_noted locks a pending claim's row, returns its note
+//     and takes a claim in doubt over only for the same note.
 //   - runtime.Budgeter: table ledger (the charges) and table reservation
 //     (one row per call in flight: its estimate and the end of its lease).
 //     A reservation is one call of the function budget_reserve, which

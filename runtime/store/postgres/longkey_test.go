@@ -46,7 +46,7 @@ func TestAValueTooLongToIndexIsNamed(t *testing.T) {
 	check(t, err, "postgres audit append: "+tooLong("run id"))
 	err = s.Append(ctx, runtime.AuditRecord{Time: time.Now(), RunID: "run-1", Tool: long, Phase: runtime.PhaseIntent})
 	check(t, err, "postgres audit append: "+tooLong("tool name"))
-	_, err = s.AcquireAs(ctx, long, "n1", time.Minute, time.Hour, false)
+	_, err = s.AcquireAs(ctx, long, "n1", nil, time.Minute, time.Hour, false)
 	check(t, err, "postgres lease: "+tooLong("key"))
 	check(t, s.Set(ctx, long, []byte("v"), time.Hour), "postgres set: "+tooLong("key"))
 	_, err = s.SetIfAbsent(ctx, long, []byte("v"), time.Hour)

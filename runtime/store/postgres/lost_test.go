@@ -149,7 +149,7 @@ func TestAClaimsWritesSurviveACutConnection(t *testing.T) {
 	assert.True(t, ok)
 
 	cut()
-	g, err = s.AcquireAs(ctx, "owned", "attempt-1", time.Minute, time.Hour, false)
+	g, err = s.AcquireAs(ctx, "owned", "attempt-1", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err, "a claim with an owner is asked for again")
 	assert.Equal(t, runtime.LeaseAcquired, g.Status)
 

@@ -30,7 +30,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -475,6 +475,37 @@ ALTER TABLE %[1]s.rate ADD COLUMN IF NOT EXISTS interval_us bigint;
 -- they write, go on appending beside.
 ALTER TABLE %[1]s.audit ADD COLUMN IF NOT EXISTS record uuid;
 CREATE UNIQUE INDEX IF NOT EXISTS audit_record ON %[1]s.audit (record) WHERE record IS NOT NULL;
+`, `
+-- A claim keeps a note of its call (runtime.Leaser.AcquireAs: the digest
+-- of its arguments), returned to a caller that finds it held or in doubt;
+-- a claim in doubt is taken over only by a caller with the same note (none
+-- and empty alike). The claim row is locked before lease_acquire_as looks
+-- at it, so that its note cannot change in between; a published result is
+-- still read without a lock. NULL in the claims of older builds, whose
+-- lease_acquire_as goes on working beside (and takes a claim over
+-- whatever its note).
+ALTER TABLE %[1]s.lease ADD COLUMN IF NOT EXISTS note bytea;
+CREATE FUNCTION %[1]s.lease_acquire_noted(k text, o text, n bytea, lease_us bigint, keep_us bigint, takeover boolean,
+	OUT status int, OUT tok bigint, OUT in_doubt boolean, OUT res bytea, OUT remaining_us bigint, OUT found_note bytea)
+LANGUAGE plpgsql AS $$
+DECLARE
+	held bytea;
+	take boolean := takeover;
+BEGIN
+	IF take THEN
+		SELECT coalesce(l.note, ''::bytea) INTO held FROM %[1]s.lease l WHERE l.key = k AND l.state = 'pending' FOR UPDATE;
+		IF FOUND AND held <> coalesce(n, ''::bytea) THEN
+			take := false;
+		END IF;
+	END IF;
+	SELECT a.status, a.tok, a.in_doubt, a.res, a.remaining_us INTO status, tok, in_doubt, res, remaining_us
+		FROM %[1]s.lease_acquire_as(k, o, lease_us, keep_us, take) AS a;
+	IF status = 0 THEN
+		UPDATE %[1]s.lease SET note = nullif(n, ''::bytea) WHERE key = k AND token = tok;
+	ELSIF status IN (1, 3) THEN
+		SELECT l.note INTO found_note FROM %[1]s.lease l WHERE l.key = k;
+	END IF;
+END $$;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -743,13 +774,13 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// Acquire implements runtime.Leaser: one call of lease_acquire_as.
+// Acquire implements runtime.Leaser: one call of lease_acquire_noted.
 func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
-	return s.AcquireAs(ctx, key, "", lease, keep, takeover)
+	return s.AcquireAs(ctx, key, "", nil, lease, keep, takeover)
 }
 
-// AcquireAs implements runtime.Leaser: one call of lease_acquire_as.
-func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+// AcquireAs implements runtime.Leaser: one call of lease_acquire_noted.
+func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var (
@@ -758,8 +789,8 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep ti
 		remaining int64
 	)
 	acquire := func() error {
-		return s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us FROM §.lease_acquire_as($1, $2, $3, $4, $5)`),
-			key, owner, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining)
+		return s.pool.QueryRow(ctx, s.q(`SELECT status, tok, in_doubt, res, remaining_us, found_note FROM §.lease_acquire_noted($1, $2, $3, $4, $5, $6)`),
+			key, owner, note, max(lease.Microseconds(), 1), ttlArg(keep), takeover).Scan(&status, &g.Token, &g.InDoubt, &g.Result, &remaining, &g.Note)
 	}
 	err := acquire()
 	// A claim whose connection failed under it (see fenced) is asked for

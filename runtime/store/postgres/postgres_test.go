@@ -23,6 +23,7 @@ func TestPorts(t *testing.T) {
 	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, s) })
 	t.Run("LeaserOwner", func(t *testing.T) { storetest.LeaserOwner(t, s) })
+	t.Run("LeaserNote", func(t *testing.T) { storetest.LeaserNote(t, s) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("RateLimiterRescale", func(t *testing.T) { storetest.RateLimiterRescale(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })

@@ -318,8 +318,11 @@ func nextStreamID(id string) (string, error) {
 // and rates by one time.
 var (
 	// KEYS: record, fence counter. ARGV: lease ms, keep ms, takeover,
-	// owner ('' none). Returns {status, token, in_doubt, result or
-	// remaining ms}. A claim lives keep but never less than its lease, so a
+	// owner ('' none), note ('' none). Returns {status, token, in_doubt,
+	// result or remaining ms, the note of a claim held or in doubt}. A
+	// claim keeps its note (field note) until an outcome replaces it; a
+	// claim in doubt is taken over only by a caller with the same note
+	// (none and empty alike), else the answer is in doubt with its note. A claim lives keep but never less than its lease, so a
 	// claim renewed past keep is not dropped and claimed again. A claim
 	// records its owner with its token (field owner, "<owner> <token>"):
 	// the same owner asking again gets the claim, its lease running from
@@ -339,12 +342,13 @@ local function fence()
   end
   return string.format('%.0f', redis.call('INCR', KEYS[2]))
 end
-local lease, keep, owner = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4] or ''
-local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result', 'owner')
+local lease, keep, owner, note = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4] or '', ARGV[5] or ''
+local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result', 'owner', 'note')
 if not st[1] then
   local tok = fence()
   redis.call('HSET', KEYS[1], 'state', 'pending', 'token', tok, 'until', now + lease)
   if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) end
+  if note ~= '' then redis.call('HSET', KEYS[1], 'note', note) end
   if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
   return {0, tonumber(tok), 0, ''}
 end
@@ -356,8 +360,8 @@ if owner ~= '' and st[5] == owner .. ' ' .. st[2] then
   return {0, tonumber(st[2]), 0, ''}
 end
 local untl = tonumber(st[3])
-if untl > now then return {1, 0, 0, tostring(untl - now)} end
-if ARGV[3] ~= '1' then return {3, 0, 0, ''} end
+if untl > now then return {1, 0, 0, tostring(untl - now), st[6] or ''} end
+if ARGV[3] ~= '1' or (st[6] or '') ~= note then return {3, 0, 0, '', st[6] or ''} end
 local tok = fence()
 redis.call('HSET', KEYS[1], 'token', tok, 'until', now + lease)
 if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) else redis.call('HDEL', KEYS[1], 'owner') end
@@ -594,22 +598,22 @@ func ms(d time.Duration) int64 {
 
 // Acquire implements runtime.Leaser in one script call.
 func (s *Store) Acquire(ctx context.Context, key string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
-	return s.AcquireAs(ctx, key, "", lease, keep, takeover)
+	return s.AcquireAs(ctx, key, "", nil, lease, keep, takeover)
 }
 
 // AcquireAs implements runtime.Leaser in one script call.
-func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
+func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (runtime.LeaseGrant, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	tk := "0"
 	if takeover {
 		tk = "1"
 	}
-	v, err := acquireScript.Run(ctx, s.c, []string{s.k(key), s.prefix + "fence"}, ms(lease), ms(keep), tk, owner).Slice()
+	v, err := acquireScript.Run(ctx, s.c, []string{s.k(key), s.prefix + "fence"}, ms(lease), ms(keep), tk, owner, note).Slice()
 	if err != nil {
 		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: %w", err)
 	}
-	if len(v) != 4 {
+	if len(v) != 4 && len(v) != 5 {
 		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: unexpected reply %v", v)
 	}
 	status, _ := v[0].(int64)
@@ -623,6 +627,11 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, lease, keep ti
 	case runtime.LeaseHeld:
 		n, _ := strconv.ParseInt(extra, 10, 64)
 		g.Remaining = time.Duration(n) * time.Millisecond
+	}
+	if len(v) == 5 {
+		if n, _ := v[4].(string); n != "" {
+			g.Note = []byte(n)
+		}
 	}
 	return g, nil
 }

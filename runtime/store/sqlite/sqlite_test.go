@@ -136,6 +136,7 @@ func TestPortContracts(t *testing.T) {
 	defer s.Close()
 	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
+	t.Run("LeaserNote", func(t *testing.T) { storetest.LeaserNote(t, runtime.NewKVLeaser(s)) })
 	t.Run("Audit", func(t *testing.T) { storetest.Audit(t, s, s.Records) })
 }
 

@@ -210,7 +210,7 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 func leaserDoubt(t *testing.T, l runtime.Leaser) {
 	ctx := context.Background()
 	k := Key(t, "doubted")
-	g, err := l.AcquireAs(ctx, k, "n1", time.Hour, time.Hour, false)
+	g, err := l.AcquireAs(ctx, k, "n1", nil, time.Hour, time.Hour, false)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	tok := g.Token
@@ -224,7 +224,7 @@ func leaserDoubt(t *testing.T, l runtime.Leaser) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	for _, owner := range []string{"", "n1"} {
-		g, err = l.AcquireAs(ctx, k, owner, time.Hour, time.Hour, false)
+		g, err = l.AcquireAs(ctx, k, owner, nil, time.Hour, time.Hour, false)
 		require.NoError(t, err)
 		assert.Equal(t, runtime.LeaseInDoubt, g.Status, "in doubt at once, for owner %q too", owner)
 	}
@@ -265,6 +265,69 @@ func leaserDoubt(t *testing.T, l runtime.Leaser) {
 	assert.False(t, g.InDoubt)
 }
 
+// LeaserNote checks the notes of claims (AcquireAs): a claim keeps its
+// note while held, renewed and ended in doubt, and returns it to a caller
+// that finds it so; a claim in doubt is taken over only with its note (a
+// caller with another is answered in doubt, the claim untouched), and one
+// without a note only without one.
+func LeaserNote(t *testing.T, l runtime.Leaser) {
+	ctx := context.Background()
+	k := Key(t, "noted")
+	g, err := l.AcquireAs(ctx, k, "n1", []byte(`{"args":"nine"}`), time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	tok := g.Token
+	ok, err := l.Renew(ctx, k, tok, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = l.AcquireAs(ctx, k, "n2", []byte(`{"args":"900"}`), time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status)
+	assert.Equal(t, `{"args":"nine"}`, string(g.Note), "a claim held tells its note")
+	ok, err = l.Doubt(ctx, k, tok, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	g, err = l.AcquireAs(ctx, k, "n2", []byte(`{"args":"900"}`), time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "another note does not take it over")
+	assert.Equal(t, `{"args":"nine"}`, string(g.Note))
+	g, err = l.Acquire(ctx, k, time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "nor does none")
+	g, err = l.AcquireAs(ctx, k, "n3", []byte(`{"args":"nine"}`), time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "without takeover, in doubt")
+	assert.Equal(t, `{"args":"nine"}`, string(g.Note))
+
+	g, err = l.AcquireAs(ctx, k, "n3", []byte(`{"args":"nine"}`), time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status, "its own note takes it over")
+	assert.True(t, g.InDoubt)
+	ok, err = l.Doubt(ctx, k, g.Token, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = l.AcquireAs(ctx, k, "n4", nil, time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "the claim taken over keeps the note")
+	assert.Equal(t, `{"args":"nine"}`, string(g.Note))
+
+	bare := Key(t, "bare")
+	g, err = l.Acquire(ctx, bare, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseAcquired, g.Status)
+	ok, err = l.Doubt(ctx, bare, g.Token, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = l.AcquireAs(ctx, bare, "n5", []byte(`{"args":"nine"}`), time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "a claim without a note is taken over only without one")
+	assert.Nil(t, g.Note)
+	g, err = l.AcquireAs(ctx, bare, "n5", nil, time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseAcquired, g.Status)
+}
+
 // LeaserOwner checks AcquireAs: an attempt that asks again with its owner
 // nonce (its first answer was lost) gets its claim back, with its token and
 // without doubt, even after the claim's lease ended; any other caller finds
@@ -272,22 +335,22 @@ func leaserDoubt(t *testing.T, l runtime.Leaser) {
 func LeaserOwner(t *testing.T, l runtime.Leaser) {
 	ctx := context.Background()
 	k := Key(t, "owned")
-	g, err := l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	g, err := l.AcquireAs(ctx, k, "n1", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	tok := g.Token
-	again, err := l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	again, err := l.AcquireAs(ctx, k, "n1", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseGrant{Status: runtime.LeaseAcquired, Token: tok}, again, "the attempt asking again gets its claim")
 	for _, owner := range []string{"n2", ""} {
-		g, err = l.AcquireAs(ctx, k, owner, time.Minute, time.Hour, true)
+		g, err = l.AcquireAs(ctx, k, owner, nil, time.Minute, time.Hour, true)
 		require.NoError(t, err)
 		assert.Equal(t, runtime.LeaseHeld, g.Status, "another owner %q finds it held", owner)
 	}
 	ok, err := l.Publish(ctx, k, tok, []byte(`"R"`), time.Hour)
 	require.NoError(t, err)
 	assert.True(t, ok)
-	g, err = l.AcquireAs(ctx, k, "n1", time.Minute, time.Hour, false)
+	g, err = l.AcquireAs(ctx, k, "n1", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseDone, g.Status, "a published result is replayed, whoever asks")
 
@@ -295,24 +358,24 @@ func LeaserOwner(t *testing.T, l runtime.Leaser) {
 	// for it (nothing ran under a claim whose token it never learned).
 	d := Key(t, "owned-expired")
 	tok = expiredClaim(t, l, d, "n3")
-	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, false)
+	g, err = l.AcquireAs(ctx, d, "other", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
-	g, err = l.AcquireAs(ctx, d, "n3", time.Minute, time.Hour, false)
+	g, err = l.AcquireAs(ctx, d, "n3", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseGrant{Status: runtime.LeaseAcquired, Token: tok}, g)
-	g, err = l.AcquireAs(ctx, d, "other", time.Minute, time.Hour, true)
+	g, err = l.AcquireAs(ctx, d, "other", nil, time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseHeld, g.Status, "its lease runs again from the second answer")
 
 	// Taken over after its lease ended: no longer the attempt's.
 	x := Key(t, "owned-taken")
 	expiredClaim(t, l, x, "n4")
-	g, err = l.AcquireAs(ctx, x, "n5", time.Minute, time.Hour, true)
+	g, err = l.AcquireAs(ctx, x, "n5", nil, time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	assert.True(t, g.InDoubt)
-	g, err = l.AcquireAs(ctx, x, "n4", time.Minute, time.Hour, true)
+	g, err = l.AcquireAs(ctx, x, "n4", nil, time.Minute, time.Hour, true)
 	require.NoError(t, err)
 	assert.Equal(t, runtime.LeaseHeld, g.Status, "the claim taken over belongs to its new holder")
 }
@@ -320,7 +383,7 @@ func LeaserOwner(t *testing.T, l runtime.Leaser) {
 // expiredClaim claims key under owner for 50 ms and returns its token once
 // that lease has ended.
 func expiredClaim(t *testing.T, l runtime.Leaser, key, owner string) int64 {
-	g, err := l.AcquireAs(context.Background(), key, owner, 50*time.Millisecond, time.Hour, false)
+	g, err := l.AcquireAs(context.Background(), key, owner, nil, 50*time.Millisecond, time.Hour, false)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status)
 	time.Sleep(120 * time.Millisecond)
@@ -337,14 +400,14 @@ func LeaserLostReply(t *testing.T, direct, via runtime.Leaser, p *Proxy) {
 	_, err := via.Acquire(ctx, "warm", time.Minute, time.Hour, false) // the server knows the script or statement
 	require.NoError(t, err)
 	p.LoseNextReply()
-	g, err := via.AcquireAs(ctx, "refund", "attempt-1", time.Minute, time.Hour, false)
+	g, err := via.AcquireAs(ctx, "refund", "attempt-1", nil, time.Minute, time.Hour, false)
 	if err == nil {
 		require.Equal(t, runtime.LeaseAcquired, g.Status, "asked again, the attempt got its claim")
 	}
 	g, err = direct.Acquire(ctx, "refund", time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseHeld, g.Status, "the server applied the claim")
-	g, err = via.AcquireAs(ctx, "refund", "attempt-1", time.Minute, time.Hour, false)
+	g, err = via.AcquireAs(ctx, "refund", "attempt-1", nil, time.Minute, time.Hour, false)
 	require.NoError(t, err)
 	require.Equal(t, runtime.LeaseAcquired, g.Status, "the attempt asking again gets its claim")
 	assert.False(t, g.InDoubt)

@@ -12,6 +12,7 @@ func TestMemoryStore(t *testing.T) {
 	t.Run("KV", func(t *testing.T) { storetest.KV(t, s) })
 	t.Run("Leaser", func(t *testing.T) { storetest.Leaser(t, runtime.NewKVLeaser(s)) })
 	t.Run("LeaserOwner", func(t *testing.T) { storetest.LeaserOwner(t, runtime.NewKVLeaser(s)) })
+	t.Run("LeaserNote", func(t *testing.T) { storetest.LeaserNote(t, runtime.NewKVLeaser(s)) })
 	t.Run("RateLimiter", func(t *testing.T) { storetest.RateLimiter(t, s) })
 	t.Run("RateLimiterRescale", func(t *testing.T) { storetest.RateLimiterRescale(t, s) })
 	t.Run("RateLimiterExact", func(t *testing.T) { storetest.RateLimiterExact(t, s) })

@@ -1,0 +1,369 @@
+package idempotent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentc-dev/agentc/internal/jsonnum"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// argsNote is the message of a record that holds the digest of its call's
+// arguments (storedError.Args), for a build of the layer that reads the
+// record as the stored error of a call that ran, as builds before the
+// digest do: they refuse a duplicate with it rather than return the
+// outcome unchecked.
+const argsNote = "the outcome was stored with the digest of its call's arguments, which this build cannot compare; a later build replays it"
+
+// argDigests is what a record, or a claim, holds of its call's arguments.
+type argDigests struct {
+	// Args is the digest of the arguments, those in vary_args left out
+	// (argsDigest): the one digest records held before By, and still
+	// hold for the builds that read only it.
+	Args string `json:"args,omitempty"`
+	// By holds the digest of each top-level argument, by its name, every
+	// argument included: a call is compared on the arguments vary_args
+	// names at the time it is compared, not when it was recorded.
+	By map[string]string `json:"by,omitempty"`
+}
+
+// digests returns the digests of c's arguments. The layer computes them
+// only for calls whose arguments canonicalise.
+func (m *Idempotent) digests(c *runtime.ToolCall) argDigests {
+	by := make(map[string]string, len(c.Args))
+	for k, v := range c.Args {
+		by[k] = digestOf(v)
+	}
+	return argDigests{Args: m.argsDigest(c), By: by}
+}
+
+// digestOf is the hex SHA-256 of v's canonical JSON (equal numbers
+// alike, as in the arguments' digest). v is a part of arguments that
+// canonicalise.
+func digestOf(v any) string {
+	b, _ := json.Marshal(jsonnum.Canonical(v))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// argsDigest returns the one digest of c's arguments that records hold:
+// the digest of its canonical arguments (runtime.ToolCall.ArgsDigest),
+// those named in vary_args left out.
+func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
+	if len(m.VaryArgs) == 0 {
+		return c.ArgsDigest()
+	}
+	return digestWithout(c.Args, func(k string) bool { return slices.Contains(m.VaryArgs, k) })
+}
+
+// digestWithout is the digest of args, those left out by skip.
+func digestWithout(args map[string]any, skip func(string) bool) string {
+	kept := make(map[string]any, len(args))
+	for k, v := range args {
+		if !skip(k) {
+			kept[k] = v
+		}
+	}
+	return digestOf(kept)
+}
+
+// verdict is how a call compares with the call whose digests a record or
+// a claim holds.
+type verdict int
+
+const (
+	// same: they match on every argument compared; the record answers
+	// the call.
+	same verdict = iota
+	// differs: they differ in a compared argument (named when the record
+	// holds a digest per argument).
+	differs
+	// unsure: the record holds one digest, which the call does not match,
+	// and vary_args names arguments now: the record cannot tell whether
+	// only those differ (vary_args changed since it was written) or
+	// others too.
+	unsure
+)
+
+// maxSubsets bounds the arguments whose subsets compare tries on a record
+// holding one digest (2^12 digests at most, on a refusal path only), and
+// maxSubsetBytes the bytes it hashes doing so (the arguments' canonical
+// JSON once per subset): beyond either, it tries none but all of them and
+// those vary_args names now.
+const (
+	maxSubsets     = 12
+	maxSubsetBytes = 16 << 20
+)
+
+// compare compares c with the call whose digests d a record or a claim
+// holds, returning the names of the compared arguments that differ when d
+// holds a digest per argument.
+//
+// With a digest per argument, the arguments compared are those of either
+// call that vary_args does not name now. With one digest, taken with the
+// vary_args of then (unknown now), the call matches when leaving some of
+// its arguments other than key_args out gives that digest: it then
+// matches the recorded call on every argument that was compared then,
+// which is what the record can say, whatever vary_args names now (an
+// identical retry always matches).
+func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []string) {
+	if d.By != nil {
+		mine := m.digests(c).By
+		var diff []string
+		for _, k := range slices.Sorted(maps.Keys(mergeKeys(mine, d.By))) {
+			if !slices.Contains(m.VaryArgs, k) && mine[k] != d.By[k] {
+				diff = append(diff, k)
+			}
+		}
+		if len(diff) > 0 {
+			return differs, diff
+		}
+		return same, nil
+	}
+	if d.Args == m.argsDigest(c) || d.Args == c.ArgsDigest() {
+		return same, nil
+	}
+	var free []string
+	for k := range c.Args {
+		if !slices.Contains(m.KeyArgs, k) {
+			free = append(free, k)
+		}
+	}
+	if b, _ := json.Marshal(jsonnum.Canonical(c.Args)); len(free) <= maxSubsets && len(b)<<len(free) <= maxSubsetBytes {
+		for set := 1; set < 1<<len(free); set++ {
+			left := func(k string) bool {
+				i := slices.Index(free, k)
+				return i >= 0 && set&(1<<i) != 0
+			}
+			if digestWithout(c.Args, left) == d.Args {
+				return same, nil
+			}
+		}
+	}
+	if len(m.VaryArgs) > 0 {
+		return unsure, nil
+	}
+	return differs, nil
+}
+
+// mergeKeys returns a set of the keys of a and b.
+func mergeKeys(a, b map[string]string) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// keyLabel names the key a refusal speaks of.
+func (m *Idempotent) keyLabel() string {
+	if len(m.KeyArgs) > 0 {
+		return "the idempotency key (key_args " + strings.Join(m.KeyArgs, ", ") + ")"
+	}
+	return "the idempotency key the caller supplied"
+}
+
+// refusal is the error of a call refused because the call whose digests
+// a record (or a claim: claimed) holds differs from it (compare).
+func (m *Idempotent) refusal(v verdict, diff []string, claimed bool) error {
+	earlier := "was used earlier by a call"
+	tail := "; this call did not run, and the earlier call's outcome is not returned"
+	if claimed {
+		earlier = "is claimed by a call that stopped without an outcome (in doubt),"
+		tail = "; this call did not run in its place"
+	}
+	var msg string
+	switch {
+	case v == unsure:
+		msg = fmt.Sprintf("%s %s whose arguments this call does not match: its record holds one digest of them, taken with the vary_args of then, and cannot tell whether only arguments vary_args (%s) names now differ%s (a call with the earlier call's arguments gets it)",
+			m.keyLabel(), earlier, strings.Join(m.VaryArgs, ", "), tail)
+	case len(diff) > 0:
+		msg = fmt.Sprintf("%s %s with different arguments (%s)%s", m.keyLabel(), earlier, strings.Join(diff, ", "), tail)
+	default:
+		msg = fmt.Sprintf("%s %s with different arguments%s", m.keyLabel(), earlier, tail)
+	}
+	return &runtime.BlockedError{Layer: m.name, Message: msg}
+}
+
+// claimNote is the note the layer keeps with a claim of c when it
+// compares arguments under its key (compares): c's digests, so that a call
+// with other arguments never takes the claim over once it is in doubt
+// (retakes). nil when the key holds every argument's digest.
+func (m *Idempotent) claimNote(c *runtime.ToolCall) []byte {
+	if !m.compares(c) {
+		return nil
+	}
+	b, _ := json.Marshal(m.digests(c)) // strings only: cannot fail
+	return b
+}
+
+// retakes checks that c may take over a claim in doubt whose note is
+// note: one made by a call with c's arguments (compare), or without a
+// note (by a build before notes, or without key_args), which is taken over
+// as before. A note that does not decode leaves the call in doubt.
+func (m *Idempotent) retakes(c *runtime.ToolCall, note []byte) error {
+	if len(note) == 0 {
+		return nil
+	}
+	var d argDigests
+	if err := json.Unmarshal(note, &d); err != nil || d.Args == "" && d.By == nil {
+		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	}
+	if v, diff := m.compare(c, d); v != same {
+		return m.refusal(v, diff, true)
+	}
+	return nil
+}
+
+// compares reports whether c's key may be used by calls with other
+// arguments, which the layer then compares with c's (its record and its
+// claim hold c's digests): with key_args, or under an idempotency key the
+// caller supplied (suppliedKey). A key derived from the run holds the
+// arguments' digest.
+func (m *Idempotent) compares(c *runtime.ToolCall) bool {
+	return len(m.KeyArgs) > 0 || m.suppliedKey(c)
+}
+
+// suppliedKey reports whether c, without key_args, is keyed on the
+// idempotency key its caller supplied (runtime.Meta.IdempotencyKeySupplied):
+// the key names one call, as a payment API's does, and a call that reuses
+// it with other arguments is refused, never run under it nor answered
+// with the other call's outcome.
+func (m *Idempotent) suppliedKey(c *runtime.ToolCall) bool {
+	return len(m.KeyArgs) == 0 && c.Meta.IdempotencyKeySupplied()
+}
+
+// earlier looks for the outcome of c, keyed on the idempotency key its
+// caller supplied and claimed afresh under key (token), that a build
+// before this keying stored under the key that held its arguments' digest
+// too (Key): a call retried across the upgrade must not run again. It
+// claims that key without a takeover, as any claim. Free, the claim is
+// kept while c runs (l: twin), so that a replica of the earlier build
+// meets c there, as c would meet it. An outcome there is published under
+// key (with c's digests, so that other arguments are refused from then
+// on) and returned; a claim held there (an earlier build's replica runs
+// the call) releases key, and wait asks the caller to ask again later; a
+// claim in doubt there leaves c in doubt (key too, under its note), unless
+// its tool is retry_safe, when it runs under key with the same
+// idempotency key.
+func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key string, token int64) (l runtime.Leaser, res []byte, wait bool, err error) {
+	old := Key(c)
+	wctx := context.WithoutCancel(ctx)
+	owner := m.owners.take(old)
+	g, err := m.leaser.AcquireAs(ctx, old, owner, nil, m.LeaseTTL.D(), m.TTL.D(), false)
+	if err != nil {
+		m.owners.leave(old, owner, m.clock.Now(), max(m.TTL.D(), m.LeaseTTL.D()))
+		m.release(wctx, c, key, token)
+		if ctx.Err() != nil {
+			return nil, nil, false, ctx.Err()
+		}
+		return nil, nil, false, m.storeErr("look up the call's record of an earlier build", err)
+	}
+	switch g.Status {
+	case runtime.LeaseAcquired:
+		return &twin{Leaser: m.leaser, old: old, token: g.Token}, nil, false, nil
+	case runtime.LeaseDone:
+		m.publish(ctx, m.leaser, c, key, token, g.Result)
+		return nil, g.Result, false, nil
+	case runtime.LeaseHeld:
+		m.release(wctx, c, key, token)
+		return nil, nil, true, nil
+	}
+	if c.Tool.RetrySafe {
+		return m.leaser, nil, false, nil
+	}
+	m.doubt(wctx, m.leaser, c, key, token, "was claimed by an earlier build and is in doubt there")
+	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// twin is the layer's store as a call keyed on a supplied key sees it
+// while it also holds, under token, the claim of its key of an earlier
+// build (old; earlier): what the call does to its claim (renew, publish,
+// release, end in doubt) is done to that one too. A replica of the
+// earlier build finds the call claimed while it runs, then its outcome
+// with the arguments' digests (which a build that reads the digest
+// replays, and one before it refuses a duplicate with: argsNote), or in
+// doubt. A renewal holds only when both claims are renewed.
+type twin struct {
+	runtime.Leaser
+	old   string
+	token int64
+}
+
+// Renew implements runtime.Leaser.
+func (t *twin) Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error) {
+	ok, err := t.Leaser.Renew(ctx, key, token, lease)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.Leaser.Renew(ctx, t.old, t.token, lease)
+}
+
+// Publish implements runtime.Leaser.
+func (t *twin) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	ok, err := t.Leaser.Publish(ctx, key, token, result, keep)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.Leaser.Publish(ctx, t.old, t.token, result, keep)
+}
+
+// Release implements runtime.Leaser.
+func (t *twin) Release(ctx context.Context, key string, token int64) error {
+	return errors.Join(t.Leaser.Release(ctx, key, token), t.Leaser.Release(ctx, t.old, t.token))
+}
+
+// Doubt implements runtime.Leaser.
+func (t *twin) Doubt(ctx context.Context, key string, token int64, keep time.Duration) (bool, error) {
+	ok, err := t.Leaser.Doubt(ctx, key, token, keep)
+	if err != nil || !ok {
+		return ok, err
+	}
+	return t.Leaser.Doubt(ctx, t.old, t.token, keep)
+}
+
+// release drops the claim (key, token) of c, which did not run, logging a
+// failure: the key is then in doubt once its lease expires.
+func (m *Idempotent) release(ctx context.Context, c *runtime.ToolCall, key string, token int64) {
+	if err := m.leaser.Release(ctx, key, token); err != nil {
+		m.logger.WarnContext(ctx, "idempotent: releasing a claim of a call that did not run failed; its key is in doubt once its lease expires",
+			"tool", c.Name, "error", err)
+	}
+}
+
+// matching returns the outcome of the record res, refusing c when the
+// record holds the digests of other arguments than c's (compare): the key
+// was used by another call, and its outcome is not c's. A record without
+// a digest is the outcome alone.
+func (m *Idempotent) matching(c *runtime.ToolCall, res []byte) ([]byte, error) {
+	if !bytes.HasPrefix(res, []byte(errMark)) {
+		return res, nil
+	}
+	var w struct {
+		Ran storedError `json:"!ran"`
+	}
+	if err := json.Unmarshal(res, &w); err != nil || w.Ran.Args == "" && w.Ran.ArgsBy == nil {
+		// A stored error: storedErr reads it.
+		return res, nil
+	}
+	if len(w.Ran.Outcome) == 0 {
+		return nil, &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+			Message: "the stored record of this call holds no outcome; the call did not run again"}
+	}
+	if v, diff := m.compare(c, argDigests{Args: w.Ran.Args, By: w.Ran.ArgsBy}); v != same {
+		return nil, m.refusal(v, diff, false)
+	}
+	return w.Ran.Outcome, nil
+}

@@ -1,0 +1,131 @@
+package idempotent_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/idempotent"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// TestASuppliedKeyReusedWithOtherArgumentsIsRefused: without key_args, an
+// idempotency key the caller supplied names one call, as a payment API's
+// does: reused with other arguments, on either replica and every store,
+// the call is refused, naming the arguments that differ and none of the
+// values, and neither runs nor gets the first call's result. The same
+// arguments get the stored result; another key runs.
+func TestASuppliedKeyReusedWithOtherArgumentsIsRefused(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			a, b := st.replicas(t, `{}`, refunds(&calls))
+			nine := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9}, IdempotencyKey: "job-7"}
+			r, err := a.Tool(ctx1, nine)
+			require.NoError(t, err)
+			require.Equal(t, "refunded m-1", r.Value)
+
+			for _, pl := range []*runtime.Pipeline{a, b} {
+				r, err := pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900}, IdempotencyKey: "job-7"})
+				msg := refusedFor(t, err, r)
+				assert.Contains(t, msg, "the idempotency key the caller supplied was used earlier by a call with different arguments (amount)")
+				assert.NotContains(t, err.Error(), "900")
+				assert.Nil(t, r.Value)
+
+				r, err = pl.Tool(bounded(t, "run-3"), nine)
+				require.NoError(t, err)
+				assert.True(t, r.Deduped, "the same arguments get the stored result")
+				assert.Equal(t, "refunded m-1", r.Value)
+			}
+			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
+			r, err = b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900}, IdempotencyKey: "job-8"})
+			require.NoError(t, err, "another key is another call")
+			assert.False(t, r.Deduped)
+			assert.EqualValues(t, 2, calls.Load())
+		})
+	}
+}
+
+// TestASuppliedKeyRecordOfAnEarlierBuildIsReplayed: a call under a key the
+// caller supplied whose outcome an earlier build stored (under a key that
+// held the arguments' digest too) gets that outcome without running after
+// the upgrade, on every store; a call with other arguments under the
+// supplied key is refused from then on.
+func TestASuppliedKeyRecordOfAnEarlierBuildIsReplayed(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			_, b := st.replicas(t, `{}`, refunds(&calls))
+			args := map[string]any{"order_id": "m-1", "amount": 9}
+			earlier := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-7"}})
+			published(t, st.a, earlier, `"refunded m-1 earlier"`)
+
+			r, err := b.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9.0}, IdempotencyKey: "job-7"})
+			require.NoError(t, err)
+			assert.Equal(t, "refunded m-1 earlier", r.Value)
+			assert.True(t, r.Deduped)
+			r, err = b.Tool(bounded(t, "run-3"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900}, IdempotencyKey: "job-7"})
+			assert.Contains(t, refusedFor(t, err, r), "different arguments (amount)")
+			assert.Zero(t, calls.Load())
+		})
+	}
+}
+
+// TestASuppliedKeyInDoubtAtAnEarlierBuildStaysInDoubt: a call whose claim
+// an earlier build left in doubt (under the key that held its arguments'
+// digest) is in doubt after the upgrade too, and does not run; so is a
+// call with other arguments under its key from then on.
+func TestASuppliedKeyInDoubtAtAnEarlierBuildStaysInDoubt(t *testing.T) {
+	var calls atomic.Int64
+	kv := runtime.NewMemoryKV()
+	pl, _ := mismatchStore{"memory", kv, kv}.replicas(t, `{}`, refunds(&calls))
+	args := map[string]any{"order_id": "m-1", "amount": 9}
+	earlier := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-7"}})
+	l, ctx := leaser(kv), context.Background()
+	g, err := l.Acquire(ctx, earlier, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	ok, err := l.Doubt(ctx, earlier, g.Token, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	var doubt *runtime.InDoubtError
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args, IdempotencyKey: "job-7"})
+	require.ErrorAs(t, err, &doubt)
+	_, err = pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 900}, IdempotencyKey: "job-7"})
+	require.ErrorAs(t, err, &doubt, "the supplied key is in doubt")
+	assert.Zero(t, calls.Load())
+}
+
+// TestASuppliedKeyIsClaimedWhereAnEarlierBuildLooks: while builds are
+// mixed, an earlier build's replica keys a call under a supplied key on
+// its arguments' digest too: it finds that key claimed while the call runs
+// on this build, and its outcome there once it ran (in the form of a
+// record it cannot compare, which it refuses rather than run the call
+// again), on every store.
+func TestASuppliedKeyIsClaimedWhereAnEarlierBuildLooks(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			args := map[string]any{"order_id": "m-1", "amount": 9}
+			earlier := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-7"}})
+			l, ctx := leaser(st.b), context.Background()
+			var seen runtime.LeaseStatus = -1
+			a, _ := st.replicas(t, `{}`, func(context.Context, *runtime.ToolCall) (any, error) {
+				g, err := l.Acquire(ctx, earlier, time.Minute, time.Hour, false)
+				require.NoError(t, err)
+				seen = g.Status
+				return "refunded", nil
+			})
+			_, err := a.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args, IdempotencyKey: "job-7"})
+			require.NoError(t, err)
+			assert.Equal(t, runtime.LeaseHeld, seen, "claimed while it runs")
+			g, err := l.Acquire(ctx, earlier, time.Minute, time.Hour, false)
+			require.NoError(t, err)
+			require.Equal(t, runtime.LeaseDone, g.Status, "its outcome is there once it ran")
+			assert.Contains(t, string(g.Result), "a later build replays it")
+		})
+	}
+}
