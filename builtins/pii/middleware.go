@@ -454,6 +454,17 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 				break
 			}
 		}
+		if !moved && cut > lo {
+			// the part before the cut, read alone as it goes out, finds at its end an item
+			// the text after it unmakes ("+44 20 7946 0958" then "12 ok")
+			if start := endsAlone(s, pre, buf, lo, cut, ms, at); start >= 0 {
+				if first < 0 {
+					first = start
+				}
+				cut = strings.LastIndexByte(buf[:start], '\n') + 1
+				moved = true
+			}
+		}
 		if !moved || cut == 0 {
 			break
 		}
@@ -462,6 +473,45 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 		return first
 	}
 	return cut
+}
+
+// partWindow is how much of the end of the part before a cut endsAlone reads: more than the
+// longest item the text after the cut may unmake, with the words before it.
+const partWindow = 256
+
+// endsAlone returns the start of an item that the part of buf before cut, read alone (after
+// pre when the part starts at lo, 0), finds at its end and the reading of the text held, ms
+// (offsets mapped by at), does not: the text after the cut unmakes it; or -1. Only the last
+// partWindow bytes of the part, from a line start, are read.
+func endsAlone(s *Scanner, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
+	from := max(lo, cut-partWindow)
+	if from > lo {
+		from = strings.LastIndexByte(buf[:from], '\n') + 1
+	}
+	if from < lo {
+		from = lo
+	}
+	if from > lo || lo > 0 {
+		pre = ""
+	}
+	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
+	for _, p := range s.redactedSpans(pre + buf[from:cut]) {
+		start, end := max(0, p.Start-len(pre))+from, max(0, p.End-len(pre))+from
+		if end < tail {
+			continue
+		}
+		same := false
+		for _, m := range ms {
+			if at(m.Start) == start && at(m.End) == end {
+				same = true
+				break
+			}
+		}
+		if !same {
+			return start
+		}
+	}
+	return -1
 }
 
 // mayRunAcross reports whether an item may run across the line break that ends at cut: the
