@@ -329,8 +329,14 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
 	o := &outputHold{scanner: m.scanner}
+	after := func(before, text string) (string, error) {
+		if o.take(text) {
+			return text, nil
+		}
+		return m.cleanOutputAfter(before, text)
+	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: o.releasable, Clean: m.cleanOutput,
-		CleanAfter: m.cleanOutputAfter, Tail: o.tail,
+		CleanAfter: after, Tail: o.tail,
 		Layer: m.name, Finding: "personal data"})
 }
 
@@ -345,8 +351,10 @@ type outputHold struct {
 	// across is what itemsAcross made of the last cut it was asked about, at offsets in
 	// the output: the cut, the end of the text it read after it, and the cut it returned.
 	across struct{ cut, end, got int }
-	// scans counts the calls of itemsAcross.
+	// scans counts the readings of the text held (itemsAcross, runPart).
 	scans int
+	// verbatim is the length of the part runPart let out as it is, until it goes out.
+	verbatim int
 }
 
 // tail is outputTail, kept for the next releasable.
@@ -365,7 +373,13 @@ func (o *outputHold) tail(before, text string) string {
 // released (itemsAcross), which reads on past the cut the others make.
 func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
-	if cut == 0 || h.Encoded(buf, cut) == 0 {
+	if cut == 0 {
+		return 0
+	}
+	if h.Encoded(buf, cut) == 0 {
+		if cut > maxEncodedHold {
+			return o.runPart(buf, cut)
+		}
 		return 0 // a run held from the start of the text: it is not folded again
 	}
 	cut = h.Encoded(buf, cut)
@@ -373,6 +387,38 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 		cut = h.Encoded(buf, held)
 	}
 	return o.itemsAcross(buf, cut)
+}
+
+// maxEncodedHold bounds the run of base64 or hex (wrapped over lines, a hex dump's lines, bytes
+// with separators) that the output is held with while the run goes on: past it, the run's
+// first lines go out (runPart).
+const maxEncodedHold = 64 << 10
+
+// runPart returns how much of buf, held from its start for a run wrapped over its lines up
+// to cut, more than maxEncodedHold bytes, may go out while the run goes on: when the text up
+// to cut, read after the output released, holds no item, its lines up to the last
+// maxEncodedHold/2 bytes, as they are (take: read within the longer text, which Redact
+// leaves as it is, the part is not read again alone); else all of it up to cut, masked (or
+// refused) as the text up to cut reads, and the run's lines after it are a run of their own.
+func (o *outputHold) runPart(buf string, cut int) int {
+	o.scans++
+	ctx := contextOf(o.before)
+	for _, m := range o.scanner.redactedSpans(ctx + buf[:cut]) {
+		if m.End > len(ctx) {
+			return cut
+		}
+	}
+	r := strings.LastIndexByte(buf[:cut-maxEncodedHold/2], '\n') + 1
+	o.verbatim = r
+	return r
+}
+
+// take reports whether text, a part of the output about to go out, is the one runPart let
+// out as it is.
+func (o *outputHold) take(text string) bool {
+	ok := o.verbatim > 0 && len(text) == o.verbatim
+	o.verbatim = 0
+	return ok
 }
 
 // itemsAcross is itemsAcross of buf read after the output released, not read again when its
