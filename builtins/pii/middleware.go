@@ -333,7 +333,7 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		if o.take(text) {
 			return text, nil
 		}
-		return m.cleanOutputAfter(before, text)
+		return m.cleanAfter(before, text, o.phones())
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: o.releasable, Clean: m.cleanOutput,
 		CleanAfter: after, Tail: o.tail,
@@ -355,6 +355,20 @@ type outputHold struct {
 	scans int
 	// verbatim is the length of the part runPart let out as it is, until it goes out.
 	verbatim int
+	// memo is the verdicts on the phone candidates the readings of the stream met (a table's
+	// rows hold the same ones), up to maxPhoneMemo of them.
+	memo phoneMemo
+}
+
+// maxPhoneMemo bounds the phone candidates a stream's hold keeps the verdicts on.
+const maxPhoneMemo = 4096
+
+// phones returns the hold's memo of phone candidates, emptied when it holds maxPhoneMemo.
+func (o *outputHold) phones() phoneMemo {
+	if o.memo == nil || len(o.memo) >= maxPhoneMemo {
+		o.memo = phoneMemo{}
+	}
+	return o.memo
 }
 
 // tail is outputTail, kept for the next releasable.
@@ -394,21 +408,26 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 // first lines go out (runPart).
 const maxEncodedHold = 64 << 10
 
+// runKept is how much of a run runPart keeps held when its lines before go out: far more than
+// the encoding of an item and the words before it, so that no item the text still to come
+// completes starts in the lines that go out.
+const runKept = 8 << 10
+
 // runPart returns how much of buf, held from its start for a run wrapped over its lines up
 // to cut, more than maxEncodedHold bytes, may go out while the run goes on: when the text up
 // to cut, read after the output released, holds no item, its lines up to the last
-// maxEncodedHold/2 bytes, as they are (take: read within the longer text, which Redact
+// runKept bytes, as they are (take: read within the longer text, which Redact
 // leaves as it is, the part is not read again alone); else all of it up to cut, masked (or
 // refused) as the text up to cut reads, and the run's lines after it are a run of their own.
 func (o *outputHold) runPart(buf string, cut int) int {
 	o.scans++
 	ctx := contextOf(o.before)
-	for _, m := range o.scanner.redactedSpans(ctx + buf[:cut]) {
+	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
 		if m.End > len(ctx) {
 			return cut
 		}
 	}
-	r := strings.LastIndexByte(buf[:cut-maxEncodedHold/2], '\n') + 1
+	r := strings.LastIndexByte(buf[:cut-runKept], '\n') + 1
 	o.verbatim = r
 	return r
 }
@@ -434,7 +453,7 @@ func (o *outputHold) itemsAcross(buf string, cut int) int {
 		return 0
 	}
 	o.scans++
-	got := itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
+	got := itemsAcross(o.scanner, o.phones(), o.before, buf, cut, max(0, cut-maxHoldBack))
 	a.cut, a.end, a.got = o.released+cut, o.released+end, o.released+got
 	return got
 }
@@ -463,7 +482,7 @@ const maxHoldBack = 1024
 // rest of the rule, what the text already held goes on with: "+100000" then "00X0", a
 // number and its extension on the next line, is one phone number, and the line of the first
 // cannot go out alone once the second is held.
-func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
+func itemsAcross(s *Scanner, memo phoneMemo, before, buf string, cut, floor int) int {
 	if cut <= 0 || cut >= len(buf) || !mayRunAcross(buf, cut) {
 		return cut
 	}
@@ -482,7 +501,7 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 	if lo == 0 {
 		pre = contextOf(before)
 	}
-	ms := s.redactedSpans(pre + buf[lo:hi])
+	ms := s.redactedSpans(pre+buf[lo:hi], memo)
 	at := func(i int) int { return max(0, i-len(pre)+lo) }
 	first := -1 // the start of the item across the line rule's cut
 	for {
@@ -503,7 +522,7 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 		if !moved && cut > lo {
 			// the part before the cut, read alone as it goes out, finds at its end an item
 			// the text after it unmakes ("+44 20 7946 0958" then "12 ok")
-			if start := endsAlone(s, pre, buf, lo, cut, ms, at); start >= 0 {
+			if start := endsAlone(s, memo, pre, buf, lo, cut, ms, at); start >= 0 {
 				if first < 0 {
 					first = start
 				}
@@ -529,7 +548,7 @@ const partWindow = 256
 // pre when the part starts at lo, 0), finds at its end and the reading of the text held, ms
 // (offsets mapped by at), does not: the text after the cut unmakes it; or -1. Only the last
 // partWindow bytes of the part, from a line start, are read.
-func endsAlone(s *Scanner, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
+func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
 	from := max(lo, cut-partWindow)
 	if from > lo {
 		from = strings.LastIndexByte(buf[:from], '\n') + 1
@@ -541,7 +560,7 @@ func endsAlone(s *Scanner, pre, buf string, lo, cut int, ms []Match, at func(int
 		pre = ""
 	}
 	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
-	for _, p := range s.redactedSpans(pre + buf[from:cut]) {
+	for _, p := range s.redactedSpans(pre+buf[from:cut], memo) {
 		start, end := max(0, p.Start-len(pre))+from, max(0, p.End-len(pre))+from
 		if end < tail {
 			continue
@@ -619,12 +638,15 @@ func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 
 // cleanOutput returns a part of the model's output to release: redacted,
 // or with "block" as it is when it holds no personal data.
-func (m *Middleware) cleanOutput(text string) (string, error) {
+func (m *Middleware) cleanOutput(text string) (string, error) { return m.clean(text, phoneMemo{}) }
+
+// clean is cleanOutput with memo, the verdicts on the phone candidates read before.
+func (m *Middleware) clean(text string, memo phoneMemo) (string, error) {
 	if m.Action == ActionRedact {
-		red, _ := m.scanner.Redact(text)
+		red, _ := m.scanner.redact(text, memo)
 		return red, nil
 	}
-	if ms := m.scanner.Find(text); len(ms) > 0 {
+	if ms := m.scanner.find(text, 0, memo); len(ms) > 0 {
 		return "", m.outputBlocked(ms)
 	}
 	return text, nil
@@ -702,8 +724,14 @@ func readsBack(before string) bool {
 // makes a phone number of "9472 7916". An item it finds running back into
 // before (which the hold keeps from happening) has its part in text masked.
 func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
+	return m.cleanAfter(before, text, phoneMemo{})
+}
+
+// cleanAfter is cleanOutputAfter with memo, the verdicts on the phone candidates read before
+// (outputHold.phones).
+func (m *Middleware) cleanAfter(before, text string, memo phoneMemo) (string, error) {
 	if !mayNumber(text) || !mayName(before) {
-		return m.cleanOutput(text)
+		return m.clean(text, memo)
 	}
 	whole := before + text
 	if m.Action == ActionRedact {

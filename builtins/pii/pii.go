@@ -229,9 +229,11 @@ func blankPlaceholders(text string) string {
 // and now reads as an item of its own ("+44 20 7946 5631-+44 20 7946 7431", where the second
 // number was glued to the first); the result is scanned again until nothing is found, so no
 // detectable item survives. A placeholder names nothing in those scans (blankPlaceholders).
-func (s *Scanner) Redact(text string) (string, int) {
+func (s *Scanner) Redact(text string) (string, int) { return s.redact(text, phoneMemo{}) }
+
+// redact is Redact with memo, the verdicts on the phone candidates read before.
+func (s *Scanner) redact(text string, memo phoneMemo) (string, int) {
 	total := 0
-	memo := phoneMemo{}
 	for pass := 0; pass < maxRedactPasses; pass++ {
 		out, n := s.redactOnce(text, memo)
 		if n == 0 {
@@ -244,9 +246,9 @@ func (s *Scanner) Redact(text string) (string, int) {
 
 // redactedSpans returns the items Redact masks in text, in all its passes, at their offsets
 // in text: an item found once its neighbour is masked ("+44 20 7946 5631-+44 20 7946 7431")
-// covers the text its placeholders stand for.
-func (s *Scanner) redactedSpans(text string) []Match {
-	memo := phoneMemo{}
+// covers the text its placeholders stand for. memo holds the verdicts on phone candidates
+// read before (they do not depend on the text around them).
+func (s *Scanner) redactedSpans(text string, memo phoneMemo) []Match {
 	ms := s.find(text, 0, memo)
 	if len(ms) == 0 {
 		return nil
