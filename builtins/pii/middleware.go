@@ -560,6 +560,9 @@ func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Ma
 		pre = ""
 	}
 	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
+	if !mayEndItem(buf[from:tail]) {
+		return -1
+	}
 	for _, p := range s.redactedSpans(pre+buf[from:cut], memo) {
 		start, end := max(0, p.Start-len(pre))+from, max(0, p.End-len(pre))+from
 		if end < tail {
@@ -577,6 +580,50 @@ func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Ma
 		}
 	}
 	return -1
+}
+
+// mayEndItem reports whether an item the text after a line break may unmake may end text: a
+// phone number, a card or an SSN, whose digit groups the detectors read over line breaks (7
+// digits or more, or a "+", in the groups and separators text ends in, an extension's "x" or
+// "ext" among them), or an IBAN (two letters and two digits in it); or text holds a character
+// beyond ASCII or an escape, which the detectors may read as a digit.
+func mayEndItem(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c >= utf8.RuneSelf || c == '&' || c == '%' || c == '\\' {
+			return true
+		}
+	}
+	for i := 0; i+4 <= len(text); i++ {
+		if isAlpha(text[i]) && isAlpha(text[i+1]) && isDigit(text[i+2]) && isDigit(text[i+3]) {
+			return true
+		}
+	}
+	digits := 0
+	for k := len(text); k > 0; k-- {
+		switch c := text[k-1]; {
+		case isDigit(c):
+			digits++
+		case c == '+':
+			return true
+		case isCardSep(c) || c == '\n' || c == '\r' || c == '(' || c == ')' || c == '_' || c == '#':
+		case isAlpha(c):
+			// an extension's marker after digits goes on with them ("555 2671 ext. 12")
+			w := k - 1
+			for w > 0 && isAlpha(text[w-1]) {
+				w--
+			}
+			rest := strings.TrimRight(text[:w], " .:#")
+			if m := strings.ToLower(text[w:k]); (m == "x" || m == "ext" || m == "extension") &&
+				rest != "" && isDigit(rest[len(rest)-1]) {
+				k = w + 1 // the loop goes on before the marker
+				continue
+			}
+			return digits >= minNationalDigits
+		default:
+			return digits >= minNationalDigits
+		}
+	}
+	return digits >= minNationalDigits
 }
 
 // mayRunAcross reports whether an item may run across the line break that ends at cut: the
