@@ -778,7 +778,13 @@ func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
 // (outputHold.phones).
 func (m *Middleware) cleanAfter(before, text string, memo phoneMemo) (string, error) {
 	if !mayNumber(text) || !mayName(before) {
-		return m.clean(text, memo)
+		out, err := m.clean(text, memo)
+		if b := strings.TrimRight(before, "\r\n"); (err == nil && out == text) || !mayNumber(text) || !mayRunAcross(b+"\n", len(b)+1) {
+			return out, err
+		}
+		// What text starts with may be read with the groups ending before, which the
+		// whole text reads as one number ("...-6789" then "4111 1111 1111 1111"): text
+		// is read after before.
 	}
 	whole := before + text
 	if m.Action == ActionRedact {

@@ -206,3 +206,19 @@ func TestStreamedPlaceholdersNameNothing(t *testing.T) {
 		c.checkCuts(t, contextText(rng), rng)
 	}
 }
+
+// TestStreamedGroupsAfterDigitsAsWhole: a line that starts with an item read alone, which the
+// whole text reads with the digit groups that end the line before it ("...-6789" then "4111
+// 1111 1111 1111", a run of groups no card), goes out as the whole text is masked: read after
+// the line before, though no word there names an item.
+func TestStreamedGroupsAfterDigitsAsWhole(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	rng := rand.New(rand.NewPCG(2, 9))
+	for _, text := range []string{
+		"jane.doe@example.com-123-45-6789\n4111 1111 1111 1111 ok 123-45-6789, ok\n415-555-2671\n",
+		"ref 2024-0958-6789\n4111 1111 1111 1111 ok\n415-555-2671\n",
+	} {
+		c.checkCuts(t, text, rng)
+		c.check(t, text, []string{"", text})
+	}
+}
