@@ -112,14 +112,17 @@ func TestStreamedPhonesMaskedAsWhole(t *testing.T) {
 // the layer exactly as the whole text is masked, whether they arrive in one delta, cut in
 // two at every byte, or a few bytes a delta.
 func TestStreamedOutputMaskedAsWhole(t *testing.T) {
-	c := newStreamedAsWhole(t)
-	rng := rand.New(rand.NewPCG(3, 5))
-	n := 150
+	newStreamedAsWhole(t).checkTexts(t, rand.New(rand.NewPCG(3, 5)), 150, streamedText)
+}
+
+// checkTexts checks n texts text makes (a fifth of them with -short) with checkCuts.
+func (c *streamedAsWhole) checkTexts(t testing.TB, rng *rand.Rand, n int, text func(*rand.Rand) string) {
+	t.Helper()
 	if testing.Short() {
-		n = 30
+		n /= 5
 	}
 	for range n {
-		c.checkCuts(t, streamedText(rng), rng)
+		c.checkCuts(t, text(rng), rng)
 	}
 }
 
@@ -196,15 +199,7 @@ func contextText(rng *rand.Rand) string {
 // placeholder the scanner wrote is no word and no part of an item, in the whole text as in
 // the stream, where the line before is read as the model wrote it.
 func TestStreamedPlaceholdersNameNothing(t *testing.T) {
-	c := newStreamedAsWhole(t)
-	rng := rand.New(rand.NewPCG(11, 17))
-	n := 300
-	if testing.Short() {
-		n = 60
-	}
-	for range n {
-		c.checkCuts(t, contextText(rng), rng)
-	}
+	newStreamedAsWhole(t).checkTexts(t, rand.New(rand.NewPCG(11, 17)), 300, contextText)
 }
 
 // TestStreamedGroupsAfterDigitsAsWhole: a line that starts with an item read alone, which the
