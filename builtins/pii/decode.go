@@ -67,6 +67,9 @@ func foldedForm(f folded, outer func(int, int) (int, int)) form {
 	return form{text: text, span: func(start, end int) (int, int) { return outer(f.span(start, end)) }}
 }
 
+// sameSpan is the span of a text read as it is.
+func sameSpan(start, end int) (int, int) { return start, end }
+
 // folded is a text as the detectors read it, with the mapping of a span of it back to the
 // text as given.
 type folded struct {
@@ -90,6 +93,9 @@ func foldText(text string, keepFormat bool) folded {
 		first++
 	}
 	if first == len(t) {
+		if !f.Changed() {
+			return folded{text: t, span: sameSpan} // without a method value to allocate
+		}
 		return folded{text: t, span: f.Span}
 	}
 	var buf []byte

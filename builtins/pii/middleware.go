@@ -329,8 +329,14 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		return runtime.HoldToolCalls(ctx, c, next, yield, m.cleanCalls)
 	}
 	o := &outputHold{scanner: m.scanner}
+	after := func(before, text string) (string, error) {
+		if o.take(text) {
+			return text, nil
+		}
+		return m.cleanAfter(before, text, o.phones())
+	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: o.releasable, Clean: m.cleanOutput,
-		CleanAfter: m.cleanOutputAfter, Tail: o.tail,
+		CleanAfter: after, Tail: o.tail,
 		Layer: m.name, Finding: "personal data"})
 }
 
@@ -345,8 +351,24 @@ type outputHold struct {
 	// across is what itemsAcross made of the last cut it was asked about, at offsets in
 	// the output: the cut, the end of the text it read after it, and the cut it returned.
 	across struct{ cut, end, got int }
-	// scans counts the calls of itemsAcross.
+	// scans counts the readings of the text held (itemsAcross, runPart).
 	scans int
+	// verbatim is the length of the part runPart let out as it is, until it goes out.
+	verbatim int
+	// memo is the verdicts on the phone candidates the readings of the stream met (a table's
+	// rows hold the same ones), up to maxPhoneMemo of them.
+	memo phoneMemo
+}
+
+// maxPhoneMemo bounds the phone candidates a stream's hold keeps the verdicts on.
+const maxPhoneMemo = 4096
+
+// phones returns the hold's memo of phone candidates, emptied when it holds maxPhoneMemo.
+func (o *outputHold) phones() phoneMemo {
+	if o.memo == nil || len(o.memo) >= maxPhoneMemo {
+		o.memo = phoneMemo{}
+	}
+	return o.memo
 }
 
 // tail is outputTail, kept for the next releasable.
@@ -365,7 +387,13 @@ func (o *outputHold) tail(before, text string) string {
 // released (itemsAcross), which reads on past the cut the others make.
 func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	cut := linehold.LastLine(buf)
-	if cut == 0 || h.Encoded(buf, cut) == 0 {
+	if cut == 0 {
+		return 0
+	}
+	if h.Encoded(buf, cut) == 0 {
+		if cut > maxEncodedHold {
+			return o.runPart(buf, cut)
+		}
 		return 0 // a run held from the start of the text: it is not folded again
 	}
 	cut = h.Encoded(buf, cut)
@@ -373,6 +401,43 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 		cut = h.Encoded(buf, held)
 	}
 	return o.itemsAcross(buf, cut)
+}
+
+// maxEncodedHold bounds the run of base64 or hex (wrapped over lines, a hex dump's lines, bytes
+// with separators) that the output is held with while the run goes on: past it, the run's
+// first lines go out (runPart).
+const maxEncodedHold = 64 << 10
+
+// runKept is how much of a run runPart keeps held when its lines before go out: far more than
+// the encoding of an item and the words before it, so that no item the text still to come
+// completes starts in the lines that go out.
+const runKept = 8 << 10
+
+// runPart returns how much of buf, held from its start for a run wrapped over its lines up
+// to cut, more than maxEncodedHold bytes, may go out while the run goes on: when the text up
+// to cut, read after the output released, holds no item, its lines up to the last
+// runKept bytes, as they are (take: read within the longer text, which Redact
+// leaves as it is, the part is not read again alone); else all of it up to cut, masked (or
+// refused) as the text up to cut reads, and the run's lines after it are a run of their own.
+func (o *outputHold) runPart(buf string, cut int) int {
+	o.scans++
+	ctx := contextOf(o.before)
+	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
+		if m.End > len(ctx) {
+			return cut
+		}
+	}
+	r := strings.LastIndexByte(buf[:cut-runKept], '\n') + 1
+	o.verbatim = r
+	return r
+}
+
+// take reports whether text, a part of the output about to go out, is the one runPart let
+// out as it is.
+func (o *outputHold) take(text string) bool {
+	ok := o.verbatim > 0 && len(text) == o.verbatim
+	o.verbatim = 0
+	return ok
 }
 
 // itemsAcross is itemsAcross of buf read after the output released, not read again when its
@@ -388,7 +453,7 @@ func (o *outputHold) itemsAcross(buf string, cut int) int {
 		return 0
 	}
 	o.scans++
-	got := itemsAcross(o.scanner, o.before, buf, cut, max(0, cut-maxHoldBack))
+	got := itemsAcross(o.scanner, o.phones(), o.before, buf, cut, max(0, cut-maxHoldBack))
 	a.cut, a.end, a.got = o.released+cut, o.released+end, o.released+got
 	return got
 }
@@ -417,7 +482,7 @@ const maxHoldBack = 1024
 // rest of the rule, what the text already held goes on with: "+100000" then "00X0", a
 // number and its extension on the next line, is one phone number, and the line of the first
 // cannot go out alone once the second is held.
-func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
+func itemsAcross(s *Scanner, memo phoneMemo, before, buf string, cut, floor int) int {
 	if cut <= 0 || cut >= len(buf) || !mayRunAcross(buf, cut) {
 		return cut
 	}
@@ -436,7 +501,7 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 	if lo == 0 {
 		pre = contextOf(before)
 	}
-	ms := s.redactedSpans(pre + buf[lo:hi])
+	ms := s.redactedSpans(pre+buf[lo:hi], memo)
 	at := func(i int) int { return max(0, i-len(pre)+lo) }
 	first := -1 // the start of the item across the line rule's cut
 	for {
@@ -454,6 +519,17 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 				break
 			}
 		}
+		if !moved && cut > lo {
+			// the part before the cut, read alone as it goes out, finds at its end an item
+			// the text after it unmakes ("+44 20 7946 0958" then "12 ok")
+			if start := endsAlone(s, memo, pre, buf, lo, cut, ms, at); start >= 0 {
+				if first < 0 {
+					first = start
+				}
+				cut = strings.LastIndexByte(buf[:start], '\n') + 1
+				moved = true
+			}
+		}
 		if !moved || cut == 0 {
 			break
 		}
@@ -462,6 +538,92 @@ func itemsAcross(s *Scanner, before, buf string, cut, floor int) int {
 		return first
 	}
 	return cut
+}
+
+// partWindow is how much of the end of the part before a cut endsAlone reads: more than the
+// longest item the text after the cut may unmake, with the words before it.
+const partWindow = 256
+
+// endsAlone returns the start of an item that the part of buf before cut, read alone (after
+// pre when the part starts at lo, 0), finds at its end and the reading of the text held, ms
+// (offsets mapped by at), does not: the text after the cut unmakes it; or -1. Only the last
+// partWindow bytes of the part, from a line start, are read.
+func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
+	from := max(lo, cut-partWindow)
+	if from > lo {
+		from = strings.LastIndexByte(buf[:from], '\n') + 1
+	}
+	if from < lo {
+		from = lo
+	}
+	if from > lo || lo > 0 {
+		pre = ""
+	}
+	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
+	if !mayEndItem(buf[from:tail]) {
+		return -1
+	}
+	for _, p := range s.redactedSpans(pre+buf[from:cut], memo) {
+		start, end := max(0, p.Start-len(pre))+from, max(0, p.End-len(pre))+from
+		if end < tail {
+			continue
+		}
+		same := false
+		for _, m := range ms {
+			if at(m.Start) == start && at(m.End) == end {
+				same = true
+				break
+			}
+		}
+		if !same {
+			return start
+		}
+	}
+	return -1
+}
+
+// mayEndItem reports whether an item the text after a line break may unmake may end text: a
+// phone number, a card or an SSN, whose digit groups the detectors read over line breaks (7
+// digits or more, or a "+", in the groups and separators text ends in, an extension's "x" or
+// "ext" among them), or an IBAN (two letters and two digits in it); or text holds a character
+// beyond ASCII or an escape, which the detectors may read as a digit.
+func mayEndItem(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c >= utf8.RuneSelf || c == '&' || c == '%' || c == '\\' {
+			return true
+		}
+	}
+	for i := 0; i+4 <= len(text); i++ {
+		if isAlpha(text[i]) && isAlpha(text[i+1]) && isDigit(text[i+2]) && isDigit(text[i+3]) {
+			return true
+		}
+	}
+	digits := 0
+	for k := len(text); k > 0; k-- {
+		switch c := text[k-1]; {
+		case isDigit(c):
+			digits++
+		case c == '+':
+			return true
+		case isCardSep(c) || c == '\n' || c == '\r' || c == '(' || c == ')' || c == '_' || c == '#':
+		case isAlpha(c):
+			// an extension's marker after digits goes on with them ("555 2671 ext. 12")
+			w := k - 1
+			for w > 0 && isAlpha(text[w-1]) {
+				w--
+			}
+			rest := strings.TrimRight(text[:w], " .:#")
+			if m := strings.ToLower(text[w:k]); (m == "x" || m == "ext" || m == "extension") &&
+				rest != "" && isDigit(rest[len(rest)-1]) {
+				k = w + 1 // the loop goes on before the marker
+				continue
+			}
+			return digits >= minNationalDigits
+		default:
+			return digits >= minNationalDigits
+		}
+	}
+	return digits >= minNationalDigits
 }
 
 // mayRunAcross reports whether an item may run across the line break that ends at cut: the
@@ -523,12 +685,15 @@ func (m *Middleware) cleanCalls(calls []runtime.ToolUse) ([]runtime.ToolUse, err
 
 // cleanOutput returns a part of the model's output to release: redacted,
 // or with "block" as it is when it holds no personal data.
-func (m *Middleware) cleanOutput(text string) (string, error) {
+func (m *Middleware) cleanOutput(text string) (string, error) { return m.clean(text, phoneMemo{}) }
+
+// clean is cleanOutput with memo, the verdicts on the phone candidates read before.
+func (m *Middleware) clean(text string, memo phoneMemo) (string, error) {
 	if m.Action == ActionRedact {
-		red, _ := m.scanner.Redact(text)
+		red, _ := m.scanner.redact(text, memo)
 		return red, nil
 	}
-	if ms := m.scanner.Find(text); len(ms) > 0 {
+	if ms := m.scanner.find(text, 0, memo); len(ms) > 0 {
 		return "", m.outputBlocked(ms)
 	}
 	return text, nil
@@ -606,8 +771,20 @@ func readsBack(before string) bool {
 // makes a phone number of "9472 7916". An item it finds running back into
 // before (which the hold keeps from happening) has its part in text masked.
 func (m *Middleware) cleanOutputAfter(before, text string) (string, error) {
+	return m.cleanAfter(before, text, phoneMemo{})
+}
+
+// cleanAfter is cleanOutputAfter with memo, the verdicts on the phone candidates read before
+// (outputHold.phones).
+func (m *Middleware) cleanAfter(before, text string, memo phoneMemo) (string, error) {
 	if !mayNumber(text) || !mayName(before) {
-		return m.cleanOutput(text)
+		out, err := m.clean(text, memo)
+		if b := strings.TrimRight(before, "\r\n"); (err == nil && out == text) || !mayNumber(text) || !mayRunAcross(b+"\n", len(b)+1) {
+			return out, err
+		}
+		// What text starts with may be read with the groups ending before, which the
+		// whole text reads as one number ("...-6789" then "4111 1111 1111 1111"): text
+		// is read after before.
 	}
 	whole := before + text
 	if m.Action == ActionRedact {

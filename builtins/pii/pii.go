@@ -119,7 +119,7 @@ const maxEncodedDepth = 2
 // candidate recurs in a table or a dump, and in every pass of Redact).
 func (s *Scanner) find(text string, depth int, memo phoneMemo) []Match {
 	var found []Match
-	for _, f := range forms(text) {
+	for _, f := range forms(blankPlaceholders(text)) {
 		s.detect(f.text, memo, func(k Kind, start, end int) {
 			start, end = f.span(start, end)
 			found = append(found, Match{Kind: k, Start: start, End: end})
@@ -190,16 +190,50 @@ func firstKind(ms []Match) Kind {
 }
 
 // Placeholder returns the text that replaces an item of kind k: "[REDACTED:<kind>]".
-func Placeholder(k Kind) string { return "[REDACTED:" + string(k) + "]" }
+func Placeholder(k Kind) string { return placeholderPrefix + string(k) + "]" }
+
+const placeholderPrefix = "[REDACTED:"
+
+// blankPlaceholders returns text with the kind of each Placeholder in it written as as many
+// letters "z": a placeholder names nothing to the detectors, neither a phone word nor an
+// SSN's label or a card's ("[REDACTED:phone] 94727916"), nor is the "4" of "[REDACTED:ipv4]"
+// a digit. Redact reads the placeholders it wrote so in its later passes, and a text whose
+// lines are read each after the lines before as the model wrote them (the streamed output)
+// is masked as the whole text is. Offsets are unchanged.
+func blankPlaceholders(text string) string {
+	i := strings.Index(text, placeholderPrefix)
+	if i < 0 {
+		return text
+	}
+	b := []byte(text)
+	for i >= 0 {
+		k := i + len(placeholderPrefix)
+		end := strings.IndexByte(text[k:], ']')
+		if end >= 0 && slices.Contains(kindOrder, Kind(text[k:k+end])) {
+			for j := k; j < k+end; j++ {
+				b[j] = 'z'
+			}
+			k += end + 1
+		}
+		next := strings.Index(text[k:], placeholderPrefix)
+		if next < 0 {
+			break
+		}
+		i = k + next
+	}
+	return string(b)
+}
 
 // Redact returns text with every item Find reports replaced by its Placeholder, and the
 // number of replacements. Removing an item can leave a neighbour that no longer runs into it
 // and now reads as an item of its own ("+44 20 7946 5631-+44 20 7946 7431", where the second
 // number was glued to the first); the result is scanned again until nothing is found, so no
-// detectable item survives.
-func (s *Scanner) Redact(text string) (string, int) {
+// detectable item survives. A placeholder names nothing in those scans (blankPlaceholders).
+func (s *Scanner) Redact(text string) (string, int) { return s.redact(text, phoneMemo{}) }
+
+// redact is Redact with memo, the verdicts on the phone candidates read before.
+func (s *Scanner) redact(text string, memo phoneMemo) (string, int) {
 	total := 0
-	memo := phoneMemo{}
 	for pass := 0; pass < maxRedactPasses; pass++ {
 		out, n := s.redactOnce(text, memo)
 		if n == 0 {
@@ -212,9 +246,9 @@ func (s *Scanner) Redact(text string) (string, int) {
 
 // redactedSpans returns the items Redact masks in text, in all its passes, at their offsets
 // in text: an item found once its neighbour is masked ("+44 20 7946 5631-+44 20 7946 7431")
-// covers the text its placeholders stand for.
-func (s *Scanner) redactedSpans(text string) []Match {
-	memo := phoneMemo{}
+// covers the text its placeholders stand for. memo holds the verdicts on phone candidates
+// read before (they do not depend on the text around them).
+func (s *Scanner) redactedSpans(text string, memo phoneMemo) []Match {
 	ms := s.find(text, 0, memo)
 	if len(ms) == 0 {
 		return nil

@@ -112,14 +112,17 @@ func TestStreamedPhonesMaskedAsWhole(t *testing.T) {
 // the layer exactly as the whole text is masked, whether they arrive in one delta, cut in
 // two at every byte, or a few bytes a delta.
 func TestStreamedOutputMaskedAsWhole(t *testing.T) {
-	c := newStreamedAsWhole(t)
-	rng := rand.New(rand.NewPCG(3, 5))
-	n := 150
+	newStreamedAsWhole(t).checkTexts(t, rand.New(rand.NewPCG(3, 5)), 150, streamedText)
+}
+
+// checkTexts checks n texts text makes (a fifth of them with -short) with checkCuts.
+func (c *streamedAsWhole) checkTexts(t testing.TB, rng *rand.Rand, n int, text func(*rand.Rand) string) {
+	t.Helper()
 	if testing.Short() {
-		n = 30
+		n /= 5
 	}
 	for range n {
-		c.checkCuts(t, streamedText(rng), rng)
+		c.checkCuts(t, text(rng), rng)
 	}
 }
 
@@ -156,4 +159,61 @@ func FuzzStreamedOutput(f *testing.F) {
 		a, b = min(a, b), max(a, b)
 		c.check(t, text, []string{text[:a], text[a:b], text[b:]})
 	})
+}
+
+// contextItems are items whose placeholder holds a word that names an item
+// ("[REDACTED:phone]", "[REDACTED:card]", "[REDACTED:ssn]") or a digit ("[REDACTED:ipv4]"),
+// and others; contextNumbers are numbers such a word would make an item of; contextGaps
+// may stand between them.
+var (
+	contextItems = []string{
+		"(415) 555-2671", "415-555-2671", "+44 20 7946 0958", "4111 1111 1111 1111", "4111111111111111",
+		"123-45-6789", "10.0.0.1", "fe80::1", "jane.doe@example.com", "GB29 NWBK 6016 1331 9268 19",
+	}
+	contextNumbers = []string{"94727916", "9472 7916", "9498777106", "123456789", "4111 1111", "1111 1111", "5555", "12"}
+	contextGaps    = []string{" ", "  ", "\n", "\n\n", ": ", ", ok\n", " ok ", " x\n", "; ", "-", "\r\n", "call ", "card "}
+)
+
+// contextText joins a few items, numbers and gaps: each item is followed by a gap and a
+// number or another item.
+func contextText(rng *rand.Rand) string {
+	var b strings.Builder
+	for range 1 + rng.IntN(3) {
+		b.WriteString(contextItems[rng.IntN(len(contextItems))])
+		for range 1 + rng.IntN(2) {
+			b.WriteString(contextGaps[rng.IntN(len(contextGaps))])
+			if rng.IntN(3) == 0 {
+				b.WriteString(contextItems[rng.IntN(len(contextItems))])
+			} else {
+				b.WriteString(contextNumbers[rng.IntN(len(contextNumbers))])
+			}
+		}
+		b.WriteString(contextGaps[rng.IntN(len(contextGaps))])
+	}
+	return b.String()
+}
+
+// TestStreamedPlaceholdersNameNothing: a number next to an item whose placeholder holds a word
+// that names an item ("415-555-2671 94727916", "[REDACTED:phone] 94727916" once the first is
+// masked) goes out of the layer as Redact masks the whole text, whatever the cuts: a
+// placeholder the scanner wrote is no word and no part of an item, in the whole text as in
+// the stream, where the line before is read as the model wrote it.
+func TestStreamedPlaceholdersNameNothing(t *testing.T) {
+	newStreamedAsWhole(t).checkTexts(t, rand.New(rand.NewPCG(11, 17)), 300, contextText)
+}
+
+// TestStreamedGroupsAfterDigitsAsWhole: a line that starts with an item read alone, which the
+// whole text reads with the digit groups that end the line before it ("...-6789" then "4111
+// 1111 1111 1111", a run of groups no card), goes out as the whole text is masked: read after
+// the line before, though no word there names an item.
+func TestStreamedGroupsAfterDigitsAsWhole(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	rng := rand.New(rand.NewPCG(2, 9))
+	for _, text := range []string{
+		"jane.doe@example.com-123-45-6789\n4111 1111 1111 1111 ok 123-45-6789, ok\n415-555-2671\n",
+		"ref 2024-0958-6789\n4111 1111 1111 1111 ok\n415-555-2671\n",
+	} {
+		c.checkCuts(t, text, rng)
+		c.check(t, text, []string{"", text})
+	}
 }

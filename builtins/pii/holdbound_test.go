@@ -1,0 +1,145 @@
+package pii_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm/textnormtest"
+	"github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// heldModel streams its deltas and records, before each, how many bytes of the stream the
+// layer has been handed and not yet let out (out: the bytes the caller got, for a stream the
+// layer lets out as it is) and how many it has been handed since it last let something out
+// (gap; the caller sets *at to sent at each delta it gets).
+type heldModel struct {
+	deltas       []string
+	out, at      *int
+	sent         int
+	maxHeld, gap int
+}
+
+func (m *heldModel) Stream(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	m.sent, m.maxHeld, m.gap = 0, 0, 0
+	for _, d := range m.deltas {
+		m.maxHeld = max(m.maxHeld, m.sent-*m.out)
+		m.gap = max(m.gap, m.sent-*m.at)
+		m.sent += len(d)
+		if !yield(runtime.Delta{Text: d}) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// streamHeld streams deltas through a layer of config and returns what went out, the model,
+// whose maxHeld and gap tell what the layer held, and the error.
+func streamHeld(t *testing.T, config string, deltas []string) (string, *heldModel, error) {
+	var got strings.Builder
+	out, at := 0, 0
+	model := &heldModel{deltas: deltas, out: &out, at: &at}
+	_, err := chatPipeline(t, config, model).Stream(context.Background(), runtime.ChatRequest{Model: "primary",
+		Messages: []runtime.Message{{Role: "user", Content: "hi"}}},
+		func(d runtime.Delta) bool { got.WriteString(d.Text); out, at = got.Len(), model.sent; return true })
+	return got.String(), model, err
+}
+
+// wrapLines writes s in lines of n characters.
+func wrapLines(s string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i += n {
+		b.WriteString(s[i:min(len(s), i+n)])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// chunks cuts text into deltas of 1 to 16 bytes.
+func chunks(text string, rng *rand.Rand) []string {
+	var out []string
+	for i := 0; i < len(text); {
+		k := min(len(text), i+1+rng.IntN(16))
+		out = append(out, text[i:k])
+		i = k
+	}
+	return out
+}
+
+// TestEncodedRunHoldIsBounded: a run of hex (64 characters a line) or of base64 (MIME's 76)
+// that goes on over 2 MB of the model's output, or a hex dump of text (xxd's lines, 2 MB), streamed in deltas of 1 to 16 bytes, is not
+// held whole until it ends: the layer never holds more than pii.MaxEncodedHold bytes and a
+// line and a delta more, and what goes out is what Redact makes of the whole text (the run
+// decodes to binary and holds nothing), with "redact" and with "block". The whole run was
+// held, 2 MB, and a stream of such a payload grew the hold without bound.
+func TestEncodedRunHoldIsBounded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	raw := make([]byte, 1<<20)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	const bound = 64<<10 + 80 + 16 // the bound, a line and a delta more
+	for name, run := range map[string]string{
+		"hex":    wrapLines(hex.EncodeToString(raw), 64),
+		"base64": wrapLines(base64.StdEncoding.EncodeToString(append(raw, raw[:len(raw)/2]...)), 76),
+		"xxd":    textnormtest.ProseDump(2<<20 + 4096),
+	} {
+		text := "the payload:\n" + run + "done\n"
+		require.Greater(t, len(text), 2<<20-1, name)
+		want, _ := s.Redact(text)
+		require.Equal(t, text, want, "%s: the run holds nothing", name)
+		for _, config := range []string{`{"action":"redact"}`, `{"action":"block"}`} {
+			got, model, err := streamHeld(t, config, chunks(text, rng))
+			require.NoError(t, err, "%s %s", name, config)
+			assert.True(t, want == got, "%s %s: the output is not what Redact makes of the whole text", name, config)
+			assert.LessOrEqual(t, model.maxHeld, bound, "%s %s: held %d bytes", name, config, model.maxHeld)
+		}
+	}
+}
+
+// TestEncodedRunPastTheBoundMasked: a value encoded in a run of base64 that goes on past the
+// bound of the hold is masked (or refused) all the same, wherever it stands in the run: the
+// lines its encoding is written on never go out. Read whole, the run is one placeholder;
+// streamed, its lines before the bound that hold nothing have gone out as they are.
+func TestEncodedRunPastTheBoundMasked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 4))
+	words := []string{"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "and", "runs", "away."}
+	var pb strings.Builder
+	for pb.Len() < 270_000 {
+		pb.WriteString(words[rng.IntN(len(words))] + " ")
+	}
+	prose := pb.String()
+	for _, at := range []int{1000, 100_000, 200_000} {
+		plain := prose[:at] + " write to jane.doe@example.com now " + prose[at:]
+		enc := base64.StdEncoding.EncodeToString([]byte(plain))
+		run := wrapLines(enc, 76)
+		text := "the payload:\n" + run + "done\n"
+		// the lines the address is encoded on
+		first, last := (at*4/3)/76, ((at+40)*4/3)/76+1
+		lines := strings.Split(run, "\n")[first:last]
+		for _, config := range []string{`{"action":"redact"}`, `{"action":"block"}`} {
+			got, model, err := streamHeld(t, config, chunks(text, rng))
+			if config == `{"action":"block"}` {
+				var b *runtime.BlockedError
+				require.ErrorAs(t, err, &b, "at %d", at)
+			} else {
+				require.NoError(t, err)
+				assert.Contains(t, got, "[REDACTED:email]", "at %d", at)
+				assert.True(t, strings.HasSuffix(got, "done\n"))
+			}
+			for _, l := range lines {
+				assert.False(t, strings.Contains(got, l), "at %d %s: a line of the address went out", at, config)
+			}
+			assert.LessOrEqual(t, model.gap, 64<<10+80+16, "at %d %s: %d bytes came with nothing let out", at, config, model.gap)
+		}
+	}
+}
