@@ -500,6 +500,15 @@ func TestClassify(t *testing.T) {
 		// may stand, so a worker must not redeliver it.
 		{"outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Message: "audit outcome not written",
 			Err: errors.Join(runtime.ErrOutcomeUnrecorded, errors.New("disk full"))}, runtime.ClassInDoubt, true, false, "in_doubt"},
+		// A call that ran but whose record was refused by a layer (a
+		// checkpoint whose run another process saved since): the refusal
+		// is why the outcome was not recorded, not the call's own, so the
+		// call is in doubt, not blocked (which says it did not run).
+		{"outcome unrecorded for a refusal", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "runs", Message: "the run is not saved",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, &runtime.BlockedError{Layer: runtime.LayerCheckpoint, Message: "the run is not saved",
+				Err: &runtime.CheckpointConflictError{RunID: "r", Want: 1, Latest: 1}})}, runtime.ClassInDoubt, true, false, "in_doubt"},
+		{"outcome unrecorded for a budget", &runtime.CallError{Kind: runtime.KindPermanent, Err: errors.Join(runtime.ErrOutcomeUnrecorded, budget)},
+			runtime.ClassInDoubt, true, false, "in_doubt"},
 		{"outcome unrecorded beside a block", errors.Join(blocked, &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}), runtime.ClassBlocked, true, false, "blocked"},
 		// A call that failed of its own: its error comes first, as it would
 		// with its outcome recorded.
@@ -660,6 +669,8 @@ func TestLayerOf(t *testing.T) {
 		{"in doubt on resume", errors.Join(&runtime.InDoubtError{Layer: runtime.LayerCheckpoint, Tool: "refund"}), runtime.LayerCheckpoint},
 		{"in doubt beside a block", errors.Join(blocked, doubt), "idem"},
 		{"outcome unrecorded", unrecorded, "audit"},
+		{"outcome unrecorded for a refusal", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "runs",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, &runtime.BlockedError{Layer: runtime.LayerCheckpoint, Message: "the run is not saved"})}, "runs"},
 		{"breaker", &runtime.BreakerOpenError{Layer: "retry"}, "retry"},
 		{"unnamed", errors.New("boom"), ""},
 	}

@@ -430,7 +430,8 @@ func (c Class) String() string {
 func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c == ClassInDoubt }
 
 // Classify returns the class of err: ClassOK for nil, ClassInDoubt for an
-// *InDoubtError, ClassBlocked for a *BlockedError, ClassBudget for a
+// *InDoubtError and for a call that ran but whose record a layer refused
+// (refusedRecord), ClassBlocked for a *BlockedError, ClassBudget for a
 // *BudgetError (anywhere in the chain), ClassInDoubt for a call that ran to
 // its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
 // the call failed of its own, whose error comes first) and for a call that
@@ -440,7 +441,7 @@ func Classify(err error) Class {
 		return ClassOK
 	}
 	var d *InDoubtError
-	if errors.As(err, &d) {
+	if errors.As(err, &d) || refusedRecord(err) != nil {
 		return ClassInDoubt
 	}
 	var b *BlockedError
@@ -455,6 +456,31 @@ func Classify(err error) Class {
 		return ClassInDoubt
 	}
 	return ClassFailure
+}
+
+// refusedRecord returns the *CallError of a call that ran but whose
+// outcome a layer refused to record (a checkpoint's save refused because
+// another process saved the run since, a *BlockedError wrapping a
+// *CheckpointConflictError): err is an outcome not recorded
+// (outcomeUnrecorded) and the first *BlockedError or *BudgetError of err is
+// inside that *CallError, so the refusal is the record's, not the call's,
+// which ran. Nil otherwise: a call refused of its own keeps its class.
+func refusedRecord(err error) *CallError {
+	var ce *CallError
+	if !outcomeUnrecorded(err) || !errors.As(err, &ce) {
+		return nil
+	}
+	if inside[*BlockedError](err, ce) || inside[*BudgetError](err, ce) {
+		return ce
+	}
+	return nil
+}
+
+// inside reports whether err holds an error of type E and the first one is
+// in outer's chain.
+func inside[E error](err error, outer *CallError) bool {
+	var first, in E
+	return errors.As(err, &first) && errors.As(outer.Err, &in) && error(first) == error(in)
 }
 
 // outcomeUnrecorded reports whether err is a call's outcome not recorded
@@ -557,7 +583,7 @@ func KindOf(err error) string {
 		return ""
 	}
 	var d *InDoubtError
-	if errors.As(err, &d) {
+	if errors.As(err, &d) || refusedRecord(err) != nil {
 		return "in_doubt"
 	}
 	var b *BlockedError
@@ -601,11 +627,15 @@ func KindOf(err error) string {
 
 // LayerOf names the layer an error comes from, when it names one: the
 // layer of the error Classify reports first (an *InDoubtError's before a
-// *BlockedError's), then an open breaker's or a *CallError's.
+// *BlockedError's, the *CallError's of a call whose record a layer refused
+// before the refusal's), then an open breaker's or a *CallError's.
 func LayerOf(err error) string {
 	var d *InDoubtError
 	if errors.As(err, &d) {
 		return d.Layer
+	}
+	if ce := refusedRecord(err); ce != nil {
+		return ce.Layer
 	}
 	var b *BlockedError
 	if errors.As(err, &b) {
