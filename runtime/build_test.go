@@ -703,10 +703,26 @@ func TestStoreUnavailable(t *testing.T) {
 	wrapped := &runtime.CallError{Layer: "meter", Message: "budget store unavailable; the call did not run", Err: err}
 	assert.Equal(t, "store_unavailable", runtime.KindOf(wrapped))
 	assert.Equal(t, "meter", runtime.LayerOf(wrapped))
-	// The caller going away is not the store's failure.
+	var se *runtime.StoreError
+	require.ErrorAs(t, wrapped, &se, "a gateway finds the store's text to withhold")
+	assert.Same(t, cause, se.Err)
+	// The caller going away is not the store's failure, but its text is
+	// still the store's.
 	canceled := fmt.Errorf("redis lease: %w", context.Canceled)
-	assert.Same(t, canceled, runtime.StoreUnavailable(canceled))
-	assert.Equal(t, "canceled", runtime.KindOf(&runtime.CallError{Layer: "meter", Err: runtime.StoreUnavailable(canceled)}))
+	marked := runtime.StoreUnavailable(canceled)
+	assert.NotErrorIs(t, marked, runtime.ErrStoreUnavailable)
+	assert.ErrorIs(t, marked, context.Canceled)
+	require.ErrorAs(t, marked, &se)
+	assert.Equal(t, canceled.Error(), marked.Error())
+	assert.Equal(t, "canceled", runtime.KindOf(&runtime.CallError{Layer: "meter", Err: marked}))
+	assert.False(t, runtime.DidNotRun(marked))
+	// A store's failure after the call ran says nothing of whether it ran.
+	failed := runtime.StoreFailed(cause)
+	assert.NotErrorIs(t, failed, runtime.ErrStoreUnavailable)
+	assert.False(t, runtime.DidNotRun(failed))
+	require.ErrorAs(t, failed, &se)
+	assert.Same(t, failed, runtime.StoreFailed(failed), "marked once")
+	assert.NoError(t, runtime.StoreFailed(nil))
 }
 
 // A dependency set to nil fails Build, naming it, instead of every call it

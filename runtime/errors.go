@@ -256,21 +256,56 @@ func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
 var ErrStoreUnavailable = errors.New("store unavailable")
 
 // StoreUnavailable marks err, a store's failure that kept a layer from
-// running the call, with ErrStoreUnavailable. Its message and chain are
-// err's. A cancellation by the caller is not the store's failure and is
-// returned unmarked, as is nil.
+// running the call, with ErrStoreUnavailable, in a *StoreError. Its message
+// and chain are err's. A cancellation by the caller is not the store's
+// failure and is not marked with ErrStoreUnavailable (its text is still
+// the store's: a *StoreError that says nothing of whether the call ran),
+// nor is an error marked already; nil is returned as it is.
 func StoreUnavailable(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrStoreUnavailable) {
+	if err == nil || errors.Is(err, ErrStoreUnavailable) {
 		return err
 	}
-	return &storeError{err: err}
+	if errors.Is(err, context.Canceled) {
+		return StoreFailed(err)
+	}
+	return &StoreError{Err: err, NotRun: true}
 }
 
-// storeError is an error marked by StoreUnavailable.
-type storeError struct{ err error }
+// StoreFailed returns err, a store's failure a layer passes on, as a
+// *StoreError that says nothing of whether the call ran: the error around
+// it says that (an outcome not recorded, ErrOutcomeUnrecorded: the call
+// ran). Its message and chain are err's. StoreFailed(nil) is nil.
+func StoreFailed(err error) error {
+	var se *StoreError
+	if err == nil || errors.As(err, &se) && se == err {
+		return err
+	}
+	return &StoreError{Err: err}
+}
 
-func (e *storeError) Error() string   { return e.err.Error() }
-func (e *storeError) Unwrap() []error { return []error{e.err, ErrStoreUnavailable} }
+// StoreError is a store's own failure as a layer passes it on
+// (StoreUnavailable, StoreFailed). Its text is the store's: a driver's
+// words, which may name the store's address, its user and its database. A
+// gateway keeps that text from its clients (agentc serve answers "store
+// unavailable" and logs the cause).
+type StoreError struct {
+	// Err is the store's error.
+	Err error
+	// NotRun marks the failure as what kept the call from running
+	// (ErrStoreUnavailable, DidNotRun).
+	NotRun bool
+}
+
+// Error returns Err's text.
+func (e *StoreError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err, and ErrStoreUnavailable when NotRun.
+func (e *StoreError) Unwrap() []error {
+	if e.NotRun {
+		return []error{e.Err, ErrStoreUnavailable}
+	}
+	return []error{e.Err}
+}
 
 // ranError is an error marked by Ran.
 type ranError struct{ err error }
