@@ -500,6 +500,15 @@ func TestClassify(t *testing.T) {
 		// may stand, so a worker must not redeliver it.
 		{"outcome unrecorded", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "audit", Message: "audit outcome not written",
 			Err: errors.Join(runtime.ErrOutcomeUnrecorded, errors.New("disk full"))}, runtime.ClassInDoubt, true, false, "in_doubt"},
+		// A call that ran but whose record was refused by a layer (a
+		// checkpoint whose run another process saved since): the refusal
+		// is why the outcome was not recorded, not the call's own, so the
+		// call is in doubt, not blocked (which says it did not run).
+		{"outcome unrecorded for a refusal", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "runs", Message: "the run is not saved",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, &runtime.BlockedError{Layer: runtime.LayerCheckpoint, Message: "the run is not saved",
+				Err: &runtime.CheckpointConflictError{RunID: "r", Want: 1, Latest: 1}})}, runtime.ClassInDoubt, true, false, "in_doubt"},
+		{"outcome unrecorded for a budget", &runtime.CallError{Kind: runtime.KindPermanent, Err: errors.Join(runtime.ErrOutcomeUnrecorded, budget)},
+			runtime.ClassInDoubt, true, false, "in_doubt"},
 		{"outcome unrecorded beside a block", errors.Join(blocked, &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}), runtime.ClassBlocked, true, false, "blocked"},
 		// A call that failed of its own: its error comes first, as it would
 		// with its outcome recorded.
@@ -660,6 +669,8 @@ func TestLayerOf(t *testing.T) {
 		{"in doubt on resume", errors.Join(&runtime.InDoubtError{Layer: runtime.LayerCheckpoint, Tool: "refund"}), runtime.LayerCheckpoint},
 		{"in doubt beside a block", errors.Join(blocked, doubt), "idem"},
 		{"outcome unrecorded", unrecorded, "audit"},
+		{"outcome unrecorded for a refusal", &runtime.CallError{Kind: runtime.KindPermanent, Layer: "runs",
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, &runtime.BlockedError{Layer: runtime.LayerCheckpoint, Message: "the run is not saved"})}, "runs"},
 		{"breaker", &runtime.BreakerOpenError{Layer: "retry"}, "retry"},
 		{"unnamed", errors.New("boom"), ""},
 	}
@@ -692,10 +703,26 @@ func TestStoreUnavailable(t *testing.T) {
 	wrapped := &runtime.CallError{Layer: "meter", Message: "budget store unavailable; the call did not run", Err: err}
 	assert.Equal(t, "store_unavailable", runtime.KindOf(wrapped))
 	assert.Equal(t, "meter", runtime.LayerOf(wrapped))
-	// The caller going away is not the store's failure.
+	var se *runtime.StoreError
+	require.ErrorAs(t, wrapped, &se, "a gateway finds the store's text to withhold")
+	assert.Same(t, cause, se.Err)
+	// The caller going away is not the store's failure, but its text is
+	// still the store's.
 	canceled := fmt.Errorf("redis lease: %w", context.Canceled)
-	assert.Same(t, canceled, runtime.StoreUnavailable(canceled))
-	assert.Equal(t, "canceled", runtime.KindOf(&runtime.CallError{Layer: "meter", Err: runtime.StoreUnavailable(canceled)}))
+	marked := runtime.StoreUnavailable(canceled)
+	assert.NotErrorIs(t, marked, runtime.ErrStoreUnavailable)
+	assert.ErrorIs(t, marked, context.Canceled)
+	require.ErrorAs(t, marked, &se)
+	assert.Equal(t, canceled.Error(), marked.Error())
+	assert.Equal(t, "canceled", runtime.KindOf(&runtime.CallError{Layer: "meter", Err: marked}))
+	assert.False(t, runtime.DidNotRun(marked))
+	// A store's failure after the call ran says nothing of whether it ran.
+	failed := runtime.StoreFailed(cause)
+	assert.NotErrorIs(t, failed, runtime.ErrStoreUnavailable)
+	assert.False(t, runtime.DidNotRun(failed))
+	require.ErrorAs(t, failed, &se)
+	assert.Same(t, failed, runtime.StoreFailed(failed), "marked once")
+	assert.NoError(t, runtime.StoreFailed(nil))
 }
 
 // A dependency set to nil fails Build, naming it, instead of every call it

@@ -353,7 +353,7 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 		return Checkpoint{}, &BlockedError{Layer: LayerCheckpoint, Message: "the run is not saved", Err: ce}
 	}
 	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: save run %s: %w", run.ID, err)
+		return Checkpoint{}, fmt.Errorf("checkpoint: save run %s: %w", run.ID, StoreFailed(err))
 	}
 	cp.Version, cp.Keep = v, 0
 	s.mu.Lock()

@@ -256,21 +256,56 @@ func (e *markedError) Unwrap() []error { return []error{e.err, e.mark} }
 var ErrStoreUnavailable = errors.New("store unavailable")
 
 // StoreUnavailable marks err, a store's failure that kept a layer from
-// running the call, with ErrStoreUnavailable. Its message and chain are
-// err's. A cancellation by the caller is not the store's failure and is
-// returned unmarked, as is nil.
+// running the call, with ErrStoreUnavailable, in a *StoreError. Its message
+// and chain are err's. A cancellation by the caller is not the store's
+// failure and is not marked with ErrStoreUnavailable (its text is still
+// the store's: a *StoreError that says nothing of whether the call ran),
+// nor is an error marked already; nil is returned as it is.
 func StoreUnavailable(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, ErrStoreUnavailable) {
+	if err == nil || errors.Is(err, ErrStoreUnavailable) {
 		return err
 	}
-	return &storeError{err: err}
+	if errors.Is(err, context.Canceled) {
+		return StoreFailed(err)
+	}
+	return &StoreError{Err: err, NotRun: true}
 }
 
-// storeError is an error marked by StoreUnavailable.
-type storeError struct{ err error }
+// StoreFailed returns err, a store's failure a layer passes on, as a
+// *StoreError that says nothing of whether the call ran: the error around
+// it says that (an outcome not recorded, ErrOutcomeUnrecorded: the call
+// ran). Its message and chain are err's. StoreFailed(nil) is nil.
+func StoreFailed(err error) error {
+	var se *StoreError
+	if err == nil || errors.As(err, &se) && se == err {
+		return err
+	}
+	return &StoreError{Err: err}
+}
 
-func (e *storeError) Error() string   { return e.err.Error() }
-func (e *storeError) Unwrap() []error { return []error{e.err, ErrStoreUnavailable} }
+// StoreError is a store's own failure as a layer passes it on
+// (StoreUnavailable, StoreFailed). Its text is the store's: a driver's
+// words, which may name the store's address, its user and its database. A
+// gateway keeps that text from its clients (agentc serve answers "store
+// unavailable" and logs the cause).
+type StoreError struct {
+	// Err is the store's error.
+	Err error
+	// NotRun marks the failure as what kept the call from running
+	// (ErrStoreUnavailable, DidNotRun).
+	NotRun bool
+}
+
+// Error returns Err's text.
+func (e *StoreError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err, and ErrStoreUnavailable when NotRun.
+func (e *StoreError) Unwrap() []error {
+	if e.NotRun {
+		return []error{e.Err, ErrStoreUnavailable}
+	}
+	return []error{e.Err}
+}
 
 // ranError is an error marked by Ran.
 type ranError struct{ err error }
@@ -430,7 +465,8 @@ func (c Class) String() string {
 func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c == ClassInDoubt }
 
 // Classify returns the class of err: ClassOK for nil, ClassInDoubt for an
-// *InDoubtError, ClassBlocked for a *BlockedError, ClassBudget for a
+// *InDoubtError and for a call that ran but whose record a layer refused
+// (refusedRecord), ClassBlocked for a *BlockedError, ClassBudget for a
 // *BudgetError (anywhere in the chain), ClassInDoubt for a call that ran to
 // its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
 // the call failed of its own, whose error comes first) and for a call that
@@ -440,7 +476,7 @@ func Classify(err error) Class {
 		return ClassOK
 	}
 	var d *InDoubtError
-	if errors.As(err, &d) {
+	if errors.As(err, &d) || refusedRecord(err) != nil {
 		return ClassInDoubt
 	}
 	var b *BlockedError
@@ -455,6 +491,31 @@ func Classify(err error) Class {
 		return ClassInDoubt
 	}
 	return ClassFailure
+}
+
+// refusedRecord returns the *CallError of a call that ran but whose
+// outcome a layer refused to record (a checkpoint's save refused because
+// another process saved the run since, a *BlockedError wrapping a
+// *CheckpointConflictError): err is an outcome not recorded
+// (outcomeUnrecorded) and the first *BlockedError or *BudgetError of err is
+// inside that *CallError, so the refusal is the record's, not the call's,
+// which ran. Nil otherwise: a call refused of its own keeps its class.
+func refusedRecord(err error) *CallError {
+	var ce *CallError
+	if !outcomeUnrecorded(err) || !errors.As(err, &ce) {
+		return nil
+	}
+	if inside[*BlockedError](err, ce) || inside[*BudgetError](err, ce) {
+		return ce
+	}
+	return nil
+}
+
+// inside reports whether err holds an error of type E and the first one is
+// in outer's chain.
+func inside[E error](err error, outer *CallError) bool {
+	var first, in E
+	return errors.As(err, &first) && errors.As(outer.Err, &in) && error(first) == error(in)
 }
 
 // outcomeUnrecorded reports whether err is a call's outcome not recorded
@@ -557,7 +618,7 @@ func KindOf(err error) string {
 		return ""
 	}
 	var d *InDoubtError
-	if errors.As(err, &d) {
+	if errors.As(err, &d) || refusedRecord(err) != nil {
 		return "in_doubt"
 	}
 	var b *BlockedError
@@ -601,11 +662,15 @@ func KindOf(err error) string {
 
 // LayerOf names the layer an error comes from, when it names one: the
 // layer of the error Classify reports first (an *InDoubtError's before a
-// *BlockedError's), then an open breaker's or a *CallError's.
+// *BlockedError's, the *CallError's of a call whose record a layer refused
+// before the refusal's), then an open breaker's or a *CallError's.
 func LayerOf(err error) string {
 	var d *InDoubtError
 	if errors.As(err, &d) {
 		return d.Layer
+	}
+	if ce := refusedRecord(err); ce != nil {
+		return ce.Layer
 	}
 	var b *BlockedError
 	if errors.As(err, &b) {

@@ -495,8 +495,11 @@ func (h *hangups) hangUp() {
 // upstream's refusal of the gateway itself (its key, its account's credit,
 // its project's permissions: 401, 402, 403, 407) pass on the upstream's
 // text, which describes the gateway's credentials (a provider echoes a
-// hint of the key it was sent); the client learns the status. The access
-// log keeps the whole error.
+// hint of the key it was sent); the client learns the status. Nor does a
+// store's failure a layer passes on (*runtime.StoreError) pass on its text,
+// a driver's words that name the store's address, user and database, or
+// say how its connection broke: the client learns that the layer's store
+// is unavailable. The access log keeps the whole error.
 func clientMessage(err error) string {
 	msg := err.Error()
 	var causes, withheld []string
@@ -507,6 +510,9 @@ func clientMessage(err error) string {
 			return
 		case *url.Error, *net.OpError, *net.DNSError:
 			causes, withheld = append(causes, e.Error()), append(withheld, transportWithheld)
+			return
+		case *runtime.StoreError:
+			causes, withheld = append(causes, e.Error()), append(withheld, storeWithheld)
 			return
 		case *runtime.CallError:
 			if e.Layer == "" && e.Err != nil && refusesTheGateway(e.Status) {
@@ -532,7 +538,13 @@ func clientMessage(err error) string {
 			// The text is not where it was expected: fail closed.
 			return "the upstream could not be reached: " + transportWithheld
 		}
-		msg = msg[:at] + withheld[i] + msg[at+len(cause):]
+		w := withheld[i]
+		if w == storeWithheld && strings.Contains(msg[:at], "store unavailable") {
+			// The layer said so already ("rate limit store unavailable;
+			// the call did not run: ...").
+			w = transportWithheld
+		}
+		msg = msg[:at] + w + msg[at+len(cause):]
 	}
 	return msg
 }
@@ -549,6 +561,9 @@ func refusesTheGateway(status int) bool {
 
 // transportWithheld stands for the transport's text in a client message.
 const transportWithheld = "(the cause is in the gateway's log)"
+
+// storeWithheld stands for a store's text in a client message.
+const storeWithheld = "store unavailable " + transportWithheld
 
 // failWith answers e in the route's own error format.
 func (x *exchange) failWith(e errDoc) {

@@ -563,6 +563,21 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	return s.assemble(ctx, p, kr, deps, ups)
 }
 
+// withoutTurns returns p without its turn chain, which the gateway never
+// runs (it runs no agent turn): built into its pipeline, a turn-chain layer
+// would still act on the calls the gateway serves, a checkpoint with
+// after_tool saving the run after each /mcp tool call, which a new
+// generation or another replica, never having resumed the run, could then
+// no longer save. The warning at load names the chain's layers.
+func withoutTurns(p *plan.Plan) *plan.Plan {
+	if len(p.Chains.Turn) == 0 {
+		return p
+	}
+	q := *p
+	q.Chains.Turn = nil
+	return &q
+}
+
 // assemble builds the pipeline of p serving the host's tools and ups's,
 // scans ups's definitions and returns the generation. On failure ups is
 // closed.
@@ -585,7 +600,7 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 	// A tool a declared mcp server lists counts as declared: its arguments
 	// are checked against the upstream's input schema.
 	deps.ToolArgs = ups.toolArgs(deps.ToolArgs)
-	pl, err := runtime.Build(ctx, p, deps)
+	pl, err := runtime.Build(ctx, withoutTurns(p), deps)
 	if err != nil {
 		ups.close()
 		return nil, err

@@ -143,7 +143,7 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	}
 	if werr := a.sink.Append(context.WithoutCancel(ctx), out); werr != nil {
 		oerr := &runtime.CallError{Kind: runtime.KindPermanent, Layer: a.name, Message: "audit outcome not written",
-			Err: errors.Join(runtime.ErrOutcomeUnrecorded, werr)}
+			Err: errors.Join(runtime.ErrOutcomeUnrecorded, runtime.StoreFailed(werr))}
 		if err == nil {
 			return v, oerr
 		}

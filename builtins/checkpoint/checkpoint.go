@@ -79,8 +79,9 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 // failed, which could have it make the call again. Otherwise it is the
 // store's failure (runtime.StoreUnavailable). A save refused because another
 // process saved the run since (a *runtime.CheckpointConflictError) is
-// returned as it is when nothing ran yet, so that a turn ends before its
-// tool calls, and as unrecorded when something did.
+// returned as it is (blocked) when nothing ran yet, so that a turn ends
+// before its tool calls, and as unrecorded, in doubt, when something did:
+// the conflict without the block, which would tell that nothing ran.
 func (c *Checkpoint) unsaved(err error, ran bool) error {
 	var (
 		b  *runtime.BlockedError
@@ -90,6 +91,9 @@ func (c *Checkpoint) unsaved(err error, ran bool) error {
 		return err
 	}
 	if ran {
+		if ce != nil {
+			err = ce
+		}
 		return &runtime.CallError{Kind: runtime.KindPermanent, Layer: c.name, Message: "the run is not saved",
 			Err: errors.Join(runtime.ErrOutcomeUnrecorded, err)}
 	}

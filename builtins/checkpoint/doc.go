@@ -43,5 +43,17 @@
 // resumed: when another process saved the run since (two workers resumed
 // it), the store refuses it with a *runtime.CheckpointConflictError and the
 // turn ends with it, saving nothing more; with after_tool that is before
-// the model's tool calls run.
+// the model's tool calls run, blocked (*runtime.BlockedError): none ran.
+// The save after a tool result refused so (another process took the run
+// over while the call ran) ends the turn in doubt
+// (runtime.ErrOutcomeUnrecorded, never blocked): the call ran. The process
+// no longer holds the run: its later turns of it are refused the same way
+// until it resumes it (runtime.Checkpointer.Resume), from the latest
+// version, which lacks the result it could not save. A process that
+// restarts resumes its runs before it runs their turns, or their first
+// save is refused so.
+//
+// The layer acts where a host runs turns (runtime.Pipeline.RunAgent,
+// Turn): `agentc serve` runs none, and builds its pipeline without the
+// turn chain, so it saves no run of the calls it serves.
 package checkpoint
