@@ -152,8 +152,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 		x.g = s.acquire()
 		defer func() {
 			x.release()
-			s.metrics.inflight.Dec()
+			// Recorded before the gauge falls, so a scrape that finds no
+			// request in flight finds every finished one counted.
 			s.record(x, start)
+			s.metrics.inflight.Dec()
 		}()
 		if s.closed.Load() {
 			x.failErr(errClosed)
