@@ -600,13 +600,23 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if err != nil {
 		s.observeRefusal(plan.StageChat, err)
 	}
-	if resp.Cached {
-		return
-	}
 	tenant := x.caller.tenant
 	// The spend is what each model call made for the request billed, at
 	// its own model's prices: a fallback's failed attempts and a hedge's
-	// cancelled racers cost money too, and not at the served model's.
+	// cancelled racers cost money too, and not at the served model's, and
+	// so do the calls layers made of their own (a judge's verdicts, a
+	// summary), which a meter charges, a cached answer's included.
+	spend := func(charges []runtime.Charge) {
+		for _, ch := range charges {
+			if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
+				m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
+			}
+		}
+	}
+	spend(resp.OwnCharges)
+	if resp.Cached {
+		return
+	}
 	model := resp.Model
 	if model == "" {
 		model = p.req.Model
@@ -615,11 +625,7 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if charges == nil {
 		charges = []runtime.Charge{{Model: model, Usage: resp.Usage}}
 	}
-	for _, ch := range charges {
-		if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
-			m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
-		}
-	}
+	spend(charges)
 	// The tokens are those of the response served: a call that failed or
 	// was given up before its first delta (an attempt timed out, a client
 	// gone) served none, whatever its prompt cost.
@@ -757,7 +763,9 @@ func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yiel
 			Err: runtime.ProviderRefused(fmt.Errorf("the conversation ends with an assistant message, which %s; end it with a user message, or call a model of the client's API", read))}
 	}
 	made, _ := ctx.Value(madeCallsKey{}).(*madeCalls)
-	if made == nil {
+	if made == nil || runtime.IsOwnCall(ctx) {
+		// A layer's own call (a judge's verdict, a summary) answers the
+		// layer: no tool call of its answer is one the client's model made.
 		return m.client.Stream(ctx, req, yield)
 	}
 	var calls runtime.ToolCallBuilder

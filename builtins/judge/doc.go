@@ -34,7 +34,10 @@
 // judged (vet reports it, order/judge-before-meter: an error when the meter
 // has a budget, which the verdicts escape, a warning otherwise). A
 // rate_limit outside admits the verdict call without a token (vet warns, order/ratelimit-outside-judge). A failure after those layers (retries spent, a budget refusal)
-// follows `on_error`. Its usage is not reported on the call's response.
+// follows `on_error`. Its usage is not in the response's Usage nor Charges
+// but in its OwnCharges, and the model it went to and its provider's
+// request id are not the response's (runtime.IsOwnCall): agentc serve names
+// the model that wrote the answer and returns that model's request id.
 // Place the meter, retry and fallback meant for judging inside the judge;
 // scope a layer with `when` (request.model) to keep it off the judge's calls.
 // agentc explain lists the path under the chain's consequences.
