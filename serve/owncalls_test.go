@@ -57,6 +57,25 @@ func ownCallsCost(n int) float64 {
 	return float64(n) * meter.Cost(plan.Model{USDPerMTokIn: 3, USDPerMTokOut: 15}, runtime.Usage{InputTokens: 472, OutputTokens: 15})
 }
 
+// meterSpend returns the USD the chat chain's meter (scope global) charged.
+func meterSpend(t *testing.T, g *gateway) float64 {
+	t.Helper()
+	for _, l := range g.srv.cur.Load().pl.Layers(plan.StageChat) {
+		if r, ok := l.Middleware.(runtime.LedgerReader); ok {
+			return r.Ledger("").USD
+		}
+	}
+	t.Fatal("no meter in the chat chain")
+	return 0
+}
+
+// spendMetric returns the sum of the spend metric's samples of tenant acme.
+func spendMetric(t *testing.T, g *gateway) float64 {
+	metrics := g.metrics(t)
+	return sample(t, metrics, `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"}`) +
+		sample(t, metrics, `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`)
+}
+
 // A judge's verdict call ran on the request's own context: the model it
 // went to and its upstream's request id were noted last, so every route
 // returned the judge's request id, and the streams named the judge's model
@@ -71,7 +90,7 @@ func TestAJudgesCallIsNotTheServedModel(t *testing.T) {
 	for range 2 * len(ownCallRoutes) {
 		oa, an = append(oa, answer), append(an, verdict)
 	}
-	g := newGateway(t, `{use: "judge", model: "backup", prompt: "Answer allow or block."}, {use: "meter", budget: usd: 100}`, oa, an)
+	g := newGateway(t, `{use: "judge", model: "backup", prompt: "Answer allow or block."}, {use: "meter", scope: "global", budget: usd: 100}`, oa, an)
 	for _, r := range ownCallRoutes {
 		for _, stream := range []bool{false, true} {
 			code, h, body := do(t, "POST", g.url+r.path, clientKey, r.body([]map[string]string{{"role": "user", "content": "Hello"}}, stream))
@@ -86,6 +105,7 @@ func TestAJudgesCallIsNotTheServedModel(t *testing.T) {
 		"the meter charges each verdict call at backup's prices")
 	assert.InDelta(t, 6*(19*0.4+10*1.6)/1e6, sample(t, metrics, `agentc_serve_budget_spend_usd_total{model="primary",tenant="acme"}`), 1e-12)
 	assert.NotContains(t, metrics, `agentc_serve_tokens_total{direction="input",model="backup"`, "a verdict is not served")
+	assert.InDelta(t, meterSpend(t, g), spendMetric(t, g), 1e-12, "the metric is the meter's ledger")
 }
 
 // A summarizing compaction's summary call reported its model and request
@@ -98,7 +118,7 @@ func TestASummaryCallIsNotTheServedModel(t *testing.T) {
 	for range 2 * len(ownCallRoutes) {
 		oa, an = append(oa, answer), append(an, summary)
 	}
-	g := newGateway(t, `{use: "compaction", strategy: "summarize", model: "backup", max_tokens: 64, keep_recent: 1}, {use: "meter", budget: usd: 100}`, oa, an)
+	g := newGateway(t, `{use: "compaction", strategy: "summarize", model: "backup", max_tokens: 64, keep_recent: 1}, {use: "meter", scope: "global", budget: usd: 100}`, oa, an)
 	long := strings.Repeat("The quarterly report lists every shipment and its route. ", 20)
 	msgs := []map[string]string{{"role": "user", "content": long}, {"role": "assistant", "content": long}, {"role": "user", "content": "Hello"}}
 	for _, r := range ownCallRoutes {
@@ -111,4 +131,5 @@ func TestASummaryCallIsNotTheServedModel(t *testing.T) {
 	}
 	require.Equal(t, 6, g.an.requests(), "each request was summarized")
 	assert.InDelta(t, ownCallsCost(6), sample(t, g.metrics(t), `agentc_serve_budget_spend_usd_total{model="backup",tenant="acme"}`), 1e-12)
+	assert.InDelta(t, meterSpend(t, g), spendMetric(t, g), 1e-12, "the metric is the meter's ledger")
 }
