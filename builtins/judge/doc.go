@@ -24,8 +24,9 @@
 //
 // The judge's own model call goes through the chat chain below the judge's
 // layer, as a call of its own in the same run (runtime.OwnCall): every layer
-// inside the judge applies to it as to any call, and the judge never sees
-// it. A meter inside the judge charges its tokens and cost and counts it as
+// inside the judge applies to it as to any call (but output_coerce, whose
+// schema is the answer's: it passes the verdict as it is), and the judge
+// never sees it. A meter inside the judge charges its tokens and cost and counts it as
 // a call (and its budget can refuse it); a retry inside retries it, a
 // fallback or hedge inside sends it to their models (vet warns,
 // order/own-call-rerouted, when those leave out `model`), a tracing layer inside
