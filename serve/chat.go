@@ -763,9 +763,7 @@ func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yiel
 			Err: runtime.ProviderRefused(fmt.Errorf("the conversation ends with an assistant message, which %s; end it with a user message, or call a model of the client's API", read))}
 	}
 	made, _ := ctx.Value(madeCallsKey{}).(*madeCalls)
-	if made == nil || runtime.IsOwnCall(ctx) {
-		// A layer's own call (a judge's verdict, a summary) answers the
-		// layer: no tool call of its answer is one the client's model made.
+	if made == nil {
 		return m.client.Stream(ctx, req, yield)
 	}
 	var calls runtime.ToolCallBuilder
