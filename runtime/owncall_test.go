@@ -114,3 +114,21 @@ func TestOwnCallsDoNotReportAsTheCallers(t *testing.T) {
 		})
 	}
 }
+
+// An agent turn's Usage is what its model calls billed: a layer's own call
+// (a judge's verdict) was left out, which a meter charges, so the turn's
+// usage disagreed with the meter.
+func TestAgentUsageCountsOwnCalls(t *testing.T) {
+	main := &reportingModel{name: "primary", text: "done", usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}}
+	side := &reportingModel{name: "side", text: "ok", usage: runtime.Usage{InputTokens: 7, OutputTokens: 1}}
+	pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("test.sidecall", ""), rt.Layer("meter", "")}},
+		map[string]runtime.ModelClient{"primary": main, "side": side})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "go"})
+	require.NoError(t, err)
+	assert.Equal(t, "done", res.Output)
+	assert.Equal(t, runtime.Usage{InputTokens: 17, OutputTokens: 6}, res.Usage, "the answer and the side call were billed")
+	got := meterOf(t, pl).Ledger("r")
+	assert.Equal(t, int64(res.Usage.InputTokens), got.InputTokens, "the turn's usage agrees with the meter")
+	assert.Equal(t, int64(res.Usage.OutputTokens), got.OutputTokens)
+}
