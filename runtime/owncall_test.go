@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,24 +44,6 @@ func init() {
 	})
 }
 
-// upstreamNotes records what model clients report of their requests.
-type upstreamNotes struct {
-	mu          sync.Mutex
-	ids, served []string
-}
-
-func (n *upstreamNotes) NoteUpstreamRequestID(id string) {
-	n.mu.Lock()
-	n.ids = append(n.ids, id)
-	n.mu.Unlock()
-}
-
-func (n *upstreamNotes) NoteServedModel(name string) {
-	n.mu.Lock()
-	n.served = append(n.served, name)
-	n.mu.Unlock()
-}
-
 // reportingModel reports its name and a request id as a provider's client
 // does, then answers text with usage.
 type reportingModel struct {
@@ -100,12 +81,12 @@ func TestOwnCallsDoNotReportAsTheCallers(t *testing.T) {
 				chain[1].When = &plan.Predicate{Stage: plan.StageChat, Source: "request.model == 'side'"}
 			}
 			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: chain}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": main, "side": side}})
-			n := &upstreamNotes{}
+			n := &rt.Notes{}
 			text, resp, err := rt.Collect(runtime.WithUpstreamRequestID(context.Background(), n), pl, runtime.ChatRequest{Model: "primary"}, 0)
 			require.NoError(t, err)
 			assert.Equal(t, "answer", text)
-			assert.Equal(t, []string{"primary"}, n.served, "the side call's model is not the one that answered")
-			assert.Equal(t, []string{"req-primary"}, n.ids)
+			assert.Equal(t, []string{"primary"}, n.Served(), "the side call's model is not the one that answered")
+			assert.Equal(t, []string{"req-primary"}, n.IDs())
 			assert.Equal(t, []bool{false, true}, []bool{<-own, <-own})
 			assert.Equal(t, "primary", resp.Model)
 			assert.Equal(t, runtime.Usage{InputTokens: 10, OutputTokens: 5}, resp.Usage)
