@@ -107,7 +107,8 @@ type AgentResult struct {
 	// Blocked is the number of tool calls a guard refused.
 	Blocked int `json:"blocked,omitempty"`
 	// Usage sums the usage the model calls billed, attempts a layer of
-	// the chat chain discarded (retry, fallback, hedge) included. Steps, ToolCalls, Blocked
+	// the chat chain discarded (retry, fallback, hedge) and the calls a
+	// layer made of its own (a judge's verdicts, summaries) included. Steps, ToolCalls, Blocked
 	// and Usage count every attempt of the turn (a host's retry layer that
 	// ran the turn chain's inner layers again): the model calls of an
 	// attempt that failed were made, and are billed.
@@ -598,13 +599,17 @@ type agentTurn struct {
 // billed is the usage resp's model calls billed: each charge when more
 // than the call that served it billed (a retried attempt, a fallback, a
 // hedge's racer, whose usage the response's Usage leaves out), else its
-// Usage.
+// Usage, and the charges of the layers' own calls (a judge's verdict, a
+// summary).
 func billed(resp *ChatResponse) Usage {
-	if resp.Charges == nil {
-		return resp.Usage
+	u := resp.Usage
+	if resp.Charges != nil {
+		u = Usage{}
+		for _, c := range resp.Charges {
+			u.Add(c.Usage)
+		}
 	}
-	var u Usage
-	for _, c := range resp.Charges {
+	for _, c := range resp.OwnCharges {
 		u.Add(c.Usage)
 	}
 	return u

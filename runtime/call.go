@@ -1074,7 +1074,50 @@ type ChatCall struct {
 	// tok guards the model-facing yield (see emitToken); it survives
 	// recycling.
 	tok *emitToken
+	// own is set on a call a layer makes of its own (OwnCall).
+	own bool
+	// owned holds what the model calls made for the own calls of layers
+	// billed (ChatResponse.OwnCharges): one for the call they are made
+	// for, shared by them, by the own calls they make in turn and by their
+	// clones. Nil until one is made or the call cloned.
+	owned *ownedCharges
 }
+
+// ownedCharges is the list of charges of a call's own calls; their model
+// calls may end at once (a hedge's racers).
+type ownedCharges struct {
+	mu      sync.Mutex
+	charges []Charge
+}
+
+func (o *ownedCharges) add(ch Charge) {
+	o.mu.Lock()
+	o.charges = append(o.charges, ch)
+	o.mu.Unlock()
+}
+
+// list returns a copy of the charges, nil when none.
+func (o *ownedCharges) list() []Charge {
+	if o == nil {
+		return nil
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.charges)
+}
+
+// ownedList returns c's owned charges, making them when c has none.
+func (c *ChatCall) ownedList() *ownedCharges {
+	if c.owned == nil {
+		c.owned = &ownedCharges{}
+	}
+	return c.owned
+}
+
+// Own reports whether c is a call a layer makes of its own (OwnCall: a
+// judge's verdict, a summary), whose output goes to that layer, not to the
+// caller.
+func (c *ChatCall) Own() bool { return c.own }
 
 // IdempotencyKey returns the call's idempotency key, derived from the run id
 // and the transcript unless the caller supplied one.
@@ -1131,7 +1174,7 @@ func (c *ChatCall) Emit(yield func(Delta) bool, d Delta) bool {
 // Clone returns a copy of the call for a concurrent attempt (hedge): the
 // request and meta are copied, the stream state starts empty.
 func (c *ChatCall) Clone() *ChatCall {
-	return &ChatCall{Request: c.Request, Meta: c.Meta}
+	return &ChatCall{Request: c.Request, Meta: c.Meta, own: c.own, owned: c.ownedList()}
 }
 
 // Discard records that a finished clone's output was dropped (a racer that
@@ -1223,6 +1266,12 @@ type ChatResponse struct {
 	// model call that served the response is the only one that billed
 	// (what it billed is Usage, at Model).
 	Charges []Charge `json:"-"`
+	// OwnCharges are the usage each model call made for the own calls of
+	// layers billed (OwnCall: a judge's verdicts, a summarizing
+	// compaction's summaries), by the model it went to; nil when none was
+	// made. They are in neither Usage nor Charges: a meter they pass
+	// charges them as calls of their own.
+	OwnCharges []Charge `json:"-"`
 	// Annotations are the facts layers recorded about the output, by key
 	// (ChatCall.Annotate); nil when none did.
 	Annotations map[string]any `json:"annotations,omitempty"`
@@ -1687,10 +1736,15 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // layer: the layers inside it apply to the request as to any call (meters
 // charge it, retries retry it, tracing traces it), and the layer never sees
 // its own request. The new call's Tools are empty, not the declared tools.
+// Its model calls are not the caller's: what their model clients report
+// (ReportServedModel, ReportUpstreamRequestID) does not reach the notes of
+// the context (IsOwnCall), and what they bill is listed apart, in the
+// OwnCharges of parent's response.
 func OwnCall(parent *ChatCall, req ChatRequest) *ChatCall {
-	c := &ChatCall{Request: req, Meta: Meta{Attempts: 1}}
+	c := &ChatCall{Request: req, Meta: Meta{Attempts: 1}, own: true}
 	if parent != nil {
 		c.Meta.Run = parent.Meta.Run
+		c.owned = parent.ownedList()
 	}
 	return c
 }

@@ -81,6 +81,9 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	if c.tok == nil {
 		c.tok = &emitToken{}
 	}
+	if c.own {
+		ctx = ownCallContext(ctx)
+	}
 	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c))
 	c.tok.release()
 	c.down = nil
@@ -124,6 +127,9 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	}
 	if u := c.Usage.Sub(beforeUsage); u != (Usage{}) {
 		c.Charges = append(c.Charges, Charge{Model: c.Request.Model, Usage: u})
+		if c.own && c.owned != nil {
+			c.owned.add(Charge{Model: c.Request.Model, Usage: u})
+		}
 	}
 	return err
 }
@@ -354,6 +360,7 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage)) {
 		resp.Charges = slices.Clone(c.Charges)
 	}
+	resp.OwnCharges = c.owned.list()
 	releaseChatCall(c)
 	return resp, err
 }

@@ -168,6 +168,25 @@ type ServedModels interface {
 	NoteServedModel(name string)
 }
 
+// ownCallNotes stands, in the context of a model call made for an own
+// call (OwnCall), for the notes of the caller's: it takes no report.
+type ownCallNotes struct{}
+
+// ownCallContext returns the context of a model call made for an own call:
+// its model client's reports reach no notes.
+func ownCallContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, upstreamIDKey{}, ownCallNotes{})
+}
+
+// IsOwnCall reports whether ctx is the context of a model client's request
+// made for a layer's own call (OwnCall: a judge's verdict, a summary), not
+// for the caller: its reports go nowhere, and a host that records what its
+// clients answered for the caller leaves it out.
+func IsOwnCall(ctx context.Context) bool {
+	_, ok := ctx.Value(upstreamIDKey{}).(ownCallNotes)
+	return ok
+}
+
 // ReportServedModel hands name, the plan's name of the model a request is
 // sent to, to the UpstreamRequestIDs of ctx when it is also ServedModels.
 func ReportServedModel(ctx context.Context, name string) {

@@ -600,13 +600,23 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if err != nil {
 		s.observeRefusal(plan.StageChat, err)
 	}
-	if resp.Cached {
-		return
-	}
 	tenant := x.caller.tenant
 	// The spend is what each model call made for the request billed, at
 	// its own model's prices: a fallback's failed attempts and a hedge's
-	// cancelled racers cost money too, and not at the served model's.
+	// cancelled racers cost money too, and not at the served model's, and
+	// so do the calls layers made of their own (a judge's verdicts, a
+	// summary), which a meter charges, a cached answer's included.
+	spend := func(charges []runtime.Charge) {
+		for _, ch := range charges {
+			if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
+				m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
+			}
+		}
+	}
+	spend(resp.OwnCharges)
+	if resp.Cached {
+		return
+	}
 	model := resp.Model
 	if model == "" {
 		model = p.req.Model
@@ -615,11 +625,7 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if charges == nil {
 		charges = []runtime.Charge{{Model: model, Usage: resp.Usage}}
 	}
-	for _, ch := range charges {
-		if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
-			m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
-		}
-	}
+	spend(charges)
 	// The tokens are those of the response served: a call that failed or
 	// was given up before its first delta (an attempt timed out, a client
 	// gone) served none, whatever its prompt cost.

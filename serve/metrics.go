@@ -103,7 +103,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 			Help: "Chat calls served by another model than the one requested, by requested and serving model."},
 			[]string{"requested", "served"}),
 		spendUSD: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_budget_spend_usd_total",
-			Help: "Cost of the model calls served, in US dollars at the policy's prices, by tenant and model."},
+			Help: "Cost of the model calls made for the requests served (a layer's own calls included), in US dollars at the policy's prices, by tenant and model."},
 			[]string{"tenant", "model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tokens_total",
 			Help: "Tokens of the model calls served, by tenant, model and direction (input, output)."},

@@ -270,24 +270,6 @@ func TestABlockOrBudgetEndsTheRace(t *testing.T) {
 	}
 }
 
-// notes records the request ids and models the model clients report.
-type notes struct {
-	mu     sync.Mutex
-	ids    []string
-	served []string
-}
-
-func (n *notes) NoteUpstreamRequestID(id string) {
-	n.mu.Lock()
-	n.ids = append(n.ids, id)
-	n.mu.Unlock()
-}
-func (n *notes) NoteServedModel(name string) {
-	n.mu.Lock()
-	n.served = append(n.served, name)
-	n.mu.Unlock()
-}
-
 // reporting is a model client that reports its request and model as a
 // provider client does, waits for gate, then answers (or waits for its
 // context's end when it has no answer).
@@ -322,12 +304,12 @@ func TestTheWinnersRequestIsReported(t *testing.T) {
 	rt.CheckGoroutines(t)
 	backup := &reporting{name: "backup", reported: make(chan struct{})}
 	primary := &reporting{name: "primary", answer: "p", reported: make(chan struct{}), gate: backup.reported}
-	n := &notes{}
+	n := &rt.Notes{}
 	ctx := runtime.WithUpstreamRequestID(context.Background(), n)
 	text, _, err := rt.Collect(ctx, buildClients(t, `{"models":["primary","backup"],"delay":"1ms"}`, primary, backup),
 		runtime.ChatRequest{Model: "primary"}, 0)
 	require.NoError(t, err)
 	assert.Equal(t, "p", text)
-	assert.Equal(t, []string{"req-primary"}, n.ids, "the loser's request id is not the call's")
-	assert.Equal(t, []string{"primary"}, n.served)
+	assert.Equal(t, []string{"req-primary"}, n.IDs(), "the loser's request id is not the call's")
+	assert.Equal(t, []string{"primary"}, n.Served())
 }

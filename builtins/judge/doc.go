@@ -24,8 +24,9 @@
 //
 // The judge's own model call goes through the chat chain below the judge's
 // layer, as a call of its own in the same run (runtime.OwnCall): every layer
-// inside the judge applies to it as to any call, and the judge never sees
-// it. A meter inside the judge charges its tokens and cost and counts it as
+// inside the judge applies to it as to any call (but output_coerce, whose
+// schema is the answer's: it passes the verdict as it is), and the judge
+// never sees it. A meter inside the judge charges its tokens and cost and counts it as
 // a call (and its budget can refuse it); a retry inside retries it, a
 // fallback or hedge inside sends it to their models (vet warns,
 // order/own-call-rerouted, when those leave out `model`), a tracing layer inside
@@ -34,7 +35,10 @@
 // judged (vet reports it, order/judge-before-meter: an error when the meter
 // has a budget, which the verdicts escape, a warning otherwise). A
 // rate_limit outside admits the verdict call without a token (vet warns, order/ratelimit-outside-judge). A failure after those layers (retries spent, a budget refusal)
-// follows `on_error`. Its usage is not reported on the call's response.
+// follows `on_error`. Its usage is not in the response's Usage nor Charges
+// but in its OwnCharges, and the model it went to and its provider's
+// request id are not the response's (runtime.IsOwnCall): agentc serve names
+// the model that wrote the answer and returns that model's request id.
 // Place the meter, retry and fallback meant for judging inside the judge;
 // scope a layer with `when` (request.model) to keep it off the judge's calls.
 // agentc explain lists the path under the chain's consequences.

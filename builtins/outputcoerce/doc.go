@@ -47,7 +47,13 @@
 // Anthropic pauses a turn that runs a long server tool, and the client
 // continues it by sending the response back): its text is released as it
 // came, unchecked and without an annotation, and no retry re-asks the model
-// for it.
+// for it. Nor is a call a layer outside makes of its own (runtime.OwnCall:
+// a judge's verdict, a summarizing compaction's summary): its output is
+// that layer's, in the form the layer asks for, not the answer the schema
+// describes, so it gets no response format and passes unchecked, whatever
+// the layer's when. A judge or compaction outside output_coerce reads its
+// verdicts and summaries as their models wrote them; agentc explain says
+// so on their path.
 //
 // With `partial: true` (chat stage only) the layer streams while it parses:
 // each delta is fed to an incremental JSON parser and forwarded as soon as

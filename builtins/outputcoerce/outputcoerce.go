@@ -392,6 +392,12 @@ func holdsPause(held []runtime.Delta) bool {
 // response_format carries the schema on the call's own copy.
 func (c *Coerce) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, call *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		if call.Own() {
+			// A judge's verdict, a summary: the output of a layer's own
+			// call is that layer's, in the form it asks for, not the
+			// answer the schema describes.
+			return next(ctx, call, yield)
+		}
 		if c.format != nil && call.Request.ResponseFormat == nil {
 			call.Request.ResponseFormat = c.format
 			defer func() { call.Request.ResponseFormat = nil }()

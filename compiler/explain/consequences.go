@@ -72,16 +72,23 @@ func ownCalls(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		// The layers below read their whens on the own call as the runtime
 		// does, for the own call's model: one whose when is false for it
 		// skips it, one whose when the call decides may see it.
-		var skip, decide []string
+		var pass, skip, decide []string
 		meets := map[*dsl.Entry]vet.Meet{}
 		for _, b := range chain[e.Index+1:] {
 			meets[b] = a.OwnCallMeet(e, b)
+			if vet.PassesOwnCalls(b) {
+				pass = append(pass, b.Ref())
+				continue
+			}
 			switch meets[b] {
 			case vet.Never:
 				skip = append(skip, b.Ref())
 			case vet.Depends:
 				decide = append(decide, b.Ref())
 			}
+		}
+		if len(pass) > 0 {
+			line += fmt.Sprintf("; %s %s it through unchecked, its output being the layer's", list(pass), plural(len(pass), "lets", "let"))
 		}
 		if len(skip) > 0 {
 			line += fmt.Sprintf("; the when of %s skips it", list(skip))

@@ -107,3 +107,22 @@ func chatConsequences(t *testing.T, src string) []string {
 	require.Len(t, x.Stages, 1)
 	return x.Stages[0].Consequences
 }
+
+// TestOwnCallPassesOutputCoerce pins that the path of an own call says an
+// output_coerce below the layer lets it through: its output is the layer's
+// (a verdict, a summary), not the answer the schema describes.
+func TestOwnCallPassesOutputCoerce(t *testing.T) {
+	consequences := chatConsequences(t, `package p
+models: {
+	primary: {}
+	reviewer: {}
+}
+chains: chat: [
+	{use: "judge", model: "reviewer"},
+	{use: "retry", max_attempts: 2},
+	{use: "output_coerce", schema: {type: "object"}},
+]
+`)
+	assert.Contains(t, consequences,
+		"judge makes its verdict call (model `reviewer`) through the chain below it: retry, output_coerce and the model call; output_coerce lets it through unchecked, its output being the layer's; a failing one reaches the model up to 2 times (retry 2 attempts)")
+}

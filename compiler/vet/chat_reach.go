@@ -150,8 +150,12 @@ func (a *Analysis) ChatMeet(x, y *dsl.Entry) Meet {
 // OwnCallMeet says whether e, a chat entry, applies to the model calls
 // own makes of its own (a judge's verdict, a summary): whether own acts at
 // all, and e's `when` for the models those calls can name when they reach
-// e (ownCallModels).
+// e (ownCallModels). A layer that lets own calls through (PassesOwnCalls)
+// never applies to them.
 func (a *Analysis) OwnCallMeet(own, e *dsl.Entry) Meet {
+	if PassesOwnCalls(e) {
+		return Never
+	}
 	acts := Never
 	for _, m := range a.chatModels() {
 		acts = max(acts, a.ChatWhen(own, m))

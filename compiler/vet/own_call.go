@@ -20,6 +20,13 @@ func OwnCaller(e *dsl.Entry) bool {
 	return false
 }
 
+// PassesOwnCalls reports whether e, a chat entry, lets the own calls of a
+// judge or a summarizing compaction above it through without acting on
+// them, whatever its when: an output_coerce, whose schema describes the
+// answer, not a verdict or a summary (the runtime tells an own call by
+// runtime.ChatCall.Own).
+func PassesOwnCalls(e *dsl.Entry) bool { return e.Use == "output_coerce" }
+
 // OwnCallRecursion reports a layer that makes its own model calls inside
 // another one, unscoped.
 var OwnCallRecursion = &Rule{

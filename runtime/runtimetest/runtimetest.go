@@ -276,3 +276,39 @@ func CheckGoroutines(t testing.TB) {
 		}
 	})
 }
+
+// Notes records the request ids and the models the model clients under a
+// context report (runtime.WithUpstreamRequestID): a gateway's notes.
+type Notes struct {
+	mu     sync.Mutex
+	ids    []string
+	served []string
+}
+
+// NoteUpstreamRequestID implements runtime.UpstreamRequestIDs.
+func (n *Notes) NoteUpstreamRequestID(id string) {
+	n.mu.Lock()
+	n.ids = append(n.ids, id)
+	n.mu.Unlock()
+}
+
+// NoteServedModel implements runtime.ServedModels.
+func (n *Notes) NoteServedModel(name string) {
+	n.mu.Lock()
+	n.served = append(n.served, name)
+	n.mu.Unlock()
+}
+
+// IDs returns the request ids reported, in order.
+func (n *Notes) IDs() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.ids...)
+}
+
+// Served returns the models reported, in order.
+func (n *Notes) Served() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.served...)
+}
