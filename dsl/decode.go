@@ -388,9 +388,12 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	}
 	if e.Use == "retry" {
 		// One attempt never runs the call again; the layer still does
-		// something with a breaker or an attempt_timeout.
+		// something with a breaker, an attempt_timeout or an idle_timeout.
 		_, breaker := fields["breaker"]
 		_, timeout := fields["attempt_timeout"]
+		if _, idle := fields["idle_timeout"]; idle {
+			timeout = true
+		}
 		if n, err := ev.LookupPath(fieldPath("max_attempts")).Int64(); err == nil && n == 1 && !breaker && !timeout {
 			l.warnf(l.userPos(append(append([]string{}, path...), "max_attempts")), "schema/invalid-value",
 				"%s: max_attempts 1 counts the first attempt, so %s never retries a call; raise max_attempts (3 is the default) or remove the layer",
