@@ -135,6 +135,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		p.AllowUndeclaredToolsPos = l.userPos([]string{"settings", "allow_undeclared_tools"})
 	}
 	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
+	p.MaxAnswerBytes, _ = v.LookupPath(fieldPath("settings", "max_answer_bytes")).Int64()
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)
 	l.decodeState(p, v)
