@@ -28,6 +28,9 @@ func lower(_ context.Context, c *Compilation) error {
 	if p.RunIdle != "" && p.RunIdle != plan.DefaultRunIdle {
 		out.Settings.RunIdle = p.RunIdle
 	}
+	if p.MaxAnswerBytes != 0 && p.MaxAnswerBytes != plan.DefaultMaxAnswerBytes {
+		out.Settings.MaxAnswerBytes = p.MaxAnswerBytes
+	}
 	if len(p.Models) > 0 {
 		out.Models = map[string]plan.Model{}
 		for name, m := range p.Models {

@@ -93,7 +93,7 @@ price and below the provider's premium; a long_context tier that omits a cache p
 (usd_per_mtok_cached, usd_per_mtok_cache_write,
 usd_per_mtok_cache_write_1h) its model gives, which prices those tokens of
 a long call at the tier's input price; a retry with
-max_attempts: 1 and neither breaker nor attempt_timeout, which never runs
+max_attempts: 1 and no breaker, attempt_timeout or idle_timeout, which never runs
 a call again (max_attempts counts the first attempt); a rate_limit whose
 burst is below its rate and that lets one call through less often than
 once a minute (per/rate over 1m: rate: 1000, per: "720h" spaces calls 43

@@ -135,6 +135,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		p.AllowUndeclaredToolsPos = l.userPos([]string{"settings", "allow_undeclared_tools"})
 	}
 	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
+	p.MaxAnswerBytes, _ = v.LookupPath(fieldPath("settings", "max_answer_bytes")).Int64()
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)
 	l.decodeState(p, v)
@@ -388,9 +389,12 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	}
 	if e.Use == "retry" {
 		// One attempt never runs the call again; the layer still does
-		// something with a breaker or an attempt_timeout.
+		// something with a breaker, an attempt_timeout or an idle_timeout.
 		_, breaker := fields["breaker"]
 		_, timeout := fields["attempt_timeout"]
+		if _, idle := fields["idle_timeout"]; idle {
+			timeout = true
+		}
 		if n, err := ev.LookupPath(fieldPath("max_attempts")).Int64(); err == nil && n == 1 && !breaker && !timeout {
 			l.warnf(l.userPos(append(append([]string{}, path...), "max_attempts")), "schema/invalid-value",
 				"%s: max_attempts 1 counts the first attempt, so %s never retries a call; raise max_attempts (3 is the default) or remove the layer",

@@ -180,7 +180,7 @@ func TestCatalogNestedBounds(t *testing.T) {
 		"security classifier.threshold", "security classifier.timeout duration positive=false",
 	}, nested)
 	assert.Equal(t, Bound{Min: 1, Max: 1000, HasMin: true, HasMax: true}, c.Lookup("retry").Bounds["breaker.failures"])
-	assert.Equal(t, map[string]bool{"attempt_timeout": false, "breaker.cooldown": true, "initial_delay": false, "max_delay": false}, c.Lookup("retry").Durations)
+	assert.Equal(t, map[string]bool{"attempt_timeout": false, "breaker.cooldown": true, "idle_timeout": false, "initial_delay": false, "max_delay": false}, c.Lookup("retry").Durations)
 }
 
 func TestCustomKind(t *testing.T) {

@@ -45,6 +45,8 @@ type Policy struct {
 	AllowUndeclaredToolsPos Pos
 	// RunIdle is settings.run_idle as written ("24h" by default).
 	RunIdle string
+	// MaxAnswerBytes is settings.max_answer_bytes.
+	MaxAnswerBytes int64
 	// Keys are the virtual API keys and MCPServers the upstream MCP
 	// servers of `agentc serve`, by name; KeysPos is where keys is
 	// written (invalid without keys).

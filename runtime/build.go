@@ -278,6 +278,8 @@ type Pipeline struct {
 	// allowUndeclared lets calls to undeclared tools run
 	// (settings.allow_undeclared_tools).
 	allowUndeclared bool
+	// maxAnswer bounds one model call's answer (settings.max_answer_bytes).
+	maxAnswer int64
 	// offered are the declared tools a request without Tools offers.
 	offered []ToolDef
 
@@ -427,6 +429,10 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 	}
 	pl.allowUndeclared = p.Settings.AllowUndeclaredTools
+	pl.maxAnswer = p.Settings.MaxAnswerBytes
+	if pl.maxAnswer <= 0 {
+		pl.maxAnswer = plan.DefaultMaxAnswerBytes
+	}
 	idle := p.Settings.RunIdle
 	if idle == "" {
 		idle = plan.DefaultRunIdle

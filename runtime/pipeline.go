@@ -162,9 +162,13 @@ type emitToken struct {
 	c  *ChatCall
 	pl atomic.Pointer[Pipeline]
 	// thinking is the number of thinking blocks the invocation's stream
-	// numbered, and fault its refusal of the stream (admit), nil if none.
-	thinking int
-	fault    error
+	// numbered, answered the bytes of text, thinking and tool calls it
+	// carried (at most maxAnswer), and fault its refusal of the stream
+	// (admit), nil if none.
+	thinking  int
+	answered  int64
+	maxAnswer int64
+	fault     error
 }
 
 // yield returns the model-facing yield for one invocation that pushes into c
@@ -176,7 +180,10 @@ type emitToken struct {
 func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 	gen := t.gen.Load()
 	t.c = c
-	t.thinking, t.fault = 0, nil
+	t.thinking, t.answered, t.maxAnswer, t.fault = 0, 0, pl.maxAnswer, nil
+	if t.maxAnswer <= 0 {
+		t.maxAnswer = plan.DefaultMaxAnswerBytes
+	}
 	if t.pl.Load() != pl {
 		t.pl.Store(pl)
 	}
@@ -200,9 +207,19 @@ func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 // on from before the first delta and a breaker counts), not the caller's
 // stop that a consumer refusing it would read as. Checked once here, it
 // holds for every consumer (ThinkingBuilder.Add refuses the same of a
-// layer's own deltas).
+// layer's own deltas). A delta that takes the answer past t.maxAnswer bytes
+// (settings.max_answer_bytes: text, thinking, tool-call names and
+// arguments) is refused too, as the upstream's permanent failure: the
+// layers that hold an answer whole (Complete, HoldToolCalls, agentc
+// serve's assembly) hold at most that much of it.
 func (t *emitToken) admit(d *Delta) bool {
 	if t.fault != nil {
+		return false
+	}
+	if t.answered += answerBytes(d); t.answered > t.maxAnswer {
+		t.fault = &CallError{Kind: KindPermanent, Message: fmt.Sprintf(
+			"model %s: the model's answer is larger than the %d-byte limit (settings.max_answer_bytes)",
+			t.c.Request.Model, t.maxAnswer)}
 		return false
 	}
 	f := d.Thinking
@@ -217,6 +234,20 @@ func (t *emitToken) admit(d *Delta) bool {
 	}
 	t.thinking = f.Index + 1
 	return true
+}
+
+// answerBytes is what d adds to an answer: its text, its thinking and its
+// tool calls' ids, names and arguments.
+func answerBytes(d *Delta) int64 {
+	n := len(d.Text)
+	if f := d.Thinking; f != nil {
+		n += len(f.Text) + len(f.Signature)
+	}
+	for i := range d.ToolCalls {
+		c := &d.ToolCalls[i]
+		n += len(c.ID) + len(c.Name) + len(c.Arguments)
+	}
+	return int64(n)
 }
 
 // late logs, once per pipeline, that a model client yielded after its

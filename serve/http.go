@@ -128,8 +128,11 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			// The write deadline below cuts a response only at its next
 			// write: an upstream that stalls would hold the request (its
 			// upstream call, its goroutine, its connection) for as long
-			// as its client waits. The call is cancelled at the deadline.
-			ctx, cancel := context.WithDeadlineCause(r.Context(), start.Add(s.opts.WriteTimeout), errResponseDeadline)
+			// as its client waits. The call is cancelled before the
+			// deadline, by answerMargin, so that its 504 or its stream's
+			// error event can still be written.
+			ctx, cancel := context.WithDeadlineCause(r.Context(),
+				start.Add(s.opts.WriteTimeout-answerMargin(s.opts.WriteTimeout)), errResponseDeadline)
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
@@ -268,14 +271,22 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// errResponseDeadline is the cause of the end of a request's context at
-// WriteTimeout.
-var errResponseDeadline = errors.New("the response reached its time limit (WriteTimeout) and was cut")
+// errResponseDeadline is the cause of the end of a request's context
+// shortly before WriteTimeout (answerMargin): the call is cancelled and the
+// client answered 504, or its stream ends with an error event.
+var errResponseDeadline error = &runtime.CallError{Kind: runtime.KindTimeout,
+	Message: "the response reached its time limit (WriteTimeout) and was cut"}
+
+// answerMargin is how long before WriteTimeout a request's context ends,
+// so that the gateway can still write why: a tenth of it, at most 5 s.
+func answerMargin(writeTimeout time.Duration) time.Duration {
+	return min(writeTimeout/10, 5*time.Second)
+}
 
 // ended returns the status to log for a request whose context has ended
 // before its answer: StatusClientClosedRequest when the client went away,
-// 504 when the response reached WriteTimeout, 503 when the shutdown's grace
-// period ended; 0 while it runs.
+// 504 when the response reached its time limit, 503 when the shutdown's
+// grace period ended; 0 while it runs.
 func (x *exchange) ended() int {
 	ctx := x.r.Context()
 	switch {
@@ -289,19 +300,15 @@ func (x *exchange) ended() int {
 	return StatusClientClosedRequest
 }
 
-// cut records the status of a request whose context has ended before its
-// answer (ended), and for a response cut at WriteTimeout the cause, for
-// the access log; false while the request runs, and for a request cut by
-// the shutdown, which is still answered (shutdownCut).
+// cut records the status of a request whose client went away before its
+// answer (ended), for the access log; false while the request runs, and
+// for a request cut by its time limit or the shutdown, which is still
+// answered (shutdownCut).
 func (x *exchange) cut() bool {
-	status := x.ended()
-	if status == 0 || status == http.StatusServiceUnavailable {
+	if x.ended() != StatusClientClosedRequest {
 		return false
 	}
-	x.status = status
-	if status == http.StatusGatewayTimeout {
-		x.err = errResponseDeadline
-	}
+	x.status = StatusClientClosedRequest
 	return true
 }
 
@@ -400,11 +407,15 @@ func (x *exchange) failErr(err error) {
 }
 
 // shutdownCut returns errShutdownCut for the error of a call the end of
-// the shutdown's grace period cancelled (its connection is still open, so
-// the client is told why), else err.
+// the shutdown's grace period cancelled, errResponseDeadline for one its
+// time limit cancelled (its connection is still open, so the client is
+// told why), else err.
 func (x *exchange) shutdownCut(err error) error {
-	if x.ended() == http.StatusServiceUnavailable {
+	switch x.ended() {
+	case http.StatusServiceUnavailable:
 		return errShutdownCut
+	case http.StatusGatewayTimeout:
+		return errResponseDeadline
 	}
 	return err
 }

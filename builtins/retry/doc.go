@@ -11,7 +11,10 @@
 // breakers fail fast. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
 // time to the first delta, and once a delta has been delivered the stream is
-// committed: a later failure is returned as is. Any delta counts, whatever it
+// committed: a later failure is returned as is. idle_timeout bounds the wait
+// for each delta after the first: a stream that stalls (sends nothing, or
+// keep-alives only) ends with a timeout (KindTimeout), retried as an
+// attempt_timeout is while no delta got past the layer. Any delta counts, whatever it
 // carries: text, a tool-call fragment, a finish reason or usage alone (the
 // consumer has received it; see runtime.Delta).
 //

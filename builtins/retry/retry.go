@@ -37,7 +37,10 @@ type Config struct {
 	MaxDelay       runtime.Duration  `json:"max_delay"`
 	Multiplier     float64           `json:"multiplier"`
 	AttemptTimeout *runtime.Duration `json:"attempt_timeout,omitempty"`
-	Breaker        *BreakerConfig    `json:"breaker,omitempty"`
+	// IdleTimeout bounds, in the chat stage, the wait for each delta after
+	// the first (a stream that stalls once it has begun).
+	IdleTimeout *runtime.Duration `json:"idle_timeout,omitempty"`
+	Breaker     *BreakerConfig    `json:"breaker,omitempty"`
 }
 
 // BreakerConfig configures the circuit breaker.
@@ -52,6 +55,7 @@ type Retry struct {
 
 	name     string
 	timeout  time.Duration
+	idle     time.Duration
 	breakers *breakers
 	clock    runtime.Clock
 	logger   *slog.Logger
@@ -78,6 +82,9 @@ func (r *Retry) Provision(b *runtime.BuildContext) error {
 	r.random = b.Random()
 	if r.AttemptTimeout != nil {
 		r.timeout = r.AttemptTimeout.D()
+	}
+	if r.IdleTimeout != nil {
+		r.idle = r.IdleTimeout.D()
 	}
 	if r.Breaker != nil {
 		if r.Breaker.Failures == 0 {
@@ -116,11 +123,16 @@ func (r *Retry) Validate() error {
 		return fmt.Errorf("max_delay %s is below initial_delay %s", r.MaxDelay.D(), r.InitialDelay.D())
 	case r.AttemptTimeout != nil && *r.AttemptTimeout <= 0:
 		return errors.New("attempt_timeout must be positive")
+	case r.IdleTimeout != nil && *r.IdleTimeout <= 0:
+		return errors.New("idle_timeout must be positive")
 	}
 	return nil
 }
 
-var errAttemptTimeout = errors.New("attempt timed out")
+var (
+	errAttemptTimeout = errors.New("attempt timed out")
+	errIdleTimeout    = errors.New("stream stalled")
+)
 
 // WrapChat implements runtime.ChatWrapper.
 func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
@@ -146,7 +158,7 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				trial = isTrial
 			}
 			_, err := settle(br, trial, func() (struct{}, error) {
-				if r.timeout > 0 {
+				if r.timeout > 0 || r.idle > 0 {
 					return struct{}{}, r.chatAttempt(ctx, c, yield, next)
 				}
 				return struct{}{}, next(ctx, c, yield)
@@ -199,21 +211,88 @@ func settle[T any](br *breaker, trial bool, attempt func() (T, error)) (v T, err
 	return v, err
 }
 
-// chatAttempt runs one attempt whose time to the first delta is bounded.
+// chatAttempt runs one attempt whose time to the first delta
+// (attempt_timeout) and between two deltas (idle_timeout) is bounded.
 func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := r.clock.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
-	defer stop()
+	w := &stallWatch{clock: r.clock, idle: r.idle, cancel: cancel}
+	if r.timeout > 0 {
+		w.stop = r.clock.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
+	}
+	defer w.end()
 	err := next(actx, c, func(d runtime.Delta) bool {
-		stop()
+		w.delta()
 		return yield(d)
 	})
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) {
-		return &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
-			Message: fmt.Sprintf("no response within attempt_timeout %s", r.timeout), Err: err}
+	if err != nil && ctx.Err() == nil {
+		switch context.Cause(actx) {
+		case errAttemptTimeout:
+			return &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
+				Message: fmt.Sprintf("no response within attempt_timeout %s", r.timeout), Err: err}
+		case errIdleTimeout:
+			return &runtime.CallError{Kind: runtime.KindTimeout, Layer: r.name,
+				Message: fmt.Sprintf("the stream stalled: no delta within idle_timeout %s", r.idle), Err: err}
+		}
 	}
 	return err
+}
+
+// stallWatch cancels an attempt whose stream goes idle longer than idle
+// after a delta. One timer serves the whole stream: a delta only notes its
+// time, and the timer, when it fires early, waits again for the rest.
+type stallWatch struct {
+	clock  runtime.Clock
+	idle   time.Duration
+	cancel context.CancelCauseFunc
+	last   atomic.Int64 // the clock's time of the last delta (UnixNano), 0 before the first
+
+	mu    sync.Mutex
+	stop  func() bool // the timer armed (attempt_timeout, then idle_timeout), nil when none
+	ended bool
+}
+
+// delta notes a delta: the first stops attempt_timeout and starts the
+// idle bound.
+func (w *stallWatch) delta() {
+	if w.last.Swap(w.clock.Now().UnixNano()) != 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+	if w.idle > 0 && !w.ended {
+		w.stop = w.clock.AfterFunc(w.idle, w.fire)
+	}
+}
+
+// fire ends the attempt when no delta came within idle of the last, else
+// waits for the rest.
+func (w *stallWatch) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return
+	}
+	wait := w.idle - w.clock.Now().Sub(time.Unix(0, w.last.Load()))
+	if wait > 0 {
+		w.stop = w.clock.AfterFunc(wait, w.fire)
+		return
+	}
+	w.cancel(errIdleTimeout)
+}
+
+// end stops the timer armed.
+func (w *stallWatch) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ended = true
+	if w.stop != nil {
+		w.stop()
+	}
 }
 
 // WrapTool implements runtime.ToolWrapper.

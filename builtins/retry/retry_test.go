@@ -354,3 +354,81 @@ func TestAFailedAttemptsUsageIsDiscarded(t *testing.T) {
 		})
 	}
 }
+
+// stepModel streams one text delta for each string sent on its channel,
+// until the channel closes or the call's context ends.
+type stepModel struct{ steps chan string }
+
+func (m stepModel) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case s, ok := <-m.steps:
+			if !ok {
+				return nil
+			}
+			if !yield(runtime.Delta{Text: s}) {
+				return nil
+			}
+		}
+	}
+}
+
+// TestIdleTimeoutEndsAStreamThatStalls: attempt_timeout bounds only the
+// time to the first delta, so a stream that stalled after it held the call
+// (and, behind agentc serve, its slot) until the caller gave up.
+// idle_timeout bounds the wait for each later delta: deltas that keep
+// coming pass however long the stream lasts, a stall longer than the bound
+// ends the call with a timeout, not retried once content went out.
+func TestIdleTimeoutEndsAStreamThatStalls(t *testing.T) {
+	clock := runtime.NewVirtualClock(time.Unix(1_700_000_000, 0))
+	m := stepModel{steps: make(chan string)}
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":3,"idle_timeout":"50ms","initial_delay":"1ms","max_delay":"1ms"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}, Clock: clock})
+	got := make(chan string, 16)
+	type result struct {
+		resp runtime.ChatResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+			got <- d.Text
+			return true
+		})
+		done <- result{resp, err}
+	}()
+	// Four deltas 30ms apart: 90ms in all, each within the bound.
+	for _, s := range []string{"a", "b", "c", "d"} {
+		m.steps <- s
+		require.Equal(t, s, <-got)
+		clock.Advance(30 * time.Millisecond)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the call ended while its deltas kept coming: %v", r.err)
+	default:
+	}
+	clock.Advance(30 * time.Millisecond) // 60ms since "d"
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stream stalled past idle_timeout was not ended")
+	}
+	require.Error(t, r.err)
+	assert.Equal(t, "timeout", runtime.KindOf(r.err))
+	assert.Equal(t, "retry", runtime.LayerOf(r.err))
+	assert.Contains(t, r.err.Error(), "idle_timeout 50ms")
+	assert.Equal(t, 1, r.resp.Attempts, "a stream that delivered content is not retried")
+}
+
+// TestIdleTimeoutIsValidated: a bound of zero or below is refused.
+func TestIdleTimeoutIsValidated(t *testing.T) {
+	_, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("retry", `{"idle_timeout":"0s"}`)}}), runtime.Deps{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "idle_timeout must be positive")
+}

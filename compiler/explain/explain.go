@@ -87,7 +87,7 @@ var traitWords = map[string]string{
 
 // keySettings are the config fields shown for each builtin, in order.
 var keySettings = map[string][]string{
-	"retry":            {"max_attempts", "attempt_timeout", "breaker"},
+	"retry":            {"max_attempts", "attempt_timeout", "idle_timeout", "breaker"},
 	"fallback":         {"models"},
 	"hedge":            {"models", "delay", "win"},
 	"audit":            {"trail", "sink"},

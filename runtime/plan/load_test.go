@@ -468,12 +468,13 @@ func TestDecodeHoldsPlanValuesToThePolicyBounds(t *testing.T) {
 		{plan(`,"tools":{"t":{"side_effecting":true,"retry_safe":false}},"invariants":{"max_executions":{"t":1000000}}}`), `/invariants/max_executions/t (line 1, col 132): must be <= 1000 but found 1000000`},
 		{plan(`,"settings":{"run_idle":"9999999999999h"}`), `/settings/run_idle (line 1, col 62): "9999999999999h" is out of range: longer than the longest duration, 2562047h47m16.854775807s (about 292 years)`},
 		{plan(`,"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"0s"}}`), `/stores/s/timeout (line 1, col 107): "0s" is out of range: must be above zero`},
+		{plan(`,"settings":{"max_answer_bytes":-1}`), `/settings/max_answer_bytes (line 1, col 70): must be >= 1024 but found -1`},
 	} {
 		_, err := Decode("edited.json", []byte(c.in))
 		var pe *Error
 		require.ErrorAs(t, err, &pe, c.in)
 		assert.Equal(t, []string{c.want}, pe.Problems, c.in)
 	}
-	_, err := Decode("ok.json", []byte(plan(`,"settings":{"run_idle":"0s"},"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"2s"}}`)))
+	_, err := Decode("ok.json", []byte(plan(`,"settings":{"run_idle":"0s","max_answer_bytes":1048576},"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"2s"}}`)))
 	assert.NoError(t, err)
 }

@@ -131,6 +131,10 @@ type StateSink struct {
 // DefaultRunIdle is settings.run_idle when a policy leaves it unset.
 const DefaultRunIdle = "24h"
 
+// DefaultMaxAnswerBytes is settings.max_answer_bytes when a policy leaves
+// it unset: 32 MiB.
+const DefaultMaxAnswerBytes = 32 << 20
+
 // Settings are the run-time settings of a policy.
 type Settings struct {
 	// AllowUndeclaredTools lets calls to tools the policy does not declare
@@ -141,6 +145,10 @@ type Settings struct {
 	// duration such as "24h"; "0s" never). Empty, as in a plan written
 	// before the setting existed, is the default of 24h.
 	RunIdle string `json:"run_idle,omitempty"`
+	// MaxAnswerBytes bounds the text, thinking and tool-call arguments one
+	// model call's stream may carry, summed; 0 (unset) is
+	// DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64 `json:"max_answer_bytes,omitempty"`
 }
 
 // Grounding is the grounding section of a policy.

@@ -1,0 +1,68 @@
+package runtime_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// TestAnAnswerIsBoundedByMaxAnswerBytes: Complete, and every layer that
+// holds an answer whole, took whatever the model streamed. A stream past
+// settings.max_answer_bytes (text, thinking, tool-call arguments summed)
+// fails as the upstream's permanent failure once the bound is passed: the
+// client is told to stop, what arrived is charged, and the answer held is
+// at most the bound.
+func TestAnAnswerIsBoundedByMaxAnswerBytes(t *testing.T) {
+	const bound = 4096
+	piece := strings.Repeat("a", 1000)
+	text := make([]string, 100)
+	for i := range text {
+		text[i] = piece
+	}
+	args := []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "t", Arguments: `{"x":"`}}}}
+	for range 100 {
+		args = append(args, runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: piece}}})
+	}
+	for name, r := range map[string]rt.Response{
+		"text":      {Deltas: text},
+		"tool call": {Stream: args},
+		"thinking":  {Stream: []runtime.Delta{{Thinking: &runtime.ThinkingDelta{Text: piece}}, {Thinking: &runtime.ThinkingDelta{Text: piece}}, {Text: piece}, {Text: piece}, {Text: piece}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := rt.NewModel(r)
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`)}})
+			p.Settings.MaxAnswerBytes = bound
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}})
+			resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+			require.Error(t, err)
+			assert.Equal(t, "permanent", runtime.KindOf(err))
+			assert.Contains(t, err.Error(), "4096-byte limit (settings.max_answer_bytes)")
+			held := len(resp.Text)
+			for _, c := range resp.ToolCalls {
+				held += len(c.Arguments)
+			}
+			for _, b := range resp.Thinking {
+				held += len(b.Text)
+			}
+			assert.LessOrEqual(t, held, bound)
+			assert.Equal(t, 1, m.Calls(), "not retried: another attempt would bring as much")
+			assert.Positive(t, resp.Usage.OutputTokens, "what arrived is charged")
+		})
+	}
+
+	// Within the bound, the answer is whole.
+	m := rt.NewModel(rt.Response{Deltas: text[:4]})
+	p := rt.Plan(plan.Chains{})
+	p.Settings.MaxAnswerBytes = bound
+	resp, err := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}}).
+		Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	assert.Len(t, resp.Text, 4000)
+}
