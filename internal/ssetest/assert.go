@@ -281,3 +281,45 @@ func AssertLeftPromptly(t testing.TB, s *Server, start time.Time) {
 		t.Fatal("the held response's connection was not closed")
 	}
 }
+
+// AssertNoRedirectElsewhere asserts that a client of the server at a URL
+// (newClient), streaming req, follows a redirect within the server's
+// origin and no redirect to another origin: whichever the status (301,
+// 302, 303, 307, 308), nothing reaches the other origin (neither the body
+// nor a Referer naming the upstream), and the call fails with a permanent
+// error marked runtime.ErrProviderRefused (a fallback tries its next
+// model) that holds wire.ErrOtherOrigin and no key.
+func AssertNoRedirectElsewhere(t *testing.T, key string, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest) {
+	t.Helper()
+	var elsewhere, moved atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/moved"):
+			moved.Add(1)
+			http.Error(w, `{"error":{"type":"api_error","message":"moved"}}`, http.StatusInternalServerError)
+		case strings.HasPrefix(r.URL.Path, "/same/"):
+			http.Redirect(w, r, "/moved"+r.URL.Path, http.StatusTemporaryRedirect)
+		default:
+			http.Redirect(w, r, other.URL+"/steal", int(status.Load()))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		status.Store(int32(code))
+		err := newClient(srv.URL+"/v1").Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+		ce := CallError(t, err, key)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind, "%d: the upstream redirects elsewhere again", code)
+		assert.ErrorIs(t, err, runtime.ErrProviderRefused, "%d: a fallback tries its next model", code)
+		assert.ErrorIs(t, err, wire.ErrOtherOrigin, "%d", code)
+		assert.Contains(t, err.Error(), other.URL, "%d: the error names where the redirect pointed", code)
+	}
+	assert.Zero(t, elsewhere.Load(), "nothing reached the other origin")
+
+	err := newClient(srv.URL+"/same/v1").Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+	ce := CallError(t, err, key)
+	assert.Equal(t, int32(1), moved.Load(), "a redirect within the origin is followed")
+	assert.Equal(t, http.StatusInternalServerError, ce.Status, "the redirected request's answer is the call's")
+}

@@ -295,7 +295,8 @@ func eventKind(apiType string) runtime.ErrorKind {
 // context ending returns ctx's error as it is (the retry layer tells the
 // caller's cancellation from its own attempt timeout); a timeout is
 // KindTimeout; an event over MaxEventBytes, a response over
-// MaxResponseBytes is permanent; a reset, refused
+// MaxResponseBytes is permanent; a redirect to another origin
+// (ErrOtherOrigin) is permanent and marked runtime.ProviderRefused; a reset, refused
 // or dropped connection, and anything else, is transient.
 func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -309,6 +310,11 @@ func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 	}
 	if errors.Is(err, ErrResponseTooLarge) {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Err: c.wrap(err, "%s %s: response refused: %v", c.Provider, c.Model, err)}
+	}
+	// An upstream that redirects elsewhere does so again: the next model
+	// of a fallback is tried, as after the provider's own refusal.
+	if errors.Is(err, ErrOtherOrigin) {
+		return &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ProviderRefused(c.wrap(err, "%s %s: request refused: %v", c.Provider, c.Model, err))}
 	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -417,4 +418,18 @@ func TestAbsurdUsageStaysAbsurd(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, int64(1<<63-1), sum(ds).InputTokens, name)
 	}
+}
+
+// TestNoRedirectToAnotherOrigin: the request carries the key and the
+// prompt; a redirect to another origin is not followed, by the client's own
+// HTTP client nor by a copy of the host's, and the host's is left as it is.
+func TestNoRedirectToAnotherOrigin(t *testing.T) {
+	ssetest.AssertNoRedirectElsewhere(t, testKey, newClient(t), hi())
+	host := &http.Client{}
+	ssetest.AssertNoRedirectElsewhere(t, testKey, func(url string) runtime.ModelClient {
+		c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: url, HTTPClient: host})
+		require.NoError(t, err)
+		return c
+	}, hi())
+	assert.Nil(t, host.CheckRedirect, "the host's client is not changed")
 }
