@@ -76,11 +76,20 @@ type StatusCase struct {
 	ProviderRefused bool
 	// Detail, when set, is the provider's account the error carries.
 	Detail *wire.Detail
+	// Hint is the provider's word on a retry of the same model the error
+	// carries (x-should-retry).
+	Hint runtime.RetryHint
 }
 
 // Refused returns the case with ProviderRefused set.
 func (c StatusCase) Refused() StatusCase {
 	c.ProviderRefused = true
+	return c
+}
+
+// Hinted returns the case with Hint set.
+func (c StatusCase) Hinted(h runtime.RetryHint) StatusCase {
+	c.Hint = h
 	return c
 }
 
@@ -107,6 +116,7 @@ func RunStatusCases(t *testing.T, key string, newClient func(testing.TB, *Server
 			assert.Equal(t, tc.Kind, ce.Kind)
 			assert.Equal(t, tc.Status, ce.Status)
 			assert.Equal(t, tc.RetryAfter, ce.RetryAfter)
+			assert.Equal(t, tc.Hint, ce.Hint, "the provider's word on a retry")
 			assert.Contains(t, err.Error(), tc.Message)
 			assert.Equal(t, tc.ProviderRefused, errors.Is(err, runtime.ErrProviderRefused), "marked a refusal of the provider's own")
 			if tc.Detail != nil {

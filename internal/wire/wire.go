@@ -122,9 +122,13 @@ func (c Call) wrap(err error, format string, args ...any) *Error {
 
 // HTTP classifies an error response: 429 is rate limited; 408, 409, 425,
 // 5xx (Anthropic's 529 among them) are transient; other 4xx are permanent.
-// As the SDKs do, an x-should-retry header overrides the status: "true"
-// makes a permanent failure transient, "false" any failure permanent. Any
-// error about the context length is permanent. A failure that may be
+// The status decides the kind, and what the gateway answers its client;
+// an x-should-retry header is the provider's word on trying the same
+// provider again, carried as the error's Hint (runtime.RetriesSame):
+// "false" stops a retry of the same model, "true" permits one of a
+// permanent failure, and neither changes the kind, so a 429 stays rate
+// limited and a 5xx falls over to another provider. Any error about the
+// context length is permanent, whatever the header. A failure that may be
 // retried carries the delay of retry-after-ms or retry-after. A refusal of
 // the provider's own (401, 402, 403, 404, and a 429 or error of type
 // insufficient_quota or billing_error: an account out of credit, which
@@ -140,16 +144,14 @@ func (c Call) HTTP(err error, status int, h http.Header, b Body) *runtime.CallEr
 	}
 	switch h.Get("X-Should-Retry") {
 	case "true":
-		if ce.Kind == runtime.KindPermanent {
-			ce.Kind = runtime.KindTransient
-		}
+		ce.Hint = runtime.RetryYes
 	case "false":
-		ce.Kind = runtime.KindPermanent
+		ce.Hint = runtime.RetryNo
 	}
 	if contextLength(apiType, apiMessage) {
-		ce.Kind, refused = runtime.KindPermanent, false
+		ce.Kind, ce.Hint, refused = runtime.KindPermanent, runtime.RetryUnsaid, false
 	}
-	if ce.Kind != runtime.KindPermanent {
+	if ce.Kind != runtime.KindPermanent || ce.Hint == runtime.RetryYes {
 		ce.RetryAfter = RetryAfter(h, time.Now())
 	}
 	text := strings.TrimSpace(strconv.Itoa(status) + " " + http.StatusText(status))

@@ -296,11 +296,14 @@ type noteID func(string)
 
 func (f noteID) NoteUpstreamRequestID(id string) { f(id) }
 
-// As the SDK does, x-should-retry overrides the status, and a failure that
-// is not retried carries no delay.
+// The status decides the kind; x-should-retry is the provider's word on a
+// retry of the same model, carried as the error's hint; a failure that is
+// not retried carries no delay.
 func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
 	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
-		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false"}, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindPermanent, 0, "500 Internal Server Error: api_error"),
+		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false"}, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindTransient, 0, "500 Internal Server Error: api_error").Hinted(runtime.RetryNo),
+		ssetest.Case("429 x-should-retry false", 429, map[string]string{"X-Should-Retry": "false", "Retry-After": "5"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, runtime.KindRateLimited, 5e9, "429 Too Many Requests: rate_limit_error").Hinted(runtime.RetryNo),
+		ssetest.Case("400 x-should-retry true", 400, map[string]string{"X-Should-Retry": "true"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request").Hinted(runtime.RetryYes),
 		ssetest.Case("400 retry-after", 400, map[string]string{"Retry-After": "5"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request"),
 	})
 }
