@@ -346,6 +346,11 @@ type CallError struct {
 	Message string
 	// Err is the underlying error.
 	Err error
+	// Hint is the callee's own word on trying the same call again (a
+	// provider's x-should-retry header). It decides whether a retry tries
+	// the same callee again (RetriesSame), not the Kind: a fallback moves
+	// on, and a client is answered, as Kind and Status say.
+	Hint RetryHint
 	// Usage is what a model call that failed was billed, as its provider
 	// reported it and no delta carried it (Anthropic's message_start
 	// announces the input before any output: a stream that fails after it
@@ -353,6 +358,40 @@ type CallError struct {
 	// usage; it commits nothing (a call that failed before its first
 	// delta may still be retried).
 	Usage Usage
+}
+
+// RetryHint is a callee's word on whether the same call, tried again on the
+// same callee, may succeed.
+type RetryHint int8
+
+// The hints of CallError.Hint.
+const (
+	// RetryUnsaid: the callee said nothing; the Kind decides.
+	RetryUnsaid RetryHint = iota
+	// RetryNo: the same callee is not tried again (x-should-retry: false).
+	RetryNo
+	// RetryYes: the same callee may be tried again, whatever the Kind
+	// (x-should-retry: true).
+	RetryYes
+)
+
+// RetriesSame reports whether a retry tries a failed call again on the same
+// callee: as IsTransient says, unless the *CallError err holds carries a
+// Hint: RetryNo never, RetryYes for any failure that Classify leaves a
+// failure (not a block, a budget, a call in doubt) and that did not run
+// (ErrRan). A fallback to another callee follows IsTransient alone.
+func RetriesSame(err error) bool {
+	var ce *CallError
+	if !errors.As(err, &ce) {
+		return IsTransient(err)
+	}
+	switch ce.Hint {
+	case RetryNo:
+		return false
+	case RetryYes:
+		return Classify(err) == ClassFailure && !errors.Is(err, ErrRan)
+	}
+	return IsTransient(err)
 }
 
 // Error returns the message (or the underlying error; else the kind; else

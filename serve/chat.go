@@ -280,7 +280,8 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 
 // admitCall decides one call a model proposed: it must pass the tool
 // chain's checks that need no execution (runtime.Pipeline.AdmitTool); a
-// refusal is counted. Arguments that are not a JSON object are refused,
+// refusal is counted. Arguments that are not JSON at all (cut) are the
+// upstream's failure, not a refusal; other arguments that are not a JSON object are refused,
 // and so are arguments that give a key twice (see repeatedKey), a custom
 // tool's call whose arguments hold no text (see customFormat), a call of a
 // tool the request offers whose kind (custom or function) is not the
@@ -300,6 +301,13 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		// the chain checked, or none.
 		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the call of the custom tool %s holds no text (its arguments are not {\"input\": TEXT})", call.Name)}
 		return s.refused(pl, plan.StageTool, err)
+	}
+	if err != nil && !json.Valid(call.Arguments) {
+		// Not the policy's refusal but a broken answer of the upstream
+		// (its stream cut inside the arguments): a 502, as any failure
+		// of the upstream, which a client may retry.
+		return &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+			"the upstream's answer is broken: the model's call of %s holds arguments that are not complete JSON", call.Name)}
 	}
 	if err == nil {
 		err = pl.AdmitTool(ctx, req)

@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentc-dev/agentc/internal/envtmpl"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/schemas"
@@ -380,7 +381,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 			rt = headerTransport{header: h, base: rt}
 		}
 		t = &mcp.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1, HTTPClient: &http.Client{
-			Transport: noteTransport{base: boundTransport{base: rt}, seen: seen}, CheckRedirect: sameOrigin}}
+			Transport: noteTransport{base: boundTransport{base: rt}, seen: seen}, CheckRedirect: wire.CheckRedirect}}
 	default:
 		return nil, fmt.Errorf("mcp server %q has neither command nor url", name)
 	}
@@ -389,24 +390,6 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
 	}
 	return cs, nil
-}
-
-// sameOrigin lets an upstream's HTTP client follow a redirect within the
-// origin (scheme, host and port) of the request that started it, at most
-// 10, and refuses one elsewhere: the server's headers (its credentials)
-// are added to every request the transport sends, and a 307 or 308 posts a
-// call's arguments again, so a server redirecting to another host (a
-// compromised one, an open redirect on it) would hand both to that host.
-func sameOrigin(req *http.Request, via []*http.Request) error {
-	first := via[0].URL
-	switch {
-	case len(via) >= 10:
-		return errors.New("stopped after 10 redirects")
-	case req.URL.Scheme != first.Scheme || req.URL.Host != first.Host:
-		return fmt.Errorf("the server redirected to another origin (%s://%s); the proxy follows a redirect within the server's origin only",
-			req.URL.Scheme, req.URL.Host)
-	}
-	return nil
 }
 
 // maxStderrLine bounds a line of a command server's standard error in the

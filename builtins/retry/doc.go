@@ -8,7 +8,10 @@
 // Classification follows runtime.IsTransient: rate limited, timeouts, 5xx and
 // connection errors are transient, and so is anything unclassified; permanent
 // errors (4xx, validation), blocked, budget and in-doubt errors and open
-// breakers fail fast. The caller's own cancellation is never retried; an attempt that ran
+// breakers fail fast. A provider's word on trying the same call again
+// (x-should-retry, runtime.CallError.Hint) decides over the kind
+// (runtime.RetriesSame): false is not retried, true is retried even when
+// the status is permanent; the breaker counts by the kind. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
 // time to the first delta, and once a delta has been delivered the stream is
 // committed: a later failure is returned as is. idle_timeout bounds the wait

@@ -177,7 +177,9 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			} else {
 				br.release(trial)
 			}
-			if c.Deltas > start || !transient || c.Stopped || attempt >= r.MaxAttempts {
+			// The provider's word on trying it again (x-should-retry)
+			// decides for the same model; the breaker counts by the kind.
+			if c.Deltas > start || !runtime.RetriesSame(err) || c.Stopped || attempt >= r.MaxAttempts {
 				return err
 			}
 			if werr := r.wait(ctx, attempt, err); werr != nil {
@@ -330,7 +332,7 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			} else {
 				br.release(trial)
 			}
-			if !transient || attempt >= r.MaxAttempts {
+			if !runtime.RetriesSame(err) || attempt >= r.MaxAttempts {
 				return v, err
 			}
 			if why := r.unsafeAgain(c, err); why != "" {

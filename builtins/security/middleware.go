@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/scanned"
+	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -148,7 +149,9 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 		return err
 	}
 	if c.Kind != ClassifierChat {
-		m.client = &http.Client{Timeout: m.timeout}
+		// The text goes to the classifier's URL only: no redirect to
+		// another origin is followed.
+		m.client = wire.SameOriginClient(&http.Client{Timeout: m.timeout})
 		return nil
 	}
 	if c.Model == "" {

@@ -76,11 +76,20 @@ type StatusCase struct {
 	ProviderRefused bool
 	// Detail, when set, is the provider's account the error carries.
 	Detail *wire.Detail
+	// Hint is the provider's word on a retry of the same model the error
+	// carries (x-should-retry).
+	Hint runtime.RetryHint
 }
 
 // Refused returns the case with ProviderRefused set.
 func (c StatusCase) Refused() StatusCase {
 	c.ProviderRefused = true
+	return c
+}
+
+// Hinted returns the case with Hint set.
+func (c StatusCase) Hinted(h runtime.RetryHint) StatusCase {
+	c.Hint = h
 	return c
 }
 
@@ -107,6 +116,7 @@ func RunStatusCases(t *testing.T, key string, newClient func(testing.TB, *Server
 			assert.Equal(t, tc.Kind, ce.Kind)
 			assert.Equal(t, tc.Status, ce.Status)
 			assert.Equal(t, tc.RetryAfter, ce.RetryAfter)
+			assert.Equal(t, tc.Hint, ce.Hint, "the provider's word on a retry")
 			assert.Contains(t, err.Error(), tc.Message)
 			assert.Equal(t, tc.ProviderRefused, errors.Is(err, runtime.ErrProviderRefused), "marked a refusal of the provider's own")
 			if tc.Detail != nil {
@@ -280,4 +290,46 @@ func AssertLeftPromptly(t testing.TB, s *Server, start time.Time) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the held response's connection was not closed")
 	}
+}
+
+// AssertNoRedirectElsewhere asserts that a client of the server at a URL
+// (newClient), streaming req, follows a redirect within the server's
+// origin and no redirect to another origin: whichever the status (301,
+// 302, 303, 307, 308), nothing reaches the other origin (neither the body
+// nor a Referer naming the upstream), and the call fails with a permanent
+// error marked runtime.ErrProviderRefused (a fallback tries its next
+// model) that holds wire.ErrOtherOrigin and no key.
+func AssertNoRedirectElsewhere(t *testing.T, key string, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest) {
+	t.Helper()
+	var elsewhere, moved atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/moved"):
+			moved.Add(1)
+			http.Error(w, `{"error":{"type":"api_error","message":"moved"}}`, http.StatusInternalServerError)
+		case strings.HasPrefix(r.URL.Path, "/same/"):
+			http.Redirect(w, r, "/moved"+r.URL.Path, http.StatusTemporaryRedirect)
+		default:
+			http.Redirect(w, r, other.URL+"/steal", int(status.Load()))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		status.Store(int32(code))
+		err := newClient(srv.URL+"/v1").Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+		ce := CallError(t, err, key)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind, "%d: the upstream redirects elsewhere again", code)
+		assert.ErrorIs(t, err, runtime.ErrProviderRefused, "%d: a fallback tries its next model", code)
+		assert.ErrorIs(t, err, wire.ErrOtherOrigin, "%d", code)
+		assert.Contains(t, err.Error(), other.URL, "%d: the error names where the redirect pointed", code)
+	}
+	assert.Zero(t, elsewhere.Load(), "nothing reached the other origin")
+
+	err := newClient(srv.URL+"/same/v1").Stream(context.Background(), &req, func(runtime.Delta) bool { return true })
+	ce := CallError(t, err, key)
+	assert.Equal(t, int32(1), moved.Load(), "a redirect within the origin is followed")
+	assert.Equal(t, http.StatusInternalServerError, ce.Status, "the redirected request's answer is the call's")
 }

@@ -122,9 +122,13 @@ func (c Call) wrap(err error, format string, args ...any) *Error {
 
 // HTTP classifies an error response: 429 is rate limited; 408, 409, 425,
 // 5xx (Anthropic's 529 among them) are transient; other 4xx are permanent.
-// As the SDKs do, an x-should-retry header overrides the status: "true"
-// makes a permanent failure transient, "false" any failure permanent. Any
-// error about the context length is permanent. A failure that may be
+// The status decides the kind, and what the gateway answers its client;
+// an x-should-retry header is the provider's word on trying the same
+// provider again, carried as the error's Hint (runtime.RetriesSame):
+// "false" stops a retry of the same model, "true" permits one of a
+// permanent failure, and neither changes the kind, so a 429 stays rate
+// limited and a 5xx falls over to another provider. Any error about the
+// context length is permanent, whatever the header. A failure that may be
 // retried carries the delay of retry-after-ms or retry-after. A refusal of
 // the provider's own (401, 402, 403, 404, and a 429 or error of type
 // insufficient_quota or billing_error: an account out of credit, which
@@ -140,16 +144,14 @@ func (c Call) HTTP(err error, status int, h http.Header, b Body) *runtime.CallEr
 	}
 	switch h.Get("X-Should-Retry") {
 	case "true":
-		if ce.Kind == runtime.KindPermanent {
-			ce.Kind = runtime.KindTransient
-		}
+		ce.Hint = runtime.RetryYes
 	case "false":
-		ce.Kind = runtime.KindPermanent
+		ce.Hint = runtime.RetryNo
 	}
 	if contextLength(apiType, apiMessage) {
-		ce.Kind, refused = runtime.KindPermanent, false
+		ce.Kind, ce.Hint, refused = runtime.KindPermanent, runtime.RetryUnsaid, false
 	}
-	if ce.Kind != runtime.KindPermanent {
+	if ce.Kind != runtime.KindPermanent || ce.Hint == runtime.RetryYes {
 		ce.RetryAfter = RetryAfter(h, time.Now())
 	}
 	text := strings.TrimSpace(strconv.Itoa(status) + " " + http.StatusText(status))
@@ -295,7 +297,8 @@ func eventKind(apiType string) runtime.ErrorKind {
 // context ending returns ctx's error as it is (the retry layer tells the
 // caller's cancellation from its own attempt timeout); a timeout is
 // KindTimeout; an event over MaxEventBytes, a response over
-// MaxResponseBytes is permanent; a reset, refused
+// MaxResponseBytes is permanent; a redirect to another origin
+// (ErrOtherOrigin) is permanent and marked runtime.ProviderRefused; a reset, refused
 // or dropped connection, and anything else, is transient.
 func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -309,6 +312,11 @@ func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 	}
 	if errors.Is(err, ErrResponseTooLarge) {
 		return &runtime.CallError{Kind: runtime.KindPermanent, Err: c.wrap(err, "%s %s: response refused: %v", c.Provider, c.Model, err)}
+	}
+	// An upstream that redirects elsewhere does so again: the next model
+	// of a fallback is tried, as after the provider's own refusal.
+	if errors.Is(err, ErrOtherOrigin) {
+		return &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ProviderRefused(c.wrap(err, "%s %s: request refused: %v", c.Provider, c.Model, err))}
 	}
 	var ne net.Error
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {

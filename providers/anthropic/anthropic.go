@@ -65,7 +65,8 @@ type Config struct {
 	// MaxTokens bounds the output of a request that sets none (0:
 	// DefaultMaxTokens).
 	MaxTokens int
-	// HTTPClient sends the requests (nil: a client of its own).
+	// HTTPClient sends the requests (nil: a client of its own); the client
+	// uses a copy that follows no redirect to another origin.
 	HTTPClient *http.Client
 }
 
@@ -104,9 +105,10 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	hc, own := cfg.HTTPClient, (*http.Client)(nil)
-	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	// No redirect to another origin is followed: the request carries the
+	// key and the prompt.
+	hc, own := wire.SameOriginClient(cfg.HTTPClient), (*http.Client)(nil)
+	if cfg.HTTPClient == nil {
 		own = hc
 	}
 	opts := []option.RequestOption{

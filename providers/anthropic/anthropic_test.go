@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -295,11 +296,14 @@ type noteID func(string)
 
 func (f noteID) NoteUpstreamRequestID(id string) { f(id) }
 
-// As the SDK does, x-should-retry overrides the status, and a failure that
-// is not retried carries no delay.
+// The status decides the kind; x-should-retry is the provider's word on a
+// retry of the same model, carried as the error's hint; a failure that is
+// not retried carries no delay.
 func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
 	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
-		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false"}, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindPermanent, 0, "500 Internal Server Error: api_error"),
+		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false"}, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`, runtime.KindTransient, 0, "500 Internal Server Error: api_error").Hinted(runtime.RetryNo),
+		ssetest.Case("429 x-should-retry false", 429, map[string]string{"X-Should-Retry": "false", "Retry-After": "5"}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, runtime.KindRateLimited, 5e9, "429 Too Many Requests: rate_limit_error").Hinted(runtime.RetryNo),
+		ssetest.Case("400 x-should-retry true", 400, map[string]string{"X-Should-Retry": "true"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request").Hinted(runtime.RetryYes),
 		ssetest.Case("400 retry-after", 400, map[string]string{"Retry-After": "5"}, `{"type":"error","error":{"type":"invalid_request_error","message":"x"}}`, runtime.KindPermanent, 0, "400 Bad Request"),
 	})
 }
@@ -417,4 +421,18 @@ func TestAbsurdUsageStaysAbsurd(t *testing.T) {
 		require.NoError(t, err, name)
 		assert.Equal(t, int64(1<<63-1), sum(ds).InputTokens, name)
 	}
+}
+
+// TestNoRedirectToAnotherOrigin: the request carries the key and the
+// prompt; a redirect to another origin is not followed, by the client's own
+// HTTP client nor by a copy of the host's, and the host's is left as it is.
+func TestNoRedirectToAnotherOrigin(t *testing.T) {
+	ssetest.AssertNoRedirectElsewhere(t, testKey, newClient(t), hi())
+	host := &http.Client{}
+	ssetest.AssertNoRedirectElsewhere(t, testKey, func(url string) runtime.ModelClient {
+		c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: url, HTTPClient: host})
+		require.NoError(t, err)
+		return c
+	}, hi())
+	assert.Nil(t, host.CheckRedirect, "the host's client is not changed")
 }

@@ -58,7 +58,8 @@ type Config struct {
 	// max_completion_tokens, elsewhere as max_tokens, which every
 	// compatible server knows.
 	MaxTokens int
-	// HTTPClient sends the requests (nil: a client of its own).
+	// HTTPClient sends the requests (nil: a client of its own); the client
+	// uses a copy that follows no redirect to another origin.
 	HTTPClient *http.Client
 }
 
@@ -97,9 +98,10 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
-	hc, own := cfg.HTTPClient, (*http.Client)(nil)
-	if hc == nil {
-		hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	// No redirect to another origin is followed: the request carries the
+	// key and the prompt.
+	hc, own := wire.SameOriginClient(cfg.HTTPClient), (*http.Client)(nil)
+	if cfg.HTTPClient == nil {
 		own = hc
 	}
 	opts := []option.RequestOption{

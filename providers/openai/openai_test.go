@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -438,4 +439,18 @@ func TestUsageBeyondInt64IsTheLargestCount(t *testing.T) {
 		assert.Equal(t, int64(1<<63-1), last.Usage.InputTokens, n)
 		assert.Equal(t, int64(2), last.Usage.OutputTokens, n)
 	}
+}
+
+// TestNoRedirectToAnotherOrigin: the request carries the key and the
+// prompt; a redirect to another origin is not followed, by the client's own
+// HTTP client nor by a copy of the host's, and the host's is left as it is.
+func TestNoRedirectToAnotherOrigin(t *testing.T) {
+	ssetest.AssertNoRedirectElsewhere(t, testKey, newClient(t), hi())
+	host := &http.Client{}
+	ssetest.AssertNoRedirectElsewhere(t, testKey, func(url string) runtime.ModelClient {
+		c, err := openai.New(openai.Config{Model: "gpt-4.1-mini", APIKey: testKey, BaseURL: url + "/v1", HTTPClient: host})
+		require.NoError(t, err)
+		return c
+	}, hi())
+	assert.Nil(t, host.CheckRedirect, "the host's client is not changed")
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/tidwall/gjson"
+
+	"github.com/agentc-dev/agentc/internal/wire"
 )
 
 // sender posts request bodies to the chat completions endpoint as the
@@ -69,32 +71,13 @@ type originGuard struct {
 }
 
 func (g originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !sameOrigin(r.URL, g.origin) || (r.Host != "" && !sameOrigin(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)) {
+	if !wire.SameOrigin(r.URL, g.origin) || (r.Host != "" && !wire.SameOrigin(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)) {
 		if r.Body != nil {
 			_ = r.Body.Close()
 		}
 		return nil, errOtherOrigin
 	}
 	return g.next.RoundTrip(r)
-}
-
-// sameOrigin reports whether a and b have the same scheme, host and port
-// (a scheme's default port when none is written).
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return "443"
-	case "http":
-		return "80"
-	}
-	return ""
 }
 
 // maxErrorBody is the most of a failed response's body read for its error

@@ -86,7 +86,7 @@ func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
 	c, err := New(Config{Model: "gpt-4.1-mini", APIKey: "sk-test", BaseURL: srv.URL + "/v1"})
 	require.NoError(t, err)
 	_, err = c.send.post(context.Background(), []byte(`{}`))
-	require.ErrorIs(t, err, errOtherOrigin)
+	require.ErrorIs(t, err, wire.ErrOtherOrigin)
 	assert.Zero(t, elsewhere.Load(), "nothing reached the other origin")
 
 	c.send.url += "?here=1"

@@ -81,8 +81,9 @@ func TestOpenAIStreamCutBeforeItsUsageIsTruncated(t *testing.T) {
 func TestRetryHeadersOfAnErrorResponse(t *testing.T) {
 	ssetest.RunStatusCases(t, testKey, func(t testing.TB, s *ssetest.Server) runtime.ModelClient { return client(t, s) }, hi(), []ssetest.StatusCase{
 		ssetest.Case("503 retry-after", 503, map[string]string{"Retry-After": "3"}, `{"error":{"message":"x","type":"server_error"}}`, runtime.KindTransient, 3e9, "503 Service Unavailable"),
-		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false", "Retry-After": "3"}, `{"error":{"message":"x","type":"server_error"}}`, runtime.KindPermanent, 0, "500 Internal Server Error"),
-		ssetest.Case("400 x-should-retry true", 400, map[string]string{"X-Should-Retry": "true", "Retry-After-Ms": "250"}, `{"error":{"message":"x","type":"x"}}`, runtime.KindTransient, 25e7, "400 Bad Request"),
-		ssetest.Case("429 x-should-retry false", 429, map[string]string{"X-Should-Retry": "false"}, "429.json", runtime.KindPermanent, 0, "429 Too Many Requests"),
+		ssetest.Case("500 x-should-retry false", 500, map[string]string{"X-Should-Retry": "false", "Retry-After": "3"}, `{"error":{"message":"x","type":"server_error"}}`, runtime.KindTransient, 3e9, "500 Internal Server Error").Hinted(runtime.RetryNo),
+		ssetest.Case("400 x-should-retry true", 400, map[string]string{"X-Should-Retry": "true", "Retry-After-Ms": "250"}, `{"error":{"message":"x","type":"x"}}`, runtime.KindPermanent, 25e7, "400 Bad Request").Hinted(runtime.RetryYes),
+		ssetest.Case("429 x-should-retry false", 429, map[string]string{"X-Should-Retry": "false"}, "429.json", runtime.KindRateLimited, 0, "429 Too Many Requests").Hinted(runtime.RetryNo),
+		ssetest.Case("context length x-should-retry true", 400, map[string]string{"X-Should-Retry": "true"}, `{"error":{"message":"x","type":"invalid_request_error","code":"context_length_exceeded"}}`, runtime.KindPermanent, 0, "context_length_exceeded"),
 	})
 }
