@@ -491,9 +491,11 @@ in text; deny: "response.tool_calls.filter(c, c.name ==
 'refund')[0].args.amount > 100.0" every answer without a refund call.
 That is an error where nothing else in the predicate can decide it
 before the read; a warning where another term may (a term of an && or an
-|| beside it that does not read the list by index, a conditional's
-branch, a macro's step), and for the first message of the transcript,
-empty only in a request without messages. A guard is a term beside the
+|| beside it that does not read the list by an index that fails wherever
+this read does: at this index or past it, or any negative index for a
+negative one; a read below the least size minItems or a guard gives
+never fails; a conditional's branch, a macro's step), and for the first
+message of the transcript, empty only in a request without messages. A guard is a term beside the
 read in an && that bounds the size from below (size(l) > 0, size(l) >=
 1, 1 <= size(l), l.size() != 0, !(size(l) == 0), size(l) == 2, size(l) >
 0u, or l.exists(...) or l.exists_one(...), which hold only for a list
@@ -510,8 +512,9 @@ the size first, size(response.tool_calls) > 0 && ..., or read the
 element as an optional, response.tool_calls[?0].name.orValue('') ==
 'refund'. An index written as a constant expression (1 - 1) is read as
 its value; a negative one (request.messages[-1]) fails on every list,
-whatever guards it (the last element is l[size(l) - 1]). An index that
-is not a constant is not reported.`},
+whatever guards it, an error where nothing else can decide it, the
+entry's when included (the last element is l[size(l) - 1], behind
+size(l) > 0 && ...). An index that is not a constant is not reported.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the

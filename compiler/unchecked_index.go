@@ -89,9 +89,13 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []indexRead
 	at := map[string]int{}
-	var walk func(e ast.Expr, guard map[string]int64, certain map[string]bool, vars map[string]bool)
-	never := map[string]bool{}
-	walk = func(e ast.Expr, guard map[string]int64, certain map[string]bool, vars map[string]bool) {
+	// certain holds, for each list, the greatest index (math.MaxInt64 for
+	// a negative one) up to which a read of it is certain to fail: every
+	// term of the junctions around it reads the list at that index or
+	// past it, failing wherever the read does; nil for every list.
+	var walk func(e ast.Expr, guard map[string]int64, certain map[string]int64, vars map[string]bool)
+	never := map[string]int64{}
+	walk = func(e ast.Expr, guard map[string]int64, certain map[string]int64, vars map[string]bool) {
 		switch e.Kind() {
 		case ast.CallKind:
 			c := e.AsCall()
@@ -99,7 +103,9 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 			switch fn := c.FunctionName(); {
 			case fn == operators.Index && len(a) == 2:
 				if r, ok := f.indexRead(e, guard, vars, list); ok {
-					r.certain = certain == nil || certain[r.keys[0]]
+					if n, ok := certain[r.keys[0]]; certain == nil || ok && failsFrom(r.index) <= n {
+						r.certain = true
+					}
 					// A negative read is one of its own: the list's other
 					// reads may be guarded, it is not.
 					k := r.keys[0]
@@ -120,9 +126,9 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 					addSizeBounds(t, fn == operators.LogicalOr, b)
 				}
 				inner := withBounds(guard, b)
-				read := make([]map[string]bool, len(terms))
+				read := make([]map[string]int64, len(terms))
 				for i, t := range terms {
-					read[i] = indexedLists(t)
+					read[i] = indexedLists(t, inner, vars, list)
 				}
 				sure := siblingsRead(certain, read)
 				for _, t := range terms {
@@ -170,7 +176,8 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 	}
 	walk(tree.Expr(), guard, nil, map[string]bool{})
 	for i := range out {
-		if slices.ContainsFunc(out[i].keys, func(k string) bool { return read[k] }) {
+		// A negative index fails whatever the when tested.
+		if out[i].index >= 0 && slices.ContainsFunc(out[i].keys, func(k string) bool { return read[k] }) {
 			out[i].certain = false
 		}
 	}
@@ -224,30 +231,51 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 	return r, true
 }
 
-// siblingsRead returns the lists a read in a term of a junction is certain
-// to fail on: those certain already, and read by index in every term of
-// it (none of which can then decide the junction before the read fails),
-// read holding the lists each term reads.
-func siblingsRead(certain map[string]bool, read []map[string]bool) map[string]bool {
-	count := map[string]int{}
-	for _, r := range read {
-		for k := range r {
-			count[k]++
+// siblingsRead returns, for each list, the greatest index (failsFrom) up
+// to which a read in a term of a junction is certain to fail: one certain
+// already, and read by index at or past it in every term of the junction
+// (none of which can then decide it before the read fails), read holding
+// the greatest index each term reads each list at that can fail.
+func siblingsRead(certain map[string]int64, read []map[string]int64) map[string]int64 {
+	out := maps.Clone(read[0])
+	for _, r := range read[1:] {
+		for k, n := range out {
+			if m, ok := r[k]; ok {
+				out[k] = min(n, m)
+			} else {
+				delete(out, k)
+			}
 		}
 	}
-	out := map[string]bool{}
-	for k, n := range count {
-		if n == len(read) && (certain == nil || certain[k]) {
-			out[k] = true
+	if certain != nil {
+		for k, n := range out {
+			if m, ok := certain[k]; ok {
+				out[k] = min(n, m)
+			} else {
+				delete(out, k)
+			}
 		}
 	}
 	return out
 }
 
+// failsFrom returns the index i as the reads that fail wherever it does
+// see it: a read at i fails where the list has i elements or fewer, and
+// so does one at any greater index; a negative one fails on every list,
+// where only another negative one surely does too.
+func failsFrom(i int64) int64 {
+	if i < 0 {
+		return math.MaxInt64
+	}
+	return i
+}
+
 // indexedLists returns the lists e reads by a constant index outside a
-// conditional's branches and a macro's step.
-func indexedLists(e ast.Expr) map[string]bool {
-	out := map[string]bool{}
+// conditional's branches and a macro's step, with the greatest index
+// (failsFrom) of a read that can fail: at or past the list's least size
+// (list) and its guard, or negative.
+func indexedLists(e ast.Expr, guard map[string]int64, vars map[string]bool, list func(path, root string, vars map[string]bool) (int64, bool)) map[string]int64 {
+	out := map[string]int64{}
 	var walk func(e ast.Expr)
 	walk = func(e ast.Expr) {
 		switch e.Kind() {
@@ -255,9 +283,17 @@ func indexedLists(e ast.Expr) map[string]bool {
 			c := e.AsCall()
 			a := c.Args()
 			if c.FunctionName() == operators.Index && len(a) == 2 {
-				if _, ok := constInt(a[1]); ok {
-					if k, _ := sizeKey(a[0]); k != "" {
-						out[k] = true
+				if i, ok := constInt(a[1]); ok {
+					if k, filtered := sizeKey(a[0]); k != "" {
+						least, known := int64(0), true
+						if !filtered {
+							least, known = list(k, rootOf(k), vars)
+						}
+						if known && (i < 0 || i >= max(least, guard[k])) {
+							if n, ok := out[k]; !ok || failsFrom(i) > n {
+								out[k] = failsFrom(i)
+							}
+						}
 					}
 				}
 			}
@@ -841,8 +877,8 @@ func uncheckedIndexDiagnostic(x *dsl.Expr, r indexRead, failure string) dsl.Diag
 	}
 	var msg string
 	if r.index < 0 {
-		msg = fmt.Sprintf("%s[%d] is read: a negative index is out of bounds on every list, so the read always fails, and %s%s; read the last element as %s[size(%s) - 1]",
-			r.list, r.index, failure, unless, r.list, r.list)
+		msg = fmt.Sprintf("%s[%d] is read: a negative index is out of bounds on every list, so the read always fails, and %s%s; read the last element after a size test, size(%s) > 0 && %s[size(%s) - 1]",
+			r.list, r.index, failure, unless, r.list, r.list, r.list)
 	} else {
 		why := fmt.Sprintf("where %s has %d element%s or fewer", r.list, r.index, plural(r.index))
 		test := fmt.Sprintf("size(%s) > %d", r.list, r.index)

@@ -62,7 +62,11 @@ func TestUncheckedIndexes(t *testing.T) {
 		// constant expression is its value.
 		{src: "l[-1].name == 'a'", want: []indexRead{{list: "l", index: -1, certain: true}}},
 		{src: "size(l) > 0 && l[-1].name == 'a'", want: []indexRead{{list: "l", index: -1}}},
-		{src: "l[0].name == 'a' && l[-1].name == 'b'", want: []indexRead{{list: "l", index: 0, certain: true}, {list: "l", index: -1, certain: true}}},
+		// l[0] may be false on a list with an element, and decide the &&
+		// before l[-1] fails; where l is empty, both fail.
+		{src: "l[0].name == 'a' && l[-1].name == 'b'", want: []indexRead{{list: "l", index: 0, certain: true}, {list: "l", index: -1}}},
+		{src: "l[-1].name == 'a' && l[-2].name == 'b'", want: []indexRead{{list: "l", index: -1, certain: true}}},
+		{src: "l[-1].name == 'a'", when: "size(l) > 0", want: []indexRead{{list: "l", index: -1, certain: true}}},
 		{src: "l[1 - 1].name == 'a'", want: []indexRead{{list: "l", index: 0, certain: true}}},
 		{src: "l[2 * 3 - 5].name == 'a'", want: []indexRead{{list: "l", index: 1, certain: true}}},
 		{src: "size(l) > 0 && l[1 - 1].name == 'a'"},
@@ -147,7 +151,7 @@ chains: tool: [
 		"9:60 cel/unchecked-index: args.to[2] is read with no test of the list's size: where args.to has 2 elements or fewer the read fails (index out of bounds), " + fails + "; test size(args.to) > 2 && ... first, or read args.to[?2]",
 		"11:43 cel/unchecked-index: args.to[1] is read with no test of the list's size: where args.to has 1 element or fewer the read fails (index out of bounds), " + fails + "; test size(args.to) > 1 && ... first, or read args.to[?1]",
 		"12:96 cel/unchecked-index: args.to.filter(t, t.endsWith('@x.example'))[0] is read with no test of the list's size: where no element matches the read fails (index out of bounds), " + fails + "; test args.to.exists(t, t.endsWith('@x.example')) && ... first, or read args.to.filter(t, t.endsWith('@x.example'))[?0]",
-		"13:60 cel/unchecked-index: args.to[-1] is read: a negative index is out of bounds on every list, so the read always fails, " + fails + "; read the last element as args.to[size(args.to) - 1]",
+		"13:60 cel/unchecked-index: args.to[-1] is read: a negative index is out of bounds on every list, so the read always fails, " + fails + "; read the last element after a size test, size(args.to) > 0 && args.to[size(args.to) - 1]",
 	}, got)
 }
 
@@ -195,4 +199,33 @@ chains: chat: [
 		}
 	}
 	assert.Equal(t, []string{"5:101 error", "6:143 warning"}, got)
+}
+
+// severities returns the findings of the rule in the policy src as
+// "line:col severity".
+func severities(t *testing.T, src string) []string {
+	t.Helper()
+	c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
+	require.NoError(t, err)
+	var got []string
+	for _, d := range c.Diagnostics {
+		if d.Rule == ruleUncheckedIndex {
+			got = append(got, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Severity))
+		}
+	}
+	return got
+}
+
+// A read below the least size minItems gives never fails, so the term
+// holding it may decide the predicate before another read fails.
+func TestUncheckedIndexMinItemsSibling(t *testing.T) {
+	got := severities(t, `package p
+
+tools: send: {args: {type: "object", required: ["to"], properties: to: {type: "array", minItems: 1, items: type: "string"}}}
+chains: tool: [
+	{use: "guard", name: "a", tools: ["send"], require: "args.to[0].endsWith('@corp.example') || args.to[1].endsWith('@corp.example')"},
+	{use: "guard", name: "b", tools: ["send"], require: "args.to[1].endsWith('@corp.example') || args.to[2].endsWith('@corp.example')"},
+]
+`)
+	assert.Equal(t, []string{"5:103 warning", "6:63 error"}, got)
 }
