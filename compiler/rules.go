@@ -473,7 +473,8 @@ use the optional syntax (s.?error).`},
 	{ruleUncheckedIndex, dsl.Error + "/" + dsl.Warning, "a predicate reads an element of a list by a constant index without testing the list's size", `
 A predicate reads an element of a list whose size nothing fixes by a
 constant index, where no test of the list's size guards the read: in the
-chat stage the transcript (request.messages, messages), a message's or
+chat stage the transcript (request.messages, or messages, one list: a
+test of either guards a read of the other), a message's or
 the answer's tool calls (response.tool_calls, m.tool_calls), the tools
 offered or the stop sequences; in the tool stage an argument every
 schema that lists it types as an array, where the index is at or past

@@ -199,6 +199,14 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 	}
 	least := int64(0)
 	if !filtered {
+		x := a[0]
+		for x.Kind() == ast.ComprehensionKind {
+			x = x.AsComprehension().IterRange()
+		}
+		// A variable of a macro named as an alias is not the list.
+		if root := rootOf(elementKey(x)); vars[root] && root != rootOf(key) {
+			return indexRead{}, false
+		}
 		if least, ok = list(key, rootOf(key), vars); !ok {
 			return indexRead{}, false
 		}
@@ -207,6 +215,10 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 		return indexRead{}, false
 	}
 	r := indexRead{list: key, index: i, filtered: filtered, keys: []string{key}}
+	if a[0].Kind() != ast.ComprehensionKind {
+		// Named as the predicate writes it, not by its alias's key.
+		r.list = elementKey(a[0])
+	}
 	for x := a[0]; x.Kind() == ast.ComprehensionKind; {
 		x = x.AsComprehension().IterRange()
 		if k, _ := sizeKey(x); k != "" && k != r.keys[len(r.keys)-1] {
@@ -571,7 +583,16 @@ func sizeKey(e ast.Expr) (key string, filtered bool) {
 		}
 		e = comp.IterRange()
 	}
-	return elementKey(e), false
+	return aliasKey(elementKey(e)), false
+}
+
+// aliasKey returns the path k by the name its list has in the chat
+// stage's request: messages is request.messages.
+func aliasKey(k string) string {
+	if rootOf(k) == "messages" {
+		return "request." + k
+	}
+	return k
 }
 
 // macroStart returns the byte offset of the first token of e, a
@@ -696,6 +717,9 @@ func exprKey(b *strings.Builder, e ast.Expr, bound map[string]string, depth int)
 	case ast.IdentKind:
 		if n, ok := bound[e.AsIdent()]; ok {
 			b.WriteString(n)
+		} else if k := aliasKey(e.AsIdent()); k != e.AsIdent() {
+			// Written as the select it names is.
+			b.WriteString(rootOf(k) + "." + strconv.Quote(k[len(rootOf(k))+1:]))
 		} else {
 			b.WriteString(e.AsIdent())
 		}
@@ -842,9 +866,6 @@ func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, 
 	switch stage {
 	case predicate.Chat:
 		list = func(path, root string, vars map[string]bool) (int64, bool) {
-			if path == "messages" {
-				return 0, !vars["messages"]
-			}
 			last := path[strings.LastIndexAny(path, ".[")+1:]
 			return 0, path != root && slices.Contains(chatLists, last) && (root == "request" || root == "response" || vars[root])
 		}

@@ -229,3 +229,20 @@ chains: tool: [
 `)
 	assert.Equal(t, []string{"5:103 warning", "6:63 error"}, got)
 }
+
+// messages is request.messages: a test of either guards a read of the
+// other.
+func TestUncheckedIndexMessagesAlias(t *testing.T) {
+	got := severities(t, `package p
+
+chains: chat: [
+	{use: "guard", name: "a", when: "size(messages) > 1", deny: "request.messages[1].role == 'tool'"},
+	{use: "guard", name: "b", when: "size(request.messages) > 1", deny: "messages[1].role == 'tool'"},
+	{use: "guard", name: "c", when: "messages.exists(m, m.role == 'tool')", deny: "request.messages.filter(m, m.role == 'tool')[0].content == ''"},
+	{use: "guard", name: "d", when: "request.messages.exists(m, m.role == 'tool')", deny: "messages.filter(m, m.role == 'tool')[0].content == ''"},
+	{use: "guard", name: "e", deny: "size(messages) > 1 && request.messages[1].role == 'tool'"},
+	{use: "guard", name: "f", deny: "messages[1].role == 'tool' && request.messages[1].content == ''"},
+]
+`)
+	assert.Equal(t, []string{"9:44 error"}, got)
+}
