@@ -28,8 +28,9 @@ const ruleUncheckedIndex = "cel/unchecked-index"
 // An indexRead is a read of a list by a constant index (l[0]) that no
 // test of the list's size guards.
 type indexRead struct {
-	// list is the list as the predicate writes it: its path
-	// (response.tool_calls, args.files), or a filter() or a map() of one.
+	// list is the list as the predicate writes it (on one line, without
+	// parentheses around it): its path (response.tool_calls, args.files),
+	// or a filter() or a map() of one.
 	list string
 	// index is the index, negative for one that fails on every list.
 	index int64
@@ -234,7 +235,7 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 		if a[0].Kind() == ast.ComprehensionKind {
 			// A filter() or a map() is named as the predicate writes it.
 			if start := f.macroStart(a[0]); start <= r.offset {
-				r.list = strings.TrimSpace(f.src[start:r.offset])
+				r.list = unwrapped(f.written(start, r.offset))
 			}
 			r.exists = f.existsOf(a[0], r.offset)
 		}
@@ -629,16 +630,95 @@ func (f folder) existsOf(e ast.Expr, end int) string {
 			e, end = comp.IterRange(), dot
 			continue
 		}
-		args := strings.TrimSpace(f.src[open:end])
+		args := f.written(open, end)
 		if strings.TrimSpace(f.src[dot+1:open]) == "map" {
-			// map(c, P, f): the transform is the element appended.
+			// map(c, P, f): the transform, perhaps in parentheses, is the
+			// element appended.
 			if t := f.offset(kept); t > open && t < end {
-				args = strings.TrimRight(f.src[open:t], " \t\n,") + ")"
+				args = strings.TrimRight(f.written(open, t), " ,(") + ")"
 			}
 		}
-		return strings.TrimSpace(f.src[start:dot]) + ".exists" + args
+		return unwrapped(f.written(start, dot)) + ".exists" + args
 	}
 	return ""
+}
+
+// written returns the source from start to end on one line, its runs of
+// white space outside string literals one space, and its parentheses
+// matched: one the text closes but does not open is opened by the
+// parenthesis before start, or where none is, ends the text there.
+func (f folder) written(start, end int) string {
+	var b strings.Builder
+	depth := 0
+	for i := start; i < end; i++ {
+		switch c := f.src[i]; {
+		case c == '\'' || c == '"':
+			j := literalEnd(f.src[:end], i)
+			b.WriteString(f.src[i:j])
+			i = j - 1
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if !strings.HasSuffix(b.String(), " ") && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+		case c == '(':
+			depth++
+			b.WriteByte(c)
+		case c == ')' && depth == 0:
+			before := strings.TrimRight(f.src[:start], " \t\n\r")
+			if !strings.HasSuffix(before, "(") {
+				return strings.TrimSpace(b.String())
+			}
+			start = len(before) - 1
+			return f.written(start, end)
+		case c == ')':
+			depth--
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// literalEnd returns the offset just past the string literal that starts
+// at s[i], a quote ('a', "a", ”'a”' or """a"""), or len(s) where s ends
+// first.
+func literalEnd(s string, i int) int {
+	q := s[i : i+1]
+	if strings.HasPrefix(s[i:], strings.Repeat(q, 3)) {
+		q = strings.Repeat(q, 3)
+	}
+	j := i + len(q)
+	for j < len(s) && !strings.HasPrefix(s[j:], q) {
+		if s[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j+len(q), len(s))
+}
+
+// unwrapped returns s, an expression, without the parentheses around the
+// whole of it.
+func unwrapped(s string) string {
+	for strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
+		depth := 0
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '\'', '"':
+				i = literalEnd(s, i) - 1
+			case '(':
+				depth++
+			case ')':
+				depth--
+				if depth == 0 && i < len(s)-1 {
+					return s
+				}
+			}
+		}
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	return s
 }
 
 // listStep tells a comprehension that builds a list of its range's

@@ -246,3 +246,26 @@ chains: chat: [
 `)
 	assert.Equal(t, []string{"9:44 error"}, got)
 }
+
+// The list is named, and the test offered, in one line with no parenthesis
+// left open or unmatched, however the predicate writes it.
+func TestUncheckedIndexNames(t *testing.T) {
+	anyList := func(string, string, map[string]bool) (int64, bool) { return 0, true }
+	for src, want := range map[string][2]string{
+		"(l).filter(c, c.name == 'a')[0].x > 1":        {"(l).filter(c, c.name == 'a')", "l.exists(c, c.name == 'a')"},
+		"(l.filter(c, c.name == 'a'))[0].x > 1":        {"l.filter(c, c.name == 'a')", "l.exists(c, c.name == 'a')"},
+		"l.map(c, c.name == 'a', (c.x))[0] > 1":        {"l.map(c, c.name == 'a', (c.x))", "l.exists(c, c.name == 'a')"},
+		"l.filter(c,\n    c.name == 'a'\n  )[0].x > 1": {"l.filter(c, c.name == 'a' )", "l.exists(c, c.name == 'a' )"},
+		"l.filter(c, c.name == 'a  b')[0].x > 1":       {"l.filter(c, c.name == 'a  b')", "l.exists(c, c.name == 'a  b')"},
+		"(l.filter(c, c.name == ')  ('))[0].x > 1":     {"l.filter(c, c.name == ')  (')", "l.exists(c, c.name == ')  (')"},
+		"l.filter(c, c.name == '''a)\n''')[0].x > 1":   {"l.filter(c, c.name == '''a)\n''')", "l.exists(c, c.name == '''a)\n''')"},
+		"messages[1].role == 'a'":                      {"messages", ""},
+		"messages.filter(m, m.role == 'a')[0].x":       {"messages.filter(m, m.role == 'a')", "messages.exists(m, m.role == 'a')"},
+	} {
+		got := uncheckedIndexes(src, "", anyList)
+		if assert.Len(t, got, 1, src) {
+			assert.Equal(t, want[0], got[0].list, src)
+			assert.Equal(t, want[1], got[0].exists, src)
+		}
+	}
+}
