@@ -499,16 +499,19 @@ never fails; a conditional's branch, a macro's step), and for the first
 message of the transcript, empty only in a request without messages. A guard is a term beside the
 read in an && that bounds the size from below (size(l) > 0, size(l) >=
 1, 1 <= size(l), l.size() != 0, !(size(l) == 0), size(l) == 2, size(l) >
-0u, or l.exists(...) or l.exists_one(...), which hold only for a list
-with an element; for l.filter(c, P), its own size or l.exists(c, P) with
-the same condition or one of its && terms (l.exists(c, P && Q)),
-whatever its variable's name, and not a test of l), one beside it in an
+0u, double(size(l)) > 0.5, or l.exists(...), l.exists_one(...), !l.all(...)
+or x in l, which hold only for a list with an element; for l.filter(c,
+P), its own size or l.exists(c, P) with the same condition or one of its
+&& terms (l.exists(c, P && Q)), whatever its variable's name and the
+order of an =='s sides, !l.all(c, !P) or x in l.map(c, f) for P f == x,
+and not a test of l), one beside it in an
 || that bounds it from above (size(l) == 0 || ..., size(l) < 2 || ...
 for l[1]), or a conditional's condition, in either order (CEL evaluates
 every term of an && and an || whatever their order), and so does the
 entry's when, which runs first (not a phase "after" guard's: the layers
 inside it may rewrite what the when read); a when that tests the list in
-another way (l != [], 'a' in l.map(...)) makes the read a warning. Test
+another way (l != [], l.filter(...).size() > 0 for l[0]) makes the read a
+warning. Test
 the size first, size(response.tool_calls) > 0 && ..., or read the
 element as an optional, response.tool_calls[?0].name.orValue('') ==
 'refund'. An index written as a constant expression (1 - 1) is read as

@@ -439,6 +439,23 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			for _, t := range a {
 				addSizeBounds(t, neg, b)
 			}
+		case fn == operators.In && len(a) == 2:
+			// x in l holds only where l has an element, x in l.map(c, f)
+			// only where one has f == x.
+			if neg {
+				return
+			}
+			key, _ := sizeKey(a[1])
+			set(key, 1)
+			if a[1].Kind() != ast.ComprehensionKind {
+				return
+			}
+			comp := a[1].AsComprehension()
+			var x strings.Builder
+			exprKey(&x, a[0], nil, 0)
+			if cond, elem, ok := listStep(comp); ok && cond == nil && !mentions(x.String(), comp.IterVar()) {
+				set(filterKey(comp, ast.NewExprFactory().NewCall(0, operators.Equals, elem, a[0])), 1)
+			}
 		case len(a) == 2:
 			op := fn
 			key, n, ok := sizeCompared(a[0], a[1])
@@ -477,6 +494,10 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			if s, ok := callOf(step, operators.LogicalOr, 2); ok && !neg && identIs(s[0], comp.AccuVar()) {
 				cond = s[1]
 			}
+			// all(c, P) is false where an element has !P.
+			if s, ok := callOf(step, operators.LogicalAnd, 2); ok && neg && identIs(s[0], comp.AccuVar()) {
+				cond = negation(s[1])
+			}
 		case types.Int:
 			eq, ok := callOf(r, operators.Equals, 2)
 			if neg || v != 0 || !ok || !identIs(eq[0], comp.AccuVar()) || !isLiteral(eq[1], types.Int(1)) {
@@ -497,6 +518,19 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			}
 		}
 	}
+}
+
+// negation returns an expression that holds where e does not: R for !R,
+// x == y for x != y, !e otherwise.
+func negation(e ast.Expr) ast.Expr {
+	if a, ok := callOf(e, operators.LogicalNot, 1); ok {
+		return a[0]
+	}
+	f := ast.NewExprFactory()
+	if a, ok := callOf(e, operators.NotEquals, 2); ok {
+		return f.NewCall(0, operators.Equals, a...)
+	}
+	return f.NewCall(0, operators.LogicalNot, e)
 }
 
 // leastSize returns the least size a comparison of a size with op and the
@@ -549,6 +583,11 @@ var (
 // sizeCompared returns the size key (sizeKey) of the list whose size s
 // reads (size(l), l.size()) and the numeric constant n.
 func sizeCompared(s, n ast.Expr) (string, ref.Val, bool) {
+	// double(size(l)) and int(size(l)) are the size.
+	for s.Kind() == ast.CallKind && !s.AsCall().IsMemberFunction() && len(s.AsCall().Args()) == 1 &&
+		slices.Contains([]string{overloads.TypeConvertDouble, overloads.TypeConvertInt, overloads.TypeConvertUint}, s.AsCall().FunctionName()) {
+		s = s.AsCall().Args()[0]
+	}
 	if n.Kind() != ast.LiteralKind || s.Kind() != ast.CallKind {
 		return "", nil, false
 	}
@@ -812,6 +851,16 @@ func exprKey(b *strings.Builder, e ast.Expr, bound map[string]string, depth int)
 		b.WriteString("." + strconv.Quote(s.FieldName()))
 	case ast.CallKind:
 		c := e.AsCall()
+		if fn := c.FunctionName(); (fn == operators.Equals || fn == operators.NotEquals) && len(c.Args()) == 2 {
+			// x == y and y == x are written alike.
+			var x, y strings.Builder
+			exprKey(&x, c.Args()[0], bound, depth)
+			exprKey(&y, c.Args()[1], bound, depth)
+			sides := []string{x.String(), y.String()}
+			slices.Sort(sides)
+			b.WriteString(strconv.Quote(fn) + "(" + sides[0] + ", " + sides[1] + ")")
+			return
+		}
 		if c.IsMemberFunction() {
 			exprKey(b, c.Target(), bound, depth)
 			b.WriteString(".")
