@@ -506,7 +506,7 @@ P), its own size or l.exists(c, P) with the same condition or one of its
 order of an =='s sides, !l.all(c, !P) or x in l.map(c, f) for P f == x,
 and not a test of l), one beside it in an
 || that bounds it from above (size(l) == 0 || ..., size(l) < 2 || ...
-for l[1]), or a conditional's condition, in either order (CEL evaluates
+for l[1]; size(l) == 1 || ... where the least size is 1), or a conditional's condition, in either order (CEL evaluates
 every term of an && and an || whatever their order), and so does the
 entry's when, which runs first (not a phase "after" guard's: the layers
 inside it may rewrite what the when read); a when that tests the list in

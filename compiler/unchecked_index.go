@@ -212,7 +212,7 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 			return indexRead{}, false
 		}
 	}
-	if i >= 0 && max(guard[key], least) > i {
+	if i >= 0 && leastSizeOf(guard, key, least) > i {
 		return indexRead{}, false
 	}
 	r := indexRead{list: key, index: i, filtered: filtered, keys: []string{key}}
@@ -302,7 +302,7 @@ func indexedLists(e ast.Expr, guard map[string]int64, vars map[string]bool, list
 						if !filtered {
 							least, known = list(k, rootOf(k), vars)
 						}
-						if known && (i < 0 || i >= max(least, guard[k])) {
+						if known && (i < 0 || i >= leastSizeOf(guard, k, least)) {
 							if n, ok := out[k]; !ok || failsFrom(i) > n {
 								out[k] = failsFrom(i)
 							}
@@ -470,6 +470,9 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			}
 			if least, ok := leastSize(op, n); ok {
 				set(key, least)
+			} else if v, ok := n.(types.Int); ok && op == operators.NotEquals && v > 0 {
+				// A size it is not raises a least size equal to it.
+				set(notSizeKey(key, int64(v)), 1)
 			}
 		}
 	case ast.ComprehensionKind:
@@ -531,6 +534,23 @@ func negation(e ast.Expr) ast.Expr {
 		return f.NewCall(0, operators.Equals, a...)
 	}
 	return f.NewCall(0, operators.LogicalNot, e)
+}
+
+// leastSizeOf returns the least size of the list key: the greater of
+// least, which its type says, and the bound guard holds, raised past each
+// size guard says it does not have (size(l) != 1).
+func leastSizeOf(guard map[string]int64, key string, least int64) int64 {
+	n := max(least, guard[key])
+	for guard[notSizeKey(key, n)] > 0 {
+		n++
+	}
+	return n
+}
+
+// notSizeKey returns the key under which a guard holds that the list key
+// does not have n elements.
+func notSizeKey(key string, n int64) string {
+	return key + "\x00!=" + strconv.FormatInt(n, 10)
 }
 
 // leastSize returns the least size a comparison of a size with op and the

@@ -118,6 +118,9 @@ func TestUncheckedIndexes(t *testing.T) {
 		{src: "'a' in l.map(c, c.name) && l[0].name == 'a'"},
 		{src: "c in l.map(c, c.name) && l.filter(c, c.name == c)[0].x > 1", want: []indexRead{{list: "l.filter(c, c.name == c)", index: 0}}},
 		{src: "!('a' in l) || l[0] == 'a'"},
+		{src: "size(l) == 1 || l[1].name == 'a'", want: []indexRead{{list: "l", index: 1}}},
+		{src: "size(l) > 0 && size(l) != 1 && l[1].name == 'a'"},
+		{src: "size(l) > 0 && size(l) != 2 && l[1].name == 'a'", want: []indexRead{{list: "l", index: 1}}},
 		// A map() has as many elements as its range.
 		{src: "l.map(c, c.name)[0] == 'a'", want: []indexRead{{list: "l.map(c, c.name)", index: 0, certain: true}}},
 		{src: "size(l) > 0 && l.map(c, c.name)[0] == 'a'"},
@@ -242,6 +245,7 @@ tools: send: {args: {type: "object", required: ["to"], properties: to: {type: "a
 chains: tool: [
 	{use: "guard", name: "a", tools: ["send"], require: "args.to[0].endsWith('@corp.example') || args.to[1].endsWith('@corp.example')"},
 	{use: "guard", name: "b", tools: ["send"], require: "args.to[1].endsWith('@corp.example') || args.to[2].endsWith('@corp.example')"},
+	{use: "guard", name: "c", tools: ["send"], require: "size(args.to) == 1 || args.to[1].endsWith('@corp.example')"},
 ]
 `)
 	assert.Equal(t, []string{"5:103 warning", "6:63 error"}, got)
