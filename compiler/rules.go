@@ -473,7 +473,8 @@ use the optional syntax (s.?error).`},
 	{ruleUncheckedIndex, dsl.Error + "/" + dsl.Warning, "a predicate reads an element of a list by a constant index without testing the list's size", `
 A predicate reads an element of a list whose size nothing fixes by a
 constant index, where no test of the list's size guards the read: in the
-chat stage the transcript (request.messages, messages), a message's or
+chat stage the transcript (request.messages, or messages, one list: a
+test of either guards a read of the other), a message's or
 the answer's tool calls (response.tool_calls, m.tool_calls), the tools
 offered or the stop sequences; in the tool stage an argument every
 schema that lists it types as an array, where the index is at or past
@@ -491,27 +492,33 @@ in text; deny: "response.tool_calls.filter(c, c.name ==
 'refund')[0].args.amount > 100.0" every answer without a refund call.
 That is an error where nothing else in the predicate can decide it
 before the read; a warning where another term may (a term of an && or an
-|| beside it that does not read the list by index, a conditional's
-branch, a macro's step), and for the first message of the transcript,
-empty only in a request without messages. A guard is a term beside the
+|| beside it that does not read the list by an index that fails wherever
+this read does: at this index or past it, or any negative index for a
+negative one; a read below the least size minItems or a guard gives
+never fails; a conditional's branch, a macro's step), and for the first
+message of the transcript, empty only in a request without messages. A guard is a term beside the
 read in an && that bounds the size from below (size(l) > 0, size(l) >=
 1, 1 <= size(l), l.size() != 0, !(size(l) == 0), size(l) == 2, size(l) >
-0u, or l.exists(...) or l.exists_one(...), which hold only for a list
-with an element; for l.filter(c, P), its own size or l.exists(c, P) with
-the same condition or one of its && terms (l.exists(c, P && Q)),
-whatever its variable's name, and not a test of l), one beside it in an
+0u, double(size(l)) > 0.5, or l.exists(...), l.exists_one(...), !l.all(...)
+or x in l, which hold only for a list with an element; for l.filter(c,
+P), its own size or l.exists(c, P) with the same condition or one of its
+&& terms (l.exists(c, P && Q)), whatever its variable's name and the
+order of an =='s sides, !l.all(c, !P) or x in l.map(c, f) for P f == x,
+and not a test of l), one beside it in an
 || that bounds it from above (size(l) == 0 || ..., size(l) < 2 || ...
-for l[1]), or a conditional's condition, in either order (CEL evaluates
+for l[1]; size(l) == 1 || ... where the least size is 1), or a conditional's condition, in either order (CEL evaluates
 every term of an && and an || whatever their order), and so does the
 entry's when, which runs first (not a phase "after" guard's: the layers
 inside it may rewrite what the when read); a when that tests the list in
-another way (l != [], 'a' in l.map(...)) makes the read a warning. Test
+another way (l != [], l.filter(...).size() > 0 for l[0]) makes the read a
+warning. Test
 the size first, size(response.tool_calls) > 0 && ..., or read the
 element as an optional, response.tool_calls[?0].name.orValue('') ==
 'refund'. An index written as a constant expression (1 - 1) is read as
 its value; a negative one (request.messages[-1]) fails on every list,
-whatever guards it (the last element is l[size(l) - 1]). An index that
-is not a constant is not reported.`},
+whatever guards it, an error where nothing else can decide it, the
+entry's when included (the last element is l[size(l) - 1], behind
+size(l) > 0 && ...). An index that is not a constant is not reported.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the

@@ -28,8 +28,9 @@ const ruleUncheckedIndex = "cel/unchecked-index"
 // An indexRead is a read of a list by a constant index (l[0]) that no
 // test of the list's size guards.
 type indexRead struct {
-	// list is the list as the predicate writes it: its path
-	// (response.tool_calls, args.files), or a filter() or a map() of one.
+	// list is the list as the predicate writes it (on one line, without
+	// parentheses around it): its path (response.tool_calls, args.files),
+	// or a filter() or a map() of one.
 	list string
 	// index is the index, negative for one that fails on every list.
 	index int64
@@ -89,9 +90,13 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []indexRead
 	at := map[string]int{}
-	var walk func(e ast.Expr, guard map[string]int64, certain map[string]bool, vars map[string]bool)
-	never := map[string]bool{}
-	walk = func(e ast.Expr, guard map[string]int64, certain map[string]bool, vars map[string]bool) {
+	// certain holds, for each list, the greatest index (math.MaxInt64 for
+	// a negative one) up to which a read of it is certain to fail: every
+	// term of the junctions around it reads the list at that index or
+	// past it, failing wherever the read does; nil for every list.
+	var walk func(e ast.Expr, guard map[string]int64, certain map[string]int64, vars map[string]bool)
+	never := map[string]int64{}
+	walk = func(e ast.Expr, guard map[string]int64, certain map[string]int64, vars map[string]bool) {
 		switch e.Kind() {
 		case ast.CallKind:
 			c := e.AsCall()
@@ -99,7 +104,9 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 			switch fn := c.FunctionName(); {
 			case fn == operators.Index && len(a) == 2:
 				if r, ok := f.indexRead(e, guard, vars, list); ok {
-					r.certain = certain == nil || certain[r.keys[0]]
+					if n, ok := certain[r.keys[0]]; certain == nil || ok && failsFrom(r.index) <= n {
+						r.certain = true
+					}
 					// A negative read is one of its own: the list's other
 					// reads may be guarded, it is not.
 					k := r.keys[0]
@@ -120,9 +127,9 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 					addSizeBounds(t, fn == operators.LogicalOr, b)
 				}
 				inner := withBounds(guard, b)
-				read := make([]map[string]bool, len(terms))
+				read := make([]map[string]int64, len(terms))
 				for i, t := range terms {
-					read[i] = indexedLists(t)
+					read[i] = indexedLists(t, inner, vars, list)
 				}
 				sure := siblingsRead(certain, read)
 				for _, t := range terms {
@@ -170,7 +177,8 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 	}
 	walk(tree.Expr(), guard, nil, map[string]bool{})
 	for i := range out {
-		if slices.ContainsFunc(out[i].keys, func(k string) bool { return read[k] }) {
+		// A negative index fails whatever the when tested.
+		if out[i].index >= 0 && slices.ContainsFunc(out[i].keys, func(k string) bool { return read[k] }) {
 			out[i].certain = false
 		}
 	}
@@ -192,14 +200,26 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 	}
 	least := int64(0)
 	if !filtered {
+		x := a[0]
+		for x.Kind() == ast.ComprehensionKind {
+			x = x.AsComprehension().IterRange()
+		}
+		// A variable of a macro named as an alias is not the list.
+		if root := rootOf(elementKey(x)); vars[root] && root != rootOf(key) {
+			return indexRead{}, false
+		}
 		if least, ok = list(key, rootOf(key), vars); !ok {
 			return indexRead{}, false
 		}
 	}
-	if i >= 0 && max(guard[key], least) > i {
+	if i >= 0 && leastSizeOf(guard, key, least) > i {
 		return indexRead{}, false
 	}
 	r := indexRead{list: key, index: i, filtered: filtered, keys: []string{key}}
+	if a[0].Kind() != ast.ComprehensionKind {
+		// Named as the predicate writes it, not by its alias's key.
+		r.list = elementKey(a[0])
+	}
 	for x := a[0]; x.Kind() == ast.ComprehensionKind; {
 		x = x.AsComprehension().IterRange()
 		if k, _ := sizeKey(x); k != "" && k != r.keys[len(r.keys)-1] {
@@ -215,7 +235,7 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 		if a[0].Kind() == ast.ComprehensionKind {
 			// A filter() or a map() is named as the predicate writes it.
 			if start := f.macroStart(a[0]); start <= r.offset {
-				r.list = strings.TrimSpace(f.src[start:r.offset])
+				r.list = unwrapped(f.written(start, r.offset))
 			}
 			r.exists = f.existsOf(a[0], r.offset)
 		}
@@ -224,30 +244,51 @@ func (f folder) indexRead(e ast.Expr, guard map[string]int64, vars map[string]bo
 	return r, true
 }
 
-// siblingsRead returns the lists a read in a term of a junction is certain
-// to fail on: those certain already, and read by index in every term of
-// it (none of which can then decide the junction before the read fails),
-// read holding the lists each term reads.
-func siblingsRead(certain map[string]bool, read []map[string]bool) map[string]bool {
-	count := map[string]int{}
-	for _, r := range read {
-		for k := range r {
-			count[k]++
+// siblingsRead returns, for each list, the greatest index (failsFrom) up
+// to which a read in a term of a junction is certain to fail: one certain
+// already, and read by index at or past it in every term of the junction
+// (none of which can then decide it before the read fails), read holding
+// the greatest index each term reads each list at that can fail.
+func siblingsRead(certain map[string]int64, read []map[string]int64) map[string]int64 {
+	out := maps.Clone(read[0])
+	for _, r := range read[1:] {
+		for k, n := range out {
+			if m, ok := r[k]; ok {
+				out[k] = min(n, m)
+			} else {
+				delete(out, k)
+			}
 		}
 	}
-	out := map[string]bool{}
-	for k, n := range count {
-		if n == len(read) && (certain == nil || certain[k]) {
-			out[k] = true
+	if certain != nil {
+		for k, n := range out {
+			if m, ok := certain[k]; ok {
+				out[k] = min(n, m)
+			} else {
+				delete(out, k)
+			}
 		}
 	}
 	return out
 }
 
+// failsFrom returns the index i as the reads that fail wherever it does
+// see it: a read at i fails where the list has i elements or fewer, and
+// so does one at any greater index; a negative one fails on every list,
+// where only another negative one surely does too.
+func failsFrom(i int64) int64 {
+	if i < 0 {
+		return math.MaxInt64
+	}
+	return i
+}
+
 // indexedLists returns the lists e reads by a constant index outside a
-// conditional's branches and a macro's step.
-func indexedLists(e ast.Expr) map[string]bool {
-	out := map[string]bool{}
+// conditional's branches and a macro's step, with the greatest index
+// (failsFrom) of a read that can fail: at or past the list's least size
+// (list) and its guard, or negative.
+func indexedLists(e ast.Expr, guard map[string]int64, vars map[string]bool, list func(path, root string, vars map[string]bool) (int64, bool)) map[string]int64 {
+	out := map[string]int64{}
 	var walk func(e ast.Expr)
 	walk = func(e ast.Expr) {
 		switch e.Kind() {
@@ -255,9 +296,17 @@ func indexedLists(e ast.Expr) map[string]bool {
 			c := e.AsCall()
 			a := c.Args()
 			if c.FunctionName() == operators.Index && len(a) == 2 {
-				if _, ok := constInt(a[1]); ok {
-					if k, _ := sizeKey(a[0]); k != "" {
-						out[k] = true
+				if i, ok := constInt(a[1]); ok {
+					if k, filtered := sizeKey(a[0]); k != "" {
+						least, known := int64(0), true
+						if !filtered {
+							least, known = list(k, rootOf(k), vars)
+						}
+						if known && (i < 0 || i >= leastSizeOf(guard, k, least)) {
+							if n, ok := out[k]; !ok || failsFrom(i) > n {
+								out[k] = failsFrom(i)
+							}
+						}
 					}
 				}
 			}
@@ -390,6 +439,23 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			for _, t := range a {
 				addSizeBounds(t, neg, b)
 			}
+		case fn == operators.In && len(a) == 2:
+			// x in l holds only where l has an element, x in l.map(c, f)
+			// only where one has f == x.
+			if neg {
+				return
+			}
+			key, _ := sizeKey(a[1])
+			set(key, 1)
+			if a[1].Kind() != ast.ComprehensionKind {
+				return
+			}
+			comp := a[1].AsComprehension()
+			var x strings.Builder
+			exprKey(&x, a[0], nil, 0)
+			if cond, elem, ok := listStep(comp); ok && cond == nil && !mentions(x.String(), comp.IterVar()) {
+				set(filterKey(comp, ast.NewExprFactory().NewCall(0, operators.Equals, elem, a[0])), 1)
+			}
 		case len(a) == 2:
 			op := fn
 			key, n, ok := sizeCompared(a[0], a[1])
@@ -404,6 +470,9 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			}
 			if least, ok := leastSize(op, n); ok {
 				set(key, least)
+			} else if v, ok := n.(types.Int); ok && op == operators.NotEquals && v > 0 {
+				// A size it is not raises a least size equal to it.
+				set(notSizeKey(key, int64(v)), 1)
 			}
 		}
 	case ast.ComprehensionKind:
@@ -428,6 +497,10 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			if s, ok := callOf(step, operators.LogicalOr, 2); ok && !neg && identIs(s[0], comp.AccuVar()) {
 				cond = s[1]
 			}
+			// all(c, P) is false where an element has !P.
+			if s, ok := callOf(step, operators.LogicalAnd, 2); ok && neg && identIs(s[0], comp.AccuVar()) {
+				cond = negation(s[1])
+			}
 		case types.Int:
 			eq, ok := callOf(r, operators.Equals, 2)
 			if neg || v != 0 || !ok || !identIs(eq[0], comp.AccuVar()) || !isLiteral(eq[1], types.Int(1)) {
@@ -448,6 +521,36 @@ func addSizeBounds(e ast.Expr, neg bool, b map[string]int64) {
 			}
 		}
 	}
+}
+
+// negation returns an expression that holds where e does not: R for !R,
+// x == y for x != y, !e otherwise.
+func negation(e ast.Expr) ast.Expr {
+	if a, ok := callOf(e, operators.LogicalNot, 1); ok {
+		return a[0]
+	}
+	f := ast.NewExprFactory()
+	if a, ok := callOf(e, operators.NotEquals, 2); ok {
+		return f.NewCall(0, operators.Equals, a...)
+	}
+	return f.NewCall(0, operators.LogicalNot, e)
+}
+
+// leastSizeOf returns the least size of the list key: the greater of
+// least, which its type says, and the bound guard holds, raised past each
+// size guard says it does not have (size(l) != 1).
+func leastSizeOf(guard map[string]int64, key string, least int64) int64 {
+	n := max(least, guard[key])
+	for guard[notSizeKey(key, n)] > 0 {
+		n++
+	}
+	return n
+}
+
+// notSizeKey returns the key under which a guard holds that the list key
+// does not have n elements.
+func notSizeKey(key string, n int64) string {
+	return key + "\x00!=" + strconv.FormatInt(n, 10)
 }
 
 // leastSize returns the least size a comparison of a size with op and the
@@ -500,6 +603,11 @@ var (
 // sizeCompared returns the size key (sizeKey) of the list whose size s
 // reads (size(l), l.size()) and the numeric constant n.
 func sizeCompared(s, n ast.Expr) (string, ref.Val, bool) {
+	// double(size(l)) and int(size(l)) are the size.
+	for s.Kind() == ast.CallKind && !s.AsCall().IsMemberFunction() && len(s.AsCall().Args()) == 1 &&
+		slices.Contains([]string{overloads.TypeConvertDouble, overloads.TypeConvertInt, overloads.TypeConvertUint}, s.AsCall().FunctionName()) {
+		s = s.AsCall().Args()[0]
+	}
 	if n.Kind() != ast.LiteralKind || s.Kind() != ast.CallKind {
 		return "", nil, false
 	}
@@ -535,7 +643,16 @@ func sizeKey(e ast.Expr) (key string, filtered bool) {
 		}
 		e = comp.IterRange()
 	}
-	return elementKey(e), false
+	return aliasKey(elementKey(e)), false
+}
+
+// aliasKey returns the path k by the name its list has in the chat
+// stage's request: messages is request.messages.
+func aliasKey(k string) string {
+	if rootOf(k) == "messages" {
+		return "request." + k
+	}
+	return k
 }
 
 // macroStart returns the byte offset of the first token of e, a
@@ -572,16 +689,95 @@ func (f folder) existsOf(e ast.Expr, end int) string {
 			e, end = comp.IterRange(), dot
 			continue
 		}
-		args := strings.TrimSpace(f.src[open:end])
+		args := f.written(open, end)
 		if strings.TrimSpace(f.src[dot+1:open]) == "map" {
-			// map(c, P, f): the transform is the element appended.
+			// map(c, P, f): the transform, perhaps in parentheses, is the
+			// element appended.
 			if t := f.offset(kept); t > open && t < end {
-				args = strings.TrimRight(f.src[open:t], " \t\n,") + ")"
+				args = strings.TrimRight(f.written(open, t), " ,(") + ")"
 			}
 		}
-		return strings.TrimSpace(f.src[start:dot]) + ".exists" + args
+		return unwrapped(f.written(start, dot)) + ".exists" + args
 	}
 	return ""
+}
+
+// written returns the source from start to end on one line, its runs of
+// white space outside string literals one space, and its parentheses
+// matched: one the text closes but does not open is opened by the
+// parenthesis before start, or where none is, ends the text there.
+func (f folder) written(start, end int) string {
+	var b strings.Builder
+	depth := 0
+	for i := start; i < end; i++ {
+		switch c := f.src[i]; {
+		case c == '\'' || c == '"':
+			j := literalEnd(f.src[:end], i)
+			b.WriteString(f.src[i:j])
+			i = j - 1
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if !strings.HasSuffix(b.String(), " ") && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+		case c == '(':
+			depth++
+			b.WriteByte(c)
+		case c == ')' && depth == 0:
+			before := strings.TrimRight(f.src[:start], " \t\n\r")
+			if !strings.HasSuffix(before, "(") {
+				return strings.TrimSpace(b.String())
+			}
+			start = len(before) - 1
+			return f.written(start, end)
+		case c == ')':
+			depth--
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// literalEnd returns the offset just past the string literal that starts
+// at s[i], a quote ('a', "a", ”'a”' or """a"""), or len(s) where s ends
+// first.
+func literalEnd(s string, i int) int {
+	q := s[i : i+1]
+	if strings.HasPrefix(s[i:], strings.Repeat(q, 3)) {
+		q = strings.Repeat(q, 3)
+	}
+	j := i + len(q)
+	for j < len(s) && !strings.HasPrefix(s[j:], q) {
+		if s[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j+len(q), len(s))
+}
+
+// unwrapped returns s, an expression, without the parentheses around the
+// whole of it.
+func unwrapped(s string) string {
+	for strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
+		depth := 0
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '\'', '"':
+				i = literalEnd(s, i) - 1
+			case '(':
+				depth++
+			case ')':
+				depth--
+				if depth == 0 && i < len(s)-1 {
+					return s
+				}
+			}
+		}
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	return s
 }
 
 // listStep tells a comprehension that builds a list of its range's
@@ -660,6 +856,9 @@ func exprKey(b *strings.Builder, e ast.Expr, bound map[string]string, depth int)
 	case ast.IdentKind:
 		if n, ok := bound[e.AsIdent()]; ok {
 			b.WriteString(n)
+		} else if k := aliasKey(e.AsIdent()); k != e.AsIdent() {
+			// Written as the select it names is.
+			b.WriteString(rootOf(k) + "." + strconv.Quote(k[len(rootOf(k))+1:]))
 		} else {
 			b.WriteString(e.AsIdent())
 		}
@@ -672,6 +871,16 @@ func exprKey(b *strings.Builder, e ast.Expr, bound map[string]string, depth int)
 		b.WriteString("." + strconv.Quote(s.FieldName()))
 	case ast.CallKind:
 		c := e.AsCall()
+		if fn := c.FunctionName(); (fn == operators.Equals || fn == operators.NotEquals) && len(c.Args()) == 2 {
+			// x == y and y == x are written alike.
+			var x, y strings.Builder
+			exprKey(&x, c.Args()[0], bound, depth)
+			exprKey(&y, c.Args()[1], bound, depth)
+			sides := []string{x.String(), y.String()}
+			slices.Sort(sides)
+			b.WriteString(strconv.Quote(fn) + "(" + sides[0] + ", " + sides[1] + ")")
+			return
+		}
 		if c.IsMemberFunction() {
 			exprKey(b, c.Target(), bound, depth)
 			b.WriteString(".")
@@ -806,9 +1015,6 @@ func (c *Compilation) checkUncheckedIndexes(x *dsl.Expr, stage predicate.Stage, 
 	switch stage {
 	case predicate.Chat:
 		list = func(path, root string, vars map[string]bool) (int64, bool) {
-			if path == "messages" {
-				return 0, !vars["messages"]
-			}
 			last := path[strings.LastIndexAny(path, ".[")+1:]
 			return 0, path != root && slices.Contains(chatLists, last) && (root == "request" || root == "response" || vars[root])
 		}
@@ -841,8 +1047,8 @@ func uncheckedIndexDiagnostic(x *dsl.Expr, r indexRead, failure string) dsl.Diag
 	}
 	var msg string
 	if r.index < 0 {
-		msg = fmt.Sprintf("%s[%d] is read: a negative index is out of bounds on every list, so the read always fails, and %s%s; read the last element as %s[size(%s) - 1]",
-			r.list, r.index, failure, unless, r.list, r.list)
+		msg = fmt.Sprintf("%s[%d] is read: a negative index is out of bounds on every list, so the read always fails, and %s%s; read the last element after a size test, size(%s) > 0 && %s[size(%s) - 1]",
+			r.list, r.index, failure, unless, r.list, r.list, r.list)
 	} else {
 		why := fmt.Sprintf("where %s has %d element%s or fewer", r.list, r.index, plural(r.index))
 		test := fmt.Sprintf("size(%s) > %d", r.list, r.index)

@@ -44,7 +44,7 @@ func TestUncheckedIndexes(t *testing.T) {
 		{src: "size(l) > 0 && ms.exists(l, l[0] == 'a')", want: []indexRead{{list: "l", index: 0}}},
 		{src: "l[0].name == 'a'", when: "size(l) > 0"},
 		{src: "l[0].name == 'a'", when: "l != []", want: []indexRead{{list: "l", index: 0}}},
-		{src: "l[0].name == 'a'", when: "'a' in l.map(c, c.name)", want: []indexRead{{list: "l", index: 0}}},
+		{src: "l[0].name == 'a'", when: "'a' in l.map(c, c.name)"},
 		{src: "l[0].name == 'a'", when: "l.exists_one(c, c.name == 'a')"},
 		{src: "l[0].name == 'a'", when: "l.filter(c, c.name == 'a').size() > 0", want: []indexRead{{list: "l", index: 0}}},
 		{src: "l[0].name == 'a'", when: "m != []", want: []indexRead{{list: "l", index: 0, certain: true}}},
@@ -62,7 +62,11 @@ func TestUncheckedIndexes(t *testing.T) {
 		// constant expression is its value.
 		{src: "l[-1].name == 'a'", want: []indexRead{{list: "l", index: -1, certain: true}}},
 		{src: "size(l) > 0 && l[-1].name == 'a'", want: []indexRead{{list: "l", index: -1}}},
-		{src: "l[0].name == 'a' && l[-1].name == 'b'", want: []indexRead{{list: "l", index: 0, certain: true}, {list: "l", index: -1, certain: true}}},
+		// l[0] may be false on a list with an element, and decide the &&
+		// before l[-1] fails; where l is empty, both fail.
+		{src: "l[0].name == 'a' && l[-1].name == 'b'", want: []indexRead{{list: "l", index: 0, certain: true}, {list: "l", index: -1}}},
+		{src: "l[-1].name == 'a' && l[-2].name == 'b'", want: []indexRead{{list: "l", index: -1, certain: true}}},
+		{src: "l[-1].name == 'a'", when: "size(l) > 0", want: []indexRead{{list: "l", index: -1, certain: true}}},
 		{src: "l[1 - 1].name == 'a'", want: []indexRead{{list: "l", index: 0, certain: true}}},
 		{src: "l[2 * 3 - 5].name == 'a'", want: []indexRead{{list: "l", index: 1, certain: true}}},
 		{src: "size(l) > 0 && l[1 - 1].name == 'a'"},
@@ -95,8 +99,28 @@ func TestUncheckedIndexes(t *testing.T) {
 		{src: "ms.all(m, m.calls.exists(c, c.name == 'a') && ms.exists(m, m.calls.filter(c, c.name == 'a')[0].x > 1))",
 			want: []indexRead{{list: "m.calls.filter(c, c.name == 'a')", index: 0}}},
 		{src: "l.filter(c, c.name == 'a')[0].x > 1", when: "l.exists(c, c.name == 'a')"},
-		{src: "l.filter(c, c.name == 'a')[0].x > 1", when: "'a' in l.map(c, c.name)", want: []indexRead{{list: "l.filter(c, c.name == 'a')", index: 0}}},
+		{src: "l.filter(c, c.name == 'a')[0].x > 1", when: "'a' in l.map(c, c.name)"},
+		{src: "l.filter(c, c.name == 'a')[0].x > 1", when: "'a' in l.map(c, c.name + 'b')", want: []indexRead{{list: "l.filter(c, c.name == 'a')", index: 0}}},
 		{src: "l.filter(c, c.name == 'a')[0].x > 1", when: "m != []", want: []indexRead{{list: "l.filter(c, c.name == 'a')", index: 0, certain: true}}},
+		// A size converted to a double or an int is the size; == and !=
+		// read alike with their sides swapped; a false all(c, !P) holds
+		// only where an element has P; x in l only where l has an element,
+		// and x in l.map(c, f) only where one has f == x.
+		{src: "double(size(l)) > 0.5 && l[0].name == 'a'"},
+		{src: "int(size(l)) >= 2 && l[1].name == 'a'"},
+		{src: "l.exists(c, 'a' == c.name) && l.filter(c, c.name == 'a')[0].x > 1"},
+		{src: "l.all(c, c.name != 'a') || l.filter(c, c.name == 'a')[0].x > 1"},
+		{src: "l.all(c, !(c.name == 'a')) || l.filter(c, c.name == 'a')[0].x > 1"},
+		{src: "l.all(c, c.name != 'a') || l.filter(c, c.name == 'b')[0].x > 1", want: []indexRead{{list: "l.filter(c, c.name == 'b')", index: 0}}},
+		{src: "l.all(c, c.name != 'a') && l.filter(c, c.name == 'a')[0].x > 1", want: []indexRead{{list: "l.filter(c, c.name == 'a')", index: 0}}},
+		{src: "'a' in l && l[0] == 'a'"},
+		{src: "'a' in l.map(c, c.name) && l.filter(c, c.name == 'a')[0].x > 1"},
+		{src: "'a' in l.map(c, c.name) && l[0].name == 'a'"},
+		{src: "c in l.map(c, c.name) && l.filter(c, c.name == c)[0].x > 1", want: []indexRead{{list: "l.filter(c, c.name == c)", index: 0}}},
+		{src: "!('a' in l) || l[0] == 'a'"},
+		{src: "size(l) == 1 || l[1].name == 'a'", want: []indexRead{{list: "l", index: 1}}},
+		{src: "size(l) > 0 && size(l) != 1 && l[1].name == 'a'"},
+		{src: "size(l) > 0 && size(l) != 2 && l[1].name == 'a'", want: []indexRead{{list: "l", index: 1}}},
 		// A map() has as many elements as its range.
 		{src: "l.map(c, c.name)[0] == 'a'", want: []indexRead{{list: "l.map(c, c.name)", index: 0, certain: true}}},
 		{src: "size(l) > 0 && l.map(c, c.name)[0] == 'a'"},
@@ -147,7 +171,7 @@ chains: tool: [
 		"9:60 cel/unchecked-index: args.to[2] is read with no test of the list's size: where args.to has 2 elements or fewer the read fails (index out of bounds), " + fails + "; test size(args.to) > 2 && ... first, or read args.to[?2]",
 		"11:43 cel/unchecked-index: args.to[1] is read with no test of the list's size: where args.to has 1 element or fewer the read fails (index out of bounds), " + fails + "; test size(args.to) > 1 && ... first, or read args.to[?1]",
 		"12:96 cel/unchecked-index: args.to.filter(t, t.endsWith('@x.example'))[0] is read with no test of the list's size: where no element matches the read fails (index out of bounds), " + fails + "; test args.to.exists(t, t.endsWith('@x.example')) && ... first, or read args.to.filter(t, t.endsWith('@x.example'))[?0]",
-		"13:60 cel/unchecked-index: args.to[-1] is read: a negative index is out of bounds on every list, so the read always fails, " + fails + "; read the last element as args.to[size(args.to) - 1]",
+		"13:60 cel/unchecked-index: args.to[-1] is read: a negative index is out of bounds on every list, so the read always fails, " + fails + "; read the last element after a size test, size(args.to) > 0 && args.to[size(args.to) - 1]",
 	}, got)
 }
 
@@ -176,7 +200,7 @@ func TestUncheckedIndexExistsHint(t *testing.T) {
 // an error at its index; beside a term that may decide it first, a
 // warning; guarded by an exists() with its condition, clean.
 func TestUncheckedIndexFilterSeverity(t *testing.T) {
-	dir := writePolicy(t, `package p
+	got := severities(t, `package p
 
 tools: refund: {args: {type: "object", properties: amount: type: "number"}}
 chains: chat: [
@@ -186,7 +210,14 @@ chains: chat: [
 	{use: "guard", name: "d", when: "request.messages.exists(m, m.role == 'tool')", deny: "request.messages.filter(m, m.role == 'tool')[0].content == ''"},
 ]
 `)
-	c, err := Compile(context.Background(), []string{dir}, Options{})
+	assert.Equal(t, []string{"5:101 error", "6:143 warning"}, got)
+}
+
+// severities returns the findings of the rule in the policy src as
+// "line:col severity".
+func severities(t *testing.T, src string) []string {
+	t.Helper()
+	c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
 	require.NoError(t, err)
 	var got []string
 	for _, d := range c.Diagnostics {
@@ -194,5 +225,60 @@ chains: chat: [
 			got = append(got, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Severity))
 		}
 	}
-	assert.Equal(t, []string{"5:101 error", "6:143 warning"}, got)
+	return got
+}
+
+// A read below the least size minItems gives never fails, so the term
+// holding it may decide the predicate before another read fails.
+func TestUncheckedIndexMinItemsSibling(t *testing.T) {
+	got := severities(t, `package p
+
+tools: send: {args: {type: "object", required: ["to"], properties: to: {type: "array", minItems: 1, items: type: "string"}}}
+chains: tool: [
+	{use: "guard", name: "a", tools: ["send"], require: "args.to[0].endsWith('@corp.example') || args.to[1].endsWith('@corp.example')"},
+	{use: "guard", name: "b", tools: ["send"], require: "args.to[1].endsWith('@corp.example') || args.to[2].endsWith('@corp.example')"},
+	{use: "guard", name: "c", tools: ["send"], require: "size(args.to) == 1 || args.to[1].endsWith('@corp.example')"},
+]
+`)
+	assert.Equal(t, []string{"5:103 warning", "6:63 error"}, got)
+}
+
+// messages is request.messages: a test of either guards a read of the
+// other.
+func TestUncheckedIndexMessagesAlias(t *testing.T) {
+	got := severities(t, `package p
+
+chains: chat: [
+	{use: "guard", name: "a", when: "size(messages) > 1", deny: "request.messages[1].role == 'tool'"},
+	{use: "guard", name: "b", when: "size(request.messages) > 1", deny: "messages[1].role == 'tool'"},
+	{use: "guard", name: "c", when: "messages.exists(m, m.role == 'tool')", deny: "request.messages.filter(m, m.role == 'tool')[0].content == ''"},
+	{use: "guard", name: "d", when: "request.messages.exists(m, m.role == 'tool')", deny: "messages.filter(m, m.role == 'tool')[0].content == ''"},
+	{use: "guard", name: "e", deny: "size(messages) > 1 && request.messages[1].role == 'tool'"},
+	{use: "guard", name: "f", deny: "messages[1].role == 'tool' && request.messages[1].content == ''"},
+]
+`)
+	assert.Equal(t, []string{"9:44 error"}, got)
+}
+
+// The list is named, and the test offered, in one line with no parenthesis
+// left open or unmatched, however the predicate writes it.
+func TestUncheckedIndexNames(t *testing.T) {
+	anyList := func(string, string, map[string]bool) (int64, bool) { return 0, true }
+	for src, want := range map[string][2]string{
+		"(l).filter(c, c.name == 'a')[0].x > 1":        {"(l).filter(c, c.name == 'a')", "l.exists(c, c.name == 'a')"},
+		"(l.filter(c, c.name == 'a'))[0].x > 1":        {"l.filter(c, c.name == 'a')", "l.exists(c, c.name == 'a')"},
+		"l.map(c, c.name == 'a', (c.x))[0] > 1":        {"l.map(c, c.name == 'a', (c.x))", "l.exists(c, c.name == 'a')"},
+		"l.filter(c,\n    c.name == 'a'\n  )[0].x > 1": {"l.filter(c, c.name == 'a' )", "l.exists(c, c.name == 'a' )"},
+		"l.filter(c, c.name == 'a  b')[0].x > 1":       {"l.filter(c, c.name == 'a  b')", "l.exists(c, c.name == 'a  b')"},
+		"(l.filter(c, c.name == ')  ('))[0].x > 1":     {"l.filter(c, c.name == ')  (')", "l.exists(c, c.name == ')  (')"},
+		"l.filter(c, c.name == '''a)\n''')[0].x > 1":   {"l.filter(c, c.name == '''a)\n''')", "l.exists(c, c.name == '''a)\n''')"},
+		"messages[1].role == 'a'":                      {"messages", ""},
+		"messages.filter(m, m.role == 'a')[0].x":       {"messages.filter(m, m.role == 'a')", "messages.exists(m, m.role == 'a')"},
+	} {
+		got := uncheckedIndexes(src, "", anyList)
+		if assert.Len(t, got, 1, src) {
+			assert.Equal(t, want[0], got[0].list, src)
+			assert.Equal(t, want[1], got[0].exists, src)
+		}
+	}
 }
