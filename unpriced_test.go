@@ -153,3 +153,23 @@ chains: chat: `+chain+"\n"), 0o644))
 		}
 	}
 }
+
+// A name no client answers to (a typo) reaches no model, so the meter has
+// nothing to price: it is the terminal's to report, as it does under a
+// meter without a usd ceiling, not a model to declare with its prices.
+func TestMeterLeavesAnUnknownModelToTheTerminal(t *testing.T) {
+	req := runtime.ChatRequest{Model: "primay", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+	for _, chain := range []string{
+		`[{use: "meter", scope: "global", budget: usd: 1}]`,
+		`[{use: "meter", scope: "global", budget: tokens: 1000}]`,
+	} {
+		var primary, local atomic.Int64
+		pipe, ledger := loadMetered(t, chain, &primary, &local)
+		_, err := pipe.Complete(context.Background(), req)
+		require.Error(t, err, chain)
+		assert.Contains(t, err.Error(), `model "primay" is not registered; did you mean "primary"?`, chain)
+		assert.NotContains(t, err.Error(), "no price", chain)
+		assert.Zero(t, primary.Load()+local.Load(), chain)
+		assert.Zero(t, ledger.Ledger("").USD, chain)
+	}
+}

@@ -67,7 +67,8 @@ const (
 // the block is named, and left out when its policy says so, instead of
 // blocking every call that carries the block. The layer still reads the
 // whole block at each call. A summarizing compaction has the screening
-// layers outside it read its summary the same way (BuildContext.Outer).
+// layers outside it read its summary the same way (BuildContext.Outer),
+// unless they read it as a message (SummaryScreener).
 type GroundingScreener interface {
 	// ScreenGrounding reads text, one item rendered by the template alone
 	// (over an empty query). It returns "" when the layer lets the item
@@ -76,6 +77,23 @@ type GroundingScreener interface {
 	// policy is to drop such an item from the block (true) or to block the
 	// call (false).
 	ScreenGrounding(ctx context.Context, text string) (found string, drop bool)
+}
+
+// SummaryScreener is a GroundingScreener that reads a summary a layer
+// wrote of the transcript's earlier messages (a summarizing compaction
+// inside it) otherwise than a grounding item: as it reads the transcript's
+// own messages. The summary is the account, for the assistant, of a
+// transcript the layer read raw before it was compacted (its tool results
+// as documents), so a check it runs only on documents (security's
+// instructions about the reader's response) would refuse the account of
+// what a user asked ("the user asked the assistant to add some emojis to
+// the response"). A GroundingScreener that is not one reads the summary
+// with ScreenGrounding.
+type SummaryScreener interface {
+	// ScreenSummary is ScreenGrounding for the summary: it returns what the
+	// layer found in text, or "", and whether its grounding policy is to
+	// drop such a text (true) or to block the call (false).
+	ScreenSummary(ctx context.Context, text string) (found string, drop bool)
 }
 
 // GroundingKey marks the message grounding injects: its Metadata holds

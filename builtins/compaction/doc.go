@@ -69,13 +69,21 @@
 // they read a tool result, whatever their `system` setting. Those outside compaction read the
 // call before the summary was written (and a client of agentc serve resends its raw history, so
 // no later call would read it either): the layer has each of them that screens text
-// (runtime.GroundingScreener: security, content_filter, pii with action "block") read the
-// summary as a document, as they read a grounding item, whatever their `when`. One that flags it
-// decides by its `grounding` setting: "block" (the default) blocks the call with a
+// (runtime.GroundingScreener: security, content_filter, pii) read the summary before it is
+// sent, whatever their `when` (a `when` false for the call does not spare the summary). Security
+// reads it as it read the transcript's own messages (runtime.SummaryScreener), not as a
+// document: it read the transcript raw, its tool results as documents, and the summary is the
+// account of it written for the assistant, which reports in the third person what the user
+// asked of the response ("asked the assistant to add some emojis to the response"), words the
+// checks for an instruction planted in a document would refuse; an injection the summary model
+// repeated or was made to write is found as one in a message is. Content_filter and pii read it
+// as a grounding item (ScreenGrounding), which they check as they check a message. One that
+// flags it decides by its `grounding` setting: "block" (the default) blocks the call with a
 // *runtime.BlockedError of that layer ("the summary compaction wrote: prompt injection detected
 // (...)"), "drop" drops the summary, and the layer falls back to KeepRecent. A pii layer
-// outside with action "redact" flags nothing there: the summary model read the transcript it
-// had masked.
+// outside with action "redact" and `grounding` unset flags nothing there: the summary model
+// read the transcript it had masked; with `grounding` set it flags personal data there as in
+// any grounding item.
 //
 // When the layer changes the transcript it records a Compacted annotation
 // under its name on the response (read it with CompactedOf): the transcript

@@ -65,7 +65,7 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // SummaryKey "true": only a message so marked is taken as an earlier summary; and
 // runtime.GroundingKey "true", so that the detectors inside the layer read it as a document,
 // as they read a tool result, whatever their system setting; those outside it that screen
-// text, runtime.GroundingScreener, read it as a grounding item: see screenSummary) written by
+// text, runtime.GroundingScreener, read it before it is sent: see screenSummary) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
 // trace it; compaction itself never sees it); when that call fails, returns nothing or returns a summary that does not fit
@@ -141,14 +141,20 @@ func (f *flagged) Error() string { return f.err.Error() }
 func (f *flagged) Unwrap() error { return f.err }
 
 // screenSummary has the layers outside compaction that screen text read the
-// summary as a document, as they read a grounding item (whatever their
-// when, as for grounding): they read the call before compaction wrote it,
-// and would never read it otherwise. The first that flags it decides, by
-// its grounding setting, whether the call is blocked or the summary
-// dropped.
+// summary (whatever their when, as for grounding): they read the call
+// before compaction wrote it, and would never read it otherwise. One that
+// reads a summary as it reads the transcript's messages
+// (runtime.SummaryScreener: security, which read the transcript raw, its
+// tool results as documents) does so; the others read it as a grounding
+// item. The first that flags it decides, by its grounding setting, whether
+// the call is blocked or the summary dropped.
 func (m *Middleware) screenSummary(ctx context.Context, text string) error {
 	for _, s := range m.screens {
-		if found, drop := s.s.ScreenGrounding(ctx, text); found != "" {
+		read := s.s.ScreenGrounding
+		if ss, ok := s.s.(runtime.SummaryScreener); ok {
+			read = ss.ScreenSummary
+		}
+		if found, drop := read(ctx, text); found != "" {
 			return &flagged{err: &runtime.BlockedError{Layer: s.name, Message: "the summary " + m.name + " wrote: " + found}, block: !drop}
 		}
 	}

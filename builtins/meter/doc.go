@@ -22,6 +22,8 @@
 // the same way, naming the model: the meter has no price for it and would
 // count its spend as nothing (a meter without a when logs, when it is
 // built, each model the host gives a client for that it would refuse so).
+// A name no client serves (a typo) reaches no model: the terminal refuses
+// it, naming the nearest model.
 // A stream that
 // was abandoned by the consumer, cancelled or failed mid-stream is charged for
 // what arrived. A call cancelled after its request went out but before

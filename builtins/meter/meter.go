@@ -75,6 +75,9 @@ type Meter struct {
 	prefix string
 	win    window
 	rates  map[string]plan.Model
+	// served holds the names of the models a client serves (the build's
+	// models, BuildContext.Models): only those can cost anything.
+	served map[string]bool
 	// below are the models the fallback and hedge layers inside the meter
 	// send a call to in place of the one it names (reachable).
 	below []string
@@ -133,6 +136,10 @@ func (m *Meter) Provision(b *runtime.BuildContext) error {
 	}
 	m.win = w
 	m.rates = b.Plan.Models
+	m.served = map[string]bool{}
+	for name, c := range b.Models() {
+		m.served[name] = c != nil
+	}
 	m.bounds = outputBounds(b.Plan.Models, b.Models())
 	inside := b.Plan.Chains.Of(b.Stage)[b.Index+1:]
 	m.below = reachable(inside)

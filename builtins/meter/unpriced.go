@@ -25,7 +25,8 @@ func replacesModel(chain []plan.Layer) bool {
 // the meter (the model it names, unless a layer inside always replaces
 // it, and the models of the fallback and hedge layers inside) a model the
 // plan does not declare, one whose client the host gave in
-// runtime.Deps.Models: the meter has no price for it, and would count its
+// runtime.Deps.Models (a name no client serves is left to the terminal to
+// report): the meter has no price for it, and would count its
 // spend as nothing, so the ceiling would never stop its calls. The call
 // is refused before it is reserved, a permanent *runtime.CallError naming
 // the model; the model is not called and nothing is charged. A tokens or
@@ -48,9 +49,11 @@ func (m *Meter) unpricedModel(c *runtime.ChatCall) error {
 }
 
 // unpriced returns the refusal of a call that reaches model when the plan
-// does not declare it, else nil.
+// does not declare it and a client serves it, else nil. A name no client
+// serves (a typo) reaches no model and costs nothing: the terminal reports
+// it, naming the nearest model, as under a meter without a usd ceiling.
 func (m *Meter) unpriced(model string) error {
-	if _, ok := m.rates[model]; ok {
+	if _, ok := m.rates[model]; ok || !m.served[model] {
 		return nil
 	}
 	return &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name, Message: fmt.Sprintf(

@@ -45,8 +45,11 @@
 // parameter schema: a poisoned tool description is an injection too) and the schema of the
 // response format, and the system messages with `system: true` (off by default: the system prompt
 // is the operator's own instructions). The summary a summarizing compaction inside the layer
-// writes is read too, as a document (ScreenGrounding): `grounding: "drop"` has a flagged one
-// dropped rather than the call blocked. An injection a gateway client places in an earlier
+// writes is read too, before it is sent, as the transcript's messages are (ScreenSummary: the layer
+// read the transcript raw, its tool results as documents, and a summary reports in the third
+// person what the user asked of the response, "asked the assistant to add some emojis to the
+// response", which the families read in documents only would refuse): `grounding: "drop"` has a
+// flagged one dropped rather than the call blocked. An injection a gateway client places in an earlier
 // turn, a fabricated assistant turn or a tool result of the history is found as one in the
 // latest message is. Each text found clean, and the model's own output through the layer
 // (as the assistant's turn alone: sent back as another message, it is scanned),

@@ -420,8 +420,25 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // "closed" flags the item; with "open" it is let through undecided (the
 // block is classified again at the call).
 func (m *Middleware) ScreenGrounding(ctx context.Context, text string) (string, bool) {
+	return m.screen(ctx, text, true)
+}
+
+// ScreenSummary implements runtime.SummaryScreener: the summary a
+// summarizing compaction inside the layer wrote is read as the
+// transcript's messages are (Detect), not as a document: the layer read
+// the transcript it summarizes raw, its tool results as documents, and the
+// summary reports in the third person what the user asked of the response,
+// which the document-only families would refuse. An injection the summary
+// model repeated or was made to write is found as one in a message is.
+func (m *Middleware) ScreenSummary(ctx context.Context, text string) (string, bool) {
+	return m.screen(ctx, text, false)
+}
+
+// screen is ScreenGrounding and ScreenSummary, reading text as a document
+// or as a message.
+func (m *Middleware) screen(ctx context.Context, text string, document bool) (string, bool) {
 	var b *runtime.BlockedError
-	if !errors.As(m.verdict(ctx, text, true), &b) {
+	if !errors.As(m.verdict(ctx, text, document), &b) {
 		return "", false
 	}
 	return b.Message, m.Grounding == runtime.GroundingDrop
@@ -465,6 +482,7 @@ var (
 	_ runtime.RunEnder    = (*Middleware)(nil)
 
 	_ runtime.GroundingScreener = (*Middleware)(nil)
+	_ runtime.SummaryScreener   = (*Middleware)(nil)
 )
 
 // ErrUndecided is returned (wrapped) by ScanTool for a definition the

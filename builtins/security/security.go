@@ -233,8 +233,13 @@ func (d *Detector) detectVisible(text string, doc bool, hidden []int) (Match, bo
 		return m, true
 	}
 	for _, dec := range textnorm.UnescapeNested(text, true) {
-		// hidden is not a span of the decoded text, as for the encoded runs below
-		if m, ok := d.detectSpellings(dec.Text, doc, hidden); ok {
+		// hidden is a span of text: the match is mapped back from the decoded text
+		in := hidden
+		if hidden != nil {
+			start, end := dec.From(hidden[0], hidden[1])
+			in = []int{start, end}
+		}
+		if m, ok := d.detectSpellings(dec.Text, doc, in); ok {
 			m.Start, m.End = dec.Span(m.Start, m.End)
 			if m.Encoding == "" {
 				m.Encoding = "escaped"

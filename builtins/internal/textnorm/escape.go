@@ -2,6 +2,7 @@ package textnorm
 
 import (
 	"html"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -30,6 +31,15 @@ func (d Decoded) Span(start, end int) (int, int) {
 		return int(d.start[start]), int(d.start[start])
 	}
 	return int(d.start[start]), int(d.end[min(end, len(d.end))-1])
+}
+
+// From maps the span [start, end) of the original text to Text, the inverse of Span: the
+// bytes decoded from the escapes (and characters) it overlaps.
+func (d Decoded) From(start, end int) (int, int) {
+	// the escapes' starts and ends never decrease along Text
+	i := sort.Search(len(d.end), func(k int) bool { return int(d.end[k]) > start })
+	j := sort.Search(len(d.start), func(k int) bool { return int(d.start[k]) >= end })
+	return i, max(i, j)
 }
 
 // Unescape decodes the escapes a value may come wrapped in when a tool hands over text meant

@@ -252,6 +252,36 @@ func TestUnescape(t *testing.T) {
 	assert.Equal(t, [2]int{4, 4}, [2]int{s, e}, "a span at the end maps to the end")
 }
 
+// TestDecodedFrom checks that a span of the original text maps to the bytes decoded from the
+// escapes and characters it overlaps, which Span maps back to the span or the escapes around it.
+func TestDecodedFrom(t *testing.T) {
+	in := "ab%20cd%2540ef"
+	ds := UnescapeNested(in, false)
+	require.Len(t, ds, 2)
+	d := ds[1]
+	require.Equal(t, "ab cd@ef", d.Text)
+	for _, tt := range []struct {
+		span    [2]int // in the original
+		decoded string
+		back    string // the original Span maps it to
+	}{
+		{[2]int{0, 2}, "ab", "ab"},
+		{[2]int{5, 7}, "cd", "cd"},
+		{[2]int{2, 7}, " cd", "%20cd"},
+		{[2]int{3, 4}, " ", "%20"},        // inside an escape: the escape's byte
+		{[2]int{5, 12}, "cd@", "cd%2540"}, // an escape decoded twice
+		{[2]int{12, 14}, "ef", "ef"},
+		{[2]int{14, 14}, "", ""},
+	} {
+		s, e := d.From(tt.span[0], tt.span[1])
+		assert.Equal(t, tt.decoded, d.Text[s:e], "%v", tt.span)
+		if s < e {
+			os, oe := d.Span(s, e)
+			assert.Equal(t, tt.back, in[os:oe], "%v", tt.span)
+		}
+	}
+}
+
 func TestUnescapeNested(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
