@@ -32,8 +32,10 @@ type argDigests struct {
 	Args string `json:"args,omitempty"`
 	// By holds the digest of each top-level argument, by its name, every
 	// argument included: a call is compared on the arguments vary_args
-	// names at the time it is compared, not when it was recorded.
-	By map[string]string `json:"by,omitempty"`
+	// names at the time it is compared, not when it was recorded. Kept
+	// when empty (a call without arguments: omitzero), so that the claim
+	// of such a call never reads as one holding Args alone.
+	By map[string]string `json:"by,omitzero"`
 }
 
 // digests returns the digests of c's arguments. The layer computes them

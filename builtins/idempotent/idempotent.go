@@ -699,9 +699,11 @@ type storedError struct {
 	// arguments had the digests Args and ArgsBy (argDigests): key_args, or
 	// a key the caller supplied, keys calls that differ in their other
 	// arguments alike. Message is then argsNote, for builds that do not
-	// read them. Records written before ArgsBy hold Args alone.
+	// read them. Records written before ArgsBy hold Args alone; ArgsBy is
+	// written even when empty (a call without arguments: omitzero), so
+	// that such a record never reads as one of them.
 	Args    string            `json:"args,omitempty"`
-	ArgsBy  map[string]string `json:"args_by,omitempty"`
+	ArgsBy  map[string]string `json:"args_by,omitzero"`
 	Outcome json.RawMessage   `json:"outcome,omitempty"`
 }
 
