@@ -64,14 +64,9 @@ func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
 	if len(m.VaryArgs) == 0 {
 		return c.ArgsDigest()
 	}
-	return digestWithout(c.Args, func(k string) bool { return slices.Contains(m.VaryArgs, k) })
-}
-
-// digestWithout is the digest of args, those left out by skip.
-func digestWithout(args map[string]any, skip func(string) bool) string {
-	kept := make(map[string]any, len(args))
-	for k, v := range args {
-		if !skip(k) {
+	kept := make(map[string]any, len(c.Args))
+	for k, v := range c.Args {
+		if !slices.Contains(m.VaryArgs, k) {
 			kept[k] = v
 		}
 	}
@@ -96,27 +91,18 @@ const (
 	unsure
 )
 
-// maxSubsets bounds the arguments whose subsets compare tries on a record
-// holding one digest (2^12 digests at most, on a refusal path only), and
-// maxSubsetBytes the bytes it hashes doing so (the arguments' canonical
-// JSON once per subset): beyond either, it tries none but all of them and
-// those vary_args names now.
-const (
-	maxSubsets     = 12
-	maxSubsetBytes = 16 << 20
-)
-
 // compare compares c with the call whose digests d a record or a claim
 // holds, returning the names of the compared arguments that differ when d
 // holds a digest per argument.
 //
 // With a digest per argument, the arguments compared are those of either
 // call that vary_args does not name now. With one digest, taken with the
-// vary_args of then (unknown now), the call matches when leaving some of
-// its arguments other than key_args out gives that digest: it then
-// matches the recorded call on every argument that was compared then,
-// which is what the record can say, whatever vary_args names now (an
-// identical retry always matches).
+// vary_args of then (unknown now), the call matches when its digest with
+// those vary_args names now left out, or with none left out, is that
+// digest (an identical retry always matches). Nothing else is tried: the
+// digest cannot tell an argument the recorded call lacked from one
+// vary_args named then, and every argument counts, one a tool gains later
+// included.
 func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []string) {
 	if d.By != nil {
 		mine := m.digests(c).By
@@ -133,23 +119,6 @@ func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []stri
 	}
 	if d.Args == m.argsDigest(c) || d.Args == c.ArgsDigest() {
 		return same, nil
-	}
-	var free []string
-	for k := range c.Args {
-		if !slices.Contains(m.KeyArgs, k) {
-			free = append(free, k)
-		}
-	}
-	if b, _ := json.Marshal(jsonnum.Canonical(c.Args)); len(free) <= maxSubsets && len(b)<<len(free) <= maxSubsetBytes {
-		for set := 1; set < 1<<len(free); set++ {
-			left := func(k string) bool {
-				i := slices.Index(free, k)
-				return i >= 0 && set&(1<<i) != 0
-			}
-			if digestWithout(c.Args, left) == d.Args {
-				return same, nil
-			}
-		}
 	}
 	if len(m.VaryArgs) > 0 {
 		return unsure, nil
