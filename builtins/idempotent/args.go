@@ -246,8 +246,16 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 	case runtime.LeaseAcquired:
 		return &twin{Leaser: m.leaser, old: old, token: g.Token}, nil, false, nil
 	case runtime.LeaseDone:
-		m.publish(ctx, m.leaser, c, key, token, g.Result)
-		return nil, g.Result, false, nil
+		// The record there may be this build's (twin), holding the
+		// call's digests: its outcome is published under key, never the
+		// record itself, which would be wrapped twice.
+		res, err := m.matching(c, g.Result)
+		if err != nil {
+			m.release(wctx, c, key, token)
+			return nil, nil, false, err
+		}
+		m.publish(ctx, m.leaser, c, key, token, res)
+		return nil, res, false, nil
 	case runtime.LeaseHeld:
 		m.release(wctx, c, key, token)
 		return nil, nil, true, nil
