@@ -290,14 +290,28 @@ func (t *twin) Renew(ctx context.Context, key string, token int64, lease time.Du
 	return t.Leaser.Renew(ctx, t.old, t.token, lease)
 }
 
-// Publish implements runtime.Leaser.
+// Publish implements runtime.Leaser. A result stored under key but not
+// under old is stored (true), with an *earlierKeyError.
 func (t *twin) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
 	ok, err := t.Leaser.Publish(ctx, key, token, result, keep)
 	if err != nil || !ok {
 		return ok, err
 	}
-	return t.Leaser.Publish(ctx, t.old, t.token, result, keep)
+	if ok, err := t.Leaser.Publish(ctx, t.old, t.token, result, keep); err != nil || !ok {
+		if err == nil {
+			err = errors.New("the claim there was lost (it outlived lease_ttl without renewal)")
+		}
+		return true, &earlierKeyError{err}
+	}
+	return true, nil
 }
+
+// earlierKeyError is the failure to store a result under the key of an
+// earlier build (twin) once it was stored under the call's own key.
+type earlierKeyError struct{ err error }
+
+func (e *earlierKeyError) Error() string { return e.err.Error() }
+func (e *earlierKeyError) Unwrap() error { return e.err }
 
 // Release implements runtime.Leaser.
 func (t *twin) Release(ctx context.Context, key string, token int64) error {

@@ -145,8 +145,9 @@
 //     doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token
 //     and the same idempotency key, which it passes downstream, when its
-//     arguments are those of the call that made the claim: with key_args
-//     the claim keeps the call's digests as its note (runtime.Leaser
+//     arguments are those of the call that made the claim: with key_args,
+//     or under a key the caller supplied, the claim keeps the call's
+//     digests as its note (runtime.Leaser
 //     AcquireAs), the store takes a claim over only for its note, and a
 //     call whose arguments differ (vary_args aside) is refused, without
 //     running, with a *runtime.BlockedError naming the layer and the

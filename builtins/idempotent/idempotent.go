@@ -669,7 +669,11 @@ func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.T
 		res = record(storedError{Message: argsNote, Args: d.Args, ArgsBy: d.By, Outcome: res})
 	}
 	ok, perr := l.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
+	var earlier *earlierKeyError
 	switch {
+	case errors.As(perr, &earlier):
+		m.logger.WarnContext(ctx, "idempotent: the result is stored, but not under the key an earlier build looks the call up by; a replica of an earlier build finds the call in doubt there once the lease expires, one of this build gets the result",
+			"tool", c.Name, "error", earlier.err)
 	case perr != nil:
 		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",
 			"tool", c.Name, "error", perr)

@@ -1,7 +1,9 @@
 package idempotent_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -217,4 +219,46 @@ func TestAClaimOfAnEarlierBuildIsWaitedFor(t *testing.T) {
 	require.NoError(t, o.err)
 	assert.Equal(t, "refunded by old", o.r.Value)
 	assert.Zero(t, calls.Load())
+}
+
+// TestAResultNotStoredWhereAnEarlierBuildLooksSaysSo: when the result of a
+// call under a supplied key is stored under its key but not under its key
+// of then, the log says that it is stored, and that only a replica of an
+// earlier build finds the call in doubt; this build's replicas get it.
+func TestAResultNotStoredWhereAnEarlierBuildLooksSaysSo(t *testing.T) {
+	var calls atomic.Int64
+	kv := runtime.NewMemoryKV()
+	args := map[string]any{"order_id": "m-1", "amount": 9}
+	old := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-7"}})
+	store := &brokenPublish{KV: kv, Leaser: runtime.NewKVLeaser(kv), key: old}
+	var log bytes.Buffer
+	p := toolPlan(rt.Layer("idempotent", `{}`))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl := rt.Build(t, p, runtime.Deps{KV: store, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Tools: map[string]runtime.ToolFunc{"refund": refunds(&calls)}})
+	req := runtime.ToolRequest{Name: "refund", Args: args, IdempotencyKey: "job-7"}
+	_, err := pl.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.Contains(t, log.String(), "the result is stored, but not under the key an earlier build looks the call up by")
+	assert.Contains(t, log.String(), errBroken.Error())
+	assert.NotContains(t, log.String(), "storing the result failed")
+
+	r, err := pl.Tool(bounded(t, "run-2"), req)
+	require.NoError(t, err)
+	assert.True(t, r.Deduped, "this build's replicas get the result")
+	assert.EqualValues(t, 1, calls.Load())
+}
+
+// brokenPublish is a memory store whose Publish of key fails.
+type brokenPublish struct {
+	runtime.KV
+	runtime.Leaser
+	key string
+}
+
+func (s *brokenPublish) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	if key == s.key {
+		return false, errBroken
+	}
+	return s.Leaser.Publish(ctx, key, token, result, keep)
 }
