@@ -154,7 +154,8 @@
 //     arguments ("... is claimed by a call that stopped without an
 //     outcome (in doubt), with different arguments (amount)"), the claim
 //     left in doubt. A claim without a note (made by a build before them)
-//     is taken over as before. Any other
+//     is taken over as before, and keeps the digests of the call that
+//     took it from then on. Any other
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify
 //     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //

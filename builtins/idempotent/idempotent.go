@@ -347,7 +347,9 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 	owner := m.owners.take(key)
 	note := m.claimNote(c)
 	// retake is the note of a claim in doubt the call may take over: its
-	// arguments match the call's (or it has no note); asked for once.
+	// arguments match the call's, or it has no note (a store that takes
+	// such a claim over only without one: the contract before a claim
+	// kept its taker's note); asked for once.
 	var retake []byte
 	retaking := false
 	for {
