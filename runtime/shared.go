@@ -79,10 +79,11 @@ type Leaser interface {
 	// account of the call, the digest of its arguments), until the key's
 	// outcome is published; the note of a claim found held or in doubt is
 	// returned (LeaseGrant.Note). With takeover, a claim in doubt is taken
-	// over only when its note is note (none and empty alike); else the
-	// answer is LeaseInDoubt with its note, so that the caller decides,
-	// and may ask again with that note to take it over. Acquire passes no
-	// note.
+	// over only when its note is note (none and empty alike), or when it
+	// has none (made without one, or by a build before notes): the claim
+	// then keeps the caller's note. Else the answer is LeaseInDoubt with
+	// its note, so that the caller decides, and may ask again with that
+	// note to take it over. Acquire passes no note.
 	AcquireAs(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool) (LeaseGrant, error)
 	// Renew extends the lease of token by lease; false when token no
 	// longer holds it.
@@ -766,7 +767,7 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte
 		if rem := time.Unix(0, r.Until).Sub(l.now()); rem > 0 {
 			return LeaseGrant{Status: LeaseHeld, Remaining: rem, Note: r.Note}, nil
 		}
-		if !takeover || !bytes.Equal(r.Note, note) {
+		if !takeover || len(r.Note) > 0 && !bytes.Equal(r.Note, note) {
 			return LeaseGrant{Status: LeaseInDoubt, Note: r.Note}, nil
 		}
 		marker := fmt.Sprintf("%s#takeover#%d", key, r.Token)

@@ -32,8 +32,10 @@ type argDigests struct {
 	Args string `json:"args,omitempty"`
 	// By holds the digest of each top-level argument, by its name, every
 	// argument included: a call is compared on the arguments vary_args
-	// names at the time it is compared, not when it was recorded.
-	By map[string]string `json:"by,omitempty"`
+	// names at the time it is compared, not when it was recorded. Kept
+	// when empty (a call without arguments: omitzero), so that the claim
+	// of such a call never reads as one holding Args alone.
+	By map[string]string `json:"by,omitzero"`
 }
 
 // digests returns the digests of c's arguments. The layer computes them
@@ -62,14 +64,9 @@ func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
 	if len(m.VaryArgs) == 0 {
 		return c.ArgsDigest()
 	}
-	return digestWithout(c.Args, func(k string) bool { return slices.Contains(m.VaryArgs, k) })
-}
-
-// digestWithout is the digest of args, those left out by skip.
-func digestWithout(args map[string]any, skip func(string) bool) string {
-	kept := make(map[string]any, len(args))
-	for k, v := range args {
-		if !skip(k) {
+	kept := make(map[string]any, len(c.Args))
+	for k, v := range c.Args {
+		if !slices.Contains(m.VaryArgs, k) {
 			kept[k] = v
 		}
 	}
@@ -94,27 +91,18 @@ const (
 	unsure
 )
 
-// maxSubsets bounds the arguments whose subsets compare tries on a record
-// holding one digest (2^12 digests at most, on a refusal path only), and
-// maxSubsetBytes the bytes it hashes doing so (the arguments' canonical
-// JSON once per subset): beyond either, it tries none but all of them and
-// those vary_args names now.
-const (
-	maxSubsets     = 12
-	maxSubsetBytes = 16 << 20
-)
-
 // compare compares c with the call whose digests d a record or a claim
 // holds, returning the names of the compared arguments that differ when d
 // holds a digest per argument.
 //
 // With a digest per argument, the arguments compared are those of either
 // call that vary_args does not name now. With one digest, taken with the
-// vary_args of then (unknown now), the call matches when leaving some of
-// its arguments other than key_args out gives that digest: it then
-// matches the recorded call on every argument that was compared then,
-// which is what the record can say, whatever vary_args names now (an
-// identical retry always matches).
+// vary_args of then (unknown now), the call matches when its digest with
+// those vary_args names now left out, or with none left out, is that
+// digest (an identical retry always matches). Nothing else is tried: the
+// digest cannot tell an argument the recorded call lacked from one
+// vary_args named then, and every argument counts, one a tool gains later
+// included.
 func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []string) {
 	if d.By != nil {
 		mine := m.digests(c).By
@@ -131,23 +119,6 @@ func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []stri
 	}
 	if d.Args == m.argsDigest(c) || d.Args == c.ArgsDigest() {
 		return same, nil
-	}
-	var free []string
-	for k := range c.Args {
-		if !slices.Contains(m.KeyArgs, k) {
-			free = append(free, k)
-		}
-	}
-	if b, _ := json.Marshal(jsonnum.Canonical(c.Args)); len(free) <= maxSubsets && len(b)<<len(free) <= maxSubsetBytes {
-		for set := 1; set < 1<<len(free); set++ {
-			left := func(k string) bool {
-				i := slices.Index(free, k)
-				return i >= 0 && set&(1<<i) != 0
-			}
-			if digestWithout(c.Args, left) == d.Args {
-				return same, nil
-			}
-		}
 	}
 	if len(m.VaryArgs) > 0 {
 		return unsure, nil
@@ -275,8 +246,16 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 	case runtime.LeaseAcquired:
 		return &twin{Leaser: m.leaser, old: old, token: g.Token}, nil, false, nil
 	case runtime.LeaseDone:
-		m.publish(ctx, m.leaser, c, key, token, g.Result)
-		return nil, g.Result, false, nil
+		// The record there may be this build's (twin), holding the
+		// call's digests: its outcome is published under key, never the
+		// record itself, which would be wrapped twice.
+		res, err := m.matching(c, g.Result)
+		if err != nil {
+			m.release(wctx, c, key, token)
+			return nil, nil, false, err
+		}
+		m.publish(ctx, m.leaser, c, key, token, res)
+		return nil, res, false, nil
 	case runtime.LeaseHeld:
 		m.release(wctx, c, key, token)
 		return nil, nil, true, nil
@@ -311,14 +290,28 @@ func (t *twin) Renew(ctx context.Context, key string, token int64, lease time.Du
 	return t.Leaser.Renew(ctx, t.old, t.token, lease)
 }
 
-// Publish implements runtime.Leaser.
+// Publish implements runtime.Leaser. A result stored under key but not
+// under old is stored (true), with an *earlierKeyError.
 func (t *twin) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
 	ok, err := t.Leaser.Publish(ctx, key, token, result, keep)
 	if err != nil || !ok {
 		return ok, err
 	}
-	return t.Leaser.Publish(ctx, t.old, t.token, result, keep)
+	if ok, err := t.Leaser.Publish(ctx, t.old, t.token, result, keep); err != nil || !ok {
+		if err == nil {
+			err = errors.New("the claim there was lost (it outlived lease_ttl without renewal)")
+		}
+		return true, &earlierKeyError{err}
+	}
+	return true, nil
 }
+
+// earlierKeyError is the failure to store a result under the key of an
+// earlier build (twin) once it was stored under the call's own key.
+type earlierKeyError struct{ err error }
+
+func (e *earlierKeyError) Error() string { return e.err.Error() }
+func (e *earlierKeyError) Unwrap() error { return e.err }
 
 // Release implements runtime.Leaser.
 func (t *twin) Release(ctx context.Context, key string, token int64) error {

@@ -50,18 +50,19 @@
 // another amount under an order refunded earlier must not believe that
 // amount was refunded. vary_args is read when a call is compared, not when
 // it was recorded: changing it between deployments applies to the records
-// written before, and an identical retry is always answered. Records
-// written before the digest per argument hold one digest of the arguments,
-// those named in the vary_args of then left out: a call that gives that
-// digest with some of its arguments other than key_args left out (tried
-// for up to 12 of them, and 16 MiB hashed; beyond, with none left out and
-// with those vary_args names now) matches
-// the recorded call on every argument compared then, and is answered,
-// whatever vary_args names now (an identical retry included). A call that
-// does not is refused; when vary_args names arguments now, the refusal
-// does not say the arguments differ, since the record cannot tell whether
-// only those do ("... cannot tell whether only arguments vary_args (note)
-// names now differ"). A
+// written before, and an identical retry is answered. Records written
+// before the digest per argument hold one digest of the arguments, those
+// named in the vary_args of then left out: a call whose digest, with the
+// arguments vary_args names now left out or with none left out, is that
+// digest is answered (an identical retry, unless vary_args lost a name
+// since). Any other is refused, a call that adds an argument the recorded
+// call lacked included, since the digest cannot tell an argument absent
+// then from one vary_args named then: a record written while vary_args
+// named an argument it names no longer refuses even an identical retry,
+// until the record expires. When vary_args names arguments now, the
+// refusal does not say the arguments differ, since the record cannot tell
+// whether only those do ("... cannot tell whether only arguments vary_args
+// (note) names now differ"). A
 // call with other arguments does not share the flight of a duplicate
 // running in this process (step 1): it meets its claim in the store, as a
 // duplicate in another process does. A claim held is waited for as
@@ -144,15 +145,17 @@
 //     doubt: the tool may or may not have run. A
 //     retry_safe tool runs again, taking over the lease with a new token
 //     and the same idempotency key, which it passes downstream, when its
-//     arguments are those of the call that made the claim: with key_args
-//     the claim keeps the call's digests as its note (runtime.Leaser
+//     arguments are those of the call that made the claim: with key_args,
+//     or under a key the caller supplied, the claim keeps the call's
+//     digests as its note (runtime.Leaser
 //     AcquireAs), the store takes a claim over only for its note, and a
 //     call whose arguments differ (vary_args aside) is refused, without
 //     running, with a *runtime.BlockedError naming the layer and the
 //     arguments ("... is claimed by a call that stopped without an
 //     outcome (in doubt), with different arguments (amount)"), the claim
 //     left in doubt. A claim without a note (made by a build before them)
-//     is taken over as before. Any other
+//     is taken over as before, and keeps the digests of the call that
+//     took it from then on. Any other
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify
 //     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //

@@ -347,7 +347,9 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 	owner := m.owners.take(key)
 	note := m.claimNote(c)
 	// retake is the note of a claim in doubt the call may take over: its
-	// arguments match the call's (or it has no note); asked for once.
+	// arguments match the call's, or it has no note (a store that takes
+	// such a claim over only without one: the contract before a claim
+	// kept its taker's note); asked for once.
 	var retake []byte
 	retaking := false
 	for {
@@ -669,7 +671,11 @@ func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.T
 		res = record(storedError{Message: argsNote, Args: d.Args, ArgsBy: d.By, Outcome: res})
 	}
 	ok, perr := l.Publish(context.WithoutCancel(ctx), key, token, res, m.TTL.D())
+	var earlier *earlierKeyError
 	switch {
+	case errors.As(perr, &earlier):
+		m.logger.WarnContext(ctx, "idempotent: the result is stored, but not under the key an earlier build looks the call up by; a replica of an earlier build finds the call in doubt there once the lease expires, one of this build gets the result",
+			"tool", c.Name, "error", earlier.err)
 	case perr != nil:
 		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",
 			"tool", c.Name, "error", perr)
@@ -699,9 +705,11 @@ type storedError struct {
 	// arguments had the digests Args and ArgsBy (argDigests): key_args, or
 	// a key the caller supplied, keys calls that differ in their other
 	// arguments alike. Message is then argsNote, for builds that do not
-	// read them. Records written before ArgsBy hold Args alone.
+	// read them. Records written before ArgsBy hold Args alone; ArgsBy is
+	// written even when empty (a call without arguments: omitzero), so
+	// that such a record never reads as one of them.
 	Args    string            `json:"args,omitempty"`
-	ArgsBy  map[string]string `json:"args_by,omitempty"`
+	ArgsBy  map[string]string `json:"args_by,omitzero"`
 	Outcome json.RawMessage   `json:"outcome,omitempty"`
 }
 

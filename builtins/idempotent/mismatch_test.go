@@ -344,10 +344,12 @@ func published(t *testing.T, kv runtime.KV, key, rec string) {
 
 // TestASingleDigestRecordAfterVaryArgsChanged: a record holding one digest
 // of its call's arguments (written before the digest per argument) answers
-// a call that matches it on the arguments its vary_args of then compared,
-// whatever vary_args says now. A call it cannot match is refused; where
-// vary_args names arguments now, the refusal does not claim they differ,
-// as the record cannot tell whether only those do.
+// a call whose digest, with the arguments vary_args names now left out or
+// with none left out, is the one it holds. A call it cannot match is
+// refused; where vary_args names arguments now, the refusal does not
+// claim they differ, as the record cannot tell whether only those do. A
+// record written while vary_args named note refuses an identical retry
+// once note left vary_args, until it expires.
 func TestASingleDigestRecordAfterVaryArgsChanged(t *testing.T) {
 	for _, st := range mismatchStores(t) {
 		t.Run(st.name, func(t *testing.T) {
@@ -375,11 +377,41 @@ func TestASingleDigestRecordAfterVaryArgsChanged(t *testing.T) {
 	t.Run("narrowed", func(t *testing.T) {
 		var calls atomic.Int64
 		kv := runtime.NewMemoryKV()
-		singleDigestRecord(t, kv, map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}, "note")
+		first := map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}
+		singleDigestRecord(t, kv, first, "note")
 		pl, _ := mismatchStore{"memory", kv, kv}.replicas(t, `{"key_args": ["order_id"]}`, refunds(&calls))
-		r, err := pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "note": "first"}})
-		require.NoError(t, err, "an identical retry replays after note left vary_args")
+		r, err := pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: first})
+		refusedFor(t, err, r)
+		r, err = pl.Tool(bounded(t, "run-3"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9}})
+		require.NoError(t, err, "the arguments compared then, without note, give the digest")
 		assert.True(t, r.Deduped)
-		assert.Zero(t, calls.Load())
+		assert.Zero(t, calls.Load(), "refused until the record expires, never run")
 	})
+}
+
+// TestASingleDigestRecordRefusesAnArgumentAdded: a record holding one
+// digest of its call's arguments does not answer a call that adds an
+// argument the recorded call lacked, with or without vary_args now (the
+// digest cannot tell an argument absent then from one vary_args named
+// then), on every store; the recorded call's own arguments still get it.
+func TestASingleDigestRecordRefusesAnArgumentAdded(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			nine := map[string]any{"order_id": "m-1", "amount": 9}
+			singleDigestRecord(t, st.a, nine)
+			for cfg, want := range map[string]string{
+				`{"key_args": ["order_id"]}`:                        "different arguments",
+				`{"key_args": ["order_id"], "vary_args": ["note"]}`: "cannot tell",
+			} {
+				pl, _ := st.replicas(t, cfg, refunds(&calls))
+				r, err := pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "m-1", "amount": 9, "currency": "EUR"}})
+				assert.Contains(t, refusedFor(t, err, r), want, cfg)
+				r, err = pl.Tool(bounded(t, "run-3"), runtime.ToolRequest{Name: "refund", Args: nine})
+				require.NoError(t, err, cfg)
+				assert.Equal(t, "refunded m-1 earlier", r.Value)
+			}
+			assert.Zero(t, calls.Load())
+		})
+	}
 }

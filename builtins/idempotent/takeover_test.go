@@ -2,12 +2,17 @@ package idempotent_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -54,6 +59,47 @@ func TestATakeoverWithOtherArgumentsIsRefused(t *testing.T) {
 			require.NoError(t, err, "the claimed call's arguments take the claim over")
 			assert.Equal(t, "refunded m-1", r.Value)
 			assert.EqualValues(t, 1, calls.Load())
+		})
+	}
+}
+
+// TestATakeoverOfAClaimWithoutANoteKeepsTheCallsNote: a retry_safe call
+// that takes over a claim in doubt made without a note (by a build before
+// notes) holds its claim with its own arguments' digests, on every store,
+// so that, should it stop in doubt too, a call with other arguments does
+// not take it over.
+func TestATakeoverOfAClaimWithoutANoteKeepsTheCallsNote(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			nine := map[string]any{"order_id": "m-1", "amount": 9}
+			layer := &idempotent.Idempotent{KeyArgs: []string{"order_id"}}
+			k, ok := layer.ToolKey(&runtime.ToolCall{Name: "refund", Tool: &runtime.ToolInfo{SideEffecting: true}, Args: nine})
+			require.True(t, ok)
+			key := idempotent.KeyPrefix + k
+			l, ctx := leaser(st.b), context.Background()
+			g, err := l.Acquire(ctx, key, time.Hour, time.Hour, false)
+			require.NoError(t, err)
+			ok, err = l.Doubt(ctx, key, g.Token, time.Hour)
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			var held runtime.LeaseGrant
+			p := toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"]}`))
+			p.Tools["refund"] = plan.Tool{SideEffecting: true, RetrySafe: true}
+			pl := rt.Build(t, p, runtime.Deps{KV: st.a, Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+				var err error
+				held, err = l.AcquireAs(ctx, key, "other", nil, time.Hour, time.Hour, false)
+				require.NoError(t, err)
+				return "refunded", nil
+			}}})
+			_, err = pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: nine})
+			require.NoError(t, err)
+			require.Equal(t, runtime.LeaseHeld, held.Status)
+			var note struct {
+				By map[string]string `json:"by"`
+			}
+			require.NoError(t, json.Unmarshal(held.Note, &note), "the claim taken over holds a note: %q", held.Note)
+			assert.ElementsMatch(t, []string{"amount", "order_id"}, slices.Collect(maps.Keys(note.By)))
 		})
 	}
 }

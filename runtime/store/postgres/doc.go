@@ -35,7 +35,8 @@
 //     that predates it reads the claim as an expired lease: in doubt. A
 //     claim keeps its caller's note (column note, schema version 10):
 //     lease_acquire_noted locks a pending claim's row, returns its note
-//     and takes a claim in doubt over only for the same note.
+//     and takes a claim in doubt over only for the same note, or, when it
+//     has none, for any, which it keeps (version 11).
 //   - runtime.Budgeter: table ledger (the charges) and table reservation
 //     (one row per call in flight: its estimate and the end of its lease).
 //     A reservation is one call of the function budget_reserve, which

@@ -322,7 +322,9 @@ var (
 	// result or remaining ms, the note of a claim held or in doubt}. A
 	// claim keeps its note (field note) until an outcome replaces it; a
 	// claim in doubt is taken over only by a caller with the same note
-	// (none and empty alike), else the answer is in doubt with its note. A claim lives keep but never less than its lease, so a
+	// (none and empty alike), or, when it has none, by any caller, whose
+	// note it keeps; else the answer is in doubt with its note. A claim
+	// lives keep but never less than its lease, so a
 	// claim renewed past keep is not dropped and claimed again. A claim
 	// records its owner with its token (field owner, "<owner> <token>"):
 	// the same owner asking again gets the claim, its lease running from
@@ -361,9 +363,10 @@ if owner ~= '' and st[5] == owner .. ' ' .. st[2] then
 end
 local untl = tonumber(st[3])
 if untl > now then return {1, 0, 0, tostring(untl - now), st[6] or ''} end
-if ARGV[3] ~= '1' or (st[6] or '') ~= note then return {3, 0, 0, '', st[6] or ''} end
+if ARGV[3] ~= '1' or ((st[6] or '') ~= '' and st[6] ~= note) then return {3, 0, 0, '', st[6] or ''} end
 local tok = fence()
 redis.call('HSET', KEYS[1], 'token', tok, 'until', now + lease)
+if note ~= '' then redis.call('HSET', KEYS[1], 'note', note) end
 if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) else redis.call('HDEL', KEYS[1], 'owner') end
 if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
 return {0, tonumber(tok), 1, ''}

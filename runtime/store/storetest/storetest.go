@@ -269,7 +269,7 @@ func leaserDoubt(t *testing.T, l runtime.Leaser) {
 // note while held, renewed and ended in doubt, and returns it to a caller
 // that finds it so; a claim in doubt is taken over only with its note (a
 // caller with another is answered in doubt, the claim untouched), and one
-// without a note only without one.
+// without a note by any caller, whose note it keeps.
 func LeaserNote(t *testing.T, l runtime.Leaser) {
 	ctx := context.Background()
 	k := Key(t, "noted")
@@ -319,13 +319,36 @@ func LeaserNote(t *testing.T, l runtime.Leaser) {
 	ok, err = l.Doubt(ctx, bare, g.Token, time.Hour)
 	require.NoError(t, err)
 	require.True(t, ok)
+	g, err = l.AcquireAs(ctx, bare, "n5", []byte(`{"args":"nine"}`), time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status)
+	assert.Nil(t, g.Note, "a claim without a note tells none")
 	g, err = l.AcquireAs(ctx, bare, "n5", []byte(`{"args":"nine"}`), time.Hour, time.Hour, true)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "a claim without a note is taken over only without one")
-	assert.Nil(t, g.Note)
-	g, err = l.AcquireAs(ctx, bare, "n5", nil, time.Hour, time.Hour, true)
+	require.Equal(t, runtime.LeaseAcquired, g.Status, "a claim without a note is taken over with one")
+	assert.True(t, g.InDoubt)
+	tok = g.Token
+	g, err = l.AcquireAs(ctx, bare, "n6", nil, time.Hour, time.Hour, true)
 	require.NoError(t, err)
-	assert.Equal(t, runtime.LeaseAcquired, g.Status)
+	assert.Equal(t, runtime.LeaseHeld, g.Status)
+	assert.Equal(t, `{"args":"nine"}`, string(g.Note), "and keeps the taker's note")
+	ok, err = l.Doubt(ctx, bare, tok, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = l.AcquireAs(ctx, bare, "n6", []byte(`{"args":"900"}`), time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseInDoubt, g.Status, "which a caller with another note does not take over")
+	assert.Equal(t, `{"args":"nine"}`, string(g.Note))
+
+	none := Key(t, "none")
+	g, err = l.Acquire(ctx, none, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	ok, err = l.Doubt(ctx, none, g.Token, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	g, err = l.AcquireAs(ctx, none, "n7", nil, time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseAcquired, g.Status, "and without one, as before")
 }
 
 // LeaserOwner checks AcquireAs: an attempt that asks again with its owner
