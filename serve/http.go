@@ -155,8 +155,10 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 		x.g = s.acquire()
 		defer func() {
 			x.release()
-			// Recorded before the gauge falls, so a scrape that finds no
-			// request in flight finds every finished one counted.
+			// Recorded before agentc_serve_requests_in_flight falls, so a
+			// scrape that finds no request in flight finds every finished
+			// one counted (calls_in_flight and the slots fall earlier, as
+			// soon as the handler returns).
 			s.record(x, start)
 			s.metrics.inflight.Dec()
 		}()
