@@ -62,6 +62,20 @@ func wrapLines(s string, n int) string {
 	return b.String()
 }
 
+// byLines cuts text after each line break.
+func byLines(text string) []string {
+	var out []string
+	for len(text) > 0 {
+		k := strings.IndexByte(text, '\n') + 1
+		if k == 0 {
+			k = len(text)
+		}
+		out = append(out, text[:k])
+		text = text[k:]
+	}
+	return out
+}
+
 // chunks cuts text into deltas of 1 to 16 bytes.
 func chunks(text string, rng *rand.Rand) []string {
 	var out []string

@@ -547,19 +547,20 @@ const partWindow = 256
 // endsAlone returns the start of an item that the part of buf before cut, read alone (after
 // pre when the part starts at lo, 0), finds at its end and the reading of the text held, ms
 // (offsets mapped by at), does not: the text after the cut unmakes it; or -1. Only the last
-// partWindow bytes of the part, from a line start, are read.
+// partWindow bytes of the part before the blanks it ends in, from a line start, are read
+// with those blanks; a part of blanks alone ends in no item.
 func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
-	from := max(lo, cut-partWindow)
-	if from > lo {
-		from = strings.LastIndexByte(buf[:from], '\n') + 1
+	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
+	if tail <= lo {
+		return -1
 	}
-	if from < lo {
-		from = lo
+	from := max(lo, tail-partWindow)
+	if from > lo {
+		from = max(lo, strings.LastIndexByte(buf[:from], '\n')+1)
 	}
 	if from > lo || lo > 0 {
 		pre = ""
 	}
-	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
 	if !mayEndItem(buf[from:tail]) {
 		return -1
 	}
