@@ -157,3 +157,44 @@ func TestEncodedRunPastTheBoundMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedRunPastTheBoundBeyondASCII: a card written with no-break spaces in a text of CJK
+// characters, encoded in a run of base64 that goes on past the bound, is masked (or refused)
+// wherever it stands in the run. The run was read at the bound up to a line break that falls
+// inside a character's bytes, its decoding was then no text but for its runs of ASCII, and
+// the card went out.
+func TestEncodedRunPastTheBoundBeyondASCII(t *testing.T) {
+	var pb strings.Builder
+	for pb.Len() < 120_000 {
+		pb.WriteString("漢字")
+	}
+	prose := "x" + pb.String()
+	card := "card 4111\u00a01111\u00a01111\u00a01111 "
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	for _, at := range []int{1000, 30_001, 100_003} { // between two characters
+		plain := prose[:at] + card + prose[at:]
+		enc := base64.StdEncoding.EncodeToString([]byte(plain))
+		run := wrapLines(enc, 76)
+		text := "the payload:\n" + run + "done\n"
+		_, n := s.Redact(text)
+		require.Equal(t, 1, n, "at %d: the whole text holds the card", at)
+		first, last := (at*4/3)/76, ((at+len(card))*4/3)/76+1
+		lines := strings.Split(run, "\n")[first:last]
+		for _, config := range []string{`{"action":"redact"}`, `{"action":"block"}`} {
+			got, model, err := streamHeld(t, config, byLines(text))
+			if config == `{"action":"block"}` {
+				var b *runtime.BlockedError
+				require.ErrorAs(t, err, &b, "at %d", at)
+			} else {
+				require.NoError(t, err)
+				assert.True(t, strings.Contains(got, "[REDACTED:card]"), "at %d: the card is not masked", at)
+				assert.True(t, strings.HasSuffix(got, "done\n"))
+			}
+			for _, l := range lines {
+				assert.False(t, strings.Contains(got, l), "at %d %s: a line of the card went out", at, config)
+			}
+			assert.LessOrEqual(t, model.gap, 64<<10+80, "at %d %s", at, config)
+		}
+	}
+}
