@@ -198,3 +198,42 @@ func TestEncodedRunPastTheBoundBeyondASCII(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedRunStraddlingTheBoundMasked: in a run of base64 read at the bound once it
+// holds an address, an item whose encoding straddles the line break the run was read up to
+// is masked (or refused) all the same: the run's lines after it are no run of their own,
+// read apart, where the item's tail is none, but go out as nothing, the placeholder standing
+// for the whole run as in the whole text. They went out as they were.
+func TestEncodedRunStraddlingTheBoundMasked(t *testing.T) {
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(4, 2))
+	prose := strings.Repeat("the quick brown fox jumps over a lazy dog. ", 3000)
+	cutAt := 57 * 852 // the plain text of the run's lines up to its first reading at the bound
+	for _, item := range []string{"4111 1111 1111 1111", "GB29 NWBK 6016 1331 9268 19", "+44 20 7946 0958", "jane.doe@example.com"} {
+		for off := 1; off < len(item); off += 3 {
+			at := cutAt - off
+			plain := prose[:1000] + " mail jane.doe@example.com " + prose[1027:at] + item + prose[at+len(item):]
+			run := wrapLines(base64.StdEncoding.EncodeToString([]byte(plain)), 76)
+			text := "the payload:\n" + run + "done\n"
+			_, n := s.Redact(text)
+			require.NotZero(t, n)
+			lines := strings.Split(run, "\n")[at*4/3/76 : (at+len(item))*4/3/76+1]
+			for _, config := range []string{`{"action":"redact"}`, `{"action":"block"}`} {
+				for _, deltas := range [][]string{byLines(text), chunks(text, rng)} {
+					got, _, err := streamHeld(t, config, deltas)
+					if config == `{"action":"block"}` {
+						var b *runtime.BlockedError
+						require.ErrorAs(t, err, &b, "%q off %d", item, off)
+					} else {
+						require.NoError(t, err)
+						assert.True(t, strings.HasSuffix(got, "done\n"), "%q off %d", item, off)
+					}
+					for _, l := range lines {
+						assert.False(t, strings.Contains(got, l), "%q off %d %s: a line of the item went out", item, off, config)
+					}
+				}
+			}
+		}
+	}
+}

@@ -333,6 +333,9 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		if o.take(text) {
 			return text, nil
 		}
+		if o.dropped(text) {
+			return "", nil
+		}
 		return m.cleanAfter(before, text, o.phones())
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: o.releasable, Clean: m.cleanOutput,
@@ -355,6 +358,11 @@ type outputHold struct {
 	scans int
 	// verbatim is the length of the part runPart let out as it is, until it goes out.
 	verbatim int
+	// inMasked: the text held starts with the rest of a run that runPart let out masked, one
+	// placeholder standing for all of it; drop is the length of the part of it about to go
+	// out as nothing.
+	inMasked bool
+	drop     int
 	// memo is the verdicts on the phone candidates the readings of the stream met (a table's
 	// rows hold the same ones), up to maxPhoneMemo of them.
 	memo phoneMemo
@@ -390,6 +398,11 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	if cut == 0 {
 		return 0
 	}
+	if o.inMasked {
+		if end := o.maskedRest(buf, cut, h); end > 0 {
+			return end
+		}
+	}
 	if h.Encoded(buf, cut) == 0 {
 		if cut > maxEncodedHold {
 			return o.runPart(buf, cut)
@@ -424,12 +437,47 @@ func (o *outputHold) runPart(buf string, cut int) int {
 	ctx := contextOf(o.before)
 	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
 		if m.End > len(ctx) {
+			o.inMasked = true
 			return cut
 		}
 	}
 	r := strings.LastIndexByte(buf[:cut-runKept], '\n') + 1
 	o.verbatim = r
 	return r
+}
+
+// maskedRest returns how much of buf, which starts with the rest of a run runPart let out
+// masked, goes out as nothing: the placeholder that went out stands for the whole run, as in
+// the whole text, and the run's lines after the cut, an item's encoding straddling it among
+// them, are no run of their own, read apart. While the run goes on (linehold.Hold.Encoded)
+// that is all of buf up to cut; once it ends, the run as the encodings read it
+// (textnorm.Encodings: it may take in a short line after it) up to its line's end, or 0.
+func (o *outputHold) maskedRest(buf string, cut int, h *linehold.Hold) int {
+	if h.Encoded(buf, cut) == 0 {
+		o.drop = cut
+		return cut
+	}
+	o.inMasked = false
+	es := textnorm.Encodings(buf[:cut])
+	if len(es) == 0 || es[0].Start != 0 {
+		return 0
+	}
+	end := es[0].End
+	if k := strings.IndexByte(buf[end:cut], '\n'); k >= 0 {
+		end += k + 1
+	} else {
+		end = cut
+	}
+	o.drop = end
+	return end
+}
+
+// dropped reports whether text, a part of the output about to go out, is the one maskedRest
+// let out as nothing.
+func (o *outputHold) dropped(text string) bool {
+	ok := o.drop > 0 && len(text) == o.drop
+	o.drop = 0
+	return ok
 }
 
 // take reports whether text, a part of the output about to go out, is the one runPart let
