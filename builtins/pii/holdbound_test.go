@@ -237,3 +237,28 @@ func TestEncodedRunStraddlingTheBoundMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodedRunHoldIsBoundedAfterDigits: a run of hex after a line that ends in a digit
+// ("Step 2", which the next line could go on from) is held no more than the bound, a line and
+// a delta, with "redact" and with "block", and goes out as Redact makes of the whole text.
+// The line was held with the run, so the run never started the text held and the bound was
+// never read: the whole run was held, and read again at every line.
+func TestEncodedRunHoldIsBoundedAfterDigits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	raw := make([]byte, 1<<17)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	for _, pre := range []string{"Step 2\n", "call (415)\n", "ref 4111 1111\n"} {
+		text := pre + wrapLines(hex.EncodeToString(raw), 64) + "done\n"
+		want, _ := s.Redact(text)
+		for _, config := range []string{`{"action":"redact"}`, `{"action":"block"}`} {
+			got, model, err := streamHeld(t, config, byLines(text))
+			require.NoError(t, err, "%q %s", pre, config)
+			assert.True(t, want == got, "%q %s: the output is not what Redact makes of the whole text", pre, config)
+			assert.LessOrEqual(t, model.maxHeld, 64<<10+80+16, "%q %s: held %d bytes", pre, config, model.maxHeld)
+		}
+	}
+}

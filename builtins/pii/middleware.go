@@ -403,17 +403,24 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 			return end
 		}
 	}
-	if h.Encoded(buf, cut) == 0 {
+	end, run := cut, h.Encoded(buf, cut)
+	if run == 0 {
 		if cut > maxEncodedHold {
 			return o.runPart(buf, cut)
 		}
 		return 0 // a run held from the start of the text: it is not folded again
 	}
-	cut = h.Encoded(buf, cut)
+	cut = run
 	if held := heldFrom(buf[:cut]); held < cut {
 		cut = h.Encoded(buf, held)
 	}
-	return o.itemsAcross(buf, cut)
+	got := o.itemsAcross(buf, cut)
+	if got == 0 && run < end && end > maxEncodedHold {
+		// the lines before a run that goes on are held with it ("Step 2" then a dump): they
+		// are decided with it at the bound
+		return o.runPart(buf, end)
+	}
+	return got
 }
 
 // maxEncodedHold bounds the run of base64 or hex (wrapped over lines, a hex dump's lines, bytes
@@ -427,7 +434,8 @@ const maxEncodedHold = 64 << 10
 const runKept = 8 << 10
 
 // runPart returns how much of buf, held from its start for a run wrapped over its lines up
-// to cut, more than maxEncodedHold bytes, may go out while the run goes on: when the text up
+// to cut (and for the lines before the run that it may go on from), more than maxEncodedHold
+// bytes, may go out while the run goes on: when the text up
 // to cut, read after the output released, holds no item, its lines up to the last
 // runKept bytes, as they are (take: read within the longer text, which Redact
 // leaves as it is, the part is not read again alone); else all of it up to cut, masked (or
