@@ -363,6 +363,10 @@ type outputHold struct {
 	// out as nothing.
 	inMasked bool
 	drop     int
+	// partFrom is the offset in the output that the end of the text held must pass before
+	// runPart reads it again: when the run's first line is longer than all but runKept bytes
+	// of it, none of it can go out as it is until the text passes that line by runKept bytes.
+	partFrom int
 	// memo is the verdicts on the phone candidates the readings of the stream met (a table's
 	// rows hold the same ones), up to maxPhoneMemo of them.
 	memo phoneMemo
@@ -441,6 +445,9 @@ const runKept = 8 << 10
 // leaves as it is, the part is not read again alone); else all of it up to cut, masked (or
 // refused) as the text up to cut reads, and the run's lines after it are a run of their own.
 func (o *outputHold) runPart(buf string, cut int) int {
+	if o.released+cut <= o.partFrom {
+		return 0
+	}
 	o.scans++
 	ctx := contextOf(o.before)
 	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
@@ -450,6 +457,11 @@ func (o *outputHold) runPart(buf string, cut int) int {
 		}
 	}
 	r := strings.LastIndexByte(buf[:cut-runKept], '\n') + 1
+	if r == 0 {
+		// a first line longer than all but runKept bytes: read again once the text passes it
+		// by runKept bytes, not at each line
+		o.partFrom = o.released + strings.IndexByte(buf, '\n') + runKept
+	}
 	o.verbatim = r
 	return r
 }
