@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
 )
 
 // blankGaps are runs of blank lines and spaces longer than the window the part before a cut
@@ -73,4 +75,17 @@ func FuzzStreamedAfterBlankLines(f *testing.F) {
 		a, b = min(a, b), max(a, b)
 		c.check(t, text, []string{text[:a], text[a:b], text[b:]})
 	})
+}
+
+// TestStreamedItemTheNextLinesMake: an item that the whole text finds before a cut, and that
+// the part before the cut, read alone, does not ("34555-2671", which the lines after it make
+// a phone number of), is held with them and masked as in the whole text: it went out as it was.
+func TestStreamedItemTheNextLinesMake(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	rng := rand.New(rand.NewPCG(34, 55))
+	for _, text := range []string{"34555-2671\n1\n111111]0\n", "34555-2671\n１\n111111]0\n", "415-555-2671\n１\n111111]0\n"} {
+		_, n := c.s.Redact(text)
+		require.NotZero(t, n, "%q", text)
+		c.checkCuts(t, text, rng)
+	}
 }

@@ -614,7 +614,9 @@ const partWindow = 256
 
 // endsAlone returns the start of an item that the part of buf before cut, read alone (after
 // pre when the part starts at lo, 0), finds at its end and the reading of the text held, ms
-// (offsets mapped by at), does not: the text after the cut unmakes it; or -1. Only the last
+// (offsets mapped by at), does not: the text after the cut unmakes it; or the start of an
+// item of ms ending in that part that the part read alone does not find: the text after the
+// cut makes it; or -1. Only the last
 // partWindow bytes of the part before the blanks it ends in, from a line start, are read
 // with those blanks; a part of blanks alone ends in no item.
 func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
@@ -632,8 +634,10 @@ func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Ma
 	if !mayEndItem(buf[from:tail]) {
 		return -1
 	}
-	for _, p := range s.redactedSpans(pre+buf[from:cut], memo) {
-		start, end := max(0, p.Start-len(pre))+from, max(0, p.End-len(pre))+from
+	alone := s.redactedSpans(pre+buf[from:cut], memo)
+	span := func(p Match) (int, int) { return max(0, p.Start-len(pre)) + from, max(0, p.End-len(pre)) + from }
+	for _, p := range alone {
+		start, end := span(p)
 		if end < tail {
 			continue
 		}
@@ -645,6 +649,24 @@ func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Ma
 			}
 		}
 		if !same {
+			return start
+		}
+	}
+	// an item of the text held that ends before the cut and that the part, read alone, does not
+	// find: the text after the cut makes it ("34555-2671" then "1" and "111111]0")
+	for _, m := range ms {
+		start, end := at(m.Start), at(m.End)
+		if start < from || end <= from || end > cut {
+			continue
+		}
+		found := false
+		for _, p := range alone {
+			if a, b := span(p); a == start && b == end {
+				found = true
+				break
+			}
+		}
+		if !found {
 			return start
 		}
 	}
