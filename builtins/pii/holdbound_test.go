@@ -76,6 +76,15 @@ func byLines(text string) []string {
 	return out
 }
 
+// randomBytes returns n bytes of rng.
+func randomBytes(rng *rand.Rand, n int) []byte {
+	raw := make([]byte, n)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
+	return raw
+}
+
 // chunks cuts text into deltas of 1 to 16 bytes.
 func chunks(text string, rng *rand.Rand) []string {
 	var out []string
@@ -95,10 +104,7 @@ func chunks(text string, rng *rand.Rand) []string {
 // held, 2 MB, and a stream of such a payload grew the hold without bound.
 func TestEncodedRunHoldIsBounded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
-	raw := make([]byte, 1<<20)
-	for i := range raw {
-		raw[i] = byte(rng.Uint32())
-	}
+	raw := randomBytes(rng, 1<<20)
 	s, err := pii.New(pii.Config{})
 	require.NoError(t, err)
 	const bound = 64<<10 + 80 + 16 // the bound, a line and a delta more
@@ -244,11 +250,7 @@ func TestEncodedRunStraddlingTheBoundMasked(t *testing.T) {
 // The line was held with the run, so the run never started the text held and the bound was
 // never read: the whole run was held, and read again at every line.
 func TestEncodedRunHoldIsBoundedAfterDigits(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 8))
-	raw := make([]byte, 1<<17)
-	for i := range raw {
-		raw[i] = byte(rng.Uint32())
-	}
+	raw := randomBytes(rand.New(rand.NewPCG(5, 8)), 1<<17)
 	s, err := pii.New(pii.Config{})
 	require.NoError(t, err)
 	for _, pre := range []string{"Step 2\n", "call (415)\n", "ref 4111 1111\n"} {
