@@ -45,6 +45,8 @@ func TestLongReadingsStayLinear(t *testing.T) {
 			}
 			s.RedactValue(m)
 		},
+		// a placeholder's opening with no "]" after it: each was read on to the next "]"
+		"openings of placeholders": func(n int) { s.Find(strings.Repeat("[REDACTED:", 25*n) + "]") },
 		"array as JSON text": func(n int) {
 			b, _ := json.Marshal(digits(n))
 			s.Redact(string(b))

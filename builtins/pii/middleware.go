@@ -333,6 +333,9 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		if o.take(text) {
 			return text, nil
 		}
+		if o.dropped(text) {
+			return "", nil
+		}
 		return m.cleanAfter(before, text, o.phones())
 	}
 	return linehold.Stream(ctx, c, calls, yield, linehold.Filter{Releasable: o.releasable, Clean: m.cleanOutput,
@@ -355,6 +358,15 @@ type outputHold struct {
 	scans int
 	// verbatim is the length of the part runPart let out as it is, until it goes out.
 	verbatim int
+	// inMasked: the text held starts with the rest of a run that runPart let out masked, one
+	// placeholder standing for all of it; drop is the length of the part of it about to go
+	// out as nothing.
+	inMasked bool
+	drop     int
+	// partFrom is the offset in the output that the end of the text held must pass before
+	// runPart reads it again: when the run's first line is longer than all but runKept bytes
+	// of it, none of it can go out as it is until the text passes that line by runKept bytes.
+	partFrom int
 	// memo is the verdicts on the phone candidates the readings of the stream met (a table's
 	// rows hold the same ones), up to maxPhoneMemo of them.
 	memo phoneMemo
@@ -390,17 +402,29 @@ func (o *outputHold) releasable(buf string, h *linehold.Hold) int {
 	if cut == 0 {
 		return 0
 	}
-	if h.Encoded(buf, cut) == 0 {
+	if o.inMasked {
+		if end := o.maskedRest(buf, cut, h); end > 0 {
+			return end
+		}
+	}
+	end, run := cut, h.Encoded(buf, cut)
+	if run == 0 {
 		if cut > maxEncodedHold {
 			return o.runPart(buf, cut)
 		}
 		return 0 // a run held from the start of the text: it is not folded again
 	}
-	cut = h.Encoded(buf, cut)
+	cut = run
 	if held := heldFrom(buf[:cut]); held < cut {
 		cut = h.Encoded(buf, held)
 	}
-	return o.itemsAcross(buf, cut)
+	got := o.itemsAcross(buf, cut)
+	if got == 0 && run < end && end > maxEncodedHold {
+		// the lines before a run that goes on are held with it ("Step 2" then a dump): they
+		// are decided with it at the bound
+		return o.runPart(buf, end)
+	}
+	return got
 }
 
 // maxEncodedHold bounds the run of base64 or hex (wrapped over lines, a hex dump's lines, bytes
@@ -414,22 +438,66 @@ const maxEncodedHold = 64 << 10
 const runKept = 8 << 10
 
 // runPart returns how much of buf, held from its start for a run wrapped over its lines up
-// to cut, more than maxEncodedHold bytes, may go out while the run goes on: when the text up
+// to cut (and for the lines before the run that it may go on from), more than maxEncodedHold
+// bytes, may go out while the run goes on: when the text up
 // to cut, read after the output released, holds no item, its lines up to the last
 // runKept bytes, as they are (take: read within the longer text, which Redact
 // leaves as it is, the part is not read again alone); else all of it up to cut, masked (or
 // refused) as the text up to cut reads, and the run's lines after it are a run of their own.
 func (o *outputHold) runPart(buf string, cut int) int {
+	if o.released+cut <= o.partFrom {
+		return 0
+	}
 	o.scans++
 	ctx := contextOf(o.before)
 	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
 		if m.End > len(ctx) {
+			o.inMasked = true
 			return cut
 		}
 	}
 	r := strings.LastIndexByte(buf[:cut-runKept], '\n') + 1
+	if r == 0 {
+		// a first line longer than all but runKept bytes: read again once the text passes it
+		// by runKept bytes, not at each line
+		o.partFrom = o.released + strings.IndexByte(buf, '\n') + runKept
+	}
 	o.verbatim = r
 	return r
+}
+
+// maskedRest returns how much of buf, which starts with the rest of a run runPart let out
+// masked, goes out as nothing: the placeholder that went out stands for the whole run, as in
+// the whole text, and the run's lines after the cut, an item's encoding straddling it among
+// them, are no run of their own, read apart. While the run goes on (linehold.Hold.Encoded)
+// that is all of buf up to cut; once it ends, the run as the encodings read it
+// (textnorm.Encodings: it may take in a short line after it) up to its line's end, or 0.
+func (o *outputHold) maskedRest(buf string, cut int, h *linehold.Hold) int {
+	if h.Encoded(buf, cut) == 0 {
+		o.drop = cut
+		return cut
+	}
+	o.inMasked = false
+	es := textnorm.Encodings(buf[:cut])
+	if len(es) == 0 || es[0].Start != 0 {
+		return 0
+	}
+	end := es[0].End
+	if k := strings.IndexByte(buf[end:cut], '\n'); k >= 0 {
+		end += k + 1
+	} else {
+		end = cut
+	}
+	o.drop = end
+	return end
+}
+
+// dropped reports whether text, a part of the output about to go out, is the one maskedRest
+// let out as nothing.
+func (o *outputHold) dropped(text string) bool {
+	ok := o.drop > 0 && len(text) == o.drop
+	o.drop = 0
+	return ok
 }
 
 // take reports whether text, a part of the output about to go out, is the one runPart let
@@ -546,25 +614,30 @@ const partWindow = 256
 
 // endsAlone returns the start of an item that the part of buf before cut, read alone (after
 // pre when the part starts at lo, 0), finds at its end and the reading of the text held, ms
-// (offsets mapped by at), does not: the text after the cut unmakes it; or -1. Only the last
-// partWindow bytes of the part, from a line start, are read.
+// (offsets mapped by at), does not: the text after the cut unmakes it; or the start of an
+// item of ms ending in that part that the part read alone does not find: the text after the
+// cut makes it; or -1. Only the last
+// partWindow bytes of the part before the blanks it ends in, from a line start, are read
+// with those blanks; a part of blanks alone ends in no item.
 func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Match, at func(int) int) int {
-	from := max(lo, cut-partWindow)
-	if from > lo {
-		from = strings.LastIndexByte(buf[:from], '\n') + 1
+	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
+	if tail <= lo {
+		return -1
 	}
-	if from < lo {
-		from = lo
+	from := max(lo, tail-partWindow)
+	if from > lo {
+		from = max(lo, strings.LastIndexByte(buf[:from], '\n')+1)
 	}
 	if from > lo || lo > 0 {
 		pre = ""
 	}
-	tail := len(strings.TrimRight(buf[:cut], " \t\r\n"))
 	if !mayEndItem(buf[from:tail]) {
 		return -1
 	}
-	for _, p := range s.redactedSpans(pre+buf[from:cut], memo) {
-		start, end := max(0, p.Start-len(pre))+from, max(0, p.End-len(pre))+from
+	alone := s.redactedSpans(pre+buf[from:cut], memo)
+	span := func(p Match) (int, int) { return max(0, p.Start-len(pre)) + from, max(0, p.End-len(pre)) + from }
+	for _, p := range alone {
+		start, end := span(p)
 		if end < tail {
 			continue
 		}
@@ -576,6 +649,24 @@ func endsAlone(s *Scanner, memo phoneMemo, pre, buf string, lo, cut int, ms []Ma
 			}
 		}
 		if !same {
+			return start
+		}
+	}
+	// an item of the text held that ends before the cut and that the part, read alone, does not
+	// find: the text after the cut makes it ("34555-2671" then "1" and "111111]0")
+	for _, m := range ms {
+		start, end := at(m.Start), at(m.End)
+		if start < from || end <= from || end > cut {
+			continue
+		}
+		found := false
+		for _, p := range alone {
+			if a, b := span(p); a == start && b == end {
+				found = true
+				break
+			}
+		}
+		if !found {
 			return start
 		}
 	}

@@ -189,6 +189,15 @@ func firstKind(ms []Match) Kind {
 	return best
 }
 
+// maxKindLen is the length of the longest kind's name.
+var maxKindLen = func() int {
+	n := 0
+	for _, k := range kindOrder {
+		n = max(n, len(k))
+	}
+	return n
+}()
+
 // Placeholder returns the text that replaces an item of kind k: "[REDACTED:<kind>]".
 func Placeholder(k Kind) string { return placeholderPrefix + string(k) + "]" }
 
@@ -208,7 +217,8 @@ func blankPlaceholders(text string) string {
 	b := []byte(text)
 	for i >= 0 {
 		k := i + len(placeholderPrefix)
-		end := strings.IndexByte(text[k:], ']')
+		// a kind's "]" is looked for as far as the longest kind goes, not to the next "]"
+		end := strings.IndexByte(text[k:min(len(text), k+maxKindLen+1)], ']')
 		if end >= 0 && slices.Contains(kindOrder, Kind(text[k:k+end])) {
 			for j := k; j < k+end; j++ {
 				b[j] = 'z'

@@ -414,3 +414,15 @@ func BenchmarkRedactValue2KB(b *testing.B) {
 		}
 	}
 }
+
+// TestPlaceholdersAmongOpenings: a placeholder after openings of others that never close is
+// still read as one, and the openings name nothing.
+func TestPlaceholdersAmongOpenings(t *testing.T) {
+	s, err := New(Config{})
+	require.NoError(t, err)
+	for _, text := range []string{"[REDACTED:[REDACTED:phone] 94727916", "[REDACTED:ipv4[REDACTED:phone] 94727916"} {
+		assert.Empty(t, s.Find(text), "%q", text)
+	}
+	assert.Equal(t, "[REDACTED:zzzzz]", blankPlaceholders("[REDACTED:phone]"))
+	assert.Equal(t, "[REDACTED:phonez]", blankPlaceholders("[REDACTED:phonez]"))
+}

@@ -346,12 +346,45 @@ func decodeHex(run string, pieces []string) ([]string, bool) {
 // however much binary lies around them (text behind a few bytes of another encoding, read
 // past the start of its run, or a value hidden between binary bytes, which a reader decoding
 // the run reads as well). Binary data (an image, or a text read at the wrong alignment)
-// rarely holds such a run, and one alone matches no detector.
+// rarely holds such a run, and one alone matches no detector. A character cut at the start or
+// the end of dec (a run read from, or up to, a line break that falls inside a character's
+// encoding: a part of a longer run) is left out, the rest read whole.
 func printable(dec []byte, pieces []string) ([]string, bool) {
-	if len(dec) >= MinDecoded && allPrintable(dec) {
-		return append(pieces, string(dec)), true
+	if text := uncut(dec); len(text) >= MinDecoded && allPrintable(text) {
+		return append(pieces, string(text)), true
 	}
 	return textPieces(dec, pieces), false
+}
+
+// uncut returns dec without the continuation bytes it starts with (up to three: the end of a
+// character cut before dec) and without a character it ends with that lacks its last bytes.
+func uncut(dec []byte) []byte {
+	i := 0
+	for i < utf8.UTFMax-1 && i < len(dec) && dec[i]&0xc0 == 0x80 {
+		i++
+	}
+	dec = dec[i:]
+	for k := 1; k < utf8.UTFMax && k <= len(dec); k++ {
+		c := dec[len(dec)-k]
+		if c < utf8.RuneSelf {
+			break
+		}
+		if c&0xc0 == 0xc0 { // the first byte of a character
+			if need := 2 + b2i(c >= 0xe0) + b2i(c >= 0xf0); need > k {
+				dec = dec[:len(dec)-k]
+			}
+			break
+		}
+	}
+	return dec
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // textPieces appends to pieces the runs of printable ASCII of dec of minPiece bytes or longer.

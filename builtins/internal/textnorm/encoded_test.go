@@ -146,3 +146,41 @@ func BenchmarkEncodingsIDs(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodingsCutInsideACharacter: the encoding of a text beyond ASCII read from, or up to,
+// a place inside a character's bytes (a part of a longer run, cut at a line break) is read
+// as the text it decodes to, the characters cut left out: a card written with no-break
+// spaces among CJK text was read only as its runs of 8 ASCII bytes or more, and missed.
+func TestEncodingsCutInsideACharacter(t *testing.T) {
+	text := "漢字漢字 card 4111\u00a01111\u00a01111\u00a01111 漢字🙂"
+	for from := 0; from < 3; from++ {
+		for _, to := range []int{len(text), len(text) - 1, len(text) - 2, len(text) - 3, len(text) - 4} {
+			enc := hex.EncodeToString([]byte(text[from:to]))
+			got := Encodings("dump " + enc + " end")
+			if assert.Len(t, got, 1, "from %d to %d", from, to) {
+				assert.Contains(t, got[0].Text, "card 4111\u00a01111\u00a01111\u00a01111 漢字", "from %d to %d", from, to)
+			}
+			b64 := base64.StdEncoding.EncodeToString([]byte("x" + text[from:to]))
+			got = Encodings("data:\n" + wrapIn(b64[4:], 64) + "done")
+			if assert.Len(t, got, 1, "from %d to %d", from, to) {
+				assert.Contains(t, got[0].Text, "card 4111\u00a01111\u00a01111\u00a01111", "base64 from %d to %d", from, to)
+			}
+		}
+	}
+	// More bytes than a character's cut end, or one that is no character, are binary.
+	for _, dec := range []string{"\x80\x80\x80\x80漢字 4111\u00a01111\u00a01111\u00a01111", "漢字 4111\u00a01111\u00a01111\u00a01111\xe6\xbcAB",
+		"\xff漢字 4111\u00a01111\u00a01111\u00a01111"} {
+		for _, e := range Encodings("k " + hex.EncodeToString([]byte(dec)) + " end") {
+			assert.NotContains(t, e.Text, "\u00a0", "%q", dec)
+		}
+	}
+}
+
+// wrapIn writes s in lines of n characters.
+func wrapIn(s string, n int) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i += n {
+		b.WriteString(s[i:min(len(s), i+n)] + "\n")
+	}
+	return b.String()
+}
