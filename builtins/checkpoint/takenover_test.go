@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
@@ -59,4 +60,80 @@ func TestARunTakenOverWhileItsToolRanIsInDoubt(t *testing.T) {
 	v, err := c.Save(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, v.Version)
+}
+
+// TestARunFinishedElsewhereWhileItsToolRanIsInDoubt: another process takes
+// the run over while this one's refund runs and finishes it (an operator
+// cancels it), so the save of the refund's result is refused for a run
+// that ended (a *runtime.TerminalRunError). The refund was made: the turn
+// ends in doubt, the model is not told the refund was refused (it would
+// make it again), and the turn's end tries no save of a run that ended
+// elsewhere.
+func TestARunFinishedElsewhereWhileItsToolRanIsInDoubt(t *testing.T) {
+	store := runtime.NewMemoryCheckpoints()
+	mine := &countingStore{CheckpointStore: store}
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "case-4"})
+	var other *runtime.Checkpointer
+	refunds := 0
+	model := rt.NewModel(toolCallsResponse("c1", "refund", `{"order":7}`), rt.Response{Deltas: []string{"refunded"}})
+	pl := rt.Build(t, agentPlan(), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Checkpoints: mine,
+		Tools: map[string]runtime.ToolFunc{"refund": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			refunds++
+			// Another replica takes the run over meanwhile and ends it.
+			_, err := other.Resume(ctx, "case-4")
+			require.NoError(t, err)
+			_, err = other.Finish(ctx, runtime.RunCancelled)
+			require.NoError(t, err)
+			return "refunded", nil
+		}}})
+	otherPl := rt.Build(t, agentPlan(), runtime.Deps{Checkpoints: store})
+	var err error
+	other, err = otherPl.Checkpointer("")
+	require.NoError(t, err)
+
+	_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	var te *runtime.TerminalRunError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, runtime.RunCancelled, te.Status)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "the refund was made: %v", err)
+	assert.Equal(t, "in_doubt", runtime.KindOf(err))
+	assert.Equal(t, "checkpoint", runtime.LayerOf(err))
+	assert.False(t, runtime.DidNotRun(err))
+	assert.Equal(t, 1, refunds)
+	assert.Equal(t, 1, model.Calls(), "the model is not told the refund was refused")
+	assert.NotContains(t, err.Error(), "blocked", "the refund was not refused")
+	assert.Equal(t, 2, mine.saves, "before the tool call and after it: the turn's end saves nothing of a run ended elsewhere")
+
+	cp, ok, err := other.Latest(ctx, "case-4")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, runtime.RunCancelled, cp.Status, "the run stays as the other process ended it")
+	assert.Equal(t, 2, cp.Version)
+}
+
+// TestASecretInAToolResultAfterItRanIsInDoubt: the save after a tool result
+// is refused because the result holds a secret in clear. The call ran: the
+// turn ends in doubt (its outcome was not recorded), not blocked, which
+// would tell that nothing ran, and the model is not told the call was
+// refused.
+func TestASecretInAToolResultAfterItRanIsInDoubt(t *testing.T) {
+	p := agentPlan()
+	p.Tools["vault"] = plan.Tool{SecretResult: true}
+	model := rt.NewModel(toolCallsResponse("c1", "vault", `{}`), rt.Response{Deltas: []string{"done"}})
+	calls := 0
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"vault": func(context.Context, *runtime.ToolCall) (any, error) {
+			calls++
+			return map[string]any{"token": "tok_8f2a91c4"}, nil
+		}}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "case-5"})
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "rotate the token"})
+	var se *runtime.SecretError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "the call ran: %v", err)
+	assert.Equal(t, "in_doubt", runtime.KindOf(err))
+	assert.Equal(t, "checkpoint", runtime.LayerOf(err))
+	assert.ErrorIs(t, err, runtime.ErrOutcomeUnrecorded)
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, 1, model.Calls(), "the model is not told the call was refused")
 }
