@@ -723,6 +723,25 @@ func TestStoreUnavailable(t *testing.T) {
 	require.ErrorAs(t, failed, &se)
 	assert.Same(t, failed, runtime.StoreFailed(failed), "marked once")
 	assert.NoError(t, runtime.StoreFailed(nil))
+	// A failure a sink marked as keeping the call from running (a host's
+	// audit sink) no longer says so once passed on after the call ran.
+	refailed := runtime.StoreFailed(runtime.StoreUnavailable(cause))
+	assert.NotErrorIs(t, refailed, runtime.ErrStoreUnavailable)
+	assert.Equal(t, cause.Error(), refailed.Error())
+	require.ErrorAs(t, refailed, &se)
+	assert.Same(t, cause, se.Err)
+	unrecorded := &runtime.CallError{Layer: "audit", Err: errors.Join(runtime.ErrOutcomeUnrecorded, refailed)}
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(unrecorded))
+	assert.Equal(t, "in_doubt", runtime.KindOf(unrecorded))
+	assert.False(t, runtime.DidNotRun(unrecorded), "the call ran")
+	// An outcome not recorded ran, whatever else its error holds.
+	both := &runtime.CallError{Layer: "audit", Err: errors.Join(runtime.ErrOutcomeUnrecorded, runtime.NotRun(runtime.StoreUnavailable(cause)))}
+	assert.False(t, runtime.DidNotRun(both), "the call ran")
+	// A call refused of its own, whose outcome an audit could not write,
+	// did not run.
+	refused := errors.Join(runtime.NotRun(&runtime.CallError{Layer: "limit", Kind: runtime.KindRateLimited}),
+		&runtime.CallError{Layer: "audit", Err: errors.Join(runtime.ErrOutcomeUnrecorded, refailed)})
+	assert.True(t, runtime.DidNotRun(refused))
 }
 
 // A dependency set to nil fails Build, naming it, instead of every call it

@@ -226,9 +226,11 @@ func NotRun(err error) error {
 // it is marked NotRun, or a layer refused the call because its store was
 // unavailable (ErrStoreUnavailable), or an open breaker refused it, or the
 // connection was refused before the request was sent (a dial error), and
-// nothing in it says the call ran (ErrRan) or may have (ErrMayHaveRun).
+// nothing in it says the call ran (ErrRan, or ErrOutcomeUnrecorded unless
+// the call failed of its own: outcomeUnrecorded) or may have
+// (ErrMayHaveRun).
 func DidNotRun(err error) bool {
-	if err == nil || errors.Is(err, ErrRan) || errors.Is(err, ErrMayHaveRun) {
+	if err == nil || errors.Is(err, ErrRan) || errors.Is(err, ErrMayHaveRun) || outcomeUnrecorded(err) {
 		return false
 	}
 	if errors.Is(err, ErrNotRun) || errors.Is(err, ErrStoreUnavailable) {
@@ -274,10 +276,19 @@ func StoreUnavailable(err error) error {
 // StoreFailed returns err, a store's failure a layer passes on, as a
 // *StoreError that says nothing of whether the call ran: the error around
 // it says that (an outcome not recorded, ErrOutcomeUnrecorded: the call
-// ran). Its message and chain are err's. StoreFailed(nil) is nil.
+// ran). Its message and chain are err's, without ErrStoreUnavailable when
+// err is a *StoreError marked so. StoreFailed(nil) is nil.
 func StoreFailed(err error) error {
 	var se *StoreError
-	if err == nil || errors.As(err, &se) && se == err {
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se) && se == err && se.NotRun:
+		// Marked as what kept the call from running (StoreUnavailable:
+		// a host's sink marks its failures so): after the call ran,
+		// that no longer holds.
+		return &StoreError{Err: se.Err}
+	case se == err:
 		return err
 	}
 	return &StoreError{Err: err}

@@ -133,10 +133,12 @@ func TestDedupedDecision(t *testing.T) {
 	assert.Equal(t, 1, tool.Calls())
 }
 
-// flakySink fails Append for the phases listed in fail.
+// flakySink fails Append for the phases listed in fail, with err (errSink
+// when nil).
 type flakySink struct {
 	mu   sync.Mutex
 	fail map[runtime.AuditPhase]bool
+	err  error
 	recs []runtime.AuditRecord
 }
 
@@ -146,6 +148,9 @@ func (s *flakySink) Append(_ context.Context, r runtime.AuditRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail[r.Phase] {
+		if s.err != nil {
+			return s.err
+		}
 		return errSink
 	}
 	s.recs = append(s.recs, r)
@@ -182,6 +187,24 @@ func TestOutcomeFailureIsReturned(t *testing.T) {
 	assert.Equal(t, "transient", runtime.KindOf(err), "the call's own error comes first")
 	assert.ErrorIs(t, err, errSink)
 	assert.Len(t, sink.recs, 2, "the intents were written")
+}
+
+// TestOutcomeUnwrittenByAnUnavailableSinkRan: a host's sink marks its
+// failures as keeping the call from running (runtime.StoreUnavailable).
+// Failing on the outcome, after the call ran, the error no longer says
+// so: a retry would run the refund again.
+func TestOutcomeUnwrittenByAnUnavailableSinkRan(t *testing.T) {
+	sink := &flakySink{fail: map[runtime.AuditPhase]bool{runtime.PhaseOutcome: true}, err: runtime.StoreUnavailable(errSink)}
+	tool := rt.NewTool(rt.ToolResult{Value: "R1"})
+	pl := rt.Build(t, toolPlan(rt.Layer("audit", "")), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+	_, err := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
+	require.Error(t, err)
+	assert.Equal(t, 1, tool.Calls())
+	assert.ErrorIs(t, err, errSink)
+	assert.NotErrorIs(t, err, runtime.ErrStoreUnavailable, "the call ran")
+	assert.False(t, runtime.DidNotRun(err), "the call ran")
+	assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err))
+	assert.Equal(t, "in_doubt", runtime.KindOf(err))
 }
 
 func TestPanicIsRecorded(t *testing.T) {

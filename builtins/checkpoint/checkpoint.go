@@ -70,32 +70,34 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 	return nil
 }
 
-// unsaved returns the error of a save that failed, naming the layer. A
-// refusal (a secret in clear, a terminal run) is returned as it is. When
+// unsaved returns the error of a save that failed, naming the layer. When
 // what the save was to record has run (a tool call that returned, a turn
 // that ended well), the error wraps runtime.ErrOutcomeUnrecorded: the call's
 // effect stands, so it is in doubt (final) rather than a failure to deliver
 // again, and an agent turn ends instead of telling the model the tool
-// failed, which could have it make the call again. Otherwise it is the
-// store's failure (runtime.StoreUnavailable). A save refused because another
-// process saved the run since (a *runtime.CheckpointConflictError) is
-// returned as it is (blocked) when nothing ran yet, so that a turn ends
-// before its tool calls, and as unrecorded, in doubt, when something did:
-// the conflict without the block, which would tell that nothing ran.
+// failed or was refused, which could have it make the call again. A
+// refusal to save (a secret in clear, a run that another process saved
+// since, a *runtime.CheckpointConflictError, or ended, a
+// *runtime.TerminalRunError) is then passed on without its
+// *runtime.BlockedError, which would tell that nothing ran. Before anything
+// ran, a refusal is returned as it is (blocked), so that a turn ends before
+// its tool calls, and any other failure is the store's
+// (runtime.StoreUnavailable).
 func (c *Checkpoint) unsaved(err error, ran bool) error {
-	var (
-		b  *runtime.BlockedError
-		ce *runtime.CheckpointConflictError
-	)
-	if err == nil || errors.As(err, &b) && !(ran && errors.As(err, &ce)) {
+	if err == nil {
 		return err
 	}
+	var b *runtime.BlockedError
+	blocked := errors.As(err, &b)
 	if ran {
-		if ce != nil {
-			err = ce
+		if blocked && b.Err != nil {
+			err = b.Err
 		}
 		return &runtime.CallError{Kind: runtime.KindPermanent, Layer: c.name, Message: "the run is not saved",
 			Err: errors.Join(runtime.ErrOutcomeUnrecorded, err)}
+	}
+	if blocked {
+		return err
 	}
 	return &runtime.CallError{Layer: c.name, Message: "the run is not saved", Err: runtime.StoreUnavailable(err)}
 }
@@ -129,10 +131,13 @@ func (c *Checkpoint) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 // saveTurn saves the run after a turn that ended with err, as running or,
 // when the turn ended final, as the terminal status it ended in.
 func (c *Checkpoint) saveTurn(ctx context.Context, err error) error {
-	var ce *runtime.CheckpointConflictError
-	if errors.As(err, &ce) {
-		// Another process holds the run: what this one has of it is
-		// stale, and it saves nothing more.
+	var (
+		ce *runtime.CheckpointConflictError
+		te *runtime.TerminalRunError
+	)
+	if errors.As(err, &ce) || errors.As(err, &te) {
+		// Another process holds the run, or ended it: what this one has
+		// of it is stale, and it saves nothing more.
 		return nil
 	}
 	status := runtime.RunRunning
@@ -158,5 +163,7 @@ func (c *Checkpoint) saveTurn(ctx context.Context, err error) error {
 	} else {
 		_, serr = c.cp.Save(sctx)
 	}
-	return c.unsaved(serr, err == nil)
+	// A turn that ended well or in doubt has run calls: a save of it
+	// refused or failed leaves their outcome unrecorded.
+	return c.unsaved(serr, err == nil || runtime.Classify(err) == runtime.ClassInDoubt)
 }

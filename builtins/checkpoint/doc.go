@@ -27,17 +27,23 @@
 // string, a number or an object key; a redact layer removes it), refuses
 // the save with a *runtime.BlockedError of layer
 // "checkpoint" wrapping a *runtime.SecretError naming the path
-// ("fields.api_token", "transcript[3].content"); the turn then returns that
-// error and nothing is written. A store that fails fails the turn too, with
+// ("fields.api_token", "transcript[3].content"); nothing is written, and
+// the turn returns that error, unless what the save was to record has run
+// (below). A store that fails fails the turn too, with
 // a *runtime.CallError naming the layer: a run that cannot be checkpointed
 // does not go on silently. When what the save was to record has run (a turn
-// that ended well, a tool call that returned, with after_tool) the error
+// that ended well or in doubt, a tool call that returned, with after_tool)
+// the error
 // wraps runtime.ErrOutcomeUnrecorded, so runtime.Classify reports it in
 // doubt (final: a worker does not deliver the turn again, which would repeat
 // its refund), and an agent turn ends there instead of telling the model the
 // tool failed, which could have it make the call again; a turn that failed
 // of its own keeps its class, and a save before an agent turn's tool calls
-// run fails as the store's failure (runtime.ErrStoreUnavailable).
+// run fails as the store's failure (runtime.ErrStoreUnavailable). A save
+// refused (a secret in clear, a run another process saved or ended) after
+// something ran (a tool result, a turn that ended well or in doubt) is in
+// doubt so too, without the *runtime.BlockedError, which would tell that
+// nothing ran.
 //
 // Each save is the version after the one the process last saved or
 // resumed: when another process saved the run since (two workers resumed
@@ -46,7 +52,10 @@
 // the model's tool calls run, blocked (*runtime.BlockedError): none ran.
 // The save after a tool result refused so (another process took the run
 // over while the call ran) ends the turn in doubt
-// (runtime.ErrOutcomeUnrecorded, never blocked): the call ran. The process
+// (runtime.ErrOutcomeUnrecorded, never blocked): the call ran. So does one
+// refused because another process ended the run meanwhile (a
+// *runtime.TerminalRunError): the model is not called again, and the
+// turn's end saves nothing more of the run. The process
 // no longer holds the run: its later turns of it are refused the same way
 // until it resumes it (runtime.Checkpointer.Resume), from the latest
 // version, which lacks the result it could not save. A process that

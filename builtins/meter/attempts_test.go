@@ -157,6 +157,46 @@ func TestOnCrossRefuseCountsTheFormatALayerInsideAdds(t *testing.T) {
 	assert.LessOrEqual(t, m.Ledger("any run").Tokens(), ceiling)
 }
 
+// ownOnly is a chat layer that, as a judge asking for its verdict does,
+// makes the call of its own (runtime.OwnCall) through the layers inside it.
+type ownOnly struct{}
+
+func (ownOnly) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		return next(ctx, runtime.OwnCall(c, c.Request), yield)
+	}
+}
+
+func init() {
+	runtime.Register(runtime.Module{
+		ID: "test.ownonly", Stages: []plan.Stage{plan.StageChat}, New: func() runtime.Middleware { return ownOnly{} },
+	})
+}
+
+// output_coerce sets no response_format on a layer's own call (a judge's
+// verdict, a summary), but a meter between them estimated such a call with
+// the schema, so a judge's calls were refused for tokens they were not
+// sent. The estimate of an own call counts no schema.
+func TestOnCrossRefuseCountsNoFormatOnAnOwnCall(t *testing.T) {
+	schema := `{"type":"object","required":["answer"],"properties":{"answer":{"type":"string","description":"` +
+		strings.Repeat("the answer to the customer's question, in one short paragraph; ", 40) + `"}}}`
+	req := runtime.ChatRequest{Model: "primary", MaxTokens: 10, Messages: []runtime.Message{{Role: "user", Content: "Is this answer grounded?"}}}
+	bare := meter.Estimate(&req)
+	model := rt.NewModel(rt.Response{Deltas: []string{"yes"}, Usage: runtime.Usage{InputTokens: bare.InputTokens, OutputTokens: 1}})
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("test.ownonly", ""),
+		// Refuses any call estimated above the bare request's estimate.
+		rt.Layer("meter", fmt.Sprintf(`{"budget":{"tokens":%d},"scope":"global","on_cross":"refuse"}`, bare.InputTokens+bare.OutputTokens-1)),
+		rt.Layer("output_coerce", `{"schema":`+schema+`,"set_response_format":true}`),
+	}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	_, _, err := rt.Collect(context.Background(), pl, req, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, float64(bare.InputTokens+bare.OutputTokens), be.Estimate, "the own call is estimated as sent, without the schema")
+	assert.Zero(t, model.Calls())
+}
+
 // A request without max_tokens is sent with the bound the plan declares
 // for its model (models.<name>.max_tokens), which the provider client
 // adds: the output it can bill is known. With on_cross "refuse" the

@@ -75,8 +75,9 @@
 // can reach), runtime.EstimateRequest
 // of the whole request as input, its messages, tool definitions and
 // response format schema, or, for a request without one, the schema an
-// output_coerce inside the meter sets as its format (set_response_format),
-// priced at the rates of the dearest of the
+// output_coerce inside the meter sets as its format (set_response_format;
+// not on a layer's own call, a judge's verdict or a summary, which it
+// leaves without one), priced at the rates of the dearest of the
 // requested model and the models a fallback or hedge layer inside the
 // meter may call in its place, times the most model calls the layers
 // inside the meter make for one call: the product of the max_attempts of

@@ -852,8 +852,9 @@ func (m *Meter) estimate(c *runtime.ChatCall) *runtime.Ledger {
 		return nil
 	}
 	req := &c.Request
-	if req.ResponseFormat == nil && m.format != nil {
-		// Estimated as sent, with the format a layer inside sets.
+	if req.ResponseFormat == nil && m.format != nil && !c.Own() {
+		// Estimated as sent, with the format a layer inside sets on any
+		// call but a layer's own (a judge's verdict, a summary).
 		sent := *req
 		sent.ResponseFormat = m.format
 		req = &sent
