@@ -2,10 +2,15 @@ package pii_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestMaskedRunRestAtStreamEnd: a run read at the bound once it holds an address (masked),
@@ -25,4 +30,56 @@ func TestMaskedRunRestAtStreamEnd(t *testing.T) {
 	dec, _ := base64.StdEncoding.DecodeString(last)
 	t.Logf("output ends %q, which decodes to %q", last, dec)
 	require.NotContains(t, string(dec), "1111 1111 1111")
+}
+
+// TestMaskedRunRestReleasedWithoutHold: the rest of a run read at the bound once it holds an
+// address (masked), an item's encoding straddling that cut, goes out as nothing however the
+// text held is released: at the end of the stream with or without a last line break, with a
+// last line too short to be read as an encoding of its own ("MSAxMTEx", of "1 1111"), and
+// when tool calls arrive right after the run; "block" refuses. Pieces of the item went out.
+func TestMaskedRunRestReleasedWithoutHold(t *testing.T) {
+	s, err := pii.New(pii.Config{})
+	require.NoError(t, err)
+	prose := strings.Repeat("the quick brown fox jumps over a lazy dog. ", 3000)
+	cutAt := 57 * 852 // the plain text of the run's lines up to its first reading at the bound
+	call := runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "post", Arguments: `{}`}}}
+	for _, item := range []string{"4111 1111 1111 1111", "jane.doe@example.com"} {
+		for _, off := range []int{1, 4, 7, len(item) - 1} {
+			at := cutAt - off
+			for _, after := range []int{0, 3, 10, 200} {
+				plain := prose[:1000] + " mail jane.doe@example.com " + prose[1027:at] + item + prose[at+len(item):at+len(item)+after]
+				run := wrapLines(base64.StdEncoding.EncodeToString([]byte(plain)), 76)
+				lines := strings.Split(strings.TrimSuffix(run, "\n"), "\n")[at*4/3/76:]
+				for ending, text := range map[string]string{
+					"no line break": "the payload:\n" + strings.TrimSuffix(run, "\n"),
+					"line break":    "the payload:\n" + run,
+				} {
+					_, n := s.Redact(text)
+					require.NotZero(t, n)
+					for _, calls := range []bool{false, true} {
+						var deltas []runtime.Delta
+						for _, d := range byLines(text) {
+							deltas = append(deltas, runtime.Delta{Text: d})
+						}
+						if calls {
+							deltas = append(deltas, call, runtime.Delta{FinishReason: runtime.FinishToolCalls})
+						}
+						name := fmt.Sprintf("%q off %d after %d, %s, tool calls %v", item, off, after, ending, calls)
+						_, _, err := streamPII(t, `{"action":"block"}`, deltas)
+						var b *runtime.BlockedError
+						require.ErrorAs(t, err, &b, name)
+						got, args, err := streamPII(t, `{"action":"redact"}`, deltas)
+						require.NoError(t, err, name)
+						assert.Contains(t, got, "[REDACTED:", name)
+						if calls {
+							assert.Equal(t, `{}`, args, name)
+						}
+						for _, l := range lines {
+							assert.NotContains(t, got, l, "%s: a line of the item went out", name)
+						}
+					}
+				}
+			}
+		}
+	}
 }
