@@ -36,7 +36,8 @@ func TestMaskedRunRestAtStreamEnd(t *testing.T) {
 // address (masked), an item's encoding straddling that cut, goes out as nothing however the
 // text held is released: at the end of the stream with or without a last line break, with a
 // last line too short to be read as an encoding of its own ("MSAxMTEx", of "1 1111"), and
-// when tool calls arrive right after the run; "block" refuses. Pieces of the item went out.
+// when tool calls arrive right after the run; "block" refuses. A line after the run goes out
+// as the whole text's reading leaves it. Pieces of the item went out.
 func TestMaskedRunRestReleasedWithoutHold(t *testing.T) {
 	s, err := pii.New(pii.Config{})
 	require.NoError(t, err)
@@ -53,8 +54,9 @@ func TestMaskedRunRestReleasedWithoutHold(t *testing.T) {
 				for ending, text := range map[string]string{
 					"no line break": "the payload:\n" + strings.TrimSuffix(run, "\n"),
 					"line break":    "the payload:\n" + run,
+					"text after":    "the payload:\n" + run + "done\n",
 				} {
-					_, n := s.Redact(text)
+					want, n := s.Redact(text)
 					require.NotZero(t, n)
 					for _, calls := range []bool{false, true} {
 						var deltas []runtime.Delta
@@ -73,6 +75,11 @@ func TestMaskedRunRestReleasedWithoutHold(t *testing.T) {
 						assert.Contains(t, got, "[REDACTED:", name)
 						if calls {
 							assert.Equal(t, `{}`, args, name)
+						}
+						if strings.HasSuffix(want, "\ndone\n") {
+							// the encodings take in a short line after a run: the whole text's
+							// reading then leaves no "done" either
+							assert.True(t, strings.HasSuffix(got, "\ndone\n"), "%s: the text after the run was left out", name)
 						}
 						for _, l := range lines {
 							assert.NotContains(t, got, l, "%s: a line of the item went out", name)

@@ -372,6 +372,9 @@ type outputHold struct {
 	// out as nothing.
 	inMasked bool
 	drop     int
+	// width is the length of the masked run's last line that went out: its lines after are
+	// as long, but its last.
+	width int
 	// masking: the part about to go out is the one runPart let out masked, which the rest
 	// of the run follows.
 	masking bool
@@ -465,6 +468,8 @@ func (o *outputHold) runPart(buf string, cut int) int {
 	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
 		if m.End > len(ctx) {
 			o.inMasked, o.masking = true, true
+			line := strings.TrimSuffix(buf[:cut], "\n")
+			o.width = len(line) - strings.LastIndexByte(line, '\n') - 1
 			return cut
 		}
 	}
@@ -501,7 +506,7 @@ func (o *outputHold) maskedRest(buf string, cut int, h *linehold.Hold) int {
 func (o *outputHold) restOf(text string) int {
 	es := textnorm.Encodings(text)
 	if len(es) == 0 || es[0].Start != 0 {
-		return runLines(text)
+		return runLines(text, o.width)
 	}
 	end := es[0].End
 	if k := strings.IndexByte(text[end:], '\n'); k >= 0 {
@@ -511,27 +516,26 @@ func (o *outputHold) restOf(text string) int {
 }
 
 // runLines returns the length of the lines text starts with that go on a run wrapped over
-// lines: made of base64 (or base64url, or hex) characters, each as long as the first but the
-// last, which may be shorter; the last one may lack its line break at the end of text.
-func runLines(text string) int {
-	n, width := 0, -1
+// lines: made of base64 (or base64url, or hex) characters, each width bytes long but the
+// last, which may be shorter or end in padding; it may lack its line break at the end of text.
+func runLines(text string, width int) int {
+	n := 0
 	for n < len(text) {
 		line := text[n:]
 		k := strings.IndexByte(line, '\n')
 		if k >= 0 {
 			line = line[:k]
 		}
-		if line == "" || !isBase64Line(line) || width >= 0 && len(line) > width {
+		if line == "" || !isBase64Line(line) || len(line) > width {
 			break
 		}
 		n += len(line)
 		if k >= 0 {
 			n++
 		}
-		if width >= 0 && len(line) < width {
-			break
+		if len(line) < width || strings.HasSuffix(line, "=") {
+			break // the run's last line
 		}
-		width = len(line)
 	}
 	return n
 }
