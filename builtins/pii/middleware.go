@@ -333,8 +333,17 @@ func (m *Middleware) output(ctx context.Context, c *runtime.ChatCall, next runti
 		if o.take(text) {
 			return text, nil
 		}
+		masking := o.masking
+		o.masking = false
 		if o.dropped(text) {
 			return "", nil
+		}
+		if o.inMasked && !masking {
+			// the text held at the end of the stream, or when tool calls arrive, is released
+			// without releasable: the rest of the masked run it starts with goes out as nothing
+			// all the same
+			o.inMasked = false
+			text = text[o.restOf(text):]
 		}
 		return m.cleanAfter(before, text, o.phones())
 	}
@@ -363,6 +372,12 @@ type outputHold struct {
 	// out as nothing.
 	inMasked bool
 	drop     int
+	// width is the length of the masked run's last line that went out: its lines after are
+	// as long, but its last.
+	width int
+	// masking: the part about to go out is the one runPart let out masked, which the rest
+	// of the run follows.
+	masking bool
 	// partFrom is the offset in the output that the end of the text held must pass before
 	// runPart reads it again: when the run's first line is longer than all but runKept bytes
 	// of it, none of it can go out as it is until the text passes that line by runKept bytes.
@@ -452,7 +467,9 @@ func (o *outputHold) runPart(buf string, cut int) int {
 	ctx := contextOf(o.before)
 	for _, m := range o.scanner.redactedSpans(ctx+buf[:cut], o.phones()) {
 		if m.End > len(ctx) {
-			o.inMasked = true
+			o.inMasked, o.masking = true, true
+			line := strings.TrimSuffix(buf[:cut], "\n")
+			o.width = len(line) - strings.LastIndexByte(line, '\n') - 1
 			return cut
 		}
 	}
@@ -470,26 +487,69 @@ func (o *outputHold) runPart(buf string, cut int) int {
 // masked, goes out as nothing: the placeholder that went out stands for the whole run, as in
 // the whole text, and the run's lines after the cut, an item's encoding straddling it among
 // them, are no run of their own, read apart. While the run goes on (linehold.Hold.Encoded)
-// that is all of buf up to cut; once it ends, the run as the encodings read it
-// (textnorm.Encodings: it may take in a short line after it) up to its line's end, or 0.
+// that is all of buf up to cut; once it ends, the rest of the run as restOf reads it.
 func (o *outputHold) maskedRest(buf string, cut int, h *linehold.Hold) int {
 	if h.Encoded(buf, cut) == 0 {
 		o.drop = cut
 		return cut
 	}
 	o.inMasked = false
-	es := textnorm.Encodings(buf[:cut])
+	o.drop = o.restOf(buf[:cut])
+	return o.drop
+}
+
+// restOf returns the length of the rest of a run runPart let out masked that text starts
+// with: the run as the encodings read it (textnorm.Encodings: it may take in a short line
+// after it) up to its line's end; or, when they find none starting text (a rest too short to
+// be read as an encoding of its own: "MSAxMTEx", the end of "4111 1111"), its lines made of
+// base64 or hex characters (runLines).
+func (o *outputHold) restOf(text string) int {
+	es := textnorm.Encodings(text)
 	if len(es) == 0 || es[0].Start != 0 {
-		return 0
+		return runLines(text, o.width)
 	}
 	end := es[0].End
-	if k := strings.IndexByte(buf[end:cut], '\n'); k >= 0 {
-		end += k + 1
-	} else {
-		end = cut
+	if k := strings.IndexByte(text[end:], '\n'); k >= 0 {
+		return end + k + 1
 	}
-	o.drop = end
-	return end
+	return len(text)
+}
+
+// runLines returns the length of the lines text starts with that go on a run wrapped over
+// lines: made of base64 (or base64url, or hex) characters, each width bytes long but the
+// last, which may be shorter or end in padding; it may lack its line break at the end of text.
+func runLines(text string, width int) int {
+	n := 0
+	for n < len(text) {
+		line := text[n:]
+		k := strings.IndexByte(line, '\n')
+		if k >= 0 {
+			line = line[:k]
+		}
+		if line == "" || !isBase64Line(line) || len(line) > width {
+			break
+		}
+		n += len(line)
+		if k >= 0 {
+			n++
+		}
+		if len(line) < width || strings.HasSuffix(line, "=") {
+			break // the run's last line
+		}
+	}
+	return n
+}
+
+// isBase64Line reports whether line is made of base64 or base64url characters and padding
+// (hex among them).
+func isBase64Line(line string) bool {
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		if !isAlnum(c) && c != '+' && c != '/' && c != '-' && c != '_' && c != '=' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // dropped reports whether text, a part of the output about to go out, is the one maskedRest
