@@ -84,7 +84,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	if c.own {
 		ctx = ownCallContext(ctx)
 	}
-	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c))
+	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c, streamWatchersOf(ctx)))
 	c.tok.release()
 	c.down = nil
 	if c.tok.fault != nil {
@@ -164,7 +164,9 @@ type emitToken struct {
 	// thinking is the number of thinking blocks the invocation's stream
 	// numbered, answered the bytes of text, thinking and tool calls it
 	// carried (at most maxAnswer), and fault its refusal of the stream
-	// (admit), nil if none.
+	// (admit), nil if none. watch are the watchers the invocation's context
+	// carries (WithStreamWatcher), nil if none.
+	watch     *streamWatchers
 	thinking  int
 	answered  int64
 	maxAnswer int64
@@ -177,9 +179,9 @@ type emitToken struct {
 // The closure captures only the token and the generation, to stay in the
 // smallest allocation class; the call and the pipeline are read from the
 // token, which holds them for the current invocation only.
-func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
+func (t *emitToken) yield(pl *Pipeline, c *ChatCall, watch *streamWatchers) func(Delta) bool {
 	gen := t.gen.Load()
-	t.c = c
+	t.c, t.watch = c, watch
 	t.thinking, t.answered, t.maxAnswer, t.fault = 0, 0, pl.maxAnswer, nil
 	if t.maxAnswer <= 0 {
 		t.maxAnswer = plan.DefaultMaxAnswerBytes
@@ -194,7 +196,14 @@ func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 			t.late()
 			return false
 		}
+		if t.watch == nil {
+			ok := t.admit(&d) && t.c.emit(d)
+			t.busy.Add(-1)
+			return ok
+		}
+		t.watch.arrived()
 		ok := t.admit(&d) && t.c.emit(d)
+		t.watch.delivered()
 		t.busy.Add(-1)
 		return ok
 	}
