@@ -2,6 +2,8 @@ package retry_test
 
 import (
 	"context"
+	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,13 +95,22 @@ func TestIdleTimeoutIsNotASlowReader(t *testing.T) {
 // tool-call fragments until the stream ends (content_filter:
 // runtime.HoldToolCalls) let nothing through while the upstream kept
 // sending, and the retry read that as a stall. Arrival is measured where
-// the deltas leave the model client.
+// the deltas leave the model client; a retry inside another tells both.
 func TestIdleTimeoutIsNotAHoldingLayer(t *testing.T) {
+	retryLayer := rt.Layer("retry", `{"max_attempts":3,"idle_timeout":"50ms","initial_delay":"1ms","max_delay":"1ms"}`)
+	filter := rt.Layer("content_filter", `{"keywords":["forbidden"]}`)
+	for name, chain := range map[string][]plan.Layer{
+		"one retry": {retryLayer, filter},
+		"nested":    {retryLayer, retryLayer, filter},
+	} {
+		t.Run(name, func(t *testing.T) { holdingLayer(t, chain) })
+	}
+}
+
+func holdingLayer(t *testing.T, chain []plan.Layer) {
 	clock := runtime.NewVirtualClock(time.Unix(1_700_000_000, 0))
 	frags := make(chan runtime.ToolCallDelta)
-	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
-		rt.Layer("retry", `{"max_attempts":3,"idle_timeout":"50ms","initial_delay":"1ms","max_delay":"1ms"}`),
-		rt.Layer("content_filter", `{"keywords":["forbidden"]}`)}}),
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: chain}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": burstModel{texts: []string{"let me look"}, frags: frags}}, Clock: clock})
 	type result struct {
 		resp runtime.ChatResponse
@@ -145,4 +156,57 @@ func TestIdleTimeoutIsNotAHoldingLayer(t *testing.T) {
 	require.Len(t, r.resp.ToolCalls, 1)
 	assert.Equal(t, "lookup", r.resp.ToolCalls[0].Name)
 	assert.Equal(t, 1, r.resp.Attempts)
+}
+
+// heldThenStalled sends a tool-call fragment and stalls on its first call;
+// its second call answers with a whole tool call.
+type heldThenStalled struct{ calls *atomic.Int32 }
+
+func (m heldThenStalled) Stream(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	if m.calls.Add(1) == 1 {
+		yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "lookup", Arguments: `{"q":`}}})
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_2", Name: "lookup", Arguments: `{"q":"x"}`}}})
+	return nil
+}
+
+// TestIdleTimeoutBeforeAnythingGotPastIsRetried: a stream that stalls while
+// a layer inside holds all it sent delivered nothing past the retry, so
+// its timeout is retried as an attempt_timeout is.
+func TestIdleTimeoutBeforeAnythingGotPastIsRetried(t *testing.T) {
+	clock := runtime.NewVirtualClock(time.Unix(1_700_000_000, 0))
+	m := heldThenStalled{calls: new(atomic.Int32)}
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":3,"idle_timeout":"50ms","initial_delay":"1ms","max_delay":"1ms"}`),
+		rt.Layer("content_filter", `{"keywords":["forbidden"]}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}, Clock: clock})
+	type result struct {
+		resp runtime.ChatResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+		done <- result{resp, err}
+	}()
+	var r result
+	deadline := time.After(10 * time.Second)
+	for ended := false; !ended; {
+		select {
+		case r = <-done:
+			ended = true
+		case <-deadline:
+			t.Fatal("the stalled stream was not ended")
+		default:
+			clock.Advance(10 * time.Millisecond)
+			goruntime.Gosched()
+		}
+	}
+	require.NoError(t, r.err)
+	require.Len(t, r.resp.ToolCalls, 1)
+	assert.Equal(t, "call_2", r.resp.ToolCalls[0].ID)
+	assert.Equal(t, 2, r.resp.Attempts)
+	assert.Equal(t, int32(2), m.calls.Load())
 }
