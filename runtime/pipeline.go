@@ -226,6 +226,9 @@ func (t *emitToken) admit(d *Delta) bool {
 		return false
 	}
 	if t.answered += answerBytes(d); t.answered > t.maxAnswer {
+		// Refused, the delta still arrived and is billed: charged as
+		// the text of a stream cut short.
+		t.c.quarters += deltaQuarters(d)
 		t.fault = &CallError{Kind: KindPermanent, Message: fmt.Sprintf(
 			"model %s: the model's answer is larger than the %d-byte limit (settings.max_answer_bytes)",
 			t.c.Request.Model, t.maxAnswer)}
