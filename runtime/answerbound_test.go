@@ -76,3 +76,24 @@ func TestAnAnswerIsBoundedByMaxAnswerBytes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, resp.Text, 4000)
 }
+
+// TestRepeatedToolCallIDsAreCountedOnce: some OpenAI-compatible servers
+// repeat a call's id and name on each of its fragments; the bound counted
+// them on every one, so an answer well within it was refused.
+func TestRepeatedToolCallIDsAreCountedOnce(t *testing.T) {
+	var stream []runtime.Delta
+	args := `{"x":"` + strings.Repeat("a", 2990) + `"}`
+	for i := 0; i < len(args); i += 30 {
+		stream = append(stream, runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{
+			Index: 0, ID: "call_abcdefgh", Name: "lookup_something", Arguments: args[i:min(i+30, len(args))]}}})
+	}
+	m := rt.NewModel(rt.Response{Stream: stream})
+	p := rt.Plan(plan.Chains{})
+	p.Settings.MaxAnswerBytes = 4096
+	resp, err := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}}).
+		Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 1)
+	assert.Equal(t, args, string(resp.ToolCalls[0].Arguments))
+	assert.Equal(t, "lookup_something", resp.ToolCalls[0].Name)
+}

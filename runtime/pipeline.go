@@ -166,11 +166,15 @@ type emitToken struct {
 	// carried (at most maxAnswer), and fault its refusal of the stream
 	// (admit), nil if none. watch are the watchers the invocation's context
 	// carries (WithStreamWatcher), nil if none.
-	watch     *streamWatchers
-	thinking  int
-	answered  int64
-	maxAnswer int64
-	fault     error
+	watch    *streamWatchers
+	thinking int
+	// callIndex, callID and callName are the index of the last tool-call
+	// fragment and the id and name its call was counted with.
+	callIndex        int
+	callID, callName string
+	answered         int64
+	maxAnswer        int64
+	fault            error
 }
 
 // yield returns the model-facing yield for one invocation that pushes into c
@@ -183,6 +187,7 @@ func (t *emitToken) yield(pl *Pipeline, c *ChatCall, watch *streamWatchers) func
 	gen := t.gen.Load()
 	t.c, t.watch = c, watch
 	t.thinking, t.answered, t.maxAnswer, t.fault = 0, 0, pl.maxAnswer, nil
+	t.callIndex, t.callID, t.callName = -1, "", ""
 	if t.maxAnswer <= 0 {
 		t.maxAnswer = plan.DefaultMaxAnswerBytes
 	}
@@ -225,7 +230,7 @@ func (t *emitToken) admit(d *Delta) bool {
 	if t.fault != nil {
 		return false
 	}
-	if t.answered += answerBytes(d); t.answered > t.maxAnswer {
+	if t.answered += t.answerBytes(d); t.answered > t.maxAnswer {
 		// Refused, the delta still arrived and is billed: charged as
 		// the text of a stream cut short.
 		t.c.quarters += deltaQuarters(d)
@@ -249,15 +254,28 @@ func (t *emitToken) admit(d *Delta) bool {
 }
 
 // answerBytes is what d adds to an answer: its text, its thinking and its
-// tool calls' ids, names and arguments.
-func answerBytes(d *Delta) int64 {
+// tool calls' arguments, ids and names. An id or a name is counted when it
+// changes: some OpenAI-compatible servers repeat them on each fragment of a
+// call, and the answer holds them once.
+func (t *emitToken) answerBytes(d *Delta) int64 {
 	n := len(d.Text)
 	if f := d.Thinking; f != nil {
 		n += len(f.Text) + len(f.Signature)
 	}
 	for i := range d.ToolCalls {
 		c := &d.ToolCalls[i]
-		n += len(c.ID) + len(c.Name) + len(c.Arguments)
+		n += len(c.Arguments)
+		if c.Index != t.callIndex {
+			t.callIndex, t.callID, t.callName = c.Index, "", ""
+		}
+		if c.ID != "" && c.ID != t.callID {
+			n += len(c.ID)
+			t.callID = c.ID
+		}
+		if c.Name != "" && c.Name != t.callName {
+			n += len(c.Name)
+			t.callName = c.Name
+		}
 	}
 	return int64(n)
 }
