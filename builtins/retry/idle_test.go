@@ -16,6 +16,23 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
+// result is what a call run by inBackground returned.
+type result struct {
+	resp runtime.ChatResponse
+	err  error
+}
+
+// inBackground runs call on its own goroutine and returns where its result
+// arrives.
+func inBackground(call func() (runtime.ChatResponse, error)) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		resp, err := call()
+		done <- result{resp, err}
+	}()
+	return done
+}
+
 // burstModel yields its texts at once, then its tool-call fragments, one
 // for each value received on frags (nil: none).
 type burstModel struct {
@@ -59,19 +76,13 @@ func TestIdleTimeoutIsNotASlowReader(t *testing.T) {
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": burstModel{texts: []string{"a", "b", "c"}}}, Clock: clock})
 	got := make(chan string)
 	release := make(chan struct{})
-	type result struct {
-		resp runtime.ChatResponse
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+	done := inBackground(func() (runtime.ChatResponse, error) {
+		return pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
 			got <- d.Text
 			<-release
 			return true
 		})
-		done <- result{resp, err}
-	}()
+	})
 	var text string
 	var r result
 	for ended := false; !ended; {
@@ -112,15 +123,9 @@ func holdingLayer(t *testing.T, chain []plan.Layer) {
 	frags := make(chan runtime.ToolCallDelta)
 	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: chain}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": burstModel{texts: []string{"let me look"}, frags: frags}}, Clock: clock})
-	type result struct {
-		resp runtime.ChatResponse
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
-		done <- result{resp, err}
-	}()
+	done := inBackground(func() (runtime.ChatResponse, error) {
+		return pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	})
 	var r result
 	send := func(f runtime.ToolCallDelta) bool {
 		select {
@@ -182,15 +187,9 @@ func TestIdleTimeoutBeforeAnythingGotPastIsRetried(t *testing.T) {
 		rt.Layer("retry", `{"max_attempts":3,"idle_timeout":"50ms","initial_delay":"1ms","max_delay":"1ms"}`),
 		rt.Layer("content_filter", `{"keywords":["forbidden"]}`)}}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}, Clock: clock})
-	type result struct {
-		resp runtime.ChatResponse
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
-		done <- result{resp, err}
-	}()
+	done := inBackground(func() (runtime.ChatResponse, error) {
+		return pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	})
 	var r result
 	deadline := time.After(10 * time.Second)
 	for ended := false; !ended; {
