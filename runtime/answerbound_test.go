@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/fallback"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -34,12 +36,19 @@ func TestAnAnswerIsBoundedByMaxAnswerBytes(t *testing.T) {
 		"text":      {Deltas: text},
 		"tool call": {Stream: args},
 		"thinking":  {Stream: []runtime.Delta{{Thinking: &runtime.ThinkingDelta{Text: piece}}, {Thinking: &runtime.ThinkingDelta{Text: piece}}, {Text: piece}, {Text: piece}, {Text: piece}}},
+		// The first delta alone is past the bound: nothing was delivered, so
+		// only the failure's kind keeps a retry and a fallback from trying
+		// again; the refused delta arrived and is charged all the same.
+		"first delta": {Deltas: []string{strings.Repeat("a", 5000)}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := rt.NewModel(r)
-			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`)}})
+			backup := rt.NewModel(rt.Response{Deltas: []string{"short"}})
+			p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+				rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
+				rt.Layer("fallback", `{"models":["primary","backup"]}`)}})
 			p.Settings.MaxAnswerBytes = bound
-			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}})
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m, "backup": backup}})
 			resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
 			require.Error(t, err)
 			assert.Equal(t, "permanent", runtime.KindOf(err))
@@ -53,6 +62,7 @@ func TestAnAnswerIsBoundedByMaxAnswerBytes(t *testing.T) {
 			}
 			assert.LessOrEqual(t, held, bound)
 			assert.Equal(t, 1, m.Calls(), "not retried: another attempt would bring as much")
+			assert.Zero(t, backup.Calls(), "no fallback: the bound is the plan's, not the model's")
 			assert.Positive(t, resp.Usage.OutputTokens, "what arrived is charged")
 		})
 	}
@@ -65,4 +75,25 @@ func TestAnAnswerIsBoundedByMaxAnswerBytes(t *testing.T) {
 		Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
 	require.NoError(t, err)
 	assert.Len(t, resp.Text, 4000)
+}
+
+// TestRepeatedToolCallIDsAreCountedOnce: some OpenAI-compatible servers
+// repeat a call's id and name on each of its fragments; the bound counted
+// them on every one, so an answer well within it was refused.
+func TestRepeatedToolCallIDsAreCountedOnce(t *testing.T) {
+	var stream []runtime.Delta
+	args := `{"x":"` + strings.Repeat("a", 2990) + `"}`
+	for i := 0; i < len(args); i += 30 {
+		stream = append(stream, runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{
+			Index: 0, ID: "call_abcdefgh", Name: "lookup_something", Arguments: args[i:min(i+30, len(args))]}}})
+	}
+	m := rt.NewModel(rt.Response{Stream: stream})
+	p := rt.Plan(plan.Chains{})
+	p.Settings.MaxAnswerBytes = 4096
+	resp, err := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}}).
+		Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+	require.NoError(t, err)
+	require.Len(t, resp.ToolCalls, 1)
+	assert.Equal(t, args, string(resp.ToolCalls[0].Arguments))
+	assert.Equal(t, "lookup_something", resp.ToolCalls[0].Name)
 }

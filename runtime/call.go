@@ -1129,15 +1129,21 @@ func (c *ChatCall) IdempotencyKey() string {
 	return c.Meta.IdempotencyKey
 }
 
-// emit counts and pushes one delta from the model to the layers above.
-func (c *ChatCall) emit(d Delta) bool {
-	c.quarters += textQuarters(d.Text)
+// deltaQuarters is the estimate, in quarter tokens, of the text d carries.
+func deltaQuarters(d *Delta) int64 {
+	n := textQuarters(d.Text)
 	if d.Thinking != nil {
-		c.quarters += textQuarters(d.Thinking.Text)
+		n += textQuarters(d.Thinking.Text)
 	}
 	for i := range d.ToolCalls {
-		c.quarters += textQuarters(d.ToolCalls[i].Name) + textQuarters(d.ToolCalls[i].Arguments)
+		n += textQuarters(d.ToolCalls[i].Name) + textQuarters(d.ToolCalls[i].Arguments)
 	}
+	return n
+}
+
+// emit counts and pushes one delta from the model to the layers above.
+func (c *ChatCall) emit(d Delta) bool {
+	c.quarters += deltaQuarters(&d)
 	c.Usage.Add(d.Usage)
 	if d.FinishReason != "" {
 		c.FinishReason = d.FinishReason

@@ -84,7 +84,7 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	if c.own {
 		ctx = ownCallContext(ctx)
 	}
-	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c))
+	err := client.Stream(ctx, &c.Request, c.tok.yield(pl, c, streamWatchersOf(ctx)))
 	c.tok.release()
 	c.down = nil
 	if c.tok.fault != nil {
@@ -164,11 +164,17 @@ type emitToken struct {
 	// thinking is the number of thinking blocks the invocation's stream
 	// numbered, answered the bytes of text, thinking and tool calls it
 	// carried (at most maxAnswer), and fault its refusal of the stream
-	// (admit), nil if none.
-	thinking  int
-	answered  int64
-	maxAnswer int64
-	fault     error
+	// (admit), nil if none. watch are the watchers the invocation's context
+	// carries (WithStreamWatcher), nil if none.
+	watch    *streamWatchers
+	thinking int
+	// callIndex, callID and callName are the index of the last tool-call
+	// fragment and the id and name its call was counted with.
+	callIndex        int
+	callID, callName string
+	answered         int64
+	maxAnswer        int64
+	fault            error
 }
 
 // yield returns the model-facing yield for one invocation that pushes into c
@@ -177,10 +183,11 @@ type emitToken struct {
 // The closure captures only the token and the generation, to stay in the
 // smallest allocation class; the call and the pipeline are read from the
 // token, which holds them for the current invocation only.
-func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
+func (t *emitToken) yield(pl *Pipeline, c *ChatCall, watch *streamWatchers) func(Delta) bool {
 	gen := t.gen.Load()
-	t.c = c
+	t.c, t.watch = c, watch
 	t.thinking, t.answered, t.maxAnswer, t.fault = 0, 0, pl.maxAnswer, nil
+	t.callIndex, t.callID, t.callName = -1, "", ""
 	if t.maxAnswer <= 0 {
 		t.maxAnswer = plan.DefaultMaxAnswerBytes
 	}
@@ -194,7 +201,14 @@ func (t *emitToken) yield(pl *Pipeline, c *ChatCall) func(Delta) bool {
 			t.late()
 			return false
 		}
+		if t.watch == nil {
+			ok := t.admit(&d) && t.c.emit(d)
+			t.busy.Add(-1)
+			return ok
+		}
+		t.watch.arrived()
 		ok := t.admit(&d) && t.c.emit(d)
+		t.watch.delivered()
 		t.busy.Add(-1)
 		return ok
 	}
@@ -216,7 +230,10 @@ func (t *emitToken) admit(d *Delta) bool {
 	if t.fault != nil {
 		return false
 	}
-	if t.answered += answerBytes(d); t.answered > t.maxAnswer {
+	if t.answered += t.answerBytes(d); t.answered > t.maxAnswer {
+		// Refused, the delta still arrived and is billed: charged as
+		// the text of a stream cut short.
+		t.c.quarters += deltaQuarters(d)
 		t.fault = &CallError{Kind: KindPermanent, Message: fmt.Sprintf(
 			"model %s: the model's answer is larger than the %d-byte limit (settings.max_answer_bytes)",
 			t.c.Request.Model, t.maxAnswer)}
@@ -237,15 +254,28 @@ func (t *emitToken) admit(d *Delta) bool {
 }
 
 // answerBytes is what d adds to an answer: its text, its thinking and its
-// tool calls' ids, names and arguments.
-func answerBytes(d *Delta) int64 {
+// tool calls' arguments, ids and names. An id or a name is counted when it
+// changes: some OpenAI-compatible servers repeat them on each fragment of a
+// call, and the answer holds them once.
+func (t *emitToken) answerBytes(d *Delta) int64 {
 	n := len(d.Text)
 	if f := d.Thinking; f != nil {
 		n += len(f.Text) + len(f.Signature)
 	}
 	for i := range d.ToolCalls {
 		c := &d.ToolCalls[i]
-		n += len(c.ID) + len(c.Name) + len(c.Arguments)
+		n += len(c.Arguments)
+		if c.Index != t.callIndex {
+			t.callIndex, t.callID, t.callName = c.Index, "", ""
+		}
+		if c.ID != "" && c.ID != t.callID {
+			n += len(c.ID)
+			t.callID = c.ID
+		}
+		if c.Name != "" && c.Name != t.callName {
+			n += len(c.Name)
+			t.callName = c.Name
+		}
 	}
 	return int64(n)
 }

@@ -13,13 +13,20 @@
 // (runtime.RetriesSame): false is not retried, true is retried even when
 // the status is permanent; the breaker counts by the kind. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
-// time to the first delta, and once a delta has been delivered the stream is
-// committed: a later failure is returned as is. idle_timeout bounds the wait
-// for each delta after the first: a stream that stalls (sends nothing, or
-// keep-alives only) ends with a timeout (KindTimeout), retried as an
-// attempt_timeout is while no delta got past the layer. Any delta counts, whatever it
-// carries: text, a tool-call fragment, a finish reason or usage alone (the
-// consumer has received it; see runtime.Delta).
+// time to the first delta the model sends, and once a delta has been
+// delivered past the layer the stream is committed: a later failure is
+// returned as is. idle_timeout bounds the wait for each delta after the
+// first: a stream that stalls (sends nothing, or keep-alives only) ends with
+// a timeout (KindTimeout), retried as an attempt_timeout is while no delta
+// got past the layer (a layer inside it that holds deltas, such as
+// content_filter holding tool calls, may have passed none yet). Any delta
+// counts, whatever it carries: text, a tool-call fragment, a finish reason
+// or usage alone. Both bounds time the deltas where they leave the model
+// client (runtime.StreamWatcher), not where they reach the layer: a layer
+// inside that holds them is no stall, and the time a delta spends in the
+// layers above and the consumer (a slow reader behind agentc serve) pauses
+// the idle bound. Deltas a layer inside makes itself, with no model call,
+// are timed where they reach the layer.
 //
 // On the tool chain a retry never runs again a call that may have acted
 // when the tool is side-effecting and not retry_safe: as declared (a plan

@@ -38,7 +38,8 @@ type Config struct {
 	Multiplier     float64           `json:"multiplier"`
 	AttemptTimeout *runtime.Duration `json:"attempt_timeout,omitempty"`
 	// IdleTimeout bounds, in the chat stage, the wait for each delta after
-	// the first (a stream that stalls once it has begun).
+	// the first (a stream that stalls once it has begun), timed where the
+	// deltas leave the model client.
 	IdleTimeout *runtime.Duration `json:"idle_timeout,omitempty"`
 	Breaker     *BreakerConfig    `json:"breaker,omitempty"`
 }
@@ -214,7 +215,12 @@ func settle[T any](br *breaker, trial bool, attempt func() (T, error)) (v T, err
 }
 
 // chatAttempt runs one attempt whose time to the first delta
-// (attempt_timeout) and between two deltas (idle_timeout) is bounded.
+// (attempt_timeout) and between two deltas (idle_timeout) is bounded. The
+// deltas are timed where they leave the model client (runtime.StreamWatcher),
+// so a layer inside that holds them is not a stall, and the time a delta
+// spends in the layers above and the consumer is not counted; deltas a
+// layer inside makes itself (no model call) are timed where they reach
+// this layer.
 func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool, next runtime.ChatHandler) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -223,8 +229,9 @@ func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func
 		w.stop = r.clock.AfterFunc(r.timeout, func() { cancel(errAttemptTimeout) })
 	}
 	defer w.end()
-	err := next(actx, c, func(d runtime.Delta) bool {
-		w.delta()
+	err := next(runtime.WithStreamWatcher(actx, w), c, func(d runtime.Delta) bool {
+		w.Arrived()
+		defer w.Delivered()
 		return yield(d)
 	})
 	if err != nil && ctx.Err() == nil {
@@ -242,21 +249,25 @@ func (r *Retry) chatAttempt(ctx context.Context, c *runtime.ChatCall, yield func
 
 // stallWatch cancels an attempt whose stream goes idle longer than idle
 // after a delta. One timer serves the whole stream: a delta only notes its
-// time, and the timer, when it fires early, waits again for the rest.
+// time, and the timer, when it fires early, waits again for the rest. The
+// bound is paused while a delta is being delivered (busy): the time the
+// layers above and the consumer take over it is not the stream's.
 type stallWatch struct {
 	clock  runtime.Clock
 	idle   time.Duration
 	cancel context.CancelCauseFunc
 	last   atomic.Int64 // the clock's time of the last delta (UnixNano), 0 before the first
+	busy   atomic.Int32 // deltas being delivered
 
 	mu    sync.Mutex
 	stop  func() bool // the timer armed (attempt_timeout, then idle_timeout), nil when none
 	ended bool
 }
 
-// delta notes a delta: the first stops attempt_timeout and starts the
-// idle bound.
-func (w *stallWatch) delta() {
+// Arrived notes a delta and that it is being delivered: the first stops
+// attempt_timeout and starts the idle bound.
+func (w *stallWatch) Arrived() {
+	w.busy.Add(1)
 	if w.last.Swap(w.clock.Now().UnixNano()) != 0 {
 		return
 	}
@@ -271,15 +282,24 @@ func (w *stallWatch) delta() {
 	}
 }
 
-// fire ends the attempt when no delta came within idle of the last, else
-// waits for the rest.
+// Delivered notes that a delta was delivered: the wait for the next starts.
+func (w *stallWatch) Delivered() {
+	w.last.Store(w.clock.Now().UnixNano())
+	w.busy.Add(-1)
+}
+
+// fire ends the attempt when no delta came within idle of the last and none
+// is being delivered, else waits for the rest.
 func (w *stallWatch) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended {
 		return
 	}
-	wait := w.idle - w.clock.Now().Sub(time.Unix(0, w.last.Load()))
+	wait := w.idle
+	if w.busy.Load() == 0 {
+		wait -= w.clock.Now().Sub(time.Unix(0, w.last.Load()))
+	}
 	if wait > 0 {
 		w.stop = w.clock.AfterFunc(wait, w.fire)
 		return

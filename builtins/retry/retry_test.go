@@ -388,18 +388,12 @@ func TestIdleTimeoutEndsAStreamThatStalls(t *testing.T) {
 		rt.Layer("retry", `{"max_attempts":3,"idle_timeout":"50ms","initial_delay":"1ms","max_delay":"1ms"}`)}}),
 		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}, Clock: clock})
 	got := make(chan string, 16)
-	type result struct {
-		resp runtime.ChatResponse
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
+	done := inBackground(func() (runtime.ChatResponse, error) {
+		return pl.Stream(context.Background(), runtime.ChatRequest{Model: "primary"}, func(d runtime.Delta) bool {
 			got <- d.Text
 			return true
 		})
-		done <- result{resp, err}
-	}()
+	})
 	// Four deltas 30ms apart: 90ms in all, each within the bound.
 	for _, s := range []string{"a", "b", "c", "d"} {
 		m.steps <- s
