@@ -287,10 +287,12 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 				continue
 			}
 		}
-		if _, seen := byField[cmp.field]; !seen {
-			order = append(order, cmp.field)
+		// One field however the predicate names it (an alias).
+		k := fieldKey(cmp.field)
+		if _, seen := byField[k]; !seen {
+			order = append(order, k)
 		}
-		byField[cmp.field] = append(byField[cmp.field], cmp)
+		byField[k] = append(byField[k], cmp)
 	}
 	if d, ok := f.stringEqualities(terms, or); ok {
 		return d, true
@@ -468,7 +470,9 @@ func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
 	if or {
 		want, op = operators.NotEquals, "!="
 	}
-	first := map[string]string{}
+	// first holds, by field (an alias read as its path), the first
+	// equality's field as written and its string.
+	first := map[string][2]string{}
 	for _, t := range terms {
 		if t.Kind() != ast.CallKind || t.AsCall().FunctionName() != want || len(t.AsCall().Args()) != 2 {
 			continue
@@ -491,15 +495,15 @@ func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
 			continue
 		}
 		v := string(str)
-		prev, seen := first[field]
+		prev, seen := first[fieldKey(field)]
 		if !seen {
-			first[field] = v
+			first[fieldKey(field)] = [2]string{field, v}
 			continue
 		}
-		if prev == v {
+		if prev[1] == v {
 			continue
 		}
-		a := fmt.Sprintf("%s %s '%s'", field, op, prev)
+		a := fmt.Sprintf("%s %s '%s'", prev[0], op, prev[1])
 		b := fmt.Sprintf("%s %s '%s'", field, op, v)
 		why := a + " and " + b + " cannot both hold"
 		if or {

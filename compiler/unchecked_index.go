@@ -646,15 +646,6 @@ func sizeKey(e ast.Expr) (key string, filtered bool) {
 	return aliasKey(elementKey(e)), false
 }
 
-// aliasKey returns the path k by the name its list has in the chat
-// stage's request: messages is request.messages.
-func aliasKey(k string) string {
-	if rootOf(k) == "messages" {
-		return "request." + k
-	}
-	return k
-}
-
 // macroStart returns the byte offset of the first token of e, a
 // comprehension being read from its range's (offset reads a
 // comprehension's from its macro's parenthesis).
