@@ -271,7 +271,9 @@ alternatives cover every number (args.count >= 0 || args.count < 0; a
 double or dyn field may hold NaN, which satisfies no comparison, so
 item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'; a field of an element
-read by a constant index is one field, response.tool_calls[0].name), or inequalities
+read by a constant index is one field, response.tool_calls[0].name;
+messages is request.messages, so size(messages) and
+size(request.messages) are one field too), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), a
 membership in an empty list (tool.name in []), or a matches() (a
 matches_any() all of whose patterns are such) with a constant pattern
