@@ -520,7 +520,10 @@ element as an optional, response.tool_calls[?0].name.orValue('') ==
 its value; a negative one (request.messages[-1]) fails on every list,
 whatever guards it, an error where nothing else can decide it, the
 entry's when included (the last element is l[size(l) - 1], behind
-size(l) > 0 && ...). An index that is not a constant is not reported.`},
+size(l) > 0 && ...). An index that is not a constant is not reported.
+Each index of a list read unguarded is a finding of its own, at its
+first read, with its own severity and size test (messages[1] and
+messages[2] are two); a read of the same element again is not another.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the
