@@ -280,7 +280,10 @@ matches_any() all of whose patterns are such) with a constant pattern
 that can match no text, which is always false: $ without the m flag
 matches only at the end of the text, so args.iban.matches('^xx$[0-9]+')
 requires text after the end (guard/inert says the same of a layer's
-config patterns). Such a test that does not decide the predicate
+config patterns). Each term that decides the predicate alone is a
+finding of its own, at the term (size(args.to) < 1 && size(args.to) > 5
+&& args.amount > 10.0 && args.amount < 5.0 gets two; a field compared
+with a third string is not another). Such a test that does not decide the predicate
 (args.iban == 'x' || args.iban.matches('^xx$[0-9]+')) is a dead term: an
 error where it can let calls through (in a deny or a when, under no
 negation; in a require or an admit, under one), a warning where it can
