@@ -350,7 +350,11 @@ the results the tool declares. A model's provider id
 (request.model == 'gpt-4.1-mini' where the policy names that model fast),
 or an API's word for what agentc reports under its own (a finish reason
 'max_tokens' or 'end_turn', a role 'developer'), gets the value the field
-holds as its did-you-mean (fast; length, stop; system). An after-phase turn
+holds as its did-you-mean (fast; length, stop; system). A field of an
+element read by a constant index holds what the field of every element
+does (messages[0].role a role, response.tool_calls[0].name a tool's
+name, args.items[0].sku its schema's values), and messages is
+request.messages. An after-phase turn
 guard that reads status alone and tests status != with a status it never
 sees gets a warning: the test is always true, and cel/constant says what
 that makes of the guard (a deny that blocks every turn fails closed, a
