@@ -12,7 +12,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
-// findings compiles a policy of one chat guard and returns its findings,
+// aliasFindings compiles a policy of one chat guard and returns its findings,
 // each as "rule severity: message" with the transcript named T, whichever
 // name the predicate gives it.
 func aliasFindings(t *testing.T, when, field, pred string) []string {
