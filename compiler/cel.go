@@ -420,20 +420,21 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 // are dead.
 // A value that leaves the layer inert is an error; one that makes it act
 // on every call (a when always true, a deny that blocks every call) a
-// warning, since the policy still fails closed. It reports whether it
-// found one, and the byte offset of the term that decides it (-1: none).
-func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) (bool, int) {
-	d, ok := constantValue(x.Source, neverNaN(checked))
-	if !ok {
-		return false, -1
+// warning, since the policy still fails closed. Each term that decides it
+// alone is a finding of its own (constantTerms). It reports whether it
+// found one, and the byte offsets of the terms that decide it.
+func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) (bool, []int) {
+	var at []int
+	for _, d := range constantTerms(x.Source, neverNaN(checked)) {
+		what, inert := constantOutcome(kind, field, d.value)
+		diag := dsl.Errorf
+		if !inert {
+			diag = dsl.Warnf
+		}
+		c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever its variables hold); fix the condition", what, d.why))
+		at = append(at, d.offset)
 	}
-	what, inert := constantOutcome(kind, field, d.value)
-	diag := dsl.Errorf
-	if !inert {
-		diag = dsl.Warnf
-	}
-	c.report(diag(x.PosAt(d.offset), ruleConstant, "%s (%s, whatever its variables hold); fix the condition", what, d.why))
-	return true, d.offset
+	return len(at) > 0, at
 }
 
 // constantOutcome says what a predicate of the layer field is in (kind

@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,12 +36,33 @@ type deadTerm struct {
 // only for the fields exact names (ints, sizes): a double (or dyn) field
 // may hold NaN, for which every comparison is false.
 func constantValue(src string, exact map[string]bool) (deadTerm, bool) {
+	if ds := constantTerms(src, exact); len(ds) > 0 {
+		return ds[0], true
+	}
+	return deadTerm{}, false
+}
+
+// constantTerms is constantValue with every term of a top-level && or ||
+// that decides src alone (junctionDead), the one constantValue gives
+// first: each is a mistake of its own.
+func constantTerms(src string, exact map[string]bool) []deadTerm {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
-		return deadTerm{}, false
+		return nil
 	}
 	f := folder{src: src, info: tree.SourceInfo(), exact: exact}
-	return f.fold(tree.Expr())
+	if e := tree.Expr(); e.Kind() == ast.CallKind {
+		switch e.AsCall().FunctionName() {
+		case operators.LogicalAnd:
+			return f.junctionDead(e, false)
+		case operators.LogicalOr:
+			return f.junctionDead(e, true)
+		}
+	}
+	if d, ok := f.fold(tree.Expr()); ok {
+		return []deadTerm{d}
+	}
+	return nil
 }
 
 // neverNaN lists the fields a checked predicate compares with constants
@@ -196,9 +218,9 @@ func (f folder) neverMatchingElements(c ast.CallExpr) []deadTerm {
 // require, when or admit): an error where it can let calls through (a term of a deny or a
 // when, under no negation; of a require or an admit, under one; an
 // argument of a function), a warning where it can only block more. A test
-// at decided, the byte offset of the term checkDeadTerm reported as
-// deciding the predicate, is that report's and left out.
-func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided int) {
+// at one of decided, the byte offsets of the terms checkDeadTerm reported
+// as deciding the predicate, is that report's and left out.
+func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided []int) {
 	tree, ok := predicate.ParseSyntax(x.Source)
 	if !ok {
 		return
@@ -217,7 +239,7 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided in
 			diag = dsl.Errorf
 		}
 		if d, ok := f.neverMatches(call); ok {
-			if d.offset == decided {
+			if slices.Contains(decided, d.offset) {
 				return
 			}
 			c.report(diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always false, and dead: %s, whatever its variables hold, so %s; fix the pattern", field, d.why, outcome))
@@ -236,6 +258,19 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided in
 // comparisons of one field with constants that cannot all hold (&&) or
 // whose negations cannot all hold (||).
 func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
+	if ds := f.junctionDead(e, or); len(ds) > 0 {
+		return ds[0], true
+	}
+	return deadTerm{}, false
+}
+
+// junctionDead returns what decides the chain e (foldJunction's): each
+// term equal to the absorbing value, each field's first two string
+// equalities (inequalities) that cannot both hold (hold for every
+// value), and each field's comparisons with numbers that cannot all hold,
+// in that order; or, where every term is constant and none decides it,
+// that. None when nothing decides it.
+func (f folder) junctionDead(e ast.Expr, or bool) []deadTerm {
 	op, sep := operators.LogicalAnd, " && "
 	if or {
 		op, sep = operators.LogicalOr, " || "
@@ -252,6 +287,7 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 		terms = append(terms, e)
 	}
 	flatten(e)
+	var out []deadTerm
 	known := 0
 	for _, t := range terms {
 		d, ok := f.fold(t)
@@ -262,12 +298,13 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 			if !strings.Contains(d.why, " ") { // a literal, or its negation
 				d.why = fmt.Sprintf("the term `%s %s` decides it", strings.TrimSpace(sep), d.why)
 			}
-			return d, true
+			out = append(out, d)
+			continue
 		}
 		known++
 	}
-	if known == len(terms) {
-		return deadTerm{value: !or, why: "every term is constant", offset: f.offset(e)}, true
+	if len(out) == 0 && known == len(terms) {
+		return []deadTerm{{value: !or, why: "every term is constant", offset: f.offset(e)}}
 	}
 	// Comparisons of one field with numbers: intersect their ranges (for
 	// ||, the ranges of their negations).
@@ -287,14 +324,14 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 				continue
 			}
 		}
-		if _, seen := byField[cmp.field]; !seen {
-			order = append(order, cmp.field)
+		// One field however the predicate names it (an alias).
+		k := fieldKey(cmp.field)
+		if _, seen := byField[k]; !seen {
+			order = append(order, k)
 		}
-		byField[cmp.field] = append(byField[cmp.field], cmp)
+		byField[k] = append(byField[k], cmp)
 	}
-	if d, ok := f.stringEqualities(terms, or); ok {
-		return d, true
-	}
+	out = append(out, f.stringEqualities(terms, or)...)
 	for _, field := range order {
 		cmps := byField[field]
 		if len(cmps) < 2 || !emptyRange(cmps) {
@@ -316,9 +353,9 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 		} else if len(cmps) == 2 {
 			why = strings.Join(parts, " and ") + " cannot both hold"
 		}
-		return deadTerm{value: or, why: why, offset: cmps[0].offset}, true
+		out = append(out, deadTerm{value: or, why: why, offset: cmps[0].offset})
 	}
-	return deadTerm{}, false
+	return out
 }
 
 // comparison is field op number.
@@ -462,13 +499,17 @@ func emptyRange(cmps []comparison) bool {
 // stringEqualities finds, in the terms of a && chain, two equalities of one
 // field with different strings (x == 'a' && x == 'b': never both), and in
 // the terms of a || chain two inequalities (x != 'a' || x != 'b': always
-// one).
-func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
+// one): the first two of each field.
+func (f folder) stringEqualities(terms []ast.Expr, or bool) []deadTerm {
+	var out []deadTerm
+	done := map[string]bool{}
 	want, op := operators.Equals, "=="
 	if or {
 		want, op = operators.NotEquals, "!="
 	}
-	first := map[string]string{}
+	// first holds, by field (an alias read as its path), the first
+	// equality's field as written and its string.
+	first := map[string][2]string{}
 	for _, t := range terms {
 		if t.Kind() != ast.CallKind || t.AsCall().FunctionName() != want || len(t.AsCall().Args()) != 2 {
 			continue
@@ -491,21 +532,22 @@ func (f folder) stringEqualities(terms []ast.Expr, or bool) (deadTerm, bool) {
 			continue
 		}
 		v := string(str)
-		prev, seen := first[field]
+		prev, seen := first[fieldKey(field)]
 		if !seen {
-			first[field] = v
+			first[fieldKey(field)] = [2]string{field, v}
 			continue
 		}
-		if prev == v {
+		if prev[1] == v || done[fieldKey(field)] {
 			continue
 		}
-		a := fmt.Sprintf("%s %s '%s'", field, op, prev)
+		done[fieldKey(field)] = true
+		a := fmt.Sprintf("%s %s '%s'", prev[0], op, prev[1])
 		b := fmt.Sprintf("%s %s '%s'", field, op, v)
 		why := a + " and " + b + " cannot both hold"
 		if or {
 			why = a + " or " + b + ": one of them holds for every value"
 		}
-		return deadTerm{value: or, why: why, offset: f.offset(t)}, true
+		out = append(out, deadTerm{value: or, why: why, offset: f.offset(t)})
 	}
-	return deadTerm{}, false
+	return out
 }

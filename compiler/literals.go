@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -42,7 +43,6 @@ var providerWords = map[string]map[string]string{
 		"model_context_window_exceeded": "length", "tool_use": "tool_calls", "refusal": "content_filter",
 		"function_call": "tool_calls",
 	},
-	"messages[].role":         {"developer": "system", "function": "tool"},
 	"request.messages[].role": {"developer": "system", "function": "tool"},
 }
 
@@ -51,7 +51,7 @@ var providerWords = map[string]map[string]string{
 // name (request.model == 'gpt-4.1-mini'), a provider's word for a finish
 // reason or a role agentc reports under its own. "" when there is none.
 func (c *Compilation) valueAlias(path, value string) (alias, why string) {
-	switch path {
+	switch path = valuesPath(path); path {
 	case "request.model", "response.model":
 		for _, name := range sortedNames(c.Policy.Models) {
 			if m := c.Policy.Models[name]; m.ID == value {
@@ -65,6 +65,15 @@ func (c *Compilation) valueAlias(path, value string) (alias, why string) {
 	}
 	return "", ""
 }
+
+// indexRE matches a constant index of a path (messages[0].role).
+var indexRE = regexp.MustCompile(`\[[0-9]+\]`)
+
+// valuesPath returns the path whose values the field at path, as a
+// predicate reads it, holds: with each constant index written [], as the
+// field of every element is, and an alias as the path it names
+// (messages[0].role holds request.messages[].role's values).
+func valuesPath(path string) string { return aliasKey(indexRE.ReplaceAllString(path, "[]")) }
 
 // valueSet is what a field of known values may hold.
 type valueSet struct {
@@ -81,7 +90,7 @@ type valueSet struct {
 // of stage in an entry scoped to tools, or false when they are not known.
 func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []string) (valueSet, bool) {
 	p := c.Policy
-	switch path {
+	switch path = valuesPath(path); path {
 	case "tool.name":
 		switch {
 		case stage != predicate.Tool:
@@ -128,13 +137,13 @@ func (c *Compilation) knownValues(path string, stage predicate.Stage, tools []st
 		if stage == invariantStage {
 			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; prove calls no other", sev: dsl.Error}, true
 		}
-	case "request.tools[].name", "response.tool_calls[].name", "messages[].tool_calls[].name", "request.messages[].tool_calls[].name":
+	case "request.tools[].name", "response.tool_calls[].name", "request.messages[].tool_calls[].name":
 		if stage == predicate.Chat && len(p.Tools) > 0 && !p.AllowUndeclaredTools && len(p.MCPServers) == 0 {
 			// A host may offer a tool the policy does not declare, and a
 			// model may name one: a warning.
 			return valueSet{values: sortedNames(p.Tools), what: "the declared tools", why: "; the tool chain refuses a call of another", sev: dsl.Warning}, true
 		}
-	case "messages[].role", "request.messages[].role":
+	case "request.messages[].role":
 		if stage == predicate.Chat {
 			// A host may build messages of other roles: a warning.
 			return valueSet{values: roles, what: "the roles", sev: dsl.Warning}, true

@@ -93,3 +93,26 @@ chains: chat: [
 	assert.True(t, strings.HasSuffix(got[1], "; agentc reports the API's 'max_tokens' as 'length': did you mean 'length'?"), got[1])
 	assert.True(t, strings.HasSuffix(got[2], "; agentc reports the API's 'developer' as 'system': did you mean 'system'?"), got[2])
 }
+
+// A field of an element read by a constant index holds what the field of
+// every element does: its comparison with a value it never holds is
+// reported at the value, named as the predicate reads it.
+func TestUnknownValueIndexedElement(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+tools: send: {args: {type: "object", properties: {to: {type: "string"}}}}
+chains: chat: [
+	{use: "guard", name: "a", phase: "after", deny: "size(response.tool_calls) > 0 && response.tool_calls[0].name == 'sned'"},
+	{use: "guard", name: "b", deny: "size(messages) > 0 && messages[0].role == 'developer'"},
+	{use: "guard", name: "c", deny: "size(request.messages) > 1 && request.messages[1].role in ['usr', 'user']"},
+	{use: "guard", name: "d", deny: "size(messages) > 0 && messages[0].role == 'user' && messages[?0].role.orValue('') == 'x'"},
+]
+`)
+	_, got := compileDiagnostics(t, dir, ruleUnknownValue, true)
+	require.Len(t, got, 3, got)
+	assert.True(t, strings.HasPrefix(got[0], "5:115 cel/unknown-value: response.tool_calls[0].name is never 'sned': it is one of the declared tools ('send'"), got[0])
+	assert.True(t, strings.HasPrefix(got[1], "6:77 cel/unknown-value: messages[0].role is never 'developer'"), got[1])
+	assert.True(t, strings.HasSuffix(got[1], "; agentc reports the API's 'developer' as 'system': did you mean 'system'?"), got[1])
+	assert.True(t, strings.HasPrefix(got[2], "7:94 cel/unknown-value: request.messages[1].role is never 'usr'"), got[2])
+	assert.Contains(t, got[2], "'usr' in the list never matches (its other values may)", got[2])
+}

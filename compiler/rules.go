@@ -271,14 +271,19 @@ alternatives cover every number (args.count >= 0 || args.count < 0; a
 double or dyn field may hold NaN, which satisfies no comparison, so
 item.score >= 0.0 || item.score < 0.0 is not reported), equalities of one field with
 two strings (tool.name == 'a' && tool.name == 'b'; a field of an element
-read by a constant index is one field, response.tool_calls[0].name), or inequalities
+read by a constant index is one field, response.tool_calls[0].name;
+messages is request.messages, so size(messages) and
+size(request.messages) are one field too), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), a
 membership in an empty list (tool.name in []), or a matches() (a
 matches_any() all of whose patterns are such) with a constant pattern
 that can match no text, which is always false: $ without the m flag
 matches only at the end of the text, so args.iban.matches('^xx$[0-9]+')
 requires text after the end (guard/inert says the same of a layer's
-config patterns). Such a test that does not decide the predicate
+config patterns). Each term that decides the predicate alone is a
+finding of its own, at the term (size(args.to) < 1 && size(args.to) > 5
+&& args.amount > 10.0 && args.amount < 5.0 gets two; a field compared
+with a third string is not another). Such a test that does not decide the predicate
 (args.iban == 'x' || args.iban.matches('^xx$[0-9]+')) is a dead term: an
 error where it can let calls through (in a deny or a when, under no
 negation; in a require or an admit, under one), a warning where it can
@@ -345,7 +350,11 @@ the results the tool declares. A model's provider id
 (request.model == 'gpt-4.1-mini' where the policy names that model fast),
 or an API's word for what agentc reports under its own (a finish reason
 'max_tokens' or 'end_turn', a role 'developer'), gets the value the field
-holds as its did-you-mean (fast; length, stop; system). An after-phase turn
+holds as its did-you-mean (fast; length, stop; system). A field of an
+element read by a constant index holds what the field of every element
+does (messages[0].role a role, response.tool_calls[0].name a tool's
+name, args.items[0].sku its schema's values), and messages is
+request.messages. An after-phase turn
 guard that reads status alone and tests status != with a status it never
 sees gets a warning: the test is always true, and cel/constant says what
 that makes of the guard (a deny that blocks every turn fails closed, a
@@ -518,7 +527,10 @@ element as an optional, response.tool_calls[?0].name.orValue('') ==
 its value; a negative one (request.messages[-1]) fails on every list,
 whatever guards it, an error where nothing else can decide it, the
 entry's when included (the last element is l[size(l) - 1], behind
-size(l) > 0 && ...). An index that is not a constant is not reported.`},
+size(l) > 0 && ...). An index that is not a constant is not reported.
+Each index of a list read unguarded is a finding of its own, at its
+first read, with its own severity and size test (messages[1] and
+messages[2] are two); a read of the same element again is not another.`},
 	{ruleLooseMatch, dsl.Warning, "a test that lets a call through holds for values that merely contain what it reads", `
 A predicate lets a call through on a test that holds for more values than
 it reads as. matches() and matches_any() find the pattern anywhere in the

@@ -79,7 +79,9 @@ func toolCallArgReads(src string) []toolCallArgRead {
 			if !ok {
 				return "", callVar{}, false
 			}
-			key := elementKey(e)
+			// Keyed as the path it reads: messages[0].tool_calls[0] is
+			// request.messages[0].tool_calls[0].
+			key := aliasKey(elementKey(e))
 			if n, ok := vars[key]; ok && key != "" {
 				cv = n
 			}

@@ -107,12 +107,11 @@ func uncheckedIndexes(src, when string, list func(path, root string, vars map[st
 					if n, ok := certain[r.keys[0]]; certain == nil || ok && failsFrom(r.index) <= n {
 						r.certain = true
 					}
-					// A negative read is one of its own: the list's other
-					// reads may be guarded, it is not.
-					k := r.keys[0]
-					if r.index < 0 {
-						k += "[-]"
-					}
+					// Each index is a finding of its own (a test
+					// guarding one may not guard another), each negative
+					// one too: the list's other reads may be guarded, it
+					// is not. A read of the same element again is not.
+					k := r.keys[0] + "[" + strconv.FormatInt(r.index, 10) + "]"
 					if j, ok := at[k]; ok {
 						out[j].certain = out[j].certain || r.certain
 					} else {
@@ -644,15 +643,6 @@ func sizeKey(e ast.Expr) (key string, filtered bool) {
 		e = comp.IterRange()
 	}
 	return aliasKey(elementKey(e)), false
-}
-
-// aliasKey returns the path k by the name its list has in the chat
-// stage's request: messages is request.messages.
-func aliasKey(k string) string {
-	if rootOf(k) == "messages" {
-		return "request." + k
-	}
-	return k
 }
 
 // macroStart returns the byte offset of the first token of e, a

@@ -65,7 +65,7 @@ func TestUncheckedIndexes(t *testing.T) {
 		// l[0] may be false on a list with an element, and decide the &&
 		// before l[-1] fails; where l is empty, both fail.
 		{src: "l[0].name == 'a' && l[-1].name == 'b'", want: []indexRead{{list: "l", index: 0, certain: true}, {list: "l", index: -1}}},
-		{src: "l[-1].name == 'a' && l[-2].name == 'b'", want: []indexRead{{list: "l", index: -1, certain: true}}},
+		{src: "l[-1].name == 'a' && l[-2].name == 'b'", want: []indexRead{{list: "l", index: -1, certain: true}, {list: "l", index: -2, certain: true}}},
 		{src: "l[-1].name == 'a'", when: "size(l) > 0", want: []indexRead{{list: "l", index: -1, certain: true}}},
 		{src: "l[1 - 1].name == 'a'", want: []indexRead{{list: "l", index: 0, certain: true}}},
 		{src: "l[2 * 3 - 5].name == 'a'", want: []indexRead{{list: "l", index: 1, certain: true}}},
@@ -240,7 +240,7 @@ chains: tool: [
 	{use: "guard", name: "c", tools: ["send"], require: "size(args.to) == 1 || args.to[1].endsWith('@corp.example')"},
 ]
 `)
-	assert.Equal(t, []string{"5:103 warning", "6:63 error"}, got)
+	assert.Equal(t, []string{"5:103 warning", "6:63 error", "6:103 warning"}, got)
 }
 
 // messages is request.messages: a test of either guards a read of the
@@ -281,4 +281,17 @@ func TestUncheckedIndexNames(t *testing.T) {
 			assert.Equal(t, want[1], got[0].exists, src)
 		}
 	}
+}
+
+// Each unguarded index of a list is a finding of its own, at its read: a
+// read of the same element again is not another.
+func TestUncheckedIndexEveryIndex(t *testing.T) {
+	got := severities(t, `package p
+
+chains: chat: [
+	{use: "guard", name: "a", deny: "messages[1].role == 'a' || request.messages[2].role == 'b' || messages[2].content == '' || messages[1].name == ''"},
+	{use: "guard", name: "b", phase: "after", deny: "response.tool_calls[0].name == 'x' && response.tool_calls[1].name == 'y'"},
+]
+`)
+	assert.Equal(t, []string{"4:44 error", "4:79 warning", "5:71 error", "5:109 warning"}, got)
 }
