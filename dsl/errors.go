@@ -74,6 +74,11 @@ type rawErr struct {
 	// others are the other places of a conflict between the user's own
 	// values (two files, or two fields, setting one field differently).
 	others []Pos
+	// joined is set when the error comes of a list declared in more than
+	// one place, which CUE joins element by element: that list's path,
+	// and the places other than pos it is written.
+	joined  string
+	related []Related
 }
 
 var (
@@ -144,6 +149,9 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.pos = p
 			}
 		}
+		if listLenRE.MatchString(msg) {
+			l.joinedLists(r)
+		}
 		if r.rule == "schema/unknown-field" && len(path) > 0 && nameMaps[strings.Join(path[:len(path)-1], ".")] {
 			// A map of names refuses a label that is not a name: say
 			// so, rather than call it an unknown field whose closest
@@ -172,12 +180,17 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		}
 		if m := conflictRE.FindStringSubmatch(msg); m != nil {
 			r.conflict = [2]string{m[1], m[2]}
-			// The rejected value is the one the user wrote.
-			if got, ok := l.userLiteral(path); ok && got == m[2] {
+			// The rejected value is the one the user wrote. Two of the
+			// user's own keep CUE's order, the first at the error's
+			// place.
+			got, ok := l.userLiteral(path)
+			switch {
+			case len(r.others) > 0:
+			case ok && got == m[2]:
 				r.conflict = [2]string{m[2], m[1]}
-			} else if !ok && !isLiteral(m[1]) && isLiteral(m[2]) {
+			case !ok && !isLiteral(m[1]) && isLiteral(m[2]):
 				r.conflict = [2]string{m[2], m[1]}
-			} else if !ok && looksLikeSchema(m[1]) && !looksLikeSchema(m[2]) {
+			case !ok && looksLikeSchema(m[1]) && !looksLikeSchema(m[2]):
 				// Neither is a literal: the schema's side names a
 				// definition or a type.
 				r.conflict = [2]string{m[2], m[1]}
@@ -186,6 +199,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 		raws = append(raws, r)
 	}
 	raws = l.entriesWithoutUse(raws, user)
+	raws = oneErrorPerJoinedList(raws)
 	// Group by path.
 	byPath := map[string][]*rawErr{}
 	var order []string
@@ -219,15 +233,17 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			conflicts = nil
 		}
 		for _, r := range others {
-			l.diags = append(l.diags, Errorf(r.pos, r.rule, "%s", r.msg))
+			d := Errorf(r.pos, r.rule, "%s", r.msg)
+			d.Related = r.related
+			l.diags = append(l.diags, d)
 		}
 		if len(conflicts) == 1 && len(conflicts[0].others) > 0 {
 			// Two of the user's own values disagree: name both places.
 			r := conflicts[0]
 			msg := fmt.Sprintf("%s: conflicting values %s and %s: the field is set differently in two places", fieldName(r.path), r.conflict[0], r.conflict[1])
-			if len(r.path) == 4 && r.path[0] == "chains" && isIndex(r.path[2]) && r.path[3] == "use" {
-				// Two lists for one chain unify entry by entry.
-				msg += fmt.Sprintf("; chains.%s is declared twice, and CUE joins two lists entry by entry: declare each chain as one list in one place", r.path[1])
+			if list, places := l.declaredTwice(r.path); list != nil {
+				// Two lists (two of a chain) unify entry by entry.
+				msg += "; " + declaredTwiceNote(list, len(places), nil)
 			}
 			d := Errorf(r.pos, r.rule, "%s", msg)
 			for _, o := range r.others {
@@ -269,6 +285,125 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 			l.diags = append(l.diags, Errorf(pos, "schema/invalid-value", "%s: %s is not one of %s%s", fieldName(conflicts[0].path), got, strings.Join(allowed, ", "), bytesNote(got)))
 		}
 	}
+}
+
+// joinedLists explains r, an error of lists of different lengths, when
+// the user's files write the list at r.path in more than one place with
+// different lengths: CUE joins lists element by element, rather than
+// append them. The error is then placed at the outermost list declared in
+// more than one place (r.path, or a chain whose entries hold it), at its
+// last place, with the others as related positions.
+func (l *loader) joinedLists(r *rawErr) {
+	if l.pos == nil {
+		return
+	}
+	lists := l.pos.listsOf(r.path)
+	differ := false
+	for _, s := range lists {
+		differ = differ || s.elems != lists[0].elems
+	}
+	list, places := l.declaredTwice(r.path)
+	if !differ || list == nil {
+		return // a list shorter than its minimum
+	}
+	if len(list) == len(r.path) {
+		lengths := make([]int, len(places))
+		for i, s := range places {
+			lengths[i] = s.elems
+		}
+		r.msg = declaredTwiceNote(list, len(places), lengths)
+	} else {
+		r.msg = fmt.Sprintf("%s: lists of %d and %d elements do not join: %s", fieldName(r.path), lists[0].elems, lists[len(lists)-1].elems, declaredTwiceNote(list, len(places), nil))
+	}
+	r.joined = strings.Join(list, ".")
+	r.pos = places[len(places)-1].value
+	r.related = nil
+	for _, s := range places[:len(places)-1] {
+		r.related = append(r.related, Related{Pos: s.value, Message: "the other list is here"})
+	}
+}
+
+// declaredTwice returns the outermost list on path (path itself, or a list
+// path is below an element of) that the user's files write in more than
+// one place, and those places.
+func (l *loader) declaredTwice(path []string) ([]string, []span) {
+	if l.pos == nil {
+		return nil, nil
+	}
+	for n := 1; n <= len(path); n++ {
+		if n < len(path) && !isIndex(path[n]) {
+			continue
+		}
+		if places := l.pos.listsOf(path[:n]); len(places) > 1 {
+			return path[:n], places
+		}
+	}
+	return nil, nil
+}
+
+// declaredTwiceNote says that list is written in n places, as lists of
+// lengths when they are given, which CUE joins element by element.
+func declaredTwiceNote(list []string, n int, lengths []int) string {
+	what, by, fix := "elements", "element by element", "declare it as one list in one place"
+	if len(list) == 2 && list[0] == "chains" {
+		what, by, fix = "entries", "entry by entry", "declare each chain as one list in one place"
+	}
+	times := "twice"
+	if n > 2 {
+		times = fmt.Sprintf("%d times", n)
+	}
+	as := ""
+	for i, k := range lengths {
+		switch {
+		case i == 0:
+			as = ", as lists of "
+		case i == len(lengths)-1:
+			as += " and "
+		default:
+			as += ", "
+		}
+		as += strconv.Itoa(k)
+		if i == len(lengths)-1 {
+			as += " " + what
+		}
+	}
+	return fmt.Sprintf("%s is declared %s%s, and CUE joins two lists %s: %s", fieldName(list), times, as, by, fix)
+}
+
+// oneErrorPerJoinedList keeps one error for each list declared in more
+// than one place whose lists do not join (the one of the list itself
+// when there is one), and drops the conflicts between the user's own
+// values below it, which come of joining them.
+func oneErrorPerJoinedList(raws []*rawErr) []*rawErr {
+	best := map[string]*rawErr{}
+	for _, r := range raws {
+		if r.joined == "" {
+			continue
+		}
+		if b, ok := best[r.joined]; !ok || (strings.Join(r.path, ".") == r.joined && strings.Join(b.path, ".") != r.joined) {
+			best[r.joined] = r
+		}
+	}
+	if len(best) == 0 {
+		return raws
+	}
+	var out []*rawErr
+	for _, r := range raws {
+		if r.joined != "" {
+			if best[r.joined] == r {
+				out = append(out, r)
+			}
+			continue
+		}
+		below := false
+		for list := range best {
+			below = below || (len(r.others) > 0 && strings.HasPrefix(strings.Join(r.path, ".")+".", list+"."))
+		}
+		if !below {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func conflictMessage(r *rawErr) string {
@@ -467,7 +602,7 @@ func classify(msg string, path []string) (rule, out string) {
 	if m := listLenRE.FindStringSubmatch(msg); m != nil {
 		if len(path) == 2 && path[0] == "chains" {
 			// A chain has no minimum length: two lists were given for it.
-			return "schema/invalid-value", fmt.Sprintf("%s is declared twice, as lists of %s and %s entries, and CUE joins two lists entry by entry: declare each chain as one list in one place", name, m[1], m[2])
+			return "schema/invalid-value", declaredTwiceNote(path, 2, []int{atoi(m[1]), atoi(m[2])})
 		}
 		elements := "elements"
 		if m[1] == "1" {

@@ -3,6 +3,7 @@ package dsl
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -125,20 +126,47 @@ chains: tool: [{use: "log", tools: ["pa\u200by"]}]`,
 	}
 }
 
-// One chain declared in two files is reported as such, not as a field
-// set twice or a list too short.
-func TestChainDeclaredTwice(t *testing.T) {
-	for _, tt := range []struct{ a, b, want string }{
-		{`chains: chat: [{use: "retry", max_attempts: 3}]`, `chains: chat: [{use: "meter", budget: usd: 1}]`,
-			"the field is set differently in two places; chains.chat is declared twice, and CUE joins two lists entry by entry"},
-		{`chains: tool: [{use: "log"}]`, `chains: tool: [{use: "log"}, {use: "audit"}]`,
-			"chains.tool is declared twice, as lists of 1 and 2 entries"},
+// A list declared in two files (a chain, the constraints, a tool's
+// required arguments, an entry's tools...) is reported as such, once, at
+// both lists: not as a list too short, nor as an entry's fields set
+// differently in two places.
+func TestListDeclaredTwice(t *testing.T) {
+	for _, tt := range []struct{ name, a, b, want, at, other string }{
+		{"chain, entries conflict", `chains: chat: [{use: "retry", max_attempts: 3}]`, `chains: chat: [{use: "meter", budget: usd: 1}]`,
+			"the field is set differently in two places; chains.chat is declared twice, and CUE joins two lists entry by entry", "b.cue:3:22", "a.cue:3:22"},
+		{"chain, lengths", `chains: tool: [{use: "log"}]`, `chains: tool: [{use: "log"}, {use: "audit"}]`,
+			"chains.tool is declared twice, as lists of 1 and 2 entries, and CUE joins two lists entry by entry: declare each chain as one list in one place", "b.cue:3:15", "a.cue:3:15"},
+		{"chain, lengths and entries", `chains: tool: [{use: "log"}]`, `chains: tool: [{use: "audit"}, {use: "log"}]`,
+			"chains.tool is declared twice, as lists of 1 and 2 entries", "b.cue:3:15", "a.cue:3:15"},
+		{"constraints, lengths", `constraints: [{id: "a-b", stage: "tool", outer: "pii", inner: "audit", why: "x"}]`,
+			`constraints: [{id: "c-d", stage: "chat", outer: "security", inner: "pii", why: "y"}, {id: "e-f", stage: "tool", outer: "egress", inner: "audit", why: "z"}]`,
+			"constraints is declared twice, as lists of 1 and 2 elements, and CUE joins two lists element by element: declare it as one list in one place", "b.cue:3:14", "a.cue:3:14"},
+		{"constraints, elements conflict", `constraints: [{id: "a-b", stage: "tool", outer: "pii", inner: "audit", why: "x"}]`,
+			`constraints: [{id: "c-d", stage: "tool", outer: "pii", inner: "audit", why: "x"}]`,
+			`constraints[0].id: conflicting values "c-d" and "a-b": the field is set differently in two places; constraints is declared twice, and CUE joins two lists element by element: declare it as one list in one place`, "b.cue:3:20", "a.cue:3:20"},
+		{"required arguments", `tools: t: {args: {type: "object", required: ["a"], properties: {a: type: "string", b: type: "string"}}}`, `tools: t: args: required: ["a", "b"]`,
+			"tools.t.args.required is declared twice, as lists of 1 and 2 elements", "b.cue:3:27", "a.cue:3:45"},
+		{"invariants off", `invariants: off: ["max_executions"]`, `invariants: off: ["audit_complete", "budget_overshoot"]`,
+			"invariants.off is declared twice, as lists of 1 and 2 elements", "b.cue:3:18", "a.cue:3:18"},
+		{"an entry's tools", "tools: {a: {}, b: {}}\nchains: tool: [{use: \"log\", tools: [\"a\"]}]", `chains: tool: [{use: "log", tools: ["a", "b"]}]`,
+			"chains.tool is declared twice, and CUE joins two lists entry by entry: declare each chain as one list in one place", "b.cue:3:15", "a.cue:4:15"},
+		{"mcp command", `mcp: servers: fs: {command: ["npx", "x"]}`, `mcp: servers: fs: command: ["npx"]`,
+			"mcp.servers.fs.command is declared twice, as lists of 2 and 1 elements", "b.cue:3:28", "a.cue:3:29"},
 	} {
-		dir := writePolicy(t, map[string]string{"a.cue": "package p\n" + tt.a + "\n", "b.cue": "package p\n" + tt.b + "\n"})
-		_, diags, err := Load(context.Background(), []string{dir}, Options{})
-		require.NoError(t, err)
-		require.Len(t, diags, 1, "%v", diags)
-		assert.Contains(t, diags[0].Message, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writePolicy(t, map[string]string{"a.cue": "package p\n\n" + tt.a + "\n", "b.cue": "package p\n\n" + tt.b + "\n"})
+			_, diags, err := Load(context.Background(), []string{dir}, Options{})
+			require.NoError(t, err)
+			require.Len(t, diags, 1, "%v", diags)
+			d := diags[0]
+			assert.Equal(t, "schema/invalid-value", d.Rule)
+			assert.Contains(t, d.Message, tt.want)
+			assert.NotContains(t, d.Message, "needs at least")
+			at := func(p Pos) string { return fmt.Sprintf("%s:%d:%d", filepath.Base(p.File), p.Line, p.Col) }
+			assert.Equal(t, tt.at, at(d.Pos))
+			require.Len(t, d.Related, 1, "%v", d)
+			assert.Equal(t, tt.other, at(d.Related[0].Pos))
+		})
 	}
 }
 

@@ -407,13 +407,15 @@ func (l *loader) evaluate(files []*ast.File) *Policy {
 			return nil
 		}
 	}
+	// Indexed first: the user's own values can conflict (a list declared
+	// in two files), and their errors are placed by it.
+	l.pos = indexPositions(files)
 	user := ctx.BuildInstance(inst)
 	if err := user.Err(); err != nil {
 		l.addCUEErrors(err, cue.Value{})
 		return nil
 	}
 	l.user = user
-	l.pos = indexPositions(files)
 	// Unknown middleware ids are reported here, with a did-you-mean; the
 	// closedness errors of such an entry are noise and are dropped below.
 	skip, uses := l.checkUses(user)

@@ -29,7 +29,34 @@ type positions struct {
 }
 
 // span is a stretch of one file.
-type span struct{ start, end Pos }
+type span struct {
+	start, end Pos
+	value      Pos // where the value starts
+	elems      int // the elements of a list written there; -1 for another value
+}
+
+// listsOf returns the places path is written as a list.
+func (ps *positions) listsOf(path []string) []span {
+	keys := make([]string, len(path))
+	for i, name := range path {
+		keys[i] = labelKey(name)
+	}
+	var out []span
+	for _, s := range ps.spansOf(strings.Join(keys, ".")) {
+		if s.elems >= 0 && s.value.IsValid() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// elems returns the elements of x when it is a list, else -1.
+func elems(x ast.Expr) int {
+	if l, ok := x.(*ast.ListLit); ok {
+		return len(l.Elts)
+	}
+	return -1
+}
 
 // holds reports whether p falls within one of the places path is written.
 func (ps *positions) holds(path string, p Pos) bool {
@@ -80,7 +107,7 @@ func (ps *positions) decls(prefix string, decls []ast.Decl) {
 			path = prefix + "." + name
 		}
 		if ps.spans != nil && f.Value != nil {
-			ps.spans[path] = append(ps.spans[path], span{cuePos(f.Label.Pos(), Pos{}), cuePos(f.Value.End(), Pos{})})
+			ps.spans[path] = append(ps.spans[path], span{cuePos(f.Label.Pos(), Pos{}), cuePos(f.Value.End(), Pos{}), cuePos(f.Value.Pos(), Pos{}), elems(f.Value)})
 		}
 		if _, seen := ps.label[path]; !seen {
 			ps.label[path] = cuePos(f.Label.Pos(), Pos{})
@@ -101,7 +128,7 @@ func (ps *positions) expr(path string, x ast.Expr) {
 		for i, el := range x.Elts {
 			p := path + "." + strconv.Itoa(i)
 			if ps.spans != nil {
-				ps.spans[p] = append(ps.spans[p], span{cuePos(el.Pos(), Pos{}), cuePos(el.End(), Pos{})})
+				ps.spans[p] = append(ps.spans[p], span{cuePos(el.Pos(), Pos{}), cuePos(el.End(), Pos{}), cuePos(el.Pos(), Pos{}), elems(el)})
 			}
 			if _, seen := ps.value[p]; !seen {
 				ps.value[p] = cuePos(el.Pos(), Pos{})

@@ -137,7 +137,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			passed++
 			if *verbose {
 				fmt.Fprintf(env.stdout, "ok    %s  %s\n", rel(env, tc.File), tc.Name)
-				printUnused(env, runOut)
+				printUnused(env, tc, runOut)
 			}
 		}
 	}
@@ -321,9 +321,9 @@ func indent(s, prefix string) string {
 }
 
 // printUnused lists under a case the script items its run left, from the
-// run's JSON output: a warning, as a case may script a call the policy
-// refuses.
-func printUnused(env *cliEnv, out []byte) {
+// run's JSON output, each at the first item no call took in the test file:
+// a warning, as a case may script a call the policy refuses.
+func printUnused(env *cliEnv, tc *policytest.Case, out []byte) {
 	var res struct {
 		Unused []scenario.Unused `json:"unused"`
 	}
@@ -331,7 +331,8 @@ func printUnused(env *cliEnv, out []byte) {
 		return
 	}
 	for _, u := range res.Unused {
-		fmt.Fprintf(env.stdout, "      warning: %s\n", u)
+		at := tc.At(fmt.Sprintf("scenario.%s[%d]", u.Script, u.Taken))
+		fmt.Fprintf(env.stdout, "      warning: %s: %s\n", rel(env, at), u)
 	}
 }
 

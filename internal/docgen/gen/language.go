@@ -149,7 +149,10 @@ files (*_test.cue) and files whose names begin with "." or "_", which the cue to
 (an editor's lock file, ".#policy.cue", is not read). Its root value is unified with %s, defined in
 [schemas/policy.cue](../schemas/policy.cue); each builtin's configuration is a closed definition in
 its own file of [schemas/](../schemas). Definitions are closed: a field they do not list is an
-error (%s). This page lists every section of a policy, every field with its type, bounds and
+error (%s). The files are unified: the named sections (models, tools, stores, keys...) may be
+split among them, but a list (a chain, constraints, a tool's required arguments) is written in
+one place, since CUE joins two lists element by element rather than one after the other (two
+lists of one field are reported at both, as %s). This page lists every section of a policy, every field with its type, bounds and
 default, and every builtin: what it does, where it may be used, how vet orders it, and an
 example. [rules.md](rules.md) lists the diagnostics; the CEL variables of each stage are in the
 [README](../README.md#cel-predicates).
@@ -157,7 +160,7 @@ example. [rules.md](rules.md) lists the diagnostics; the CEL variables of each s
 In the tables, *required* marks a field that must be given; a field with neither a default nor
 *required* is optional and absent by default.
 
-`, "`#Policy`", "[`schema/unknown-field`](rules.md#schema-unknown-field)")
+`, "`#Policy`", "[`schema/unknown-field`](rules.md#schema-unknown-field)", "[`schema/invalid-value`](rules.md#schema-invalid-value)")
 
 	// Contents.
 	polFields := topFields(pol.Expr)
