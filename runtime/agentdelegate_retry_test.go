@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
@@ -103,5 +104,100 @@ func TestRetryDoesNotRepeatADelegatingCall(t *testing.T) {
 				assert.NoError(t, err)
 			}
 		})
+	}
+}
+
+// hostDelegation runs lookup, whose tool runs an agent turn that refunds
+// order 9 and then fails its first attempt with fail, as a call the host
+// makes (Pipeline.Tool outside any agent turn) or as the own call of a tool
+// of an agent turn ("outer"), under a tool-chain retry. It returns how
+// often the refund ran and lookup's error.
+func hostDelegation(t *testing.T, viaTool bool, retry string, fail func(ctx context.Context) error) (int, error) {
+	t.Helper()
+	var ids atomic.Int64
+	model := runtime.ModelFunc(func(_ context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		input, last := req.Messages[0].Text(), req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" {
+			yield(runtime.Delta{Text: input + ": done", FinishReason: "stop"})
+			return nil
+		}
+		var calls []runtime.ToolCallDelta
+		switch input {
+		case "look up order 7":
+			calls = []runtime.ToolCallDelta{{Index: 0, ID: "c_outer", Name: "outer", Arguments: `{}`}}
+		case "refund 9":
+			calls = []runtime.ToolCallDelta{{Index: 0, ID: fmt.Sprint("i_refund_", ids.Add(1)), Name: "refund", Arguments: `{"order":9}`}}
+		}
+		yield(runtime.Delta{ToolCalls: calls, FinishReason: runtime.FinishToolCalls})
+		return nil
+	})
+	var refunds, attempts atomic.Int64
+	var pl *runtime.Pipeline
+	var lookupErr error
+	lookup := runtime.ToolRequest{Name: "lookup", Args: map[string]any{"order": 7}}
+	tools := map[string]runtime.ToolFunc{
+		"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			refunds.Add(1)
+			return "ok", nil
+		},
+		"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund 9"})
+			if err != nil {
+				return nil, err
+			}
+			if attempts.Add(1) == 1 {
+				return nil, fail(ctx)
+			}
+			return res.Output, nil
+		},
+		"outer": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			_, lookupErr = pl.Tool(ctx, lookup)
+			return "looked up", nil
+		},
+	}
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", retry)}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "lookup": {}, "outer": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	if viaTool {
+		_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "look up order 7"})
+		require.NoError(t, err)
+	} else {
+		_, lookupErr = pl.Tool(ctx, lookup)
+	}
+	return int(refunds.Load()), lookupErr
+}
+
+// A retry does not run again a read-only call that the host made (not an
+// agent turn), nor one a tool of an agent turn made of its own, whose tool
+// ran an agent turn that refunded: run again, that agent would refund
+// again. The call is marked Delegated as an agent turn's call is.
+func TestRetryDoesNotRepeatAHostCallThatDelegated(t *testing.T) {
+	for _, viaTool := range []bool{false, true} {
+		for _, tc := range []struct {
+			name  string
+			retry string
+			fail  func(ctx context.Context) error
+			// class and why: the lookup's error, cut while its tool ran
+			// (in doubt), or failing of its own (not run again).
+			class runtime.Class
+			why   string
+		}{
+			{"attempt timed out", `{"max_attempts":2,"attempt_timeout":"200ms","initial_delay":"1ms"}`,
+				func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+				runtime.ClassInDoubt, "after the agent turn it ran had started a call that would repeat an effect"},
+			{"transient failure", `{"max_attempts":2,"initial_delay":"1ms"}`,
+				func(context.Context) error {
+					return &runtime.CallError{Kind: runtime.KindTransient, Message: "lookup backend unavailable"}
+				}, runtime.ClassFailure, "ran an agent turn that started a call that would repeat an effect"},
+		} {
+			t.Run(fmt.Sprintf("%s/via tool %v", tc.name, viaTool), func(t *testing.T) {
+				refunds, err := hostDelegation(t, viaTool, tc.retry, tc.fail)
+				assert.Equal(t, 1, refunds, "the nested refund ran once")
+				require.Error(t, err, "the failed lookup is not run again")
+				assert.Equal(t, tc.class, runtime.Classify(err), "%v", err)
+				assert.ErrorContains(t, err, tc.why)
+			})
+		}
 	}
 }
