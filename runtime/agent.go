@@ -164,7 +164,10 @@ type AgentResult struct {
 // doubt) too, and their refusal replaces its error so.
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
-// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, and so
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, as is a
+// turn of a run that another process ended or saved since this one last
+// did (a checkpoint layer's check, Pipeline.Turn: a *BlockedError, the
+// model not called), and so
 // is an agent turn run in a host's turn body of the run, or in a turn
 // nested in it, while another runs there (one after the other, each
 // continues the transcript). A turn run by a tool call of an agent turn

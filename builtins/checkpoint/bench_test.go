@@ -76,6 +76,44 @@ func BenchmarkSave(b *testing.B) {
 	}
 }
 
+// BenchmarkCheck is the check a checkpoint layer makes before each turn
+// (Checkpointer.Check) of a run this process holds, with a 20-message
+// transcript saved, per store kind: one read of the latest version's number
+// and status.
+func BenchmarkCheck(b *testing.B) {
+	stores := benchStores(b)
+	for _, kind := range []string{"memory", "sqlite", "postgres"} {
+		store, ok := stores[kind]
+		if !ok {
+			continue
+		}
+		b.Run(kind, func(b *testing.B) {
+			pl := rt.Build(b, checkpointPlan(store, false), runtime.Deps{})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("bench-check-%s", storetest.Prefix(b))})
+			msgs := make([]runtime.Message, 20)
+			for i := range msgs {
+				msgs[i] = runtime.Message{Role: "user", Content: fmt.Sprintf("message %d of the conversation, about an order", i)}
+			}
+			c, err := pl.Checkpointer("")
+			if err != nil {
+				b.Fatal(err)
+			}
+			pl.RecordTranscript(ctx, msgs)
+			if _, err := c.Save(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Check(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
+		})
+	}
+}
+
 // BenchmarkSaveLongRun is one save of a run of n messages (and n/2 tool
 // results), per store kind: every save writes the whole run, so its cost,
 // and the bytes a version holds (bytes/save), grow with the run.
