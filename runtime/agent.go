@@ -164,7 +164,10 @@ type AgentResult struct {
 // doubt) too, and their refusal replaces its error so.
 // RunAgent is safe for concurrent use; while the run is recorded (a
 // checkpoint), a turn of a run with another turn under way is refused
-// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, and so
+// before anything runs (ErrRunBusy), as Pipeline.Turn refuses it, as is a
+// turn of a run that another process ended or saved since this one last
+// did (a checkpoint layer's check, Pipeline.Turn: a *BlockedError, the
+// model not called), and so
 // is an agent turn run in a host's turn body of the run, or in a turn
 // nested in it, while another runs there (one after the other, each
 // continues the transcript). A turn run by a tool call of an agent turn
@@ -1102,7 +1105,10 @@ type agentCallCtxKey struct{}
 // tool runs (the context is the tool's, and a call of the tool chain made
 // with it is the tool's own, not the agent's call), and the call of an
 // agent turn that its turn runs in, if any (a tool of one pipeline's
-// agent turn running another pipeline's).
+// agent turn running another pipeline's). The tool of a call made outside
+// an agent turn's call (the host's, a tool's own) runs with a node of no
+// turn (pl nil, key ""), which no lookup of a turn's call finds: it only
+// carries the call, so that an agent turn the tool runs flags it.
 type agentCall struct {
 	key    string
 	inTool bool
@@ -1149,18 +1155,24 @@ func (pl *Pipeline) agentRecordOf(ctx context.Context) string {
 	return c.key
 }
 
-// inToolOf returns ctx for the tool of an agent turn's call to run with,
-// or ctx itself outside an agent turn's call: the calls the tool makes
-// through the tool chain are its own, recorded under no call of the turn
-// (agentRecordOf), and none is the resumed call its own is (ResumedCall),
-// which a layer would judge by what the turn recorded of the resumed one.
+// inToolOf returns ctx for the tool of call tc to run with. For an agent
+// turn's call, the calls the tool makes through the tool chain are its own,
+// recorded under no call of the turn (agentRecordOf), and none is the
+// resumed call its own is (ResumedCall), which a layer would judge by what
+// the turn recorded of the resumed one. Any other call (the host's, or the
+// own call of an agent turn's tool) gets a node of no turn (pl nil), so that
+// an agent turn its tool runs flags it too (markDelegated).
 //
-// The *agentCall returned, nil outside an agent turn's call, carries tc
-// until the tool returns (the caller then stores nil in its call).
+// The *agentCall returned carries tc until the tool returns (the caller
+// then stores nil in its call).
 func inToolOf(ctx context.Context, tc *ToolCall) (context.Context, *agentCall) {
 	c, ok := ctx.Value(agentCallCtxKey{}).(*agentCall)
 	if !ok || c.inTool {
-		return ctx, nil
+		// One allocation: the node and the context that carries it.
+		hc := &callCtx{Context: ctx}
+		hc.ac = agentCall{inTool: true, run: runID(ctx), up: c}
+		hc.ac.call.Store(tc)
+		return hc, &hc.ac
 	}
 	tool := &agentCall{key: c.key, inTool: true, pl: c.pl, run: c.run, up: c.up}
 	tool.call.Store(tc)
@@ -1169,6 +1181,21 @@ func inToolOf(ctx context.Context, tc *ToolCall) (context.Context, *agentCall) {
 		ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
 	}
 	return ctx, tool
+}
+
+// callCtx is the context of the tool of a call made outside an agent
+// turn's call (inToolOf): it carries the call's node.
+type callCtx struct {
+	context.Context
+	ac agentCall
+}
+
+// Value implements context.Context.
+func (c *callCtx) Value(key any) any {
+	if key == (agentCallCtxKey{}) {
+		return &c.ac
+	}
+	return c.Context.Value(key)
 }
 
 // markDelegated flags the calls of the tool chain whose tools run the

@@ -37,7 +37,7 @@ func (pl *Pipeline) delegate(ctx context.Context, ac *agentCall, tool string) er
 	// of that pipeline that records the run's calls.
 	var outer []*agentCall
 	for c := ac.up; c != nil; c = c.up {
-		if c.run != ac.run || !c.pl.recordRuns.Load() {
+		if c.pl == nil || c.run != ac.run || !c.pl.recordRuns.Load() {
 			continue
 		}
 		if i := slices.IndexFunc(outer, func(o *agentCall) bool { return o.pl == c.pl }); i >= 0 {

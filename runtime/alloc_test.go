@@ -17,7 +17,10 @@ var staticResult any = "done"
 func staticTool(context.Context, *runtime.ToolCall) (any, error) { return staticResult, nil }
 
 // TestHotPathsDoNotAllocate pins the allocation design: a chain of
-// pass-through tool layers allocates nothing per call, and the happy path of
+// pass-through tool layers allocates one object per call the host makes,
+// the context its tool runs with, which carries the call so that an agent
+// turn the tool runs marks it (ToolCall.Delegated; it cannot be pooled, as
+// a tool may keep its context after it returned), and the happy path of
 // fallback and retry with a breaker allocates only the model-facing yield of
 // the one model invocation (see emitToken: it cannot be pooled, since a late
 // yield must not reach a recycled call).
@@ -40,7 +43,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		assert.Zero(t, allocs, "%d pass-through layers", n)
+		assert.LessOrEqual(t, allocs, 1.0, "%d pass-through layers: the tool's context", n)
 	}
 
 	pl := resilience(t, oneDelta)

@@ -322,13 +322,15 @@ type Pipeline struct {
 	// tool results are recorded for it (checkpoint.go). toolHooks run
 	// after each tool call (BuildContext.OnToolResult), callHooks when an
 	// agent turn recorded the model's tool calls, before any runs
-	// (BuildContext.OnToolCalls).
+	// (BuildContext.OnToolCalls), turnHooks before a turn's layers run
+	// (BuildContext.OnTurnStart).
 	recordRuns atomic.Bool
 	// busy holds, while runs are recorded, the ids of the runs with a
 	// turn under way and the turns whose body runs an agent turn (hold).
 	busy      sync.Map
 	toolHooks []func(ctx context.Context) error
 	callHooks []func(ctx context.Context) error
+	turnHooks []func(ctx context.Context) error
 	// checkpointKeep is how many versions of a run the saves in each
 	// checkpoint store leave, by store name (BuildContext.KeepCheckpoints).
 	checkpointKeep map[string]int

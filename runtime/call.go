@@ -1364,8 +1364,10 @@ type ToolCall struct {
 // call again. Such a call is side-effecting and not retry_safe, whatever
 // its tool declares: a layer that runs a failed call again (retry) must
 // not, unless the failure proves it did not run (DidNotRun). It is known
-// for a call an agent turn makes (its tool's context carries the call); a
-// call the host makes outside an agent turn does not report it.
+// for every call of the tool chain, an agent turn's, one the host makes
+// outside an agent turn (Pipeline.Tool) and one a tool makes of its own:
+// the tool's context carries the call, and the agent turns it runs, at any
+// depth, mark it.
 func (c *ToolCall) Delegated() bool { return atomic.LoadInt32(&c.delegated) != 0 }
 
 // ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments

@@ -362,6 +362,74 @@ func (c *Checkpointer) save(ctx context.Context, status RunStatus) (Checkpoint, 
 	return cp, nil
 }
 
+// CheckpointHeads is implemented by a CheckpointStore that reads where a
+// run stands, its latest version and that version's status, without
+// reading the version's data (Checkpointer.Check). A store without it is
+// read with LatestCheckpoint.
+type CheckpointHeads interface {
+	// LatestCheckpointHead returns the number and status of the run's
+	// latest version (false: the run has none).
+	LatestCheckpointHead(ctx context.Context, runID string) (version int, status RunStatus, ok bool, err error)
+}
+
+// Check returns nil when this process holds the run ctx carries, as its
+// next save would find it: the run's latest version in the store is the
+// one this process last saved or resumed (or the run has none, and this
+// process neither saved nor resumed it), and it is not terminal. Else it
+// returns the refusal that save would get, a *BlockedError of layer
+// LayerCheckpoint wrapping a *TerminalRunError (the run ended, here or in
+// another process) or a *CheckpointConflictError (another process saved
+// the run since, or this one never resumed it), without writing anything;
+// a store that could not be read fails with its error. A checkpoint layer
+// checks so before each turn (BuildContext.OnTurnStart), so that a turn
+// of a run this process no longer holds is refused before its model is
+// called or its tools run. A call made without a run id has nothing to
+// check. One round trip: the store's LatestCheckpointHead when it has one
+// (CheckpointHeads), else its LatestCheckpoint.
+func (c *Checkpointer) Check(ctx context.Context) error {
+	run := RunOf(ctx)
+	if run.ID == "" || run.own {
+		return nil
+	}
+	base := 0
+	if s := c.pl.lookupRunState(run.ID); s != nil {
+		// A save of the run under way here ends first: the version
+		// compared is the one it leaves.
+		defer lockSaves(s)()
+		s.mu.Lock()
+		base = s.version
+		s.mu.Unlock()
+	}
+	var (
+		latest int
+		status RunStatus
+		ok     bool
+		err    error
+	)
+	if h, has := c.store.(CheckpointHeads); has {
+		latest, status, ok, err = h.LatestCheckpointHead(ctx, run.ID)
+	} else {
+		var cp Checkpoint
+		cp, ok, err = c.store.LatestCheckpoint(ctx, run.ID)
+		latest, status = cp.Version, cp.Status
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: read run %s: %w", run.ID, err)
+	}
+	if !ok {
+		latest, status = 0, ""
+	}
+	switch {
+	case status.Terminal():
+		te := &TerminalRunError{RunID: run.ID, Status: status, Version: latest}
+		return &BlockedError{Layer: LayerCheckpoint, Message: "the turn is not run", Err: te}
+	case latest != base:
+		ce := &CheckpointConflictError{RunID: run.ID, Want: base + 1, Latest: latest}
+		return &BlockedError{Layer: LayerCheckpoint, Message: "the turn is not run", Err: ce}
+	}
+	return nil
+}
+
 // Latest returns the run's latest checkpoint.
 func (c *Checkpointer) Latest(ctx context.Context, runID string) (Checkpoint, bool, error) {
 	return c.store.LatestCheckpoint(ctx, runID)
@@ -568,6 +636,18 @@ func (b *BuildContext) OnToolResult(fn func(ctx context.Context) error) {
 // no call runs. It is called during Provision only.
 func (b *BuildContext) OnToolCalls(fn func(ctx context.Context) error) {
 	b.p.callHooks = append(b.p.callHooks, fn)
+}
+
+// OnTurnStart registers fn to run before a turn of a run (Pipeline.Turn,
+// RunAgent) enters the turn chain, once the turn holds the run (ErrRunBusy):
+// a checkpoint layer checks there that this process still holds the run
+// (Checkpointer.Check), so that a turn of a run another process ended or
+// saved since is refused before its model is called or its tools run. An
+// error fn returns is the turn's, and nothing of the turn runs. It does not
+// run for a turn nested in a turn of the same run (the outer turn's ran),
+// nor for a turn made without a run id. It is called during Provision only.
+func (b *BuildContext) OnTurnStart(fn func(ctx context.Context) error) {
+	b.p.turnHooks = append(b.p.turnHooks, fn)
 }
 
 // SecretMasker returns a function that masks the secrets of a run in a
@@ -810,6 +890,16 @@ func (m *MemoryCheckpoints) LatestCheckpoint(_ context.Context, runID string) (C
 	return Checkpoint{}, false, nil
 }
 
+// LatestCheckpointHead implements CheckpointHeads.
+func (m *MemoryCheckpoints) LatestCheckpointHead(_ context.Context, runID string) (int, RunStatus, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[runID]; r != nil {
+		return r.latest, r.status, true, nil
+	}
+	return 0, "", false, nil
+}
+
 // CheckpointAt implements CheckpointStore.
 func (m *MemoryCheckpoints) CheckpointAt(_ context.Context, runID string, v int) (Checkpoint, bool, error) {
 	m.mu.Lock()
@@ -835,4 +925,7 @@ func (m *MemoryCheckpoints) DeleteCheckpoints(_ context.Context, runID string) e
 	return nil
 }
 
-var _ CheckpointStore = (*MemoryCheckpoints)(nil)
+var (
+	_ CheckpointStore = (*MemoryCheckpoints)(nil)
+	_ CheckpointHeads = (*MemoryCheckpoints)(nil)
+)

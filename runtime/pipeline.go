@@ -898,7 +898,11 @@ func onRefused(ctx context.Context, withhold func()) {
 // chain has returned, and its error joined to the turn's. A turn that ended
 // well keeps its output when such an end fails (its effects and its output
 // were made, only not recorded): the error says so, and wraps the end's (a
-// save the store failed: ErrOutcomeUnrecorded).
+// save the store failed: ErrOutcomeUnrecorded). Before the chain, once the
+// turn holds its run, the OnTurnStart hooks run (a checkpoint layer's
+// Checkpointer.Check): a run that another process ended or saved since this
+// one last did is refused there, with a *BlockedError, and nothing of the
+// turn runs (neither a layer nor fn, nor a model call).
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	return pl.runTurn(ctx, req, fn, false)
 }
@@ -938,6 +942,15 @@ func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, a
 		defer release()
 		if pl.runs != nil {
 			defer pl.runs.end(pl.runs.begin(run.ID))
+		}
+		if !nested {
+			// Before any layer: a run this process no longer holds (a
+			// checkpoint's Check) has nothing of the turn run.
+			for _, hook := range pl.turnHooks {
+				if err := hook(ctx); err != nil {
+					return TurnResult{}, err
+				}
+			}
 		}
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)

@@ -37,43 +37,76 @@ func BenchmarkStateSet(b *testing.B) {
 // BenchmarkSave is one Checkpointer.Save of a run with a 20-message
 // transcript, 5 tool results and 2 state fields, per store kind.
 func BenchmarkSave(b *testing.B) {
+	eachStore(b, func(b *testing.B, store plan.Store) {
+		tools := map[string]runtime.ToolFunc{"lookup": rt.NewTool(rt.ToolResult{Value: map[string]any{"status": "shipped", "eta": "2d"}}).Func()}
+		pl, ctx, c := benchRun(b, store, runtime.Deps{Tools: tools}, "bench")
+		for range 5 {
+			if _, err := pl.Tool(ctx, runtime.ToolRequest{Name: "lookup", Args: map[string]any{}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := pl.AppendState(ctx, "notes", "called back"); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Save(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
+	})
+}
+
+// eachStore runs fn as a sub-benchmark for each store kind benchStores
+// offers, in the order memory, sqlite, postgres.
+func eachStore(b *testing.B, fn func(b *testing.B, store plan.Store)) {
 	stores := benchStores(b)
 	for _, kind := range []string{"memory", "sqlite", "postgres"} {
-		store, ok := stores[kind]
-		if !ok {
-			continue
+		if store, ok := stores[kind]; ok {
+			b.Run(kind, func(b *testing.B) { fn(b, store) })
 		}
-		b.Run(kind, func(b *testing.B) {
-			tools := map[string]runtime.ToolFunc{"lookup": rt.NewTool(rt.ToolResult{Value: map[string]any{"status": "shipped", "eta": "2d"}}).Func()}
-			pl := rt.Build(b, checkpointPlan(store, false), runtime.Deps{Tools: tools})
-			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("bench-%s", storetest.Prefix(b))})
-			msgs := make([]runtime.Message, 20)
-			for i := range msgs {
-				msgs[i] = runtime.Message{Role: "user", Content: fmt.Sprintf("message %d of the conversation, about an order", i)}
-			}
-			c, err := pl.Checkpointer("")
-			if err != nil {
-				b.Fatal(err)
-			}
-			pl.RecordTranscript(ctx, msgs)
-			for range 5 {
-				if _, err := pl.Tool(ctx, runtime.ToolRequest{Name: "lookup", Args: map[string]any{}}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := pl.AppendState(ctx, "notes", "called back"); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.Save(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
-		})
 	}
+}
+
+// benchRun builds the pipeline of a benchmark over store and returns it,
+// the context of a run of its own named after prefix, with a 20-message
+// transcript recorded, and its checkpointer.
+func benchRun(b *testing.B, store plan.Store, deps runtime.Deps, prefix string) (*runtime.Pipeline, context.Context, *runtime.Checkpointer) {
+	pl := rt.Build(b, checkpointPlan(store, false), deps)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: fmt.Sprintf("%s-%s", prefix, storetest.Prefix(b))})
+	msgs := make([]runtime.Message, 20)
+	for i := range msgs {
+		msgs[i] = runtime.Message{Role: "user", Content: fmt.Sprintf("message %d of the conversation, about an order", i)}
+	}
+	c, err := pl.Checkpointer("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pl.RecordTranscript(ctx, msgs)
+	return pl, ctx, c
+}
+
+// BenchmarkCheck is the check a checkpoint layer makes before each turn
+// (Checkpointer.Check) of a run this process holds, with a 20-message
+// transcript saved, per store kind: one read of the latest version's number
+// and status.
+func BenchmarkCheck(b *testing.B) {
+	eachStore(b, func(b *testing.B, store plan.Store) {
+		_, ctx, c := benchRun(b, store, runtime.Deps{}, "bench-check")
+		if _, err := c.Save(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := c.Check(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		_ = c.Delete(context.Background(), runtime.RunOf(ctx).ID)
+	})
 }
 
 // BenchmarkSaveLongRun is one save of a run of n messages (and n/2 tool

@@ -44,8 +44,9 @@ func (c *Checkpoint) Validate() error {
 }
 
 // Provision resolves the checkpoint store, declares how many versions of a
-// run it keeps and, with after_tool, hooks the saves before an agent turn's
-// tool calls run and after each tool result.
+// run it keeps, checks before each turn that this process still holds the
+// run and, with after_tool, hooks the saves before an agent turn's tool
+// calls run and after each tool result.
 func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 	cp, err := b.Checkpoints(c.Store)
 	if err != nil {
@@ -54,6 +55,22 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 	b.KeepCheckpoints(c.Store, c.Keep)
 	c.cp = cp
 	c.name = b.Name()
+	// Before the turn's layers, its model call and its tools: a run that
+	// another process ended, or saved since this one last did (a replica
+	// that resumed it), is refused as its first save would be, with
+	// nothing run (a *runtime.BlockedError), rather than once the model
+	// was called and, without after_tool, its tools ran.
+	b.OnTurnStart(func(ctx context.Context) error {
+		// A turn cancelled already is checked too, as its end's save
+		// is made: a run this process holds records the cancellation,
+		// one it does not is refused as the save would be.
+		err := cp.Check(context.WithoutCancel(ctx))
+		var blocked *runtime.BlockedError
+		if err == nil || errors.As(err, &blocked) {
+			return err
+		}
+		return &runtime.CallError{Layer: c.name, Message: "the run's latest version could not be read; the turn did not run", Err: runtime.StoreUnavailable(err)}
+	})
 	if c.AfterTool {
 		// Before an agent turn's tool calls run, and after each returns:
 		// a run resumed from either save knows which calls were made and

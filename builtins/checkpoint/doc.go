@@ -46,10 +46,19 @@
 // nothing ran.
 //
 // Each save is the version after the one the process last saved or
-// resumed: when another process saved the run since (two workers resumed
-// it), the store refuses it with a *runtime.CheckpointConflictError and the
-// turn ends with it, saving nothing more; with after_tool that is before
-// the model's tool calls run, blocked (*runtime.BlockedError): none ran.
+// resumed. Before each turn (runtime.Pipeline.RunAgent, Turn) enters the
+// turn chain, the layer reads where the run stands in the store (one round
+// trip, runtime.Checkpointer.Check): a run another process ended, or saved
+// since this one last did (two workers resumed it), is refused there, as
+// that save would be, blocked (a *runtime.BlockedError wrapping the
+// *runtime.TerminalRunError or *runtime.CheckpointConflictError): the
+// model is not called, no tool runs and nothing is saved. A store that
+// cannot be read then fails the turn before anything runs
+// (runtime.ErrStoreUnavailable). When another process saves the run while
+// the turn runs, the store refuses the turn's next save with the
+// *runtime.CheckpointConflictError and the turn ends with it, saving
+// nothing more; with after_tool that is before the model's tool calls run,
+// blocked (*runtime.BlockedError): none ran.
 // The save after a tool result refused so (another process took the run
 // over while the call ran) ends the turn in doubt
 // (runtime.ErrOutcomeUnrecorded, never blocked): the call ran. So does one
@@ -59,8 +68,8 @@
 // no longer holds the run: its later turns of it are refused the same way
 // until it resumes it (runtime.Checkpointer.Resume), from the latest
 // version, which lacks the result it could not save. A process that
-// restarts resumes its runs before it runs their turns, or their first
-// save is refused so.
+// restarts resumes its runs before it runs their turns, or their turns are
+// refused so before they run.
 //
 // The layer acts where a host runs turns (runtime.Pipeline.RunAgent,
 // Turn): `agentc serve` runs none, and builds its pipeline without the

@@ -35,8 +35,9 @@
 // settings.allow_undeclared_tools lets run, an MCP tool the policy does not
 // declare and its server does not annotate readOnlyHint or idempotentHint,
 // a host's tool: the runtime takes each as side-effecting and not
-// retry_safe), and whatever its tool declares, when the tool of an agent
-// turn's call ran an agent turn that started such a call
+// retry_safe), and whatever its tool declares, when the tool of the call (an
+// agent turn's, or one the host or a tool makes) ran an agent turn that
+// started such a call
 // (runtime.ToolCall.Delegated: run again, it would run that turn anew). Its transient failure is returned as it is, with the reason
 // it was not retried appended to its message, and logged. An
 // attempt_timeout that fired while such a tool ran (it returned after its

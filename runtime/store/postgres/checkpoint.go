@@ -167,6 +167,28 @@ func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Che
 	return s.checkpoint(ctx, `SELECT version, status, data FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`, runID)
 }
 
+// LatestCheckpointHead implements runtime.CheckpointHeads: the latest
+// version's number and status, without its data.
+func (s *Store) LatestCheckpointHead(ctx context.Context, runID string) (int, runtime.RunStatus, bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if err := s.checkpoints(ctx); err != nil {
+		return 0, "", false, err
+	}
+	var (
+		v      int
+		status string
+	)
+	err := s.pool.QueryRow(ctx, s.q(`SELECT version, status FROM §.checkpoints WHERE run_id = $1 ORDER BY version DESC LIMIT 1`), runID).Scan(&v, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("postgres checkpoints: %w", err)
+	}
+	return v, runtime.RunStatus(status), true, nil
+}
+
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
 	ctx, cancel := s.op(ctx)
@@ -205,4 +227,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, runID string) error {
 	return nil
 }
 
-var _ runtime.CheckpointStore = (*Store)(nil)
+var (
+	_ runtime.CheckpointStore = (*Store)(nil)
+	_ runtime.CheckpointHeads = (*Store)(nil)
+)

@@ -134,6 +134,26 @@ func (s *Store) LatestCheckpoint(ctx context.Context, runID string) (runtime.Che
 	return s.checkpoint(ctx, `SELECT version, status, data FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID)
 }
 
+// LatestCheckpointHead implements runtime.CheckpointHeads: the latest
+// version's number and status, without its data.
+func (s *Store) LatestCheckpointHead(ctx context.Context, runID string) (int, runtime.RunStatus, bool, error) {
+	if err := s.checkpoints(ctx); err != nil {
+		return 0, "", false, err
+	}
+	var (
+		v      int
+		status string
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT version, status FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1`, runID).Scan(&v, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("sqlite checkpoints: %w", err)
+	}
+	return v, runtime.RunStatus(status), true, nil
+}
+
 // CheckpointAt implements runtime.CheckpointStore.
 func (s *Store) CheckpointAt(ctx context.Context, runID string, version int) (runtime.Checkpoint, bool, error) {
 	return s.checkpoint(ctx, `SELECT version, status, data FROM checkpoints WHERE run_id = ? AND version = ?`, runID, version)
@@ -171,4 +191,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, runID string) error {
 	return s.intact()
 }
 
-var _ runtime.CheckpointStore = (*Store)(nil)
+var (
+	_ runtime.CheckpointStore = (*Store)(nil)
+	_ runtime.CheckpointHeads = (*Store)(nil)
+)

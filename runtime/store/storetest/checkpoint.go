@@ -22,6 +22,7 @@ import (
 // save with Keep (checkpointRetention).
 func Checkpoints(t *testing.T, s runtime.CheckpointStore) {
 	t.Run("Retention", func(t *testing.T) { checkpointRetention(t, s) })
+	t.Run("Head", func(t *testing.T) { checkpointHead(t, s) })
 	ctx := context.Background()
 	run := Key(t, "run")
 	_, ok, err := s.LatestCheckpoint(ctx, run)
@@ -271,4 +272,30 @@ func checkpointRetention(t *testing.T, s runtime.CheckpointStore) {
 	assert.Equal(t, n, len(slices.Compact(got)), "versions are distinct: %v", got)
 	assert.Equal(t, []int{n - 3, n - 2, n - 1, n}, versions(race))
 	require.NoError(t, s.DeleteCheckpoints(ctx, race))
+}
+
+// checkpointHead checks the head read of a store that has one
+// (runtime.CheckpointHeads): the latest version's number and status, as
+// LatestCheckpoint reads them, through a save and the run's end.
+func checkpointHead(t *testing.T, s runtime.CheckpointStore) {
+	h, ok := s.(runtime.CheckpointHeads)
+	if !ok {
+		t.Skip("the store reads no head")
+	}
+	ctx := context.Background()
+	run := Key(t, "head")
+	_, _, ok, err := h.LatestCheckpointHead(ctx, run)
+	require.NoError(t, err)
+	assert.False(t, ok, "a run without checkpoints has no head")
+	for _, status := range []runtime.RunStatus{runtime.RunRunning, runtime.RunRunning, runtime.RunDone} {
+		_, err := s.SaveCheckpoint(ctx, runtime.Checkpoint{RunID: run, Status: status, Time: time.Now().UTC()})
+		require.NoError(t, err)
+		v, st, ok, err := h.LatestCheckpointHead(ctx, run)
+		require.NoError(t, err)
+		require.True(t, ok)
+		cp, _, err := s.LatestCheckpoint(ctx, run)
+		require.NoError(t, err)
+		assert.Equal(t, cp.Version, v)
+		assert.Equal(t, status, st)
+	}
 }
