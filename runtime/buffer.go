@@ -94,67 +94,77 @@ func (b Buffered) Usage() Usage {
 func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield func(Delta) bool,
 	check func([]ToolUse) ([]ToolUse, error)) error {
 	start := c.Deltas
-	emitted := 0
-	var calls ToolCallBuilder
-	var held []Delta // after a call began: its fragments, and the thinking and text kept in place
-	var tail Delta   // the finish reason and usage held after a call began
-	inPlace := c.Request.Thinking != nil
-	stopped := false
+	// One struct, so the closures capture one heap variable.
+	var h struct {
+		emitted int
+		calls   ToolCallBuilder
+		held    []Delta // after a call began: its fragments, and the thinking and text kept in place
+		frags   []ToolCallDelta
+		tail    Delta // the finish reason and usage held after a call began
+		inPlace bool
+		stopped bool
+	}
+	h.inPlace = c.Request.Thinking != nil
 	pass := func(d Delta) bool {
-		emitted++
+		h.emitted++
 		if !yield(d) {
-			stopped = true
+			h.stopped = true
 			c.Stopped = true
 			return false
 		}
 		return true
 	}
 	err := next(ctx, c, func(d Delta) bool {
-		if stopped {
+		if h.stopped {
 			return false
 		}
-		inPlace = inPlace || d.Thinking != nil
-		if len(d.ToolCalls) == 0 && calls.Len() == 0 {
+		h.inPlace = h.inPlace || d.Thinking != nil
+		if len(d.ToolCalls) == 0 && h.calls.Len() == 0 {
 			return pass(d)
 		}
 		if d.FinishReason != "" {
-			tail.FinishReason, tail.StopSequence = d.FinishReason, d.StopSequence
+			h.tail.FinishReason, h.tail.StopSequence = d.FinishReason, d.StopSequence
 		}
 		// A delta's thinking and text come before its tool calls (as the
 		// stream writers write them): before the first call they pass.
 		now := Delta{Text: d.Text, Refusal: d.Refusal}
 		var later Delta
-		if calls.Len() == 0 {
+		if h.calls.Len() == 0 {
 			now.Thinking = d.Thinking
 		} else if d.Thinking != nil {
 			t := *d.Thinking
 			later.Thinking = &t
 		}
-		if inPlace && calls.Len() > 0 {
+		if h.inPlace && h.calls.Len() > 0 {
 			later.Text, later.Refusal, now.Text = d.Text, d.Refusal, ""
 		}
 		if len(d.ToolCalls) > 0 {
-			later.ToolCalls = slices.Clone(d.ToolCalls)
-			calls.Add(&d)
+			// The fragments are copied into one growing slice: the
+			// model's delta may reuse its own.
+			at := len(h.frags)
+			h.frags = append(h.frags, d.ToolCalls...)
+			later.ToolCalls = h.frags[at:len(h.frags):len(h.frags)]
+			h.calls.Add(&d)
 		}
 		if later.Thinking != nil || later.Text != "" || later.ToolCalls != nil {
-			held = append(held, later)
+			h.held = append(h.held, later)
 		}
 		if now.Text != "" || now.Thinking != nil {
 			now.Usage = d.Usage
 			return pass(now)
 		}
-		tail.Usage.Add(d.Usage)
+		h.tail.Usage.Add(d.Usage)
 		return true
 	})
-	defer func() { c.Deltas = start + emitted }()
-	if err != nil || stopped || calls.Len() == 0 {
+	defer func() { c.Deltas = start + h.emitted }()
+	if err != nil || h.stopped || h.calls.Len() == 0 {
 		return err
 	}
-	out, cerr := check(calls.ToolCalls())
+	out, cerr := check(h.calls.ToolCalls())
 	if cerr != nil {
 		return cerr
 	}
+	held := h.held
 	WholeToolCalls(held, out)
 	var rel []Delta
 	for _, d := range held {
@@ -172,7 +182,7 @@ func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield fun
 		rel = append(rel, Delta{})
 	}
 	last := &rel[len(rel)-1]
-	last.FinishReason, last.StopSequence, last.Usage = tail.FinishReason, tail.StopSequence, tail.Usage
+	last.FinishReason, last.StopSequence, last.Usage = h.tail.FinishReason, h.tail.StopSequence, h.tail.Usage
 	for _, d := range rel {
 		if !pass(d) {
 			break

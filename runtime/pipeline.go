@@ -3,10 +3,12 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"maps"
+	"net/http"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -64,8 +66,48 @@ func (pl *Pipeline) toolEntry(name string) *toolEntry {
 	return pl.tools[name]
 }
 
-// chatTerminal calls the model named by the request, counting what arrives.
+// chatTerminal calls the model named by the request, counting what
+// arrives. When the request offers tools, the model's calls are held until
+// its stream ends (HoldToolCalls) and go up the chain whole, each one
+// fragment, once every call's arguments are complete (wholeCalls): a call
+// the upstream cut fails the model call before any of it is delivered, so
+// that a retry or a fallback above can still try again.
 func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
+	if len(c.Request.Tools) == 0 {
+		return pl.callModel(ctx, c, yield)
+	}
+	return HoldToolCalls(ctx, c, pl.callModel, yield, c.wholeCalls)
+}
+
+// wholeCalls returns calls, the calls of c's answer, when the arguments of
+// each are complete JSON (a custom tool's text is whole as it came). A
+// call whose arguments are not JSON at all was cut: by the upstream (its
+// stream or its body ended inside them), the upstream's transient
+// failure, which a retry tries again and a fallback moves on from; or, when
+// the model stopped at its token limit (finish reason length), by the
+// limit, which cuts it again on any model asked with it: a permanent
+// failure of the request (status 400), which names the limit to raise.
+// Arguments that are JSON but not an object are not a cut: the tool chain
+// refuses them.
+func (c *ChatCall) wholeCalls(calls []ToolUse) ([]ToolUse, error) {
+	for _, call := range calls {
+		if call.Custom || json.Valid(call.Arguments) {
+			continue
+		}
+		if c.FinishReason == FinishLength {
+			return nil, &CallError{Kind: KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf(
+				"model %s: the model reached its output limit (finish reason length) inside the arguments of its call of %s, which are not complete JSON: raise max_tokens (the request asks for %d; 0 is the provider's default)",
+				c.Request.Model, call.Name, c.Request.MaxTokens)}
+		}
+		return nil, &CallError{Kind: KindTransient, Message: fmt.Sprintf(
+			"model %s: the upstream's answer is broken: the model's call of %s holds arguments that are not complete JSON (the answer was cut inside them)",
+			c.Request.Model, call.Name)}
+	}
+	return calls, nil
+}
+
+// callModel calls the model named by the request, counting what arrives.
+func (pl *Pipeline) callModel(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
 	client := pl.model(c.Request.Model)
 	if client == nil {
 		return &CallError{Kind: KindPermanent, Message: pl.unknownModel(c.Request.Model)}

@@ -305,7 +305,10 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 	if err != nil && !json.Valid(call.Arguments) {
 		// Not the policy's refusal but a broken answer of the upstream
 		// (its stream cut inside the arguments): a 502, as any failure
-		// of the upstream, which a client may retry.
+		// of the upstream, which a client may retry. The runtime fails
+		// a model's cut call below the chat chain's layers, so that a
+		// retry or a fallback tries again (Pipeline's chat terminal);
+		// this is for what escapes it (a layer's rewrite).
 		return &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
 			"the upstream's answer is broken: the model's call of %s holds arguments that are not complete JSON", call.Name)}
 	}

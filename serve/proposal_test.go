@@ -43,15 +43,25 @@ chains: tool: [
 // oaToolCallSSE is an OpenAI stream: some text, then a call of name with
 // args, in two fragments.
 func oaToolCallSSE(name, args string) string {
+	return oaCallSSE("Let me check.", name, args, "tool_calls")
+}
+
+// oaCallSSE is an OpenAI stream: text (none when empty), then a call of
+// name with args, in two fragments, ending with finish.
+func oaCallSSE(text, name, args, finish string) string {
 	chunk := func(delta, finish string) string {
 		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
 	}
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	half := len(args) / 2
-	return chunk(`{"role":"assistant","content":"Let me check."}`, "null") +
+	lead := chunk(`{"role":"assistant","content":`+q(text)+`}`, "null")
+	if text == "" {
+		lead = chunk(`{"role":"assistant"}`, "null")
+	}
+	return lead +
 		chunk(`{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":`+q(name)+`,"arguments":`+q(args[:half])+`}}]}`, "null") +
 		chunk(`{"tool_calls":[{"index":0,"function":{"arguments":`+q(args[half:])+`}}]}`, "null") +
-		chunk(`{}`, `"tool_calls"`) +
+		chunk(`{}`, q(finish)) +
 		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
 		"data: [DONE]\n\n"
 }
@@ -59,17 +69,28 @@ func oaToolCallSSE(name, args string) string {
 // anToolUseSSE is an Anthropic stream: some text, then a tool_use of name
 // with args, in two fragments.
 func anToolUseSSE(name, args string) string {
+	return anCallSSE("Let me check.", name, args)
+}
+
+// anCallSSE is an Anthropic stream: text (none when empty), then a
+// tool_use of name with args, in two fragments.
+func anCallSSE(text, name, args string) string {
 	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	half := len(args) / 2
+	lead := ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+q(text)+`}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	at := "1"
+	if text == "" {
+		lead, at = "", "0"
+	}
 	return ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`) +
-		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
-		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`) +
-		ev("content_block_stop", `{"type":"content_block_stop","index":0}`) +
-		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":`+q(name)+`,"input":{}}}`) +
-		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+q(args[:half])+`}}`) +
-		ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":`+q(args[half:])+`}}`) +
-		ev("content_block_stop", `{"type":"content_block_stop","index":1}`) +
+		lead +
+		ev("content_block_start", `{"type":"content_block_start","index":`+at+`,"content_block":{"type":"tool_use","id":"toolu_1","name":`+q(name)+`,"input":{}}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":`+at+`,"delta":{"type":"input_json_delta","partial_json":`+q(args[:half])+`}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":`+at+`,"delta":{"type":"input_json_delta","partial_json":`+q(args[half:])+`}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":`+at+`}`) +
 		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`) +
 		ev("message_stop", `{"type":"message_stop"}`)
 }

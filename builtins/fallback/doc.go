@@ -10,7 +10,10 @@
 // lacks, such as extended thinking of an OpenAI model). Any other permanent error, the caller's cancellation
 // and any failure after the first delta end the call: once a delta flows the
 // stream is committed to that model. Any delta counts, a tool-call fragment
-// or a finish-only delta too (see runtime.Delta). The model that served the call is
+// or a finish-only delta too (see runtime.Delta); a tool call is one only
+// once the answer ends whole, so a call the upstream cut (its arguments not
+// JSON at all: transient) moves on, and one cut at the model's token
+// limit (finish reason length: permanent) does not. The model that served the call is
 // reported in ChatCall.Served (and ChatResponse.Model). When every model
 // fails, the last error is returned that is not a provider's refusal (a
 // model down, then another that cannot honour the request, is the outage,

@@ -11,7 +11,13 @@
 // breakers fail fast. A provider's word on trying the same call again
 // (x-should-retry, runtime.CallError.Hint) decides over the kind
 // (runtime.RetriesSame): false is not retried, true is retried even when
-// the status is permanent; the breaker counts by the kind. The caller's own cancellation is never retried; an attempt that ran
+// the status is permanent; the breaker counts by the kind. A model's tool
+// call whose arguments are not JSON at all (its answer was cut inside them)
+// fails the model call, transient, before any of the calls went up the
+// chain (the runtime holds the calls of a request that offers tools until
+// the answer ends), so it is retried; one cut because the model reached its
+// token limit (finish reason length) is permanent: asked again, it is cut
+// again. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
 // time to the first delta the model sends, and once a delta has been
 // delivered past the layer the stream is committed: a later failure is

@@ -52,8 +52,7 @@ func TestScriptedToolCalls(t *testing.T) {
 	                 "tools": [{"name": "lookup", "description": "Look an order up."}, {"name": "refund", "description": "Refund an order."}]}]},
 	  {"outcome": "ok", "text": "done", "finish_reason": "stop",
 	   "requests": [{"model": "primary", "temperature": 0.2, "seed": 7}]},
-	  {"outcome": "error", "text": "a", "error": {"kind": "transient"},
-	   "tool_calls": [{"id": "call_primary_3_0", "name": "lookup", "arguments": "{\"order_"}]}]}`
+	  {"outcome": "error", "text": "a", "error": {"kind": "transient"}}]}`
 	var w any
 	require.NoError(t, json.Unmarshal([]byte(want), &w))
 	require.NoError(t, subset("$", w, got))
@@ -61,6 +60,9 @@ func TestScriptedToolCalls(t *testing.T) {
 	assert.Empty(t, res.Steps[1].Requests[0].Tools)
 	assert.Len(t, res.Steps[0].Requests[0].Tools, 2)
 	assert.NotContains(t, got.(map[string]any)["steps"].([]any)[1].(map[string]any)["requests"].([]any)[0], "tools")
+	// The stream failed inside a call of a request that offers tools: the
+	// calls are held until the stream ends, so none of it was delivered.
+	assert.NotContains(t, got.(map[string]any)["steps"].([]any)[2], "tool_calls")
 
 	var text strings.Builder
 	require.NoError(t, res.WriteText(&text))
