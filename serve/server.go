@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -344,7 +345,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.CacheUsage.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
+	// Every line the server writes, the pipeline's layers' included, goes
+	// through the one scrubber of credentials (credential.LogHandler).
+	s := &Server{opts: opts, log: slog.New(credential.LogHandler(opts.Logger.Handler())), memory: opts.Deps.Memory, hosts: hosts,
 		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}}
 	if s.metrics, err = newMetrics(opts.Registry, s.bodyBytes.Load); err != nil {
 		return nil, err

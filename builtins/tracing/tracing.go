@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/agentc-dev/agentc/builtins/internal/errtext"
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -106,12 +107,14 @@ func isNoop(tp trace.TracerProvider) bool {
 }
 
 // errorText is what a span records of a failure whose text is text: with
-// include_errors the text, the run's secrets masked; without it the text
-// is withheld (errtext.Withheld), since a tool's error may quote its
-// arguments. what is the layer's own note ("panic").
+// include_errors the text, the run's secrets masked and any credential it
+// quotes scrubbed (credential.Scrub: a span leaves the process, to a
+// collector); without it the text is withheld (errtext.Withheld), since a
+// tool's error may quote its arguments. what is the layer's own note
+// ("panic").
 func (t *Tracing) errorText(runID string, err error, text, what string) string {
 	if t.IncludeErrors {
-		return t.maskText(runID, text)
+		return credential.Scrub(t.maskText(runID, text))
 	}
 	return errtext.Withheld(err, text, what)
 }
@@ -243,3 +246,4 @@ func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		return out, err
 	}
 }
+
