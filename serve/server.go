@@ -286,7 +286,10 @@ type Server struct {
 	// has served: until then the tool chain holds no state
 	// (checkStateChanges).
 	toolsServed bool
-	closed      atomic.Bool
+	// untraced are the tracing layers the last warning of warnUntraced
+	// named (reloadMu).
+	untraced []string
+	closed   atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -401,7 +404,11 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 			return nil, err
 		}
 	}
-	return s.build(ctx, ld)
+	g, err := s.build(ctx, ld)
+	if err == nil {
+		s.warnUntraced(ld.Plan)
+	}
+	return g, err
 }
 
 // ErrStateReset marks a reload refused because its change would start

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sort"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -247,3 +248,14 @@ func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	}
 }
 
+// Exports reports whether the layer records spans with tp, the provider
+// it is built with (nil: the global one): whether tp is other than the
+// trace/noop provider and the global default no provider was installed
+// into. Without one, a layer passes calls through, or logs its spans
+// with log: true.
+func Exports(tp trace.TracerProvider) bool {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return !isNoop(tp)
+}
