@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -56,15 +57,14 @@ const (
 )
 
 // relayed is an upstream's text as a client may read it: without the ids
-// of the gateway's account (withoutAccount) nor anything shaped as a key
-// (keyShaped), and at most limit bytes, cut on a character's boundary and
-// marked as cut. The marks are removed before the cut, so that the cut
+// of the gateway's account (withoutAccount) nor anything shaped as a
+// credential (credential.Redact: a key of OpenAI's or Anthropic's form, a
+// provider's hint of one, the other known shapes), and at most limit
+// bytes, cut on a character's boundary and marked as cut. The marks are removed before the cut, so that the cut
 // cannot leave a part of an id or a key that no longer matches.
 func relayed(msg string, limit int) string {
 	msg = withoutAccount(msg)
-	if strings.Contains(msg, "sk-") {
-		msg = keyShaped.ReplaceAllString(msg, "[redacted]")
-	}
+	msg = credential.Redact(msg)
 	if len(msg) <= limit {
 		return msg
 	}
@@ -75,13 +75,6 @@ func relayed(msg string, limit int) string {
 	}
 	return msg[:cut] + mark
 }
-
-// keyShaped matches what an upstream's text may hold of an API key besides
-// the gateway's own, which the provider clients already replace: a key of
-// OpenAI's or Anthropic's form (sk-, then at least 16 letters, digits, -
-// or _), and a provider's hint of one, its start and end around
-// asterisks ("sk-proj-****4b1d").
-var keyShaped = regexp.MustCompile(`\bsk-(?:[A-Za-z0-9_-]*\*{2,}[A-Za-z0-9_-]*|[A-Za-z0-9_-]{16,})`)
 
 // accountIDs are the ids of the gateway's upstream account that an
 // upstream's message may hold: OpenAI's organization (org- and 24 letters

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -285,7 +286,10 @@ type Server struct {
 	// has served: until then the tool chain holds no state
 	// (checkStateChanges).
 	toolsServed bool
-	closed      atomic.Bool
+	// untraced are the tracing layers the last warning of warnUntraced
+	// named (reloadMu).
+	untraced []string
+	closed   atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -344,7 +348,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.CacheUsage.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, log: opts.Logger, memory: opts.Deps.Memory, hosts: hosts,
+	// Every line the server writes, the pipeline's layers' included, goes
+	// through the one scrubber of credentials (credential.LogHandler).
+	s := &Server{opts: opts, log: slog.New(credential.LogHandler(opts.Logger.Handler())), memory: opts.Deps.Memory, hosts: hosts,
 		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}}
 	if s.metrics, err = newMetrics(opts.Registry, s.bodyBytes.Load); err != nil {
 		return nil, err
@@ -398,7 +404,11 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 			return nil, err
 		}
 	}
-	return s.build(ctx, ld)
+	g, err := s.build(ctx, ld)
+	if err == nil {
+		s.warnUntraced(ld.Plan)
+	}
+	return g, err
 }
 
 // ErrStateReset marks a reload refused because its change would start

@@ -5,9 +5,17 @@
 // whole stream; the inner layers and the model client see the span in their
 // context. The span records the run id, the model requested and served, the
 // deltas, usage and attempts (chat), the tool and attempts (tool), and the
-// error with an error status on failure. When the inner layers panic, the
-// span still ends: it records the panic (error status, agentc.error_kind
-// "panic") and the panic goes on with its value unchanged.
+// error with an error status on failure: its kind (agentc.error_kind) and
+// outcome and, since a tool's error may quote its arguments ("no match for
+// db_password=..."), its text only with include_errors: true (the run's
+// secrets masked). By default the status message and the exception event's
+// message read `layer "bank"; text withheld, sha256 HEX`, as a log line's
+// and an audit record's do: the layer the error names (left out when it
+// names none), preceded by "panic; " for a panic, and the hex SHA-256 of
+// the text, which matches the error the caller got. When the inner layers
+// panic, the span still ends: it records the panic (error status,
+// agentc.error_kind "panic") and the panic goes on with its value
+// unchanged.
 //
 // Spans go to Deps.TracerProvider, or to the global provider when it is unset.
 // Without a provider (none in Deps and none installed with

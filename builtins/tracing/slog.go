@@ -85,8 +85,22 @@ func (s *logSpan) End(...trace.SpanEndOption) {
 	s.t.logger.Log(context.Background(), level, "span", args...)
 }
 
-// AddEvent implements trace.Span; events are not logged.
-func (s *logSpan) AddEvent(string, ...trace.EventOption) {}
+// AddEvent implements trace.Span: an exception event's message is kept
+// for the log record, as RecordError keeps an error's text; other events
+// are not logged.
+func (s *logSpan) AddEvent(name string, opts ...trace.EventOption) {
+	if name != "exception" {
+		return
+	}
+	cfg := trace.NewEventConfig(opts...)
+	for _, kv := range cfg.Attributes() {
+		if kv.Key == "exception.message" {
+			s.mu.Lock()
+			s.errs = append(s.errs, kv.Value.Emit())
+			s.mu.Unlock()
+		}
+	}
+}
 
 // AddLink implements trace.Span; links are not logged.
 func (s *logSpan) AddLink(trace.Link) {}

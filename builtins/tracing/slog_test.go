@@ -66,7 +66,9 @@ func TestLogWithoutAProvider(t *testing.T) {
 	assert.Equal(t, "agentc.tool", tl["span"])
 	assert.Equal(t, "error", tl["status"])
 	assert.Equal(t, "permanent", tl["agentc.error_kind"])
-	assert.Contains(t, tl["exception"], "bad args")
+	assert.Contains(t, tl["exception"], "text withheld, sha256 ", "the error's text is withheld without include_errors")
+	assert.NotContains(t, tl["exception"], "bad args")
+	assert.Equal(t, tl["exception"], tl["status_message"])
 }
 
 func TestNoLogWithoutTheFlag(t *testing.T) {

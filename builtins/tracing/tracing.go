@@ -2,16 +2,19 @@ package tracing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"sort"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/agentc-dev/agentc/builtins/internal/errtext"
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -40,10 +43,18 @@ type Tracing struct {
 	// Log writes each span as a slog record (Deps.Logger) when no
 	// OpenTelemetry provider is installed.
 	Log bool `json:"log,omitempty"`
+	// IncludeErrors records a failed call's error text in clear (the
+	// run's secrets masked); without it the span's status and exception
+	// hold what errtext.Withheld keeps, as log's lines and audit's records
+	// do.
+	IncludeErrors bool `json:"include_errors,omitempty"`
 
 	tracer trace.Tracer
 	start  []trace.SpanStartOption
 	off    bool
+	// maskText hides the run's secrets (the results of its secret_result
+	// tools) in an error text recorded in clear.
+	maskText func(runID, s string) string
 }
 
 // Provision creates the tracer and the span options. Without a provider (no
@@ -62,6 +73,7 @@ func (t *Tracing) Provision(b *runtime.BuildContext) error {
 		t.off = true
 		return nil
 	}
+	t.maskText = b.SecretText()
 	if t.SpanName == "" {
 		t.SpanName = "agentc." + b.Stage
 	}
@@ -95,10 +107,31 @@ func isNoop(tp trace.TracerProvider) bool {
 	return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global"
 }
 
-func end(span trace.Span, err error) {
+// errorText is what a span records of a failure whose text is text: with
+// include_errors the text, the run's secrets masked and any credential it
+// quotes scrubbed (credential.Scrub: a span leaves the process, to a
+// collector); without it the text is withheld (errtext.Withheld), since a
+// tool's error may quote its arguments. what is the layer's own note
+// ("panic").
+func (t *Tracing) errorText(runID string, err error, text, what string) string {
+	if t.IncludeErrors {
+		return credential.Scrub(t.maskText(runID, text))
+	}
+	return errtext.Withheld(err, text, what)
+}
+
+// recordError records msg, what the span keeps of a failure (errorText),
+// as the span's exception event (of type typ) and its error status. The
+// event is written as span.RecordError writes one, but for its message.
+func recordError(span trace.Span, typ, msg string, extra ...attribute.KeyValue) {
+	span.AddEvent("exception", trace.WithAttributes(append([]attribute.KeyValue{
+		attribute.String("exception.type", typ), attribute.String("exception.message", msg)}, extra...)...))
+	span.SetStatus(codes.Error, msg)
+}
+
+func (t *Tracing) end(span trace.Span, runID string, err error) {
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		recordError(span, fmt.Sprintf("%T", err), t.errorText(runID, err, err.Error(), ""))
 		span.SetAttributes(attribute.String("agentc.outcome", runtime.Status(err)),
 			attribute.String("agentc.error_kind", runtime.KindOf(err)))
 	}
@@ -108,13 +141,12 @@ func end(span trace.Span, err error) {
 // endPanicking ends span when next did not return: it records the panic
 // value p with an error status and raises the panic again (p is nil when the
 // goroutine is exiting through runtime.Goexit, which then goes on).
-func endPanicking(span trace.Span, p any) {
-	msg := "panic"
+func (t *Tracing) endPanicking(span trace.Span, runID string, p any) {
+	text := "panic"
 	if p != nil {
-		msg = fmt.Sprintf("panic: %v", p)
+		text = fmt.Sprintf("panic: %v", p)
 	}
-	span.RecordError(errors.New(msg), trace.WithStackTrace(true))
-	span.SetStatus(codes.Error, msg)
+	recordError(span, "panic", t.errorText(runID, nil, text, "panic"), attribute.String("exception.stacktrace", string(debug.Stack())))
 	span.SetAttributes(attribute.String("agentc.outcome", "failed"), attribute.String("agentc.error_kind", "panic"))
 	span.End()
 	if p != nil {
@@ -137,7 +169,7 @@ func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		returned := false
 		defer func() {
 			if !returned {
-				endPanicking(span, recover())
+				t.endPanicking(span, c.Meta.Run.ID, recover())
 			}
 		}()
 		err := next(ctx, c, yield)
@@ -153,7 +185,7 @@ func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				attribute.Bool("agentc.stopped", c.Stopped),
 			)
 		}
-		end(span, err)
+		t.end(span, c.Meta.Run.ID, err)
 		return err
 	}
 }
@@ -172,7 +204,7 @@ func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		returned := false
 		defer func() {
 			if !returned {
-				endPanicking(span, recover())
+				t.endPanicking(span, c.Meta.Run.ID, recover())
 			}
 		}()
 		v, err := next(ctx, c)
@@ -181,7 +213,7 @@ func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			span.SetAttributes(attribute.Int("agentc.attempts", c.Meta.Attempts),
 				attribute.Bool("agentc.cached", c.Meta.Cached), attribute.Bool("agentc.deduped", c.Meta.Deduped))
 		}
-		end(span, err)
+		t.end(span, c.Meta.Run.ID, err)
 		return v, err
 	}
 }
@@ -203,7 +235,7 @@ func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		returned := false
 		defer func() {
 			if !returned {
-				endPanicking(span, recover())
+				t.endPanicking(span, c.Meta.Run.ID, recover())
 			}
 		}()
 		out, err := next(ctx, c)
@@ -211,7 +243,19 @@ func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		if rec {
 			span.SetAttributes(attribute.Int("agentc.output_bytes", len(out)))
 		}
-		end(span, err)
+		t.end(span, c.Meta.Run.ID, err)
 		return out, err
 	}
+}
+
+// Exports reports whether the layer records spans with tp, the provider
+// it is built with (nil: the global one): whether tp is other than the
+// trace/noop provider and the global default no provider was installed
+// into. Without one, a layer passes calls through, or logs its spans
+// with log: true.
+func Exports(tp trace.TracerProvider) bool {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return !isNoop(tp)
 }

@@ -2,6 +2,9 @@ package tracing_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -96,9 +99,9 @@ func TestASpanEndsWhenTheCallPanics(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	p := rt.Plan(plan.Chains{
-		Chat: []plan.Layer{rt.Layer("tracing", "")},
-		Tool: []plan.Layer{rt.Layer("tracing", "")},
-		Turn: []plan.Layer{rt.Layer("tracing", "")},
+		Chat: []plan.Layer{rt.Layer("tracing", `{"include_errors":true}`)},
+		Tool: []plan.Layer{rt.Layer("tracing", `{"include_errors":true}`)},
+		Turn: []plan.Layer{rt.Layer("tracing", `{"include_errors":true}`)},
 	})
 	model := runtime.ModelFunc(func(context.Context, *runtime.ChatRequest, func(runtime.Delta) bool) error { panic("client bug") })
 	tool := func(context.Context, *runtime.ToolCall) (any, error) { panic("tool bug") }
@@ -144,4 +147,57 @@ func TestTheSpanCountsEveryAttempt(t *testing.T) {
 	require.Len(t, ended, 1)
 	assert.Equal(t, int64(4), attrs(ended[0])["agentc.attempts"])
 	assert.Equal(t, 4, resp.Attempts, "the span and the response agree")
+}
+
+// A failed call's error text may quote its arguments (a tool's "no match
+// for db_password=..."): a span keeps it only with include_errors, as log
+// and audit do; by default its status and exception name the layer and the
+// text's SHA-256, which matches the error the caller got.
+func TestErrorTextIsWithheldUnlessIncluded(t *testing.T) {
+	const secret = "db_password=Hunter2-Prod"
+	failing := func(context.Context, *runtime.ToolCall) (any, error) {
+		return nil, rt.Permanent("no match for " + secret)
+	}
+	panicking := func(context.Context, *runtime.ToolCall) (any, error) { panic("bad edit " + secret) }
+	for _, c := range []struct {
+		config   string
+		withheld bool
+	}{{"", true}, {`{"include_errors":false}`, true}, {`{"include_errors":true}`, false}} {
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		pl := rt.Build(t, rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("tracing", c.config)}}),
+			runtime.Deps{TracerProvider: tp, Tools: map[string]runtime.ToolFunc{"edit": failing, "crash": panicking}})
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "edit"})
+		require.Error(t, err)
+		assert.Panics(t, func() { _, _ = pl.Tool(context.Background(), runtime.ToolRequest{Name: "crash"}) })
+		ended := rec.Ended()
+		require.Len(t, ended, 2)
+		for i, s := range ended {
+			require.Len(t, s.Events(), 1, "%s %d", c.config, i)
+			ev := s.Events()[0]
+			assert.Equal(t, "exception", ev.Name)
+			evAttrs := map[string]string{}
+			for _, kv := range ev.Attributes {
+				evAttrs[string(kv.Key)] = kv.Value.Emit()
+			}
+			texts := []string{s.Status().Description, evAttrs["exception.message"]}
+			for _, text := range texts {
+				if !c.withheld {
+					assert.Contains(t, text, secret, c.config)
+					continue
+				}
+				assert.NotContains(t, text, secret, c.config)
+				assert.Contains(t, text, "text withheld, sha256 ", c.config)
+			}
+			if c.withheld && i == 0 {
+				sum := sha256.Sum256([]byte(err.Error()))
+				assert.Contains(t, texts[0], hex.EncodeToString(sum[:]), "the hash matches the caller's error")
+			}
+			if c.withheld && i == 1 {
+				assert.True(t, strings.HasPrefix(texts[0], "panic; "), texts[0])
+			}
+			assert.NotEmpty(t, evAttrs["exception.type"])
+			assert.Equal(t, []string{"permanent", "panic"}[i], attrs(s)["agentc.error_kind"])
+		}
+	}
 }

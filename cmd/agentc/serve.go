@@ -16,9 +16,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel"
+
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
 	_ "github.com/agentc-dev/agentc/providers/all" // the model providers of the policy's models
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/serve"
@@ -123,8 +126,32 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 			}
 		}
 	}()
+	// The tracing layers' spans go to an OTLP exporter when the OTEL_*
+	// variables configure one; the batch still held is sent when the
+	// command ends. The provider outlives the generations a reload
+	// retires: their calls still running end their spans into it.
+	var deps runtime.Deps
+	tp, endpoint, err := tracerProvider(ctx, os.Getenv)
+	if err != nil {
+		return fail(env, "serve: %v", err)
+	}
+	if tp != nil {
+		deps.TracerProvider = tp
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			logger.Warn("tracing: spans not exported", "error", err)
+		}))
+		logger.Info("exporting the tracing layers' spans over OTLP/HTTP", "endpoint", endpoint)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				logger.Warn("tracing: the last spans were not exported", "error", err)
+			}
+		}()
+	}
 	serve.PoolUpstreamConnections(256)
 	srv, err := serve.New(ctx, serve.Options{
+		Deps:   deps,
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
 		ShutdownTimeout: *shutdown, DrainDelay: *drain, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,

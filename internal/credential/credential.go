@@ -1,7 +1,9 @@
 // Package credential tells a credential from other text by its name and its
 // shape: the one rule by which agentc vet reports a credential written out in
-// a policy and agentc serve scrubs the values it reads for MCP servers. It
-// links no CUE, so a service that loads a compiled plan can use it.
+// a policy, agentc serve scrubs the values it reads for MCP servers, and the
+// credentials a text quotes are scrubbed from what a client reads (Redact)
+// and from log lines and spans (Scrub, LogHandler). It links no CUE, so a
+// service that loads a compiled plan can use it.
 package credential
 
 import (
