@@ -160,3 +160,20 @@ func TestBudgetOvershootWindowStartsAfresh(t *testing.T) {
 chains: chat: [{use: "meter", budget: usd: 0.01, window: "1s"}, {use: "retry", max_attempts: 2, initial_delay: "1s"}]`, 5)
 	assert.Empty(t, violated(r))
 }
+
+// A custom invariant reads executions as the runs of each fake: a retry
+// that finds the script exhausted after a transient failure ran the tool
+// once, as max_executions counts it; a script of two items, both taken,
+// ran it twice.
+func TestCustomInvariantCountsRunsNotCalls(t *testing.T) {
+	const src = `tools: file_read: {args: {type: "object", required: ["path"], properties: path: {type: "string", maxLength: 64}}}
+chains: tool: [{use: "audit", trail: "logical"}, {use: "retry", max_attempts: 3}]
+invariants: custom: one_read: "target.name != 'file_read' || executions.tools.file_read <= 1"
+`
+	r := explorePolicy(t, src, 1)
+	assert.Empty(t, violated(r))
+	r = explorePolicy(t, src, 2)
+	require.Len(t, r.Violations, 1)
+	assert.Equal(t, "one_read", r.Violations[0].Invariant)
+	assert.Len(t, r.Violations[0].Script, 2)
+}
