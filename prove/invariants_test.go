@@ -20,6 +20,12 @@ import (
 func explorePolicy(t *testing.T, src string, k int) *prove.Report {
 	t.Helper()
 	p, dir := policyPlan(t, src)
+	return exploreP(t, p, dir, k)
+}
+
+// exploreP explores p, whose directory is dir, at depth k.
+func exploreP(t *testing.T, p *plan.Plan, dir string, k int) *prove.Report {
+	t.Helper()
 	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: k, Dir: dir})
 	require.NoError(t, err)
 	require.Positive(t, r.Targets)

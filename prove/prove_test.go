@@ -39,6 +39,7 @@ func TestExamplesProveClean(t *testing.T) {
 				_ = v.WriteText(&b)
 			}
 			assert.Empty(t, r.Violations, "%s", b.String())
+			assert.Empty(t, r.Unexplored, "every model and tool is reached")
 			assert.Greater(t, r.States, 100, "the exploration ran")
 		})
 	}
