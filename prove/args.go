@@ -26,8 +26,9 @@ const publicAddr = "93.184.216.34"
 type argGen struct {
 	// host is the host (with a port an allow entry requires) of the URLs
 	// written into the tool's url_arg properties; root, ext and file the
-	// directory, extension and existing file (when a layer wants one) of
-	// the paths written into its path_arg properties.
+	// file_check root the paths written into its path_arg properties are
+	// relative to, their extension and the existing file (when the layer
+	// wants one).
 	host            string
 	root, ext, file string
 	urls, paths     []string
@@ -234,20 +235,18 @@ func (g *argGen) args(raw json.RawMessage, large bool) (args map[string]any, num
 			args[name] = "https://" + g.host + "/a"
 			continue
 		case slices.Contains(g.paths, name) && g.root != "" && ps.typ() != "object" && ps.typ() != "array":
-			args[name] = cmpOr(g.file, filepath.Join(g.root, "a"+g.ext))
+			// Relative: file_check reads it against its first root, and
+			// the counterexample replays wherever the policy is.
+			args[name] = "a" + g.ext
+			if g.file != "" {
+				args[name] = filepath.Base(g.file)
+			}
 			continue
 		}
 		v, num := g.value(&ps, large, 0)
 		args[name], numeric = v, numeric || num
 	}
 	return args, numeric
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // value returns a value s accepts.
@@ -350,22 +349,18 @@ func str(s *schema) string {
 	if s.MaxLength != nil {
 		maxLen = *s.MaxLength
 	}
+	// A pattern Go's regexp does not read is one the schema check does
+	// not apply either.
+	re, _ := regexp.Compile(s.Pattern)
 	ok := func(v string) bool {
 		n := utf8.RuneCountInString(v)
-		if n < minLen || n > maxLen {
-			return false
-		}
-		if s.Pattern == "" {
-			return true
-		}
-		re, err := regexp.Compile(s.Pattern)
-		return err == nil && re.MatchString(v)
+		return n >= minLen && n <= maxLen && (re == nil || re.MatchString(v))
 	}
 	var cands []string
 	if f, known := formats[s.Format]; known {
 		cands = append(cands, f)
 	}
-	if s.Pattern != "" {
+	if re != nil && s.Pattern != "" {
 		for reps := range 8 {
 			if v, good := matching(s.Pattern, reps, minLen); good {
 				cands = append(cands, v)
