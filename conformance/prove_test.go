@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -45,9 +46,18 @@ func proveCase(t *testing.T, c *Case, comp *compiler.Compilation, dir string) {
 		}
 		_ = v.WriteText(&text)
 	}
+	for _, u := range r.Unexplored {
+		fmt.Fprintf(&text, "%s: not explored: %s\n", u.Target, u.Reason)
+	}
+	if len(r.Unexplored) > 0 {
+		got = append(got, prove.NotExplored)
+	}
 	sort.Strings(got)
 	assert.Equal(t, c.WantProve, got, "counterexamples:\n%s", text.String())
 	for _, id := range got {
+		if id == prove.NotExplored {
+			continue // no counterexample: nothing ran
+		}
 		assert.True(t, slices.ContainsFunc(r.Violations, func(v *prove.Counterexample) bool { return v.Invariant == id && !v.Interleaving }),
 			"%s has a counterexample that replays every time:\n%s", id, text.String())
 	}

@@ -417,7 +417,7 @@ func CheckIDs(cases []*Case, c *compiler.Compilation) error {
 		}
 		for _, id := range tc.WantProve {
 			switch {
-			case slices.Contains(invariants, id):
+			case slices.Contains(invariants, id), id == NotExplored:
 			case slices.Contains(off, id):
 				errs = append(errs, fmt.Errorf("%s: test %q: want_prove: invariant %q is turned off (invariants.off): prove can never find it violated", tc.At("want_prove"), tc.Name, id))
 			default:
@@ -508,25 +508,32 @@ func caseProblems(err error) error {
 	return err
 }
 
+// NotExplored is the id want_prove gives to expect a model or tool that no
+// explored call reaches (prove.NotExplored).
+const NotExplored = prove.NotExplored
+
 // Prove explores p at depth k (resolving its relative paths against dir)
 // and returns the invariants violated, sorted, each once, with the
-// counterexamples. A policy that gives prove nothing to call is an error
-// (NothingExplored), not a clean proof.
-func Prove(ctx context.Context, p *plan.Plan, dir string, k int) ([]string, []*prove.Counterexample, error) {
+// counterexamples, and NotExplored among them when a model or tool was
+// not reached (listed in unexplored). A policy that gives prove nothing to
+// call is an error (NothingExplored), not a clean proof.
+func Prove(ctx context.Context, p *plan.Plan, dir string, k int) (ids []string, violations []*prove.Counterexample, unexplored []prove.Unexplored, err error) {
 	r, err := prove.Explore(ctx, p, prove.Options{Depth: k, Dir: dir})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if r.Targets == 0 {
 		// Nothing ran: a clean result would claim a proof of nothing.
-		return nil, nil, errors.New(NothingExplored)
+		return nil, nil, nil, errors.New(NothingExplored)
 	}
-	var ids []string
 	for _, v := range r.Violations {
 		if !slices.Contains(ids, v.Invariant) {
 			ids = append(ids, v.Invariant)
 		}
 	}
+	if len(r.Unexplored) > 0 {
+		ids = append(ids, NotExplored)
+	}
 	sort.Strings(ids)
-	return ids, r.Violations, nil
+	return ids, r.Violations, r.Unexplored, nil
 }

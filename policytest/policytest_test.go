@@ -70,6 +70,8 @@ func TestDiscoverErrors(t *testing.T) {
 			`test "a": want: steps[0]: unknown field "requets"; did you mean "requests"?`},
 		{"null executions", "package p\ntests: a: {scenario: steps: [], want: executions: tools: refnd: null}\n",
 			`want: executions.tools.refnd: null asserts nothing (every declared name is listed with its count); write 0`},
+		{"null calls", "package p\ntests: a: {scenario: steps: [], want: calls: models: primry: null}\n",
+			`want: calls.models.primry: null asserts nothing (every declared name is listed with its count); write 0`},
 		// A value the result never has: the case could never pass.
 		{"misspelt outcome", "package p\ntests: a: {scenario: steps: [], want: steps: [{outcome: \"okay\"}]}\n",
 			`test "a": want: steps[0].outcome: "okay" is not an outcome (ok, blocked, budget, in_doubt, error, crash); did you mean "ok"?`},

@@ -205,19 +205,46 @@ func usageFor(p *plan.Plan) runtime.Usage {
 	return runtime.Usage{InputTokens: per, OutputTokens: per}
 }
 
-// argVariants returns the argument sets a tool is called with: the required
-// properties of its JSON Schema at small values and, when it has numbers, at
-// large ones (which trips limits such as "amount > 100").
-func argVariants(schema json.RawMessage) []map[string]any {
+// argVariants returns the argument sets the tool name is called with: the
+// required properties of its JSON Schema at small values that the schema
+// and the layers checking arguments accept (argGen) and, when it has
+// numbers, at large ones (which trips limits such as "amount > 100"); then,
+// when it differs, the set of every string at "a", which a pattern, a
+// format or a layer may refuse (the refusal is explored too). dns is the
+// scenario's DNS stub for the URLs written.
+func (e *explorer) argVariants(name string) (variants []map[string]any, dns map[string][]string) {
+	schema := e.orig.Tools[name].Args
+	g := newArgGen(e.orig, name, e.opts.Dir)
+	small, numeric := g.args(schema, false)
+	variants = []map[string]any{small}
+	if numeric {
+		large, _ := g.args(schema, true)
+		variants = append(variants, large)
+	}
+	plain := plainArgs(schema)
+	if !slices.ContainsFunc(variants, func(v map[string]any) bool { return sameArgs(v, plain) }) {
+		variants = append(variants, plain)
+	}
+	return variants, g.dns(e.orig)
+}
+
+func sameArgs(a, b map[string]any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// plainArgs returns the required properties of a JSON Schema at small
+// values, every string "a" whatever its constraints.
+func plainArgs(schema json.RawMessage) map[string]any {
 	var s struct {
 		Required   []string                   `json:"required"`
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	if len(schema) == 0 || json.Unmarshal(schema, &s) != nil {
-		return []map[string]any{{}}
+		return map[string]any{}
 	}
-	small, large := map[string]any{}, map[string]any{}
-	numeric := false
+	small := map[string]any{}
 	for _, name := range s.Required {
 		var ps struct {
 			Type    any      `json:"type"`
@@ -228,35 +255,30 @@ func argVariants(schema json.RawMessage) []map[string]any {
 		_ = json.Unmarshal(s.Properties[name], &ps)
 		typ, _ := ps.Type.(string)
 		if len(ps.Enum) > 0 {
-			small[name], large[name] = ps.Enum[0], ps.Enum[len(ps.Enum)-1]
+			small[name] = ps.Enum[0]
 			continue
 		}
 		switch typ {
 		case "number", "integer":
-			numeric = true
-			lo, hi := 1.0, 1e6
+			lo := 1.0
 			if ps.Minimum != nil {
 				lo = max(*ps.Minimum, 1)
 			}
 			if ps.Maximum != nil {
-				hi = *ps.Maximum
-				lo = min(lo, hi)
+				lo = min(lo, *ps.Maximum)
 			}
-			small[name], large[name] = lo, hi
+			small[name] = lo
 		case "boolean":
-			small[name], large[name] = true, true
+			small[name] = true
 		case "array":
-			small[name], large[name] = []any{}, []any{}
+			small[name] = []any{}
 		case "object":
-			small[name], large[name] = map[string]any{}, map[string]any{}
+			small[name] = map[string]any{}
 		default:
-			small[name], large[name] = "a", "a"
+			small[name] = "a"
 		}
 	}
-	if !numeric {
-		return []map[string]any{small}
-	}
-	return []map[string]any{small, large}
+	return small
 }
 
 // Replay runs a counterexample's scenario through the plan's pipeline, as

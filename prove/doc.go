@@ -20,6 +20,10 @@
 // explored under renaming is skipped. Targets advance one depth at a time,
 // so that a bound (Options.MaxStates, Options.Timeout) or an interrupt that
 // stops the exploration leaves every target explored to Report.Proved.
+// A tool is called with arguments its args schema and its egress and
+// file_check layers accept (argGen), and with every string "a" when that
+// differs; a model or tool that no run reached is listed in
+// Report.Unexplored, and the exploration is then no proof.
 //
 // After every run the invariants are checked: the built-in ones
 // (max_executions, audit_complete, budget_overshoot, no_effect_after_block,

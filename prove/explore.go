@@ -91,6 +91,26 @@ type Report struct {
 	// up to which every script of every target was run (Depth when the
 	// exploration is complete).
 	Done, Proved int
+
+	// Unexplored lists the models and tools no run of which reached the
+	// model or tool: every generated call was refused before any layer
+	// (its arguments) or blocked by a layer. What the exploration says of
+	// them holds of no call that runs: the report is no proof.
+	Unexplored []Unexplored
+}
+
+// NotExplored is the id a test (want_prove, a conformance case's
+// want/prove) gives, among the invariants it expects violated, to expect a
+// model or tool that no explored call reaches (Report.Unexplored): without
+// it, the exploration proves nothing of that model or tool, and the case
+// fails.
+const NotExplored = "not_explored"
+
+// Unexplored is a model or tool no explored call of which ran.
+type Unexplored struct {
+	// Target names it ("tool refund", "chat primary"); Reason says why
+	// no call ran, with the refusal of the first.
+	Target, Reason string
 }
 
 // Complete reports whether every script up to Depth was run.
@@ -150,9 +170,11 @@ const slowMS = 10 * 60 * 1000
 
 // target is one thing to call.
 type target struct {
-	stage  plan.Stage
-	name   string
-	args   map[string]any
+	stage plan.Stage
+	name  string
+	args  map[string]any
+	// dns stubs the host names of the URLs in args (scenario.Scenario.DNS).
+	dns    map[string][]string
 	copies int
 	// together: the copies are admitted together, else they run one after
 	// the other (gate); free: as the scheduler runs them, as agentc run
@@ -389,6 +411,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		out = append(out, v)
 	}
 	e.report.Violations = out
+	e.report.Unexplored = unexplored(states)
 	if e.report.Bound == BoundInterrupted {
 		err := ctx.Err()
 		if err == nil {
@@ -468,7 +491,7 @@ func (e *explorer) targets() []target {
 		out = append(out, target{stage: plan.StageChat, name: m, copies: 1, label: "chat " + m})
 	}
 	for _, name := range sortedKeys(e.orig.Tools) {
-		variants := argVariants(e.orig.Tools[name].Args)
+		variants, dns := e.argVariants(name)
 		for vi, args := range variants {
 			for c := 1; c <= e.opts.Copies; c++ {
 				label := "tool " + name
@@ -476,14 +499,14 @@ func (e *explorer) targets() []target {
 					label += fmt.Sprintf(" (args %d)", vi+1)
 				}
 				if c == 1 {
-					out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label})
+					out = append(out, target{stage: plan.StageTool, name: name, args: args, dns: dns, copies: c, label: label})
 					continue
 				}
 				// Concurrent copies one after the other, and admitted
 				// together.
 				label += fmt.Sprintf(" x%d concurrent", c)
-				out = append(out, target{stage: plan.StageTool, name: name, args: args, copies: c, label: label + ", one after the other"},
-					target{stage: plan.StageTool, name: name, args: args, copies: c, together: true, label: label + ", admitted together"})
+				out = append(out, target{stage: plan.StageTool, name: name, args: args, dns: dns, copies: c, label: label + ", one after the other"},
+					target{stage: plan.StageTool, name: name, args: args, dns: dns, copies: c, together: true, label: label + ", admitted together"})
 			}
 		}
 	}
@@ -545,6 +568,11 @@ type targetState struct {
 	frontier    [][]string
 	// done is set once every script up to the depth was run.
 	done bool
+	// admitted is set once a run's call entered a layer (or the model or
+	// tool) past the admission checks, ran once one ran the model or
+	// tool; refusal is the error of the first run's first call.
+	admitted, ran bool
+	refusal       *scenario.ErrorSummary
 }
 
 func (e *explorer) newTargetState(t target) *targetState {
@@ -583,6 +611,7 @@ func (e *explorer) level(ctx context.Context, ts *targetState, depth, quota int)
 				return err
 			}
 			rep.States++
+			ts.observe(r)
 			e.progress()
 			for _, v := range e.inv.check(e, t, r) {
 				if ts.found[v.id] {
@@ -639,7 +668,7 @@ type budget struct {
 // delivered copies times at once), the script served in order by whichever
 // model or tool the chain calls.
 func (e *explorer) scenarioFor(t target, script []string, consume map[string]bool) *scenario.Scenario {
-	sc := &scenario.Scenario{RunID: "run-1"}
+	sc := &scenario.Scenario{RunID: "run-1", DNS: t.dns}
 	switch t.stage {
 	case plan.StageChat:
 		items := make([]scenario.ModelItem, len(script))
@@ -924,4 +953,78 @@ func (o *outcome) fingerprint() string {
 	}
 	fmt.Fprintf(&b, "|c%v", o.res.Crashed)
 	return b.String()
+}
+
+// observe notes whether the run r of the target got past the admission
+// checks and ran the model or tool.
+func (ts *targetState) observe(r *outcome) {
+	for _, ev := range r.events {
+		switch ev.Kind {
+		case evEnter:
+			ts.admitted = true
+		case evExecute:
+			ts.admitted, ts.ran = true, true
+		}
+	}
+	if ts.refusal == nil && len(r.res.Steps) > 0 {
+		st := r.res.Steps[0]
+		if len(st.Nested) > 0 {
+			st = st.Nested[0]
+		}
+		if st.Error != nil {
+			ts.refusal = st.Error
+		}
+	}
+}
+
+// unexplored lists the models and tools none of whose targets' runs ran
+// them, in the order of the targets; one no run of which was run (a bound
+// stopped the exploration first) is not listed.
+func unexplored(states []*targetState) []Unexplored {
+	type acc struct {
+		target              string
+		runs, admitted, ran bool
+		refusal             *scenario.ErrorSummary
+	}
+	var order []string
+	by := map[string]*acc{}
+	for _, ts := range states {
+		key := string(ts.t.stage) + " " + ts.t.name
+		a := by[key]
+		if a == nil {
+			a = &acc{target: key}
+			by[key] = a
+			order = append(order, key)
+		}
+		a.runs = a.runs || ts.rep.States > 0
+		a.admitted, a.ran = a.admitted || ts.admitted, a.ran || ts.ran
+		if a.refusal == nil {
+			a.refusal = ts.refusal
+		}
+	}
+	var out []Unexplored
+	for _, key := range order {
+		a := by[key]
+		if !a.runs || a.ran {
+			continue
+		}
+		what := "model"
+		if strings.HasPrefix(key, string(plan.StageTool)) {
+			what = "tool"
+		}
+		reason := fmt.Sprintf("no generated call reached the %s", what)
+		if !a.admitted {
+			reason = "every generated call was refused before any layer"
+		}
+		if f := a.refusal; f != nil {
+			switch {
+			case !a.admitted || f.Layer == "":
+				reason += " (" + f.Message + ")"
+			default:
+				reason += fmt.Sprintf(": layer %s blocked it (%s)", f.Layer, f.Message)
+			}
+		}
+		out = append(out, Unexplored{Target: a.target, Reason: reason})
+	}
+	return out
 }

@@ -20,6 +20,12 @@ import (
 func explorePolicy(t *testing.T, src string, k int) *prove.Report {
 	t.Helper()
 	p, dir := policyPlan(t, src)
+	return exploreP(t, p, dir, k)
+}
+
+// exploreP explores p, whose directory is dir, at depth k.
+func exploreP(t *testing.T, p *plan.Plan, dir string, k int) *prove.Report {
+	t.Helper()
 	r, err := prove.Explore(context.Background(), p, prove.Options{Depth: k, Dir: dir})
 	require.NoError(t, err)
 	require.Positive(t, r.Targets)
@@ -159,4 +165,21 @@ func TestBudgetOvershootWindowStartsAfresh(t *testing.T) {
 	r := explorePolicy(t, `models: primary: {usd_per_mtok_in: 3, usd_per_mtok_out: 15}
 chains: chat: [{use: "meter", budget: usd: 0.01, window: "1s"}, {use: "retry", max_attempts: 2, initial_delay: "1s"}]`, 5)
 	assert.Empty(t, violated(r))
+}
+
+// A custom invariant reads executions as the runs of each fake: a retry
+// that finds the script exhausted after a transient failure ran the tool
+// once, as max_executions counts it; a script of two items, both taken,
+// ran it twice.
+func TestCustomInvariantCountsRunsNotCalls(t *testing.T) {
+	const src = `tools: file_read: {args: {type: "object", required: ["path"], properties: path: {type: "string", maxLength: 64}}}
+chains: tool: [{use: "audit", trail: "logical"}, {use: "retry", max_attempts: 3}]
+invariants: custom: one_read: "target.name != 'file_read' || executions.tools.file_read <= 1"
+`
+	r := explorePolicy(t, src, 1)
+	assert.Empty(t, violated(r))
+	r = explorePolicy(t, src, 2)
+	require.Len(t, r.Violations, 1)
+	assert.Equal(t, "one_read", r.Violations[0].Invariant)
+	assert.Len(t, r.Violations[0].Script, 2)
 }

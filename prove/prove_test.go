@@ -23,7 +23,9 @@ func compile(t *testing.T, dir string) *plan.Plan {
 	return comp.Plan
 }
 
-// TestExamplesProveClean explores every example at k = 4.
+// TestExamplesProveClean explores every example at k = 3: with arguments
+// that reach the tools behind a pattern, egress or file_check, k = 4 took
+// 880 s on the 2-core CI machine, past go test's default timeout.
 func TestExamplesProveClean(t *testing.T) {
 	dirs, err := filepath.Glob("../examples/*/policy.cue")
 	require.NoError(t, err)
@@ -31,7 +33,7 @@ func TestExamplesProveClean(t *testing.T) {
 	for _, f := range dirs {
 		dir := filepath.Dir(f)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			r, err := prove.Explore(context.Background(), compile(t, dir), prove.Options{Depth: 4, Dir: dir})
+			r, err := prove.Explore(context.Background(), compile(t, dir), prove.Options{Depth: 3, Dir: dir})
 			require.NoError(t, err)
 			t.Logf("%d targets, %d states (%d pruned) in %s: %.0f states/s", r.Targets, r.States, r.Pruned, r.Elapsed, r.StatesPerSecond())
 			var b strings.Builder
@@ -39,6 +41,7 @@ func TestExamplesProveClean(t *testing.T) {
 				_ = v.WriteText(&b)
 			}
 			assert.Empty(t, r.Violations, "%s", b.String())
+			assert.Empty(t, r.Unexplored, "every model and tool is reached")
 			assert.Greater(t, r.States, 100, "the exploration ran")
 		})
 	}

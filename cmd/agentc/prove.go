@@ -32,7 +32,8 @@ type proveReport struct {
 	ElapsedMS       int64   `json:"elapsed_ms"`
 	StatesPerSecond float64 `json:"states_per_second"`
 	// Clean is true only when something was explored to the end and no
-	// invariant was violated: a policy with nothing to call, or whose
+	// invariant was violated: a policy with nothing to call, one with a
+	// model or tool that no explored call reached (NotExplored), or whose
 	// exploration a bound stopped, is not proved clean.
 	Clean bool `json:"clean"`
 	// Complete is false when a bound (Bound: "max_states", "timeout",
@@ -47,6 +48,15 @@ type proveReport struct {
 	// policy does not vet (agentc run refuses the policy itself).
 	Plan       string          `json:"plan,omitempty"`
 	Violations []proveViolated `json:"violations"`
+	// NotExplored lists the models and tools no explored call reached,
+	// with why (prove.Unexplored).
+	NotExplored []proveUnexplored `json:"not_explored,omitempty"`
+}
+
+// proveUnexplored is a model or tool no explored call reached.
+type proveUnexplored struct {
+	Target string `json:"target"`
+	Reason string `json:"reason"`
 }
 
 // proveViolated is one counterexample of a report.
@@ -135,7 +145,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 		// Interrupted, r is what was explored: reported as not proven.
 		rep := &proveReport{Policy: label, K: r.Depth, Copies: r.Copies, Targets: r.Targets, Symmetric: r.Symmetric,
 			States: r.States, Pruned: r.Pruned, ElapsedMS: r.Elapsed.Milliseconds(), StatesPerSecond: r.StatesPerSecond(),
-			Clean:    len(r.Violations) == 0 && r.Targets > 0 && r.Complete(),
+			Clean:    len(r.Violations) == 0 && r.Targets > 0 && r.Complete() && len(r.Unexplored) == 0,
 			Complete: r.Complete(), Bound: r.Bound, ProvedK: r.Proved, TargetsDone: r.Done, Violations: []proveViolated{}}
 		if !r.Complete() {
 			unproven = true
@@ -165,7 +175,13 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 				fmt.Fprintf(env.stdout, "  replay: agentc run %s %s\n", shellQuote(replayWith), shellQuote(rel(env, file)))
 			}
 		}
-		if !rep.Clean && (len(rep.Violations) > 0 || rep.Targets == 0) {
+		for _, u := range r.Unexplored {
+			rep.NotExplored = append(rep.NotExplored, proveUnexplored(u))
+			if !*asJSON {
+				fmt.Fprintf(env.stdout, "%s: not explored: %s\n", u.Target, u.Reason)
+			}
+		}
+		if !rep.Clean && (len(rep.Violations) > 0 || rep.Targets == 0 || len(rep.NotExplored) > 0) {
 			problems = true
 		}
 		reports = append(reports, rep)
@@ -232,6 +248,9 @@ func verdict(r *proveReport, maxStates int, timeout time.Duration) string {
 	if r.Clean {
 		return fmt.Sprintf("proved clean at k=%d", r.K)
 	}
+	if len(r.NotExplored) > 0 && len(r.Violations) == 0 && r.Complete {
+		return fmt.Sprintf("not proved: no explored call reached %s (see above); no invariant violated at k=%d", unexploredNames(r), r.K)
+	}
 	stopped := ""
 	if !r.Complete {
 		bound := "interrupted"
@@ -268,7 +287,18 @@ func verdict(r *proveReport, maxStates int, timeout time.Duration) string {
 	if stopped != "" {
 		found += "; exploration stopped: " + stopped
 	}
+	if len(r.NotExplored) > 0 {
+		found += "; not explored: " + unexploredNames(r)
+	}
 	return found
+}
+
+func unexploredNames(r *proveReport) string {
+	var names []string
+	for _, u := range r.NotExplored {
+		names = append(names, u.Target)
+	}
+	return strings.Join(names, ", ")
 }
 
 // policyLabel names a policy in reports, and as the POLICY argument of the

@@ -149,3 +149,29 @@ chains: tool: [
 		assert.Equal(t, first, stderr.String(), "the same report every time")
 	}
 }
+
+// TestProveNotExplored: a policy whose every generated call of a tool is
+// refused before any layer is not proved clean: each such tool is named
+// with why, the verdict says it, -json lists it and is not clean, and prove
+// exits 1.
+func TestProveNotExplored(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte(`package p
+
+tools: refund: {args: {type: "object", required: ["order_id"], properties: order_id: {type: "string", pattern: "\\bA1", maxLength: 1}}}
+chains: tool: [{use: "audit"}]
+`), 0o644))
+	var stdout, stderr strings.Builder
+	code := Main(context.Background(), []string{"prove", "-k", "2", "-o", t.TempDir(), dir}, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	assert.Equal(t, exitProblems, code, out)
+	assert.Contains(t, out, "tool refund: not explored: every generated call was refused before any layer (the arguments of refund do not match its args schema: args.order_id:")
+	assert.Contains(t, out, "not proved: no explored call reached tool refund (see above); no invariant violated at k=2\n")
+	assert.NotContains(t, out, "proved clean")
+
+	stdout.Reset()
+	code = Main(context.Background(), []string{"prove", "-k", "1", "-json", "-o", t.TempDir(), dir}, &stdout, &stderr)
+	assert.Equal(t, exitProblems, code, stdout.String())
+	assert.Contains(t, stdout.String(), `"clean": false`)
+	assert.Contains(t, stdout.String(), `"target": "tool refund"`)
+}

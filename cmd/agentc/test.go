@@ -261,6 +261,7 @@ func (u *unbuilt) problem(err error) string {
 type proveResult struct {
 	ids        []string
 	violations []*prove.Counterexample
+	unexplored []prove.Unexplored
 	err        error
 }
 
@@ -288,7 +289,7 @@ func (pp *policyProver) check(ctx context.Context, env *cliEnv, tc *policytest.C
 	r := pp.results[tc.ProveK]
 	if r == nil {
 		r = &proveResult{}
-		r.ids, r.violations, r.err = policytest.Prove(ctx, pp.plan, pp.dir, tc.ProveK)
+		r.ids, r.violations, r.unexplored, r.err = policytest.Prove(ctx, pp.plan, pp.dir, tc.ProveK)
 		pp.results[tc.ProveK] = r
 	}
 	if r.err != nil {
@@ -299,6 +300,11 @@ func (pp *policyProver) check(ctx context.Context, env *cliEnv, tc *policytest.C
 		return ""
 	}
 	problem += fmt.Sprintf(" (at k=%d)", tc.ProveK)
+	if !slices.Contains(tc.WantProve, policytest.NotExplored) {
+		for _, u := range r.unexplored {
+			problem += fmt.Sprintf("\n      %s: %s: %s", policytest.NotExplored, u.Target, u.Reason)
+		}
+	}
 	for _, v := range r.violations {
 		if !slices.Contains(tc.WantProve, v.Invariant) {
 			problem += fmt.Sprintf("\n      %s: %s (%s; script %s)", v.Invariant, v.Message, v.Target, strings.Join(v.Script, ", "))

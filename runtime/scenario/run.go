@@ -77,8 +77,11 @@ func StepPath(ctx context.Context) string {
 type Result struct {
 	Steps      []StepResult `json:"steps"`
 	Executions Executions   `json:"executions"`
-	Audit      []AuditEntry `json:"audit"`
-	Meter      Meter        `json:"meter"`
+	// Calls counts the calls each fake received, those that ran and those
+	// that found no script item left (or no script).
+	Calls Calls        `json:"calls"`
+	Audit []AuditEntry `json:"audit"`
+	Meter Meter        `json:"meter"`
 	// Trace holds the recorded spans with Options.Trace.
 	Trace []Span `json:"trace,omitempty"`
 	// Crashed reports that a tool item with crash ended the run.
@@ -112,11 +115,11 @@ func (f *fakes) unused() []Unused {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.modelScript)) {
-		add(fieldpath.Join("models", name), f.modelScript[name].next, len(f.modelScript[name].items))
+		add(fieldpath.Join("models", name), f.modelScript[name].ran(), len(f.modelScript[name].items))
 	}
-	add("retrieval", f.retrievals.next, len(f.retrievals.items))
+	add("retrieval", f.retrievals.ran(), len(f.retrievals.items))
 	for _, name := range slices.Sorted(maps.Keys(f.toolScript)) {
-		add(fieldpath.Join("tools", name), f.toolScript[name].next, len(f.toolScript[name].items))
+		add(fieldpath.Join("tools", name), f.toolScript[name].ran(), len(f.toolScript[name].items))
 	}
 	return out
 }
@@ -215,13 +218,21 @@ type ErrorSummary struct {
 	Message string `json:"message"`
 }
 
-// Executions counts how often each fake really ran.
+// Executions counts how often each fake really ran: the script items calls
+// took. A call that finds its script exhausted (or no script) fails
+// without running and is not counted.
 type Executions struct {
 	Models map[string]int `json:"models"`
 	Tools  map[string]int `json:"tools"`
-	// Retrievals counts the scripted retrievals; it is there, 0 when
+	// Retrievals counts the retrievals that took an item; it is there, 0 when
 	// nothing was retrieved, when the policy has a grounding section.
 	Retrievals *int `json:"retrievals,omitempty"`
+}
+
+// Calls counts the calls each fake received, by model and tool name.
+type Calls struct {
+	Models map[string]int `json:"models"`
+	Tools  map[string]int `json:"tools"`
 }
 
 // AuditEntry is an outcome record of the audit sink.
@@ -381,9 +392,9 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		}
 		res.State = &StateSummary{Fields: pl.StateFields(rctx), Background: pl.StateStats()}
 	}
-	res.Executions = f.executions()
+	res.Executions, res.Calls = f.executions(), f.calls()
 	if p.Grounding != nil {
-		n := f.retrievals.next
+		n := f.retrievals.ran()
 		res.Executions.Retrievals = &n
 	}
 	res.Audit = auditEntries(audit.Records())
@@ -1180,16 +1191,22 @@ func (c crashSink) Append(ctx context.Context, r runtime.AuditRecord) error {
 
 type script[T any] struct {
 	items []T
-	next  int
+	// next counts the calls received, whether they took an item or found
+	// the script exhausted (they number the calls in errors).
+	next int
 	// unscripted: the scenario gives no script for this declared name.
 	unscripted bool
 }
 
+// ran returns how many of the script's items calls took: the executions.
+// A call past the end of the script fails without running.
+func (sc *script[T]) ran() int { return min(sc.next, len(sc.items)) }
+
 // newFakes scripts the fakes of s. Every model and tool p declares has a
-// fake, with an empty script when s has none: a call of it is counted in
-// the executions and its request recorded like any other, then fails
-// permanently, so that a want of 0 executions or of no requests fails when
-// the call happened.
+// fake, with an empty script when s has none: a call of it has its request
+// recorded like any other, then fails permanently without running (it is
+// no execution, but a call received), so that a want of no calls or of no
+// requests fails when the call happened.
 func newFakes(s *Scenario, p *plan.Plan, clock runtime.Clock, onExecute func(context.Context, plan.Stage, string), crash func()) *fakes {
 	f := &fakes{modelScript: map[string]*script[ModelItem]{}, toolScript: map[string]*script[ToolItem]{},
 		clock: clock, onExecute: onExecute, crash: crash, requests: map[string][]runtime.ChatRequest{}}
@@ -1232,8 +1249,9 @@ func (f *fakes) retriever() runtime.Retriever {
 	})
 }
 
-// take returns the next item of a script and counts the execution. After a
-// crash nothing runs any more (n is -1).
+// take returns the next item of a script and counts the call (n is its
+// index; ok is false when the script is exhausted, and nothing runs).
+// After a crash nothing runs any more (n is -1).
 func take[T any](ctx context.Context, f *fakes, sc *script[T], stage plan.Stage, name string) (T, int, bool) {
 	if f.crashed.Load() {
 		var zero T
@@ -1259,12 +1277,25 @@ func (f *fakes) executions() Executions {
 	defer f.mu.Unlock()
 	e := Executions{Models: map[string]int{}, Tools: map[string]int{}}
 	for name, sc := range f.modelScript {
-		e.Models[name] = sc.next
+		e.Models[name] = sc.ran()
 	}
 	for name, sc := range f.toolScript {
-		e.Tools[name] = sc.next
+		e.Tools[name] = sc.ran()
 	}
 	return e
+}
+
+func (f *fakes) calls() Calls {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := Calls{Models: map[string]int{}, Tools: map[string]int{}}
+	for name, sc := range f.modelScript {
+		c.Models[name] = sc.next
+	}
+	for name, sc := range f.toolScript {
+		c.Tools[name] = sc.next
+	}
+	return c
 }
 
 func fakeError(kind string, retryAfterMS int, what string) error {

@@ -121,7 +121,13 @@ func TestScenarios(t *testing.T) {
 			`{"steps": [{"outcome": "error", "error": {"kind": "permanent"}, "attempts": 1},
 			            {"outcome": "error", "error": {"kind": "timeout"}, "attempts": 3},
 			            {"outcome": "error", "error": {"kind": "permanent", "message": "model primary call 2: script exhausted"}}],
-			  "meter": {"calls": 0}}`},
+			  "meter": {"calls": 0}, "executions": {"models": {"primary": 1}, "tools": {"refund": 3}}}`},
+		{"a call past the script's end or of an unscripted fake runs nothing", planWith(plan.Chains{Tool: []plan.Layer{layer("retry", `{"max_attempts":3}`)}}),
+			`{"tools": {"refund": [{"error": "transient"}]},
+			  "steps": [{"tool": {"name": "refund"}}, {"chat": {"model": "primary"}}]}`,
+			`{"steps": [{"outcome": "error", "attempts": 2, "error": {"kind": "permanent", "message": "tool refund call 2: script exhausted"}},
+			            {"outcome": "error", "error": {"kind": "permanent"}}],
+			  "executions": {"models": {"primary": 0}, "tools": {"refund": 1}}, "calls": {"models": {"primary": 1}, "tools": {"refund": 2}}}`},
 		{"turn wraps nested steps", guarded,
 			`{"models": {"primary": [{"deltas": ["hel", "lo"]}]},
 			  "steps": [{"turn": {"input": "hi", "steps": [{"chat": {"model": "primary"}}]}},
@@ -257,9 +263,10 @@ func TestRunFakesProviderModels(t *testing.T) {
 	assert.Equal(t, "error", res.Steps[1].Outcome)
 	require.NotNil(t, res.Steps[1].Error)
 	assert.Contains(t, res.Steps[1].Error.Message, "model backup is not scripted in the scenario")
-	// The call of the unscripted backup is counted and its request kept:
-	// a want of 0 calls or no requests fails.
-	assert.Equal(t, map[string]int{"primary": 1, "backup": 1}, res.Executions.Models)
+	// The call of the unscripted backup ran nothing, but it is counted as
+	// a call and its request kept: a want of 0 calls or no requests fails.
+	assert.Equal(t, map[string]int{"primary": 1, "backup": 0}, res.Executions.Models)
+	assert.Equal(t, map[string]int{"primary": 1, "backup": 1}, res.Calls.Models)
 	assert.Len(t, res.Steps[1].Requests, 1)
 }
 

@@ -46,7 +46,7 @@
 // calls retrieve as a host's would (runtime.Deps.Retriever): each retrieval
 // takes the next item, which returns its `items` or fails with `error`; a
 // retrieval past the end of the script fails permanently. Executions count
-// them under `retrievals`, and a grounding audit record shows its items
+// those that took an item under `retrievals`, and a grounding audit record shows its items
 // under `grounding`.
 //
 // DNS. Host names (egress's URL check) resolve from the scenario's `dns`

@@ -71,6 +71,7 @@ func TestDesignExample(t *testing.T) {
            {"index": 1, "stage": "tool", "outcome": "ok", "result": {"ok": true}, "attempts": 2, "deduped": false},
            {"index": 2, "stage": "admit", "admitted": []}],
  "executions": {"models": {"primary": 2, "backup": 0}, "tools": {"refund": 2}},
+ "calls": {"models": {"primary": 2, "backup": 0}, "tools": {"refund": 2}},
  "audit": [],
  "meter": {"input_tokens": 10, "output_tokens": 5, "usd": 0.000105, "calls": 1},
  "unused": [{"script": "models.backup", "taken": 0, "items": 1}]}`, string(got))
@@ -462,7 +463,11 @@ func TestCheckWantExecutionNames(t *testing.T) {
 	err = scenario.CheckWantNames(w, designPlan(), s)
 	require.Error(t, err)
 	assert.Equal(t, `executions.tools.refnd: the result counts no tool "refnd" (it counts the tools the policy declares and those the scenario scripts: refund, wipe); did you mean "refund"?`, err.Error())
-	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0, "backup": 1}, "tools": {"refund": 0, "wipe": 1}}}`), &w))
+	require.NoError(t, json.Unmarshal([]byte(`{"calls": {"models": {"primery": 0}}}`), &w))
+	err = scenario.CheckWantNames(w, designPlan(), s)
+	require.Error(t, err)
+	assert.Equal(t, `calls.models.primery: the result counts no model "primery" (it counts the models the policy declares and those the scenario scripts: backup, primary); did you mean "primary"?`, err.Error())
+	require.NoError(t, json.Unmarshal([]byte(`{"executions": {"models": {"primary": 0, "backup": 1}, "tools": {"refund": 0, "wipe": 1}}, "calls": {"tools": {"wipe": 1}}}`), &w))
 	assert.NoError(t, scenario.CheckWantNames(w, designPlan(), s))
 }
 

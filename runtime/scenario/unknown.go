@@ -243,14 +243,16 @@ func CheckWant(want []byte) error {
 	if err := checkWantValues(want); err != nil {
 		return err
 	}
-	// executions lists every declared model and tool with its count: null
-	// there would match a name that is not listed (a misspelt one) and
-	// assert nothing.
+	// executions and calls list every declared model and tool with its
+	// count: null there would match a name that is not listed (a misspelt
+	// one) and assert nothing.
+	type counts struct {
+		Models map[string]json.RawMessage `json:"models"`
+		Tools  map[string]json.RawMessage `json:"tools"`
+	}
 	var w struct {
-		Executions struct {
-			Models map[string]json.RawMessage `json:"models"`
-			Tools  map[string]json.RawMessage `json:"tools"`
-		} `json:"executions"`
+		Executions counts `json:"executions"`
+		Calls      counts `json:"calls"`
 	}
 	if json.Unmarshal(want, &w) != nil {
 		return nil // not an object: the comparison reports it
@@ -258,10 +260,10 @@ func CheckWant(want []byte) error {
 	for _, m := range []struct {
 		what   string
 		counts map[string]json.RawMessage
-	}{{"models", w.Executions.Models}, {"tools", w.Executions.Tools}} {
+	}{{"executions.models", w.Executions.Models}, {"executions.tools", w.Executions.Tools}, {"calls.models", w.Calls.Models}, {"calls.tools", w.Calls.Tools}} {
 		for _, name := range slices.Sorted(maps.Keys(m.counts)) {
 			if v := strings.TrimSpace(string(m.counts[name])); v == "null" || strings.ReplaceAll(v, " ", "") == "[]" {
-				return fmt.Errorf("executions.%s: %s asserts nothing (every declared name is listed with its count); write 0 for a call that must not happen", fieldpath.Join(m.what, name), v)
+				return fmt.Errorf("%s: %s asserts nothing (every declared name is listed with its count); write 0 for a call that must not happen", fieldpath.Join(m.what, name), v)
 			}
 		}
 	}
@@ -514,27 +516,29 @@ func writesAudit(p *plan.Plan) bool {
 	return false
 }
 
-// checkExecutionNames refuses a count under the want's executions of a
-// model or tool the result does not list.
+// checkExecutionNames refuses a count under the want's executions or calls
+// of a model or tool the result does not list.
 func checkExecutionNames(want any, p *plan.Plan, s *Scenario) error {
 	w, _ := want.(map[string]any)
-	ex, _ := w["executions"].(map[string]any)
-	for _, k := range []struct {
-		field, kind string
-		declared    []string
-		scripted    []string
-	}{
-		{"models", "model", slices.Collect(maps.Keys(p.Models)), scriptNames(s, true)},
-		{"tools", "tool", slices.Collect(maps.Keys(p.Tools)), scriptNames(s, false)},
-	} {
-		counts, _ := ex[k.field].(map[string]any)
-		listed := append(k.declared, k.scripted...)
-		slices.Sort(listed)
-		listed = slices.Compact(listed)
-		for _, name := range slices.Sorted(maps.Keys(counts)) {
-			if !slices.Contains(listed, name) {
-				return fmt.Errorf("executions.%s: the result counts no %s %q (it counts the %s the policy declares and those the scenario scripts: %s)%s",
-					fieldpath.Join(k.field, name), k.kind, name, k.field, strings.Join(listed, ", "), didYouMean(name, listed))
+	for _, of := range []string{"executions", "calls"} {
+		ex, _ := w[of].(map[string]any)
+		for _, k := range []struct {
+			field, kind string
+			declared    []string
+			scripted    []string
+		}{
+			{"models", "model", slices.Collect(maps.Keys(p.Models)), scriptNames(s, true)},
+			{"tools", "tool", slices.Collect(maps.Keys(p.Tools)), scriptNames(s, false)},
+		} {
+			counts, _ := ex[k.field].(map[string]any)
+			listed := append(k.declared, k.scripted...)
+			slices.Sort(listed)
+			listed = slices.Compact(listed)
+			for _, name := range slices.Sorted(maps.Keys(counts)) {
+				if !slices.Contains(listed, name) {
+					return fmt.Errorf("%s.%s: the result counts no %s %q (it counts the %s the policy declares and those the scenario scripts: %s)%s",
+						of, fieldpath.Join(k.field, name), k.kind, name, k.field, strings.Join(listed, ", "), didYouMean(name, listed))
+				}
 			}
 		}
 	}
