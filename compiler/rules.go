@@ -275,6 +275,13 @@ read by a constant index is one field, response.tool_calls[0].name;
 messages is request.messages, so size(messages) and
 size(request.messages) are one field too), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), a
+presence test beside its negation (has(args.note) && !has(args.note)
+never holds, has(args.note) || !has(args.note) always does), a presence
+test of an argument the tool's args schema requires, at every level of
+its path, with a type that rejects null (the layer tools refuses a call
+whose arguments do not match the schema before any layer runs, so
+has(args.order_id) always holds and a when: "!has(args.order_id)" never
+does; an untyped argument may be null, which has() reads as absent), a
 membership in an empty list (tool.name in []), or a matches() (a
 matches_any() all of whose patterns are such) with a constant pattern
 that can match no text, which is always false: $ without the m flag
@@ -300,7 +307,9 @@ deny that cannot hold where the when does (when: "args.currency ==
 'EUR'", deny: "args.currency == 'USD' && args.amount > 100.0") never
 blocks, nor does a require the when makes always true (when: "args.count
 > 10", require: "args.count > 5"; or args.amount, a number, compared with
-10.0 and 5.0). An after-phase guard's are not read together: the layers
+10.0 and 5.0), nor a deny that needs an argument absent where the when
+tests it present (when: "has(args.approved_by)", deny: "args.amount >
+100.0 && !has(args.approved_by)"). An after-phase guard's are not read together: the layers
 inside it may rewrite what its when read (a fallback the request's model)
 before the predicate reads it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit
