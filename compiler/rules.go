@@ -104,6 +104,21 @@ carrying a password (redis://:secret@host, postgres://user:pw@host/db, a
 password= parameter), which agentc explain hides but the plan agentc build
 writes keeps as given: name the variable holding the url with url_env (a
 webhook state sink's url with a password is warned at the same way).`},
+	{"schema/case-collision", dsl.Error, "two properties of one object of a tool's args schema whose names differ only in case", `
+A tool's args schema declares, for one object, two properties whose names
+differ only in case (amount and Amount; Unicode case folding, as Go's
+encoding/json matches a member to a struct's field: ſku is sku). A tool
+that decodes its arguments case-insensitively reads both as one field,
+the last given winning, while a predicate reads each by its exact name:
+{"order_id": "A1", "amount": 5, "Amount": 500} passes a guard's deny
+"args.amount > 100.0", which reads 5, and the tool refunds 500; a call
+giving Amount alone passes every check of amount, the schema's own bounds
+included. The error is at the second property written (for a schema read
+from a file, at the field, the second in sorted order), wherever the
+object sits (nested, under items, in a definition). The tool chain
+refuses a call whose arguments give two such members of one object, and
+agentc serve a proposed call that repeats a key in any case, but a call
+giving the other spelling alone is still let through: rename one of them.`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The
