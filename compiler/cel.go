@@ -425,7 +425,7 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 // found one, and the byte offsets of the terms that decide it.
 func (c *Compilation) checkDeadTerm(x *dsl.Expr, checked *predicate.Checked, kind, field string) (bool, []int) {
 	var at []int
-	for _, d := range constantTerms(x.Source, neverNaN(checked)) {
+	for _, d := range constantTerms(x.Source, factsOf(checked)) {
 		what, inert := constantOutcome(kind, field, d.value)
 		diag := dsl.Errorf
 		if !inert {

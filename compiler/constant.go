@@ -29,14 +29,32 @@ type deadTerm struct {
 	offset int
 }
 
+// fieldFacts is what the types of a predicate's fields tell of them:
+// exact holds the fields that cannot be NaN (neverNaN), present the paths
+// whose presence test holds for every call (predicate.Checked's
+// AlwaysPresent: required args fields).
+type fieldFacts struct {
+	exact, present map[string]bool
+}
+
+// factsOf returns the fieldFacts of a checked predicate.
+func factsOf(checked *predicate.Checked) fieldFacts {
+	present := map[string]bool{}
+	for _, p := range checked.AlwaysPresent() {
+		present[p] = true
+	}
+	return fieldFacts{exact: neverNaN(checked), present: present}
+}
+
 // constantValue finds whether src, a predicate that reads variables, has
 // one value for every call. It only parses src: comparisons are read as
 // real numbers, so it reports a range only when it is empty over them.
 // Alternatives that cover every number (x >= 0.0 || x < 0.0) are read so
-// only for the fields exact names (ints, sizes): a double (or dyn) field
-// may hold NaN, for which every comparison is false.
-func constantValue(src string, exact map[string]bool) (deadTerm, bool) {
-	if ds := constantTerms(src, exact); len(ds) > 0 {
+// only for the fields facts.exact names (ints, sizes): a double (or dyn)
+// field may hold NaN, for which every comparison is false. A presence
+// test of a path facts.present names always holds.
+func constantValue(src string, facts fieldFacts) (deadTerm, bool) {
+	if ds := constantTerms(src, facts); len(ds) > 0 {
 		return ds[0], true
 	}
 	return deadTerm{}, false
@@ -45,12 +63,12 @@ func constantValue(src string, exact map[string]bool) (deadTerm, bool) {
 // constantTerms is constantValue with every term of a top-level && or ||
 // that decides src alone (junctionDead), the one constantValue gives
 // first: each is a mistake of its own.
-func constantTerms(src string, exact map[string]bool) []deadTerm {
+func constantTerms(src string, facts fieldFacts) []deadTerm {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
 	}
-	f := folder{src: src, info: tree.SourceInfo(), exact: exact}
+	f := folder{src: src, info: tree.SourceInfo(), exact: facts.exact, present: facts.present}
 	if e := tree.Expr(); e.Kind() == ast.CallKind {
 		switch e.AsCall().FunctionName() {
 		case operators.LogicalAnd:
@@ -82,6 +100,8 @@ type folder struct {
 	info *ast.SourceInfo
 	// exact holds the fields that cannot be NaN (size(...) never is).
 	exact map[string]bool
+	// present holds the paths whose presence test always holds.
+	present map[string]bool
 }
 
 // offset returns the byte offset of the first token of e.
@@ -89,8 +109,20 @@ func (f folder) offset(e ast.Expr) int {
 	start := -1
 	var walk func(ast.Expr)
 	walk = func(e ast.Expr) {
-		if r, ok := f.info.GetOffsetRange(e.ID()); ok && (start < 0 || int(r.Start) < start) {
-			start = int(r.Start)
+		r, ok := f.info.GetOffsetRange(e.ID())
+		if !ok {
+			r.Start = -1
+		}
+		at := int(r.Start)
+		if ok && e.Kind() == ast.SelectKind && e.AsSelect().IsTestOnly() {
+			// has(x) is placed at its parenthesis: its first token is has.
+			b := f.byteOffset(at)
+			if before := strings.TrimRight(f.src[:b], " \t\r\n"); strings.HasSuffix(before, "has") {
+				at -= utf8.RuneCountInString(f.src[len(before)-3 : b])
+			}
+		}
+		if ok && (start < 0 || at < start) {
+			start = at
 		}
 		switch e.Kind() {
 		case ast.CallKind:
@@ -130,6 +162,10 @@ func (f folder) fold(e ast.Expr) (deadTerm, bool) {
 	case ast.LiteralKind:
 		if b, ok := e.AsLiteral().(types.Bool); ok {
 			return deadTerm{value: bool(b), why: strconv.FormatBool(bool(b)), offset: f.offset(e)}, true
+		}
+	case ast.SelectKind:
+		if path, ok := presenceTest(e); ok && f.present[path] {
+			return deadTerm{value: true, why: fmt.Sprintf("the tool's args schema requires %s, and the tool chain checks the arguments against it before any layer runs, so has(%s) always holds", path, path), offset: f.offset(e)}, true
 		}
 	case ast.CallKind:
 		c := e.AsCall()
@@ -267,7 +303,8 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 // junctionDead returns what decides the chain e (foldJunction's): each
 // term equal to the absorbing value, each field's first two string
 // equalities (inequalities) that cannot both hold (hold for every
-// value), and each field's comparisons with numbers that cannot all hold,
+// value), each path's presence test beside its negation, and each
+// field's comparisons with numbers that cannot all hold,
 // in that order; or, where every term is constant and none decides it,
 // that. None when nothing decides it.
 func (f folder) junctionDead(e ast.Expr, or bool) []deadTerm {
@@ -332,6 +369,7 @@ func (f folder) junctionDead(e ast.Expr, or bool) []deadTerm {
 		byField[k] = append(byField[k], cmp)
 	}
 	out = append(out, f.stringEqualities(terms, or)...)
+	out = append(out, f.presencePairs(terms, or)...)
 	for _, field := range order {
 		cmps := byField[field]
 		if len(cmps) < 2 || !emptyRange(cmps) {
@@ -543,6 +581,56 @@ func (f folder) stringEqualities(terms []ast.Expr, or bool) []deadTerm {
 		done[fieldKey(field)] = true
 		a := fmt.Sprintf("%s %s '%s'", prev[0], op, prev[1])
 		b := fmt.Sprintf("%s %s '%s'", field, op, v)
+		why := a + " and " + b + " cannot both hold"
+		if or {
+			why = a + " or " + b + ": one of them holds for every value"
+		}
+		out = append(out, deadTerm{value: or, why: why, offset: f.offset(t)})
+	}
+	return out
+}
+
+// presenceTest returns the path e tests the presence of, when e is
+// has(path).
+func presenceTest(e ast.Expr) (string, bool) {
+	if e.Kind() != ast.SelectKind || !e.AsSelect().IsTestOnly() {
+		return "", false
+	}
+	base, ok := fieldPath(e.AsSelect().Operand())
+	return base + "." + e.AsSelect().FieldName(), ok
+}
+
+// presencePairs finds, in the terms of a && chain (or of a || chain), a
+// presence test of a path beside its negation, has(x) && !has(x) (never
+// both) or has(x) || !has(x) (always one), at the second of the two; a
+// path whose test always holds is left to fold.
+func (f folder) presencePairs(terms []ast.Expr, or bool) []deadTerm {
+	var out []deadTerm
+	// seen holds, by path, whether its first test was negated.
+	seen := map[string]bool{}
+	done := map[string]bool{}
+	for _, t := range terms {
+		e, negated := t, false
+		if t.Kind() == ast.CallKind && t.AsCall().FunctionName() == operators.LogicalNot && len(t.AsCall().Args()) == 1 {
+			e, negated = t.AsCall().Args()[0], true
+		}
+		path, ok := presenceTest(e)
+		if !ok || f.present[path] || done[path] {
+			continue
+		}
+		first, ok := seen[path]
+		if !ok {
+			seen[path] = negated
+			continue
+		}
+		if first == negated {
+			continue
+		}
+		done[path] = true
+		a, b := "has("+path+")", "!has("+path+")"
+		if first {
+			a, b = b, a
+		}
 		why := a + " and " + b + " cannot both hold"
 		if or {
 			why = a + " or " + b + ": one of them holds for every value"

@@ -104,6 +104,21 @@ carrying a password (redis://:secret@host, postgres://user:pw@host/db, a
 password= parameter), which agentc explain hides but the plan agentc build
 writes keeps as given: name the variable holding the url with url_env (a
 webhook state sink's url with a password is warned at the same way).`},
+	{"schema/case-collision", dsl.Error, "two properties of one object of a tool's args schema whose names differ only in case", `
+A tool's args schema declares, for one object, two properties whose names
+differ only in case (amount and Amount; Unicode case folding, as Go's
+encoding/json matches a member to a struct's field: ſku is sku). A tool
+that decodes its arguments case-insensitively reads both as one field,
+the last given winning, while a predicate reads each by its exact name:
+{"order_id": "A1", "amount": 5, "Amount": 500} passes a guard's deny
+"args.amount > 100.0", which reads 5, and the tool refunds 500; a call
+giving Amount alone passes every check of amount, the schema's own bounds
+included. The error is at the second property written (for a schema read
+from a file, at the field, the second in sorted order), wherever the
+object sits (nested, under items, in a definition). The tool chain
+refuses a call whose arguments give two such members of one object, and
+agentc serve a proposed call that repeats a key in any case, but a call
+giving the other spelling alone is still let through: rename one of them.`},
 	{"schema/missing-field", dsl.Error, "a required field is absent", `
 A field the definition requires is absent: fallback without models, a
 guard without deny or require, a model with provider but no model id. The
@@ -275,6 +290,13 @@ read by a constant index is one field, response.tool_calls[0].name;
 messages is request.messages, so size(messages) and
 size(request.messages) are one field too), or inequalities
 joined by || (tool.name != 'a' || tool.name != 'b', always true), a
+presence test beside its negation (has(args.note) && !has(args.note)
+never holds, has(args.note) || !has(args.note) always does), a presence
+test of an argument the tool's args schema requires, at every level of
+its path, with a type that rejects null (the layer tools refuses a call
+whose arguments do not match the schema before any layer runs, so
+has(args.order_id) always holds and a when: "!has(args.order_id)" never
+does; an untyped argument may be null, which has() reads as absent), a
 membership in an empty list (tool.name in []), or a matches() (a
 matches_any() all of whose patterns are such) with a constant pattern
 that can match no text, which is always false: $ without the m flag
@@ -300,7 +322,9 @@ deny that cannot hold where the when does (when: "args.currency ==
 'EUR'", deny: "args.currency == 'USD' && args.amount > 100.0") never
 blocks, nor does a require the when makes always true (when: "args.count
 > 10", require: "args.count > 5"; or args.amount, a number, compared with
-10.0 and 5.0). An after-phase guard's are not read together: the layers
+10.0 and 5.0), nor a deny that needs an argument absent where the when
+tests it present (when: "has(args.approved_by)", deny: "args.amount >
+100.0 && !has(args.approved_by)"). An after-phase guard's are not read together: the layers
 inside it may rewrite what its when read (a fallback the request's model)
 before the predicate reads it. The parts that read the call
 are dead: an error where the value leaves the layer inert (an admit

@@ -26,11 +26,12 @@ func (c *Compilation) checkConstantUnderWhen(x, when *dsl.Expr, checked *predica
 	if when == nil || kind != "guard" || phase == predicate.After || (field != "deny" && field != "require") {
 		return
 	}
-	exact := neverNaN(checked)
-	if _, ok := constantValue(when.Source, exact); ok {
+	facts := factsOf(checked)
+	exact := facts.exact
+	if _, ok := constantValue(when.Source, facts); ok {
 		return
 	}
-	if _, ok := constantValue(x.Source, exact); ok {
+	if _, ok := constantValue(x.Source, facts); ok {
 		return
 	}
 	// Where the when holds, a field it compares with a number is no NaN:
@@ -46,7 +47,7 @@ func (c *Compilation) checkConstantUnderWhen(x, when *dsl.Expr, checked *predica
 	}
 	if alone, ok := negatedSource(x.Source, exact); !ok {
 		return
-	} else if _, ok := constantValue(alone, exact); ok {
+	} else if _, ok := constantValue(alone, facts); ok {
 		return
 	}
 	// The guard blocks where deny holds (require does not): value is
@@ -58,7 +59,7 @@ func (c *Compilation) checkConstantUnderWhen(x, when *dsl.Expr, checked *predica
 			src = negated
 		}
 		prefix := "(" + when.Source + ") && ("
-		d, ok := constantValue(prefix+src+")", exact)
+		d, ok := constantValue(prefix+src+")", facts)
 		if !ok || d.value {
 			continue
 		}

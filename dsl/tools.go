@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentc-dev/agentc/internal/argpath"
 	"github.com/agentc-dev/agentc/internal/jsonpointer"
+	"github.com/agentc-dev/agentc/internal/jsonwalk"
 	"github.com/agentc-dev/agentc/internal/textdist"
 )
 
@@ -25,6 +26,10 @@ import (
 // keyword's JSON pointer.
 func (l *loader) checkArgsSchema(t *Tool, fromFile bool) {
 	l.checkToolSchema(t.Name, "args", t.Args, t.ArgsPos, fromFile)
+	var doc any
+	if json.Unmarshal(t.Args, &doc) == nil {
+		l.checkCaseCollisions([]string{"tools", t.Name, "args"}, doc, t.ArgsPos, fromFile)
+	}
 }
 
 // checkToolSchema checks the JSON Schema raw of the tool's field (args,
@@ -179,51 +184,113 @@ var (
 // close to no such keyword (annotations of one's own, "x-unit") are left
 // alone. sub is the location of schema within the field.
 func (l *loader) checkKeywords(path []string, schema any, sub []string, at Pos, fromFile bool) {
+	validating := slices.Concat(subschemaKeywords, schemaMapKeywords, schemaListKeywords, assertionKeywords)
+	known := slices.Concat(validating, otherKeywords)
+	eachSchema(schema, sub, func(m map[string]any, sub []string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if slices.Contains(known, k) {
+				continue
+			}
+			where := slices.Concat(path, sub, []string{k})
+			pos := l.schemaPos(where, at, fromFile)
+			if best := textdist.Closest(k, known); best != "" && slices.Contains(validating, best) {
+				l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it and the check it names is not made; did you mean %q?",
+					fieldName(where), k, best)
+			} else if v, ok := m[k].(map[string]any); ok && isSchemaLike(v) {
+				l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it, with the schema it holds; a property is described under properties: write properties: %s: {...}",
+					fieldName(where), k, k)
+			}
+		}
+		l.checkFormat(slices.Concat(path, sub, []string{"format"}), m, at, fromFile)
+	})
+}
+
+// schemaPos returns the position of the key at where, a path into a
+// schema written in CUE (its label), or at for a schema read from a file.
+func (l *loader) schemaPos(where []string, at Pos, fromFile bool) Pos {
+	if fromFile {
+		return at
+	}
+	if p, ok := l.pos.lookup(where, true); ok {
+		return p
+	}
+	return l.userPos(where)
+}
+
+// eachSchema calls fn with schema, when it is an object, and with each
+// schema object below it, through the keywords whose values are schemas,
+// maps of schemas or lists of them, each with its location within the
+// field (sub is schema's).
+func eachSchema(schema any, sub []string, fn func(m map[string]any, sub []string)) {
 	m, ok := schema.(map[string]any)
 	if !ok {
 		return
 	}
-	validating := slices.Concat(subschemaKeywords, schemaMapKeywords, schemaListKeywords, assertionKeywords)
-	known := slices.Concat(validating, otherKeywords)
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if slices.Contains(known, k) {
-			continue
-		}
-		where := slices.Concat(path, sub, []string{k})
-		pos := at
-		if !fromFile {
-			if p, ok := l.pos.lookup(where, true); ok {
-				pos = p
-			} else {
-				pos = l.userPos(where)
-			}
-		}
-		if best := textdist.Closest(k, known); best != "" && slices.Contains(validating, best) {
-			l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it and the check it names is not made; did you mean %q?",
-				fieldName(where), k, best)
-		} else if v, ok := m[k].(map[string]any); ok && isSchemaLike(v) {
-			l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it, with the schema it holds; a property is described under properties: write properties: %s: {...}",
-				fieldName(where), k, k)
-		}
-	}
-	l.checkFormat(slices.Concat(path, sub, []string{"format"}), m, at, fromFile)
+	fn(m, sub)
 	for _, k := range subschemaKeywords {
-		l.checkKeywords(path, m[k], slices.Concat(sub, []string{k}), at, fromFile)
+		eachSchema(m[k], slices.Concat(sub, []string{k}), fn)
 	}
 	for _, k := range schemaMapKeywords {
 		if sm, ok := m[k].(map[string]any); ok {
 			for _, name := range slices.Sorted(maps.Keys(sm)) {
-				l.checkKeywords(path, sm[name], slices.Concat(sub, []string{k, name}), at, fromFile)
+				eachSchema(sm[name], slices.Concat(sub, []string{k, name}), fn)
 			}
 		}
 	}
 	for _, k := range slices.Concat(schemaListKeywords, []string{"items"}) {
 		if list, ok := m[k].([]any); ok {
 			for i, x := range list {
-				l.checkKeywords(path, x, slices.Concat(sub, []string{k, strconv.Itoa(i)}), at, fromFile)
+				eachSchema(x, slices.Concat(sub, []string{k, strconv.Itoa(i)}), fn)
 			}
 		}
 	}
+}
+
+// ruleCaseCollision reports two properties of one object of a tool's args
+// schema whose names differ only in case.
+const ruleCaseCollision = "schema/case-collision"
+
+// checkCaseCollisions reports each property of an object of the tool's
+// args schema whose name differs only in case (Unicode case folding, as
+// encoding/json matches a member to a struct's field) from one written
+// before it in the same properties (in sorted order, for a schema read
+// from a file): a tool that decodes its arguments case-insensitively reads
+// both as one field, the last given winning, so {"amount": 5, "Amount":
+// 500} passes a guard reading args.amount as 5 and refunds 500, and a call
+// giving Amount alone passes every check of amount.
+func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile bool) {
+	eachSchema(schema, nil, func(m map[string]any, sub []string) {
+		props, ok := m["properties"].(map[string]any)
+		if !ok || len(props) < 2 {
+			return
+		}
+		where := func(name string) []string { return slices.Concat(path, sub, []string{"properties", name}) }
+		names := slices.Sorted(maps.Keys(props))
+		if !fromFile {
+			slices.SortStableFunc(names, func(a, b string) int {
+				pa, pb := l.schemaPos(where(a), at, false), l.schemaPos(where(b), at, false)
+				switch {
+				case pa.Before(pb):
+					return -1
+				case pb.Before(pa):
+					return 1
+				}
+				return 0
+			})
+		}
+		first := map[string]string{}
+		for _, name := range names {
+			k := jsonwalk.FoldKey(name)
+			prev, seen := first[k]
+			if !seen {
+				first[k] = name
+				continue
+			}
+			l.errorf(l.schemaPos(where(name), at, fromFile), ruleCaseCollision,
+				"%s: differs only in case from the property %q of the same object: a tool that decodes its arguments case-insensitively (Go's encoding/json into a struct) reads both as one field, so a call giving %q passes what checks %q (a guard reading it, the schema's own constraints) and the tool acts on its value; rename one of them",
+				fieldName(where(name)), prev, name, prev)
+		}
+	})
 }
 
 // isSchemaLike reports whether m reads as a schema: it has a type.

@@ -214,7 +214,8 @@ const maxCaseDepth = 64
 // caseFaults lists the members of the objects of the arguments args whose
 // names differ only in case (Unicode simple folding, as strings.EqualFold
 // and Go's encoding/json compare them) from a property the schema declares
-// for that object, as "args.a.B: ..." sorted. A tool that decodes its
+// for that object, or, declared themselves, from another member the object
+// gives, as "args.a.B: ..." sorted. A tool that decodes its
 // arguments case-insensitively, as encoding/json does into a struct, reads
 // such a member as the property, the last one winning: {"amount": 5,
 // "Amount": 500} refunds 500 where a guard reading args.amount saw 5. The
@@ -293,6 +294,9 @@ func (w *caseWalker) walk(schemas []*jsonschema.Schema, v any, depth int) {
 			}
 			w.keep(depth+1, sub)
 			if len(sub) > 0 {
+				if twin := givenTwin(schemas, k, v); twin != "" {
+					w.out = append(w.out, fmt.Sprintf("%s: differs only in case from the member %q the same object gives, both declared properties, which a tool decoding its arguments case-insensitively reads as one", strings.Join(append(w.path, k), "."), twin))
+				}
 				w.path = append(w.path, k)
 				w.walk(sub, x, depth+1)
 				w.path = w.path[:len(w.path)-1]
@@ -334,6 +338,23 @@ func (w *caseWalker) walk(schemas []*jsonschema.Schema, v any, depth int) {
 			}
 		}
 	}
+}
+
+// givenTwin returns the first, in sorted order, of the properties the
+// schemas declare that obj gives beside k, whose names differ from k only
+// in case and sort before it (so that a pair is reported once), or "".
+func givenTwin(schemas []*jsonschema.Schema, k string, obj map[string]any) string {
+	best := ""
+	for _, sc := range schemas {
+		for name := range sc.Properties {
+			if name < k && (best == "" || name < best) && strings.EqualFold(k, name) {
+				if _, given := obj[name]; given {
+					best = name
+				}
+			}
+		}
+	}
+	return best
 }
 
 // foldedProperty returns the first, in sorted order, of the properties the

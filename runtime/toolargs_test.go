@@ -316,8 +316,11 @@ func TestToolArgsCaseVariantRefused(t *testing.T) {
 // in a branch of a oneOf), members of a map the schema types by
 // additionalProperties or patternProperties (HTTP headers in any case),
 // and objects under a $ref that refers to itself are taken as declared:
-// only a member that the schema does not declare, in the case written,
-// and whose name folds to a declared property, is refused.
+// a member that the schema does not declare, in the case written, and
+// whose name folds to a declared property, is refused, and so are two
+// declared members of one object given together whose names differ only
+// in case (id and ID): a tool decoding case-insensitively reads one of
+// them for both, whichever a guard read.
 func TestToolArgsCaseDeclaredVariantsPass(t *testing.T) {
 	p := declaredPlan()
 	p.Tools["call"] = plan.Tool{Args: json.RawMessage(`{"type": "object",
@@ -334,7 +337,8 @@ func TestToolArgsCaseDeclaredVariantsPass(t *testing.T) {
 	pl := rt.Build(t, p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"call": tool.Func()}})
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
 	for _, args := range []map[string]any{
-		{"id": "a", "ID": "b"},
+		{"id": "a"},
+		{"ID": "b"},
 		{"headers": map[string]any{"Content-Type": "text/plain", "content-type": "text/plain", "X-Id": "1"}},
 		{"labels": map[string]any{"Env": "prod", "env": "dev"}},
 		{"target": map[string]any{"userId": "u"}},
@@ -344,10 +348,15 @@ func TestToolArgsCaseDeclaredVariantsPass(t *testing.T) {
 		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "call", Args: args})
 		require.NoError(t, err, "%v", args)
 	}
-	assert.Equal(t, 6, tool.Calls())
+	assert.Equal(t, 7, tool.Calls())
+
+	// Both spellings given together are refused.
+	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "call", Args: map[string]any{"id": "a", "ID": "b"}})
+	assert.Contains(t, blockedBy(t, err).Message, `args.id: differs only in case from the member "ID" the same object gives`)
+	assert.Equal(t, 7, tool.Calls(), "a refused call ran")
 
 	// Under the $ref that refers to itself, a case variant is refused at
 	// its depth.
-	_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "call", Args: map[string]any{"tree": map[string]any{"children": []any{map[string]any{"Name": "c"}}}}})
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "call", Args: map[string]any{"tree": map[string]any{"children": []any{map[string]any{"Name": "c"}}}}})
 	assert.Contains(t, blockedBy(t, err).Message, `args.tree.children.0.Name: differs only in case from the declared property "name"`)
 }

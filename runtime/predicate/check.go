@@ -1123,3 +1123,52 @@ func hasFieldOffset(src string, is Issue) (int, bool) {
 	}
 	return 0, false
 }
+
+// AlwaysPresent lists the paths (such as "args.order_id"), in source order
+// and once each, of the presence tests the predicate makes that hold for
+// every call it sees: has() of an args field the tool's schema requires,
+// at every level of the path, with a type that rejects null (a null reads
+// as absent, and an untyped field may be one). The tool chain refuses
+// arguments that do not match the schema before any layer runs, so such a
+// test never fails.
+func (c *Checked) AlwaysPresent() []string {
+	native := c.ast.NativeRep()
+	var out []string
+	ast.PreOrderVisit(native.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.SelectKind || !e.AsSelect().IsTestOnly() || !c.requiredField(native, e) {
+			return
+		}
+		op, ok := render(e.AsSelect().Operand())
+		if p := op + "." + e.AsSelect().FieldName(); ok && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}))
+	return out
+}
+
+// requiredField reports whether the select e reads an args field that is
+// present in every call: required by the schema with a type that rejects
+// null, below args or such a field.
+func (c *Checked) requiredField(native *ast.AST, e ast.Expr) bool {
+	sel := e.AsSelect()
+	op := sel.Operand()
+	t := native.GetType(op.ID())
+	if t == nil || t.Kind() != types.StructKind {
+		return false
+	}
+	o, ok := c.env.prov.lookup(t.TypeName())
+	if !ok || !o.json {
+		return false
+	}
+	f, ok := o.fields[sel.FieldName()]
+	if !ok || !f.required || f.ft.Type == nil || f.ft.Type.Kind() == types.DynKind {
+		return false
+	}
+	switch op.Kind() {
+	case ast.IdentKind:
+		return op.AsIdent() == "args"
+	case ast.SelectKind:
+		return !op.AsSelect().IsTestOnly() && c.requiredField(native, op)
+	}
+	return false
+}

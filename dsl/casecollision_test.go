@@ -1,0 +1,51 @@
+package dsl
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Two properties of one object of a tool's args schema whose names differ
+// only in case (Unicode case folding, as encoding/json matches a struct's
+// field) are an error at the second written, wherever the object sits
+// (nested, under items), and each name after the first is one finding. A
+// schema given as a JSON string is reported at the field. Properties of
+// different objects, and names that differ otherwise, are not.
+func TestCaseCollidingProperties(t *testing.T) {
+	_, diags, got := loadSnippet(t, `tools: refund: {args: {
+	type: "object"
+	properties: {
+		amount: {type: "number"}
+		order_id: {type: "string"}
+		Amount: {type: "number"}
+		AMOUNT: {type: "number"}
+		line: {type: "object", properties: {sku: {type: "string"}, other: {type: "object", properties: {SKU: {type: "string"}}}}}
+		lines: {type: "array", items: {type: "object", properties: {ſku: {type: "string"}, sku: {type: "string"}}}}
+		amount_2: {type: "number"}
+	}
+}}
+`)
+	assert.Equal(t, []string{
+		"8:3 schema/case-collision",   // Amount, after amount
+		"9:3 schema/case-collision",   // AMOUNT
+		"11:87 schema/case-collision", // sku, after ſku (U+017F folds to s)
+	}, got)
+	require.Len(t, diags, 3)
+	assert.Contains(t, diags[0].Message, `tools.refund.args.properties.Amount: differs only in case from the property "amount"`)
+	assert.Equal(t, Error, diags[0].Severity)
+
+	// A schema read from a file: at the field, the names in sorted order.
+	dir := writePolicy(t, map[string]string{
+		"p.cue":      "package p\n\ntools: fetch: {args: \"fetch.json\"}\n",
+		"fetch.json": `{"type": "object", "properties": {"url": {"type": "string"}, "URL": {"type": "string"}}}`,
+	})
+	_, diags, err := Load(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	require.Len(t, diags, 1, "%v", diags)
+	assert.Equal(t, ruleCaseCollision, diags[0].Rule)
+	assert.Equal(t, 3, diags[0].Pos.Line)
+	assert.Contains(t, diags[0].Message, `tools.fetch.args.properties.url: differs only in case from the property "URL"`)
+}
