@@ -230,11 +230,11 @@ func TestMCPUpstreamSessionTenantIdle(t *testing.T) {
 		RunIdle: 200 * time.Millisecond})
 	alpha := connectProxy(t, s.url, "alpha-key", nil)
 	callText(t, alpha, "web_set_note", map[string]any{"note": "soon gone"})
-	require.Equal(t, 2, up.sessions())
+	require.Eventually(t, func() bool { return up.sessions() == 2 }, 10*time.Second, time.Millisecond, "the listing session and alpha's")
 	require.Eventually(t, func() bool { return up.sessions() == 1 }, 10*time.Second, 5*time.Millisecond, "the idle session is closed")
 	alpha = connectProxy(t, s.url, "alpha-key", nil) // the client's own session idled out too
 	assert.Equal(t, "(none)", callText(t, alpha, "web_get_note", nil))
-	assert.Equal(t, 2, up.sessions())
+	assert.Eventually(t, func() bool { return up.sessions() == 2 }, 10*time.Second, time.Millisecond, "the listing session and alpha's")
 }
 
 // TestMCPUpstreamSessionStdioPerTenant: a command server is a process per
@@ -289,14 +289,15 @@ func must[T any](v T, err error) T {
 
 // TestMCPUpstreamSessionFilesystemPerTenant: the filesystem server, a
 // command, runs a process per tenant calling it besides the one that lists
-// its tools; a tenant idle for -idle has its process ended, the shutdown
-// ends the rest.
+// its tools; the shutdown ends them all. With a short -idle, a tenant's
+// process ends once it is idle, and a call after starts another.
 func TestMCPUpstreamSessionFilesystemPerTenant(t *testing.T) {
 	bin := fsBinary(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("alpha\n"), 0o644))
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+	for _, idle := range []time.Duration{0, 500 * time.Millisecond} {
+		root, err := filepath.EvalSymlinks(t.TempDir())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("alpha\n"), 0o644))
+		s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 keys: {
 	alpha: {sha256: %q, tenant: "alpha"}
@@ -305,25 +306,28 @@ keys: {
 mcp: servers: fs: {command: [%q, %q], prefix: "fs_"}
 tools: fs_read_text_file: {side_effecting: false, path_arg: "path"}
 chains: tool: [{use: "file_check", roots: [%q]}]
-`, sha("alpha-key"), sha("beta-key"), bin, root, root))), WatchInterval: -1, RunIdle: time.Second})
-	procs := func(want int, why string) {
-		t.Helper()
-		require.Eventually(t, func() bool { return len(childPIDs(t, root)) == want }, 20*time.Second, 10*time.Millisecond,
-			"%s: %d processes, want %d", why, len(childPIDs(t, root)), want)
+`, sha("alpha-key"), sha("beta-key"), bin, root, root))), WatchInterval: -1, RunIdle: idle})
+		procs := func(want int, why string) {
+			t.Helper()
+			require.Eventually(t, func() bool { return len(childPIDs(t, root)) == want }, 20*time.Second, 10*time.Millisecond,
+				"%s: %d processes, want %d", why, len(childPIDs(t, root)), want)
+		}
+		read := func(key string) {
+			t.Helper()
+			assert.Equal(t, "alpha\n", callText(t, connectProxy(t, s.url, key, nil), "fs_read_text_file", map[string]any{"path": filepath.Join(root, "notes.txt")}))
+		}
+		procs(1, "the listing process")
+		read("alpha-key")
+		if idle == 0 {
+			read("beta-key")
+			procs(3, "a process per tenant")
+			assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions{server="fs"} 2`)
+		} else {
+			procs(1, "the tenant's process ends after -idle without a call")
+			assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions{server="fs"} 0`)
+			read("alpha-key") // a call after starts another
+		}
+		require.NoError(t, s.stop())
+		procs(0, "the shutdown ends every process")
 	}
-	procs(1, "the listing process")
-	read := func(key string) {
-		t.Helper()
-		assert.Equal(t, "alpha\n", callText(t, connectProxy(t, s.url, key, nil), "fs_read_text_file", map[string]any{"path": filepath.Join(root, "notes.txt")}))
-	}
-	read("alpha-key")
-	read("beta-key")
-	assert.Len(t, childPIDs(t, root), 3, "a process per tenant")
-	assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions{server="fs"} 2`)
-	procs(1, "the tenants' processes end after -idle without a call")
-	assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions{server="fs"} 0`)
-	read("alpha-key")
-	procs(2, "a call after starts another")
-	require.NoError(t, s.stop())
-	procs(0, "the shutdown ends every process")
 }
