@@ -17,7 +17,8 @@ func lowerServe(p *dsl.Policy, out *plan.Plan, pos func(dsl.Pos) string) {
 	if len(p.MCPServers) > 0 {
 		out.MCPServers = map[string]plan.MCPServer{}
 		for name, s := range p.MCPServers {
-			out.MCPServers[name] = plan.MCPServer{Command: s.Command, URL: s.URL, Env: s.Env, Prefix: s.Prefix, Headers: s.Headers, Pos: pos(s.Pos)}
+			out.MCPServers[name] = plan.MCPServer{Command: s.Command, URL: s.URL, Env: s.Env, Prefix: s.Prefix, Headers: s.Headers,
+				Session: s.Session, MaxSessions: s.MaxSessions, Pos: pos(s.Pos)}
 		}
 	}
 }

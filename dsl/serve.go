@@ -76,6 +76,10 @@ type MCPServer struct {
 	// Headers are sent with every request to a URL server; their values
 	// may name environment variables as ${NAME} (internal/envtmpl).
 	Headers map[string]string
+	// Session is "client", "tenant" or "shared" ("" when not given), and
+	// MaxSessions the bound on the sessions open (0 when not given).
+	Session     string
+	MaxSessions int
 }
 
 // decodeServe decodes keys and mcp.servers and checks that each has exactly
@@ -139,6 +143,10 @@ func (l *loader) decodeServe(p *Policy, v cue.Value) {
 		s.URL, _ = sv.LookupPath(cue.ParsePath("url")).String()
 		_ = sv.LookupPath(cue.ParsePath("env")).Decode(&s.Env)
 		s.Prefix, _ = sv.LookupPath(cue.ParsePath("prefix")).String()
+		s.Session, _ = sv.LookupPath(cue.ParsePath("session")).String()
+		if n, err := sv.LookupPath(cue.ParsePath("max_sessions")).Int64(); err == nil {
+			s.MaxSessions = int(n)
+		}
 		hasCmd, hasURL := sv.LookupPath(cue.ParsePath("command")).Exists(), sv.LookupPath(cue.ParsePath("url")).Exists()
 		switch {
 		case !hasCmd && !hasURL:

@@ -57,12 +57,11 @@ type upstreams struct {
 	closing   []string
 }
 
-// upstreamServer is the session with one upstream server. A session that
-// ends (a stdio server's process exited, an HTTP server forgot it) is
-// opened again for the next call. Its tools are listed again whenever the
-// server says its list changed and whenever its session is opened again
-// (see mcp_refresh.go); a generation rebuilt for a new list shares the
-// session with the one it replaces.
+// upstreamServer is one upstream server: the session that lists its tools
+// (main) and the sessions of its callers (scoped, mcp_upstreamsessions.go).
+// Its tools are listed again whenever the server says its list changed and
+// whenever a session is opened again (see mcp_refresh.go); a generation
+// rebuilt for a new list shares the server with the one it replaces.
 type upstreamServer struct {
 	name string
 	spec plan.MCPServer
@@ -71,20 +70,29 @@ type upstreamServer struct {
 	// each connection.
 	lookupEnv func(string) (string, bool)
 	// secrets are the credentials the headers or env read (commandEnv),
-	// scrubbed from the messages of the server's session.
+	// scrubbed from the messages of the server's sessions.
 	secrets secrets
 	log     *slog.Logger
 	// onChange lists the server's tools again, scans them and serves the
 	// new list (Server.refreshMCP); nil: the list is not followed.
 	onChange func(*upstreamServer)
+	// scope says whose calls share a session (sessionScope), maxSessions
+	// bounds the scoped sessions open, idle closes a tenant's after that
+	// long without a call; m counts them (nil: not counted).
+	scope       string
+	maxSessions int
+	idle        time.Duration
+	m           *metrics
 
-	mu     sync.Mutex
-	cs     *mcp.ClientSession
-	ended  chan struct{} // closed when cs ends
-	broken bool          // a call found cs closed before ended was
+	mu sync.Mutex
+	// main is the session that lists the tools, and carries the calls
+	// when the scope is "shared".
+	main *upstreamConn
+	// scoped holds the callers' sessions by their key (take).
+	scoped map[string]*upstreamConn
 	closed bool
 	// refs counts the generations sharing the server; the last to close
-	// it closes the session.
+	// it closes the sessions.
 	refs int
 	// served holds, by the upstream's name, the definition of each tool
 	// last scanned and served (not withheld): a call of a tool whose
@@ -104,110 +112,22 @@ type upstreamServer struct {
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time
-	// cancels counts the cancellations of calls being sent (owe): the
-	// session is closed once they are written.
-	cancels sync.WaitGroup
-	// dialing is the connection being opened again (session), stopDial
-	// ends it.
-	dialing  *dial
-	stopDial context.CancelFunc
 	// progress holds, by the token the proxy gave an upstream call, the
 	// relay of the call's progress to its client (mcp_progress.go).
 	progress     sync.Map
 	nextProgress atomic.Uint64
 }
 
-// watch makes cs the session, noting when it ends. Called with mu held
-// (or before u is shared).
-func (u *upstreamServer) watch(cs *mcp.ClientSession) {
-	ended := make(chan struct{})
-	u.cs, u.ended, u.broken = cs, ended, false
-	go func() {
-		_ = cs.Wait()
-		close(ended)
-	}()
-}
-
-// session returns a live session, opening a new one if the last ended.
-// One connection is opened at a time, without holding mu (the server's
-// other users, admit and serves among them, do not wait for it): the
-// callers that find the session ended wait for that connection, each as
-// long as its own context lets it.
-func (u *upstreamServer) session(ctx context.Context) (*mcp.ClientSession, error) {
-	for {
-		u.mu.Lock()
-		if u.closed {
-			u.mu.Unlock()
-			return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
-		}
-		live := !u.broken
-		select {
-		case <-u.ended:
-			live = false
-		default:
-		}
-		if live {
-			cs := u.cs
-			u.mu.Unlock()
-			return cs, nil
-		}
-		d := u.dialing
-		if d == nil {
-			dctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-			d = &dial{done: make(chan struct{})}
-			u.dialing, u.stopDial = d, cancel
-			go u.reconnect(dctx, d)
-		}
-		u.mu.Unlock()
-		select {
-		case <-d.done:
-			if d.err != nil {
-				return nil, d.err
-			}
-		case <-ctx.Done():
-			return nil, fmt.Errorf("mcp server %q: waiting for its session to be opened again: %w", u.name, ctx.Err())
-		}
-	}
-}
-
-// dial is a connection being opened again: done is closed once it is
-// (or failed, err).
+// dial is a connection being opened: done is closed once it is (or
+// failed, err).
 type dial struct {
 	done chan struct{}
 	err  error
 }
 
-// reconnect opens a new session in place of the one that ended, on ctx
-// (connectTimeout, ended by close), whoever waits for it.
-func (u *upstreamServer) reconnect(ctx context.Context, d *dial) {
-	u.log.Warn("mcp upstream session ended; connecting again", "server", u.name)
-	cs, err := u.connect(ctx)
-	u.mu.Lock()
-	u.stopDial()
-	u.dialing, u.stopDial = nil, nil
-	var old *mcp.ClientSession
-	switch {
-	case err != nil:
-		d.err = err
-	case u.closed:
-		old = cs
-		d.err = fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
-	default:
-		old = u.cs
-		u.watch(cs)
-		// A server that restarted may serve other tools: they are listed
-		// and scanned again before a call reaches one.
-		u.markChanged()
-	}
-	u.mu.Unlock()
-	close(d.done)
-	if old != nil {
-		_ = old.Close()
-	}
-}
-
-// connect opens a session with the server, following its tool list.
-func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error) {
+// connect opens a session with the server, following its tool list; a
+// command's standard error is logged naming the session (label).
+func (u *upstreamServer) connect(ctx context.Context, label string) (*mcp.ClientSession, error) {
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: u.relayProgress}
 	if u.onChange != nil {
 		// The handler runs on the session's reader: it does not wait for
@@ -220,27 +140,11 @@ func (u *upstreamServer) connect(ctx context.Context) (*mcp.ClientSession, error
 			}()
 		}
 	}
-	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, &u.secrets, opts, u.seenProgress, u.log)
-}
-
-// renew ends cs, a session that refused a call as closing, waits until it
-// has ended (at most connectTimeout), and returns a live session.
-func (u *upstreamServer) renew(ctx context.Context, cs *mcp.ClientSession) (*mcp.ClientSession, error) {
-	u.mu.Lock()
-	ended := u.ended
-	current := u.cs == cs
-	u.mu.Unlock()
-	if current {
-		_ = cs.Close()
-		select {
-		case <-ended:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(connectTimeout):
-			return nil, fmt.Errorf("mcp server %q: the ended session did not close", u.name)
-		}
+	log := u.log
+	if log != nil {
+		log = log.With("session", label)
 	}
-	return u.session(ctx)
+	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, &u.secrets, opts, u.seenProgress, log)
 }
 
 // notSent reports whether err is a call the SDK refused before writing it
@@ -253,19 +157,9 @@ func notSent(err error) bool {
 	return err != nil && errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
 }
 
-// lost marks cs as ended: a call on it found the connection closed. The
-// session's own end is noticed a moment later (watch), and a call in
-// between would be sent on the dead session.
-func (u *upstreamServer) lost(cs *mcp.ClientSession) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.cs == cs {
-		u.broken = true
-	}
-}
-
-// close drops one generation's share of the server; the last closes the
-// session, once the cancellations of its calls are written (owe).
+// close drops one generation's share of the server; the last closes its
+// sessions, each once the cancellations of its calls are written (owe),
+// all at once.
 func (u *upstreamServer) close() {
 	u.mu.Lock()
 	if u.closed {
@@ -277,17 +171,21 @@ func (u *upstreamServer) close() {
 		return
 	}
 	u.closed = true
-	if u.stopDial != nil {
-		u.stopDial()
-	}
 	if u.pending != nil {
 		close(u.pending)
 		u.pending = nil
 	}
-	cs := u.cs
+	conns := []*upstreamConn{u.main}
+	for _, c := range u.scoped {
+		u.forget(c)
+		conns = append(conns, c)
+	}
 	u.mu.Unlock()
-	u.cancels.Wait()
-	_ = cs.Close()
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(c.close)
+	}
+	wg.Wait()
 }
 
 // upstreamTool is one tool of an upstream server.
@@ -540,9 +438,10 @@ func UpstreamTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, err
 // them apart), once every server is listed, so that the error names each
 // server that exposes it. On failure every session opened is closed.
 // onChange is called (one call at a time per server) when a server's
-// tools may have changed.
+// tools may have changed. A tenant's session closes after idle without a
+// call; m counts the callers' sessions.
 func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, dir string, lookupEnv func(string) (string, bool),
-	log *slog.Logger, maxResult int64, onChange func(*upstreamServer)) (*upstreams, error) {
+	log *slog.Logger, maxResult int64, onChange func(*upstreamServer), idle time.Duration, m *metrics) (*upstreams, error) {
 	u := &upstreams{servers: map[string]*upstreamServer{}, tools: map[string]*upstreamTool{}, maxResult: maxResult}
 	names := make([]string, 0, len(servers))
 	for name := range servers {
@@ -552,14 +451,17 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 	listed := make([]serverTools, 0, len(names))
 	for _, name := range names {
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-		up := &upstreamServer{name: name, spec: servers[name], dir: dir, lookupEnv: lookupEnv, log: log, onChange: onChange, refs: 1}
-		cs, err := up.connect(cctx)
+		spec := servers[name]
+		up := &upstreamServer{name: name, spec: spec, dir: dir, lookupEnv: lookupEnv, log: log, onChange: onChange, refs: 1,
+			scope: sessionScope(spec), maxSessions: maxScopedSessions(spec), idle: idle, m: m, scoped: map[string]*upstreamConn{}}
+		up.main = &upstreamConn{u: up, label: "listing"}
+		cs, err := up.connect(cctx, up.main.label)
 		if err != nil {
 			cancel()
 			u.close()
 			return nil, err
 		}
-		up.watch(cs)
+		up.main.watch(cs)
 		u.servers[name] = up
 		tools, err := UpstreamTools(cctx, cs)
 		cancel()
@@ -1055,7 +957,12 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if args == nil {
 		args = map[string]any{}
 	}
-	cs, err := t.up.session(ctx)
+	conn, release, err := t.up.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	cs, err := conn.session(ctx)
 	if err != nil {
 		return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
 	}
@@ -1072,7 +979,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		// The session was ending as the call started (the upstream's
 		// process had just exited): the call was refused before it was
 		// written, so it is sent once on a new session.
-		if cs, err = t.up.renew(ctx, cs); err != nil {
+		if cs, err = conn.renew(ctx, cs); err != nil {
 			return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
 		}
 		if err := t.up.admit(ctx, t); err != nil {
@@ -1086,7 +993,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if err != nil {
 		if ctx.Err() != nil {
 			if owesCancel(ctx, err) {
-				t.up.owe(cs, note)
+				conn.owe(cs, note)
 			}
 			return nil, ctx.Err()
 		}
@@ -1104,7 +1011,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 			return nil, ce
 		}
 		if ue == nil && (errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)) {
-			t.up.lost(cs)
+			conn.lost(cs)
 		}
 		ce := &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf("mcp server %q", t.server), Err: t.up.secrets.err(err)}
 		if runtime.DidNotRun(err) {
@@ -1339,6 +1246,10 @@ type mcpProxy struct {
 	live liveSessions
 	// sessions bounds the sessions each key keeps open.
 	sessions sessionCap
+	// clients holds, by client session id, a channel closed when the
+	// session ends, for its upstream sessions to close (clientEnded).
+	clientsMu sync.Mutex
+	clients   map[string]chan struct{}
 }
 
 // requestHeader carries, from mcpHandler to callTool, the token of the
@@ -1580,6 +1491,11 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	run.ID = runID(c, id)
 	p.noteRun(h, run.ID)
+	caller := upstreamCaller{tenant: c.tenant}
+	if ss := req.Session; ss != nil {
+		caller.session, caller.ended = ss.ID(), func() <-chan struct{} { return p.clientEnded(ss) }
+	}
+	ctx = withUpstreamCaller(ctx, caller)
 	s.runs.begin(run.ID, c.tenant)
 	defer func() { s.runs.end(run.ID, time.Now()) }()
 	// Arguments that give a key twice are refused before the tool chain,
@@ -1704,6 +1620,13 @@ func (s *Server) mcpHandler(x *exchange) {
 	ctx, release := x.outlastCut()
 	defer release()
 	r = r.WithContext(ctx)
+	if r.Method == http.MethodGet {
+		// A session's event stream, open for the session's life, carries
+		// no call: it does not hold the policy generation it was opened
+		// under, whose upstream sessions a reload closes once its calls
+		// are done.
+		x.release()
+	}
 	var done func()
 	r, done = s.mcp.live.begin(r)
 	defer done()

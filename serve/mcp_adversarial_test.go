@@ -350,7 +350,7 @@ func TestMCPStdioUpstreamStderrIsLogged(t *testing.T) {
 	logs := &logBuffer{}
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
-mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGENTC_TEST_MCP_STDIO: "1", AGENTC_TEST_MCP_STDERR: "Server running on stdio\nNo roots\n"}}
+mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGENTC_TEST_MCP_STDIO: "1", AGENTC_TEST_MCP_STDERR: "Server running on stdio\nNo roots\n"}, session: "shared"}
 `, os.Args[0]))), WatchInterval: -1, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	cs := connectProxy(t, s.url, "", nil)
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping"})

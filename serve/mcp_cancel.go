@@ -58,18 +58,18 @@ func owesCancel(ctx context.Context, err error) bool {
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
-// owe notes that n is being sent on cs: closing cs, the current session,
-// waits for it.
-func (u *upstreamServer) owe(cs *mcp.ClientSession, n *cancelNote) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closed || u.cs != cs {
+// owe notes that n is being sent on cs: closing cs, the current session
+// of c, waits for it.
+func (c *upstreamConn) owe(cs *mcp.ClientSession, n *cancelNote) {
+	c.u.mu.Lock()
+	defer c.u.mu.Unlock()
+	if c.shut || c.cs != cs {
 		return
 	}
-	ended := u.ended
-	u.cancels.Add(1)
+	ended := c.ended
+	c.cancels.Add(1)
 	go func() {
-		defer u.cancels.Done()
+		defer c.cancels.Done()
 		t := time.NewTimer(cancelWait)
 		defer t.Stop()
 		select {

@@ -172,7 +172,7 @@ func TestMCPCallNeverSentIsRetried(t *testing.T) {
 	// a new session, refused before anything is sent.
 	up := s.srv.cur.Load().mcp.servers["bank"]
 	up.mu.Lock()
-	ended := up.ended
+	ended := up.main.ended
 	up.mu.Unlock()
 	select {
 	case <-ended:

@@ -138,7 +138,7 @@ mcp: servers: envy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {
 	SIGNING_TOKEN: "${AGENTC_TEST_PASSED_TOKEN}"
 	AGENTC_TEST_MCP_STDERR: "using key ${AGENTC_TEST_PASSED_KEY}\n%s${AGENTC_TEST_PASSED_TOKEN}\nstderr done\n"
 	TLS_PRIVATE_KEY: "${AGENTC_TEST_PASSED_KEY}"
-}}
+}, session: "shared"} // one process: its lines once
 `, os.Args[0], long))), WatchInterval: -1, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 		LookupEnv: func(k string) (string, bool) { v, ok := gateway[k]; return v, ok }})
 	cs := connectProxy(t, s.url, "", nil)

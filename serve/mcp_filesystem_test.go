@@ -270,10 +270,12 @@ func TestMCPFilesystemResultsAndFailures(t *testing.T) {
 	assert.Contains(t, out, "ENOENT")
 
 	pids := childPIDs(t, root)
-	require.Len(t, pids, 1, "one filesystem server serves root")
-	p, err := os.FindProcess(pids[0])
-	require.NoError(t, err)
-	require.NoError(t, p.Kill())
+	require.Len(t, pids, 2, "one filesystem server lists the tools, one serves the calls (of the one tenant)")
+	for _, pid := range pids {
+		p, err := os.FindProcess(pid)
+		require.NoError(t, err)
+		require.NoError(t, p.Kill())
+	}
 	require.Eventually(t, func() bool {
 		out, isErr := read("big.txt")
 		return !isErr && out == big

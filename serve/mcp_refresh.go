@@ -206,11 +206,7 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	// The tools are listed before the lock that builds generations is
 	// taken: a server whose listing hangs (connectTimeout at most) holds
 	// neither the other servers' changes nor a reload.
-	cs, err := up.session(ctx)
-	var tools []*mcp.Tool
-	if err == nil {
-		tools, err = UpstreamTools(ctx, cs)
-	}
+	tools, err := up.listTools(ctx)
 	// Close holds reloadMu while the calls in flight finish, and those
 	// may be waiting for this refresh.
 	for !s.reloadMu.TryLock() {

@@ -13,21 +13,26 @@ import (
 // metrics are the server's Prometheus collectors, registered on one
 // registry per server.
 type metrics struct {
-	requests   *prometheus.CounterVec
-	latency    *prometheus.HistogramVec
-	inflight   prometheus.Gauge
-	calls      prometheus.Gauge
-	blocks     *prometheus.CounterVec
-	retries    *prometheus.CounterVec
-	fallbacks  *prometheus.CounterVec
-	spendUSD   *prometheus.CounterVec
-	tokens     *prometheus.CounterVec
-	refusals   *prometheus.CounterVec
-	reloads    *prometheus.CounterVec
-	toolCalls  *prometheus.CounterVec
-	withheld   *prometheus.GaugeVec
-	registry   *prometheus.Registry
-	generation prometheus.Gauge
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	inflight  prometheus.Gauge
+	calls     prometheus.Gauge
+	blocks    *prometheus.CounterVec
+	retries   *prometheus.CounterVec
+	fallbacks *prometheus.CounterVec
+	spendUSD  *prometheus.CounterVec
+	tokens    *prometheus.CounterVec
+	refusals  *prometheus.CounterVec
+	reloads   *prometheus.CounterVec
+	toolCalls *prometheus.CounterVec
+	withheld  *prometheus.GaugeVec
+	// upstreamSessions counts the callers' sessions open with each
+	// upstream MCP server, upstreamRefused the calls refused one past its
+	// max_sessions.
+	upstreamSessions *prometheus.GaugeVec
+	upstreamRefused  *prometheus.CounterVec
+	registry         *prometheus.Registry
+	generation       prometheus.Gauge
 	// own lists the server's collectors, without the Go and process
 	// ones: the metrics docs/serve.md lists.
 	own []prometheus.Collector
@@ -113,6 +118,12 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 		withheld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentc_serve_mcp_tools_withheld",
 			Help: "Upstream MCP tools the policy generation served withholds, their definition blocked by a security layer, by server and layer."},
 			[]string{"server", "layer"}),
+		upstreamSessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentc_serve_mcp_upstream_sessions",
+			Help: "Sessions open with an upstream MCP server for its callers (one per client session or per tenant, as its session field says; processes for a command server), by server. The session that lists its tools is not counted."},
+			[]string{"server"}),
+		upstreamRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_mcp_upstream_sessions_refused_total",
+			Help: "Tool calls refused because their upstream MCP server had max_sessions sessions open and the call needed another, by server."},
+			[]string{"server"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
 			Help: "Policy reloads by result (ok, failed, refused)."}, []string{"result"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
@@ -122,7 +133,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
 	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries,
-		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.reloads, m.generation}
+		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
 	for _, c := range m.own {
 		if err := reg.Register(c); err != nil {
 			m.unregister()

@@ -159,6 +159,11 @@ func TestSlowUpstreamReloadDoesNotHoldRequests(t *testing.T) {
 	})
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(proxyPolicy, sha("agent-key"), slow.URL))), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
+	// The client's upstream session is opened before the upstream slows
+	// down: the new sessions held are the reload's.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A0"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
 
 	hold.Store(true)
 	reloaded := make(chan error, 1)
@@ -169,7 +174,7 @@ func TestSlowUpstreamReloadDoesNotHoldRequests(t *testing.T) {
 	code, _, body := do(t, "GET", s.url+"/readyz", "", nil)
 	assert.Equal(t, 200, code)
 	assert.Contains(t, body, "generation 1")
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
 	require.NoError(t, err)
 	assert.False(t, res.IsError, text(t, res))
 	_ = connectProxy(t, s.url, "agent-key", nil)

@@ -554,13 +554,21 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		}
 		deps.Models[name] = sm
 	}
-	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP)
+	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP, s.opts.RunIdle, s.metrics)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkScopedLayers(p, ups); err != nil {
 		ups.close()
 		return nil, err
+	}
+	if n := kr.tenants(); n > 1 {
+		for _, name := range slices.Sorted(maps.Keys(p.MCPServers)) {
+			if sessionScope(p.MCPServers[name]) == scopeShared {
+				s.log.Warn("mcp upstream session shared by every tenant: what the server keeps for a session (a working directory, a browser, a transaction, a memory) one tenant's calls leave, another's read; give it session \"client\" or \"tenant\"",
+					"server", name, "tenants", n)
+			}
+		}
 	}
 	errs, warns := unknownToolNames(p, ups, hostTools(s.opts.Tools))
 	if len(errs) > 0 {

@@ -208,6 +208,13 @@ type MCPServer struct {
 	// ${NAME} is the environment variable NAME, read when the server
 	// connects, so the plan holds no credential.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Session says whose calls share an upstream session: "client" (one
+	// per MCP client session), "tenant" (one per tenant) or "shared" (one
+	// for every caller); "" is "client" for a URL, "tenant" for a command.
+	Session string `json:"session,omitempty"`
+	// MaxSessions bounds the sessions open with the server at once, but
+	// for "shared" (0: the default, DefaultMaxSessions).
+	MaxSessions int `json:"max_sessions,omitempty"`
 	// Pos is the server's position in the policy ("file:line:col"), for
 	// messages.
 	Pos string `json:"pos,omitempty"`

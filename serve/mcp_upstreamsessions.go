@@ -1,0 +1,435 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// An upstream session holds what a stateful server keeps for it (a working
+// directory, a browser, a transaction, a memory), so whose calls share one
+// is the policy's (plan.MCPServer.Session): "client", one per MCP client
+// session (the default for a url server), closed when the client's ends;
+// "tenant", one per tenant (the default for a command server, where a
+// session is a process), closed after -idle without a call; "shared", the
+// one session for every caller. The tools are listed on a session of their
+// own (upstreamServer.main), which "shared" calls use too: no caller's
+// state is in it otherwise. At most max_sessions scoped sessions are open
+// with a server; past it a call that needs another is refused, not sent.
+
+// The values of plan.MCPServer.Session.
+const (
+	scopeClient = "client"
+	scopeTenant = "tenant"
+	scopeShared = "shared"
+)
+
+// The bounds on the scoped sessions of a server when the policy gives
+// none: a url server's cost the gateway a connection each, a command
+// server's a process each.
+const (
+	defaultMaxURLSessions     = 256
+	defaultMaxCommandSessions = 32
+)
+
+// sessionScope returns whose calls share a session with s.
+func sessionScope(s plan.MCPServer) string {
+	switch {
+	case s.Session != "":
+		return s.Session
+	case len(s.Command) > 0:
+		return scopeTenant
+	default:
+		return scopeClient
+	}
+}
+
+// maxScopedSessions returns the bound on s's scoped sessions.
+func maxScopedSessions(s plan.MCPServer) int {
+	switch {
+	case s.MaxSessions > 0:
+		return s.MaxSessions
+	case len(s.Command) > 0:
+		return defaultMaxCommandSessions
+	default:
+		return defaultMaxURLSessions
+	}
+}
+
+// upstreamConn is one session with an upstream server: its listing
+// session, or a caller's. A session that ends (a stdio server's process
+// exited, an HTTP server forgot it) is opened again for the next call. Its
+// fields are guarded by its server's mu.
+type upstreamConn struct {
+	u *upstreamServer
+	// key names the callers of a scoped session ("" for the listing
+	// session), who the label says in messages.
+	key, label string
+	cs         *mcp.ClientSession // nil until first opened
+	ended      chan struct{}      // closed when cs ends
+	broken     bool               // a call found cs closed before ended was
+	// dialing is the connection being opened (session), stopDial ends it.
+	dialing  *dial
+	stopDial context.CancelFunc
+	// cancels counts the cancellations of calls being sent (owe): the
+	// session is closed once they are written.
+	cancels sync.WaitGroup
+	// dropped is set once no call may take the session any more; gone is
+	// closed then. It is shut once the calls holding it are done.
+	dropped bool
+	gone    chan struct{}
+	calls   int
+	shut    bool
+	// idle closes a tenant's session after the server's idle without a
+	// call, counted from lastCall.
+	idle     *time.Timer
+	lastCall time.Time
+}
+
+// watch makes cs the session, noting when it ends. Called with u.mu held
+// (or before c is shared).
+func (c *upstreamConn) watch(cs *mcp.ClientSession) {
+	ended := make(chan struct{})
+	c.cs, c.ended, c.broken = cs, ended, false
+	go func() {
+		_ = cs.Wait()
+		close(ended)
+	}()
+}
+
+// session returns a live session, opening one if there is none yet or the
+// last ended. One connection is opened at a time, without holding mu (the
+// server's other users, admit and serves among them, do not wait for it):
+// the callers that find the session ended wait for that connection, each
+// as long as its own context lets it.
+func (c *upstreamConn) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u := c.u
+	for {
+		u.mu.Lock()
+		if u.closed || c.dropped {
+			u.mu.Unlock()
+			return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+		}
+		live := c.cs != nil && !c.broken
+		if live {
+			select {
+			case <-c.ended:
+				live = false
+			default:
+			}
+		}
+		if live {
+			cs := c.cs
+			u.mu.Unlock()
+			return cs, nil
+		}
+		d := c.dialing
+		if d == nil {
+			dctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+			d = &dial{done: make(chan struct{})}
+			c.dialing, c.stopDial = d, cancel
+			go c.reconnect(dctx, d)
+		}
+		u.mu.Unlock()
+		select {
+		case <-d.done:
+			if d.err != nil {
+				return nil, d.err
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("mcp server %q: waiting for its session to be opened: %w", u.name, ctx.Err())
+		}
+	}
+}
+
+// reconnect opens a session, the first of c or in place of the one that
+// ended, on ctx (connectTimeout, ended by close), whoever waits for it.
+func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
+	u := c.u
+	u.mu.Lock()
+	again := c.cs != nil
+	u.mu.Unlock()
+	if again {
+		u.log.Warn("mcp upstream session ended; connecting again", "server", u.name, "session", c.label)
+	}
+	cs, err := u.connect(ctx, c.label)
+	u.mu.Lock()
+	c.stopDial()
+	c.dialing, c.stopDial = nil, nil
+	var old *mcp.ClientSession
+	switch {
+	case err != nil:
+		d.err = err
+	case u.closed || c.dropped:
+		old = cs
+		d.err = fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
+	default:
+		old = c.cs
+		c.watch(cs)
+		if again {
+			// A server that restarted may serve other tools: they are
+			// listed and scanned again before a call reaches one.
+			u.markChanged()
+		}
+	}
+	u.mu.Unlock()
+	close(d.done)
+	if old != nil {
+		_ = old.Close()
+	}
+}
+
+// renew ends cs, a session that refused a call as closing, waits until it
+// has ended (at most connectTimeout), and returns a live session.
+func (c *upstreamConn) renew(ctx context.Context, cs *mcp.ClientSession) (*mcp.ClientSession, error) {
+	c.u.mu.Lock()
+	ended := c.ended
+	current := c.cs == cs
+	c.u.mu.Unlock()
+	if current {
+		_ = cs.Close()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(connectTimeout):
+			return nil, fmt.Errorf("mcp server %q: the ended session did not close", c.u.name)
+		}
+	}
+	return c.session(ctx)
+}
+
+// lost marks cs as ended: a call on it found the connection closed. The
+// session's own end is noticed a moment later (watch), and a call in
+// between would be sent on the dead session.
+func (c *upstreamConn) lost(cs *mcp.ClientSession) {
+	c.u.mu.Lock()
+	defer c.u.mu.Unlock()
+	if c.cs == cs {
+		c.broken = true
+	}
+}
+
+// close ends the session once the cancellations of its calls are written
+// (owe); a second close does nothing.
+func (c *upstreamConn) close() {
+	c.u.mu.Lock()
+	if c.shut {
+		c.u.mu.Unlock()
+		return
+	}
+	c.shut = true
+	if c.stopDial != nil {
+		c.stopDial()
+	}
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	cs := c.cs
+	c.u.mu.Unlock()
+	c.cancels.Wait()
+	if cs != nil {
+		_ = cs.Close()
+	}
+}
+
+// sessionGone reports whether err says a session ended under a request:
+// its server forgot it (an HTTP server restarted) or its connection
+// closed.
+func sessionGone(err error) bool {
+	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)
+}
+
+// listTools lists the server's tools on its listing session; a session
+// found gone (the server restarted) is opened again and listed once more.
+func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	cs, err := u.main.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := UpstreamTools(ctx, cs)
+	if err != nil && ctx.Err() == nil && sessionGone(err) {
+		u.main.lost(cs)
+		if cs, err = u.main.session(ctx); err == nil {
+			tools, err = UpstreamTools(ctx, cs)
+		}
+	}
+	return tools, err
+}
+
+// upstreamCaller is who makes a tool call, as the choice of its upstream
+// session reads it: its MCP client session and its tenant.
+type upstreamCaller struct {
+	session string
+	tenant  string
+	// ended returns a channel closed when the client session ends.
+	ended func() <-chan struct{}
+}
+
+type upstreamCallerKey struct{}
+
+// withUpstreamCaller returns ctx carrying c.
+func withUpstreamCaller(ctx context.Context, c upstreamCaller) context.Context {
+	return context.WithValue(ctx, upstreamCallerKey{}, c)
+}
+
+// take returns the session a call on ctx uses, held until the func
+// returned is called: the listing session for "shared", else the caller's
+// (opened on its first call). A call that would need a session past
+// maxSessions is refused, not sent.
+func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error) {
+	if u.scope == scopeShared {
+		return u.main, func() {}, nil
+	}
+	caller, ok := ctx.Value(upstreamCallerKey{}).(upstreamCaller)
+	if !ok {
+		// Not a call of /mcp (a program running the pipeline's tool
+		// chain itself): the run's tenant's session.
+		caller.tenant = runtime.RunOf(ctx).Tenant
+	}
+	key, label := "tenant\x00"+caller.tenant, fmt.Sprintf("tenant %q", caller.tenant)
+	if u.scope == scopeClient && caller.session != "" {
+		key, label = "client\x00"+caller.session, "client session"
+	}
+	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil, nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)})
+	}
+	c := u.scoped[key]
+	if c == nil {
+		if n := len(u.scoped); n >= u.maxSessions {
+			u.mu.Unlock()
+			if u.m != nil {
+				u.m.upstreamRefused.WithLabelValues(u.name).Inc()
+			}
+			u.log.Warn("mcp upstream session refused: the server's sessions are at its max_sessions", "server", u.name,
+				"scope", u.scope, "max_sessions", u.maxSessions)
+			return nil, nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+				"mcp server %q: %d upstream %s open, its max_sessions: no other can be opened for this %s until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
+				u.name, n, plural(n, "session", "sessions"), u.scope)})
+		}
+		c = &upstreamConn{u: u, key: key, label: label, gone: make(chan struct{})}
+		u.scoped[key] = c
+		if u.m != nil {
+			u.m.upstreamSessions.WithLabelValues(u.name).Inc()
+		}
+		if u.scope == scopeClient && caller.ended != nil {
+			ended := caller.ended()
+			go func() {
+				select {
+				case <-ended:
+					u.drop(c)
+				case <-c.gone:
+				}
+			}()
+		}
+	}
+	c.calls++
+	u.mu.Unlock()
+	return c, func() { u.release(c) }, nil
+}
+
+// plural returns one for n == 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// release lets go of c, held by a call: a session dropped meanwhile is
+// closed with its last call; a tenant's is closed after idle without one.
+func (u *upstreamServer) release(c *upstreamConn) {
+	u.mu.Lock()
+	c.calls--
+	if c.calls > 0 {
+		u.mu.Unlock()
+		return
+	}
+	if c.dropped {
+		u.mu.Unlock()
+		c.close()
+		return
+	}
+	if u.scope == scopeTenant && u.idle > 0 {
+		c.lastCall = time.Now()
+		if c.idle == nil {
+			c.idle = time.AfterFunc(u.idle, func() { u.idled(c) })
+		} else {
+			c.idle.Reset(u.idle)
+		}
+	}
+	u.mu.Unlock()
+}
+
+// idled drops c when it has had no call for idle.
+func (u *upstreamServer) idled(c *upstreamConn) {
+	u.mu.Lock()
+	quiet := c.calls == 0 && time.Since(c.lastCall) >= u.idle
+	u.mu.Unlock()
+	if quiet {
+		u.drop(c)
+	}
+}
+
+// drop takes c out of the server's sessions: it is closed now, or with
+// the last call holding it.
+func (u *upstreamServer) drop(c *upstreamConn) {
+	u.mu.Lock()
+	if c.dropped {
+		u.mu.Unlock()
+		return
+	}
+	u.forget(c)
+	calls := c.calls
+	u.mu.Unlock()
+	if calls == 0 {
+		c.close()
+	}
+}
+
+// forget marks c dropped and takes it out of the server's sessions. Called
+// with u.mu held.
+func (u *upstreamServer) forget(c *upstreamConn) {
+	c.dropped = true
+	close(c.gone)
+	if u.scoped[c.key] == c {
+		delete(u.scoped, c.key)
+		if u.m != nil {
+			u.m.upstreamSessions.WithLabelValues(u.name).Dec()
+		}
+	}
+}
+
+// clientEnded returns a channel closed when the client session ss ends,
+// one per session however many upstream sessions it has.
+func (p *mcpProxy) clientEnded(ss *mcp.ServerSession) <-chan struct{} {
+	p.clientsMu.Lock()
+	defer p.clientsMu.Unlock()
+	id := ss.ID()
+	if ch, ok := p.clients[id]; ok {
+		return ch
+	}
+	if p.clients == nil {
+		p.clients = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	p.clients[id] = ch
+	go func() {
+		_ = ss.Wait()
+		p.clientsMu.Lock()
+		delete(p.clients, id)
+		p.clientsMu.Unlock()
+		close(ch)
+	}()
+	return ch
+}
