@@ -16,7 +16,10 @@ postgres table, which an operator, a backup or another replica reads)
 keeps the personal data or the secret in clear, although no caller is ever
 shown it; a replay is masked again on its way out. Outside them it stores
 what they masked (idempotent stores a result pii refuses as the call's
-error). A pii layer with output: false leaves the model's output alone,
+error), and the digests of the arguments as the caller wrote them (plain
+SHA-256s, which give away an argument of few possible values to whoever
+reads the store: docs/state.md, "idempotent: at most one execution per
+logical call"). A pii layer with output: false leaves the model's output alone,
 so a chat cache inside it is not reported. pii checks nothing but the call
 and its result, so
 order/guard-inside-cache leaves it inside a cache. The rule is the builtin
