@@ -93,7 +93,15 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 			s.kindFiles[id] = name
 		}
 	}
-	for _, rc := range raw.Constraints {
+	// Sorted by Key, then by the catalog's own name of the constraint
+	// (several share a Key: one per stage, or per when), each Key made
+	// once rather than at every comparison.
+	type sorted struct {
+		key, name string
+		c         *Constraint
+	}
+	all := make([]sorted, 0, len(raw.Constraints))
+	for name, rc := range raw.Constraints {
 		c := &Constraint{ID: rc.ID, Stage: rc.Stage, Outer: rc.Outer, Inner: rc.Inner, Severity: Severity(rc.Severity), Why: rc.Why, Builtin: true}
 		if c.Severity == "" {
 			c.Severity = Error
@@ -101,9 +109,18 @@ func NewSchema(custom []CustomKind) (*Schema, error) {
 		if rc.When != "" {
 			c.When = &Expr{Source: rc.When}
 		}
-		s.constraints = append(s.constraints, c)
+		all = append(all, sorted{c.Key(), name, c})
 	}
-	sort.Slice(s.constraints, func(i, j int) bool { return s.constraints[i].Key() < s.constraints[j].Key() })
+	slices.SortFunc(all, func(a, b sorted) int {
+		if r := strings.Compare(a.key, b.key); r != 0 {
+			return r
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	s.constraints = make([]*Constraint, 0, len(all))
+	for _, e := range all {
+		s.constraints = append(s.constraints, e.c)
+	}
 
 	for i, ck := range custom {
 		for _, st := range ck.Stages {

@@ -514,7 +514,10 @@ func (h *hangups) hangUp() {
 // store's failure a layer passes on (*runtime.StoreError) pass on its text,
 // a driver's words that name the store's address, user and database, or
 // say how its connection broke: the client learns that the layer's store
-// is unavailable. The access log keeps the whole error.
+// is unavailable. The access log keeps the whole error. An error whose
+// text a layer masked (pii or redact outside the failing layer, a DNS
+// server's address masked as an IP) has its wrapped error's message
+// withheld so, then masked as its text was.
 func clientMessage(err error) string {
 	msg := err.Error()
 	var causes, withheld []string
@@ -529,6 +532,13 @@ func clientMessage(err error) string {
 		case *runtime.StoreError:
 			causes, withheld = append(causes, e.Error()), append(withheld, storeWithheld)
 			return
+		case maskedText:
+			if inner := errors.Unwrap(e); inner != nil {
+				if said := clientMessage(inner); said != inner.Error() {
+					causes, withheld = append(causes, e.Error()), append(withheld, e.MaskText(said))
+				}
+				return
+			}
 		case *runtime.CallError:
 			if e.Layer == "" && e.Err != nil && refusesTheGateway(e.Status) {
 				causes = append(causes, e.Err.Error())
@@ -562,6 +572,13 @@ func clientMessage(err error) string {
 		msg = msg[:at] + w + msg[at+len(cause):]
 	}
 	return msg
+}
+
+// maskedText is an error whose text a layer masked (pii, redact): MaskText
+// masks another text so.
+type maskedText interface {
+	error
+	MaskText(string) string
 }
 
 // refusesTheGateway reports whether an upstream's status refuses the

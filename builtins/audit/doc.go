@@ -56,7 +56,14 @@
 //
 // Raw arguments (a tool's args; a turn's input and session id) are stored
 // only with include_args: true; by default the digest alone lets an auditor
-// match a record to a known call without keeping personal data. The same
+// match a record to a known call without keeping the arguments' text. The
+// digest is a plain SHA-256, unkeyed and unsalted: it hides arguments no
+// one can guess, not a short or guessable one (a PIN, an amount, an
+// account number of a known form, an e-mail address among the customers'),
+// which anyone who reads the trail recovers by digesting the candidates
+// until one matches: such a trail is read only by those who may see the
+// arguments, or they are masked before the layer (a pii layer outside
+// audit masks the personal data it finds). The same
 // holds for a failed call's error text, which a tool may fill with its
 // arguments ("card 4111111111111111 declined", "no such user
 // ann@example.com"): it is stored only with include_errors: true. By

@@ -42,7 +42,10 @@
 // arguments share a key.
 // The layer stores, with a call's outcome, the digest of each of its
 // top-level arguments (of its canonical JSON, as runtime.ToolCall.ArgsDigest
-// reads the arguments), and a later call under the key that differs in an
+// reads the arguments: a plain SHA-256, which keeps no argument's text but
+// gives an argument of few possible values, a PIN or an amount, to anyone
+// who reads the store and digests the candidates), and a later call under
+// the key that differs in an
 // argument vary_args does not name is refused, without running, with a
 // *runtime.BlockedError naming the layer and the arguments that differ
 // ("the idempotency key (key_args ...) was used earlier by a call with

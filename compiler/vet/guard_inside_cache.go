@@ -11,15 +11,18 @@ var GuardInsideCache = &Rule{
 
 On a cache hit (or an idempotent replay) the layers inside the cache do not
 run: the stored answer is served as it is. A layer that checks calls before
-they run (any builtin with the guards trait: guard, pii, egress,
-tool_policy, security, ...) never sees that call, so a check that depends on
+they run (any builtin with the guards trait: guard, egress, tool_policy,
+security, ...) never sees that call, so a check that depends on
 more than the cache key (the run, the agent, the time, a policy changed since
 the answer was stored) is bypassed. Put such checks outside caches. Checks of
 the output alone (output_coerce, judge, a guard with phase: "after") may sit
 inside a cache: an output they refuse is an error, never stored as an answer,
 so every stored answer has passed them (idempotent stores a tool result a
 guard blocked as the call's error: the tool ran, so a duplicate gets the
-block again instead of running it). The rule is the builtin
+block again instead of running it). pii is left out: it checks nothing
+but the call and its result, which the cache keys and stores, and inside a
+cache it masks what the cache stores (order/cache-inside-redact). The rule
+is the builtin
 constraints guard-inside-cache (schemas/memoize.cue, semantic_memoize.cue,
 idempotent.cue); a when on the guard's constraint leaves "after" guards out.`,
 	Run: func(p *Pass) {

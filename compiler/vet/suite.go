@@ -22,6 +22,7 @@ var Suite = []*Rule{
 	PathCheckOutsideFileCheck,
 	RecordOutsideRedact,
 	GuardInsideCache,
+	CacheInsideRedact,
 	TracingOutermost,
 	OwnCallRecursion,
 	OwnCallRerouted,

@@ -61,7 +61,7 @@ func Results(next runtime.ToolHandler, f Func, find Find, layer, finding string)
 		v, err := next(ctx, c)
 		if err != nil {
 			if red, n := f(err.Error()); n > 0 {
-				err = &maskedError{text: red, err: err}
+				err = &maskedError{text: red, err: err, f: f}
 			}
 			return v, err
 		}
@@ -79,7 +79,16 @@ func Results(next runtime.ToolHandler, f Func, find Find, layer, finding string)
 type maskedError struct {
 	text string
 	err  error
+	f    Func
 }
 
 func (e *maskedError) Error() string { return e.text }
 func (e *maskedError) Unwrap() error { return e.err }
+
+// MaskText masks s as the error's text was masked: a reader that rewrites the text of the
+// error it wraps (agentc serve withholds a transport's words) masks its rewriting so, to
+// put it in the place of Error.
+func (e *maskedError) MaskText(s string) string {
+	red, _ := e.f(s)
+	return red
+}
