@@ -285,7 +285,11 @@ type Server struct {
 	// has served: until then the tool chain holds no state
 	// (checkStateChanges).
 	toolsServed bool
-	closed      atomic.Bool
+	// retry is the next attempt of a reload that failed for a reason that
+	// may pass without a change of the files (transientReload), under
+	// reloadMu; nil when none is due.
+	retry  *reloadRetry
+	closed atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -546,7 +550,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	}
 	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP)
 	if err != nil {
-		return nil, err
+		return nil, &upstreamError{err}
 	}
 	if err := checkScopedLayers(p, ups); err != nil {
 		ups.close()
@@ -753,7 +757,9 @@ func (s *Server) generations() []*generation {
 // pipeline, which is closed after the last of them, apart: neither Reload
 // nor that request waits for the close, Close does. On failure the old
 // pipeline stays and the error (with the diagnostics) is logged and
-// returned. Each layer whose state the change leaves behind is logged; a
+// returned; a failure that may pass without a change of the files (a
+// store or MCP upstream out of reach: transientReload) is tried again
+// after a wait that grows (retryLater). Each layer whose state the change leaves behind is logged; a
 // change that starts idempotency records afresh is refused (ErrStateReset)
 // unless Options.AllowStateReset.
 func (s *Server) Reload(ctx context.Context) error {
@@ -763,6 +769,7 @@ func (s *Server) Reload(ctx context.Context) error {
 		return errors.New("serve: server is closed")
 	}
 	g, err := s.load(ctx)
+	wait := s.retryLater(err)
 	if errors.Is(err, ErrStateReset) {
 		s.metrics.reloads.WithLabelValues("refused").Inc()
 		s.log.Error("reload refused; still serving the previous policy", "generation", s.cur.Load().n, "error", err)
@@ -773,6 +780,11 @@ func (s *Server) Reload(ctx context.Context) error {
 		// The files name what failed: a plan's build errors do not.
 		files := s.watched.paths()
 		slices.Sort(files)
+		if wait > 0 {
+			s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "files", files, "error", err,
+				"retry_in", wait)
+			return err
+		}
 		s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "files", files, "error", err)
 		return err
 	}
@@ -793,6 +805,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.ready.Store(false)
+	s.retryLater(nil)
 	s.cur.Load().retire()
 	// No generation is installed once closed is set under reloadMu: these
 	// are all there are.
