@@ -585,7 +585,10 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 // the server is told to abandon statements at four fifths of the timeout
 // (statement_timeout, unless the configuration sets one) and the statement
 // is rolled back. Connecting is bounded by the timeout unless the
-// configuration sets connect_timeout.
+// configuration sets connect_timeout. Reading the schema's version, all
+// an open does when the schema needs no migration, is bounded by the
+// timeout as an operation is; a migration's waits for locks are bounded
+// by 30 s each (see migrate).
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ...Option) (*Store, error) {
 	if prefix == "" {
 		prefix = DefaultSchema
@@ -654,11 +657,17 @@ const pgvectorInstalled = `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extna
 // and its holders, when the lock is not had within four fifths of the
 // timeout. A schema not created yet, or older, is not current.
 func (s *Store) current(ctx context.Context) (bool, error) {
+	// Connecting is bounded by the connect timeout, as for an operation.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	wait := serverTimeout(s.timeout)
 	var v, compatible int
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = %d`, milliseconds(wait))); err != nil {
 			return err
 		}
