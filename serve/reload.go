@@ -157,9 +157,9 @@ func (w *settle) due(loaded, now fingerprint) []string {
 }
 
 // reloadRetryFirst is the wait before a reload that failed for a reason
-// that may pass (transientReload) is tried again; each failure of it
-// doubles the wait, up to reloadRetryMax.
-var reloadRetryFirst, reloadRetryMax = time.Second, 30 * time.Second
+// that may pass (transientReload) is tried again; each failure of the
+// retry doubles the wait, up to reloadRetryMax.
+var reloadRetryFirst, reloadRetryMax = time.Second, 10 * time.Second
 
 // reloadRetry is a reload due again after a transient failure.
 type reloadRetry struct {
@@ -186,15 +186,15 @@ func transientReload(err error) bool {
 }
 
 // retryLater schedules the reload that failed with err again when the
-// failure is transient, after a wait that doubles with each failure in a
-// row (from reloadRetryFirst up to reloadRetryMax), and returns the wait;
-// otherwise, a reload that applied (err nil) included, it drops the retry
-// due and returns 0. The retry reloads the files as they are then, so a
-// change made meanwhile is what it applies. reloadMu is held.
-func (s *Server) retryLater(err error) time.Duration {
-	prev := s.retry
-	if prev != nil {
-		prev.timer.Stop()
+// failure is transient, and returns the wait: reloadRetryFirst after a
+// reload of a change or a signal, twice the previous wait (up to
+// reloadRetryMax) after the retry prev failed. Otherwise, a reload that
+// applied (err nil) included, it drops the retry due and returns 0. The
+// retry reloads the files as they are then, so a change made meanwhile
+// is what it applies. reloadMu is held.
+func (s *Server) retryLater(err error, prev *reloadRetry) time.Duration {
+	if s.retry != nil {
+		s.retry.timer.Stop()
 		s.retry = nil
 	}
 	if err == nil || !transientReload(err) || s.closed.Load() {
@@ -204,20 +204,7 @@ func (s *Server) retryLater(err error) time.Duration {
 	if prev != nil {
 		r.wait, r.attempt = min(prev.wait*2, reloadRetryMax), prev.attempt+1
 	}
-	r.timer = time.AfterFunc(r.wait, func() { s.retryReload(r) })
+	r.timer = time.AfterFunc(r.wait, func() { _ = s.reload(s.stopNow, r) })
 	s.retry = r
 	return r.wait
-}
-
-// retryReload tries the reload r was scheduled for, unless another reload
-// ran meanwhile (it scheduled its own retry, or applied).
-func (s *Server) retryReload(r *reloadRetry) {
-	s.reloadMu.Lock()
-	due := s.retry == r
-	s.reloadMu.Unlock()
-	if !due {
-		return
-	}
-	s.log.Info("trying the failed reload again", "attempt", r.attempt, "after", r.wait)
-	_ = s.Reload(s.stopNow)
 }

@@ -127,3 +127,37 @@ func closedAddr(t *testing.T) string {
 	require.NoError(t, ln.Close())
 	return addr
 }
+
+// TestReloadRetriesWaitLonger: each failed retry doubles the wait, up to
+// the longest, and a reload of a change starts again from the first.
+func TestReloadRetriesWaitLonger(t *testing.T) {
+	proxy := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+	setReloadRetry(t, 5*time.Millisecond, 20*time.Millisecond)
+	prefix := storetest.Prefix(t)
+	dir := writePolicy(t, retryPolicy(proxy.URL, prefix, "2s", "app1", "app2"))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	proxy.Cut()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(retryPolicy(proxy.URL, prefix, "1s", "app1")), 0o644))
+	require.Error(t, s.srv.Reload(context.Background()))
+	retry := func() (int, time.Duration) {
+		s.srv.reloadMu.Lock()
+		defer s.srv.reloadMu.Unlock()
+		if s.srv.retry == nil {
+			return 0, 0
+		}
+		return s.srv.retry.attempt, s.srv.retry.wait
+	}
+	attempt, wait := retry()
+	require.Equal(t, 1, attempt)
+	require.Equal(t, 5*time.Millisecond, wait)
+	require.Eventually(t, func() bool { a, _ := retry(); return a >= 4 }, 10*time.Second, time.Millisecond)
+	_, wait = retry()
+	assert.Equal(t, 20*time.Millisecond, wait, "5, 10, 20, then 20 again")
+	s.srv.reloadMu.Lock()
+	reloadRetryFirst = time.Hour // read under reloadMu
+	s.srv.reloadMu.Unlock()
+	require.Error(t, s.srv.Reload(context.Background()))
+	attempt, wait = retry()
+	assert.Equal(t, 1, attempt, "a reload of its own starts again")
+	assert.Equal(t, time.Hour, wait, "from the first wait")
+}

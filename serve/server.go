@@ -762,14 +762,24 @@ func (s *Server) generations() []*generation {
 // after a wait that grows (retryLater). Each layer whose state the change leaves behind is logged; a
 // change that starts idempotency records afresh is refused (ErrStateReset)
 // unless Options.AllowStateReset.
-func (s *Server) Reload(ctx context.Context) error {
+func (s *Server) Reload(ctx context.Context) error { return s.reload(ctx, nil) }
+
+// reload is Reload, or with r the retry r of a failed reload (retryLater),
+// which does nothing when another reload ran since r was scheduled.
+func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	if s.closed.Load() {
 		return errors.New("serve: server is closed")
 	}
+	if r != nil {
+		if s.retry != r {
+			return nil
+		}
+		s.log.Info("trying the failed reload again", "attempt", r.attempt, "after", r.wait)
+	}
 	g, err := s.load(ctx)
-	wait := s.retryLater(err)
+	wait := s.retryLater(err, r)
 	if errors.Is(err, ErrStateReset) {
 		s.metrics.reloads.WithLabelValues("refused").Inc()
 		s.log.Error("reload refused; still serving the previous policy", "generation", s.cur.Load().n, "error", err)
@@ -805,7 +815,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.ready.Store(false)
-	s.retryLater(nil)
+	s.retryLater(nil, nil)
 	s.cur.Load().retire()
 	// No generation is installed once closed is set under reloadMu: these
 	// are all there are.
