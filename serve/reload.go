@@ -159,7 +159,7 @@ func (w *settle) due(loaded, now fingerprint) []string {
 // reloadRetryFirst is the wait before a reload that failed for a reason
 // that may pass (transientReload) is tried again; each failure of the
 // retry doubles the wait, up to reloadRetryMax.
-var reloadRetryFirst, reloadRetryMax = time.Second, 10 * time.Second
+var reloadRetryFirst, reloadRetryMax = time.Second, 5 * time.Second
 
 // reloadRetry is a reload due again after a transient failure.
 type reloadRetry struct {
