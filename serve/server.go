@@ -759,9 +759,9 @@ func (s *Server) generations() []*generation {
 // pipeline stays and the error (with the diagnostics) is logged and
 // returned; a failure that may pass without a change of the files (a
 // store or MCP upstream out of reach: transientReload) is tried again
-// after a wait that grows (retryLater). Each layer whose state the change leaves behind is logged; a
-// change that starts idempotency records afresh is refused (ErrStateReset)
-// unless Options.AllowStateReset.
+// after a wait that grows (retryLater). Each layer whose state the change
+// leaves behind is logged; a change that starts idempotency records
+// afresh is refused (ErrStateReset) unless Options.AllowStateReset.
 func (s *Server) Reload(ctx context.Context) error { return s.reload(ctx, nil) }
 
 // reload is Reload, or with r the retry r of a failed reload (retryLater),
@@ -790,12 +790,11 @@ func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 		// The files name what failed: a plan's build errors do not.
 		files := s.watched.paths()
 		slices.Sort(files)
+		attrs := []any{"generation", s.cur.Load().n, "files", files, "error", err}
 		if wait > 0 {
-			s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "files", files, "error", err,
-				"retry_in", wait)
-			return err
+			attrs = append(attrs, "retry_in", wait)
 		}
-		s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "files", files, "error", err)
+		s.log.Error("reload failed; still serving the previous policy", attrs...)
 		return err
 	}
 	s.install(g)
