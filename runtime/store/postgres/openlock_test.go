@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,23 +31,14 @@ func holdLock(t *testing.T, stmts ...string) {
 	}
 }
 
-// syncBuffer is a log destination the store's goroutines may write to
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+// openTimed opens schema with opts, and returns how long that took.
+func openTimed(t *testing.T, schema string, opts ...postgres.Option) (*postgres.Store, time.Duration, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	s, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), schema, opts...)
+	return s, time.Since(start), err
 }
 
 // TestOpeningAMigratedSchemaWaitsForNoReader: a session reading
@@ -58,12 +48,8 @@ func (b *syncBuffer) String() string {
 func TestOpeningAMigratedSchemaWaitsForNoReader(t *testing.T) {
 	s := open(t)
 	holdLock(t, "SELECT * FROM "+s.Schema()+".schema_version")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	again, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), s.Schema(), postgres.WithTimeout(time.Second))
+	again, took, err := openTimed(t, s.Schema(), postgres.WithTimeout(time.Second))
 	require.NoError(t, err)
-	took := time.Since(start)
 	require.NoError(t, again.Close())
 	assert.Less(t, took, time.Second, "opened within the store's timeout")
 }
@@ -75,11 +61,7 @@ func TestOpeningAMigratedSchemaWaitsForNoReader(t *testing.T) {
 func TestOpeningUnderAnExclusiveLockIsBounded(t *testing.T) {
 	s := open(t)
 	holdLock(t, "LOCK TABLE "+s.Schema()+".schema_version IN ACCESS EXCLUSIVE MODE")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	_, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), s.Schema(), postgres.WithTimeout(500*time.Millisecond))
-	took := time.Since(start)
+	_, took, err := openTimed(t, s.Schema(), postgres.WithTimeout(500*time.Millisecond))
 	require.Error(t, err)
 	t.Logf("after %s: %v", took, err)
 	assert.Less(t, took, 2*time.Second, "gave up within about the store's timeout")
@@ -97,13 +79,9 @@ func TestMigrationWaitingForALockSaysSoAndGivesUp(t *testing.T) {
 	defer postgres.SetLockWaits(50*time.Millisecond, 700*time.Millisecond)()
 	schema := storetest.Prefix(t)
 	holdLock(t, "SELECT pg_advisory_xact_lock(hashtext('agentc schema "+schema+"'))")
-	var logs syncBuffer
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := time.Now()
-	_, err := postgres.Open(ctx, storetest.ServerURL(t, storetest.PostgresEnv), schema,
-		postgres.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	took := time.Since(start)
+	// The store logs from a goroutine of its own, which Open waits for.
+	var logs bytes.Buffer
+	_, took, err := openTimed(t, schema, postgres.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	require.Error(t, err)
 	t.Logf("after %s: %v\n%s", took, err, logs.String())
 	assert.Less(t, took, 5*time.Second, "gave up after the migration's lock bound")
