@@ -53,6 +53,13 @@ func Evicts(port any, withoutExpiry bool) string {
 	return setting
 }
 
+// ErrStoreOpen is in the error of a Build that could not open a declared
+// store, or record in it the policy whose state it holds (claimStore): the
+// store did not answer, refused the connection, or its schema could not
+// be read or migrated. It is the store's failure, not the plan's: the
+// same plan may build once the store answers.
+var ErrStoreOpen = errors.New("store could not be opened")
+
 // StoreOpener opens the backend of the plan store name. It runs during Build
 // (ctx is Build's) and must not keep ctx.
 type StoreOpener func(ctx context.Context, name string, s plan.Store) (StoreBackend, error)
@@ -356,7 +363,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	if b == nil {
 		var err error
 		if b, err = open(ctx, name, ps); err != nil {
-			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
+			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, &markedError{err: err, mark: ErrStoreOpen})
 		}
 		if pool != nil && declared {
 			b = pool.add(key, b)
@@ -411,14 +418,14 @@ func (pl *Pipeline) claimStore(ctx context.Context, name string, ps plan.Store, 
 	}
 	won, err := kv.SetIfAbsent(ctx, PolicyKey, []byte(policy), 0)
 	if err != nil {
-		return fmt.Errorf("store %q (%s): record the policy whose state it holds: %w", name, ps.Kind, err)
+		return fmt.Errorf("store %q (%s): record the policy whose state it holds: %w", name, ps.Kind, &markedError{err: err, mark: ErrStoreOpen})
 	}
 	if won {
 		return nil
 	}
 	v, found, err := kv.Get(ctx, PolicyKey)
 	if err != nil {
-		return fmt.Errorf("store %q (%s): read the policy whose state it holds: %w", name, ps.Kind, err)
+		return fmt.Errorf("store %q (%s): read the policy whose state it holds: %w", name, ps.Kind, &markedError{err: err, mark: ErrStoreOpen})
 	}
 	if !found || string(v) == policy {
 		return nil

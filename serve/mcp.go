@@ -1564,8 +1564,10 @@ func (s *Server) observeTool(name string, res runtime.ToolResult, err error) {
 	s.observeRefusal(plan.StageTool, err)
 }
 
-// observeRefusal counts a block or a budget refusal by its layer.
+// observeRefusal counts a block or a budget refusal by its layer, and a
+// store's failure.
 func (s *Server) observeRefusal(stage string, err error) {
+	s.observeStoreError(stage, err)
 	switch runtime.Classify(err) {
 	case runtime.ClassBlocked:
 		s.metrics.blocks.WithLabelValues(stage, runtime.LayerOf(err)).Inc()

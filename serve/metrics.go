@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -8,6 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // metrics are the server's Prometheus collectors, registered on one
@@ -25,6 +30,7 @@ type metrics struct {
 	refusals  *prometheus.CounterVec
 	reloads   *prometheus.CounterVec
 	toolCalls *prometheus.CounterVec
+	storeErrs *prometheus.CounterVec
 	withheld  *prometheus.GaugeVec
 	// upstreamSessions counts the callers' sessions open with each
 	// upstream MCP server, upstreamRefused the calls refused one past its
@@ -115,6 +121,9 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 			[]string{"tenant", "model", "direction"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
 			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, in_doubt, error)."}, []string{"tool", "outcome"}),
+		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_store_errors_total",
+			Help: "Calls that failed, or were refused before they ran, because a layer's store failed or did not answer within its timeout, by stage, layer and store."},
+			[]string{"stage", "layer", "store"}),
 		withheld: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentc_serve_mcp_tools_withheld",
 			Help: "Upstream MCP tools the policy generation served withholds, their definition blocked by a security layer, by server and layer."},
 			[]string{"server", "layer"}),
@@ -133,7 +142,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
 	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries,
-		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
+		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
 	for _, c := range m.own {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
@@ -161,4 +170,36 @@ func (m *metrics) unregister() {
 		m.registry.Unregister(c)
 	}
 	m.registered = nil
+}
+
+// observeStoreError counts err, the failure of a call of stage, when a
+// layer's store caused it (a *runtime.StoreError in it), by the layer and
+// the store the layer names in the policy serving.
+func (s *Server) observeStoreError(stage string, err error) {
+	var se *runtime.StoreError
+	if !errors.As(err, &se) {
+		return
+	}
+	layer := runtime.LayerOf(err)
+	s.metrics.storeErrs.WithLabelValues(stage, layer, layerStore(s.cur.Load().plan, plan.Stage(stage), layer)).Inc()
+}
+
+// layerStore is the store the layer named layer of stage's chain of p
+// keeps its state in: the one its store, sink or index field names, else
+// the default store; "" when p has no such layer.
+func layerStore(p *plan.Plan, stage plan.Stage, layer string) string {
+	for _, l := range p.Chains.Of(stage) {
+		if l.Name != layer && (l.Name != "" || l.Use != layer) {
+			continue
+		}
+		var c struct{ Store, Sink, Index string }
+		_ = json.Unmarshal(l.Config, &c)
+		for _, name := range []string{c.Store, c.Sink, c.Index} {
+			if name != "" {
+				return name
+			}
+		}
+		return runtime.DefaultStore
+	}
+	return ""
 }

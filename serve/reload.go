@@ -2,11 +2,14 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // fingerprint is what the watcher compares: each watched file's identity,
@@ -151,4 +154,57 @@ func (w *settle) due(loaded, now fingerprint) []string {
 	}
 	w.pending = nil
 	return diff
+}
+
+// reloadRetryFirst is the wait before a reload that failed for a reason
+// that may pass (transientReload) is tried again; each failure of the
+// retry doubles the wait, up to reloadRetryMax.
+var reloadRetryFirst, reloadRetryMax = time.Second, 5 * time.Second
+
+// reloadRetry is a reload due again after a transient failure.
+type reloadRetry struct {
+	timer   *time.Timer
+	wait    time.Duration
+	attempt int
+}
+
+// upstreamError is the failure to connect to a policy's MCP upstreams, or
+// to list their tools: it may pass without a change of the policy.
+type upstreamError struct{ err error }
+
+func (e *upstreamError) Error() string { return e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// transientReload reports whether a reload failed for a reason that may
+// pass without a change of the files: a declared store it could not open
+// (runtime.ErrStoreOpen), an MCP upstream it could not reach. A policy
+// that does not load, vet or build, or a refused change, waits for the
+// files to change.
+func transientReload(err error) bool {
+	var ue *upstreamError
+	return errors.Is(err, runtime.ErrStoreOpen) || errors.As(err, &ue)
+}
+
+// retryLater schedules the reload that failed with err again when the
+// failure is transient, and returns the wait: reloadRetryFirst after a
+// reload of a change or a signal, twice the previous wait (up to
+// reloadRetryMax) after the retry prev failed. Otherwise, a reload that
+// applied (err nil) included, it drops the retry due and returns 0. The
+// retry reloads the files as they are then, so a change made meanwhile
+// is what it applies. reloadMu is held.
+func (s *Server) retryLater(err error, prev *reloadRetry) time.Duration {
+	if s.retry != nil {
+		s.retry.timer.Stop()
+		s.retry = nil
+	}
+	if err == nil || !transientReload(err) || s.closed.Load() {
+		return 0
+	}
+	r := &reloadRetry{wait: reloadRetryFirst, attempt: 1}
+	if prev != nil {
+		r.wait, r.attempt = min(prev.wait*2, reloadRetryMax), prev.attempt+1
+	}
+	r.timer = time.AfterFunc(r.wait, func() { _ = s.reload(s.stopNow, r) })
+	s.retry = r
+	return r.wait
 }

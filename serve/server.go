@@ -289,7 +289,11 @@ type Server struct {
 	// untraced are the tracing layers the last warning of warnUntraced
 	// named (reloadMu).
 	untraced []string
-	closed   atomic.Bool
+	// retry is the next attempt of a reload that failed for a reason that
+	// may pass without a change of the files (transientReload), under
+	// reloadMu; nil when none is due.
+	retry  *reloadRetry
+	closed atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -556,7 +560,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	}
 	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP, s.opts.RunIdle, s.metrics)
 	if err != nil {
-		return nil, err
+		return nil, &upstreamError{err}
 	}
 	if err := checkScopedLayers(p, ups); err != nil {
 		ups.close()
@@ -771,16 +775,29 @@ func (s *Server) generations() []*generation {
 // pipeline, which is closed after the last of them, apart: neither Reload
 // nor that request waits for the close, Close does. On failure the old
 // pipeline stays and the error (with the diagnostics) is logged and
-// returned. Each layer whose state the change leaves behind is logged; a
-// change that starts idempotency records afresh is refused (ErrStateReset)
-// unless Options.AllowStateReset.
-func (s *Server) Reload(ctx context.Context) error {
+// returned; a failure that may pass without a change of the files (a
+// store or MCP upstream out of reach: transientReload) is tried again
+// after a wait that grows (retryLater). Each layer whose state the change
+// leaves behind is logged; a change that starts idempotency records
+// afresh is refused (ErrStateReset) unless Options.AllowStateReset.
+func (s *Server) Reload(ctx context.Context) error { return s.reload(ctx, nil) }
+
+// reload is Reload, or with r the retry r of a failed reload (retryLater),
+// which does nothing when another reload ran since r was scheduled.
+func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	if s.closed.Load() {
 		return errors.New("serve: server is closed")
 	}
+	if r != nil {
+		if s.retry != r {
+			return nil
+		}
+		s.log.Info("trying the failed reload again", "attempt", r.attempt, "after", r.wait)
+	}
 	g, err := s.load(ctx)
+	wait := s.retryLater(err, r)
 	if errors.Is(err, ErrStateReset) {
 		s.metrics.reloads.WithLabelValues("refused").Inc()
 		s.log.Error("reload refused; still serving the previous policy", "generation", s.cur.Load().n, "error", err)
@@ -791,7 +808,11 @@ func (s *Server) Reload(ctx context.Context) error {
 		// The files name what failed: a plan's build errors do not.
 		files := s.watched.paths()
 		slices.Sort(files)
-		s.log.Error("reload failed; still serving the previous policy", "generation", s.cur.Load().n, "files", files, "error", err)
+		attrs := []any{"generation", s.cur.Load().n, "files", files, "error", err}
+		if wait > 0 {
+			attrs = append(attrs, "retry_in", wait)
+		}
+		s.log.Error("reload failed; still serving the previous policy", attrs...)
 		return err
 	}
 	s.install(g)
@@ -811,6 +832,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.ready.Store(false)
+	s.retryLater(nil, nil)
 	s.cur.Load().retire()
 	// No generation is installed once closed is set under reloadMu: these
 	// are all there are.

@@ -23,6 +23,7 @@ import (
 	_ "github.com/agentc-dev/agentc/providers/all" // the model providers of the policy's models
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
 	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/serve"
 )
@@ -96,6 +97,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	logger := slog.New(handler)
 	redis.LogTo(logger)
+	postgres.LogTo(logger)
 	if *watch == 0 {
 		*watch = -1
 	}

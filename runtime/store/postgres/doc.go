@@ -14,7 +14,11 @@
 // live in the schema named by its prefix ("agentc" when unset); Open
 // creates the schema and its tables on first use and migrates older
 // versions (the version is kept in <schema>.schema_version; several
-// processes opening at once serialise on an advisory lock). Next to the
+// processes opening at once serialise on an advisory lock). Opening a
+// schema that needs no migration only reads its version, within the
+// store's timeout, taking no lock a reader (a backup) holds up; a
+// migration waits for each lock at most 30 s, and logs the sessions it
+// waits for after 1 s. Next to the
 // version it keeps the oldest version whose code still works on the
 // tables (CompatibleSince), and a build opens a newer schema that declares
 // its version compatible, so replicas of two builds share one store during

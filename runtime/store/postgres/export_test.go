@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -15,6 +16,15 @@ func SetPurgeEvery(n int64) (restore func()) {
 	old := purgeEvery
 	purgeEvery = n
 	return func() { purgeEvery = old }
+}
+
+// SetLockWaits sets how long a migration runs before the sessions it
+// waits for are logged, and how long it waits for a lock, until the
+// returned restore is called.
+func SetLockWaits(notice, wait time.Duration) (restore func()) {
+	oldNotice, oldWait := lockNotice, migrationLockWait
+	lockNotice, migrationLockWait = notice, wait
+	return func() { lockNotice, migrationLockWait = oldNotice, oldWait }
 }
 
 // Wrote counts a write of s, as every write does.

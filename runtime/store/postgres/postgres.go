@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -67,11 +68,37 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
+// WithLogger sends what the store logs (a migration waiting for a lock)
+// to l instead of the logger LogTo set.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Store) { s.log = l }
+}
+
+// defaultLog is the logger of the stores opened without WithLogger.
+var defaultLog atomic.Pointer[slog.Logger]
+
+// LogTo sends what the stores opened without WithLogger log to l
+// (slog.Default() until it is called), the stores a policy declares
+// included.
+func LogTo(l *slog.Logger) { defaultLog.Store(l) }
+
+// logger returns the store's logger.
+func (s *Store) logger() *slog.Logger {
+	if s.log != nil {
+		return s.log
+	}
+	if l := defaultLog.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
 // Store is a PostgreSQL database seen through a connection pool. It is safe
 // for concurrent use.
 type Store struct {
 	pool     *pgxpool.Pool
 	timeout  time.Duration
+	log      *slog.Logger
 	schema   string
 	pgvector bool
 	writes   atomic.Int64
@@ -558,7 +585,10 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 // the server is told to abandon statements at four fifths of the timeout
 // (statement_timeout, unless the configuration sets one) and the statement
 // is rolled back. Connecting is bounded by the timeout unless the
-// configuration sets connect_timeout.
+// configuration sets connect_timeout. Reading the schema's version, all
+// an open does when the schema needs no migration, is bounded by the
+// timeout as an operation is; a migration's waits for locks are bounded
+// by 30 s each (see migrate).
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ...Option) (*Store, error) {
 	if prefix == "" {
 		prefix = DefaultSchema
@@ -605,33 +635,110 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// migrate creates the schema and brings its tables to SchemaVersion, in one
-// transaction under an advisory lock. It is not bounded by the store's
-// timeout: it waits for another replica's migration, and a migration may
-// take longer than an operation.
+// migrate brings the schema to SchemaVersion. A schema this build can use
+// as it is (at its version, or a newer one declared compatible) is only
+// read (current): opening it takes no lock a reader of its tables holds
+// up, such as a backup's. Otherwise upgrade creates or migrates it.
 func (s *Store) migrate(ctx context.Context) error {
+	ok, err := s.current(ctx)
+	if err != nil || ok {
+		return err
+	}
+	return s.upgrade(ctx)
+}
+
+// pgvectorInstalled reports whether the pgvector extension is installed.
+const pgvectorInstalled = `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')`
+
+// current reports whether the schema is one this build uses without a
+// migration, reading its version within the store's timeout: that read
+// takes the lock of a reader, which waits only for a session that altered
+// or locked schema_version exclusively, and then fails, naming the lock
+// and its holders, when the lock is not had within four fifths of the
+// timeout. A schema not created yet, or older, is not current.
+func (s *Store) current(ctx context.Context) (bool, error) {
+	// Connecting is bounded by the connect timeout, as for an operation.
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Release()
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	wait := serverTimeout(s.timeout)
+	var v, compatible int
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = %d`, milliseconds(wait))); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, s.q(`SELECT version, compatible FROM §.schema_version`)).Scan(&v, &compatible); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, pgvectorInstalled).Scan(&s.pgvector)
+	})
+	var pe *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "42703"):
+		// No table (or no row) yet, or no column compatible (version 2
+		// or older).
+		return false, nil
+	case lockTimedOut(err):
+		table := s.schema + ".schema_version"
+		return false, fmt.Errorf("read the schema version: waited %s for a lock on %s, which another session holds (%s) until its transaction ends: %w",
+			wait, table, s.lockHolders(table), err)
+	case err != nil:
+		return false, fmt.Errorf("read the schema version: %w", err)
+	}
+	if v < len(migrations) {
+		return false, nil
+	}
+	return true, readable(s.schema, v, compatible)
+}
+
+// upgrade creates the schema and brings its tables to SchemaVersion, in
+// one transaction under an advisory lock, which serialises the migrations
+// of processes that open the schema at once. Its statements are not
+// bounded by the store's timeout (a migration may take longer than an
+// operation), but each wait for a lock is, by migrationLockWait: another
+// process's migration, or a session holding a table a migration alters.
+// A wait longer than lockNotice is logged with the sessions waited for.
+func (s *Store) upgrade(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+		defer s.noteLockWait(ctx, tx.Conn().PgConn().PID())()
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = %d`, milliseconds(migrationLockWait))); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('agentc schema ' || $1))`, s.schema); err != nil {
+			if lockTimedOut(err) {
+				return fmt.Errorf("lock the schema: waited %s for the lock of schema %s's migrations, which another session holds (%s): %w",
+					migrationLockWait, s.schema, s.lockHolders(""), err)
+			}
 			return fmt.Errorf("lock the schema: %w", err)
 		}
 		// compatible is the oldest version whose code works on the tables
 		// (0: not recorded, only the version's own).
-		if _, err := tx.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA IF NOT EXISTS %[1]s;
-			CREATE TABLE IF NOT EXISTS %[1]s.schema_version (version integer NOT NULL);
-			ALTER TABLE %[1]s.schema_version ADD COLUMN IF NOT EXISTS compatible integer NOT NULL DEFAULT 0`, s.schema)); err != nil {
-			return fmt.Errorf("create the schema: %w", err)
+		if _, err := tx.Exec(ctx, s.q(`CREATE SCHEMA IF NOT EXISTS §;
+			CREATE TABLE IF NOT EXISTS §.schema_version (version integer NOT NULL)`)); err != nil {
+			return s.lockErr("create the schema", err)
+		}
+		var hasCompatible bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'compatible' AND NOT attisdropped)`,
+			s.schema+".schema_version").Scan(&hasCompatible); err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		if !hasCompatible {
+			if _, err := tx.Exec(ctx, s.q(`ALTER TABLE §.schema_version ADD COLUMN compatible integer NOT NULL DEFAULT 0`)); err != nil {
+				return s.lockErr("create the schema", err)
+			}
 		}
 		var v, compatible int
-		err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT version, compatible FROM %s.schema_version`, s.schema)).Scan(&v, &compatible)
+		err := tx.QueryRow(ctx, s.q(`SELECT version, compatible FROM §.schema_version`)).Scan(&v, &compatible)
 		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`INSERT INTO %s.schema_version VALUES (0, 0)`, s.schema)); err != nil {
+			if _, err := tx.Exec(ctx, s.q(`INSERT INTO §.schema_version VALUES (0, 0)`)); err != nil {
 				return err
 			}
 		} else if err != nil {
-			return fmt.Errorf("read the schema version: %w", err)
+			return s.lockErr("read the schema version", err)
 		}
 		if err := readable(s.schema, v, compatible); err != nil {
 			return err
@@ -639,16 +746,98 @@ func (s *Store) migrate(ctx context.Context) error {
 		if v < len(migrations) {
 			for i := v; i < len(migrations); i++ {
 				if _, err := tx.Exec(ctx, fmt.Sprintf(migrations[i], s.schema)); err != nil {
-					return fmt.Errorf("migrate schema %s to version %d: %w", s.schema, i+1, err)
+					return s.lockErr(fmt.Sprintf("migrate schema %s to version %d", s.schema, i+1), err)
 				}
 			}
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`UPDATE %s.schema_version SET version = $1, compatible = $2`, s.schema),
+			if _, err := tx.Exec(ctx, s.q(`UPDATE §.schema_version SET version = $1, compatible = $2`),
 				len(migrations), CompatibleSince); err != nil {
 				return err
 			}
 		}
-		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')`).Scan(&s.pgvector)
+		return tx.QueryRow(ctx, pgvectorInstalled).Scan(&s.pgvector)
 	})
+}
+
+// migrationLockWait bounds each wait of a migration for a lock;
+// lockNotice is how long a migration runs before the sessions it waits
+// for, if any, are logged.
+var migrationLockWait, lockNotice = 30 * time.Second, time.Second
+
+// milliseconds is d in whole milliseconds, at least 1 (0 would turn a
+// server timeout off).
+func milliseconds(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
+// lockTimedOut reports whether err is a statement the server cancelled
+// because it waited for a lock longer than lock_timeout.
+func lockTimedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
+// lockErr is the error of a migration's step that failed: one that waited
+// too long for a lock says so.
+func (s *Store) lockErr(step string, err error) error {
+	if lockTimedOut(err) {
+		return fmt.Errorf("%s: waited %s for a lock on a table of schema %s, which another session holds: %w", step, migrationLockWait, s.schema, err)
+	}
+	return fmt.Errorf("%s: %w", step, err)
+}
+
+// noteLockWait logs, once lockNotice has passed, the sessions the
+// backend pid waits for a lock of, if any. The returned stop waits for
+// the check when it has begun.
+func (s *Store) noteLockWait(ctx context.Context, pid uint32) (stop func()) {
+	done := make(chan struct{})
+	t := time.AfterFunc(lockNotice, func() {
+		defer close(done)
+		if held := s.sessions(ctx, `pid = ANY(pg_blocking_pids($1))`, pid); len(held) > 0 {
+			s.logger().Warn("postgres: migrating the schema waits for a lock another session holds", "schema", s.schema,
+				"held_by", held, "gives_up_after", migrationLockWait)
+		}
+	})
+	return func() {
+		if !t.Stop() {
+			<-done
+		}
+	}
+}
+
+// lockHolders describes the sessions other than the store's holding a lock
+// on table (the advisory lock of a migration when table is ""), or says
+// none could be named.
+func (s *Store) lockHolders(table string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	var held []string
+	if table == "" {
+		held = s.sessions(ctx, `pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND objid = (hashtext('agentc schema ' || $1)::bigint & 4294967295)::oid)`, s.schema)
+	} else {
+		held = s.sessions(ctx, `pid IN (SELECT pid FROM pg_locks WHERE locktype = 'relation' AND granted AND relation = to_regclass($1))`, table)
+	}
+	if len(held) == 0 {
+		return "not named: its session ended, or this role may not see it"
+	}
+	return strings.Join(held, "; ")
+}
+
+// sessions describes the sessions of pg_stat_activity that where selects
+// (with arg as $1), each by pid, the locks it holds, its state and the
+// start of its statement, or nil when the query fails.
+func (s *Store) sessions(ctx context.Context, where string, arg any) []string {
+	rows, err := s.pool.Query(ctx, `SELECT format('pid %s %s, %s: %s', a.pid,
+			coalesce((SELECT string_agg(DISTINCT l.mode, ',') FROM pg_locks l WHERE l.pid = a.pid AND l.granted
+				AND l.locktype IN ('relation', 'advisory')), ''),
+			coalesce(a.state, ''), left(coalesce(a.query, ''), 120))
+		FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND a.`+where+` ORDER BY a.pid`, arg)
+	if err != nil {
+		return nil
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil
+	}
+	return held
 }
 
 // readable reports whether this build can use a schema at version v whose
