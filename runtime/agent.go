@@ -355,7 +355,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		// The messages after the settled calls' results, and the input
 		// when those calls were pending, go in once they are settled.
 		base, at, pending, tail, addInput := msgs, at, pending, tail, req.Input != "" && len(pending) > 0
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: offeredTools(req.Params), call: call}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: OfferedTools(req.Params), call: call}
 		output, finish := "", res.FinishReason
 		if prev != nil {
 			// What the attempt before left: its transcript (less the
@@ -587,7 +587,7 @@ type agentTurn struct {
 	// its end cancelled, which settle runs again rather than answer from
 	// their records (the cancellation).
 	rerun map[string]bool
-	// offered names the tools the turn offers the model (offeredTools);
+	// offered names the tools the turn offers the model (OfferedTools);
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
 	// call is the record key of the outer agent turn's tool call that
@@ -1450,31 +1450,6 @@ func (t *agentTurn) tooMany(calls []ToolUse) []Message {
 // notOfferedText tells the model that it called a tool the turn did not
 // offer it.
 const notOfferedText = "error: not run: this tool is not offered in this turn; call only the tools offered"
-
-// offeredTools returns the names of the tools a turn of params offers the
-// model, which are the only ones its calls may run: none under ToolChoice
-// "none", the one a ToolChoice names, else those of params.Tools; nil
-// when params.Tools is nil (the policy's declared tools are offered, and
-// the tool chain decides what runs, settings.allow_undeclared_tools
-// included). A model answer's call to another tool (an injected
-// instruction naming the refund tool of a read-only turn) does not run.
-func offeredTools(params ChatRequest) map[string]bool {
-	switch params.ToolChoice {
-	case "none":
-		return map[string]bool{}
-	case "", "auto", "required":
-	default:
-		return map[string]bool{params.ToolChoice: true}
-	}
-	if params.Tools == nil {
-		return nil
-	}
-	set := make(map[string]bool, len(params.Tools))
-	for _, td := range params.Tools {
-		set[td.Name] = true
-	}
-	return set
-}
 
 // budgetText tells the model that a budget refused a call.
 const budgetText = "error: the budget is exhausted"

@@ -1783,3 +1783,29 @@ func refs(list []string, one string) []string {
 // turn whose tools ran. Nothing of the refused turn runs; it may be tried
 // again once the other returned.
 var ErrRunBusy = errors.New("another turn of the run is under way")
+
+// OfferedTools returns the names of the tools a turn of params offers the
+// model, which are the only ones its calls may run: none under ToolChoice
+// "none", the one a ToolChoice names, else those of params.Tools; nil
+// when params.Tools is nil (the policy's declared tools are offered, and
+// the tool chain decides what runs, settings.allow_undeclared_tools
+// included). A model answer's call to another tool (an injected
+// instruction naming the refund tool of a read-only turn) does not run
+// (RunAgent), and the gateway does not relay it (serve).
+func OfferedTools(params ChatRequest) map[string]bool {
+	switch params.ToolChoice {
+	case "none":
+		return map[string]bool{}
+	case "", "auto", "required":
+	default:
+		return map[string]bool{params.ToolChoice: true}
+	}
+	if params.Tools == nil {
+		return nil
+	}
+	set := make(map[string]bool, len(params.Tools))
+	for _, td := range params.Tools {
+		set[td.Name] = true
+	}
+	return set
+}

@@ -138,7 +138,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		s.observeChat(x, &p, &resp, err)
 		err = placed(x.g.pl, plan.StageChat, err)
 		if err == nil {
-			err = s.admitProposals(ctx, x.g.pl, p.req.Tools, resp.ToolCalls, made)
+			err = s.admitProposals(ctx, x.g.pl, &p.req, resp.ToolCalls, made)
 		}
 		if err != nil {
 			x.failErr(err)
@@ -157,7 +157,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	s.observeChat(x, &p, &resp, err)
 	err = placed(x.g.pl, plan.StageChat, err)
 	if err == nil {
-		if err = s.admitProposals(ctx, x.g.pl, p.req.Tools, w.calls.ToolCalls(), made); err == nil {
+		if err = s.admitProposals(ctx, x.g.pl, &p.req, w.calls.ToolCalls(), made); err == nil {
 			w.release()
 		}
 	}
@@ -245,12 +245,14 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // as the model made it would hand the client what the layer masks. While
 // such a layer is in the chat chain, a call no layer rewrote whose
 // arguments hold a mask's placeholder is refused too (placeholderCall).
-// The first refusal is returned and counted.
-func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, calls []runtime.ToolUse, made *madeCalls) error {
+// So are the calls of an answer that proposes more than one when req
+// allows one (serialCalls). The first refusal is returned and counted.
+func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *runtime.ChatRequest, calls []runtime.ToolUse, made *madeCalls) error {
 	var masking []string
 	if len(calls) > 0 {
 		masking = maskingLayers(pl)
 	}
+	offered, allowed := req.Tools, runtime.OfferedTools(*req)
 	for _, call := range calls {
 		orig := made.rewritten(call, calls)
 		if orig == nil && len(masking) > 0 && bytes.Contains(call.Arguments, []byte(maskPlaceholder)) {
@@ -258,13 +260,13 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 			return s.refused(pl, stage, err)
 		}
 		if orig == nil {
-			if err := s.admitCall(ctx, pl, offered, call); err != nil {
+			if err := s.admitCall(ctx, pl, offered, allowed, req.ToolChoice, call); err != nil {
 				return err
 			}
 			continue
 		}
 		for _, o := range orig {
-			if err := s.admitCall(ctx, pl, offered, o); err != nil {
+			if err := s.admitCall(ctx, pl, offered, allowed, req.ToolChoice, o); err != nil {
 				return err
 			}
 		}
@@ -275,7 +277,25 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 		err := &runtime.BlockedError{Layer: maskingLayer(ctx, pl, orig), Message: msg}
 		return s.refused(pl, plan.StageChat, err)
 	}
+	if err := serialCalls(req, calls); err != nil {
+		return s.refused(pl, plan.StageTool, err)
+	}
 	return nil
+}
+
+// serialCalls refuses the calls of one answer when they are more than
+// one and req allows one (parallel_tool_calls false, Anthropic's
+// disable_parallel_tool_use true). The provider is asked for one call at
+// most, but a model may still propose several; relaying the first alone
+// would hand the client another answer than the model's, and relaying
+// all would have a client that counted on one call at a time run them
+// all (the same refund twice).
+func serialCalls(req *runtime.ChatRequest, calls []runtime.ToolUse) error {
+	if len(calls) < 2 || req.ParallelToolCalls == nil || *req.ParallelToolCalls {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf(
+		"the model proposed %d tool calls in one answer, and the request allows one (parallel_tool_calls false, or disable_parallel_tool_use true)", len(calls))}
 }
 
 // admitCall decides one call a model proposed: it must pass the tool
@@ -286,8 +306,11 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, offer
 // tool's call whose arguments hold no text (see customFormat), a call of a
 // tool the request offers whose kind (custom or function) is not the
 // tool's (see callKind), and, once the chain admitted it, a call of a tool
-// the request does not offer.
-func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, call runtime.ToolUse) error {
+// the request does not offer, or that its tool choice rules out: allowed
+// names the tools a call may be of (runtime.OfferedTools of the request,
+// whose tool choice is choice), none under tool_choice none, the one a
+// tool choice forces.
+func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []runtime.ToolDef, allowed map[string]bool, choice string, call runtime.ToolUse) error {
 	if err := callKind(offered, &call); err != nil {
 		return s.refused(pl, plan.StageTool, err)
 	}
@@ -322,6 +345,12 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		// may run what it is handed by name, though it never
 		// offered it.
 		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: fmt.Sprintf("the model proposed a call of %s, which the request does not offer", call.Name)}
+	} else if err == nil && allowed != nil && !allowed[call.Name] {
+		msg := fmt.Sprintf("the model proposed a call of %s, and the request's tool_choice forces %s", call.Name, choice)
+		if choice == "none" {
+			msg = fmt.Sprintf("the model proposed a call of %s, and the request's tool_choice none allows no tool call", call.Name)
+		}
+		err = &runtime.BlockedError{Layer: runtime.LayerTools, Message: msg}
 	}
 	if err != nil {
 		return s.refused(pl, plan.StageTool, err)

@@ -1,0 +1,320 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// oaCallsSSE is an OpenAI stream whose answer is some text, then n calls
+// of name with args, each in one fragment: a stream refused at its calls
+// has started.
+func oaCallsSSE(n int, name, args string) string {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	out := chunk(`{"role":"assistant","content":"Let me check."}`, "null")
+	for i := range n {
+		out += chunk(`{"tool_calls":[{"index":`+strconv.Itoa(i)+`,"id":"call_`+strconv.Itoa(i+1)+`","type":"function","function":{"name":`+q(name)+`,"arguments":`+q(args)+`}}]}`, "null")
+	}
+	return out + chunk(`{}`, `"tool_calls"`) +
+		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
+		"data: [DONE]\n\n"
+}
+
+// anCallsSSE is an Anthropic stream whose answer is some text, then n
+// tool_use blocks of name with args.
+func anCallsSSE(n int, name, args string) string {
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	out := ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
+	out += ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`) +
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+	for i := range n {
+		at := strconv.Itoa(i + 1)
+		out += ev("content_block_start", `{"type":"content_block_start","index":`+at+`,"content_block":{"type":"tool_use","id":"toolu_`+at+`","name":`+q(name)+`,"input":{}}}`) +
+			ev("content_block_delta", `{"type":"content_block_delta","index":`+at+`,"delta":{"type":"input_json_delta","partial_json":`+q(args)+`}}`) +
+			ev("content_block_stop", `{"type":"content_block_stop","index":`+at+`}`)
+	}
+	return out + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`) +
+		ev("message_stop", `{"type":"message_stop"}`)
+}
+
+// choiceAsk is a request offering get_weather and refund under a tool
+// choice: "" (none sent), none, required or the name of the tool forced;
+// serial sends parallel_tool_calls false (Anthropic's
+// disable_parallel_tool_use true).
+type choiceAsk struct {
+	choice string
+	serial bool
+}
+
+// answer is what one route relayed: the error, the names of the calls the
+// client got and, streamed, the text it got.
+type answer struct {
+	route string
+	err   error
+	calls []string
+	text  string
+}
+
+// ask sends the request on each route, whole and streamed, through the
+// official clients: the two chat routes to model primary (OpenAI), the
+// messages route to backup (Anthropic).
+func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
+	t.Helper()
+	ctx := context.Background()
+	var out []answer
+
+	chat := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+		Tools: []openai.ChatCompletionToolUnionParam{proposalTool("get_weather"), proposalTool("refund")}}
+	switch c.choice {
+	case "":
+	case "none", "required":
+		chat.ToolChoice.OfAuto = openai.String(c.choice)
+	default:
+		chat.ToolChoice.OfFunctionToolChoice = &openai.ChatCompletionNamedToolChoiceParam{Function: openai.ChatCompletionNamedToolChoiceFunctionParam{Name: c.choice}}
+	}
+	if c.serial {
+		chat.ParallelToolCalls = openai.Bool(false)
+	}
+	cc, err := g.openai(t).Chat.Completions.New(ctx, chat)
+	a := answer{route: "chat", err: err}
+	if err == nil {
+		for _, tc := range cc.Choices[0].Message.ToolCalls {
+			a.calls = append(a.calls, tc.Function.Name)
+		}
+	}
+	out = append(out, a)
+	cs := g.openai(t).Chat.Completions.NewStreaming(ctx, chat)
+	var cacc openai.ChatCompletionAccumulator
+	for cs.Next() {
+		cacc.AddChunk(cs.Current())
+	}
+	a = answer{route: "chat stream", err: cs.Err()}
+	for _, ch := range cacc.Choices {
+		a.text += ch.Message.Content
+		for _, tc := range ch.Message.ToolCalls {
+			a.calls = append(a.calls, tc.Function.Name)
+		}
+	}
+	out = append(out, a)
+
+	rs := responses.ResponseNewParams{Model: "primary", Input: rsText("go")}
+	for _, name := range []string{"get_weather", "refund"} {
+		rs.Tools = append(rs.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: name,
+			Parameters: map[string]any{"type": "object"}, Strict: openai.Bool(false)}})
+	}
+	switch c.choice {
+	case "":
+	case "none", "required":
+		rs.ToolChoice.OfToolChoiceMode = openai.Opt(responses.ToolChoiceOptions(c.choice))
+	default:
+		rs.ToolChoice.OfFunctionTool = &responses.ToolChoiceFunctionParam{Name: c.choice}
+	}
+	if c.serial {
+		rs.ParallelToolCalls = openai.Bool(false)
+	}
+	r, err := g.openai(t).Responses.New(ctx, rs)
+	a = answer{route: "responses", err: err}
+	if err == nil {
+		a.calls = rsCalls(r.Output)
+	}
+	out = append(out, a)
+	racc, _, err := rsStream(t, g.openai(t).Responses.NewStreaming(ctx, rs))
+	a = answer{route: "responses stream", err: err, text: racc.Snapshot().OutputText()}
+	for _, item := range racc.Snapshot().Output {
+		if item.Type == "function_call" {
+			a.calls = append(a.calls, item.Name)
+		}
+	}
+	out = append(out, a)
+
+	msg := anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
+		Tools:    []anthropic.ToolUnionParam{anProposalTool("get_weather"), anProposalTool("refund")}}
+	var serial = anthropic.Bool(c.serial)
+	switch c.choice {
+	case "":
+		if c.serial {
+			msg.ToolChoice.OfAuto = &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: serial}
+		}
+	case "none":
+		msg.ToolChoice.OfNone = &anthropic.ToolChoiceNoneParam{}
+	case "required":
+		msg.ToolChoice.OfAny = &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: serial}
+	default:
+		msg.ToolChoice.OfTool = &anthropic.ToolChoiceToolParam{Name: c.choice, DisableParallelToolUse: serial}
+	}
+	m, err := g.anthropic(t).Messages.New(ctx, msg)
+	a = answer{route: "messages", err: err}
+	if err == nil {
+		a.calls = anCalls(m.Content)
+	}
+	out = append(out, a)
+	as := g.anthropic(t).Messages.NewStreaming(ctx, msg)
+	var macc anthropic.Message
+	for as.Next() {
+		require.NoError(t, macc.Accumulate(as.Current()))
+	}
+	a = answer{route: "messages stream", err: as.Err(), calls: anCalls(macc.Content)}
+	for _, b := range macc.Content {
+		a.text += b.Text
+	}
+	return append(out, a)
+}
+
+// rsCalls returns the names of the function calls among a response's
+// output items.
+func rsCalls(items []responses.ResponseOutputItemUnion) []string {
+	var names []string
+	for _, item := range items {
+		if item.Type == "function_call" {
+			names = append(names, item.Name)
+		}
+	}
+	return names
+}
+
+// anCalls returns the names of the tool_use blocks among a message's.
+func anCalls(blocks []anthropic.ContentBlockUnion) []string {
+	var names []string
+	for _, b := range blocks {
+		if b.Type == "tool_use" {
+			names = append(names, b.Name)
+		}
+	}
+	return names
+}
+
+// choiceGateway is a gateway whose models answer each of the six
+// requests of choiceAsk.ask with n calls of name with args.
+func choiceGateway(t *testing.T, n int, name, args string) *gateway {
+	oa, an := make([]reply, 4), make([]reply, 2)
+	for i := range oa {
+		oa[i] = reply{body: oaCallsSSE(n, name, args)}
+	}
+	for i := range an {
+		an[i] = reply{body: anCallsSSE(n, name, args)}
+	}
+	return newGatewayWith(t, proposalDecls, typicalChain, oa, an)
+}
+
+// assertRefused asserts that each answer is a refusal by layer tools
+// whose message holds want, with no call relayed: a 403 in the route's
+// error format for a whole answer; for a stream, the text before the
+// calls, then an error event.
+func assertRefused(t *testing.T, answers []answer, want string) {
+	t.Helper()
+	require.Len(t, answers, 6)
+	for _, a := range answers {
+		assert.Empty(t, a.calls, "%s: no call is relayed", a.route)
+		if !assert.Error(t, a.err, a.route) {
+			continue
+		}
+		status := http.StatusForbidden
+		if strings.HasSuffix(a.route, "stream") {
+			assert.Equal(t, "Let me check.", a.text, "%s: the text before the calls streams", a.route)
+			status = http.StatusOK
+		}
+		var oerr *openai.Error
+		var aerr *anthropic.Error
+		switch {
+		case errors.As(a.err, &oerr):
+			assert.Equal(t, status, oerr.StatusCode, a.route)
+			assert.Contains(t, oerr.RawJSON(), `"layer":"tools"`, a.route)
+			assert.Contains(t, oerr.Message, want, a.route)
+		case errors.As(a.err, &aerr):
+			assert.Equal(t, status, aerr.StatusCode, a.route)
+			assert.Contains(t, aerr.RawJSON(), `"layer":"tools"`, a.route)
+			assert.Contains(t, aerr.RawJSON(), want, a.route)
+		default:
+			assert.Contains(t, a.err.Error(), want, a.route)
+		}
+	}
+}
+
+// assertRelayed asserts that each answer relayed calls.
+func assertRelayed(t *testing.T, answers []answer, calls ...string) {
+	t.Helper()
+	require.Len(t, answers, 6)
+	for _, a := range answers {
+		assert.NoError(t, a.err, a.route)
+		assert.Equal(t, calls, a.calls, a.route)
+	}
+}
+
+// TestProposedCallAgainstToolChoiceIsRefused: a call the model proposed
+// of a tool the request offers but its tool_choice rules out (none: no
+// call at all; a forced tool: that one only) was relayed, and the client
+// ran a refund it had asked not to be proposed. RunAgent does not run
+// such a call (runtime.OfferedTools); the gateway refuses it as a call of
+// a tool the request does not offer, on every route, whole or streamed.
+func TestProposedCallAgainstToolChoiceIsRefused(t *testing.T) {
+	t.Run("none", func(t *testing.T) {
+		g := choiceGateway(t, 1, "refund", `{"amount":5}`)
+		assertRefused(t, choiceAsk{choice: "none"}.ask(t, g), "refund, and the request's tool_choice none allows no tool call")
+		assert.True(t, strings.Contains(g.metrics(t), `agentc_serve_blocks_total{layer="tools",stage="tool"} 6`), "each refusal is counted")
+	})
+	t.Run("another tool forced", func(t *testing.T) {
+		g := choiceGateway(t, 1, "refund", `{"amount":5}`)
+		assertRefused(t, choiceAsk{choice: "get_weather"}.ask(t, g), "refund, and the request's tool_choice forces get_weather")
+	})
+	t.Run("the tool forced", func(t *testing.T) {
+		g := choiceGateway(t, 1, "refund", `{"amount":5}`)
+		assertRelayed(t, choiceAsk{choice: "refund"}.ask(t, g), "refund")
+	})
+	t.Run("required", func(t *testing.T) {
+		g := choiceGateway(t, 1, "refund", `{"amount":5}`)
+		assertRelayed(t, choiceAsk{choice: "required"}.ask(t, g), "refund")
+	})
+}
+
+// TestTextAnswerUnderRequiredToolChoiceIsRelayed: tool_choice required
+// (Anthropic's any) asks the provider for a call; an answer of text alone
+// is relayed as the provider gave it, as RunAgent ends its turn on it.
+func TestTextAnswerUnderRequiredToolChoiceIsRelayed(t *testing.T) {
+	oa, an := make([]reply, 4), make([]reply, 2)
+	for i := range oa {
+		oa[i] = reply{body: transcript(t, "openai", "text.sse")}
+	}
+	for i := range an {
+		an[i] = reply{body: transcript(t, "anthropic", "text.sse")}
+	}
+	g := newGatewayWith(t, proposalDecls, typicalChain, oa, an)
+	assertRelayed(t, choiceAsk{choice: "required"}.ask(t, g), nil...)
+}
+
+// TestSerialRequestRefusesSeveralCalls: under parallel_tool_calls false
+// (Anthropic's disable_parallel_tool_use true) an answer of two identical
+// refund calls was relayed whole, and the client, which counted on one
+// call at a time, ran the refund twice. Such an answer is refused, on
+// every route, whole or streamed; without the setting it is relayed.
+func TestSerialRequestRefusesSeveralCalls(t *testing.T) {
+	for _, choice := range []string{"", "required", "refund"} {
+		t.Run("choice "+choice, func(t *testing.T) {
+			g := choiceGateway(t, 2, "refund", `{"amount":5}`)
+			assertRefused(t, choiceAsk{choice: choice, serial: true}.ask(t, g), "the model proposed 2 tool calls in one answer, and the request allows one")
+		})
+	}
+	t.Run("one call", func(t *testing.T) {
+		g := choiceGateway(t, 1, "refund", `{"amount":5}`)
+		assertRelayed(t, choiceAsk{serial: true}.ask(t, g), "refund")
+	})
+	t.Run("parallel allowed", func(t *testing.T) {
+		g := choiceGateway(t, 2, "get_weather", `{"location":"Paris"}`)
+		assertRelayed(t, choiceAsk{}.ask(t, g), "get_weather", "get_weather")
+	})
+}
