@@ -1,0 +1,101 @@
+package idempotent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/postgres"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// blipPublish is an in-process store whose next publish fails once armed.
+type blipPublish struct {
+	runtime.KV
+	*runtime.KVLeaser
+	armed *atomic.Bool
+}
+
+func (l blipPublish) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	if l.armed.CompareAndSwap(true, false) {
+		return false, errors.New("connection reset by peer")
+	}
+	return l.KVLeaser.Publish(ctx, key, token, result, keep)
+}
+
+func (blipPublish) Close() error { return nil }
+
+// A store that fails while a call's result is published does not leave the
+// call in doubt: the holder keeps its claim and publishes the result again
+// once the store is back, so a duplicate gets the result and the tool runs
+// once.
+func TestAResultWhosePublishFailedIsPublishedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// open returns the store and what makes the next publish fail,
+		// and what brings the store back.
+		open func(t *testing.T) (runtime.StoreBackend, func(), func())
+	}{
+		{"memory", func(t *testing.T) (runtime.StoreBackend, func(), func()) {
+			kv := runtime.NewMemoryKV()
+			l := blipPublish{KV: kv, KVLeaser: runtime.NewKVLeaser(kv), armed: new(atomic.Bool)}
+			return l, func() { l.armed.Store(true) }, func() {}
+		}},
+		{"redis", func(t *testing.T) (runtime.StoreBackend, func(), func()) {
+			p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+			direct := storetest.Redis(t)
+			s, err := redis.Open(context.Background(), p.URL, strings.TrimSuffix(direct.Prefix(), ":"), redis.WithTimeout(time.Second))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s, p.Cut, p.Restore
+		}},
+		{"postgres", func(t *testing.T) (runtime.StoreBackend, func(), func()) {
+			p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.PostgresEnv))
+			direct := storetest.Postgres(t)
+			s, err := postgres.Open(context.Background(), p.URL, direct.Schema(), postgres.WithTimeout(time.Second))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			return s, p.Cut, p.Restore
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shared, cut, restore := tc.open(t)
+			pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
+			pl.Tools["refund"] = plan.Tool{SideEffecting: true}
+			pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			var calls atomic.Int64
+			b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": shared},
+				Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+					if c.Args["order_id"] == "o4" {
+						calls.Add(1)
+						cut() // the store fails as the call ends
+					}
+					return "done refund " + c.Args["order_id"].(string), nil
+				}}})
+			// Warm up: the store's statements and scripts are known to the
+			// server.
+			_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "warm"}})
+			require.NoError(t, err)
+			req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}}
+			r, err := b.Tool(ctx1, req)
+			require.NoError(t, err)
+			assert.Equal(t, "done refund o4", r.Value, "the caller gets the result whatever the store does")
+			restore()
+			d, err := b.Tool(ctx1, req)
+			require.NoError(t, err, "a duplicate gets the result published again, not in doubt")
+			assert.Equal(t, "done refund o4", d.Value)
+			assert.True(t, d.Deduped)
+			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
+		})
+	}
+}
