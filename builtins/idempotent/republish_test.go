@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -98,4 +99,84 @@ func TestAResultWhosePublishFailedIsPublishedAgain(t *testing.T) {
 			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
 		})
 	}
+}
+
+// downPublish is an in-process store whose publishes fail while down is
+// set; key is the last key a publish was asked for.
+type downPublish struct {
+	runtime.KV
+	*runtime.KVLeaser
+	down *atomic.Bool
+	key  *atomic.Value
+}
+
+func (l downPublish) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	l.key.Store(key)
+	if l.down.Load() {
+		return false, errors.New("connection refused")
+	}
+	return l.KVLeaser.Publish(ctx, key, token, result, keep)
+}
+
+func (downPublish) Close() error { return nil }
+
+func newDownPublish() downPublish {
+	kv := runtime.NewMemoryKV()
+	l := downPublish{KV: kv, KVLeaser: runtime.NewKVLeaser(kv), down: new(atomic.Bool), key: new(atomic.Value)}
+	l.down.Store(true)
+	return l
+}
+
+// republishPipeline builds an idempotent layer on store whose refund
+// returns its execution's number.
+func republishPipeline(t *testing.T, store runtime.StoreBackend, calls *atomic.Int64) *runtime.Pipeline {
+	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
+	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	b, err := runtime.Build(context.Background(), pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store},
+		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			return "refund #" + strconv.FormatInt(calls.Add(1), 10), nil
+		}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// A result sent again never lands on a claim the store lost meanwhile and
+// another call made (fenced out): the key keeps that call's outcome.
+func TestAResultSentAgainIsNotWrittenOverAnotherClaim(t *testing.T) {
+	store := newDownPublish()
+	var calls atomic.Int64
+	b := republishPipeline(t, store, &calls)
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}}
+	r, err := b.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.Equal(t, "refund #1", r.Value)
+	key := store.key.Load().(string)
+	require.NoError(t, store.KV.Delete(context.Background(), key), "the store loses the claim (restarted empty)")
+	store.down.Store(false)
+	r, err = b.Tool(ctx1, req)
+	require.NoError(t, err)
+	assert.Equal(t, "refund #2", r.Value, "a lost claim lets the call run again")
+	require.NoError(t, b.Close(), "the result sent again has stopped")
+	g, err := store.KVLeaser.Acquire(context.Background(), key, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseDone, g.Status)
+	assert.JSONEq(t, `"refund #2"`, string(g.Result), "the first call's result is not written over the second's")
+}
+
+// A pipeline closed while a result waits to be sent again sends it once
+// more before its stores close.
+func TestClosingSendsAWaitingResultOnceMore(t *testing.T) {
+	store := newDownPublish()
+	var calls atomic.Int64
+	b := republishPipeline(t, store, &calls)
+	_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}})
+	require.NoError(t, err)
+	store.down.Store(false)
+	require.NoError(t, b.Close())
+	g, err := store.KVLeaser.Acquire(context.Background(), store.key.Load().(string), time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	require.Equal(t, runtime.LeaseDone, g.Status)
+	assert.JSONEq(t, `"refund #1"`, string(g.Result))
 }
