@@ -20,22 +20,6 @@ import (
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
-// blipPublish is an in-process store whose next publish fails once armed.
-type blipPublish struct {
-	runtime.KV
-	*runtime.KVLeaser
-	armed *atomic.Bool
-}
-
-func (l blipPublish) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
-	if l.armed.CompareAndSwap(true, false) {
-		return false, errors.New("connection reset by peer")
-	}
-	return l.KVLeaser.Publish(ctx, key, token, result, keep)
-}
-
-func (blipPublish) Close() error { return nil }
-
 // A store that fails while a call's result is published does not leave the
 // call in doubt: the holder keeps its claim and publishes the result again
 // once the store is back, so a duplicate gets the result and the tool runs
@@ -48,9 +32,9 @@ func TestAResultWhosePublishFailedIsPublishedAgain(t *testing.T) {
 		open func(t *testing.T) (runtime.StoreBackend, func(), func())
 	}{
 		{"memory", func(t *testing.T) (runtime.StoreBackend, func(), func()) {
-			kv := runtime.NewMemoryKV()
-			l := blipPublish{KV: kv, KVLeaser: runtime.NewKVLeaser(kv), armed: new(atomic.Bool)}
-			return l, func() { l.armed.Store(true) }, func() {}
+			l := newDownPublish()
+			l.down.Store(false)
+			return l, func() { l.down.Store(true) }, func() { l.down.Store(false) }
 		}},
 		{"redis", func(t *testing.T) (runtime.StoreBackend, func(), func()) {
 			p := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
