@@ -89,7 +89,9 @@ type Leaser interface {
 	// longer holds it.
 	Renew(ctx context.Context, key string, token int64, lease time.Duration) (bool, error)
 	// Publish stores result as the key's outcome for keep, if token still
-	// holds the lease; false when it was fenced out.
+	// holds the lease; false when it was fenced out. A repeat by a token
+	// that published the key's outcome already (its first answer was
+	// lost) is true, and changes nothing.
 	Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error)
 	// Release drops the claim of token without an outcome (the call failed
 	// and may run again); a claim no longer held is left alone.
@@ -811,11 +813,16 @@ func (l *KVLeaser) Renew(ctx context.Context, key string, token int64, lease tim
 
 // Publish implements Leaser.
 func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
-	ok, _, err := l.held(ctx, key, token)
-	if err != nil || !ok {
+	ok, r, err := l.held(ctx, key, token)
+	if err != nil {
 		return false, err
 	}
-	b, err := json.Marshal(leaseRecord{State: "done", Result: result})
+	if !ok {
+		// Published by this token already: a repeat whose first answer
+		// was lost.
+		return r.State == "done" && r.Token == token && token != 0, nil
+	}
+	b, err := json.Marshal(leaseRecord{State: "done", Token: token, Result: result})
 	if err != nil {
 		return false, err
 	}

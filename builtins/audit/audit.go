@@ -113,7 +113,9 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	rec.Attempts = meta.Attempts
 	if werr := a.sink.Append(ctx, rec); werr != nil {
 		var zero T
-		return zero, &runtime.CallError{Layer: a.name, Message: "audit intent not written; the call did not run", Err: runtime.StoreUnavailable(werr)}
+		err := &runtime.CallError{Layer: a.name, Message: "audit intent not written; the call did not run", Err: runtime.StoreUnavailable(werr)}
+		a.notRun(ctx, rec, meta, err)
+		return zero, err
 	}
 	start := rec.Time
 	completed := false
@@ -150,6 +152,22 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 		return v, errors.Join(err, oerr)
 	}
 	return v, err
+}
+
+// notRunMessage is the error message of the outcome record that follows an
+// intent reported not written.
+const notRunMessage = "audit intent reported not written (the store failed; it may have written it all the same); the call did not run"
+
+// notRun follows the intent rec, whose write failed with err, with an
+// outcome saying the call did not run (decision failed): a store may have
+// written the intent though its answer was lost (the connection cut after
+// the commit), and an intent without an outcome reads as a call that
+// crashed while it ran. A store that fails again loses this record too;
+// one that never wrote the intent holds an outcome without one.
+func (a *Audit) notRun(ctx context.Context, rec runtime.AuditRecord, meta *runtime.Meta, err error) {
+	out := a.outcome(rec, meta, rec.Time, err, "")
+	out.ErrorMessage = notRunMessage
+	_ = a.sink.Append(context.WithoutCancel(ctx), out)
 }
 
 // markInDoubt records an outcome as in doubt: the call may have made its

@@ -167,7 +167,10 @@ func TestIntentFailureDoesNotRunTheCall(t *testing.T) {
 	assert.Equal(t, "audit", runtime.LayerOf(err))
 	assert.ErrorIs(t, err, errSink)
 	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
-	assert.Empty(t, sink.recs)
+	require.Len(t, sink.recs, 1, "the intent is not written; an outcome says the call did not run")
+	assert.Equal(t, runtime.PhaseOutcome, sink.recs[0].Phase)
+	assert.Equal(t, runtime.DecisionFailed, sink.recs[0].Decision)
+	assert.Contains(t, sink.recs[0].ErrorMessage, "the call did not run")
 }
 
 func TestOutcomeFailureIsReturned(t *testing.T) {

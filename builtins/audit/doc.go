@@ -13,8 +13,20 @@
 //     and its intent record's error message notes why ("arguments cannot be
 //     canonicalised: ..."). If the intent cannot be written the call does not run: the
 //     layer fails closed with a *runtime.CallError naming it (unclassified,
-//     so a retry outside may try again). A crash during the call therefore
-//     leaves an intent without an outcome.
+//     so a retry outside may try again), and follows it with an outcome
+//     (decision "failed", error_type "store_unavailable", message "audit
+//     intent reported not written (the store failed; it may have written it
+//     all the same); the call did not run"): a store may have written the
+//     intent though its answer was lost (a connection cut after the
+//     commit). That outcome is written once, as the call fails; a store
+//     still failing loses it too, and one that never wrote the intent holds
+//     an outcome without one. A crash during the call leaves an intent
+//     without an outcome; so does an intent reported not written whose
+//     follow-up was lost too, which a reconciler tells apart only by the
+//     caller's error ("audit intent not written; the call did not run") or,
+//     with an idempotent layer inside audit and within its ttl, by the lack
+//     of a claim of the idempotency key in its store (a call that crashed
+//     while it ran leaves its claim, in doubt).
 //   - outcome (Phase "outcome"), after the call: the decision, the error's
 //     kind (runtime.KindOf) and message (below), the attempts from the call's meta
 //     (the count of the innermost retry that ran: with trail "logical" the

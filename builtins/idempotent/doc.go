@@ -101,7 +101,9 @@
 //  4. A free key is leased for lease_ttl with a fencing token, and the
 //     leader runs the inner layers, renewing the lease every third of
 //     lease_ttl. On success the result is published for `ttl` (only while
-//     the token still holds the lease); on failure the lease is released,
+//     the token still holds the lease; a publish the store failed is sent
+//     again in the background, renewing the claim, until it is stored or
+//     the claim is gone or held by another); on failure the lease is released,
 //     so a failure is never stored and the next duplicate runs the tool
 //     again (a call that ran is another matter: step 5). A call that panics instead of returning, or fails because its
 //     context was cancelled while it ran (unless its error proves it was

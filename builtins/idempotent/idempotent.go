@@ -68,6 +68,8 @@ type Idempotent struct {
 	flights lease.Group
 	// owners keeps the owner nonces of claims that went unanswered.
 	owners owners
+	// republishes are the results waiting to be published again.
+	republishes republishes
 	// pollMin and pollMax bound the wait between reads of a claim held
 	// elsewhere.
 	pollMin, pollMax time.Duration
@@ -656,14 +658,16 @@ func (m *Idempotent) doubt(ctx context.Context, l runtime.Leaser, c *runtime.Too
 		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; recording it in doubt failed, so its key is in doubt once its lease expires",
 			append(attrs, "store_error", err)...)
 	case !ok:
-		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; its lease was lost meanwhile (it outlived lease_ttl without renewal)", attrs...)
+		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; "+lease.Lost, attrs...)
 	default:
 		m.logger.WarnContext(ctx, "idempotent: the call "+what+"; its key is in doubt", attrs...)
 	}
 }
 
-// publish stores res as the outcome of key under token, logging a failure:
-// the key is then in doubt once its lease expires. With key_args the
+// publish stores res as the outcome of key under token. When the store
+// fails, the result is sent again in the background while the claim is
+// held (republish), so that a duplicate gets it instead of finding the
+// call in doubt once the lease expires. With key_args the
 // outcome is stored after the digest of the call's arguments (argsMark).
 func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, res []byte) {
 	if m.compares(c) {
@@ -677,11 +681,12 @@ func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.T
 		m.logger.WarnContext(ctx, "idempotent: the result is stored, but not under the key an earlier build looks the call up by; a replica of an earlier build finds the call in doubt there once the lease expires, one of this build gets the result",
 			"tool", c.Name, "error", earlier.err)
 	case perr != nil:
-		m.logger.WarnContext(ctx, "idempotent: storing the result failed; a duplicate finds the call in doubt once the lease expires",
-			"tool", c.Name, "error", perr)
+		m.logger.WarnContext(ctx, "idempotent: storing the result failed; sending it again while the call's claim is held",
+			"tool", c.Name, "idempotency_key", c.IdempotencyKey(), "error", perr)
+		m.republish(ctx, l, c, key, token, res)
 	case !ok:
-		m.logger.WarnContext(ctx, "idempotent: the lease was lost while the call ran (it outlived lease_ttl without renewal); the result is not stored",
-			"tool", c.Name)
+		m.logger.WarnContext(ctx, "idempotent: "+lease.Lost+" while the call ran; the result is not stored",
+			"tool", c.Name, "idempotency_key", c.IdempotencyKey())
 	}
 }
 
@@ -762,4 +767,5 @@ var (
 	_ runtime.ToolWrapper  = (*Idempotent)(nil)
 	_ runtime.ClaimVoucher = (*Idempotent)(nil)
 	_ runtime.ToolKeyer    = (*Idempotent)(nil)
+	_ runtime.CleanerUpper = (*Idempotent)(nil)
 )

@@ -85,6 +85,12 @@ func (g *Group) lead(ctx context.Context, key string, f *flight, fn func() (any,
 // process may then claim the call.
 var ErrLapsed = errors.New("the claim could not be renewed within lease_ttl (its store did not confirm a renewal in time), so it may have lapsed and another process may claim the call")
 
+// Lost is what a holder knows of its claim when the store no longer has it
+// under the holder's token (a renewal, a publish or a release finds it
+// so): the store lost it (flushed, restarted empty, or it expired) or
+// another holder took it over.
+const Lost = "the claim is gone or held by another (the store lost it, or another process took it over)"
+
 // Hold keeps a lease alive while its call runs (Renew).
 type Hold struct {
 	ctx    context.Context
@@ -169,7 +175,7 @@ func Renew(ctx context.Context, l runtime.Leaser, key string, token int64, ttl t
 				logger.WarnContext(rctx, layer+": renewing the lease failed", append(attrs, "error", err)...)
 				continue
 			case !ok:
-				lapse("the lease was taken over while the call ran")
+				lapse(Lost + " while the call ran")
 				return
 			}
 			end = sent.Add(ttl - giveUp(ttl))

@@ -384,12 +384,15 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl >= 0 and ttl < lease then redis.call('PEXPIRE', KEYS[1], lease) end
 return 1
 `)
-	// KEYS: record. ARGV: token, result, keep ms. Returns 1 when published.
+	// KEYS: record. ARGV: token, result, keep ms. Returns 1 when published,
+	// or published by this token already (a repeat whose first answer was
+	// lost: the outcome keeps the token that published it).
 	publishScript = goredis.NewScript(`
 local st = redis.call('HMGET', KEYS[1], 'state', 'token')
+if st[1] == 'done' and st[2] == ARGV[1] then return 1 end
 if st[1] ~= 'pending' or st[2] ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
-redis.call('HSET', KEYS[1], 'state', 'done', 'result', ARGV[2])
+redis.call('HSET', KEYS[1], 'state', 'done', 'result', ARGV[2], 'token', ARGV[1])
 if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 return 1
 `)

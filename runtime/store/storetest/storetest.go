@@ -123,6 +123,17 @@ func Leaser(t *testing.T, l runtime.Leaser) {
 	ok, err = l.Renew(ctx, k, tok, time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok, "a published key has no lease")
+	// A publish sent again, its first answer lost: the outcome is the
+	// token's already, and stays as it was.
+	ok, err = l.Publish(ctx, k, tok, []byte(`"R1 again"`), time.Hour)
+	require.NoError(t, err)
+	assert.True(t, ok, "a repeat of the publish that stored the outcome")
+	ok, err = l.Publish(ctx, k, tok+1000, []byte(`"wrong"`), time.Hour)
+	require.NoError(t, err)
+	assert.False(t, ok, "another token does not own the outcome")
+	g, err = l.Acquire(ctx, k, time.Minute, time.Hour, false)
+	require.NoError(t, err)
+	assert.Equal(t, `"R1"`, string(g.Result), "a repeat changes nothing")
 
 	// Release: the next caller acquires afresh, with a new token.
 	r := Key(t, "release")
