@@ -153,7 +153,12 @@ type AgentResult struct {
 // the same way, as an error result, and the turn goes on; so does a call to
 // a tool the turn does not offer (AgentRequest.Params). A budget error, a
 // failed or blocked model call, and the end of ctx end the turn with their
-// error; the result still holds the transcript so far, and no Output. A
+// error; the result still holds the transcript so far, and no Output.
+// A turn that fails after a call of it that would repeat an effect if
+// made again ran (side-effecting and not retry_safe, or undeclared) ends
+// with a *RanCallsError around that error, naming the calls, which is
+// not DidNotRun: run in a turn's body (a host's turn, a tool's), the
+// outermost turn's error says so instead. A
 // turn chain layer that refuses the output (a content_filter, an
 // after-phase guard, which read the text of the turn's earlier answers
 // too: TurnCall.Earlier) ends the turn with its *BlockedError, and the
@@ -229,7 +234,7 @@ type AgentResult struct {
 // tool with the name and arguments of an earlier call of the same answer
 // does not run: it is answered that it repeats that call, which runs once
 // (repeats); a read-only call repeated runs each time.
-func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult, error) {
+func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResult, err error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
 		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
 	}
@@ -346,6 +351,15 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 	// returned.
 	var prev *agentTurn
 	var prevErr error
+	// Run in a turn's body (a host's turn, a tool of an agent turn), the
+	// calls are the outermost turn's to report, when it ends: the layers
+	// of the turns between see the error as it is.
+	ran := ranEffectsOf(ctx)
+	if ran == nil {
+		ran = &ranEffects{}
+		ctx = context.WithValue(ctx, ranEffectsKey{}, ran)
+		defer func() { err = ran.wrap(err) }()
+	}
 	tr, err := pl.runTurn(ctx, TurnRequest{Input: input, Session: req.Session}, func(ctx context.Context) (string, error) {
 		first, last = -1, -1
 		if prev != nil && prevErr == nil {
@@ -355,7 +369,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		// The messages after the settled calls' results, and the input
 		// when those calls were pending, go in once they are settled.
 		base, at, pending, tail, addInput := msgs, at, pending, tail, req.Input != "" && len(pending) > 0
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: OfferedTools(req.Params), call: call}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: OfferedTools(req.Params), call: call, ran: ran}
 		output, finish := "", res.FinishReason
 		if prev != nil {
 			// What the attempt before left: its transcript (less the
@@ -412,6 +426,61 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (AgentResult
 		pl.nestIn(ctx, outer, res.Messages, first, last)
 	}
 	return res, err
+}
+
+// ranEffectsKey is the context key of the ranEffects of the outermost
+// turn.
+type ranEffectsKey struct{}
+
+// ranEffectsOf returns the ranEffects of the outermost turn ctx is run in,
+// nil outside a turn.
+func ranEffectsOf(ctx context.Context) *ranEffects {
+	r, _ := ctx.Value(ranEffectsKey{}).(*ranEffects)
+	return r
+}
+
+// ranEffects collects the calls of an agent turn, over its attempts, that
+// ran and would repeat an effect if made again: the turn's error says so
+// (RanCallsError).
+type ranEffects struct {
+	mu    sync.Mutex
+	calls []ToolUse
+}
+
+// add notes that call ran.
+func (r *ranEffects) add(call ToolUse) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, call)
+}
+
+// wrap returns err, the turn's error, in a *RanCallsError when calls that
+// would repeat an effect ran.
+func (r *ranEffects) wrap(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil || len(r.calls) == 0 {
+		return err
+	}
+	return &RanCallsError{Err: err, Calls: slices.Clone(r.calls)}
+}
+
+// reached reports whether a call made with ctx that ended with err (nil:
+// it succeeded) reached its tool, or may have: its failure does not prove
+// it did not run (DidNotRun), nor is it a guard's or a budget's refusal
+// before it ran, nor the end of ctx before the tool ran (the runtime marks
+// ErrMayHaveRun the end of a call whose tool was running).
+func reached(ctx context.Context, err error) bool {
+	if err == nil {
+		return true
+	}
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, ErrMayHaveRun) {
+		return false
+	}
+	if c := Classify(err); (c == ClassBlocked || c == ClassBudget) && !errors.Is(err, ErrRan) {
+		return false
+	}
+	return !DidNotRun(err)
 }
 
 // inAgentCall returns the record key of the tool call of an agent turn
@@ -593,6 +662,9 @@ type agentTurn struct {
 	// call is the record key of the outer agent turn's tool call that
 	// runs this one, "" for a turn of its own (inAgentCall).
 	call string
+	// ran collects the calls of the turn's attempts that ran and would
+	// repeat an effect if made again.
+	ran *ranEffects
 	// resumed holds the calls settle runs although they may have started
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
@@ -1398,6 +1470,9 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 		}
 	}
 	res, err := t.pl.Tool(ctx, treq)
+	if reached(ctx, err) && (t.pl.repeatsEffect(call.Name) || ranCalls(err)) {
+		t.ran.add(call)
+	}
 	if err == nil {
 		text, err := resultText(res.Value)
 		if err != nil {

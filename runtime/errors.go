@@ -318,6 +318,38 @@ func (e *StoreError) Unwrap() []error {
 	return []error{e.Err}
 }
 
+// RanCallsError is the error of an agent turn (Pipeline.RunAgent) that
+// failed after calls of it that would repeat an effect if made again ran
+// (side-effecting and not retry_safe, or undeclared; a call whose tool ran
+// an agent turn that failed so): running the turn again from its start
+// would make them again. Err is the turn's own error (a model call's
+// connection refused, a store unavailable, a block, a budget,
+// cancellation), which errors.Is and errors.As reach; the error wraps
+// ErrRan, so DidNotRun is false and it is never transient. Classify
+// reports it as Err is (blocked, budget, in doubt), else ClassInDoubt:
+// final, the job is not run again from its start. The turn's result holds
+// the transcript with the calls' results: a turn run with those messages
+// goes on from there without making them again.
+type RanCallsError struct {
+	// Err is the turn's error.
+	Err error
+	// Calls are the calls that ran (or may have, when their outcome is
+	// unknown), in the order they returned.
+	Calls []ToolUse
+}
+
+// Error returns Err's text and names the calls that ran.
+func (e *RanCallsError) Error() string {
+	names := make([]string, len(e.Calls))
+	for i, c := range e.Calls {
+		names[i] = c.Name + " (call " + strconv.Quote(c.ID) + ")"
+	}
+	return fmt.Sprintf("%v; the turn had run %s, which would act again if the turn were run again", e.Err, strings.Join(names, ", "))
+}
+
+// Unwrap returns Err and ErrRan.
+func (e *RanCallsError) Unwrap() []error { return []error{e.Err, ErrRan} }
+
 // ranError is an error marked by Ran.
 type ranError struct{ err error }
 
@@ -490,8 +522,9 @@ const (
 	ClassBudget
 	// ClassInDoubt is a side-effecting call that may or may not have run (an
 	// *InDoubtError), or one that ran but whose outcome was not recorded
-	// (ErrOutcomeUnrecorded): final, since running it again could repeat its
-	// effect.
+	// (ErrOutcomeUnrecorded), or an agent turn that failed after such calls
+	// of it ran (a *RanCallsError): final, since running it again could
+	// repeat its effect.
 	ClassInDoubt
 )
 
@@ -520,7 +553,9 @@ func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c 
 // *BudgetError (anywhere in the chain), ClassInDoubt for a call that ran to
 // its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
 // the call failed of its own, whose error comes first) and for a call that
-// may have run (ErrMayHaveRun), and ClassFailure for anything else.
+// may have run (ErrMayHaveRun) and for an agent turn that failed after
+// calls that would repeat an effect ran (a *RanCallsError around an error
+// of none of those classes), and ClassFailure for anything else.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassOK
@@ -537,10 +572,17 @@ func Classify(err error) Class {
 	if errors.As(err, &g) {
 		return ClassBudget
 	}
-	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) {
+	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) || ranCalls(err) {
 		return ClassInDoubt
 	}
 	return ClassFailure
+}
+
+// ranCalls reports whether err is an agent turn's that failed after calls
+// that would repeat an effect ran (a *RanCallsError).
+func ranCalls(err error) bool {
+	var rc *RanCallsError
+	return errors.As(err, &rc)
 }
 
 // refusedRecord returns the *CallError of a call that ran but whose
@@ -656,8 +698,9 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 }
 
 // KindOf names the kind of a failure for reports: "in_doubt" (an
-// *InDoubtError, an outcome not recorded as Classify takes it, or a call
-// that may have run),
+// *InDoubtError, an outcome not recorded as Classify takes it, a call
+// that may have run, or a turn that failed after calls that would repeat
+// an effect ran, as Classify takes it),
 // "blocked", "budget", a
 // "store_unavailable" (ErrStoreUnavailable), a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
@@ -679,7 +722,7 @@ func KindOf(err error) string {
 	if errors.As(err, &g) {
 		return "budget"
 	}
-	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) {
+	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) || ranCalls(err) {
 		return "in_doubt"
 	}
 	if errors.Is(err, ErrStoreUnavailable) {

@@ -944,7 +944,9 @@ func onRefused(ctx context.Context, withhold func()) {
 // turn holds its run, the OnTurnStart hooks run (a checkpoint layer's
 // Checkpointer.Check): a run that another process ended or saved since this
 // one last did is refused there, with a *BlockedError, and nothing of the
-// turn runs (neither a layer nor fn, nor a model call).
+// turn runs (neither a layer nor fn, nor a model call). The error of a
+// turn, not nested in another, whose agent turns (RunAgent in fn) ran
+// calls that would repeat an effect is a *RanCallsError naming them.
 func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (TurnResult, error) {
 	return pl.runTurn(ctx, req, fn, false)
 }
@@ -952,7 +954,7 @@ func (pl *Pipeline) Turn(ctx context.Context, req TurnRequest, fn TurnFunc) (Tur
 // runTurn is Turn; agent marks RunAgent's own turn, whose answers reach a
 // turn it is nested in through nestIn, not as a host's nested turn hands
 // over those of its body (TurnCall.handOver).
-func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, agent bool) (TurnResult, error) {
+func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, agent bool) (_ TurnResult, err error) {
 	if fn == nil {
 		return TurnResult{}, errors.New("turn: nil TurnFunc")
 	}
@@ -996,6 +998,15 @@ func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, a
 		}
 	}
 	ctx = pl.withTurnGrounding(ctx, req.Input)
+	// The outermost turn collects the calls that would repeat an effect
+	// that agent turns run in it make: its error says they ran
+	// (RanCallsError), where no layer of a turn sees it.
+	ran := ranEffectsOf(ctx)
+	if ran == nil && !agent {
+		ran = &ranEffects{}
+		ctx = context.WithValue(ctx, ranEffectsKey{}, ran)
+		defer func() { err = ran.wrap(err) }()
+	}
 	c := &TurnCall{Input: req.Input, Session: req.Session, fn: fn, pl: pl, parent: parent, agent: agent}
 	c.outermost = c
 	if nested {
