@@ -431,13 +431,19 @@ func matching(pattern string, reps, minLen int) (string, bool) {
 					return false
 				}
 			}
-		case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
-		default: // word boundaries, no match: not written
+		case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+			syntax.OpWordBoundary, syntax.OpNoWordBoundary: // checked on the whole below
+		default: // no match: not written
 			return false
 		}
 		return true
 	}
 	if !walk(re, 0) {
+		return "", false
+	}
+	// An anchor or a word boundary the walk passed may not hold where it
+	// stands in the string written.
+	if m, err := regexp.Compile(pattern); err != nil || !m.MatchString(b.String()) {
 		return "", false
 	}
 	return b.String(), true

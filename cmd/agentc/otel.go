@@ -3,14 +3,27 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/agentc-dev/agentc/internal/credential"
 )
+
+// tracing is what tracerProvider tells serve to log: the endpoint and the
+// exporters OTEL_TRACES_EXPORTER names besides otlp, which agentc does
+// not run.
+type tracing struct {
+	endpoint string
+	ignored  []string
+}
 
 // tracerProvider returns the OpenTelemetry provider the tracing layers'
 // spans go to under agentc serve, configured from the standard OTEL_*
@@ -22,52 +35,108 @@ import (
 // naming the service "agentc" (OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES override it). It returns nil when no exporter
 // is configured: OTEL_TRACES_EXPORTER is unset and no OTLP endpoint is
-// set, or it is "none", or OTEL_SDK_DISABLED is true. The string returned
-// is the endpoint, to log. A configuration
-// agentc cannot honour (another exporter, the grpc or http/json protocol)
-// is an error naming the variable.
-func tracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, string, error) {
+// set, or it is "none", or OTEL_SDK_DISABLED is true. A configuration
+// agentc cannot honour (no otlp among the exporters, the grpc or http/json
+// protocol, an endpoint that is not an http or https URL, headers the
+// exporter cannot read and would drop) is an error naming the variable,
+// never quoting a header's value.
+func tracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, tracing, error) {
+	var t tracing
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		return nil, "", nil
+		return nil, t, nil
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"} {
+		if e := getenv(name); e != "" {
+			if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, t, fmt.Errorf("%s: not an http or https URL with a host (http://collector:4318): the exporter would send to localhost", name)
+			}
+		}
 	}
 	endpoint := getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 	if endpoint == "" {
 		endpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
-	switch exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp {
-	case "none":
-		return nil, "", nil
-	case "":
-		if endpoint == "" {
-			return nil, "", nil
+	exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))
+	otlp, none := false, false
+	for _, e := range strings.Split(exp, ",") {
+		switch e = strings.ToLower(strings.TrimSpace(e)); e {
+		case "":
+		case "otlp":
+			otlp = true
+		case "none":
+			none = true
+		default:
+			t.ignored = append(t.ignored, e)
 		}
-	case "otlp":
+	}
+	switch {
+	case otlp:
 		if endpoint == "" {
 			endpoint = "http://localhost:4318 (the default)"
 		}
-	default:
-		return nil, "", fmt.Errorf("OTEL_TRACES_EXPORTER=%q: agentc exports spans over OTLP only (otlp, or none)", exp)
+	case exp == "" && endpoint == "", none && t.ignored == nil:
+		return nil, t, nil
+	case exp != "":
+		return nil, t, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: agentc exports spans over OTLP only (otlp, or none)", exp)
 	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
 		if p := strings.TrimSpace(getenv(name)); p != "" {
 			if p != "http/protobuf" {
-				return nil, "", fmt.Errorf("%s=%q: agentc exports spans over OTLP/HTTP with protobuf only (http/protobuf, to a collector's port 4318)", name, p)
+				return nil, t, fmt.Errorf("%s=%q: agentc exports spans over OTLP/HTTP with protobuf only (http/protobuf, to a collector's port 4318)", name, p)
 			}
 			break
 		}
 	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if err := checkHeaders(getenv(name)); err != nil {
+			return nil, t, fmt.Errorf("%s: %v", name, err)
+		}
+	}
 	exporter, err := otlptracehttp.New(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("the OTLP trace exporter: %w", err)
+		return nil, t, fmt.Errorf("the OTLP trace exporter: %w", err)
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "agentc"), attribute.String("service.version", version)),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
 		_ = exporter.Shutdown(ctx)
-		return nil, "", fmt.Errorf("the tracing resource (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME): %w", err)
+		return nil, t, fmt.Errorf("the tracing resource (OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME): %w", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), withoutUserinfo(endpoint), nil
+	t.endpoint = withoutUserinfo(endpoint)
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), t, nil
+}
+
+// checkHeaders returns an error if the exporter cannot read a header of
+// v, a list of KEY=VALUE pairs with URL-encoded values: it would drop the
+// header (and the credential it carries) and log its value. The error
+// names the header by its place and key, never by its value.
+func checkHeaders(v string) error {
+	if v == "" {
+		return nil
+	}
+	for i, pair := range strings.Split(v, ",") {
+		k, val, found := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		switch {
+		case !found:
+			return fmt.Errorf("header %d is not KEY=VALUE", i+1)
+		case !httpguts.ValidHeaderFieldName(k):
+			return fmt.Errorf("header %d has no valid name before its '='", i+1)
+		}
+		if _, err := url.PathUnescape(val); err != nil {
+			return fmt.Errorf("header %d (%s) has a value that is not URL-encoded (a %% not followed by two hex digits: write %%25 for %%)", i+1, k)
+		}
+	}
+	return nil
+}
+
+// otelLogger returns the logger OpenTelemetry's own lines go to (an
+// exporter's configuration it cannot read, a span dropped): h, with every
+// credential scrubbed, at the SDK's verbosity mapped to slog's levels (its
+// info and debug lines below slog's Info).
+func otelLogger(h slog.Handler) logr.Logger {
+	return logr.FromSlogHandler(credential.LogHandler(h))
 }
 
 // withoutUserinfo returns endpoint, a URL to log, without the user and

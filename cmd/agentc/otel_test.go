@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -200,6 +202,7 @@ func TestTracerProviderFromTheEnvironment(t *testing.T) {
 	for _, c := range []struct {
 		env      map[string]string
 		provider bool
+		ignored  []string
 		err      string
 	}{
 		{env: nil},
@@ -213,17 +216,65 @@ func TestTracerProviderFromTheEnvironment(t *testing.T) {
 			err: `OTEL_EXPORTER_OTLP_PROTOCOL="grpc": agentc exports spans over OTLP/HTTP with protobuf only`},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
 			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, provider: true},
+		// An endpoint the exporter cannot parse would send to localhost.
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, err: `OTEL_EXPORTER_OTLP_ENDPOINT: not an http or https URL with a host`},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "ftp://collector/v1/traces"},
+			err: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not an http or https URL with a host`},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http:///v1/traces"}, err: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not an http`},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": "localhost"}, err: `OTEL_EXPORTER_OTLP_ENDPOINT: not an http`},
+		// Headers the exporter cannot read would be sent without, and its
+		// own logger would print the value.
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%zzTOPSECRETVALUE"},
+			err: `OTEL_EXPORTER_OTLP_HEADERS: header 1 (authorization) has a value that is not URL-encoded`},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-team=a,TOPSECRETVALUE"},
+			err: `OTEL_EXPORTER_OTLP_TRACES_HEADERS: header 2 is not KEY=VALUE`},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20abc,x-team=a%2Cb"}, provider: true},
+		// The exporter list is read as the SDK reads it.
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "OTLP"}, provider: true},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": " None "}},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp, console"}, provider: true, ignored: []string{"console"}},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "console,zipkin"}, err: `OTEL_TRACES_EXPORTER="console,zipkin": agentc exports spans over OTLP only`},
 	} {
-		tp, _, err := tracerProvider(context.Background(), func(k string) string { return c.env[k] })
+		tp, setup, err := tracerProvider(context.Background(), func(k string) string { return c.env[k] })
 		if c.err != "" {
 			require.Error(t, err, "%v", c.env)
 			assert.Contains(t, err.Error(), c.err)
+			assert.NotContains(t, err.Error(), "TOPSECRETVALUE")
 			continue
 		}
 		require.NoError(t, err, "%v", c.env)
 		assert.Equal(t, c.provider, tp != nil, "%v", c.env)
+		assert.Equal(t, c.ignored, setup.ignored, "%v", c.env)
 		if tp != nil {
 			require.NoError(t, tp.Shutdown(context.Background()))
 		}
 	}
+}
+
+// OpenTelemetry's own log lines (an exporter's configuration it cannot
+// read) go through the scrubbing handler serve's log lines do.
+func TestOTelLogsAreScrubbed(t *testing.T) {
+	const key = "sk-proj-OTELSECRETKEY0123456789"
+	var buf bytes.Buffer
+	l := otelLogger(slog.NewTextHandler(&buf, nil))
+	l.Error(errors.New("denied "+key), "escape header value", "value", "Bearer "+key)
+	l.V(4).Info("an info line the SDK writes at V(4)")
+	assert.Contains(t, buf.String(), "escape header value")
+	assert.Contains(t, buf.String(), "[redacted sha256 ")
+	assert.NotContains(t, buf.String(), key)
+	assert.NotContains(t, buf.String(), "V(4)", "the SDK's info and debug lines stay below the log's level")
+}
+
+// A header serve cannot read fails the command naming the variable, and
+// its value is on no line.
+func TestServeRefusesUnreadableOTLPHeaders(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%zzTOPSECRETVALUE")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package gw\n"), 0o644))
+	stderr := &lockedBuffer{}
+	code := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-listen", freeAddr(t), "-watch", "0", dir})
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_HEADERS")
+	assert.NotContains(t, stderr.String(), "TOPSECRETVALUE")
 }

@@ -96,6 +96,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "serve: -log must be text or json, got %q", *logFormat)
 	}
 	logger := slog.New(handler)
+	// OpenTelemetry's own lines (an exporter's configuration it cannot
+	// read) go to the log, scrubbed, from the start.
+	otel.SetLogger(otelLogger(handler))
 	redis.LogTo(logger)
 	postgres.LogTo(logger)
 	if *watch == 0 {
@@ -133,7 +136,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	// command ends. The provider outlives the generations a reload
 	// retires: their calls still running end their spans into it.
 	var deps runtime.Deps
-	tp, endpoint, err := tracerProvider(ctx, os.Getenv)
+	tp, tr, err := tracerProvider(ctx, os.Getenv)
 	if err != nil {
 		return fail(env, "serve: %v", err)
 	}
@@ -142,7 +145,10 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 			logger.Warn("tracing: spans not exported", "error", err)
 		}))
-		logger.Info("exporting the tracing layers' spans over OTLP/HTTP", "endpoint", endpoint)
+		if tr.ignored != nil {
+			logger.Warn("tracing: OTEL_TRACES_EXPORTER names exporters agentc does not run; spans go over OTLP only", "ignored", strings.Join(tr.ignored, ","))
+		}
+		logger.Info("exporting the tracing layers' spans over OTLP/HTTP", "endpoint", tr.endpoint)
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()

@@ -3,27 +3,46 @@ package credential
 import (
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"regexp"
 	"strings"
 )
 
+// shapes are the credentials' shapes: a GitHub token (ghp_, gho_, ghu_,
+// ghs_, ghr_, github_pat_), a GitLab one (glpat-), an OpenAI or Anthropic
+// key (sk-), a Stripe one (sk_live_, sk_test_), a Slack one (xoxa-,
+// xoxb-, xoxp-, xoxr-), an AWS access key id (AKIA), a Google API key
+// (AIza), a Hugging Face token (hf_) and a bearer token (Bearer and 16 or
+// more characters other than spaces, a JWT among them).
+const shapes = `gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|sk-[A-Za-z0-9_-]{16,}|sk_(?:live|test)_\w{16,}|` +
+	`xox[abpr]-[\w-]{10,}|AKIA[0-9A-Z]{16}|AIza[\w-]{35}|hf_\w{30,}|[Bb]earer\s+\S{16,}`
+
+// notAfter is what a credential stands after to be one: the start of the
+// text or a character that is not a letter or a digit (an underscore, a
+// dash, a slash, a space), so "my_sk-proj-..." holds one and
+// "ask-questions-..." does not. It is the expressions' group 1, kept.
+const notAfter = `(^|[^A-Za-z0-9])`
+
 // inText matches a credential of Value's shapes where it stands in a text
-// (an error naming a file, a header or a request).
-var inText = regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|glpat-[\w-]{20,}|sk-[A-Za-z0-9_-]{16,}|sk_(?:live|test)_\w{16,}|xox[abpr]-[\w-]{10,}|AKIA[0-9A-Z]{16})`)
+// (an error naming a file, a header or a request), as group 2.
+var inText = regexp.MustCompile(notAfter + `(` + shapes + `)`)
 
 // hinted matches what a client may not read either: a credential inText
 // matches, and a provider's hint of an API key, its start and end around
 // asterisks ("sk-proj-****4b1d"), which names the gateway's own key.
-var hinted = regexp.MustCompile(`\bsk-[A-Za-z0-9_-]*\*{2,}[A-Za-z0-9_-]*|` + inText.String())
+var hinted = regexp.MustCompile(notAfter + `(sk-[A-Za-z0-9_-]*\*{2,}[A-Za-z0-9_-]*|` + shapes + `)`)
 
 // mayHold reports whether s may hold a credential inText matches: it
 // spares the expression the texts that cannot.
 func mayHold(s string) bool {
 	return len(s) >= 10 && (strings.Contains(s, "sk-") || strings.Contains(s, "sk_") || strings.Contains(s, "gh") ||
-		strings.Contains(s, "glpat-") || strings.Contains(s, "xox") || strings.Contains(s, "AKIA"))
+		strings.Contains(s, "glpat-") || strings.Contains(s, "xox") || strings.Contains(s, "AKIA") ||
+		strings.Contains(s, "AIza") || strings.Contains(s, "hf_") || strings.Contains(s, "earer"))
 }
 
 // Redact returns s with each credential it holds, and each provider's
@@ -33,7 +52,7 @@ func Redact(s string) string {
 	if !mayHold(s) {
 		return s
 	}
-	return hinted.ReplaceAllLiteralString(s, "[redacted]")
+	return hinted.ReplaceAllString(s, "${1}[redacted]")
 }
 
 // Scrub returns s with each credential it holds replaced by "[redacted
@@ -46,10 +65,19 @@ func Scrub(s string) string {
 	if !mayHold(s) {
 		return s
 	}
-	return inText.ReplaceAllStringFunc(s, func(c string) string {
-		sum := sha256.Sum256([]byte(c))
-		return "[redacted sha256 " + hex.EncodeToString(sum[:])[:16] + "]"
-	})
+	var b strings.Builder
+	last := 0
+	for _, m := range inText.FindAllStringSubmatchIndex(s, -1) {
+		sum := sha256.Sum256([]byte(s[m[4]:m[5]]))
+		b.WriteString(s[last:m[4]])
+		b.WriteString("[redacted sha256 " + hex.EncodeToString(sum[:])[:16] + "]")
+		last = m[5]
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // LogHandler returns a handler that writes to h what it is given with
@@ -69,9 +97,21 @@ type scrubHandler struct{ h slog.Handler }
 func (s *scrubHandler) Enabled(ctx context.Context, l slog.Level) bool { return s.h.Enabled(ctx, l) }
 
 func (s *scrubHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, Scrub(r.Message), r.PC)
+	msg := Scrub(r.Message)
+	same := msg == r.Message
+	if same {
+		r.Attrs(func(a slog.Attr) bool {
+			_, same = scrubAttr(a)
+			return same
+		})
+	}
+	if same { // nothing to scrub: the record as it came
+		return s.h.Handle(ctx, r)
+	}
+	out := slog.NewRecord(r.Time, r.Level, msg, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(scrubAttr(a))
+		a, _ = scrubAttr(a)
+		out.AddAttrs(a)
 		return true
 	})
 	return s.h.Handle(ctx, out)
@@ -80,7 +120,7 @@ func (s *scrubHandler) Handle(ctx context.Context, r slog.Record) error {
 func (s *scrubHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	scrubbed := make([]slog.Attr, len(attrs))
 	for i, a := range attrs {
-		scrubbed[i] = scrubAttr(a)
+		scrubbed[i], _ = scrubAttr(a)
 	}
 	return &scrubHandler{h: s.h.WithAttrs(scrubbed)}
 }
@@ -89,34 +129,98 @@ func (s *scrubHandler) WithGroup(name string) slog.Handler {
 	return &scrubHandler{h: s.h.WithGroup(name)}
 }
 
-// scrubAttr returns a with its value scrubbed.
-func scrubAttr(a slog.Attr) slog.Attr {
+// scrubAttr returns a with its value scrubbed, and whether it is a as it
+// came: nothing in it held a credential. A value a handler writes as text
+// is scrubbed as that text: bytes as a string, an error's message, a
+// json.Marshaler's JSON, a TextMarshaler's and a Stringer's text, any
+// other value as %+v formats it.
+func scrubAttr(a slog.Attr) (slog.Attr, bool) {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
 		if t := Scrub(v.String()); t != v.String() {
-			return slog.String(a.Key, t)
+			return slog.String(a.Key, t), false
 		}
 	case slog.KindGroup:
 		g := v.Group()
-		scrubbed := make([]slog.Attr, len(g))
+		var scrubbed []slog.Attr
 		for i, e := range g {
-			scrubbed[i] = scrubAttr(e)
+			t, same := scrubAttr(e)
+			if !same && scrubbed == nil {
+				scrubbed = append(make([]slog.Attr, 0, len(g)), g[:i]...)
+			}
+			if scrubbed != nil {
+				scrubbed = append(scrubbed, t)
+			}
 		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(scrubbed...)}
+		if scrubbed != nil {
+			return slog.Attr{Key: a.Key, Value: slog.GroupValue(scrubbed...)}, false
+		}
 	case slog.KindAny:
-		var text string
-		switch x := v.Any().(type) {
-		case error:
-			text = x.Error()
-		case fmt.Stringer:
-			text = x.String()
-		default:
-			text = fmt.Sprintf("%+v", x)
-		}
-		if t := Scrub(text); t != text {
-			return slog.String(a.Key, t)
+		if t, held := scrubAny(v.Any()); held {
+			return slog.String(a.Key, t), false
 		}
 	}
-	return slog.Attr{Key: a.Key, Value: v}
+	// A LogValuer is passed on resolved, so the text scrubbed is the text
+	// written.
+	return slog.Attr{Key: a.Key, Value: v}, a.Value.Kind() != slog.KindLogValuer
+}
+
+// scrubAny returns the text a handler writes of x scrubbed, and whether
+// it held a credential: the text handler's text of it and the JSON
+// handler's are both read.
+func scrubAny(x any) (scrubbed string, held bool) {
+	defer func() {
+		if recover() != nil { // a method of a nil pointer
+			scrubbed, held = scrubbedText(fmt.Sprintf("%+v", x))
+		}
+	}()
+	switch x := x.(type) {
+	case nil:
+		return "", false
+	case []byte:
+		return scrubbedText(string(x))
+	case error:
+		return scrubbedText(x.Error())
+	case json.Marshaler:
+		if b, err := x.MarshalJSON(); err == nil {
+			if t, held := scrubbedText(string(b)); held {
+				return t, true
+			}
+		}
+	case encoding.TextMarshaler:
+		if b, err := x.MarshalText(); err == nil {
+			return scrubbedText(string(b))
+		}
+	case fmt.Stringer:
+		return scrubbedText(x.String())
+	}
+	if v := reflect.ValueOf(x); v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
+		return scrubbedText(string(v.Bytes())) // a named []byte, written as text as well
+	}
+	if numeric(reflect.TypeOf(x)) {
+		return "", false
+	}
+	return scrubbedText(fmt.Sprintf("%+v", x))
+}
+
+// numeric reports whether a value of t is written as numbers and booleans
+// only (an []int, a [4]float64): its text, not formatted, holds no
+// credential.
+func numeric(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Slice, reflect.Array:
+		return numeric(t.Elem())
+	}
+	return false
+}
+
+// scrubbedText returns s scrubbed and whether it held a credential.
+func scrubbedText(s string) (string, bool) {
+	t := Scrub(s)
+	return t, t != s
 }

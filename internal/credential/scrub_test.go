@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,3 +59,94 @@ func TestLogHandlerScrubsEveryValue(t *testing.T) {
 	assert.EqualValues(t, 3, g["n"], "a value without a credential keeps its kind")
 	assert.Equal(t, "nothing here", g["plain"])
 }
+
+// The shapes docs/serve.md names are scrubbed where they stand after a
+// character that is not a letter or a digit, an underscore included.
+func TestScrubShapes(t *testing.T) {
+	for _, c := range []struct{ in, secret string }{
+		{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl", "eyJhbGciOiJIUzI1NiJ9"},
+		{"key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890"},
+		{"token hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_abcdefghijklmnop"},
+		{"env my_sk-proj-UPSTREAMSECRETKEY1234567890", "sk-proj-UPSTREAM"},
+		{"path /x/ghp_0123456789abcdefABCDEF0123456789", "ghp_0123456789"},
+	} {
+		got := Scrub(c.in)
+		assert.NotContains(t, got, c.secret, c.in)
+		assert.Contains(t, got, "[redacted sha256 ", c.in)
+		assert.NotContains(t, Redact(c.in), c.secret, c.in)
+	}
+	assert.Equal(t, "env my_[redacted]", Redact("env my_sk-proj-UPSTREAMSECRETKEY1234567890"), "the character before is kept")
+	for _, s := range []string{"ask-questions-about-everything-here", "Bearer short", "xhf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "task-force and sk-short"} {
+		assert.Equal(t, s, Scrub(s))
+		assert.Equal(t, s, Redact(s))
+	}
+}
+
+type marshals struct{ key string }
+
+func (m marshals) MarshalJSON() ([]byte, error) { return json.Marshal(map[string]string{"k": m.key}) }
+
+type stringer struct{ key string }
+
+type rawBytes []byte
+
+func (s stringer) String() string { return "conn " + s.key }
+
+// A value of any kind the handlers write as text is scrubbed: bytes, a
+// json.Marshaler, a fmt.Stringer.
+func TestLogHandlerScrubsBytesAndMarshalers(t *testing.T) {
+	const key = "sk-ant-api03-SECRETSECRETSECRET00"
+	for name, h := range map[string]func(*bytes.Buffer) slog.Handler{
+		"text": func(b *bytes.Buffer) slog.Handler { return slog.NewTextHandler(b, nil) },
+		"json": func(b *bytes.Buffer) slog.Handler { return slog.NewJSONHandler(b, nil) },
+	} {
+		var buf bytes.Buffer
+		slog.New(LogHandler(h(&buf))).Info("m", "body", []byte("auth "+key), "m", marshals{key}, "s", stringer{key},
+			"raw", rawBytes("k="+key), "n", []int{1, 2})
+		out := buf.String()
+		assert.NotContains(t, out, key, name)
+		assert.NotContains(t, out, "U0VDUkVU", name) // base64 of part of it
+		assert.Equal(t, 4, strings.Count(out, "[redacted sha256 "), "%s: %s", name, out)
+	}
+}
+
+// BenchmarkLogHandler measures a typical access-log line, with no
+// credential in it, through the scrubbing handler and, to compare, the
+// handler it wraps.
+func BenchmarkLogHandler(b *testing.B) {
+	err := errors.New("upstream 503: overloaded")
+	for _, c := range []struct {
+		name string
+		h    slog.Handler
+	}{{"scrubbed", LogHandler(slog.NewTextHandler(io.Discard, nil))}, {"plain", slog.NewTextHandler(io.Discard, nil)}} {
+		b.Run(c.name, func(b *testing.B) {
+			logger := slog.New(c.h)
+			b.ReportAllocs()
+			for b.Loop() {
+				logger.Info("request", "method", "POST", "path", "/v1/chat/completions", "status", 200,
+					"duration", 1500*time.Millisecond, "model", "primary", "run", "r-1234", "error", err,
+					"tokens", []int{12, 34}, "ok", true)
+			}
+		})
+	}
+}
+
+type valuer struct{ key string }
+
+func (v valuer) LogValue() slog.Value { return slog.StringValue("token " + v.key) }
+
+// A LogValuer is scrubbed as it resolves, and a nil pointer whose methods
+// panic is written as the handler writes it.
+func TestLogHandlerScrubsLogValuers(t *testing.T) {
+	const key = "ghp_0123456789abcdefABCDEF0123456789"
+	var buf bytes.Buffer
+	var nilMarshaler *marshalsPtr
+	slog.New(LogHandler(slog.NewTextHandler(&buf, nil))).Info("m", "v", valuer{key}, "nil", nilMarshaler)
+	assert.NotContains(t, buf.String(), key)
+	assert.Contains(t, buf.String(), "[redacted sha256 ")
+	assert.Contains(t, buf.String(), "nil=")
+}
+
+type marshalsPtr struct{ key string }
+
+func (m *marshalsPtr) MarshalJSON() ([]byte, error) { return []byte(`"` + m.key + `"`), nil }
