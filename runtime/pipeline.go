@@ -1012,6 +1012,7 @@ func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, a
 			// checkpoint's Check) has nothing of the turn run.
 			for _, hook := range pl.turnHooks {
 				if err := hook(ctx); err != nil {
+					pl.logger.WarnContext(ctx, "turn refused at its start, before any layer ran", "run", run.ID, "reason", err.Error())
 					return TurnResult{}, err
 				}
 			}
