@@ -94,15 +94,14 @@ func (b Buffered) Usage() Usage {
 func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield func(Delta) bool,
 	check func([]ToolUse) ([]ToolUse, error)) error {
 	start := c.Deltas
-	// One struct, so the closures capture one heap variable.
+	// One struct, so the closures capture one heap variable; what holds
+	// the calls is made when the first fragment arrives, so an answer
+	// without calls pays nothing for it.
 	var h struct {
 		emitted int
-		calls   ToolCallBuilder
-		held    []Delta // after a call began: its fragments, and the thinking and text kept in place
-		frags   []ToolCallDelta
-		tail    Delta // the finish reason and usage held after a call began
 		inPlace bool
 		stopped bool
+		t       *toolHold
 	}
 	h.inPlace = c.Request.Thinking != nil
 	pass := func(d Delta) bool {
@@ -119,52 +118,65 @@ func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield fun
 			return false
 		}
 		h.inPlace = h.inPlace || d.Thinking != nil
-		if len(d.ToolCalls) == 0 && h.calls.Len() == 0 {
+		if len(d.ToolCalls) == 0 && h.t == nil {
 			return pass(d)
 		}
+		began := h.t != nil
+		if !began {
+			h.t = &toolHold{}
+		}
+		t := h.t
 		if d.FinishReason != "" {
-			h.tail.FinishReason, h.tail.StopSequence = d.FinishReason, d.StopSequence
+			t.tail.FinishReason, t.tail.StopSequence = d.FinishReason, d.StopSequence
 		}
 		// A delta's thinking and text come before its tool calls (as the
 		// stream writers write them): before the first call they pass.
 		now := Delta{Text: d.Text, Refusal: d.Refusal}
 		var later Delta
-		if h.calls.Len() == 0 {
+		if !began {
 			now.Thinking = d.Thinking
 		} else if d.Thinking != nil {
-			t := *d.Thinking
-			later.Thinking = &t
+			th := *d.Thinking
+			later.Thinking = &th
 		}
-		if h.inPlace && h.calls.Len() > 0 {
+		if h.inPlace && began {
 			later.Text, later.Refusal, now.Text = d.Text, d.Refusal, ""
 		}
 		if len(d.ToolCalls) > 0 {
-			// The fragments are copied into one growing slice: the
-			// model's delta may reuse its own.
-			at := len(h.frags)
-			h.frags = append(h.frags, d.ToolCalls...)
-			later.ToolCalls = h.frags[at:len(h.frags):len(h.frags)]
-			h.calls.Add(&d)
+			// The arguments are kept once, by the builder: the place
+			// of a call is the delta of its first fragment, which is
+			// all WholeToolCalls reads of the fragments held.
+			at := len(t.firsts)
+			for _, f := range d.ToolCalls {
+				if t.calls.find(f.Index) == nil {
+					t.firsts = append(t.firsts, ToolCallDelta{Index: f.Index})
+				}
+			}
+			if len(t.firsts) > at {
+				later.ToolCalls = t.firsts[at:len(t.firsts):len(t.firsts)]
+			}
+			t.calls.Add(&d)
 		}
 		if later.Thinking != nil || later.Text != "" || later.ToolCalls != nil {
-			h.held = append(h.held, later)
+			t.held = append(t.held, later)
 		}
 		if now.Text != "" || now.Thinking != nil {
 			now.Usage = d.Usage
 			return pass(now)
 		}
-		h.tail.Usage.Add(d.Usage)
+		t.tail.Usage.Add(d.Usage)
 		return true
 	})
 	defer func() { c.Deltas = start + h.emitted }()
-	if err != nil || h.stopped || h.calls.Len() == 0 {
+	if err != nil || h.stopped || h.t == nil || h.t.calls.Len() == 0 {
 		return err
 	}
-	out, cerr := check(h.calls.ToolCalls())
+	t := h.t
+	out, cerr := check(t.calls.ToolCalls())
 	if cerr != nil {
 		return cerr
 	}
-	held := h.held
+	held := t.held
 	WholeToolCalls(held, out)
 	var rel []Delta
 	for _, d := range held {
@@ -182,13 +194,25 @@ func HoldToolCalls(ctx context.Context, c *ChatCall, next ChatHandler, yield fun
 		rel = append(rel, Delta{})
 	}
 	last := &rel[len(rel)-1]
-	last.FinishReason, last.StopSequence, last.Usage = h.tail.FinishReason, h.tail.StopSequence, h.tail.Usage
+	last.FinishReason, last.StopSequence, last.Usage = t.tail.FinishReason, t.tail.StopSequence, t.tail.Usage
 	for _, d := range rel {
 		if !pass(d) {
 			break
 		}
 	}
 	return nil
+}
+
+// toolHold is what HoldToolCalls holds once a call began.
+type toolHold struct {
+	calls ToolCallBuilder
+	// held are, after a call began, the deltas kept in place: the first
+	// fragment of each call (its index alone) and the thinking and text
+	// between them.
+	held []Delta
+	// firsts backs the fragments of held.
+	firsts []ToolCallDelta
+	tail   Delta // the finish reason and usage held after a call began
 }
 
 // WholeToolCalls rewrites held, deltas whose tool-call fragments were held

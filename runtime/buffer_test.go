@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -230,4 +232,66 @@ func TestWholeToolCalls(t *testing.T) {
 	runtime.WholeToolCalls(held, calls[:1])
 	assert.Len(t, held[0].ToolCalls, 1)
 	assert.Nil(t, held[1].ToolCalls, "a place the rewrite left without a call keeps none")
+}
+
+// TestHoldToolCallsHoldsEachFragmentOnce: every fragment was held twice,
+// in the deltas kept in place and in the call being assembled, and the
+// deltas of a call's later fragments were kept too. The arguments are held
+// once; the place of a call is the delta of its first fragment. An answer
+// of text alone, to a request that offers tools, holds nothing.
+func TestHoldToolCallsHoldsEachFragmentOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's allocations are not the program's")
+	}
+	const fragments, size = 2000, 64
+	piece := `"` + strings.Repeat("x", size-3) + `",`
+	deltas := []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "lookup", Arguments: `{"q":[`}}}}
+	for range fragments {
+		deltas = append(deltas, runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: piece}}})
+	}
+	deltas = append(deltas, runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `""]}`}}}, runtime.Delta{FinishReason: runtime.FinishToolCalls})
+	next := streamOf(nil, deltas...)
+	check := func(calls []runtime.ToolUse) ([]runtime.ToolUse, error) { return calls, nil }
+	var got []runtime.Delta
+	allocated := func(next runtime.ChatHandler) uint64 {
+		got = got[:0]
+		var before, after goruntime.MemStats
+		goruntime.GC()
+		goruntime.ReadMemStats(&before)
+		err := runtime.HoldToolCalls(context.Background(), &runtime.ChatCall{}, next, func(d runtime.Delta) bool {
+			got = append(got, d)
+			return true
+		}, check)
+		goruntime.ReadMemStats(&after)
+		require.NoError(t, err)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	got = make([]runtime.Delta, 0, 8)
+	bytes := allocated(next)
+	require.Len(t, got, 1, "the call goes out whole, in one delta")
+	assert.Equal(t, fragments*size+10, len(got[0].ToolCalls[0].Arguments))
+	// The builder's growing buffer (at most about 2x the arguments, summed
+	// over its growth about 4x) and the call released whole; not a
+	// Delta per fragment.
+	assert.Less(t, bytes, uint64(7*fragments*size), "allocated %d bytes for %d bytes of arguments", bytes, fragments*size)
+
+	// An answer of text alone: what HoldToolCalls allocates beyond a
+	// plain pass (its closures), averaged over runs.
+	text := streamOf(nil, runtime.Delta{Text: "no call"}, runtime.Delta{FinishReason: runtime.FinishStop})
+	discard := func(runtime.Delta) bool { return true }
+	perRun := func(f func()) uint64 {
+		const runs = 200
+		f()
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		for range runs {
+			f()
+		}
+		goruntime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / runs
+	}
+	c := &runtime.ChatCall{}
+	plain := perRun(func() { _ = runtime.HoldToolCalls(context.Background(), c, text, discard, check) })
+	assert.Less(t, plain, uint64(160), "an answer without calls holds nothing: %d bytes a run", plain)
+	t.Logf("held a call: %d bytes; text alone: %d bytes", bytes, plain)
 }

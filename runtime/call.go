@@ -1076,6 +1076,9 @@ type ChatCall struct {
 	tok *emitToken
 	// own is set on a call a layer makes of its own (OwnCall).
 	own bool
+	// askedMaxTokens is the max_tokens of the request as the caller gave
+	// it, before the layers rewrote the request.
+	askedMaxTokens int
 	// owned holds what the model calls made for the own calls of layers
 	// billed (ChatResponse.OwnCharges): one for the call they are made
 	// for, shared by them, by the own calls they make in turn and by their
@@ -1180,7 +1183,7 @@ func (c *ChatCall) Emit(yield func(Delta) bool, d Delta) bool {
 // Clone returns a copy of the call for a concurrent attempt (hedge): the
 // request and meta are copied, the stream state starts empty.
 func (c *ChatCall) Clone() *ChatCall {
-	return &ChatCall{Request: c.Request, Meta: c.Meta, own: c.own, owned: c.ownedList()}
+	return &ChatCall{Request: c.Request, Meta: c.Meta, own: c.own, owned: c.ownedList(), askedMaxTokens: c.askedMaxTokens}
 }
 
 // Discard records that a finished clone's output was dropped (a racer that
@@ -1749,7 +1752,7 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // the context (IsOwnCall), and what they bill is listed apart, in the
 // OwnCharges of parent's response.
 func OwnCall(parent *ChatCall, req ChatRequest) *ChatCall {
-	c := &ChatCall{Request: req, Meta: Meta{Attempts: 1}, own: true}
+	c := &ChatCall{Request: req, Meta: Meta{Attempts: 1}, own: true, askedMaxTokens: req.MaxTokens}
 	if parent != nil {
 		c.Meta.Run = parent.Meta.Run
 		c.owned = parent.ownedList()

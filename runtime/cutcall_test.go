@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -176,4 +177,98 @@ func TestACutCallInAnAgentTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAMalformedCallIsNotACut: arguments that are not JSON because the
+// model wrote them wrong (single quotes, a brace too many, two objects run
+// together) were taken for a cut: the turn failed as the upstream's
+// transient failure, and a retry with a breaker opened the breaker of a
+// healthy model. Only arguments that end inside a value (or an answer
+// without a finish reason) are a cut; a malformed call goes up the chain:
+// the tool chain refuses it and the model, told so, repairs its call.
+func TestAMalformedCallIsNotACut(t *testing.T) {
+	for _, args := range []string{`{'q': 'Paris'}`, `{"q":"Paris"}}`, `{"q":"Paris"}{"q":"Lyon"}`, `{"q" "Paris"}`} {
+		t.Run(args, func(t *testing.T) {
+			bad := rt.Response{Stream: []runtime.Delta{
+				{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "lookup", Arguments: args}}},
+				{FinishReason: runtime.FinishToolCalls},
+			}}
+			m := rt.NewModel(bad, bad, goodAnswer, rt.Response{Deltas: []string{"done"}})
+			tool := rt.NewTool(rt.ToolResult{Value: "sunny"})
+			pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+				rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","max_delay":"1ms","breaker":{"failures":2,"cooldown":"1h"}}`)}}),
+				runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m},
+					Tools: map[string]runtime.ToolFunc{"lookup": tool.Func()}})
+			res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "weather in Paris?",
+				Params: runtime.ChatRequest{Tools: lookupTools}})
+			require.NoError(t, err)
+			assert.Equal(t, "done", res.Output)
+			assert.Equal(t, 4, m.Calls(), "each malformed call is answered by the tool chain, not retried")
+			assert.Equal(t, 1, tool.Calls(), "the repaired call runs")
+			// The breaker stayed closed: the model still answers.
+			_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary"})
+			var open *runtime.BreakerOpenError
+			assert.False(t, errors.As(err, &open), "the breaker is closed: %v", err)
+		})
+	}
+}
+
+// TestACallWithoutAFinishReasonIsCut: an answer that ended without a
+// finish reason (its stream or body ended early) whose call's arguments
+// are not JSON was cut, whatever its arguments look like.
+func TestACallWithoutAFinishReasonIsCut(t *testing.T) {
+	m := rt.NewModel(rt.Response{Stream: []runtime.Delta{
+		{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "c1", Name: "lookup", Arguments: `{"q":"Par}`}}},
+	}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}})
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Tools: lookupTools})
+	require.Error(t, err)
+	assert.Equal(t, string(runtime.KindTransient), runtime.KindOf(err))
+	assert.Contains(t, err.Error(), "cut")
+}
+
+// TestALengthFromAnEarlierAttemptIsNotThisOnes: the finish reason of a
+// failed attempt (length, held with its cut call) stayed on the call, so a
+// later attempt cut by the upstream (no finish reason) read as cut at the
+// token limit: permanent. Each model call starts without one.
+func TestALengthFromAnEarlierAttemptIsNotThisOnes(t *testing.T) {
+	lengthThenFail := cutAnswer(runtime.FinishLength)
+	lengthThenFail.Stream = append(lengthThenFail.Stream, runtime.Delta{Text: "never sent"})
+	lengthThenFail.Err, lengthThenFail.FailAfter = &runtime.CallError{Kind: runtime.KindTransient, Message: "reset"}, 3
+	cut := cutAnswer("")
+	m := rt.NewModel(lengthThenFail, cut, goodAnswer)
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}})
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Tools: lookupTools})
+	require.NoError(t, err)
+	assert.Equal(t, 3, m.Calls(), "the cut of the second attempt is transient: retried")
+	require.Len(t, resp.ToolCalls, 1)
+}
+
+// TestTheTokenLimitMessageNamesThePolicysCap: a layer (maxtokens) capped
+// the request's max_tokens: the 400 told the client to raise the capped
+// value, which the policy caps again. It names what the client asked and
+// what the policy capped it to.
+func TestTheTokenLimitMessageNamesThePolicysCap(t *testing.T) {
+	m := rt.NewModel(cutAnswer(runtime.FinishLength))
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("test.capoutput", "")}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": m}})
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Tools: lookupTools, MaxTokens: 100})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "100")
+	assert.Contains(t, err.Error(), "the policy caps to 8")
+}
+
+// capOutput caps a request's max_tokens at 8, as a policy's rewrite does.
+type capOutput struct{}
+
+func (capOutput) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
+	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		c.Request.MaxTokens = min(c.Request.MaxTokens, 8)
+		return next(ctx, c, yield)
+	}
+}
+
+func init() {
+	runtime.Register(runtime.Module{ID: "test.capoutput", Stages: []plan.Stage{plan.StageChat}, New: func() runtime.Middleware { return capOutput{} }})
 }

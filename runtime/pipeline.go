@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"maps"
 	"net/http"
@@ -79,31 +81,47 @@ func (pl *Pipeline) chatTerminal(ctx context.Context, c *ChatCall, yield func(De
 	return HoldToolCalls(ctx, c, pl.callModel, yield, c.wholeCalls)
 }
 
-// wholeCalls returns calls, the calls of c's answer, when the arguments of
-// each are complete JSON (a custom tool's text is whole as it came). A
-// call whose arguments are not JSON at all was cut: by the upstream (its
-// stream or its body ended inside them), the upstream's transient
-// failure, which a retry tries again and a fallback moves on from; or, when
-// the model stopped at its token limit (finish reason length), by the
-// limit, which cuts it again on any model asked with it: a permanent
-// failure of the request (status 400), which names the limit to raise.
-// Arguments that are JSON but not an object are not a cut: the tool chain
-// refuses them.
+// wholeCalls returns calls, the calls of c's answer, unless one was cut:
+// its arguments end inside a JSON value (a prefix of JSON that the end of
+// the text leaves unfinished, see CutJSON), or they are not JSON and the
+// answer ended without a finish reason (its stream or its body ended
+// early). A cut by the upstream is its transient failure, which a retry
+// tries again and a fallback moves on from; a cut at the model's token
+// limit (finish reason length) cuts it again on any model asked with it:
+// a permanent failure of the request (status 400), which names the limit
+// to raise. Other arguments that are not JSON (single quotes, a brace too
+// many, two objects run together) are the model's mistake, not a cut: the
+// calls go up the chain, where the tool chain refuses the call and an
+// agent's model, told so, repairs it; so do arguments that are JSON but not
+// an object. A custom tool's text is whole as it came.
 func (c *ChatCall) wholeCalls(calls []ToolUse) ([]ToolUse, error) {
 	for _, call := range calls {
-		if call.Custom || json.Valid(call.Arguments) {
+		if call.Custom || json.Valid(call.Arguments) || (!CutJSON(call.Arguments) && c.FinishReason != "") {
 			continue
 		}
 		if c.FinishReason == FinishLength {
+			asked := fmt.Sprintf("the request asks for %d; 0 is the provider's default", c.Request.MaxTokens)
+			if c.askedMaxTokens != c.Request.MaxTokens {
+				asked = fmt.Sprintf("the request asks for %d, which the policy caps to %d; 0 is the provider's default", c.askedMaxTokens, c.Request.MaxTokens)
+			}
 			return nil, &CallError{Kind: KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf(
-				"model %s: the model reached its output limit (finish reason length) inside the arguments of its call of %s, which are not complete JSON: raise max_tokens (the request asks for %d; 0 is the provider's default)",
-				c.Request.Model, call.Name, c.Request.MaxTokens)}
+				"model %s: the model reached its output limit (finish reason length) inside the arguments of its call of %s, which are not complete JSON: raise max_tokens (%s)",
+				c.Request.Model, call.Name, asked)}
 		}
 		return nil, &CallError{Kind: KindTransient, Message: fmt.Sprintf(
 			"model %s: the upstream's answer is broken: the model's call of %s holds arguments that are not complete JSON (the answer was cut inside them)",
 			c.Request.Model, call.Name)}
 	}
 	return calls, nil
+}
+
+// CutJSON reports whether args, which are not valid JSON, are a prefix of
+// JSON cut inside its value: read as a stream, they end before the value
+// does, with no syntax error before the end.
+func CutJSON(args []byte) bool {
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(args)).Decode(&v)
+	return errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // callModel calls the model named by the request, counting what arrives.
@@ -117,6 +135,9 @@ func (pl *Pipeline) callModel(ctx context.Context, c *ChatCall, yield func(Delta
 	}
 	c.Meta.modelCall()
 	c.down = yield
+	// The finish reason is this model call's: one an earlier attempt held
+	// (with a call it cut) is not this answer's.
+	c.FinishReason, c.StopSequence = "", ""
 	before := c.Deltas
 	beforeUsage := c.Usage
 	beforeQuarters := c.quarters
@@ -413,6 +434,7 @@ var (
 func newChatCall(run *Run, req *ChatRequest) *ChatCall {
 	c := chatCalls.Get().(*ChatCall)
 	c.Request = *req
+	c.askedMaxTokens = req.MaxTokens
 	c.Meta.Run = *run
 	c.Meta.Attempts = 1
 	return c
@@ -992,6 +1014,7 @@ func (pl *Pipeline) runTurn(ctx context.Context, req TurnRequest, fn TurnFunc, a
 			// checkpoint's Check) has nothing of the turn run.
 			for _, hook := range pl.turnHooks {
 				if err := hook(ctx); err != nil {
+					pl.logger.WarnContext(ctx, "turn refused at its start, before any layer ran", "run", run.ID, "reason", err.Error())
 					return TurnResult{}, err
 				}
 			}

@@ -332,8 +332,12 @@ func (s *Server) admitCall(ctx context.Context, pl *runtime.Pipeline, offered []
 		// a model's cut call below the chat chain's layers, so that a
 		// retry or a fallback tries again (Pipeline's chat terminal);
 		// this is for what escapes it (a layer's rewrite).
+		what := "not complete JSON"
+		if !runtime.CutJSON(call.Arguments) {
+			what = "not JSON" // a syntax error, not a cut
+		}
 		return &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
-			"the upstream's answer is broken: the model's call of %s holds arguments that are not complete JSON", call.Name)}
+			"the upstream's answer is broken: the model's call of %s holds arguments that are %s", call.Name, what)}
 	}
 	if err == nil {
 		err = pl.AdmitTool(ctx, req)

@@ -131,3 +131,15 @@ func TestProposedCallCutAtTheTokenLimit(t *testing.T) {
 	assert.Equal(t, 1, g.oa.requests())
 	assert.Zero(t, g.an.requests())
 }
+
+// TestProposedCallMalformedIsNotCalledCut: arguments the model wrote
+// wrong (single quotes) are not JSON but were not cut: the 502 said the
+// answer was cut inside them. It says they are not JSON.
+func TestProposedCallMalformedIsNotCalledCut(t *testing.T) {
+	const bad = `{'location': 'Paris'}`
+	g := newGatewayWith(t, proposalDecls, typicalChain, []reply{{body: oaToolCallSSE("get_weather", bad)}}, nil)
+	code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model":"primary","messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`))
+	assert.Equal(t, http.StatusBadGateway, code, body)
+	assert.Contains(t, body, "holds arguments that are not JSON")
+	assert.NotContains(t, body, "complete JSON")
+}

@@ -11,8 +11,8 @@
 // and any failure after the first delta end the call: once a delta flows the
 // stream is committed to that model. Any delta counts, a tool-call fragment
 // or a finish-only delta too (see runtime.Delta); a tool call is one only
-// once the answer ends whole, so a call the upstream cut (its arguments not
-// JSON at all: transient) moves on, and one cut at the model's token
+// once the answer ends whole, so a call the upstream cut (its arguments
+// ending inside a JSON value: transient) moves on, and one cut at the model's token
 // limit (finish reason length: permanent) does not. The model that served the call is
 // reported in ChatCall.Served (and ChatResponse.Model). When every model
 // fails, the last error is returned that is not a provider's refusal (a

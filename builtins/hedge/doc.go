@@ -3,7 +3,11 @@
 // `delay`, or at once when a started model fails. With win "first_delta"
 // (the default) the first model to deliver
 // a delta (any delta: text, a tool-call fragment, a finish reason or usage
-// alone) or to finish successfully without one wins: the others are
+// alone) or to finish successfully without one wins; a delta counts as its
+// model client yields it (runtime.StreamWatcher), so a model streaming a
+// tool call, whose fragments the runtime holds below the layers until the
+// answer ends (the calls of a request that offers tools go up whole), wins
+// with its first fragment: the others are
 // cancelled, and the hedge layer waits for them to return before it returns,
 // so no goroutine outlives the call. The winner's deltas are forwarded in
 // order on the caller's goroutine.
@@ -20,7 +24,9 @@
 // failed and no more are due (all models have been started, or the caller's
 // context is done); it then returns the error of the model that failed last
 // (the caller's context error when that is done). Once a winner has delivered
-// a delta, the stream is committed: its error, if any, is the call's.
+// a delta, the stream is committed: its error, if any, is the call's; so is
+// the error of a winner whose deltas the layers below still held (a tool
+// call its upstream then cut: a retry inside the hedge may try again).
 //
 // A panic in a racer (a model client or an inner layer) does not crash the
 // process from the racer's goroutine: it ends the race, the other racers are

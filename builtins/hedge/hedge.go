@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -107,12 +108,31 @@ type event struct {
 	idx   int
 	delta runtime.Delta
 	done  bool
-	err   error
+	// arrived reports that the racer's model client yielded its first
+	// delta (first_delta): one the layers below hold (a tool call's
+	// fragments, held until the answer ends) wins the race as it arrives.
+	arrived bool
+	err     error
 	// panicked reports that the racer's inner layers panicked with value
 	// panic (a done event).
 	panicked bool
 	panic    any
 }
+
+// arrival tells the race of the first delta a racer's model client
+// yields (runtime.StreamWatcher).
+type arrival struct {
+	seen atomic.Bool
+	tell func()
+}
+
+func (a *arrival) Arrived() {
+	if a.seen.CompareAndSwap(false, true) {
+		a.tell()
+	}
+}
+
+func (*arrival) Delivered() {}
 
 type racer struct {
 	call   *runtime.ChatCall
@@ -151,6 +171,15 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 		i := len(racers)
 		rctx, cancel := context.WithCancel(hctx)
 		rctx, notes := runtime.HoldUpstreamNotes(rctx)
+		if !holding {
+			rctx = runtime.WithStreamWatcher(rctx, &arrival{tell: func() {
+				select {
+				case events <- event{idx: i, arrived: true}:
+				case <-rctx.Done():
+				case <-quit:
+				}
+			}})
+		}
 		rc := c.Clone()
 		rc.Request.Model = h.Models[i]
 		r := &racer{call: rc, cancel: cancel, ack: make(chan bool), notes: notes}
@@ -231,6 +260,12 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 			}
 		case ev := <-events:
 			r := racers[ev.idx]
+			if ev.arrived {
+				if winner < 0 && !panicked && final == nil {
+					win(ev.idx)
+				}
+				continue
+			}
 			if ev.done {
 				running--
 				if ev.panicked && !panicked {

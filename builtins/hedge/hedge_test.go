@@ -313,3 +313,44 @@ func TestTheWinnersRequestIsReported(t *testing.T) {
 	assert.Equal(t, []string{"req-primary"}, n.IDs(), "the loser's request id is not the call's")
 	assert.Equal(t, []string{"primary"}, n.Served())
 }
+
+// TestAStreamingToolCallWinsTheRace: the runtime holds the fragments of a
+// request that offers tools until the answer ends, below the hedge, so a
+// primary streaming a call delivered nothing to it before the delay: the
+// backup was started (and billed) for every answer of calls alone longer
+// than the delay. A fragment's arrival from the model client wins the
+// race, the call still going up whole at the end.
+func TestAStreamingToolCallWinsTheRace(t *testing.T) {
+	rt.CheckGoroutines(t)
+	backupCalled := make(chan struct{})
+	var backupCalls atomic.Int64
+	primary := runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		if !yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "p1", Name: "lookup", Arguments: `{"q":`}}}) {
+			return nil
+		}
+		select {
+		case <-backupCalled:
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, Arguments: `"Paris"}`}}, FinishReason: runtime.FinishToolCalls})
+		return nil
+	})
+	backup := runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		if backupCalls.Add(1) == 1 {
+			close(backupCalled)
+		}
+		yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "b1", Name: "lookup", Arguments: `{"q":"Paris"}`}}, FinishReason: runtime.FinishToolCalls})
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("hedge", `{"models":["primary","backup"],"delay":"20ms"}`)}}),
+		runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "backup": backup}})
+	require.NoError(t, err)
+	resp, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Tools: []runtime.ToolDef{{Name: "lookup", Parameters: []byte(`{"type":"object"}`)}}})
+	require.NoError(t, err)
+	assert.Equal(t, "primary", resp.Model)
+	assert.Zero(t, backupCalls.Load(), "the backup is not started: the primary was streaming its call")
+	require.Len(t, resp.ToolCalls, 1)
+	assert.Equal(t, "p1", resp.ToolCalls[0].ID)
+}

@@ -12,12 +12,15 @@
 // (x-should-retry, runtime.CallError.Hint) decides over the kind
 // (runtime.RetriesSame): false is not retried, true is retried even when
 // the status is permanent; the breaker counts by the kind. A model's tool
-// call whose arguments are not JSON at all (its answer was cut inside them)
-// fails the model call, transient, before any of the calls went up the
+// call cut inside its arguments (they end inside a JSON value, or they are
+// not JSON and the answer ended without a finish reason) fails the model
+// call, transient, before any of the calls went up the
 // chain (the runtime holds the calls of a request that offers tools until
 // the answer ends), so it is retried; one cut because the model reached its
 // token limit (finish reason length) is permanent: asked again, it is cut
-// again. The caller's own cancellation is never retried; an attempt that ran
+// again. Arguments the model wrote wrong (not JSON, with a syntax error
+// before their end) are no cut: the call goes up the chain, where the tool
+// chain refuses it, and is neither retried nor counted by the breaker. The caller's own cancellation is never retried; an attempt that ran
 // out of attempt_timeout is. In the chat stage the attempt timeout bounds the
 // time to the first delta the model sends, and once a delta has been
 // delivered past the layer the stream is committed: a later failure is
