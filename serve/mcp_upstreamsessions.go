@@ -105,6 +105,20 @@ func (c *upstreamConn) watch(cs *mcp.ClientSession) {
 	}()
 }
 
+// live reports whether c holds a session that has not ended. Called with
+// its server's mu held.
+func (c *upstreamConn) live() bool {
+	if c.cs == nil || c.broken {
+		return false
+	}
+	select {
+	case <-c.ended:
+		return false
+	default:
+		return true
+	}
+}
+
 // session returns a live session, opening one if there is none yet or the
 // last ended. One connection is opened at a time, without holding mu (the
 // server's other users, admit and serves among them, do not wait for it):
@@ -118,15 +132,7 @@ func (c *upstreamConn) session(ctx context.Context) (*mcp.ClientSession, error) 
 			u.mu.Unlock()
 			return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
 		}
-		live := c.cs != nil && !c.broken
-		if live {
-			select {
-			case <-c.ended:
-				live = false
-			default:
-			}
-		}
-		if live {
+		if c.live() {
 			cs := c.cs
 			u.mu.Unlock()
 			return cs, nil
@@ -347,13 +353,18 @@ func plural(n int, one, many string) string {
 }
 
 // release lets go of c, held by a call: a session dropped meanwhile is
-// closed with its last call; a tenant's is closed after idle without one.
+// closed with its last call, and so is one that could not be opened or
+// has ended (it holds no place under maxSessions; the next call opens
+// another); a tenant's is closed after idle without one.
 func (u *upstreamServer) release(c *upstreamConn) {
 	u.mu.Lock()
 	c.calls--
 	if c.calls > 0 {
 		u.mu.Unlock()
 		return
+	}
+	if !c.dropped && c.dialing == nil && !c.live() {
+		u.forget(c)
 	}
 	if c.dropped {
 		u.mu.Unlock()
