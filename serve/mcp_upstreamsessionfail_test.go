@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -11,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // TestMCPUpstreamSessionFailedOpenHoldsNoSlot: a caller's upstream session
@@ -43,4 +47,29 @@ func TestMCPUpstreamSessionFailedOpenHoldsNoSlot(t *testing.T) {
 	assert.Equal(t, "(none)", callText(t, beta, "web_get_note", nil), "beta gets the slot alpha's failed session did not take")
 	assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions{server="web"} 1`)
 	assert.Eventually(t, func() bool { return up.sessions() == 2 }, 10*time.Second, 5*time.Millisecond, "the listing session and beta's")
+}
+
+// TestMCPUpstreamSessionOfATenantInClientScopeIdles: a call made outside
+// an MCP client session (a program running the tool chain itself) on a
+// server whose sessions are per client gets its tenant's session, which
+// closes after idle without a call as a tenant's session does.
+func TestMCPUpstreamSessionOfATenantInClientScopeIdles(t *testing.T) {
+	up := newNoteServer(t)
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: up.url}}, t.TempDir(), nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, 20*time.Millisecond, nil)
+	require.NoError(t, err)
+	t.Cleanup(ups.close)
+	web := ups.servers["web"]
+	require.Equal(t, scopeClient, web.scope)
+	conn, release, err := web.take(context.Background())
+	require.NoError(t, err)
+	_, err = conn.session(context.Background())
+	require.NoError(t, err)
+	release()
+	require.Eventually(t, func() bool {
+		web.mu.Lock()
+		defer web.mu.Unlock()
+		return len(web.scoped) == 0
+	}, 10*time.Second, 5*time.Millisecond, "the tenant's session idled out")
+	assert.Eventually(t, func() bool { return up.sessions() == 1 }, 10*time.Second, 5*time.Millisecond, "only the listing session is left")
 }

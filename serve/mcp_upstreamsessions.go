@@ -71,8 +71,11 @@ func maxScopedSessions(s plan.MCPServer) int {
 type upstreamConn struct {
 	u *upstreamServer
 	// key names the callers of a scoped session ("" for the listing
-	// session), who the label says in messages.
+	// session), who the label says in messages; tenant is set for a
+	// tenant's (closed after idle without a call), in scope "tenant" or
+	// for calls made outside an MCP client session.
 	key, label string
+	tenant     bool
 	cs         *mcp.ClientSession // nil until first opened
 	ended      chan struct{}      // closed when cs ends
 	broken     bool               // a call found cs closed before ended was
@@ -301,9 +304,9 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 		// chain itself): the run's tenant's session.
 		caller.tenant = runtime.RunOf(ctx).Tenant
 	}
-	key, label := "tenant\x00"+caller.tenant, fmt.Sprintf("tenant %q", caller.tenant)
+	key, label, tenant := "tenant\x00"+caller.tenant, fmt.Sprintf("tenant %q", caller.tenant), true
 	if u.scope == scopeClient && caller.session != "" {
-		key, label = "client\x00"+caller.session, "client session"
+		key, label, tenant = "client\x00"+caller.session, "client session", false
 	}
 	u.mu.Lock()
 	if u.closed {
@@ -323,7 +326,7 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 				"mcp server %q: %d upstream %s open, its max_sessions: no other can be opened for this %s until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
 				u.name, n, plural(n, "session", "sessions"), u.scope)})
 		}
-		c = &upstreamConn{u: u, key: key, label: label, gone: make(chan struct{})}
+		c = &upstreamConn{u: u, key: key, label: label, tenant: tenant, gone: make(chan struct{})}
 		u.scoped[key] = c
 		if u.m != nil {
 			u.m.upstreamSessions.WithLabelValues(u.name).Inc()
@@ -371,7 +374,7 @@ func (u *upstreamServer) release(c *upstreamConn) {
 		c.close()
 		return
 	}
-	if u.scope == scopeTenant && u.idle > 0 {
+	if c.tenant && u.idle > 0 {
 		c.lastCall = time.Now()
 		if c.idle == nil {
 			c.idle = time.AfterFunc(u.idle, func() { u.idled(c) })
