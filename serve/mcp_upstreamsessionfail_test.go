@@ -73,3 +73,54 @@ func TestMCPUpstreamSessionOfATenantInClientScopeIdles(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "the tenant's session idled out")
 	assert.Eventually(t, func() bool { return up.sessions() == 1 }, 10*time.Second, 5*time.Millisecond, "only the listing session is left")
 }
+
+// TestMCPUpstreamSessionFailedOpenAfterItsCallerLeft: a caller's session
+// whose opening fails after the call waiting for it gave up is dropped
+// then, not kept under max_sessions.
+func TestMCPUpstreamSessionFailedOpenAfterItsCallerLeft(t *testing.T) {
+	up := newNoteServer(t)
+	var down atomic.Bool
+	held, free := make(chan struct{}, 1), make(chan struct{})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.srv }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			<-free
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: ts.URL}}, t.TempDir(), nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, time.Hour, nil)
+	require.NoError(t, err)
+	t.Cleanup(ups.close)
+	web := ups.servers["web"]
+
+	down.Store(true)
+	ctx, cancel := context.WithCancel(withUpstreamCaller(context.Background(), upstreamCaller{session: "s1", tenant: "alpha"}))
+	conn, release, err := web.take(ctx)
+	require.NoError(t, err)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := conn.session(ctx)
+		errs <- err
+	}()
+	<-held
+	cancel()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	release()
+	web.mu.Lock()
+	d := conn.dialing
+	web.mu.Unlock()
+	require.NotNil(t, d, "the session is still being opened")
+	close(free)
+	<-d.done
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	assert.Empty(t, web.scoped, "the session that failed to open is not kept")
+}

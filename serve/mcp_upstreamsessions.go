@@ -189,10 +189,19 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			u.markChanged()
 		}
 	}
+	// A caller's session that failed to open after its callers left (their
+	// contexts ended while it was opened) holds no place under maxSessions.
+	orphan := err != nil && c != u.main && c.calls == 0 && !c.dropped && !c.live()
+	if orphan {
+		u.forget(c)
+	}
 	u.mu.Unlock()
 	close(d.done)
 	if old != nil {
 		_ = old.Close()
+	}
+	if orphan {
+		c.close()
 	}
 }
 
