@@ -60,6 +60,12 @@ func Evicts(port any, withoutExpiry bool) string {
 // same plan may build once the store answers.
 var ErrStoreOpen = errors.New("store could not be opened")
 
+// ErrStoreUnusable is in the error of a store's opener that reached the
+// store but cannot use what it holds (a schema a newer build migrated and
+// declared unusable by this one): that stays so until another build runs,
+// so the failure is not ErrStoreOpen.
+var ErrStoreUnusable = errors.New("store not usable by this build")
+
 // StoreOpener opens the backend of the plan store name. It runs during Build
 // (ctx is Build's) and must not keep ctx.
 type StoreOpener func(ctx context.Context, name string, s plan.Store) (StoreBackend, error)
@@ -363,7 +369,10 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	if b == nil {
 		var err error
 		if b, err = open(ctx, name, ps); err != nil {
-			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, &markedError{err: err, mark: ErrStoreOpen})
+			if !errors.Is(err, ErrStoreUnusable) {
+				err = &markedError{err: err, mark: ErrStoreOpen}
+			}
+			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
 		}
 		if pool != nil && declared {
 			b = pool.add(key, b)

@@ -333,3 +333,23 @@ func TestStorePoolMemoryStoreFollowsTheLatestClock(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, found, "built with no clock, the store is back on the wall clock, on which a minute has not passed")
 }
+
+// TestStoreOpenFailureMarked: a store that did not answer fails the build
+// with ErrStoreOpen (it may pass: a host tries again); one whose data this
+// build cannot use (ErrStoreUnusable: a schema a newer build migrated)
+// does not, as it stays so until another build runs.
+func TestStoreOpenFailureMarked(t *testing.T) {
+	runtime.RegisterStoreKind("test.failing-open", func(_ context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
+		if s.Prefix == "unusable" {
+			return nil, fmt.Errorf("schema is newer than this build: %w", runtime.ErrStoreUnusable)
+		}
+		return nil, errors.New("connection refused")
+	})
+	for path, transient := range map[string]bool{"down": true, "unusable": false} {
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("a", rt.Layer("test.stateful", `{"store": "s", "index": "-"}`))}})
+		p.Stores = map[string]plan.Store{"s": {Kind: "test.failing-open", Prefix: path}}
+		_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+		require.Error(t, err)
+		assert.Equal(t, transient, errors.Is(err, runtime.ErrStoreOpen), "%s: %v", path, err)
+	}
+}

@@ -285,7 +285,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 	}
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))
+		return nil, &upstreamError{fmt.Errorf("mcp server %q: connect: %w", name, sec.err(err))}
 	}
 	return cs, nil
 }
@@ -467,7 +467,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 		cancel()
 		if err != nil {
 			u.close()
-			return nil, fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))
+			return nil, &upstreamError{fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))}
 		}
 		listed = append(listed, serverTools{up: up, tools: tools})
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))

@@ -71,8 +71,11 @@ func maxScopedSessions(s plan.MCPServer) int {
 type upstreamConn struct {
 	u *upstreamServer
 	// key names the callers of a scoped session ("" for the listing
-	// session), who the label says in messages.
+	// session), who the label says in messages; tenant is set for a
+	// tenant's (closed after idle without a call), in scope "tenant" or
+	// for calls made outside an MCP client session.
 	key, label string
+	tenant     bool
 	cs         *mcp.ClientSession // nil until first opened
 	ended      chan struct{}      // closed when cs ends
 	broken     bool               // a call found cs closed before ended was
@@ -105,6 +108,20 @@ func (c *upstreamConn) watch(cs *mcp.ClientSession) {
 	}()
 }
 
+// live reports whether c holds a session that has not ended. Called with
+// its server's mu held.
+func (c *upstreamConn) live() bool {
+	if c.cs == nil || c.broken {
+		return false
+	}
+	select {
+	case <-c.ended:
+		return false
+	default:
+		return true
+	}
+}
+
 // session returns a live session, opening one if there is none yet or the
 // last ended. One connection is opened at a time, without holding mu (the
 // server's other users, admit and serves among them, do not wait for it):
@@ -118,15 +135,7 @@ func (c *upstreamConn) session(ctx context.Context) (*mcp.ClientSession, error) 
 			u.mu.Unlock()
 			return nil, fmt.Errorf("mcp server %q: %w", u.name, mcp.ErrConnectionClosed)
 		}
-		live := c.cs != nil && !c.broken
-		if live {
-			select {
-			case <-c.ended:
-				live = false
-			default:
-			}
-		}
-		if live {
+		if c.live() {
 			cs := c.cs
 			u.mu.Unlock()
 			return cs, nil
@@ -180,10 +189,19 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			u.markChanged()
 		}
 	}
+	// A caller's session that failed to open after its callers left (their
+	// contexts ended while it was opened) holds no place under maxSessions.
+	orphan := err != nil && c != u.main && c.calls == 0 && !c.dropped && !c.live()
+	if orphan {
+		u.forget(c)
+	}
 	u.mu.Unlock()
 	close(d.done)
 	if old != nil {
 		_ = old.Close()
+	}
+	if orphan {
+		c.close()
 	}
 }
 
@@ -295,9 +313,9 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 		// chain itself): the run's tenant's session.
 		caller.tenant = runtime.RunOf(ctx).Tenant
 	}
-	key, label := "tenant\x00"+caller.tenant, fmt.Sprintf("tenant %q", caller.tenant)
+	key, label, tenant := "tenant\x00"+caller.tenant, fmt.Sprintf("tenant %q", caller.tenant), true
 	if u.scope == scopeClient && caller.session != "" {
-		key, label = "client\x00"+caller.session, "client session"
+		key, label, tenant = "client\x00"+caller.session, "client session", false
 	}
 	u.mu.Lock()
 	if u.closed {
@@ -317,7 +335,7 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 				"mcp server %q: %d upstream %s open, its max_sessions: no other can be opened for this %s until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
 				u.name, n, plural(n, "session", "sessions"), u.scope)})
 		}
-		c = &upstreamConn{u: u, key: key, label: label, gone: make(chan struct{})}
+		c = &upstreamConn{u: u, key: key, label: label, tenant: tenant, gone: make(chan struct{})}
 		u.scoped[key] = c
 		if u.m != nil {
 			u.m.upstreamSessions.WithLabelValues(u.name).Inc()
@@ -347,7 +365,9 @@ func plural(n int, one, many string) string {
 }
 
 // release lets go of c, held by a call: a session dropped meanwhile is
-// closed with its last call; a tenant's is closed after idle without one.
+// closed with its last call, and so is one that could not be opened or
+// has ended (it holds no place under maxSessions; the next call opens
+// another); a tenant's is closed after idle without one.
 func (u *upstreamServer) release(c *upstreamConn) {
 	u.mu.Lock()
 	c.calls--
@@ -355,12 +375,15 @@ func (u *upstreamServer) release(c *upstreamConn) {
 		u.mu.Unlock()
 		return
 	}
+	if !c.dropped && c.dialing == nil && !c.live() {
+		u.forget(c)
+	}
 	if c.dropped {
 		u.mu.Unlock()
 		c.close()
 		return
 	}
-	if u.scope == scopeTenant && u.idle > 0 {
+	if c.tenant && u.idle > 0 {
 		c.lastCall = time.Now()
 		if c.idle == nil {
 			c.idle = time.AfterFunc(u.idle, func() { u.idled(c) })

@@ -168,8 +168,10 @@ type reloadRetry struct {
 	attempt int
 }
 
-// upstreamError is the failure to connect to a policy's MCP upstreams, or
-// to list their tools: it may pass without a change of the policy.
+// upstreamError is the failure to connect to an MCP upstream, or to list
+// its tools: it may pass without a change of the policy. A failure of
+// what the policy says of the servers (a variable not set, a tool name
+// two servers expose) is not one.
 type upstreamError struct{ err error }
 
 func (e *upstreamError) Error() string { return e.err.Error() }

@@ -161,3 +161,28 @@ func TestReloadRetriesWaitLonger(t *testing.T) {
 	assert.Equal(t, 1, attempt, "a reload of its own starts again")
 	assert.Equal(t, time.Hour, wait, "from the first wait")
 }
+
+// TestReloadFailedOnAnUpstreamsSettingsIsNotTriedAgain: a reload that
+// fails on what the files say of an MCP server, not on reaching it (a
+// header's variable that is not set, two servers exposing the same tool
+// name), waits for the files to change: no retry is scheduled.
+func TestReloadFailedOnAnUpstreamsSettingsIsNotTriedAgain(t *testing.T) {
+	setReloadRetry(t, time.Hour, time.Hour)
+	up := newNoteServer(t)
+	dir := writePolicy(t, notePolicyFor(up.url, ""))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1,
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	for _, tc := range []struct{ policy, err string }{
+		{notePolicyFor(up.url, `, headers: {Authorization: "Bearer ${AGENTC_TEST_UNSET_TOKEN}"}`), "AGENTC_TEST_UNSET_TOKEN"},
+		{notePolicyFor(up.url, "") + fmt.Sprintf("mcp: servers: web2: {url: %q, prefix: \"web_\"}\n", up.url), "web2"},
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(tc.policy), 0o644))
+		err := s.srv.Reload(context.Background())
+		require.ErrorContains(t, err, tc.err)
+		assert.False(t, transientReload(err), "%v", err)
+		s.srv.reloadMu.Lock()
+		assert.Nil(t, s.srv.retry, "no retry is scheduled for %v", err)
+		s.srv.reloadMu.Unlock()
+	}
+	assert.NotContains(t, s.logs.String(), "retry_in=")
+}

@@ -560,7 +560,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	}
 	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP, s.opts.RunIdle, s.metrics)
 	if err != nil {
-		return nil, &upstreamError{err}
+		return nil, err
 	}
 	if err := checkScopedLayers(p, ups); err != nil {
 		ups.close()

@@ -848,8 +848,8 @@ func readable(schema string, v, compatible int) error {
 		return nil
 	}
 	if compatible == 0 || compatible > len(migrations) {
-		return fmt.Errorf("schema %s is at version %d, newer than this build knows (%d) and not usable by it; run a build that knows version %d or later",
-			schema, v, len(migrations), max(compatible, v))
+		return fmt.Errorf("schema %s is at version %d, newer than this build knows (%d) and not usable by it; run a build that knows version %d or later: %w",
+			schema, v, len(migrations), max(compatible, v), runtime.ErrStoreUnusable)
 	}
 	return nil
 }

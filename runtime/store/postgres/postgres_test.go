@@ -211,6 +211,7 @@ func TestNewerSchemaOpensWhenCompatible(t *testing.T) {
 	setVersion(t, s, newer, 0)
 	_, err = postgres.Open(ctx, url, s.Schema())
 	assert.ErrorContains(t, err, "not usable by it", "a schema that records no compatible version is only for its own builds")
+	assert.ErrorIs(t, err, runtime.ErrStoreUnusable, "a host does not try it again until another build runs")
 }
 
 // TestUpgradeFromVersion2KeepsLiveClaims migrates a schema at version 2
