@@ -124,9 +124,12 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			// Keep the claim while the store fails. A renewal that finds
 			// it no longer held is followed at once by a publish, which
 			// tells a claim published by an attempt whose answer was lost
-			// (true) from one gone or taken over (false).
+			// (true) from one gone or taken over (false); once, so that a
+			// store that keeps failing publishes is not sent them with no
+			// wait between.
+			atOnce := wait > 0
 			wait = backoff
-			if renewed, rerr := l.Renew(ctx, key, token, leaseTTL); rerr == nil && !renewed {
+			if renewed, rerr := l.Renew(ctx, key, token, leaseTTL); rerr == nil && !renewed && atOnce {
 				wait = 0
 			}
 			backoff = min(2*backoff, publishBackoffMax, third)
