@@ -2,6 +2,7 @@ package idempotent
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -106,9 +107,15 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			}
 			ok, err := l.Publish(pctx, key, token, res, m.TTL.D())
 			cancel()
+			var earlier *earlierKeyError
 			switch {
 			case err == nil && ok:
 				m.logger.InfoContext(ctx, "idempotent: the result is stored, sent again after its store failed", attrs...)
+				return
+			case errors.As(err, &earlier):
+				// Stored under key: sent again, only the earlier build's
+				// key would be, and a repeat is answered true there.
+				m.earlierKeyFailed(ctx, c, earlier)
 				return
 			case err == nil:
 				m.logger.WarnContext(ctx, "idempotent: "+lease.Lost+" since the call ran; the result is not stored", attrs...)
