@@ -678,8 +678,7 @@ func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.T
 	var earlier *earlierKeyError
 	switch {
 	case errors.As(perr, &earlier):
-		m.logger.WarnContext(ctx, "idempotent: the result is stored, but not under the key an earlier build looks the call up by; a replica of an earlier build finds the call in doubt there once the lease expires, one of this build gets the result",
-			"tool", c.Name, "error", earlier.err)
+		m.earlierKeyFailed(ctx, c, earlier)
 	case perr != nil:
 		m.logger.WarnContext(ctx, "idempotent: storing the result failed; sending it again while the call's claim is held",
 			"tool", c.Name, "idempotency_key", c.IdempotencyKey(), "error", perr)
@@ -688,6 +687,13 @@ func (m *Idempotent) publish(ctx context.Context, l runtime.Leaser, c *runtime.T
 		m.logger.WarnContext(ctx, "idempotent: "+lease.Lost+" while the call ran; the result is not stored",
 			"tool", c.Name, "idempotency_key", c.IdempotencyKey())
 	}
+}
+
+// earlierKeyFailed logs a result stored under the call's key but not
+// under the key an earlier build looks it up by (twin).
+func (m *Idempotent) earlierKeyFailed(ctx context.Context, c *runtime.ToolCall, earlier *earlierKeyError) {
+	m.logger.WarnContext(ctx, "idempotent: the result is stored, but not under the key an earlier build looks the call up by; a replica of an earlier build finds the call in doubt there once the lease expires, one of this build gets the result",
+		"tool", c.Name, "error", earlier.err)
 }
 
 // errMark starts a stored outcome that is an error rather than a result:

@@ -2,6 +2,7 @@ package idempotent
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -106,9 +107,15 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			}
 			ok, err := l.Publish(pctx, key, token, res, m.TTL.D())
 			cancel()
+			var earlier *earlierKeyError
 			switch {
 			case err == nil && ok:
 				m.logger.InfoContext(ctx, "idempotent: the result is stored, sent again after its store failed", attrs...)
+				return
+			case errors.As(err, &earlier):
+				// Stored under key: sent again, only the earlier build's
+				// key would be, and a repeat is answered true there.
+				m.earlierKeyFailed(ctx, c, earlier)
 				return
 			case err == nil:
 				m.logger.WarnContext(ctx, "idempotent: "+lease.Lost+" since the call ran; the result is not stored", attrs...)
@@ -124,9 +131,12 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			// Keep the claim while the store fails. A renewal that finds
 			// it no longer held is followed at once by a publish, which
 			// tells a claim published by an attempt whose answer was lost
-			// (true) from one gone or taken over (false).
+			// (true) from one gone or taken over (false); once, so that a
+			// store that keeps failing publishes is not sent them with no
+			// wait between.
+			atOnce := wait > 0
 			wait = backoff
-			if renewed, rerr := l.Renew(ctx, key, token, leaseTTL); rerr == nil && !renewed {
+			if renewed, rerr := l.Renew(ctx, key, token, leaseTTL); rerr == nil && !renewed && atOnce {
 				wait = 0
 			}
 			backoff = min(2*backoff, publishBackoffMax, third)

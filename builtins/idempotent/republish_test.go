@@ -3,6 +3,7 @@ package idempotent_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -164,3 +166,69 @@ func TestClosingSendsAWaitingResultOnceMore(t *testing.T) {
 	require.Equal(t, runtime.LeaseDone, g.Status)
 	assert.JSONEq(t, `"refund #1"`, string(g.Result))
 }
+
+// blipThenBroken is a memory store whose first Publish of a key other than
+// old fails (a blip), and every Publish of old.
+type blipThenBroken struct {
+	brokenPublish
+	blipped atomic.Bool
+}
+
+func (s *blipThenBroken) Publish(ctx context.Context, key string, token int64, result []byte, keep time.Duration) (bool, error) {
+	if key != s.key && s.blipped.CompareAndSwap(false, true) {
+		return false, errors.New("connection refused")
+	}
+	return s.brokenPublish.Publish(ctx, key, token, result, keep)
+}
+
+// A result sent again that is stored under the call's key, but not under
+// the key an earlier build looks it up by, is stored: it is not sent again
+// until publishRetryFor and then said not stored, as if it were not.
+func TestAResultSentAgainNotStoredWhereAnEarlierBuildLooksSaysSo(t *testing.T) {
+	var calls atomic.Int64
+	kv := runtime.NewMemoryKV()
+	args := map[string]any{"order_id": "m-9", "amount": 9}
+	old := idempotent.Key(&runtime.ToolCall{Name: "refund", Args: args, Meta: runtime.Meta{IdempotencyKey: "job-9"}})
+	store := &blipThenBroken{brokenPublish: brokenPublish{KV: kv, Leaser: runtime.NewKVLeaser(kv), key: old}}
+	logged := make(lines, 64)
+	p := toolPlan(rt.Layer("idempotent", `{}`))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl := rt.Build(t, p, runtime.Deps{KV: store, Logger: slog.New(logged),
+		Tools: map[string]runtime.ToolFunc{"refund": refunds(&calls)}})
+	req := runtime.ToolRequest{Name: "refund", Args: args, IdempotencyKey: "job-9"}
+	_, err := pl.Tool(bounded(t, "run-earlier"), req)
+	require.NoError(t, err)
+	// The result is sent again publishBackoff after the blip; a republish
+	// that keeps sending it ends after publishRetryFor.
+	giveUp := time.After(30 * time.Second)
+	var last string
+	for done := false; !done; {
+		select {
+		case last = <-logged:
+			done = strings.Contains(last, "the result is stored")
+		case <-giveUp:
+			require.Fail(t, "the result stored under the call's key is still sent again", "last logged: %s", last)
+		}
+	}
+	assert.Contains(t, last, "the result is stored, but not under the key an earlier build looks the call up by")
+	r, err := pl.Tool(bounded(t, "run-2"), req)
+	require.NoError(t, err)
+	assert.True(t, r.Deduped, "this build's replicas get the result")
+	assert.EqualValues(t, 1, calls.Load())
+}
+
+// lines passes the message of each record logged to a channel, those
+// that find it full left out (a test that read what it waited for reads no
+// more).
+type lines chan string
+
+func (h lines) Enabled(context.Context, slog.Level) bool { return true }
+func (h lines) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Message:
+	default:
+	}
+	return nil
+}
+func (h lines) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h lines) WithGroup(string) slog.Handler      { return h }
