@@ -19,9 +19,12 @@ the output alone (output_coerce, judge, a guard with phase: "after") may sit
 inside a cache: an output they refuse is an error, never stored as an answer,
 so every stored answer has passed them (idempotent stores a tool result a
 guard blocked as the call's error: the tool ran, so a duplicate gets the
-block again instead of running it). pii is left out: it checks nothing
-but the call and its result, which the cache keys and stores, and inside a
-cache it masks what the cache stores (order/cache-inside-redact). The rule
+block again instead of running it). pii is left out for memoize and
+idempotent: it checks nothing but the call and its result, which the cache
+keys and stores, and inside such a cache it masks what the cache stores
+(order/cache-inside-redact); it stays outside semantic_memoize, whose
+near-duplicate hit answers a call pii has not read and whose index embeds the
+text pii would mask. The rule
 is the builtin
 constraints guard-inside-cache (schemas/memoize.cue, semantic_memoize.cue,
 idempotent.cue); a when on the guard's constraint leaves "after" guards out.`,
