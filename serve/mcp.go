@@ -270,7 +270,7 @@ func connect(ctx context.Context, name string, s plan.MCPServer, dir string, loo
 		}
 		t = noteCommand{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, seen}
 	case s.URL != "":
-		var rt http.RoundTripper = http.DefaultTransport
+		var rt http.RoundTripper = traceTransport{base: http.DefaultTransport}
 		if len(s.Headers) > 0 {
 			h, err := mcpHeaders(s.Headers, sec.lookup(lookupEnv))
 			if err != nil {
@@ -1453,7 +1453,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err := progressTokenErr(req); err != nil {
 		return nil, err
 	}
-	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
+	// The SDK runs the call on a context of its own: its spans join the
+	// trace of the POST that carried it here.
+	ctx, cancel := p.boundTo(withProgress(wire.JoinTrace(ctx, h), req), h)
 	defer cancel()
 	c := caller{}
 	if !g.keys.open() {
@@ -1838,6 +1840,17 @@ func mcpHeaders(headers map[string]string, lookupEnv func(string) (string, bool)
 		h.Set(name, v)
 	}
 	return h, nil
+}
+
+// traceTransport has each request to an MCP server carry the trace of the
+// call it is sent for (wire.CarryTrace).
+type traceTransport struct{ base http.RoundTripper }
+
+func (t traceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	// A shallow copy: r is the caller's, and its header is left as it is.
+	r = r.WithContext(r.Context())
+	r.Header = wire.CarryTrace(r.Context(), r.Header)
+	return t.base.RoundTrip(r)
 }
 
 // headerTransport adds an MCP server's headers to every request the

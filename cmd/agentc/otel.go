@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -105,6 +107,35 @@ func tracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.
 	}
 	t.endpoint = withoutUserinfo(endpoint)
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)), t, nil
+}
+
+// startTracing installs the OTLP exporter the OTEL_* variables that getenv
+// reads configure (tracerProvider), for a command whose tracing layers'
+// spans it exports: a failed export and a warning about the configuration
+// go to logger, which says where the spans go. It returns the provider
+// (nil when none is configured) and flush, which the command calls before
+// it exits: it sends the spans still batched, within 5 seconds, and stops
+// the exporter (nothing without a provider). OpenTelemetry's own lines go
+// to the logger otel.SetLogger was given (otelLogger).
+func startTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (*sdktrace.TracerProvider, func(), error) {
+	tp, tr, err := tracerProvider(ctx, getenv)
+	if err != nil || tp == nil {
+		return nil, func() {}, err
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing: spans not exported", "error", err)
+	}))
+	if tr.ignored != nil {
+		logger.Warn("tracing: OTEL_TRACES_EXPORTER names exporters agentc does not run; spans go over OTLP only", "ignored", strings.Join(tr.ignored, ","))
+	}
+	logger.Info("exporting the tracing layers' spans over OTLP/HTTP", "endpoint", tr.endpoint)
+	return tp, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			logger.Warn("tracing: the last spans were not exported", "error", err)
+		}
+	}, nil
 }
 
 // checkHeaders returns an error if the exporter cannot read a header of

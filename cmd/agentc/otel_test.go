@@ -278,3 +278,54 @@ func TestServeRefusesUnreadableOTLPHeaders(t *testing.T) {
 	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_HEADERS")
 	assert.NotContains(t, stderr.String(), "TOPSECRETVALUE")
 }
+
+// agentc run exports the tracing layers' spans as agentc serve does, to
+// the OTLP endpoint the standard variables name, flushed before it exits;
+// -trace still prints them.
+func TestRunExportsSpansOverOTLP(t *testing.T) {
+	col := newCollector(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "policy"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy", "p.cue"), []byte(`package p
+
+models: primary: {}
+chains: chat: [{use: "tracing", attributes: {team: "support"}}]
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.json"), []byte(`{"models": {"primary": [{"text": "a"}, {"text": "b"}]},
+  "steps": [{"chat": {"model": "primary", "messages": [{"role": "user", "content": "hi"}]}}]}`), 0o644))
+	for i, flags := range [][]string{nil, {"-trace"}} {
+		var stdout, stderr bytes.Buffer
+		code := cmdRun(context.Background(), &cliEnv{stdout: &stdout, stderr: &stderr, wd: dir},
+			append(flags, filepath.Join(dir, "policy"), filepath.Join(dir, "s.json")))
+		require.Equal(t, exitOK, code, stderr.String())
+		assert.Contains(t, stdout.String(), `step 0 chat ok model=primary attempts=1 text="a"`)
+		if i == 1 {
+			assert.Contains(t, stdout.String(), "trace:\nagentc.chat ")
+		}
+		col.mu.Lock()
+		require.Len(t, col.spans, i+1, "the span was exported before the command returned")
+		span := col.spans[i]
+		col.mu.Unlock()
+		assert.Equal(t, "agentc.chat", span.span.Name)
+		assert.Equal(t, "support", strAttrs(span.span.Attributes)["team"])
+		assert.Equal(t, "agentc", span.resource["service.name"])
+	}
+}
+
+// A configuration agentc run cannot honour fails it as it fails serve,
+// naming the variable, never the header's value.
+func TestRunRefusesUnreadableOTLPHeaders(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%zzTOPSECRETVALUE")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte("package p\n\nmodels: primary: {}\n"), 0o644))
+	s := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(s, []byte(`{"models": {"primary": [{"text": "a"}]}, "steps": [{"chat": {"model": "primary"}}]}`), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := cmdRun(context.Background(), &cliEnv{stdout: &stdout, stderr: &stderr, wd: dir}, []string{dir, s})
+	assert.NotEqual(t, exitOK, code)
+	assert.Empty(t, stdout.String(), "nothing ran")
+	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_HEADERS")
+	assert.NotContains(t, stderr.String(), "TOPSECRETVALUE")
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"go.opentelemetry.io/otel"
 
 	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
 	"github.com/agentc-dev/agentc/compiler"
@@ -41,7 +44,17 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, "%v", err)
 	}
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{Trace: *trace, Dir: policyDir(fs.Arg(0))})
+	// The tracing layers' spans are exported as agentc serve exports
+	// them when the OTEL_* variables configure an exporter, and sent
+	// before the command exits; its lines go to stderr.
+	handler := slog.NewTextHandler(env.stderr, nil)
+	otel.SetLogger(otelLogger(handler))
+	tp, flush, err := startTracing(ctx, os.Getenv, slog.New(handler))
+	if err != nil {
+		return fail(env, "run: %v", err)
+	}
+	defer flush()
+	res, err := scenario.Run(ctx, p, sc, scenario.Options{Trace: *trace, TracerProvider: tp, Dir: policyDir(fs.Arg(0))})
 	var se *scenario.Error
 	if errors.As(err, &se) {
 		// The scenario names what the policy does not have: each

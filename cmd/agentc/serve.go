@@ -136,26 +136,13 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	// command ends. The provider outlives the generations a reload
 	// retires: their calls still running end their spans into it.
 	var deps runtime.Deps
-	tp, tr, err := tracerProvider(ctx, os.Getenv)
+	tp, flush, err := startTracing(ctx, os.Getenv, logger)
 	if err != nil {
 		return fail(env, "serve: %v", err)
 	}
+	defer flush()
 	if tp != nil {
 		deps.TracerProvider = tp
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-			logger.Warn("tracing: spans not exported", "error", err)
-		}))
-		if tr.ignored != nil {
-			logger.Warn("tracing: OTEL_TRACES_EXPORTER names exporters agentc does not run; spans go over OTLP only", "ignored", strings.Join(tr.ignored, ","))
-		}
-		logger.Info("exporting the tracing layers' spans over OTLP/HTTP", "endpoint", tr.endpoint)
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := tp.Shutdown(sctx); err != nil {
-				logger.Warn("tracing: the last spans were not exported", "error", err)
-			}
-		}()
 	}
 	serve.PoolUpstreamConnections(256)
 	srv, err := serve.New(ctx, serve.Options{

@@ -115,7 +115,7 @@ func New(cfg Config) (*Client, error) {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(capErrorBody),
+		option.WithMiddleware(capErrorBody, carryTrace),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -569,6 +569,15 @@ func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response
 		res.Body = limitedBody{Reader: io.LimitReader(res.Body, maxErrorBody), Closer: res.Body}
 	}
 	return res, err
+}
+
+// carryTrace is an SDK middleware that has the request carry the trace of
+// the call (wire.CarryTrace): the SDK sends the trace context only through
+// the propagator registered with OpenTelemetry, which none may be. The
+// request is the SDK's copy for this attempt.
+func carryTrace(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	req.Header = wire.CarryTrace(req.Context(), req.Header)
+	return next(req)
 }
 
 // capBody is an SDK middleware that fails the read of a successful

@@ -96,7 +96,7 @@ func (s *sender) post(ctx context.Context, body []byte) (*http.Response, error) 
 	// The header is shared by the client's requests: neither net/http's
 	// client nor its transport writes a request's header (the client
 	// copies it for a redirect).
-	req.Header = s.header
+	req.Header = wire.CarryTrace(ctx, s.header)
 	res, err := s.client.Do(req)
 	if ctx.Err() != nil {
 		if res != nil {

@@ -39,6 +39,11 @@ import (
 type Options struct {
 	// Trace records the tracing layers' spans into Result.Trace.
 	Trace bool
+	// TracerProvider, when set, is the provider the tracing layers' spans
+	// go to (an exporter's: agentc run installs the one the OTEL_*
+	// variables configure). With Trace, the spans it samples are recorded
+	// too. The caller shuts it down.
+	TracerProvider *sdktrace.TracerProvider
 	// Logger receives the log layers' lines (nil: discarded).
 	Logger *slog.Logger
 	// Dir resolves the plan's relative paths (runtime.Deps.Dir); the CLI
@@ -335,11 +340,19 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 		deps.AuditSinks[name] = crashSink{sink, f}
 	}
 	var rec *tracetest.SpanRecorder
-	var tp *sdktrace.TracerProvider
+	var tp *sdktrace.TracerProvider // the run's own, shut down at its end
+	if opts.TracerProvider != nil {
+		deps.TracerProvider = opts.TracerProvider
+	}
 	if opts.Trace {
 		rec = tracetest.NewSpanRecorder()
-		tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		deps.TracerProvider = tp
+		if opts.TracerProvider != nil {
+			opts.TracerProvider.RegisterSpanProcessor(rec)
+			defer opts.TracerProvider.UnregisterSpanProcessor(rec)
+		} else {
+			tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			deps.TracerProvider = tp
+		}
 	}
 	if _, declared := p.Stores[runtime.DefaultStore]; !declared {
 		// The default checkpoint store stands for a database outside the
@@ -402,6 +415,8 @@ func Run(ctx context.Context, p *plan.Plan, s *Scenario, opts Options) (*Result,
 	pl.EndRun(runID)
 	if tp != nil {
 		_ = tp.Shutdown(context.WithoutCancel(ctx))
+	}
+	if rec != nil {
 		res.Trace = spans(rec.Ended())
 	}
 	return res, nil

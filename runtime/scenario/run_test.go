@@ -236,6 +236,18 @@ unused: models.backup took 0 of 1 items
 `, buf.String())
 }
 
+// A call that found its fake's script exhausted, or no script, is in the
+// calls the text lists, after the executions, when there is one: the fake
+// received it without running.
+func TestWriteTextCallsPastTheScript(t *testing.T) {
+	res, _ := run(t, designPlan(), `{"models": {"primary": [{"text": "hi"}]},
+		"steps": [{"chat": {"model": "primary"}}, {"chat": {"model": "primary"}}, {"tool": {"name": "refund"}}]}`, scenario.Options{})
+	require.Equal(t, 2, res.Calls.Models["primary"])
+	var buf bytes.Buffer
+	require.NoError(t, res.WriteText(&buf))
+	assert.Contains(t, buf.String(), "\nexecutions: models backup=0 primary=1; tools refund=0\ncalls: models backup=0 primary=2; tools refund=1\nmeter: ")
+}
+
 // A turn chain's audit record names no tool: the text names its stage.
 func TestWriteTextTurnAudit(t *testing.T) {
 	res := &scenario.Result{Audit: []scenario.AuditEntry{

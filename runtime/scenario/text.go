@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 )
@@ -18,8 +19,9 @@ import (
 //	executions: models primary=2 backup=0; tools refund=1
 //	meter: input_tokens=10 output_tokens=5 usd=0.000105 calls=1
 //
-// and, when the run has them, its state fields, its checkpoints and the
-// scripts whose items no call took.
+// and, when the run has them, the calls each fake received after the
+// executions (a line only when a fake received calls it did not run), its
+// state fields, its checkpoints and the scripts whose items no call took.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	writeSteps(&b, r.Steps, "")
@@ -28,6 +30,11 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "; retrievals %d", *n)
 	}
 	b.WriteByte('\n')
+	if !maps.Equal(r.Calls.Models, r.Executions.Models) || !maps.Equal(r.Calls.Tools, r.Executions.Tools) {
+		// A fake received calls it did not run (its script exhausted,
+		// or none): the calls each received.
+		fmt.Fprintf(&b, "calls: models %s; tools %s\n", counts(r.Calls.Models), counts(r.Calls.Tools))
+	}
 	for _, a := range r.Audit {
 		if a.Grounding != nil {
 			writeGrounding(&b, a.Grounding)

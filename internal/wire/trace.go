@@ -1,0 +1,42 @@
+package wire
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traceContext reads and writes the W3C Trace Context headers,
+// traceparent and tracestate.
+var traceContext propagation.TraceContext
+
+// JoinTrace returns ctx holding, as its remote parent span, the trace
+// context h's traceparent and tracestate carry: the spans started in it
+// join the caller's trace. A missing or malformed traceparent leaves ctx
+// as it is (the spans start a trace of their own), and so does a
+// tracestate without a valid traceparent.
+func JoinTrace(ctx context.Context, h http.Header) context.Context {
+	if len(h.Values("traceparent")) == 0 {
+		return ctx
+	}
+	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// CarryTrace returns h with the traceparent and tracestate of the span
+// in ctx (a tracing layer's, or the caller's that JoinTrace read), in
+// place of any there: a copy of h, which is left as it is, or h itself
+// when ctx holds no valid span context.
+func CarryTrace(ctx context.Context, h http.Header) http.Header {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return h
+	}
+	h = h.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del("tracestate")
+	traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+	return h
+}

@@ -1,0 +1,161 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// A caller's W3C trace context, as its traceparent and tracestate.
+const (
+	callerTrace  = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpan   = "00f067aa0ba902b7"
+	callerParent = "00-" + callerTrace + "-" + callerSpan + "-01"
+	callerState  = "vendor=opaque,other=1"
+)
+
+// tracedGateway is newGateway with a tracing layer whose spans go to the
+// returned recorder.
+func tracedGateway(t *testing.T, chain string, oa, an []reply) (*gateway, *tracetest.SpanRecorder) {
+	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return newGateway(t, chain, oa, an, func(o *Options) { o.Deps.TracerProvider = tp }), rec
+}
+
+// The spans of a call whose request carries a traceparent join the
+// caller's trace, as children of its span, its tracestate kept; the
+// provider's request carries the trace on, from the gateway's span, on
+// both APIs.
+func TestCallersTraceContextIsJoinedAndCarriedUpstream(t *testing.T) {
+	g, rec := tracedGateway(t, `{use: "tracing"}`,
+		[]reply{{body: transcript(t, "openai", "text.sse")}}, []reply{{body: transcript(t, "anthropic", "text.sse")}})
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}},
+		option.WithHeader("traceparent", callerParent), option.WithHeader("tracestate", callerState))
+	require.NoError(t, err)
+	stream := g.anthropic(t).Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}},
+		anthropicoption.WithHeader("traceparent", callerParent), anthropicoption.WithHeader("tracestate", callerState))
+	for stream.Next() {
+	}
+	require.NoError(t, stream.Err())
+
+	ended := rec.Ended()
+	require.Len(t, ended, 2)
+	for i, up := range []*upstream{g.oa, g.an} {
+		span := ended[i]
+		assert.Equal(t, callerTrace, span.SpanContext().TraceID().String())
+		assert.True(t, span.Parent().IsRemote())
+		assert.Equal(t, callerSpan, span.Parent().SpanID().String())
+		assert.Equal(t, callerState, span.SpanContext().TraceState().String())
+		require.Equal(t, 1, up.requests())
+		assert.Equal(t, "00-"+callerTrace+"-"+span.SpanContext().SpanID().String()+"-01", up.header(0).Get("traceparent"))
+		assert.Equal(t, callerState, up.header(0).Get("tracestate"))
+	}
+}
+
+// A malformed traceparent is not an error: the call is served in a trace
+// of its own, which the provider's request carries, and a tracestate
+// without a traceparent is dropped.
+func TestMalformedTraceparentStartsANewTrace(t *testing.T) {
+	text := reply{body: transcript(t, "openai", "text.sse")}
+	g, rec := tracedGateway(t, `{use: "tracing"}`, []reply{text, text, text}, nil)
+	for _, parent := range []string{"00-" + callerTrace + "-" + callerSpan, "zz-not-a-trace", "00-00000000000000000000000000000000-" + callerSpan + "-01"} {
+		_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}},
+			option.WithHeader("traceparent", parent), option.WithHeader("tracestate", callerState))
+		require.NoError(t, err, parent)
+	}
+	ended := rec.Ended()
+	require.Len(t, ended, 3)
+	for i, span := range ended {
+		assert.NotEqual(t, callerTrace, span.SpanContext().TraceID().String())
+		assert.False(t, span.Parent().IsValid(), "a root span")
+		assert.Empty(t, span.SpanContext().TraceState().String())
+		assert.Equal(t, "00-"+span.SpanContext().TraceID().String()+"-"+span.SpanContext().SpanID().String()+"-01",
+			g.oa.header(i).Get("traceparent"))
+		assert.Empty(t, g.oa.header(i).Get("tracestate"))
+	}
+}
+
+// Without a tracing layer the caller's trace context goes on to the
+// provider as it came; without one from the caller, the provider's
+// request carries none.
+func TestTraceContextPassesThroughWithoutTracing(t *testing.T) {
+	g := newGateway(t, "", []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}}, nil)
+	params := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), params,
+		option.WithHeader("traceparent", callerParent), option.WithHeader("tracestate", callerState))
+	require.NoError(t, err)
+	_, err = g.openai(t).Chat.Completions.New(context.Background(), params)
+	require.NoError(t, err)
+	assert.Equal(t, callerParent, g.oa.header(0).Get("traceparent"))
+	assert.Equal(t, callerState, g.oa.header(0).Get("tracestate"))
+	assert.Empty(t, g.oa.header(1).Get("traceparent"))
+}
+
+// A tool call on the MCP endpoint joins the trace its POST carries, and
+// the upstream MCP server's request carries the trace on from the call's
+// span.
+func TestMCPCallJoinsCallersTrace(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	var mu sync.Mutex
+	var seen []string
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			mu.Lock()
+			seen = append(seen, tp)
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	dir := writePolicy(t, fmt.Sprintf(`package gw
+
+mcp: servers: up: url: %q
+chains: tool: [{use: "tracing"}]
+`, up.URL))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}})
+	cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent, "tracestate": callerState})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	span := ended[0]
+	assert.Equal(t, callerTrace, span.SpanContext().TraceID().String())
+	assert.Equal(t, callerSpan, span.Parent().SpanID().String())
+	assert.Equal(t, callerState, span.SpanContext().TraceState().String())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, seen, "00-"+callerTrace+"-"+span.SpanContext().SpanID().String()+"-01")
+}
