@@ -1532,8 +1532,12 @@ func serial(p *ChatRequest) bool { return p.ParallelToolCalls != nil && !*p.Para
 // notSerial answers each call of an answer of several when the turn allows
 // one (serial): none of them runs.
 func notSerial(calls []ToolUse) []Message {
-	text := "error: not run: this answer has " + strconv.Itoa(len(calls)) +
-		" tool calls, and the turn allows one tool call per answer (parallel_tool_calls false); call one tool at a time"
+	return notRun(calls, "error: not run: this answer has "+strconv.Itoa(len(calls))+
+		" tool calls, and the turn allows one tool call per answer (parallel_tool_calls false); call one tool at a time")
+}
+
+// notRun answers each of calls, none of which runs, with the error text.
+func notRun(calls []ToolUse, text string) []Message {
 	out := make([]Message, len(calls))
 	for i, call := range calls {
 		out[i] = toolAnswer(call, text, true)
@@ -1544,13 +1548,8 @@ func notSerial(calls []ToolUse) []Message {
 // tooMany answers each call of an answer that has more than the turn's
 // bound: none of them runs.
 func (t *agentTurn) tooMany(calls []ToolUse) []Message {
-	text := "error: not run: this answer has " + strconv.Itoa(len(calls)) + " tool calls, more than the " +
-		strconv.Itoa(t.maxCalls) + " a step may make; call fewer tools at once"
-	out := make([]Message, len(calls))
-	for i, call := range calls {
-		out[i] = toolAnswer(call, text, true)
-	}
-	return out
+	return notRun(calls, "error: not run: this answer has "+strconv.Itoa(len(calls))+" tool calls, more than the "+
+		strconv.Itoa(t.maxCalls)+" a step may make; call fewer tools at once")
 }
 
 // notOfferedText tells the model that it called a tool the turn did not
