@@ -703,7 +703,7 @@ func wholeCalls(held []runtime.Delta, calls []runtime.ToolUse, drop []bool) {
 				continue
 			}
 			c := &calls[k]
-			if !once[k] || f.Custom || c.Custom || f.ID != c.ID || f.Name != c.Name || len(f.Arguments) != len(c.Arguments) {
+			if !once[k] || f.Custom || c.Custom || f.ID != c.ID || f.Name != c.Name || f.Arguments != string(c.Arguments) {
 				f = runtime.ToolCallDeltas(calls[k : k+1])[0]
 			}
 			f.Index = at[k]

@@ -73,7 +73,7 @@ func TestHeldStreamRelaysCallsWhole(t *testing.T) {
 	for _, d := range []runtime.Delta{
 		{ToolCalls: []runtime.ToolCallDelta{{Index: 3, ID: "a", Name: "refund", Arguments: `{"amount":`}}},
 		{ToolCalls: []runtime.ToolCallDelta{{Index: 3, Arguments: `5}`}, {Index: 5, ID: "b", Name: "refund", Arguments: `{"amount":5}`}}},
-		{Text: "and", ToolCalls: []runtime.ToolCallDelta{{Index: 7, ID: "c", Name: "lookup", Arguments: " "}}},
+		{Text: "and", ToolCalls: []runtime.ToolCallDelta{{Index: 7, ID: "c", Name: "lookup", Arguments: "  "}}},
 		{ToolCalls: []runtime.ToolCallDelta{{Index: 9, ID: "d", Name: "lookup", Arguments: `{"q":1}`}}},
 	} {
 		require.True(t, w.hold(d))
