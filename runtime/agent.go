@@ -59,6 +59,8 @@ type AgentRequest struct {
 	// ignored. A model's call to a tool the turn does not offer (not in a
 	// non-nil Tools, any under ToolChoice "none", another than the one a
 	// ToolChoice names) is answered with an error result and does not run.
+	// ParallelToolCalls false has none of the calls of an answer of
+	// several run (see RunAgent).
 	Params ChatRequest
 	// MaxSteps bounds the model answers of the turn (0:
 	// DefaultAgentMaxSteps), over its attempts: an attempt after one whose
@@ -139,7 +141,14 @@ type AgentResult struct {
 // An answer with more than MaxToolCalls tool calls has none of them run:
 // each is answered with an error result saying so, and the turn goes on; a
 // transcript whose last assistant message has more calls without a result
-// than that is refused before anything runs (ErrUnansweredToolCall).
+// than that is refused before anything runs (ErrUnansweredToolCall). So
+// has an answer of more than one call when Params.ParallelToolCalls is
+// false (the provider is asked for one call at most, and a model may
+// still propose several, which a host that counted on one call at a time
+// would not have run together; agentc serve refuses such an answer): the
+// model is told the turn allows one call per answer, and goes on with one.
+// The calls without a result of a transcript's last assistant message are
+// settled as they are, however many: some of them may have run.
 // A panic of a tool call (run on a goroutine of its own) is raised again
 // on the caller's goroutine once the step's other calls have returned.
 //
@@ -233,7 +242,7 @@ type AgentResult struct {
 // (ownIDs), so that each result answers one call. A call to a side-effecting
 // tool with the name and arguments of an earlier call of the same answer
 // does not run: it is answered that it repeats that call, which runs once
-// (repeats); a read-only call repeated runs each time.
+// (RepeatedCalls); a read-only call repeated runs each time.
 func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResult, err error) {
 	if req.OnBlock != "" && req.OnBlock != OnBlockTellModel && req.OnBlock != OnBlockEndTurn {
 		return AgentResult{}, fmt.Errorf("agent: on_block %q is not %q or %q", req.OnBlock, OnBlockTellModel, OnBlockEndTurn)
@@ -723,6 +732,11 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			t.msgs = appendAnswers(t.msgs, t.tooMany(calls))
 			continue
 		}
+		if len(calls) > 1 && serial(&t.req.Params) {
+			// As above: the turn allows one call an answer.
+			t.msgs = appendAnswers(t.msgs, notSerial(calls))
+			continue
+		}
 		at := len(t.msgs) - 1
 		if err := t.intent(ctx, at, calls); err != nil {
 			// None of the calls ran: the answer that asked for them
@@ -739,7 +753,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 			t.first, t.answer = t.answers()
 			return err
 		}
-		results, err := t.tools(ctx, at, calls, t.pl.repeats(calls))
+		results, err := t.tools(ctx, at, calls, t.pl.RepeatedCalls(calls))
 		t.msgs = appendAnswers(t.msgs, results)
 		if err != nil {
 			return err
@@ -779,11 +793,11 @@ func (t *agentTurn) intent(ctx context.Context, at int, calls []ToolUse) error {
 // ClaimVoucher may answer for it: resumable); the others (read-only tools, retry_safe
 // tools, which get the same idempotency key, and calls that never reach a
 // tool) run now. pending are the calls' indices in the message. A call
-// that repeats an earlier side-effecting call of the message (repeats) is
+// that repeats an earlier side-effecting call of the message (RepeatedCalls) is
 // answered so, as the live turn answered it, and does not run.
 func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 	all := t.msgs[at].ToolCalls
-	rep := t.pl.repeats(all)
+	rep := t.pl.RepeatedCalls(all)
 	calls := make([]ToolUse, len(pending))
 	for i, k := range pending {
 		calls[i] = all[k]
@@ -1026,13 +1040,14 @@ func distinctIDs(calls []ToolUse) bool {
 	return true
 }
 
-// repeats returns, for each call of one assistant message, the index of
-// the first earlier call it repeats (-1: none), or nil when none repeats
-// one: a call to a side-effecting tool (declared so, or whose effects
-// nothing declares) with the same name and the same arguments (as JSON
-// values) as an earlier call. A repeat does not run: a model that asks
-// twice for one refund in one answer gets one.
-func (pl *Pipeline) repeats(calls []ToolUse) []int {
+// RepeatedCalls returns, for each call of one assistant message, the
+// index of the first earlier call it repeats (-1: none), or nil when none
+// repeats one: a call to a side-effecting tool (declared so, retry_safe or
+// not, or whose effects nothing declares) with the same name and the same
+// arguments (as JSON values) as an earlier call. RunAgent does not run a
+// repeat: a model that asks twice for one refund in one answer gets one;
+// agentc serve leaves it out of the answer it relays.
+func (pl *Pipeline) RepeatedCalls(calls []ToolUse) []int {
 	if len(calls) < 2 {
 		return nil
 	}
@@ -1068,7 +1083,7 @@ func (pl *Pipeline) repeats(calls []ToolUse) []int {
 	return rep
 }
 
-// repeatOf returns the call that call i repeats (repeats), or -1.
+// repeatOf returns the call that call i repeats (RepeatedCalls), or -1.
 func repeatOf(rep []int, i int) int {
 	if rep == nil {
 		return -1
@@ -1353,7 +1368,7 @@ func (t *agentTurn) chat(ctx context.Context, step int) (ChatResponse, Message, 
 
 // tools runs the calls of one step through the tool chain, at most
 // t.parallel at once, and returns their results in the order of the calls.
-// A call that repeats another (rep, see repeats) is answered so and does
+// A call that repeats another (rep, see RepeatedCalls) is answered so and does
 // not run. The error ends the turn: a budget error, a call in doubt, a
 // block under end_turn, or ctx's end.
 func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []int) ([]Message, error) {
@@ -1510,16 +1525,31 @@ func toolAnswer(call ToolUse, text string, isErr bool) Message {
 		Parts: []ContentPart{{Type: PartToolResult, ToolCallID: call.ID, Text: text, IsError: isErr}}}
 }
 
-// tooMany answers each call of an answer that has more than the turn's
-// bound: none of them runs.
-func (t *agentTurn) tooMany(calls []ToolUse) []Message {
-	text := "error: not run: this answer has " + strconv.Itoa(len(calls)) + " tool calls, more than the " +
-		strconv.Itoa(t.maxCalls) + " a step may make; call fewer tools at once"
+// serial reports whether p, a turn's Params, allows one tool call per
+// answer (ParallelToolCalls false).
+func serial(p *ChatRequest) bool { return p.ParallelToolCalls != nil && !*p.ParallelToolCalls }
+
+// notSerial answers each call of an answer of several when the turn allows
+// one (serial): none of them runs.
+func notSerial(calls []ToolUse) []Message {
+	return notRun(calls, "error: not run: this answer has "+strconv.Itoa(len(calls))+
+		" tool calls, and the turn allows one tool call per answer (parallel_tool_calls false); call one tool at a time")
+}
+
+// notRun answers each of calls, none of which runs, with the error text.
+func notRun(calls []ToolUse, text string) []Message {
 	out := make([]Message, len(calls))
 	for i, call := range calls {
 		out[i] = toolAnswer(call, text, true)
 	}
 	return out
+}
+
+// tooMany answers each call of an answer that has more than the turn's
+// bound: none of them runs.
+func (t *agentTurn) tooMany(calls []ToolUse) []Message {
+	return notRun(calls, "error: not run: this answer has "+strconv.Itoa(len(calls))+" tool calls, more than the "+
+		strconv.Itoa(t.maxCalls)+" a step may make; call fewer tools at once")
 }
 
 // notOfferedText tells the model that it called a tool the turn did not

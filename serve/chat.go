@@ -144,6 +144,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			x.failErr(err)
 			return
 		}
+		dropCalls(&resp, &p.blocks, s.repeatedCalls(x, resp.ToolCalls))
 		served.setHeader(x.Header())
 		if x.g.withholdCache {
 			resp.Usage = withholdCacheUsage(resp.Usage)
@@ -157,8 +158,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	s.observeChat(x, &p, &resp, err)
 	err = placed(x.g.pl, plan.StageChat, err)
 	if err == nil {
-		if err = s.admitProposals(ctx, x.g.pl, &p.req, w.calls.ToolCalls(), made); err == nil {
-			w.release()
+		calls := w.toolCalls()
+		if err = s.admitProposals(ctx, x.g.pl, &p.req, calls, made); err == nil {
+			w.release(calls, s.repeatedCalls(x, calls))
 		}
 	}
 	if err != nil {
@@ -583,11 +585,15 @@ func repeatedKeyError(args json.RawMessage, what, reader string) error {
 // heldStream passes a stream's deltas to its writer until the first
 // tool-call fragment; from then on it holds them (text included, to keep
 // their order) until release, so that no fragment of a call reaches the
-// client before the whole call is admitted.
+// client before the whole call is admitted. The fragments are held as
+// they came, and nothing else: the chat chain's terminal holds a call's
+// fragments until the model's answer ends and hands up each call whole,
+// in one fragment (runtime.HoldToolCalls), which is held here as it is,
+// not copied again; the calls are assembled once the stream ended
+// (toolCalls).
 type heldStream struct {
 	chatStream
-	held  []runtime.Delta
-	calls runtime.ToolCallBuilder
+	held []runtime.Delta
 	// withholdCache withholds the prompt-cache figures of the usage the
 	// deltas carry (withholdCacheUsage).
 	withholdCache bool
@@ -606,20 +612,33 @@ func (h *heldStream) hold(d runtime.Delta) bool {
 		return false
 	}
 	d.ToolCalls = slices.Clone(d.ToolCalls)
-	h.calls.Add(&d)
 	h.held = append(h.held, d)
 	return true
 }
 
+// toolCalls returns the calls of the fragments held, ordered by index
+// (runtime.ToolCallBuilder.ToolCalls).
+func (h *heldStream) toolCalls() []runtime.ToolUse {
+	var b runtime.ToolCallBuilder
+	for i := range h.held {
+		b.Add(&h.held[i])
+	}
+	return b.ToolCalls()
+}
+
 // release writes the deltas held, each tool call whole, as it was
 // admitted, in the place of its first fragment (its later fragments are
-// left out), indexed by its place among the calls. The fragments as they
-// came are not relayed: a client assembles them by its own rules (OpenAI's
-// SDKs join the fragments of a name, an Anthropic client takes the first;
-// an OpenAI client makes empty calls of the indexes an upstream skipped),
-// which could make calls other than the ones admitted.
-func (h *heldStream) release() {
-	runtime.WholeToolCalls(h.held, h.calls.ToolCalls())
+// left out), indexed by its place among the calls relayed; calls are the
+// calls of the fragments held (toolCalls), and a call drop marks is left
+// out (repeatedCalls). The fragments as they came are not relayed: a
+// client assembles them by its own rules (OpenAI's SDKs join the
+// fragments of a name, an Anthropic client takes the first; an OpenAI
+// client makes empty calls of the indexes an upstream skipped), which
+// could make calls other than the ones admitted. A call that came in one
+// fragment holding its id, its name and its arguments is that fragment,
+// relayed as it came but for its index.
+func (h *heldStream) release(calls []runtime.ToolUse, drop []bool) {
+	wholeCalls(h.held, calls, drop)
 	for _, d := range h.held {
 		if d.Text == "" && d.ToolCalls == nil && d.Thinking == nil {
 			continue
@@ -629,6 +648,130 @@ func (h *heldStream) release() {
 		}
 	}
 	h.held = nil
+}
+
+// wholeCalls rewrites held, deltas whose tool-call fragments were held
+// back, so that each call of calls goes whole (one fragment) in the delta
+// of its first fragment, indexed by its place among the calls drop does
+// not mark, its later fragments left out; a call drop marks is left out.
+// calls[k] is the call of the k-th smallest index among the fragments
+// (runtime.ToolCallBuilder.ToolCalls). A call whose index has one fragment
+// that holds its id, its name and arguments (not a custom call's text,
+// nor blank ones, which the builder makes {}) keeps that fragment, its
+// arguments not copied. Each delta keeps its slice, rewritten in place.
+func wholeCalls(held []runtime.Delta, calls []runtime.ToolUse, drop []bool) {
+	var indexes []int
+	for _, d := range held {
+		for _, f := range d.ToolCalls {
+			indexes = append(indexes, f.Index)
+		}
+	}
+	slices.Sort(indexes)
+	// once[k] reports that the k-th index has one fragment; at[k] is the
+	// place of its call among those relayed.
+	var once []bool
+	for i := 0; i < len(indexes); {
+		n := 1
+		for i+n < len(indexes) && indexes[i+n] == indexes[i] {
+			n++
+		}
+		once = append(once, n == 1)
+		i += n
+	}
+	indexes = slices.Compact(indexes)
+	at := make([]int, len(indexes))
+	for k, n := 0, 0; k < len(indexes); k++ {
+		at[k] = n
+		if k < len(calls) && (drop == nil || !drop[k]) {
+			n++
+		}
+	}
+	placed := make([]bool, len(indexes))
+	for i := range held {
+		fragments := held[i].ToolCalls
+		if fragments == nil {
+			continue
+		}
+		whole := fragments[:0]
+		for _, f := range fragments {
+			k, _ := slices.BinarySearch(indexes, f.Index)
+			if placed[k] {
+				continue
+			}
+			placed[k] = true
+			if k >= len(calls) || drop != nil && drop[k] {
+				continue
+			}
+			c := &calls[k]
+			if !once[k] || f.Custom || c.Custom || f.ID != c.ID || f.Name != c.Name || f.Arguments != string(c.Arguments) {
+				f = runtime.ToolCallDeltas(calls[k : k+1])[0]
+			}
+			f.Index = at[k]
+			whole = append(whole, f)
+		}
+		if len(whole) == 0 {
+			whole = nil
+		}
+		held[i].ToolCalls = whole
+	}
+}
+
+// repeatedCalls marks the calls of an answer that repeat an earlier call
+// of it to a side-effecting tool, the same tool with the same arguments
+// (runtime.Pipeline.RepeatedCalls), nil when none does: they are left out
+// of the answer relayed, as RunAgent does not run them, and each is logged
+// and counted (the tool's name, or "undeclared" for a tool the policy does
+// not declare under settings.allow_undeclared_tools, which any request may
+// name).
+func (s *Server) repeatedCalls(x *exchange, calls []runtime.ToolUse) []bool {
+	rep := x.g.pl.RepeatedCalls(calls)
+	if rep == nil {
+		return nil
+	}
+	drop := make([]bool, len(calls))
+	p := x.g.pl.Plan()
+	for i, j := range rep {
+		if j < 0 {
+			continue
+		}
+		drop[i] = true
+		tool := calls[i].Name
+		if _, declared := p.Tools[tool]; !declared && p.Settings.AllowUndeclaredTools {
+			tool = "undeclared"
+		}
+		s.metrics.repeated.WithLabelValues(tool).Inc()
+		s.log.Warn("repeated tool call left out of the answer relayed: it repeats an earlier call of the answer to a side-effecting tool, the same tool and arguments, which the client runs once",
+			"tool", calls[i].Name, "call", calls[i].ID, "repeats", calls[j].ID, "tenant", x.caller.tenant, "run", x.run)
+	}
+	return drop
+}
+
+// dropCalls leaves the calls drop marks out of resp's, and their blocks out
+// of o, the order of resp's blocks (blocksOf reads the k-th smallest index
+// of a tool call's block as the k-th call).
+func dropCalls(resp *runtime.ChatResponse, o *runtime.BlockOrder, drop []bool) {
+	if drop == nil {
+		return
+	}
+	var indexes []int
+	for _, b := range o.Blocks {
+		if b.Kind == runtime.BlockToolCall {
+			indexes = append(indexes, b.Index)
+		}
+	}
+	slices.Sort(indexes)
+	indexes = slices.Compact(indexes)
+	o.Blocks = slices.DeleteFunc(o.Blocks, func(b runtime.OrderedBlock) bool {
+		k, _ := slices.BinarySearch(indexes, b.Index)
+		return b.Kind == runtime.BlockToolCall && k < len(drop) && drop[k]
+	})
+	kept := make([]runtime.ToolUse, 0, len(resp.ToolCalls))
+	for k, c := range resp.ToolCalls {
+		if k >= len(drop) || !drop[k] {
+			kept = append(kept, c)
+		}
+	}
+	resp.ToolCalls = kept
 }
 
 // observeChat counts a chat call's retries, fallback, refusal, tokens and

@@ -30,6 +30,9 @@ type metrics struct {
 	refusals  *prometheus.CounterVec
 	reloads   *prometheus.CounterVec
 	toolCalls *prometheus.CounterVec
+	// repeated counts the calls left out of a model's answer as repeats
+	// (Server.repeatedCalls).
+	repeated  *prometheus.CounterVec
 	storeErrs *prometheus.CounterVec
 	withheld  *prometheus.GaugeVec
 	// upstreamSessions counts the callers' sessions open with each
@@ -121,6 +124,8 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 			[]string{"tenant", "model", "direction"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
 			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, in_doubt, error)."}, []string{"tool", "outcome"}),
+		repeated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_repeated_calls_dropped_total",
+			Help: "Tool calls left out of a model's answer before it was relayed, as they repeat an earlier side-effecting call of the answer (the same tool and arguments), by tool."}, []string{"tool"}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_store_errors_total",
 			Help: "Calls that failed, or were refused before they ran, because a layer's store failed or did not answer within its timeout, by stage, layer and store."},
 			[]string{"stage", "layer", "store"}),
@@ -142,7 +147,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
 	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries,
-		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
+		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.repeated, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
 	for _, c := range m.own {
 		if err := reg.Register(c); err != nil {
 			m.unregister()

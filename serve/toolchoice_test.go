@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,13 +21,22 @@ import (
 // of name with args, each in one fragment: a stream refused at its calls
 // has started.
 func oaCallsSSE(n int, name, args string) string {
+	return oaCallListSSE(slices.Repeat([]callOf{{name, args}}, n)...)
+}
+
+// callOf is a call a replayed answer makes: its tool and its arguments.
+type callOf struct{ name, args string }
+
+// oaCallListSSE is an OpenAI stream whose answer is some text, then
+// calls, each in one fragment, ids call_1, call_2...
+func oaCallListSSE(calls ...callOf) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	chunk := func(delta, finish string) string {
 		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
 	}
 	out := chunk(`{"role":"assistant","content":"Let me check."}`, "null")
-	for i := range n {
-		out += chunk(`{"tool_calls":[{"index":`+strconv.Itoa(i)+`,"id":"call_`+strconv.Itoa(i+1)+`","type":"function","function":{"name":`+q(name)+`,"arguments":`+q(args)+`}}]}`, "null")
+	for i, c := range calls {
+		out += chunk(`{"tool_calls":[{"index":`+strconv.Itoa(i)+`,"id":"call_`+strconv.Itoa(i+1)+`","type":"function","function":{"name":`+q(c.name)+`,"arguments":`+q(c.args)+`}}]}`, "null")
 	}
 	return out + chunk(`{}`, `"tool_calls"`) +
 		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
@@ -36,16 +46,22 @@ func oaCallsSSE(n int, name, args string) string {
 // anCallsSSE is an Anthropic stream whose answer is some text, then n
 // tool_use blocks of name with args.
 func anCallsSSE(n int, name, args string) string {
+	return anCallListSSE(slices.Repeat([]callOf{{name, args}}, n)...)
+}
+
+// anCallListSSE is an Anthropic stream whose answer is some text, then
+// calls as tool_use blocks, ids toolu_1, toolu_2...
+func anCallListSSE(calls ...callOf) string {
 	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	out := ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
 	out += ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`) +
 		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me check."}}`) +
 		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
-	for i := range n {
+	for i, c := range calls {
 		at := strconv.Itoa(i + 1)
-		out += ev("content_block_start", `{"type":"content_block_start","index":`+at+`,"content_block":{"type":"tool_use","id":"toolu_`+at+`","name":`+q(name)+`,"input":{}}}`) +
-			ev("content_block_delta", `{"type":"content_block_delta","index":`+at+`,"delta":{"type":"input_json_delta","partial_json":`+q(args)+`}}`) +
+		out += ev("content_block_start", `{"type":"content_block_start","index":`+at+`,"content_block":{"type":"tool_use","id":"toolu_`+at+`","name":`+q(c.name)+`,"input":{}}}`) +
+			ev("content_block_delta", `{"type":"content_block_delta","index":`+at+`,"delta":{"type":"input_json_delta","partial_json":`+q(c.args)+`}}`) +
 			ev("content_block_stop", `{"type":"content_block_stop","index":`+at+`}`)
 	}
 	return out + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":5}}`) +
@@ -55,18 +71,20 @@ func anCallsSSE(n int, name, args string) string {
 // choiceAsk is a request offering get_weather and refund under a tool
 // choice: "" (none sent), none, required or the name of the tool forced;
 // serial sends parallel_tool_calls false (Anthropic's
-// disable_parallel_tool_use true).
+// disable_parallel_tool_use true); tools, when set, are offered instead.
 type choiceAsk struct {
 	choice string
 	serial bool
+	tools  []string
 }
 
-// answer is what one route relayed: the error, the names of the calls the
-// client got and, streamed, the text it got.
+// answer is what one route relayed: the error, the names and ids of the
+// calls the client got and, streamed, the text it got.
 type answer struct {
 	route string
 	err   error
 	calls []string
+	ids   []string
 	text  string
 }
 
@@ -77,9 +95,15 @@ func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
 	t.Helper()
 	ctx := context.Background()
 	var out []answer
+	tools := c.tools
+	if tools == nil {
+		tools = []string{"get_weather", "refund"}
+	}
 
-	chat := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
-		Tools: []openai.ChatCompletionToolUnionParam{proposalTool("get_weather"), proposalTool("refund")}}
+	chat := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")}}
+	for _, name := range tools {
+		chat.Tools = append(chat.Tools, proposalTool(name))
+	}
 	switch c.choice {
 	case "":
 	case "none", "required":
@@ -94,7 +118,7 @@ func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
 	a := answer{route: "chat", err: err}
 	if err == nil {
 		for _, tc := range cc.Choices[0].Message.ToolCalls {
-			a.calls = append(a.calls, tc.Function.Name)
+			a.calls, a.ids = append(a.calls, tc.Function.Name), append(a.ids, tc.ID)
 		}
 	}
 	out = append(out, a)
@@ -107,13 +131,13 @@ func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
 	for _, ch := range cacc.Choices {
 		a.text += ch.Message.Content
 		for _, tc := range ch.Message.ToolCalls {
-			a.calls = append(a.calls, tc.Function.Name)
+			a.calls, a.ids = append(a.calls, tc.Function.Name), append(a.ids, tc.ID)
 		}
 	}
 	out = append(out, a)
 
 	rs := responses.ResponseNewParams{Model: "primary", Input: rsText("go")}
-	for _, name := range []string{"get_weather", "refund"} {
+	for _, name := range tools {
 		rs.Tools = append(rs.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{Name: name,
 			Parameters: map[string]any{"type": "object"}, Strict: openai.Bool(false)}})
 	}
@@ -130,21 +154,23 @@ func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
 	r, err := g.openai(t).Responses.New(ctx, rs)
 	a = answer{route: "responses", err: err}
 	if err == nil {
-		a.calls = rsCalls(r.Output)
+		a.calls, a.ids = rsCalls(r.Output)
 	}
 	out = append(out, a)
 	racc, _, err := rsStream(t, g.openai(t).Responses.NewStreaming(ctx, rs))
 	a = answer{route: "responses stream", err: err, text: racc.Snapshot().OutputText()}
 	for _, item := range racc.Snapshot().Output {
 		if item.Type == "function_call" {
-			a.calls = append(a.calls, item.Name)
+			a.calls, a.ids = append(a.calls, item.Name), append(a.ids, item.CallID)
 		}
 	}
 	out = append(out, a)
 
 	msg := anthropic.MessageNewParams{Model: "backup", MaxTokens: 64,
-		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))},
-		Tools:    []anthropic.ToolUnionParam{anProposalTool("get_weather"), anProposalTool("refund")}}
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("go"))}}
+	for _, name := range tools {
+		msg.Tools = append(msg.Tools, anProposalTool(name))
+	}
 	var serial = anthropic.Bool(c.serial)
 	switch c.choice {
 	case "":
@@ -161,7 +187,7 @@ func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
 	m, err := g.anthropic(t).Messages.New(ctx, msg)
 	a = answer{route: "messages", err: err}
 	if err == nil {
-		a.calls = anCalls(m.Content)
+		a.calls, a.ids = anCalls(m.Content)
 	}
 	out = append(out, a)
 	as := g.anthropic(t).Messages.NewStreaming(ctx, msg)
@@ -169,47 +195,53 @@ func (c choiceAsk) ask(t *testing.T, g *gateway) []answer {
 	for as.Next() {
 		require.NoError(t, macc.Accumulate(as.Current()))
 	}
-	a = answer{route: "messages stream", err: as.Err(), calls: anCalls(macc.Content)}
+	a = answer{route: "messages stream", err: as.Err()}
+	a.calls, a.ids = anCalls(macc.Content)
 	for _, b := range macc.Content {
 		a.text += b.Text
 	}
 	return append(out, a)
 }
 
-// rsCalls returns the names of the function calls among a response's
-// output items.
-func rsCalls(items []responses.ResponseOutputItemUnion) []string {
-	var names []string
+// rsCalls returns the names and the call ids of the function calls among
+// a response's output items.
+func rsCalls(items []responses.ResponseOutputItemUnion) (names, ids []string) {
 	for _, item := range items {
 		if item.Type == "function_call" {
-			names = append(names, item.Name)
+			names, ids = append(names, item.Name), append(ids, item.CallID)
 		}
 	}
-	return names
+	return names, ids
 }
 
-// anCalls returns the names of the tool_use blocks among a message's.
-func anCalls(blocks []anthropic.ContentBlockUnion) []string {
-	var names []string
+// anCalls returns the names and ids of the tool_use blocks among a
+// message's.
+func anCalls(blocks []anthropic.ContentBlockUnion) (names, ids []string) {
 	for _, b := range blocks {
 		if b.Type == "tool_use" {
-			names = append(names, b.Name)
+			names, ids = append(names, b.Name), append(ids, b.ID)
 		}
 	}
-	return names
+	return names, ids
 }
 
 // choiceGateway is a gateway whose models answer each of the six
 // requests of choiceAsk.ask with n calls of name with args.
 func choiceGateway(t *testing.T, n int, name, args string) *gateway {
+	return callsGateway(t, proposalDecls, slices.Repeat([]callOf{{name, args}}, n)...)
+}
+
+// callsGateway is a gateway of the tools decls whose models answer each
+// of the six requests of choiceAsk.ask with calls.
+func callsGateway(t *testing.T, decls string, calls ...callOf) *gateway {
 	oa, an := make([]reply, 4), make([]reply, 2)
 	for i := range oa {
-		oa[i] = reply{body: oaCallsSSE(n, name, args)}
+		oa[i] = reply{body: oaCallListSSE(calls...)}
 	}
 	for i := range an {
-		an[i] = reply{body: anCallsSSE(n, name, args)}
+		an[i] = reply{body: anCallListSSE(calls...)}
 	}
-	return newGatewayWith(t, proposalDecls, typicalChain, oa, an)
+	return newGatewayWith(t, decls, typicalChain, oa, an)
 }
 
 // assertRefused asserts that each answer is a refusal by layer tools
