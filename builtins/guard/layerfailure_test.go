@@ -1,8 +1,6 @@
 package guard_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 
@@ -20,16 +18,11 @@ import (
 // denying deny with an output_coerce inside it.
 func coercedGuard(t *testing.T, deny string, value any) error {
 	t.Helper()
-	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+	_, err := callTool(t, []plan.Layer{
 		rt.Named("res_check", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`)),
 		rt.Layer("output_coerce", `{}`),
-	}})
-	p.Tools = map[string]plan.Tool{"lookup": {ResultSchema: json.RawMessage(
-		`{"type":"object","required":["status"],"properties":{"status":{"type":"string","enum":["ok","pending"]}}}`)}}
-	tool := rt.NewTool(rt.ToolResult{Value: value})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"lookup": tool.Func()}})
-	require.NoError(t, err)
-	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{}})
+	}, "lookup", `{"type":"object","required":["status"],"properties":{"status":{"type":"string","enum":["ok","pending"]}}}`,
+		rt.ToolResult{Value: value})
 	return err
 }
 
