@@ -141,13 +141,27 @@ func (in *invariants) maxExecutions(e *explorer, t target, o *outcome) []string 
 		limit, why = 1, "side-effecting and not retry_safe"
 	}
 	// One logical call per step; an idempotent layer makes every call with
-	// the same arguments in a run one logical call.
-	dedupes := false
-	for _, l := range e.orig.Chains.Tool {
+	// the same arguments in a run one logical call: each call of the tool
+	// when the layer has no `when`, the calls its scope probe saw (those
+	// its `when` held for) when it has one.
+	dedupesAll := false
+	scoped := map[int]bool{}
+	for i, l := range e.orig.Chains.Tool {
 		if l.Use == "idempotent" && appliesTo(l, t.name) {
-			dedupes = true
+			if l.When == nil {
+				dedupesAll = true
+			} else {
+				scoped[i] = true
+			}
 		}
 	}
+	deduped := map[string]bool{}
+	for _, ev := range o.events {
+		if ev.Kind == evScopeIn && ev.Stage == plan.StageTool && scoped[ev.Pos] {
+			deduped[ev.Step] = true
+		}
+	}
+	dedupes := func(step string) bool { return dedupesAll || deduped[step] }
 	// With one, a call that failed with an error saying its effect did not
 	// stand (the layer stores no failure: a call sent again runs, as it
 	// would without the layer) is a logical call of its own.
@@ -158,7 +172,7 @@ func (in *invariants) maxExecutions(e *explorer, t target, o *outcome) []string 
 			// Without an idempotent layer each call (each concurrent copy
 			// too) is a logical call of its own.
 			counts[ev.Step]++
-			if dedupes && !failedWithoutEffect(calls[ev.Step]) {
+			if dedupes(ev.Step) && !failedWithoutEffect(calls[ev.Step]) {
 				counts["run"]++
 			}
 		}
@@ -383,9 +397,9 @@ func (e *explorer) billed(o *outcome, pos int) bill {
 	inside := 0
 	for _, ev := range o.events {
 		switch {
-		case ev.Kind == evScopeIn && ev.Pos == pos:
+		case ev.Kind == evScopeIn && ev.Stage == plan.StageChat && ev.Pos == pos:
 			inside++
-		case ev.Kind == evScopeOut && ev.Pos == pos:
+		case ev.Kind == evScopeOut && ev.Stage == plan.StageChat && ev.Pos == pos:
 			inside--
 		}
 		if ev.Kind != evExit || ev.Stage != plan.StageChat || ev.Pos != model || scoped && inside <= 0 {

@@ -78,6 +78,33 @@ func TestMaxExecutionsIdempotentInsideRetry(t *testing.T) {
 	assert.Empty(t, r.Violations)
 }
 
+const payTool = `tools: pay: {side_effecting: true, args: {type: "object", required: ["amount"], properties: amount: {type: "number", minimum: 0, maximum: 1000}}}
+`
+
+// An idempotent layer with a when makes calls one logical call only where
+// its when holds, as the runtime decides it: two payments that its when
+// leaves alone are two logical calls, each run once, and the policy proves
+// clean, as it does without the layer.
+func TestMaxExecutionsIdempotentWhen(t *testing.T) {
+	for _, when := range []string{"args.amount > 10.0", "args.amount < 0.0", "args.amount >= 0.0"} {
+		r := explorePolicy(t, payTool+`chains: tool: [{use: "audit"}, {use: "idempotent", tools: ["pay"], when: "`+when+`"}]`, 2)
+		assert.Empty(t, violated(r), "when: %s", when)
+	}
+}
+
+// Where an idempotent layer's when holds for every call, prove counts the
+// executions as it does for the layer without one: a retry inside it runs
+// a retry_safe tool past its bound, the same counterexamples either way.
+func TestMaxExecutionsIdempotentWhenHolds(t *testing.T) {
+	const retrySafePay = `tools: pay: {side_effecting: true, retry_safe: true, args: {type: "object", required: ["amount"], properties: amount: {type: "number", minimum: 0, maximum: 1000}}}
+invariants: max_executions: pay: 1
+`
+	without := violated(explorePolicy(t, retrySafePay+`chains: tool: [{use: "idempotent"}, {use: "retry", max_attempts: 2, initial_delay: "10ms"}]`, 2))
+	require.NotEmpty(t, without)
+	with := violated(explorePolicy(t, retrySafePay+`chains: tool: [{use: "idempotent", when: "args.amount >= 0.0"}, {use: "retry", max_attempts: 2, initial_delay: "10ms"}]`, 2))
+	assert.Equal(t, without, with)
+}
+
 // A hedge outside a meter admits each racer on its own: the budget is
 // passed by more than one call. The counterexample replays under agentc
 // run (scenario.Run of the plan, without prove's probes) with the same

@@ -115,8 +115,9 @@ type probe struct {
 	Stage string `json:"stage"`
 	// Last marks the probe just outside the model (or tool, or turn).
 	Last bool `json:"last,omitempty"`
-	// Scope marks the probe just inside a chat meter with `when`, under
-	// the same `when`: it sees the calls the meter applies to.
+	// Scope marks the probe just inside a chat meter or a tool idempotent
+	// layer with `when`, under the same `when`: it sees the calls the layer
+	// applies to, as the runtime decides it.
 	Scope bool `json:"scope,omitempty"`
 }
 
@@ -172,6 +173,12 @@ func (p *probe) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (p *probe) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
 		rec := recorderOf(ctx)
+		if p.Scope {
+			rec.add(ctx, event{Kind: evScopeIn, Stage: p.Stage, Pos: p.Pos})
+			v, err := next(ctx, c)
+			rec.add(ctx, event{Kind: evScopeOut, Stage: p.Stage, Pos: p.Pos})
+			return v, err
+		}
 		if p.Pos == 0 && rec != nil {
 			rec.gate.enter(ctx, scenario.StepPath(ctx))
 		}
@@ -211,9 +218,9 @@ func (s recordingSink) Append(ctx context.Context, r runtime.AuditRecord) error 
 }
 
 // probed returns a copy of chain with a probe above every layer and one
-// above the model or tool (position len(chain)); a chat meter with `when`
-// gets a scope probe just inside it, under the same `when`, which sees the
-// calls the meter applies to.
+// above the model or tool (position len(chain)); a chat meter or a tool
+// idempotent layer with `when` gets a scope probe just inside it, under the
+// same `when`, which sees the calls the layer applies to.
 func probed(stage plan.Stage, chain []plan.Layer) []plan.Layer {
 	if len(chain) == 0 {
 		return nil
@@ -231,7 +238,7 @@ func probed(stage plan.Stage, chain []plan.Layer) []plan.Layer {
 		}
 		l := chain[i]
 		out = append(out, l)
-		if stage == plan.StageChat && l.Use == "meter" && l.When != nil {
+		if l.When != nil && (stage == plan.StageChat && l.Use == "meter" || stage == plan.StageTool && l.Use == "idempotent") {
 			when := *l.When
 			out = append(out, plan.Layer{Use: probeID, Name: "prove_scope_" + itoa(i), When: &when,
 				Config: []byte(`{"pos":` + itoa(i) + `,"stage":"` + stage + `","scope":true}`)})

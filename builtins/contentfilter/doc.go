@@ -35,7 +35,10 @@
 // spells it: 4.111111111111111e15 as 4111111111111111, 1e-7 as 0.0000001) and the names and
 // ids of earlier tool calls, the call ids of tool results, a message's
 // author (name), the text parts of a message run together as well as joined by line breaks,
-// and, unless `system: false`, the system messages, the definitions of
+// the texts of consecutive messages of one role, which a provider sends as one turn
+// (Anthropic's API merges them), read together so too (a keyword cut across two user
+// messages, "drop" and " table", is found and the block names both: "messages 0 to 1 (one
+// turn)"), and, unless `system: false`, the system messages, the definitions of
 // the tools offered and the schema of the response format. Each text
 // found clean, and the model's own output through the layer (as the assistant's turn alone:
 // sent back as another message, it is checked), is recorded for the run, so an

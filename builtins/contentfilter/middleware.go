@@ -103,7 +103,10 @@ func (m *Middleware) check(what, text string) error {
 // message (user, assistant, and system unless System is false), every tool
 // result, the arguments of the tool calls earlier assistant messages carry,
 // and (unless System is false) the definitions of the tools offered, so a banned word placed in an earlier turn of the history a gateway
-// client sends is found as one in the latest message is. Each text found
+// client sends is found as one in the latest message is. The texts of
+// consecutive messages of one role, which a provider sends as one turn,
+// are read together too (scanned.Turns), so a word cut across two of them
+// is found. Each text found
 // clean is recorded for the run (scanned.Record), as is the model's own
 // output that passed through the layer, so an agent loop's history is not
 // checked again at every step; a text the caller changed or added always
@@ -133,6 +136,12 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				return m.check("response format", text)
 			}
 			return m.check(fmt.Sprintf("message %d %s", i, what), text)
+		}); err != nil {
+			return err
+		}
+		msgs := c.Request.Messages
+		if err := m.seen.ScanTurns(c, m.System, func(i int, _, text string) error {
+			return m.check(fmt.Sprintf("messages %d to %d (one turn) input", i, scanned.TurnEnd(msgs, i)-1), text)
 		}); err != nil {
 			return err
 		}

@@ -201,12 +201,20 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // text as result, so that an answer marked an error does not pass what it
 // holds on a tool's answers. A block keeps what err says of whether the
 // call ran. Any other failure (transient, blocked, over budget, in doubt,
-// cancelled) is returned as is.
+// cancelled) is returned as is. A permanent failure a layer inside raised
+// (output_coerce refusing the result, a redact that cannot mask it) is
+// read so too, but it is the layer's word, not a result: when the
+// predicate cannot be evaluated on its text (a field read of it), the
+// failure is returned as it is, which fails the call as a block would and
+// says what the layer found.
 func (g *Guard) failedTool(ctx context.Context, c *runtime.ToolCall, res any, err error) (any, error) {
 	if ctx.Err() != nil || runtime.Classify(err) != runtime.ClassFailure || runtime.IsTransient(err) {
 		return res, err
 	}
 	v, eerr := g.pred.EvalTool(ctx, c, resultjson.Value(g.results[c.Name], err.Error()), true)
+	if eerr != nil && ctx.Err() == nil && byLayer(err) {
+		return res, err
+	}
 	berr := g.decide(ctx, v, eerr)
 	if berr == nil {
 		return res, err
@@ -219,6 +227,13 @@ func (g *Guard) failedTool(ctx context.Context, c *runtime.ToolCall, res any, er
 		return nil, runtime.NotRun(berr)
 	}
 	return nil, runtime.Ran(berr)
+}
+
+// byLayer reports whether err is a failure a layer raised (its
+// *runtime.CallError names the layer), not one the tool returned.
+func byLayer(err error) bool {
+	var ce *runtime.CallError
+	return errors.As(err, &ce) && ce.Layer != ""
 }
 
 // AdmitTool implements runtime.ToolAdmitter: a guard of phase "before"

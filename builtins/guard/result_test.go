@@ -20,15 +20,23 @@ const statusSchema = `{"type":"object","required":["status"],"properties":{"stat
 // none when empty) answers value, behind an after-phase guard denying deny.
 func resultGuard(t *testing.T, schema, deny string, value any) (runtime.ToolResult, error) {
 	t.Helper()
-	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("failed", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`))}})
-	p.Tools = map[string]plan.Tool{"order": {}}
+	return callTool(t, []plan.Layer{rt.Named("failed", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`))},
+		"order", schema, rt.ToolResult{Value: value})
+}
+
+// callTool calls the tool name (result_schema schema, none when empty),
+// which answers res, through chain.
+func callTool(t *testing.T, chain []plan.Layer, name, schema string, res rt.ToolResult) (runtime.ToolResult, error) {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Tool: chain})
+	p.Tools = map[string]plan.Tool{name: {}}
 	if schema != "" {
-		p.Tools["order"] = plan.Tool{ResultSchema: json.RawMessage(schema)}
+		p.Tools[name] = plan.Tool{ResultSchema: json.RawMessage(schema)}
 	}
-	tool := rt.NewTool(rt.ToolResult{Value: value})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"order": tool.Func()}})
+	tool := rt.NewTool(res)
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{name: tool.Func()}})
 	require.NoError(t, err)
-	return pl.Tool(context.Background(), runtime.ToolRequest{Name: "order", Args: map[string]any{}})
+	return pl.Tool(context.Background(), runtime.ToolRequest{Name: name, Args: map[string]any{}})
 }
 
 // TestAfterGuardReadsJSONTextByItsValue: a tool whose result_schema
@@ -104,12 +112,8 @@ func TestAfterGuardRefusesAnUncompilableResultSchema(t *testing.T) {
 // an after-phase guard denying deny.
 func failedGuard(t *testing.T, deny string, err error) error {
 	t.Helper()
-	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("check", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`))}})
-	p.Tools = map[string]plan.Tool{"order": {}}
-	tool := rt.NewTool(rt.ToolResult{Err: err})
-	pl, berr := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{"order": tool.Func()}})
-	require.NoError(t, berr)
-	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "order", Args: map[string]any{}})
+	_, err = callTool(t, []plan.Layer{rt.Named("check", rt.Layer("guard", `{"deny":"`+deny+`","phase":"after"}`))},
+		"order", "", rt.ToolResult{Err: err})
 	return err
 }
 

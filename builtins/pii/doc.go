@@ -84,7 +84,9 @@
 // run together: a card wrapped after a group or cut inside one over two elements is found, and
 // so is a card posted as its groups in fields of their own under keys that name its parts
 // ({"cc1": "4111", "cc2": "1111", ...}; not an invoice's codes, {"invoice": "2224", "line":
-// "5568", ...}). A JSON object is read as written (a key written twice holds two members, both read),
+// "5568", ...}); numbers are read each on its own, so groups posted as JSON numbers
+// ({"cc1": 4111, "cc2": 1111, ...}) are not read together and pass (docs/detection.md,
+// Splits). A JSON object is read as written (a key written twice holds two members, both read),
 // and a string that is itself a JSON document is read as one; with "redact" the arguments of
 // a tool call are also read as "block" reads them, their keys and strings one a line, and what
 // that reading finds is masked. A thinking block sent back is signed and

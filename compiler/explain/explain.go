@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/compiler/vet"
@@ -98,17 +99,36 @@ var keySettings = map[string][]string{
 	"memoize":          {"scope", "ttl", "single_flight"},
 	"semantic_memoize": {"scope", "threshold"},
 	"idempotent":       {"ttl", "key_args"},
-	"egress":           {"allow", "allow_private"},
-	"tool_policy":      {"allow", "deny"},
+	"egress":           {"allow", "allow_private", "scan_args"},
+	"tool_policy":      {"allow", "deny", "arg_patterns"},
 	"judge":            {"model", "on_error"},
 	"output_coerce":    {"mode"},
-	"pii":              {"action", "on_error"},
-	"content_filter":   {"on_error"},
-	"security":         {"on_error"},
+	"pii":              {"action", "kinds", "on_error"},
+	"content_filter":   {"keywords", "patterns", "on_error"},
+	"security":         {"patterns", "defaults", "threshold", "on_error"},
 	"max_tokens":       {"limit"},
 	"file_check":       {"roots"},
 	"truncate":         {"max_chars"},
 	"checkpoint":       {"after_tool", "keep"},
+}
+
+// unsetSettings are the key settings shown when the policy leaves them
+// unset, and what the builtin then does.
+var unsetSettings = map[string]map[string]string{
+	"pii": {"kinds": "all"},
+}
+
+// settingFormats render the key settings format would not write readably:
+// regular expressions, each between backquotes (a space at its end shows),
+// and tool_policy's argument patterns, each an argument and its expression.
+var settingFormats = map[string]func(any) string{
+	"patterns": func(v any) string { return formatList(v, func(x any) string { return regex(fmt.Sprint(x)) }) },
+	"arg_patterns": func(v any) string {
+		return formatList(v, func(x any) string {
+			m, _ := x.(map[string]any)
+			return fmt.Sprint(m["arg"]) + " " + regex(fmt.Sprint(m["pattern"]))
+		})
+	},
 }
 
 var callees = map[string]string{"chat": "model call", "tool": "tool call", "turn": "agent turn"}
@@ -144,8 +164,16 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 		}
 	}
 	for _, f := range keySettings[e.Use] {
-		if v, ok := e.Fields[f]; ok && (f != "on_cross" || crossable(e)) {
-			l.Settings = append(l.Settings, f+": "+format(v))
+		v, ok := e.Fields[f]
+		switch {
+		case ok && (f != "on_cross" || crossable(e)):
+			text := format(v)
+			if render := settingFormats[f]; render != nil {
+				text = render(v)
+			}
+			l.Settings = append(l.Settings, f+": "+text)
+		case !ok && unsetSettings[e.Use][f] != "":
+			l.Settings = append(l.Settings, f+": "+unsetSettings[e.Use][f])
 		}
 	}
 	if len(e.Tools) > 0 {
@@ -239,6 +267,28 @@ func relPos(p *dsl.Policy, pos dsl.Pos) string {
 		}
 	}
 	return fmt.Sprintf("%s:%d", filepath.ToSlash(file), pos.Line)
+}
+
+// formatList renders a list with item, its items joined by ", ".
+func formatList(v any, item func(any) string) string {
+	list, ok := v.([]any)
+	if !ok {
+		return format(v)
+	}
+	parts := make([]string, len(list))
+	for i, x := range list {
+		parts[i] = item(x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// regex writes a regular expression between backquotes, quoted as a Go
+// string when it holds a backquote or a control character.
+func regex(re string) string {
+	if strconv.CanBackquote(re) {
+		return "`" + re + "`"
+	}
+	return strconv.Quote(re)
 }
 
 // format renders a config value compactly: lists as "a, b", structs as

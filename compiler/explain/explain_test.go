@@ -216,3 +216,42 @@ func TestStateLocations(t *testing.T) {
 	support := build(t, filepath.Join("..", "..", "examples", "support"))
 	assert.Empty(t, support.Stages[0].Layers[0].State, "tracing keeps no state")
 }
+
+// TestSettingsThatDecideWhatIsBlocked checks that explain shows what a
+// guard refuses: tool_policy's argument patterns, the kinds pii detects
+// (all, when kinds is unset), whether egress reads every argument for
+// URLs, content_filter's keywords and patterns, and security's own
+// patterns, whether its defaults are on and its threshold. A pattern is
+// written between backquotes, so a space at its end shows.
+func TestSettingsThatDecideWhatIsBlocked(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+models: m: {usd_per_mtok_in: 1, usd_per_mtok_out: 2}
+tools: {
+	run_cmd: {args: {type: "object", properties: {cmd: {type: "string", maxLength: 100}, opts: {type: "object"}}}}
+	fetch: {url_arg: "url"}
+}
+chains: {
+	chat: [
+		{use: "security", defaults: false, patterns: ["reveal the (system )?prompt"]},
+		{use: "content_filter", keywords: ["drop table", "c++"], patterns: ["(?i)acme-\\d{4}"]},
+		{use: "pii", name: "pii_chat"},
+	]
+	tool: [
+		{use: "egress", allow: ["api.example.com"], scan_args: false},
+		{use: "tool_policy", arg_patterns: [{arg: "cmd", pattern: "^rm "}, {arg: "opts", pattern: "^/etc/"}]},
+		{use: "pii", kinds: ["email", "ssn", "card", "iban"]},
+	]
+}
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 2)
+	chat, tool := x.Stages[0], x.Stages[1]
+	assert.Equal(t, []string{"patterns: `reveal the (system )?prompt`", "defaults: false", "threshold: 1", "on_error: closed"}, chat.Layers[0].Settings)
+	assert.Equal(t, []string{"keywords: drop table, c++", "patterns: `(?i)acme-\\d{4}`", "on_error: closed"}, chat.Layers[1].Settings)
+	assert.Equal(t, []string{"action: block", "kinds: all", "on_error: closed"}, chat.Layers[2].Settings)
+	assert.Equal(t, []string{"allow: api.example.com", "scan_args: false"}, tool.Layers[0].Settings)
+	assert.Equal(t, []string{"arg_patterns: cmd `^rm `, opts `^/etc/`"}, tool.Layers[1].Settings)
+	assert.Equal(t, []string{"action: block", "kinds: email, ssn, card, iban", "on_error: closed"}, tool.Layers[2].Settings)
+}

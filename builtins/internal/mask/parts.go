@@ -50,10 +50,8 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 		}
 		// The run of messages read together: msgs[i:j].
 		j := i + 1
-		if turns && !scanned.IsGrounding(msg) && (msg.Role == "user" || msg.Role == "assistant" || msg.Role == "system") {
-			for j < len(msgs) && msgs[j].Role == msg.Role && !scanned.IsGrounding(&msgs[j]) {
-				j++
-			}
+		if turns {
+			j = scanned.TurnEnd(msgs, i)
 		}
 		var pieces []string
 		counts := make([]int, j-i)

@@ -173,9 +173,39 @@ var Unrecorded = errors.New("passed without a verdict")
 // first other error check returns is returned. A call without a run id
 // records nothing and scans everything.
 func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int, kind, text string) error) error {
+	visit := r.visitor(c, check)
+	if err := Each(c.Request.Messages, system, visit); err != nil {
+		return err
+	}
+	if !tools {
+		return nil
+	}
+	if err := EachTool(c.Request.Tools, visit); err != nil {
+		return err
+	}
+	if t := ResponseFormatText(c.Request.ResponseFormat); t != "" {
+		return visit(0, KindResponseFormat, t)
+	}
+	return nil
+}
+
+// ScanTurns calls check with the text of each turn of c's transcript
+// (Turns) that is not recorded for the call's run, and records each text
+// check passes, as Scan does. A turn's text is recorded as itself, so one
+// whose messages were each found clean is read all the same, and one a
+// message joins (the next call of an agent loop adds a user message after
+// the last) is a new text, read again.
+func (r *Record) ScanTurns(c *runtime.ChatCall, system bool, check func(i int, kind, text string) error) error {
+	return Turns(c.Request.Messages, system, r.visitor(c, check))
+}
+
+// visitor returns the visit of Scan and ScanTurns: a text recorded for the
+// call's run (an assistant message's: or as the model's output, AddOutput)
+// is skipped, any other goes to check and is recorded when check passes it.
+func (r *Record) visitor(c *runtime.ChatCall, check func(i int, kind, text string) error) func(i int, kind, text string) error {
 	run := c.Meta.Run.ID
 	msgs := c.Request.Messages
-	visit := func(i int, kind, text string) error {
+	return func(i int, kind, text string) error {
 		d := Of(text)
 		if run != "" && (r.HasDigest(run, d) ||
 			kind == KindMessage && msgs[i].Role == "assistant" && r.HasDigest(run, outputKey(d))) {
@@ -190,19 +220,6 @@ func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int,
 		r.AddDigest(run, d)
 		return nil
 	}
-	if err := Each(c.Request.Messages, system, visit); err != nil {
-		return err
-	}
-	if !tools {
-		return nil
-	}
-	if err := EachTool(c.Request.Tools, visit); err != nil {
-		return err
-	}
-	if t := ResponseFormatText(c.Request.ResponseFormat); t != "" {
-		return visit(0, KindResponseFormat, t)
-	}
-	return nil
 }
 
 // ResponseFormatText is the text of a call's response format the model
@@ -271,6 +288,9 @@ const (
 	// KindNames is the names a message carries (NamesText): its author's,
 	// its tool calls' names and ids, the call ids its results answer.
 	KindNames = "names"
+	// KindTurn is the text of consecutive messages of one role read as the
+	// one turn a provider sends them as (Turns); i is the first of them.
+	KindTurn = "turn"
 )
 
 // NamesText returns the names msg carries that reach the model besides its
@@ -329,6 +349,76 @@ func RunTogether(msg *runtime.Message) string {
 		}
 	}
 	return b.String()
+}
+
+// TurnEnd returns the end of the turn msgs[i] starts: j > i such that
+// msgs[i:j] are the consecutive messages of msgs[i]'s role (user, assistant
+// or system) a provider sends as one turn, none of them the grounding
+// block. Anthropic's API merges consecutive user or assistant messages into
+// one turn, and sends the system messages as the blocks of one system
+// prompt; a model reads the texts of a turn run together. A message of
+// another role (a tool message) or the grounding block is a turn of its own
+// (i+1).
+func TurnEnd(msgs []runtime.Message, i int) int {
+	msg := &msgs[i]
+	j := i + 1
+	if IsGrounding(msg) || msg.Role != "user" && msg.Role != "assistant" && msg.Role != "system" {
+		return j
+	}
+	for j < len(msgs) && msgs[j].Role == msg.Role && !IsGrounding(&msgs[j]) {
+		j++
+	}
+	return j
+}
+
+// Turns calls visit, with kind KindTurn and i the turn's first message,
+// with the text of each turn (TurnEnd) of two or more messages of which two
+// or more have text: the texts of its messages (Content and text parts)
+// joined by line breaks, then run together, as Each reads the text parts
+// of one message. Turns of role "system" are visited only when system is
+// true. The first error visit returns stops the walk and is returned.
+func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
+	for i := 0; i < len(msgs); {
+		j := TurnEnd(msgs, i)
+		from := i
+		i = j
+		if j-from < 2 || msgs[from].Role == "system" && !system {
+			continue
+		}
+		var pieces []string
+		texts := 0
+		for k := from; k < j; k++ {
+			n := len(pieces)
+			pieces = appendPieces(pieces, &msgs[k])
+			if len(pieces) > n {
+				texts++
+			}
+		}
+		if texts < 2 {
+			continue
+		}
+		if err := visit(from, KindTurn, strings.Join(pieces, "\n")); err != nil {
+			return err
+		}
+		if err := visit(from, KindTurn, strings.Join(pieces, "")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendPieces appends the texts of msg that are not empty: Content and
+// its text parts, in order.
+func appendPieces(pieces []string, msg *runtime.Message) []string {
+	if msg.Content != "" {
+		pieces = append(pieces, msg.Content)
+	}
+	for i := range msg.Parts {
+		if msg.Parts[i].Type == runtime.PartText && msg.Parts[i].Text != "" {
+			pieces = append(pieces, msg.Parts[i].Text)
+		}
+	}
+	return pieces
 }
 
 // IsGrounding reports whether msg is the grounding block the runtime
