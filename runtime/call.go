@@ -18,7 +18,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
 )
 
 // Run identifies the agent run a call belongs to: the CEL variable `run`.
