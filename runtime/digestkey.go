@@ -99,7 +99,7 @@ func (d Digester) Text(s string) string { return d.Sum([]byte(s)) }
 // equal numbers alike: runtime.ToolCall.ArgsDigest), or an error when v
 // cannot be canonicalised (a NaN or infinite number). With the key an
 // audit layer used, Args of a call's arguments is the args_digest of its
-// records; of a turn's input string, that of the turn's.
+// records (a turn's record holds Text of its input).
 func (d Digester) Args(v any) (string, error) {
 	b, err := json.Marshal(jsonnum.Canonical(v))
 	if err != nil {
