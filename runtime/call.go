@@ -1566,10 +1566,18 @@ type turnEnd struct {
 }
 
 // IdempotencyKey returns the turn's idempotency key, derived from the run id
-// and the input unless the caller supplied one.
+// and the input (keyed with the pipeline's digest key, when it has one)
+// unless the caller supplied one.
 func (c *TurnCall) IdempotencyKey() string {
 	if c.Meta.IdempotencyKey == "" {
-		c.Meta.IdempotencyKey, c.Meta.keyDerived = digest("turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input)), true
+		// With a digest key the key is its HMAC: an audit record holds it
+		// with the run id, and a short input would be found again by
+		// digesting the candidates.
+		var d Digester
+		if c.pl != nil {
+			d = c.pl.digester
+		}
+		c.Meta.IdempotencyKey, c.Meta.keyDerived = digestBy(d, "turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input)), true
 	}
 	return c.Meta.IdempotencyKey
 }
@@ -1621,8 +1629,12 @@ func Status(err error) string {
 	return "failed"
 }
 
-func digest(kind, run string, b []byte) string {
-	h := sha256.New()
+func digest(kind, run string, b []byte) string { return digestBy(Digester{}, kind, run, b) }
+
+// digestBy is digest hashed with d: an HMAC-SHA256 under its key when it
+// has one.
+func digestBy(d Digester, kind, run string, b []byte) string {
+	h := d.New()
 	h.Write([]byte(kind))
 	h.Write([]byte{0})
 	h.Write([]byte(run))
