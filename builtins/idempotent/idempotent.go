@@ -64,8 +64,8 @@ type Idempotent struct {
 	// digester makes the digests and the store keys the layer writes of a
 	// call's arguments: keyed with settings.digest_key_env.
 	digester runtime.Digester
-	clock  runtime.Clock
-	logger *slog.Logger
+	clock    runtime.Clock
+	logger   *slog.Logger
 	// flights collapses concurrent duplicates in this process.
 	flights lease.Group
 	// owners keeps the owner nonces of claims that went unanswered.
