@@ -274,7 +274,7 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		if ctx.Err() != nil {
 			return nil, nil, false, ctx.Err()
 		}
-		return nil, nil, false, m.storeErr("look up the call's record of an earlier build", err)
+		return nil, nil, false, m.storeErr("look up the call's record under its key of before", err)
 	}
 	switch g.Status {
 	case runtime.LeaseAcquired:
@@ -301,7 +301,7 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 	if c.Tool.RetrySafe {
 		return m.leaser, nil, false, nil
 	}
-	m.doubt(wctx, m.leaser, c, key, token, "was claimed by an earlier build and is in doubt there")
+	m.doubt(wctx, m.leaser, c, key, token, "was claimed under its key of before (by an earlier build, or without the digest key) and is in doubt there")
 	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 

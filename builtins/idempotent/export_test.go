@@ -10,3 +10,8 @@ const KeyPrefix = keyPrefix
 func SuppliedKeyOf(tool, tenant, key string) string {
 	return hashKey(runtime.Digester{}, "key", tool, tenant, key)
 }
+
+// PlainHashKey is the store key of parts without a digest key.
+func PlainHashKey(parts ...string) string {
+	return hashKey(runtime.Digester{}, parts...)
+}
