@@ -223,3 +223,42 @@ func TestADigestKeyReplaysASuppliedKeyRecordOfAnEarlierBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestADigestKeyAnswersATurnResumedAcrossTheSwitch: a worker without the
+// digest key was killed after the model asked for a refund and before the
+// refund was claimed; a worker with the key resumes the turn. Its call is
+// looked up under the plain key the turn recorded too: no claim there, it
+// never started and runs once, and a second resume is answered; a claim
+// the killed worker held under the plain key leaves it in doubt.
+func TestADigestKeyAnswersATurnResumedAcrossTheSwitch(t *testing.T) {
+	layer := rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms"}`)
+	t.Setenv(digestKeyEnv, digestKey)
+	keyed := plan.Settings{DigestKeyEnv: digestKeyEnv}
+	for _, name := range []string{"redis", "postgres"} {
+		t.Run(name+"/never started", func(t *testing.T) {
+			shared := storeOf(t, name)
+			cp := intentCheckpoint(t, shared)
+			var refunds atomic.Int64
+			res, err := newResumeWorkerWith(t, cp, shared, keyed, layer, &refunds).resume(t)
+			require.NoError(t, err)
+			assert.Equal(t, "refunded", res.Output)
+			assert.EqualValues(t, 1, refunds.Load())
+			_, err = newResumeWorkerWith(t, cp, shared, keyed, layer, &refunds).resume(t)
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, refunds.Load(), "the refund does not run twice")
+		})
+		t.Run(name+"/claimed before the switch", func(t *testing.T) {
+			shared := storeOf(t, name)
+			cp := intentCheckpoint(t, shared)
+			c := &runtime.ToolCall{Name: "refund", Args: map[string]any{"order_id": "A1"}, Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}}}
+			g, err := shared.(runtime.Leaser).Acquire(context.Background(), idempotent.Key(c), 300*time.Millisecond, time.Hour, false)
+			require.NoError(t, err)
+			require.Equal(t, runtime.LeaseAcquired, g.Status)
+			var refunds atomic.Int64
+			_, err = newResumeWorkerWith(t, cp, shared, keyed, layer, &refunds).resume(t)
+			var doubt *runtime.InDoubtError
+			require.ErrorAs(t, err, &doubt)
+			assert.Zero(t, refunds.Load())
+		})
+	}
+}
