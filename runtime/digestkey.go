@@ -35,8 +35,14 @@ const KeyedDigestPrefix = "hmac-sha256:"
 // The zero Digester is plain. A Digester never prints, logs or marshals its
 // key: it reads as "plain" or "keyed".
 type Digester struct {
-	key []byte
+	// key is behind a pointer so that printing a struct that holds a
+	// Digester (a layer's, with %+v, where its String is not called)
+	// shows an address, not the key.
+	key *digestKey
 }
+
+// digestKey is a Digester's key.
+type digestKey struct{ b []byte }
 
 // NewDigester returns the Digester of key, which must be MinDigestKey
 // bytes at least; an auditor holding the key matches a record with it
@@ -45,7 +51,7 @@ func NewDigester(key []byte) (Digester, error) {
 	if len(key) < MinDigestKey {
 		return Digester{}, fmt.Errorf("a digest key needs at least %d bytes, this one has %d (make one with: openssl rand -hex 32)", MinDigestKey, len(key))
 	}
-	return Digester{key: append([]byte(nil), key...)}, nil
+	return Digester{key: &digestKey{b: append([]byte(nil), key...)}}, nil
 }
 
 // digestKeyFromEnv returns the Digester of the key in the environment
@@ -64,7 +70,7 @@ func digestKeyFromEnv(env string) (Digester, error) {
 }
 
 // Keyed reports whether d digests with a key.
-func (d Digester) Keyed() bool { return len(d.key) > 0 }
+func (d Digester) Keyed() bool { return d.key != nil }
 
 // Plain returns the plain Digester, which the layers use to find the
 // records written before a deployment set a digest key.
@@ -73,7 +79,7 @@ func (d Digester) Plain() Digester { return Digester{} }
 // New returns a fresh hash of d: HMAC-SHA256 under its key, or SHA-256.
 func (d Digester) New() hash.Hash {
 	if d.Keyed() {
-		return hmac.New(sha256.New, d.key)
+		return hmac.New(sha256.New, d.key.b)
 	}
 	return sha256.New()
 }

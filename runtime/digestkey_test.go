@@ -84,6 +84,12 @@ func TestADigesterNeverShowsItsKey(t *testing.T) {
 		assert.NotContains(t, s, "0123456789abcdef", s)
 		assert.Contains(t, s, "keyed")
 	}
+	// Held in a struct, where fmt does not call its String.
+	holder := struct{ d runtime.Digester }{d}
+	for _, s := range []string{fmt.Sprintf("%v", holder), fmt.Sprintf("%+v", holder), fmt.Sprintf("%#v", holder)} {
+		assert.NotContains(t, s, "0123456789abcdef", s)
+		assert.NotContains(t, s, "48 49 50", s, "nor its bytes")
+	}
 	assert.True(t, d.Keyed())
 	assert.False(t, d.Plain().Keyed())
 
