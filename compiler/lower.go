@@ -24,7 +24,7 @@ var predicateFields = map[string][]string{
 func lower(_ context.Context, c *Compilation) error {
 	p := c.Policy
 	out := &plan.Plan{Version: plan.Version, Policy: p.Package,
-		Settings: plan.Settings{AllowUndeclaredTools: p.AllowUndeclaredTools}}
+		Settings: plan.Settings{AllowUndeclaredTools: p.AllowUndeclaredTools, DigestKeyEnv: p.DigestKeyEnv}}
 	if p.RunIdle != "" && p.RunIdle != plan.DefaultRunIdle {
 		out.Settings.RunIdle = p.RunIdle
 	}

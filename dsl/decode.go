@@ -136,6 +136,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	}
 	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
 	p.MaxAnswerBytes, _ = v.LookupPath(fieldPath("settings", "max_answer_bytes")).Int64()
+	p.DigestKeyEnv, _ = v.LookupPath(fieldPath("settings", "digest_key_env")).String()
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)
 	l.decodeState(p, v)

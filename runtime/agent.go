@@ -885,7 +885,7 @@ func (pl *Pipeline) callInDoubt(ctx context.Context, call ToolUse, recorded bool
 	if !recorded && (err != nil || !undeclared && !(e.info.SideEffecting && !e.info.RetrySafe)) {
 		return nil
 	}
-	c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}}
+	c := &ToolCall{Name: treq.Name, Args: treq.Args, Meta: Meta{Run: RunOf(ctx)}, digester: pl.digester}
 	if e != nil && len(pl.keyers) > 0 {
 		// The key the tool would have got: the one to settle the call by.
 		c.Tool = &e.info

@@ -327,7 +327,7 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 		if err != nil {
 			continue
 		}
-		claim, err := v.ClaimKey(&ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, Meta: Meta{Run: RunOf(ctx)}})
+		claim, err := v.ClaimKey(&ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, Meta: Meta{Run: RunOf(ctx)}, digester: pl.digester})
 		if err != nil {
 			continue
 		}

@@ -203,6 +203,11 @@ func (b *BuildContext) Shared(key string, mk func() any) any {
 // text (GroundingScreener) read it, since they read the call before it did.
 func (b *BuildContext) Outer() []LayerInfo { return slices.Clone(b.p.layers[b.Stage]) }
 
+// Digester returns the pipeline's Digester: keyed when the policy sets
+// settings.digest_key_env, plain otherwise. A layer that stores a digest of
+// a call's arguments or of an error's text makes it with this one.
+func (b *BuildContext) Digester() Digester { return b.p.digester }
+
 // Name returns the layer's name (its `use` when unnamed).
 func (b *BuildContext) Name() string { return layerName(b.Layer) }
 
@@ -280,6 +285,9 @@ type Pipeline struct {
 	allowUndeclared bool
 	// maxAnswer bounds one model call's answer (settings.max_answer_bytes).
 	maxAnswer int64
+	// digester makes the digests the layers store of arguments and error
+	// text: keyed with settings.digest_key_env, else plain.
+	digester Digester
 	// offered are the declared tools a request without Tools offers.
 	offered []ToolDef
 
@@ -431,6 +439,13 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		}
 	}
 	pl.allowUndeclared = p.Settings.AllowUndeclaredTools
+	if p.Settings.DigestKeyEnv != "" {
+		// Fail closed: a policy that asks for keyed digests never stores
+		// plain ones. The error names the variable, never its value.
+		if pl.digester, err = digestKeyFromEnv(p.Settings.DigestKeyEnv); err != nil {
+			return nil, fmt.Errorf("build: %w", err)
+		}
+	}
 	pl.maxAnswer = p.Settings.MaxAnswerBytes
 	if pl.maxAnswer <= 0 {
 		pl.maxAnswer = plan.DefaultMaxAnswerBytes

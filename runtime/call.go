@@ -18,8 +18,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/agentc-dev/agentc/internal/jsonnum"
 )
 
 // Run identifies the agent run a call belongs to: the CEL variable `run`.
@@ -1346,6 +1344,9 @@ type ToolCall struct {
 	entry     *toolEntry
 	digest    string
 	digestErr error
+	// digester makes the arguments' digest: the pipeline's
+	// (settings.digest_key_env), plain when it has no key.
+	digester Digester
 	// tainted reports that the terminal ran and tainted its raw result.
 	tainted bool
 	// interrupted is set (atomically: a layer may run the terminal on a
@@ -1373,11 +1374,13 @@ type ToolCall struct {
 // depth, mark it.
 func (c *ToolCall) Delegated() bool { return atomic.LoadInt32(&c.delegated) != 0 }
 
-// ArgsDigest returns the hex SHA-256 of the canonical JSON of the arguments
+// ArgsDigest returns the digest of the canonical JSON of the arguments
 // (object keys sorted, numbers as jsonnum.Canonical writes them: equal
-// numbers alike, 0 and -0, a json.Number 100.0 and the float64 100), or ""
-// when the arguments cannot be canonicalised (a NaN or infinite number, a
-// channel or func value): see ArgsDigestErr.
+// numbers alike, 0 and -0, a json.Number 100.0 and the float64 100): the
+// hex SHA-256, or, when the pipeline has a digest key
+// (settings.digest_key_env), KeyedDigestPrefix and the hex HMAC-SHA256
+// under it (Digester.Args). "" when the arguments cannot be canonicalised
+// (a NaN or infinite number, a channel or func value): see ArgsDigestErr.
 func (c *ToolCall) ArgsDigest() string {
 	d, _ := c.ArgsDigestErr()
 	return d
@@ -1389,15 +1392,29 @@ func (c *ToolCall) ArgsDigest() string {
 // digest and must not share one.
 func (c *ToolCall) ArgsDigestErr() (string, error) {
 	if c.digest == "" && c.digestErr == nil {
-		b, err := json.Marshal(jsonnum.Canonical(c.Args))
-		if err != nil {
-			c.digestErr = err
-			return "", err
-		}
-		sum := sha256.Sum256(b)
-		c.digest = hex.EncodeToString(sum[:])
+		c.digest, c.digestErr = c.digester.Args(c.Args)
 	}
 	return c.digest, c.digestErr
+}
+
+// Digester returns the Digester of c's digests: the pipeline's, keyed when
+// the policy sets settings.digest_key_env.
+func (c *ToolCall) Digester() Digester { return c.digester }
+
+// PlainForm returns c as a pipeline without a digest key sees it: a copy
+// whose digest is plain and whose idempotency key, when derived, is
+// derived from that digest; c itself when its digests are plain. A layer
+// looks up with it what it stored of the call before a deployment set the
+// key.
+func (c *ToolCall) PlainForm() *ToolCall {
+	if !c.digester.Keyed() {
+		return c
+	}
+	p := &ToolCall{Name: c.Name, Args: c.Args, Tool: c.Tool, Meta: c.Meta, entry: c.entry}
+	if c.Meta.keyDerived {
+		p.Meta.IdempotencyKey, p.Meta.keyDerived = "", false
+	}
+	return p
 }
 
 // IdempotencyKey returns the call's idempotency key: the caller's, or one
@@ -1549,10 +1566,18 @@ type turnEnd struct {
 }
 
 // IdempotencyKey returns the turn's idempotency key, derived from the run id
-// and the input unless the caller supplied one.
+// and the input (keyed with the pipeline's digest key, when it has one)
+// unless the caller supplied one.
 func (c *TurnCall) IdempotencyKey() string {
 	if c.Meta.IdempotencyKey == "" {
-		c.Meta.IdempotencyKey, c.Meta.keyDerived = digest("turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input)), true
+		// With a digest key the key is its HMAC: an audit record holds it
+		// with the run id, and a short input would be found again by
+		// digesting the candidates.
+		var d Digester
+		if c.pl != nil {
+			d = c.pl.digester
+		}
+		c.Meta.IdempotencyKey, c.Meta.keyDerived = digestBy(d, "turn", c.Meta.Run.ID, []byte(c.Session.ID+"\x00"+c.Input)), true
 	}
 	return c.Meta.IdempotencyKey
 }
@@ -1604,8 +1629,12 @@ func Status(err error) string {
 	return "failed"
 }
 
-func digest(kind, run string, b []byte) string {
-	h := sha256.New()
+func digest(kind, run string, b []byte) string { return digestBy(Digester{}, kind, run, b) }
+
+// digestBy is digest hashed with d: an HMAC-SHA256 under its key when it
+// has one.
+func digestBy(d Digester, kind, run string, b []byte) string {
+	h := d.New()
 	h.Write([]byte(kind))
 	h.Write([]byte{0})
 	h.Write([]byte(run))

@@ -696,13 +696,13 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		// answers the call from it instead of taking it for a call that
 		// may have run (unless it is such a call, resumed: in doubt).
 		if resumesInFlight.Load() != 0 {
-			c := ToolCall{Name: req.Name, Args: req.Args, Meta: Meta{Run: RunOf(ctx), IdempotencyKey: req.IdempotencyKey}}
+			c := ToolCall{Name: req.Name, Args: req.Args, Meta: Meta{Run: RunOf(ctx), IdempotencyKey: req.IdempotencyKey}, digester: pl.digester}
 			err = resumedUnanswered(ctx, req.Name, c.IdempotencyKey(), err)
 		}
 		return ToolResult{}, pl.recordOutcome(ctx, req.Name, nil, err)
 	}
 	c := toolCalls.Get().(*ToolCall)
-	c.Name, c.Args, c.Tool, c.entry = req.Name, req.Args, &e.info, e
+	c.Name, c.Args, c.Tool, c.entry, c.digester = req.Name, req.Args, &e.info, e, pl.digester
 	c.Meta.IdempotencyKey, c.Meta.Attempts, c.Meta.Run = req.IdempotencyKey, 1, *run
 	if req.IdempotencyKey == "" && len(pl.keyers) > 0 {
 		pl.keyCall(ctx, c)
@@ -896,7 +896,7 @@ func (pl *Pipeline) AdmitTool(ctx context.Context, req ToolRequest) error {
 	if err != nil {
 		return err
 	}
-	c := &ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, entry: e}
+	c := &ToolCall{Name: req.Name, Args: req.Args, Tool: &e.info, entry: e, digester: pl.digester}
 	c.Meta.IdempotencyKey, c.Meta.Attempts = req.IdempotencyKey, 1
 	if r := runIn(ctx); r != nil {
 		c.Meta.Run = *r

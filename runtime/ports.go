@@ -66,7 +66,10 @@ type AuditRecord struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Duration is how long the call took (outcome records).
 	Duration time.Duration `json:"duration,omitempty"`
-	// ArgsDigest is the hex SHA-256 of the canonical arguments.
+	// ArgsDigest is the digest of the canonical arguments (a turn's: of
+	// its input): their hex SHA-256, or with settings.digest_key_env
+	// KeyedDigestPrefix and their hex HMAC-SHA256 under the key
+	// (Digester).
 	ArgsDigest string `json:"args_digest,omitempty"`
 	// Args holds the raw arguments when the layer includes them.
 	Args map[string]any `json:"args,omitempty"`

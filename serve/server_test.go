@@ -195,9 +195,11 @@ stores: {
 }
 mcp: servers: pay: {url: "http://127.0.0.1:1/mcp", headers: {Authorization: "Bearer ${AGENTC_TEST_SERVE_UNSET_PAY}"}}
 chains: chat: [{use: "meter", store: "shared"}, {use: "rate_limit", rate: 5, per: "1m", store: "ledger"}]
+settings: digest_key_env: "AGENTC_TEST_SERVE_UNSET_DIGEST"
 `)), LookupEnv: func(string) (string, bool) { return "", false }})
 	require.Error(t, err)
 	for _, want := range []string{
+		"settings.digest_key_env: environment variable AGENTC_TEST_SERVE_UNSET_DIGEST is not set",
 		"environment variable AGENTC_TEST_SERVE_UNSET_APP is not set",
 		"environment variable AGENTC_TEST_SERVE_UNSET_OPENAI (its api_key_env) is not set",
 		`store "ledger": environment variable AGENTC_TEST_SERVE_UNSET_PG (its url_env) is not set`,
@@ -206,6 +208,24 @@ chains: chat: [{use: "meter", store: "shared"}, {use: "rate_limit", rate: 5, per
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
+
+// A digest key the policy asks for, unset or too short, fails the start
+// naming its variable and never its value: the gateway never stores plain
+// digests in its place.
+func TestAnUnsetDigestKeyFailsTheStart(t *testing.T) {
+	src := cueSource(writePolicy(t, "package gw\nmodels: m: {}\nsettings: digest_key_env: \"AGENTC_TEST_SERVE_DIGEST_KEY\"\n"))
+	t.Setenv("AGENTC_TEST_SERVE_DIGEST_KEY", "")
+	_, err := New(context.Background(), Options{Source: src})
+	require.ErrorContains(t, err, "settings.digest_key_env: environment variable AGENTC_TEST_SERVE_DIGEST_KEY is not set")
+	t.Setenv("AGENTC_TEST_SERVE_DIGEST_KEY", "too-short-secret")
+	_, err = New(context.Background(), Options{Source: src})
+	require.ErrorContains(t, err, "environment variable AGENTC_TEST_SERVE_DIGEST_KEY: a digest key needs at least 32 bytes")
+	assert.NotContains(t, err.Error(), "too-short-secret")
+	t.Setenv("AGENTC_TEST_SERVE_DIGEST_KEY", "serve-test-digest-key-0123456789abcdef")
+	s := startServer(t, Options{Source: src})
+	code, _, body := do(t, "GET", s.url+"/v1/models", "", nil)
+	assert.Equal(t, 200, code, body)
 }
 
 func TestNoKeysAdmitsEveryCaller(t *testing.T) {

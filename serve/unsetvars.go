@@ -14,7 +14,8 @@ import (
 // (through lookup, as they connect) and its stores' url_env read (from the
 // process's environment, as the stores open) that are unset or empty, so
 // that a start failing for want of variables names all of them at once:
-// mcp is the servers', stores the stores'. The headers and env are read
+// mcp is the servers', stores the stores' (and settings.digest_key_env,
+// which Build reads). The headers and env are read
 // whenever the server connects, so one unset fails every start; a store's
 // url_env only when a layer opens the store.
 func unsetVariables(p *plan.Plan, lookup func(string) (string, bool)) (mcp, stores []error) {
@@ -45,6 +46,11 @@ func unsetVariables(p *plan.Plan, lookup func(string) (string, bool)) (mcp, stor
 		if os.Getenv(s.URLEnv) == "" {
 			stores = append(stores, fmt.Errorf("store %q: environment variable %s (its url_env) is not set", name, s.URLEnv))
 		}
+	}
+	if k := p.Settings.DigestKeyEnv; k != "" && os.Getenv(k) == "" {
+		// Read from the process's environment by runtime.Build, as the
+		// stores' url_env.
+		stores = append(stores, fmt.Errorf("settings.digest_key_env: environment variable %s is not set", k))
 	}
 	return mcp, stores
 }

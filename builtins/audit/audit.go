@@ -2,8 +2,6 @@ package audit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -46,12 +44,16 @@ type Audit struct {
 	name string
 	sink runtime.AuditSink
 	now  func() time.Time
+	// digester digests a turn's input and a withheld error's text, as
+	// the pipeline digests a tool call's arguments (settings.digest_key_env).
+	digester runtime.Digester
 }
 
 // Provision resolves the sink.
 func (a *Audit) Provision(b *runtime.BuildContext) error {
 	a.name = b.Name()
 	a.now = b.Clock().Now
+	a.digester = b.Digester()
 	s, err := b.AuditSink(a.Sink)
 	if err != nil {
 		return err
@@ -191,7 +193,7 @@ func (a *Audit) errorText(err error, what string) string {
 	if a.IncludeErrors {
 		return text
 	}
-	return errtext.Withheld(err, text, what)
+	return errtext.Withheld(a.digester, err, text, what)
 }
 
 // outcome returns the outcome record of a call that returned err; what is
@@ -237,9 +239,8 @@ func (a *Audit) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // WrapTurn implements runtime.TurnWrapper.
 func (a *Audit) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
-		sum := sha256.Sum256([]byte(c.Input))
 		rec := runtime.AuditRecord{Layer: a.name, Stage: plan.StageTurn, RunID: c.Meta.Run.ID,
-			IdempotencyKey: c.IdempotencyKey(), ArgsDigest: hex.EncodeToString(sum[:])}
+			IdempotencyKey: c.IdempotencyKey(), ArgsDigest: a.digester.Text(c.Input)}
 		if a.IncludeArgs {
 			rec.Args = map[string]any{"input": c.Input}
 			if c.Session.ID != "" {

@@ -7,8 +7,9 @@
 //
 //   - intent (Phase "intent"), before the inner layers run: time, layer,
 //     stage, tool, run id, idempotency key, the attempt number in progress
-//     and the SHA-256 digest of the canonical arguments (a turn's: of its
-//     input). A tool call whose arguments cannot be canonicalised (a NaN or
+//     and the digest of the canonical arguments (a turn's: of its input;
+//     runtime.ToolCall.ArgsDigest: a plain SHA-256, or with
+//     settings.digest_key_env an HMAC-SHA256 under the key, below). A tool call whose arguments cannot be canonicalised (a NaN or
 //     infinite number: runtime.ToolCall.ArgsDigestErr) has an empty digest,
 //     and its intent record's error message notes why ("arguments cannot be
 //     canonicalised: ..."). If the intent cannot be written the call does not run: the
@@ -68,22 +69,29 @@
 //
 // Raw arguments (a tool's args; a turn's input and session id) are stored
 // only with include_args: true; by default the digest alone lets an auditor
-// match a record to a known call without keeping the arguments' text. The
-// digest is a plain SHA-256, unkeyed and unsalted: it hides arguments no
-// one can guess, not a short or guessable one (a PIN, an amount, an
-// account number of a known form, an e-mail address among the customers'),
-// which anyone who reads the trail recovers by digesting the candidates
-// until one matches: such a trail is read only by those who may see the
-// arguments, or they are masked before the layer (a pii layer outside
-// audit masks the personal data it finds). The same
-// holds for a failed call's error text, which a tool may fill with its
-// arguments ("card 4111111111111111 declined", "no such user
-// ann@example.com"): it is stored only with include_errors: true. By
-// default an outcome's error message reads `layer "bank"; text withheld,
-// sha256 HEX`: the layer the error names (runtime.LayerOf; left out when it
-// names none), preceded by "panic; " for a panic, and the hex SHA-256 of
-// the error's text, which matches the error the caller got; with the error
-// type (its kind) and the decision, that says what failed and where
+// match a record to a known call without keeping the arguments' text.
+// Without settings.digest_key_env the digest is a plain SHA-256 (64 hex
+// digits), unkeyed and unsalted: it hides arguments no one can guess, not
+// a short or guessable one (a PIN, an amount, an account number of a known
+// form, an e-mail address among the customers'), which anyone who reads
+// the trail recovers by digesting the candidates until one matches. With
+// the setting, the digest is "hmac-sha256:" and the hex HMAC-SHA256 of the
+// canonical arguments under the key the variable holds (a turn's idempotency
+// key, derived from its input, is keyed too, as a tool call's is derived
+// from its keyed digest): a reader without the key cannot test candidates,
+// and an auditor with it matches a record to a known call by computing
+// runtime.NewDigester(key).Args(args) (a turn's: .Text(input)) and
+// comparing it with args_digest. Records written before the setting keep
+// their plain digests, which the prefix tells apart. The same holds for a
+// failed call's error text, which a tool may fill with its arguments
+// ("card 4111111111111111 declined", "no such user ann@example.com"): it
+// is stored only with include_errors: true. By default an outcome's error
+// message reads `layer "bank"; text withheld, sha256 HEX` (`...
+// hmac-sha256 HEX` with a digest key: Digester.Text of the text): the layer
+// the error names (runtime.LayerOf; left out when it names none), preceded
+// by "panic; " for a panic, and the digest of the error's text, which
+// matches the error the caller got; with the error type (its kind) and the
+// decision, that says what failed and where
 // without keeping the text. Every sink (memory, SQLite, Redis, PostgreSQL,
 // a host's) receives the record so. In either case a secret the run holds
 // is written as "[SECRET]" (a secret number as the call carries it: an

@@ -3,8 +3,6 @@ package idempotent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -38,31 +35,41 @@ type argDigests struct {
 	By map[string]string `json:"by,omitzero"`
 }
 
-// digests returns the digests of c's arguments. The layer computes them
+// digests returns the digests of c's arguments, made with the layer's
+// Digester (keyed with settings.digest_key_env). The layer computes them
 // only for calls whose arguments canonicalise.
 func (m *Idempotent) digests(c *runtime.ToolCall) argDigests {
-	by := make(map[string]string, len(c.Args))
-	for k, v := range c.Args {
-		by[k] = digestOf(v)
-	}
-	return argDigests{Args: m.argsDigest(c), By: by}
+	return m.digestsBy(m.digester, c)
 }
 
-// digestOf is the hex SHA-256 of v's canonical JSON (equal numbers
-// alike, as in the arguments' digest). v is a part of arguments that
-// canonicalise.
-func digestOf(v any) string {
-	b, _ := json.Marshal(jsonnum.Canonical(v))
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+// digestsBy returns the digests of c's arguments made with d.
+func (m *Idempotent) digestsBy(d runtime.Digester, c *runtime.ToolCall) argDigests {
+	by := make(map[string]string, len(c.Args))
+	for k, v := range c.Args {
+		by[k] = digestOf(d, v)
+	}
+	return argDigests{Args: m.argsDigestBy(d, c), By: by}
+}
+
+// digestOf is the digest, made with d, of v's canonical JSON (equal
+// numbers alike, as in the arguments' digest). v is a part of arguments
+// that canonicalise.
+func digestOf(d runtime.Digester, v any) string {
+	s, _ := d.Args(v)
+	return s
 }
 
 // argsDigest returns the one digest of c's arguments that records hold:
 // the digest of its canonical arguments (runtime.ToolCall.ArgsDigest),
 // those named in vary_args left out.
 func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
+	return m.argsDigestBy(m.digester, c)
+}
+
+// argsDigestBy is argsDigest made with d.
+func (m *Idempotent) argsDigestBy(d runtime.Digester, c *runtime.ToolCall) string {
 	if len(m.VaryArgs) == 0 {
-		return c.ArgsDigest()
+		return fullDigest(d, c)
 	}
 	kept := make(map[string]any, len(c.Args))
 	for k, v := range c.Args {
@@ -70,7 +77,31 @@ func (m *Idempotent) argsDigest(c *runtime.ToolCall) string {
 			kept[k] = v
 		}
 	}
-	return digestOf(kept)
+	return digestOf(d, kept)
+}
+
+// fullDigest is the digest of all c's arguments made with d: the call's
+// own (runtime.ToolCall.ArgsDigest) when the pipeline digests as d does.
+func fullDigest(d runtime.Digester, c *runtime.ToolCall) string {
+	if d.Keyed() == c.Digester().Keyed() {
+		return c.ArgsDigest()
+	}
+	return digestOf(d, c.Args)
+}
+
+// recordDigester returns the Digester that made the digests d a record or
+// a claim holds: the layer's when they are keyed
+// (runtime.KeyedDigestPrefix), the plain one when they were written
+// without a digest key (before a deployment set one). A keyed record read
+// by a layer without the key matches no call.
+func (m *Idempotent) recordDigester(d argDigests) runtime.Digester {
+	if d.Args != "" {
+		return m.digester.Of(d.Args)
+	}
+	for _, v := range d.By {
+		return m.digester.Of(v)
+	}
+	return m.digester
 }
 
 // verdict is how a call compares with the call whose digests a record or
@@ -104,8 +135,9 @@ const (
 // vary_args named then, and every argument counts, one a tool gains later
 // included.
 func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []string) {
+	dg := m.recordDigester(d)
 	if d.By != nil {
-		mine := m.digests(c).By
+		mine := m.digestsBy(dg, c).By
 		var diff []string
 		for _, k := range slices.Sorted(maps.Keys(mergeKeys(mine, d.By))) {
 			if !slices.Contains(m.VaryArgs, k) && mine[k] != d.By[k] {
@@ -117,7 +149,7 @@ func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []stri
 		}
 		return same, nil
 	}
-	if d.Args == m.argsDigest(c) || d.Args == c.ArgsDigest() {
+	if d.Args == m.argsDigestBy(dg, c) || d.Args == fullDigest(dg, c) {
 		return same, nil
 	}
 	if len(m.VaryArgs) > 0 {
@@ -216,21 +248,23 @@ func (m *Idempotent) suppliedKey(c *runtime.ToolCall) bool {
 	return len(m.KeyArgs) == 0 && c.Meta.IdempotencyKeySupplied()
 }
 
-// earlier looks for the outcome of c, keyed on the idempotency key its
-// caller supplied and claimed afresh under key (token), that a build
-// before this keying stored under the key that held its arguments' digest
-// too (Key): a call retried across the upgrade must not run again. It
-// claims that key without a takeover, as any claim. Free, the claim is
-// kept while c runs (l: twin), so that a replica of the earlier build
-// meets c there, as c would meet it. An outcome there is published under
-// key (with c's digests, so that other arguments are refused from then
-// on) and returned; a claim held there (an earlier build's replica runs
-// the call) releases key, and wait asks the caller to ask again later; a
-// claim in doubt there leaves c in doubt (key too, under its note), unless
-// its tool is retry_safe, when it runs under key with the same
-// idempotency key.
-func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key string, token int64) (l runtime.Leaser, res []byte, wait bool, err error) {
-	old := Key(c)
+// earlier looks for the outcome of c, claimed afresh under key (token),
+// that was stored under the key c had before (old: older): a build before
+// the comparison of arguments under a supplied key keyed such a call on
+// its arguments' digest too (Key), and a deployment without a digest key
+// wrote the plain form of every key. A call retried across the upgrade, or
+// across the setting of the key, must not run again. It claims old
+// without a takeover, as any claim. Free, the claim is kept while c runs
+// when keep (l: twin), so that a replica of the earlier build meets c
+// there, as c would meet it; else (a plain key, which the layer never
+// writes once it has a digest key) it is released at once. An outcome
+// there is published under key (with c's digests, so that other
+// arguments are refused from then on) and returned; a claim held there
+// (a replica of the earlier build runs the call) releases key, and wait
+// asks the caller to ask again later; a claim in doubt there leaves c in
+// doubt (key too, under its note), unless its tool is retry_safe, when it
+// runs under key with the same idempotency key.
+func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key string, token int64, old string, keep bool) (l runtime.Leaser, res []byte, wait bool, err error) {
 	wctx := context.WithoutCancel(ctx)
 	owner := m.owners.take(old)
 	g, err := m.leaser.AcquireAs(ctx, old, owner, nil, m.LeaseTTL.D(), m.TTL.D(), false)
@@ -240,10 +274,14 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		if ctx.Err() != nil {
 			return nil, nil, false, ctx.Err()
 		}
-		return nil, nil, false, m.storeErr("look up the call's record of an earlier build", err)
+		return nil, nil, false, m.storeErr("look up the call's record under its key of before", err)
 	}
 	switch g.Status {
 	case runtime.LeaseAcquired:
+		if !keep {
+			m.release(wctx, c, old, g.Token)
+			return m.leaser, nil, false, nil
+		}
 		return &twin{Leaser: m.leaser, old: old, token: g.Token}, nil, false, nil
 	case runtime.LeaseDone:
 		// The record there may be this build's (twin), holding the
@@ -263,7 +301,7 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 	if c.Tool.RetrySafe {
 		return m.leaser, nil, false, nil
 	}
-	m.doubt(wctx, m.leaser, c, key, token, "was claimed by an earlier build and is in doubt there")
+	m.doubt(wctx, m.leaser, c, key, token, "was claimed under its key of before (by an earlier build, or without the digest key) and is in doubt there")
 	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 

@@ -13,7 +13,8 @@
 // Key: the tool name, the run's tenant (runtime.Run.Tenant), the call's
 // idempotency key (ToolCall.IdempotencyKey: derived from the run id, the
 // tool and the canonical arguments) and the arguments' digest, hashed
-// with SHA-256. An idempotency key the caller supplied (the key of a
+// with SHA-256 (with settings.digest_key_env the digest, and so the
+// derived key, is keyed: below). An idempotency key the caller supplied (the key of a
 // redelivered job, an Idempotency-Key header) names one call, as a payment
 // API's does: the key is then the tool, the tenant and that key, and the
 // layer compares the arguments of a call that reuses it with those of the
@@ -42,9 +43,10 @@
 // arguments share a key.
 // The layer stores, with a call's outcome, the digest of each of its
 // top-level arguments (of its canonical JSON, as runtime.ToolCall.ArgsDigest
-// reads the arguments: a plain SHA-256, which keeps no argument's text but
-// gives an argument of few possible values, a PIN or an amount, to anyone
-// who reads the store and digests the candidates), and a later call under
+// reads the arguments: without settings.digest_key_env a plain SHA-256,
+// which keeps no argument's text but gives an argument of few possible
+// values, a PIN or an amount, to anyone who reads the store and digests
+// the candidates; keyed with it, below), and a later call under
 // the key that differs in an
 // argument vary_args does not name is refused, without running, with a
 // *runtime.BlockedError naming the layer and the arguments that differ
@@ -75,6 +77,34 @@
 // holds the arguments' digest) is replayed to any call of its key. The digest and the outcome are stored inside the
 // form of a stored error (step 5), so that a build that does not read the
 // digest refuses a duplicate rather than replay the outcome unchecked.
+//
+// Digest key: with settings.digest_key_env (runtime.BuildContext.Digester)
+// every digest the layer writes of a call's arguments is an HMAC-SHA256
+// under the key, written "hmac-sha256:HEX" (the digests of a record and of
+// a claim's note), and so are the store keys that hold arguments: the key
+// of a call keyed on its run (its idempotency key and digest are keyed),
+// and the key of key_args, which the layer also passes downstream as the
+// call's idempotency key. A key the caller supplied holds no argument and
+// is the same either way. A reader of the store (or of an audit trail,
+// which holds the idempotency key) can no longer test candidates. Records
+// written without the key are still read: a call claimed afresh under its
+// keyed key first looks up its key of before (the plain form; for a
+// supplied key, that of builds before the comparison of arguments under
+// it, earlier), as a supplied key's earlier record is looked up: an
+// outcome there answers it (compared, under key_args or a supplied key,
+// with the plain digests that record holds, which their form tells apart:
+// an identical retry is answered, other arguments refused) and is stored
+// under the keyed key; a claim held there is waited for; one in doubt
+// leaves the call in doubt unless its tool is retry_safe. A free plain key
+// is released at once: the layer never writes one, so a replica still
+// without the key does not see a call a replica with it runs (set the key
+// on every replica at once, or stop the ones without it first). A resumed
+// agent turn recorded before the switch, with the plain key, is answered
+// through that lookup. Removing the key, or changing it, leaves the records
+// written with it unread: calls keyed on their run run again if retried,
+// and a call under key_args or a supplied key is refused, as its record's
+// keyed digests match nothing; keep a key until its records expire (ttl),
+// or accept that.
 //
 // A side-effecting call whose arguments cannot be canonicalised (a NaN or
 // infinite number, a channel: runtime.ToolCall.ArgsDigestErr) has no key

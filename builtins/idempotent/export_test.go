@@ -1,10 +1,17 @@
 package idempotent
 
+import "github.com/agentc-dev/agentc/runtime"
+
 // KeyPrefix starts every store key of the layer.
 const KeyPrefix = keyPrefix
 
 // SuppliedKeyOf is the store key of a call of tool, in tenant, keyed on
 // the idempotency key its caller supplied (no key_args).
 func SuppliedKeyOf(tool, tenant, key string) string {
-	return hashKey("key", tool, tenant, key)
+	return hashKey(runtime.Digester{}, "key", tool, tenant, key)
+}
+
+// PlainHashKey is the store key of parts without a digest key.
+func PlainHashKey(parts ...string) string {
+	return hashKey(runtime.Digester{}, parts...)
 }

@@ -3,7 +3,6 @@ package idempotent
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -62,8 +61,11 @@ type Idempotent struct {
 
 	name   string
 	leaser runtime.Leaser
-	clock  runtime.Clock
-	logger *slog.Logger
+	// digester makes the digests and the store keys the layer writes of a
+	// call's arguments: keyed with settings.digest_key_env.
+	digester runtime.Digester
+	clock    runtime.Clock
+	logger   *slog.Logger
 	// flights collapses concurrent duplicates in this process.
 	flights lease.Group
 	// owners keeps the owner nonces of claims that went unanswered.
@@ -80,6 +82,7 @@ func (m *Idempotent) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
 	m.clock = b.Clock()
+	m.digester = b.Digester()
 	if m.LeaseTTL <= 0 {
 		m.LeaseTTL = runtime.Duration(DefaultLease)
 	}
@@ -123,15 +126,19 @@ func (m *Idempotent) Validate() error {
 // Key returns the store key of a call keyed on its run (no key_args, no
 // idempotency key supplied by the caller): the tool, the tenant, the
 // call's idempotency key (derived from the run and the arguments) and the
-// arguments' digest. Builds before the comparison of arguments under a
-// supplied key keyed such calls so too (earlier). The layer computes it
-// only for calls whose arguments canonicalise (ToolCall.ArgsDigestErr).
+// arguments' digest (keyed when the pipeline has a digest key: the key
+// then holds nothing a reader can digest candidates against). Builds
+// before the comparison of arguments under a supplied key keyed such
+// calls so too (earlier). The layer computes it only for calls whose
+// arguments canonicalise (ToolCall.ArgsDigestErr).
 func Key(c *runtime.ToolCall) string {
-	return hashKey(c.Name, c.Meta.Run.Tenant, c.IdempotencyKey(), c.ArgsDigest())
+	return hashKey(runtime.Digester{}, c.Name, c.Meta.Run.Tenant, c.IdempotencyKey(), c.ArgsDigest())
 }
 
-func hashKey(parts ...string) string {
-	h := sha256.New()
+// hashKey returns the store key of parts: their SHA-256, or their
+// HMAC-SHA256 under d's key, in hex, after keyPrefix.
+func hashKey(d runtime.Digester, parts ...string) string {
+	h := d.New()
 	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
@@ -144,23 +151,58 @@ func hashKey(parts ...string) string {
 // idempotency key its caller supplied, else on its run and arguments
 // (Key).
 func (m *Idempotent) key(c *runtime.ToolCall) (string, error) {
-	if len(m.KeyArgs) == 0 {
-		if m.suppliedKey(c) {
-			return hashKey("key", c.Name, c.Meta.Run.Tenant, c.Meta.IdempotencyKey), nil
-		}
-		return Key(c), nil
-	}
-	k, err := m.argsKey(c)
+	k, err := m.keyBy(m.digester, c)
 	if err != nil {
 		return "", err
 	}
-	if !c.Meta.IdempotencyKeySupplied() {
+	if len(m.KeyArgs) > 0 && !c.Meta.IdempotencyKeySupplied() {
 		// The key passed downstream is the layer's: the same in every run
 		// and process that makes this call (the pipeline gave the call
 		// this key before a layer outside, an audit, read it: ToolKey).
 		c.Meta.IdempotencyKey = k[len(keyPrefix):]
 	}
 	return k, nil
+}
+
+// keyBy is the store key of c with its arguments digested by d (the
+// layer's, or the plain one for a record written before a digest key was
+// set: older).
+func (m *Idempotent) keyBy(d runtime.Digester, c *runtime.ToolCall) (string, error) {
+	if len(m.KeyArgs) == 0 {
+		if m.suppliedKey(c) {
+			// No argument in it: the same with a digest key or without.
+			return hashKey(runtime.Digester{}, "key", c.Name, c.Meta.Run.Tenant, c.Meta.IdempotencyKey), nil
+		}
+		if !d.Keyed() {
+			c = c.PlainForm()
+		}
+		return Key(c), nil
+	}
+	return m.argsKey(d, c)
+}
+
+// older returns the key c was stored under before: with a digest key, the
+// key of the plain form (a deployment without the key wrote it; for a call
+// under a key its caller supplied, the key of builds before the
+// comparison of arguments under it), and keep false: the layer reads that
+// key, and never keeps a claim or writes a record there, which would hold
+// what the key hides. Without a digest key, for a call under a supplied
+// key, the key of those builds, and keep true (earlier, twin). "" when
+// there is none.
+func (m *Idempotent) older(c *runtime.ToolCall) (key string, keep bool) {
+	switch {
+	case m.digester.Keyed() && m.suppliedKey(c):
+		return Key(c.PlainForm()), false
+	case m.digester.Keyed():
+		k, err := m.keyBy(runtime.Digester{}, c)
+		if err != nil {
+			return "", false
+		}
+		return k, false
+	case m.suppliedKey(c):
+		return Key(c), true
+	}
+	return "", false
 }
 
 // keyPrefix starts every store key of the layer.
@@ -172,15 +214,17 @@ func (m *Idempotent) ToolKey(c *runtime.ToolCall) (string, bool) {
 	if len(m.KeyArgs) == 0 || c.Tool == nil || !c.Tool.SideEffecting {
 		return "", false
 	}
-	k, err := m.argsKey(c)
+	k, err := m.argsKey(m.digester, c)
 	if err != nil {
 		return "", false
 	}
 	return k[len(keyPrefix):], true
 }
 
-// argsKey returns the store key of c keyed on the key arguments.
-func (m *Idempotent) argsKey(c *runtime.ToolCall) (string, error) {
+// argsKey returns the store key of c keyed on the key arguments, hashed
+// with d (keyed: the key arguments' values cannot be recovered from it, nor
+// from the key passed downstream, which an audit records).
+func (m *Idempotent) argsKey(d runtime.Digester, c *runtime.ToolCall) (string, error) {
 	picked := make([]any, len(m.KeyArgs))
 	for i, a := range m.KeyArgs {
 		// A null reads as absent, as everywhere else: keyed on it, every
@@ -200,13 +244,14 @@ func (m *Idempotent) argsKey(c *runtime.ToolCall) (string, error) {
 		return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}
 	}
-	return hashKey("args", c.Name, c.Meta.Run.Tenant, string(b)), nil
+	return hashKey(d, "args", c.Name, c.Meta.Run.Tenant, string(b)), nil
 }
 
 // StateKeys implements runtime.StateKeyer: for each side-effecting tool the
 // layer applies to (the tools of an MCP server by a sample one, named as
 // the tool chain sees it), the key of a sample call of it (its key
-// arguments, each with a value of its own).
+// arguments, each with a value of its own), in its plain form: a digest
+// key set or removed changes no key the layer reads (older).
 func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.name = at.Name()
 	var out []runtime.StateKey
@@ -216,7 +261,7 @@ func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 			args[a] = "sample-" + a
 		}
 		c := &runtime.ToolCall{Name: tool.Name, Args: args, Meta: runtime.Meta{Run: at.Run()}}
-		key, err := m.key(c)
+		key, err := m.keyBy(runtime.Digester{}, c) // plain: the same with a digest key or without
 		if err != nil {
 			continue
 		}
@@ -326,9 +371,11 @@ func (m *Idempotent) resumable(ctx context.Context, c *runtime.ToolCall, key str
 		// By the store's clock, a claim made then could have expired.
 		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 	}
-	if key != intent.Key {
+	if old, _ := m.older(c); key != intent.Key && !(m.digester.Keyed() && old == intent.Key) {
 		// Claimed under another key then (key_args, or the tenant,
-		// changed since): no claim under this one says nothing.
+		// changed since): no claim under this one says nothing. A turn
+		// recorded before a digest key was set holds the plain form of
+		// the key, which the claim looks up (earlier).
 		m.logger.WarnContext(ctx, "idempotent: the resumed call would have been claimed under another key (key_args or the tenant changed since); the call is in doubt",
 			"tool", c.Name, "idempotency_key", c.IdempotencyKey())
 		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
@@ -388,12 +435,13 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 		case runtime.LeaseAcquired:
 			l := m.leaser
-			if !g.InDoubt && m.suppliedKey(c) {
-				// Keyed so since this build: an earlier build's record of
-				// the call answers it.
+			if old, keep := m.older(c); !g.InDoubt && old != "" {
+				// Keyed so since this build, or since a digest key was
+				// set: a record of the call under its key of before
+				// answers it.
 				var res []byte
 				var wait bool
-				l, res, wait, err = m.earlier(ctx, c, key, g.Token)
+				l, res, wait, err = m.earlier(ctx, c, key, g.Token, old, keep)
 				if err != nil {
 					return nil, err
 				}

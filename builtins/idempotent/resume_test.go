@@ -65,9 +65,16 @@ type resumeWorker struct {
 
 func newResumeWorker(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBackend, layer plan.Layer, refunds *atomic.Int64, outer ...plan.Layer) resumeWorker {
 	t.Helper()
+	return newResumeWorkerWith(t, cp, shared, plan.Settings{}, layer, refunds, outer...)
+}
+
+// newResumeWorkerWith is newResumeWorker with the policy's settings.
+func newResumeWorkerWith(t *testing.T, cp runtime.Checkpoint, shared runtime.StoreBackend, settings plan.Settings, layer plan.Layer, refunds *atomic.Int64, outer ...plan.Layer) resumeWorker {
+	t.Helper()
 	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool": true}`)}, Tool: append(outer, layer)})
 	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "other": {SideEffecting: true}}
 	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	p.Settings = settings
 	store := runtime.NewMemoryCheckpoints()
 	_, err := store.SaveCheckpoint(context.Background(), cp)
 	require.NoError(t, err)

@@ -8,8 +8,8 @@
 // only with include_errors: true. By default the error reads `layer "bank";
 // text withheld, sha256 HEX`, as an audit record's does: the layer the
 // error names (left out when it names none), preceded by "panic; " for a
-// panic, and the hex SHA-256 of the text, which matches the error the
-// caller got. With include_args it also logs the messages, the tool
+// panic, and the hex SHA-256 of the text (`hmac-sha256 HEX`, keyed,
+// with settings.digest_key_env), which matches the error the caller got. With include_args it also logs the messages, the tool
 // arguments or the turn input. A successful call is
 // logged at `level`; a failed one at least at warn. A call whose inner
 // layers panic gets its line too (outcome "failed", error_kind "panic", with

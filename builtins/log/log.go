@@ -41,6 +41,8 @@ type Log struct {
 	// secret_result tools) in what a line carries.
 	maskText  func(runID, s string) string
 	maskValue func(runID string, v any) any
+	// digester digests a withheld error's text (settings.digest_key_env).
+	digester runtime.Digester
 }
 
 // Provision picks the logger.
@@ -48,6 +50,7 @@ func (l *Log) Provision(b *runtime.BuildContext) error {
 	l.name = b.Name()
 	l.logger = b.Logger
 	l.maskText, l.maskValue = b.SecretText(), b.SecretValue()
+	l.digester = b.Digester()
 	return nil
 }
 
@@ -96,7 +99,7 @@ func (l *Log) errorText(m *runtime.Meta, err error, text, what string) string {
 	if l.IncludeErrors {
 		return l.maskText(m.Run.ID, text)
 	}
-	return errtext.Withheld(err, text, what)
+	return errtext.Withheld(l.digester, err, text, what)
 }
 
 // panicked writes the line of a call whose inner layers panicked (outcome

@@ -4,8 +4,10 @@
 // Key: the stage, the layer's name, the scope (the run's tenant and id for
 // scope "run", its tenant for "key", nothing for "global": only "global"
 // serves one tenant's entry to another), the model or tool name and the
-// canonical input (a tool's arguments as JSON with object keys sorted; for a
-// chat call, ChatKeyInput: the request as JSON, so every part of it that
+// canonical input (a tool's arguments as JSON with object keys sorted, by
+// their digest, runtime.ToolCall.ArgsDigest: keyed with
+// settings.digest_key_env, so that entries written before the key was set
+// are missed once, not found; for a chat call, ChatKeyInput: the request as JSON, so every part of it that
 // changes what the answer says or its shape is in the key: the messages,
 // system prompt included, the model, the tools offered (names, descriptions,
 // schemas, strict), tool_choice, parallel_tool_calls, response_format and

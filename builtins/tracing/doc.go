@@ -12,7 +12,8 @@
 // message read `layer "bank"; text withheld, sha256 HEX`, as a log line's
 // and an audit record's do: the layer the error names (left out when it
 // names none), preceded by "panic; " for a panic, and the hex SHA-256 of
-// the text, which matches the error the caller got. When the inner layers
+// the text (`hmac-sha256 HEX`, keyed, with settings.digest_key_env), which
+// matches the error the caller got. When the inner layers
 // panic, the span still ends: it records the panic (error status,
 // agentc.error_kind "panic") and the panic goes on with its value
 // unchanged.

@@ -55,6 +55,8 @@ type Tracing struct {
 	// maskText hides the run's secrets (the results of its secret_result
 	// tools) in an error text recorded in clear.
 	maskText func(runID, s string) string
+	// digester digests a withheld error's text (settings.digest_key_env).
+	digester runtime.Digester
 }
 
 // Provision creates the tracer and the span options. Without a provider (no
@@ -74,6 +76,7 @@ func (t *Tracing) Provision(b *runtime.BuildContext) error {
 		return nil
 	}
 	t.maskText = b.SecretText()
+	t.digester = b.Digester()
 	if t.SpanName == "" {
 		t.SpanName = "agentc." + b.Stage
 	}
@@ -117,7 +120,7 @@ func (t *Tracing) errorText(runID string, err error, text, what string) string {
 	if t.IncludeErrors {
 		return credential.Scrub(t.maskText(runID, text))
 	}
-	return errtext.Withheld(err, text, what)
+	return errtext.Withheld(t.digester, err, text, what)
 }
 
 // recordError records msg, what the span keeps of a failure (errorText),

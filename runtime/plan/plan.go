@@ -149,6 +149,11 @@ type Settings struct {
 	// model call's stream may carry, summed; 0 (unset) is
 	// DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64 `json:"max_answer_bytes,omitempty"`
+	// DigestKeyEnv names the environment variable that holds the key the
+	// layers digest arguments and error text with (HMAC-SHA256) before
+	// they store the digest; empty: plain SHA-256. The plan holds the
+	// name, never the key.
+	DigestKeyEnv string `json:"digest_key_env,omitempty"`
 }
 
 // Grounding is the grounding section of a policy.
