@@ -256,8 +256,16 @@ higher settings.cel_cost_limit.`},
 	{"cel/untyped-args", dsl.Warning, "a predicate reads args, or a field of a result, where no tool schema types it", `
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
-vet time and fails at run time instead. Scope the entry to its tools. The
-same holds for a phase "after" predicate that reads a field of result
+vet time and fails at run time instead. Scope the entry to its tools. In
+an entry scoped to them, a read of a field below an argument its schema
+leaves untyped (args.opts.sudo where opts is {type: "object"} with no
+properties, or its additionalProperties open; args.amount.value where
+amount has no type) is warned about at the read: a misspelt field is not
+caught there either, and the field may hold a value of any type, so
+deny: "args.opts.sudo == true" lets {opts: {sudo: "true"}} through.
+Declare the object's properties. A map whose values the schema types
+(additionalProperties: {type: "string"}) is not reported. The
+warning is also given for a phase "after" predicate that reads a field of result
 (result.status) where a tool it applies to declares no result_schema:
 declare the tool's result_schema. A predicate that reads result whole
 (type(result) == string, result.contains('x')) is not reported. A chat
