@@ -585,7 +585,14 @@ reported either; one anchored under the m flag
 with url_host(...).endsWith('example.com') (or lower() of it) lets
 through evilexample.com, endsWith('localhost') evillocalhost, and
 contains('example.com') example.com.evil.example: test
-== 'example.com' || endsWith('.example.com'). So does a URL tested with
+== 'example.com' || endsWith('.example.com'). So does a host matched
+with a pattern anchored at its end whose name does not begin at a label
+boundary: url_host(args.url).matches('example\\.com$'), in matches() or a
+matches_any() list, lets through evilexample.com; write
+'(^|\\.)example\\.com$', '\\.example\\.com$' or '^example\\.com$'. A test
+that is the condition of a ternary with a constant branch is read as the
+|| or && it is: endsWith('example.com') ? true : false lets
+evilexample.com through as the bare test does. So does a URL tested with
 startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
 write startsWith('https://api.example.com/'). A constant written as a
