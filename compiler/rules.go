@@ -34,7 +34,9 @@ tool declaration does not define is an error at the field, with the
 closest allowed name when one is near, or the field other gateways'
 names stand for (rps: rate, max_retries: max_attempts, window: per). A
 misspelt field would otherwise be
-ignored and its layer run with the default. A model, tool, store, key, MCP
+ignored and its layer run with the default. An entry's unknown field is
+reported beside its other errors (tools: "refund" written as a string),
+in the same round. A model, tool, store, key, MCP
 server or state field declared under a label that is not a name ("my
 model", "2fa") is reported here too, as not a name.`},
 	{"schema/invalid-value", dsl.Error + "/" + dsl.Warning, "wrong type, out of bounds, or not one of the allowed values", `
