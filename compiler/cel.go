@@ -280,6 +280,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 			why = "the entry is not scoped to tools with schemas (add tools: [...])"
 		}
 		c.report(dsl.Warnf(x.PosAt(at), predicate.RuleUntypedArgs, "predicate reads args, but %s: typos in field names are not caught", why))
+	} else if len(checked.UntypedArgReads) > 0 {
+		r := checked.UntypedArgReads[0]
+		c.report(dsl.Warnf(x.PosAt(r.Offset), predicate.RuleUntypedArgs,
+			"predicate reads %s.%s, but no tool schema types it: the args schema of %s leaves %s untyped (an object without properties, or a value without a type): typos in field names are not caught, and a field may hold a value of any type (the string \"true\" is not true); declare its properties",
+			r.Map, r.Key, "`"+strings.Join(tools, "`, `")+"`", r.Map))
 	}
 	pt := tools
 	if schemas == nil {

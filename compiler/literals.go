@@ -12,6 +12,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime/predicate"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 )
 
 // ruleUnknownValue reports a comparison of a field with a string constant
@@ -555,7 +556,8 @@ func closedWhenTrue(field string, pol int) string {
 // the predicate is true for more values when the comparison is (under &&,
 // || and the branches of a ternary, in the body of exists() and all()), -1
 // under a negation, 0 where neither holds (an argument of a function, a
-// ternary's condition, the body of filter() or exists_one()) or the
+// ternary's condition but where a branch is constant, see
+// conditionPolarity, the body of filter() or exists_one()) or the
 // comparison is not found.
 func comparisonPolarity(src string, offset int) int {
 	tree, ok := predicate.ParseSyntax(src)
@@ -599,7 +601,7 @@ func comparisonPolarity(src string, offset int) int {
 			case operators.LogicalAnd, operators.LogicalOr:
 				return walkAll(pol, args...)
 			case operators.Conditional:
-				if p, ok := walk(args[0], 0); ok {
+				if p, ok := walk(args[0], conditionPolarity(args, pol)); ok {
 					return p, true
 				}
 				return walkAll(pol, args[1:]...)
@@ -632,6 +634,22 @@ func comparisonPolarity(src string, offset int) int {
 	}
 	p, _ := walk(tree.Expr(), 1)
 	return p
+}
+
+// conditionPolarity returns the polarity of the condition of the ternary
+// args[0] ? args[1] : args[2], of polarity pol: where a branch is the
+// constant true or false the ternary is an || or an && of the condition
+// (c ? true : b is c || b, c ? a : false is c && a) or of its negation
+// (c ? false : b is !c && b, c ? a : true is !c || a); otherwise the
+// condition has none (0).
+func conditionPolarity(args []ast.Expr, pol int) int {
+	switch {
+	case isLiteral(args[1], types.True) || isLiteral(args[2], types.False):
+		return pol
+	case isLiteral(args[1], types.False) || isLiteral(args[2], types.True):
+		return -pol
+	}
+	return 0
 }
 
 // bodyPolarity returns the polarity of the loop step of comp, a

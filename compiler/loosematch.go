@@ -192,8 +192,15 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 		for _, k := range consts(e) {
 			p := k.s
 			ok, startOnly := anchored(p)
-			if _, never := dsl.RegexpNeverMatches(p); ok || never {
+			if _, never := dsl.RegexpNeverMatches(p); never {
 				// A pattern that never matches is cel/constant's.
+				continue
+			}
+			if ok {
+				if host, loose := looseHostSuffix(p); loose && isHostOf(target, isPinned) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which also matches a host such as %s, whose name only ends like it; begin the name at a label boundary ('(^|\\.)...$') or anchor the pattern at both ends", p, host)})
+				}
 				continue
 			}
 			why := fmt.Sprintf("the pattern '%s', which is not anchored at its start or end (in every branch of an alternation): it matches a value that merely holds a match anywhere; write '^...$' to match the whole value, or begin it with .* where a match anywhere is meant", p)
@@ -282,7 +289,8 @@ type polarityHooks struct {
 // its polarity: 1 where the predicate is true for more values when the
 // call is (under &&, || and the branches of a ternary, in the body of
 // exists() and all()), -1 under a negation, 0 elsewhere (an argument of a
-// function, a ternary's condition, the body of filter() or exists_one()).
+// function, a ternary's condition but where a branch is constant, see
+// conditionPolarity, the body of filter() or exists_one()).
 func walkPolarity(root ast.Expr, h polarityHooks) {
 	var walk func(e ast.Expr, pol int)
 	walkAll := func(pol int, es ...ast.Expr) {
@@ -306,7 +314,7 @@ func walkPolarity(root ast.Expr, h polarityHooks) {
 				walkAll(pol, args...)
 				return
 			case fn == operators.Conditional:
-				walk(args[0], 0)
+				walk(args[0], conditionPolarity(args, pol))
 				walkAll(pol, args[1:]...)
 				return
 			}
@@ -361,6 +369,95 @@ func lineAnchored(p string) bool {
 		return re.Op == syntax.OpBeginLine || re.Op == syntax.OpEndLine || slices.ContainsFunc(re.Sub, has)
 	}
 	return has(re)
+}
+
+// looseHostSuffix reports whether the RE2 pattern p, anchored at its end,
+// matches a host whose name only ends like the name it ends with: for
+// each branch of an alternation, the name its end matches (example.com for
+// 'example\.(com|org)$', taking the first of each alternation) is read
+// off it, and where it begins with a label byte, p is tried on evil and
+// that name. host is the host it matches.
+func looseHostSuffix(p string) (host string, loose bool) {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	match, err := regexp.Compile(p)
+	if err != nil {
+		return "", false
+	}
+	branches := []*syntax.Regexp{re}
+	if re.Op == syntax.OpCapture && re.Sub[0].Op == syntax.OpAlternate {
+		re = re.Sub[0]
+	}
+	if re.Op == syntax.OpAlternate {
+		branches = re.Sub
+	}
+	for _, b := range branches {
+		name := tailName(b)
+		if name == "" || !isLabelByte(name[0]) {
+			continue
+		}
+		if probe := "evil" + strings.ToLower(name); match.MatchString(probe) {
+			return probe, true
+		}
+	}
+	return "", false
+}
+
+// tailName returns a string that the end of re matches, up to its end
+// anchor: its literals, the first branch of an alternation, the first
+// character of a class, read back from $ to the first element that is
+// none of these (an anchor, a repetition).
+func tailName(re *syntax.Regexp) string {
+	if re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	subs := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		subs = re.Sub
+	}
+	if len(subs) == 0 || subs[len(subs)-1].Op != syntax.OpEndText {
+		return ""
+	}
+	var name string
+	for i := len(subs) - 2; i >= 0; i-- {
+		s, ok := sample(subs[i])
+		if !ok {
+			break
+		}
+		name = s + name
+	}
+	return name
+}
+
+// sample returns a string re matches where re is a literal, a class, or a
+// group or an alternation of them (its first branch); ok is false for
+// anything else.
+func sample(re *syntax.Regexp) (string, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return string(re.Rune), true
+	case syntax.OpCharClass:
+		if len(re.Rune) > 0 {
+			return string(re.Rune[0]), true
+		}
+	case syntax.OpCapture:
+		return sample(re.Sub[0])
+	case syntax.OpAlternate:
+		return sample(re.Sub[0])
+	case syntax.OpConcat:
+		var out string
+		for _, sub := range re.Sub {
+			s, ok := sample(sub)
+			if !ok {
+				return "", false
+			}
+			out += s
+		}
+		return out, true
+	}
+	return "", false
 }
 
 // bareOrigin matches a URL that ends with its host (or port), with no

@@ -34,7 +34,9 @@ tool declaration does not define is an error at the field, with the
 closest allowed name when one is near, or the field other gateways'
 names stand for (rps: rate, max_retries: max_attempts, window: per). A
 misspelt field would otherwise be
-ignored and its layer run with the default. A model, tool, store, key, MCP
+ignored and its layer run with the default. An entry's unknown field is
+reported beside its other errors (tools: "refund" written as a string),
+in the same round. A model, tool, store, key, MCP
 server or state field declared under a label that is not a name ("my
 model", "2fa") is reported here too, as not a name.`},
 	{"schema/invalid-value", dsl.Error + "/" + dsl.Warning, "wrong type, out of bounds, or not one of the allowed values", `
@@ -256,8 +258,16 @@ higher settings.cel_cost_limit.`},
 	{"cel/untyped-args", dsl.Warning, "a predicate reads args, or a field of a result, where no tool schema types it", `
 A predicate reads args in an entry that is not scoped with tools: to tools
 whose JSON Schema types them, so a misspelt argument cannot be caught at
-vet time and fails at run time instead. Scope the entry to its tools. The
-same holds for a phase "after" predicate that reads a field of result
+vet time and fails at run time instead. Scope the entry to its tools. In
+an entry scoped to them, a read of a field below an argument its schema
+leaves untyped (args.opts.sudo where opts is {type: "object"} with no
+properties, or its additionalProperties open; args.amount.value where
+amount has no type) is warned about at the read: a misspelt field is not
+caught there either, and the field may hold a value of any type, so
+deny: "args.opts.sudo == true" lets {opts: {sudo: "true"}} through.
+Declare the object's properties. A map whose values the schema types
+(additionalProperties: {type: "string"}) is not reported. The
+warning is also given for a phase "after" predicate that reads a field of result
 (result.status) where a tool it applies to declares no result_schema:
 declare the tool's result_schema. A predicate that reads result whole
 (type(result) == string, result.contains('x')) is not reported. A chat
@@ -577,7 +587,14 @@ reported either; one anchored under the m flag
 with url_host(...).endsWith('example.com') (or lower() of it) lets
 through evilexample.com, endsWith('localhost') evillocalhost, and
 contains('example.com') example.com.evil.example: test
-== 'example.com' || endsWith('.example.com'). So does a URL tested with
+== 'example.com' || endsWith('.example.com'). So does a host matched
+with a pattern anchored at its end whose name does not begin at a label
+boundary: url_host(args.url).matches('example\\.com$'), in matches() or a
+matches_any() list, lets through evilexample.com; write
+'(^|\\.)example\\.com$', '\\.example\\.com$' or '^example\\.com$'. A test
+that is the condition of a ternary with a constant branch is read as the
+|| or && it is: endsWith('example.com') ? true : false lets
+evilexample.com through as the bare test does. So does a URL tested with
 startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
 write startsWith('https://api.example.com/'). A constant written as a

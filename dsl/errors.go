@@ -759,6 +759,11 @@ func (l *loader) allowedFields(path []string) []string {
 	if !v.Exists() {
 		return nil
 	}
+	return fieldNames(v)
+}
+
+// fieldNames lists the fields of the struct v, optional ones included.
+func fieldNames(v cue.Value) []string {
 	it, err := v.Fields(cue.Optional(true))
 	if err != nil {
 		return nil

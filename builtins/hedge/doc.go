@@ -14,7 +14,11 @@
 //
 // A model that fails before delivering a delta, with a transient or
 // permanent failure, does not end the race: its error is recorded and the
-// models still running keep racing. A refusal by the policy is different: a
+// models still running keep racing. A model listed more than once (raced
+// against itself) whose provider refused the call
+// (runtime.ErrProviderRefused: its key, its account, a model it does not
+// know) is not started again in that call, as it would be refused again:
+// the next model listed is started instead. A refusal by the policy is different: a
 // racer whose inner layers block the call (*runtime.BlockedError), refuse it
 // on a budget (*runtime.BudgetError) or find it in doubt
 // (*runtime.InDoubtError) ends the race before a winner, as it stops

@@ -167,8 +167,22 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	// held are the deltas of each racer not yet committed (first_success).
 	var held [][]runtime.Delta
 	holding := h.Win == WinFirstSuccess
+	// upcoming is the index in h.Models of the next model to start; refused
+	// holds the models whose provider refused the call
+	// (runtime.ErrProviderRefused), which would refuse it again: a model
+	// listed again after its refusal is skipped.
+	upcoming := 0
+	refused := map[string]bool{}
+	due := func() bool {
+		for upcoming < len(h.Models) && refused[h.Models[upcoming]] {
+			upcoming++
+		}
+		return upcoming < len(h.Models)
+	}
 	start := func() {
 		i := len(racers)
+		model := h.Models[upcoming]
+		upcoming++
 		rctx, cancel := context.WithCancel(hctx)
 		rctx, notes := runtime.HoldUpstreamNotes(rctx)
 		if !holding {
@@ -181,7 +195,7 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 			}})
 		}
 		rc := c.Clone()
-		rc.Request.Model = h.Models[i]
+		rc.Request.Model = model
 		r := &racer{call: rc, cancel: cancel, ack: make(chan bool), notes: notes}
 		racers = append(racers, r)
 		held = append(held, nil)
@@ -251,10 +265,10 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 	for running > 0 {
 		select {
 		case <-timer.c:
-			if winner < 0 && !panicked && final == nil && len(racers) < len(h.Models) && ctx.Err() == nil {
+			if winner < 0 && !panicked && final == nil && due() && ctx.Err() == nil {
 				start()
 				running++
-				if len(racers) < len(h.Models) {
+				if due() {
 					timer.reset()
 				}
 			}
@@ -315,10 +329,13 @@ func (h *Hedge) race(ctx context.Context, c *runtime.ChatCall, yield func(runtim
 					lastErr = ev.err
 					held[ev.idx] = nil
 					c.Discard(r.call)
-					if ctx.Err() == nil && len(racers) < len(h.Models) {
+					if errors.Is(ev.err, runtime.ErrProviderRefused) {
+						refused[r.call.Request.Model] = true
+					}
+					if ctx.Err() == nil && due() {
 						start()
 						running++
-						if len(racers) < len(h.Models) {
+						if due() {
 							timer.reset()
 						}
 					}

@@ -354,3 +354,38 @@ func TestAStreamingToolCallWinsTheRace(t *testing.T) {
 	require.Len(t, resp.ToolCalls, 1)
 	assert.Equal(t, "p1", resp.ToolCalls[0].ID)
 }
+
+// A provider that refused a call refuses it again: a hedge that lists the
+// model twice (to race it against itself) does not ask it again after its
+// refusal, but goes on to the next model it lists, at once.
+func TestARefusedModelIsNotAskedAgain(t *testing.T) {
+	rt.CheckGoroutines(t)
+	refusal := runtime.ProviderRefused(rt.Permanent("invalid api key"))
+	primary := rt.NewModel(rt.Response{Err: refusal}, rt.Response{Err: refusal})
+	backup := rt.NewModel(rt.Response{Deltas: []string{"b"}})
+	text, resp, err := rt.Collect(context.Background(), build(t, `{"models":["primary","primary","backup"],"delay":"1h"}`, primary, backup),
+		runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "b", text)
+	assert.Equal(t, "backup", resp.Model)
+	assert.Equal(t, 1, primary.Calls(), "the refused model is not raced again")
+
+	primary = rt.NewModel(rt.Response{Err: refusal}, rt.Response{Err: refusal})
+	_, _, err = rt.Collect(context.Background(), build(t, `{"models":["primary","primary"],"delay":"1h"}`, primary, backup),
+		runtime.ChatRequest{}, 0)
+	require.ErrorIs(t, err, runtime.ErrProviderRefused, "no model is left: the call fails with the refusal")
+	assert.Equal(t, 1, primary.Calls())
+}
+
+// A model that failed otherwise (a permanent error of its own) is raced
+// again where the hedge lists it again: the failure is the request's, not
+// its provider's refusal of every call.
+func TestAFailedModelListedTwiceRacesAgain(t *testing.T) {
+	rt.CheckGoroutines(t)
+	primary := rt.NewModel(rt.Response{Err: rt.Permanent("overloaded")}, rt.Response{Deltas: []string{"p"}})
+	text, _, err := rt.Collect(context.Background(), build(t, `{"models":["primary","primary"],"delay":"1h"}`, primary, rt.NewModel()),
+		runtime.ChatRequest{}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "p", text)
+	assert.Equal(t, 2, primary.Calls())
+}

@@ -13,8 +13,7 @@ var FailOpen = &Rule{
 	Severity: dsl.Warning,
 	Doc: `a checking layer lets the call through when its check cannot be made.
 
-A guarding layer whose on_error is "open" (guard, pii, security,
-content_filter, judge) passes the call unchecked when its own machinery
+A guarding layer whose on_error is "open" (guard, security, judge) passes the call unchecked when its own machinery
 fails: a CEL evaluation error, a detector or classifier that times out or
 is unreachable, a judge that gives no verdict. The policy reads as
 enforcing and lets through exactly the calls it could not check. A
@@ -25,7 +24,11 @@ tone) is accepted by vetting that policy without -strict, where the
 warning stays visible. settings.allow_undeclared_tools: true is reported
 too: it lets a call of any tool the policy does not declare run, its
 arguments unchecked. A tool-chain layer that can reach a side-effecting
-tool is reported by guard/fail-open-side-effect instead.`,
+tool is reported by guard/fail-open-side-effect instead. pii and
+content_filter accept on_error but have no failure mode: a call they
+cannot read is refused whatever it says, so "open" changes nothing, and
+is reported here (in front of a side-effecting tool too) as a switch that
+reads as failing open and does not.`,
 	Run: func(p *Pass) {
 		if p.Policy.AllowUndeclaredTools {
 			p.Report(dsl.Diagnostic{Pos: p.Policy.AllowUndeclaredToolsPos, Message: "settings.allow_undeclared_tools: true lets a call of any tool the policy does not declare run, its arguments checked by no schema; declare the tools (or the mcp servers that serve them) and remove the setting"})
@@ -33,6 +36,11 @@ tool is reported by guard/fail-open-side-effect instead.`,
 		for _, stage := range dsl.Stages {
 			for _, e := range p.Policy.Chains[stage] {
 				if e.Kind == nil || !e.Kind.Has("guards") || stringField(e, "on_error") != "open" {
+					continue
+				}
+				if noFailureMode(e.Use) {
+					p.Report(dsl.Diagnostic{Pos: e.FieldPos("on_error"), Message: fmt.Sprintf("%s has on_error: \"open\", which changes nothing: it has no failure mode, and a call it cannot check is refused whatever on_error says, so it never fails open; remove on_error, which reads as if it did",
+						e.Ref())})
 					continue
 				}
 				if stage == "tool" {
@@ -50,6 +58,13 @@ tool is reported by guard/fail-open-side-effect instead.`,
 			}
 		}
 	},
+}
+
+// noFailureMode reports whether the builtin use accepts on_error without
+// acting on it: pii and content_filter match text, which cannot fail, and
+// refuse a call they cannot read (arguments with no JSON form).
+func noFailureMode(use string) bool {
+	return use == "pii" || use == "content_filter"
 }
 
 // failure names what makes a layer's check fail, for messages.

@@ -14,11 +14,12 @@ evaluation error such as a missing argument, a detector timeout) follows its
 on_error. Failing open in front of a side-effecting tool lets the call run
 unchecked exactly when the check could not be made: the refund goes through,
 the email goes out. Any guarding layer of the tool chain with on_error
-counts (guard, pii, ...); tools scoped out of it, or refused outright, do
+counts (a guard, ...) but pii, whose on_error changes nothing
+(guard/fail-open says so); tools scoped out of it, or refused outright, do
 not.`,
 	Run: func(p *Pass) {
 		for _, e := range p.Policy.Chains["tool"] {
-			if e.Kind == nil || !e.Kind.Has("guards") || stringField(e, "on_error") != "open" {
+			if e.Kind == nil || !e.Kind.Has("guards") || stringField(e, "on_error") != "open" || noFailureMode(e.Use) {
 				continue
 			}
 			bad, rel := p.sideEffectingReaching(e)

@@ -28,7 +28,8 @@ one it names with url_arg and, unless its scan_args is false, every URL
 written in a call's arguments: a tool without path_arg passes through
 file_check unchecked, and one without url_arg through an egress with
 scan_args false. Such a file_check or egress scoped with tools: to such a
-tool is an error (a call of it with q: "http://169.254.169.254/" runs), and
+tool is an error: the layer refuses every call of it, as it cannot tell
+which argument holds the path or URL, so the tool cannot be used; and
 so is a tool_policy
 arg_patterns entry naming an argument that none of the tools it applies to
 declares, in any case, in an args schema closed by additionalProperties:
@@ -547,9 +548,16 @@ func (p *Pass) inertArgCheck(e *dsl.Entry, field string, arg func(*dsl.Tool) str
 			if t == nil || arg(t) != "" {
 				continue
 			}
+			// egress and file_check refuse the calls of a tool their
+			// tools: name that they cannot check; output_coerce lets
+			// them through.
+			outcome := "its calls pass unchecked"
+			if field != "result_schema" {
+				outcome = fmt.Sprintf("%s refuses every call of it, as it cannot tell which argument to check", e.Ref())
+			}
 			p.Report(dsl.Diagnostic{Pos: e.ToolsPos[i], Severity: dsl.Error,
 				Related: []dsl.Related{{Pos: t.Pos, Message: fmt.Sprintf("`%s` is declared here, without %s", name, field)}},
-				Message: fmt.Sprintf("%s is scoped to `%s`, which declares no %s: its calls pass unchecked; declare %s on the tool, or remove it from tools:", e.Ref(), name, field, field)})
+				Message: fmt.Sprintf("%s is scoped to `%s`, which declares no %s: %s; declare %s on the tool, or remove it from tools:", e.Ref(), name, field, outcome, field)})
 		}
 		return
 	}

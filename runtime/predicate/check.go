@@ -37,6 +37,10 @@ type Checked struct {
 	// KeyReads lists the reads of keys of map-typed inputs (args when untyped, and the objects
 	// below it, item.metadata, session.meta, ...), in source order.
 	KeyReads []KeyRead
+	// UntypedArgReads lists, where a schema types args, the reads of fields below an argument it
+	// leaves untyped (an object without properties whose values may be anything, a value of no
+	// type), in source order: as in an untyped args, a misspelt field is not caught.
+	UntypedArgReads []KeyRead
 	// Literals lists the comparisons of a field with a constant (a string, a number or a bool),
 	// in source order.
 	Literals []Literal
@@ -175,6 +179,7 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 	}
 	slices.Sort(c.Reads)
 	c.KeyReads = w.keyReads
+	c.UntypedArgReads = w.untypedArgReads
 	c.Literals = w.literals
 	slices.SortStableFunc(c.KeyReads, func(a, b KeyRead) int { return a.Offset - b.Offset })
 	c.ReadsUntypedArgs = e.cfg.Stage == Tool && !e.argsTyped && w.reads["args"]
@@ -240,8 +245,10 @@ type walker struct {
 	reads  map[string]bool
 	issues []Issue
 	ranges []ast.Expr // comprehension ranges, in visit order
-	// keyReads are the reads of keys of map-typed inputs.
-	keyReads []KeyRead
+	// keyReads are the reads of keys of map-typed inputs; untypedArgReads those of them below
+	// an argument a schema leaves untyped.
+	keyReads        []KeyRead
+	untypedArgReads []KeyRead
 	// literals are the comparisons of fields with string constants; binds maps the
 	// comprehension variables in scope to the path of their range's elements.
 	literals []Literal
@@ -575,7 +582,12 @@ func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, loca
 	default:
 		return
 	}
-	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key), Test: test})
+	r := KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key), Test: test}
+	w.keyReads = append(w.keyReads, r)
+	if w.env.argsTyped && root == "args" && (t.Kind() == types.DynKind ||
+		len(t.Parameters()) == 2 && t.Parameters()[1].Kind() == types.DynKind) {
+		w.untypedArgReads = append(w.untypedArgReads, r)
+	}
 }
 
 func optionalForm(path string) string {
