@@ -327,9 +327,14 @@ func counter(orig []runtime.Message) TokenCounter {
 // (a system prompt and one huge request) is returned as it is, unchanged.
 // msgs is not modified. A summary a layer outside compaction flags is
 // dropped, as a failed one is (the call itself, in a pipeline, is blocked
-// when the layer's grounding setting says so).
+// when the layer's grounding setting says so). When ctx ends before the
+// work is done, msgs is returned as it is.
 func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]runtime.Message, bool) {
-	out, changed, _ := m.compact(ctx, msgs, false)
+	out, changed, err := m.compact(ctx, msgs, false)
+	if err != nil {
+		// ctx ended: the transcript is returned as it is.
+		return msgs, false
+	}
 	return out, changed
 }
 
@@ -350,6 +355,8 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 		out, err = SummarizeWith(ctx, local, o, m.summarize)
 		var f *flagged
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, false, ctx.Err()
 		case errors.As(err, &f) && f.block && block:
 			return nil, false, f.err
 		case f != nil:
@@ -360,10 +367,16 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 			out = nil
 		}
 	case StrategyImportance:
-		out = Importance(local, o)
+		var err error
+		if out, err = ImportanceContext(ctx, local, o); err != nil {
+			return nil, false, err
+		}
 	}
 	if out == nil {
-		out = Compact(local, o)
+		var err error
+		if out, err = CompactContext(ctx, local, o); err != nil {
+			return nil, false, err
+		}
 	}
 	if unchanged(out, len(msgs)) {
 		// Over the budget, but nothing may be dropped: sent as it is.
@@ -391,45 +404,33 @@ func unchanged(out []Message, n int) bool {
 // while its nearest assistant message declares calls (or there is none).
 func hasOrphan(msgs []runtime.Message) bool {
 	last := -1
+	declared := map[string]bool{} // the ids of the calls declared so far
 	for i := range msgs {
 		switch msgs[i].Role {
 		case RoleAssistant:
 			last = i
 		case RoleTool:
-			if last < 0 {
+			if last < 0 || len(msgs[last].ToolCalls) > 0 && !answersDeclared(&msgs[i], declared) {
 				return true
 			}
-			if len(msgs[last].ToolCalls) == 0 || answersDeclared(msgs[:i], &msgs[i]) {
-				continue
+		}
+		for _, tc := range msgs[i].ToolCalls {
+			if tc.ID != "" {
+				declared[tc.ID] = true
 			}
-			return true
 		}
 	}
 	return false
 }
 
-// answersDeclared reports whether the tool message m answers a call that an
-// assistant message of msgs declares, by its ToolCallID or a tool_result
-// part.
-func answersDeclared(msgs []runtime.Message, m *runtime.Message) bool {
-	declared := func(id string) bool {
-		if id == "" {
-			return false
-		}
-		for i := range msgs {
-			for _, tc := range msgs[i].ToolCalls {
-				if tc.ID == id {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if declared(m.ToolCallID) {
+// answersDeclared reports whether the tool message m answers a call that
+// declared holds, by its ToolCallID or a tool_result part.
+func answersDeclared(m *runtime.Message, declared map[string]bool) bool {
+	if declared[m.ToolCallID] {
 		return true
 	}
 	for _, p := range m.Parts {
-		if p.Type == runtime.PartToolResult && declared(p.ToolCallID) {
+		if p.Type == runtime.PartToolResult && declared[p.ToolCallID] {
 			return true
 		}
 	}
