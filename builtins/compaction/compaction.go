@@ -130,6 +130,9 @@ func Compact(msgs []Message, o Options) []Message {
 // question again).
 func CompactContext(ctx context.Context, msgs []Message, o Options) ([]Message, error) {
 	p := newPlan(ctx, msgs, o, false)
+	if p.err != nil {
+		return nil, p.err
+	}
 	p.dropWhileOver(o.MaxTokens, 0)
 	if p.err != nil {
 		return nil, p.err
@@ -156,7 +159,13 @@ func Importance(msgs []Message, o Options) []Message {
 func ImportanceContext(ctx context.Context, msgs []Message, o Options) ([]Message, error) {
 	o.KeepFirstUserTurn = true
 	p := newPlan(ctx, msgs, o, false)
+	if p.err != nil {
+		return nil, p.err
+	}
 	p.referenced()
+	if p.err != nil {
+		return nil, p.err
+	}
 	// Unreferenced tool-call units go first, then the rest, each oldest
 	// first; protected units are skipped by dropWhileOver.
 	p.order = p.order[:0]
@@ -183,41 +192,165 @@ const MinQuote = 8
 
 // referenced protects the tool-call units whose results a later message
 // (outside the unit) refers to: by the call's id, or by quoting the first
-// line of a result.
+// line of a result. Every needle is looked for at once (see quotes), in one
+// scan of the transcript from its end: a needle's last occurrence is what
+// decides, whether it follows the unit.
 func (p *plan) referenced() {
+	var q quotes
+	type need struct{ unit, node, last int }
+	var needs []need
 	for ui := range p.units {
 		u := &p.units[ui]
 		if !u.toolCalls || u.protected {
 			continue
 		}
-		var needles []string
-		last := 0
+		last := u.idx[len(u.idx)-1]
 		for _, i := range u.idx {
+			if p.stopped() {
+				return
+			}
 			m := p.msgs[i]
-			last = max(last, i)
 			for _, tc := range m.ToolCalls {
 				if tc.ID != "" && !strings.HasPrefix(tc.ID, "\x00") {
-					needles = append(needles, tc.ID)
+					needs = append(needs, need{ui, q.add(tc.ID), last})
 				}
 			}
 			if m.Role == RoleTool || len(m.ToolResultIDs) > 0 {
 				line, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
 				if line = strings.TrimSpace(line); len(line) >= MinQuote {
-					needles = append(needles, line)
+					needs = append(needs, need{ui, q.add(line), last})
 				}
 			}
 		}
-	search:
-		for j := last + 1; j < len(p.msgs); j++ {
-			if p.unitOf[j] == ui {
-				continue
+	}
+	if len(needs) == 0 {
+		return
+	}
+	q.link(p)
+	for j := len(p.msgs) - 1; j >= 0 && p.err == nil; j-- {
+		q.scan(p, p.msgs[j].Content, j)
+	}
+	if p.err != nil {
+		return
+	}
+	for _, n := range needs {
+		if q.nodes[n.node].at-1 > n.last {
+			p.units[n.unit].protected = true
+		}
+	}
+}
+
+// quotes finds which of a set of needles occur in texts (Aho-Corasick): a
+// trie of the needles, each node linked to the longest proper suffix of its
+// prefix that is in the trie (fail) and to the nearest needle among those
+// suffixes (out). Scanning a text costs a step or so per byte and per needle
+// found, and a needle's node records the index of the last text it was found
+// in when the texts are scanned last first.
+type quotes struct {
+	nodes []quoteNode
+	root  [256]int32 // the root's children (0: none)
+}
+
+type quoteNode struct {
+	child, sibling int32 // first child; next child of the same parent
+	fail, out      int32 // the suffix links; out -1: none
+	b              byte
+	end            bool // a needle ends here
+	// at + 1 is the index of the last text the needle ending here (or a
+	// needle that is a suffix of it) was found in (0: none yet).
+	at int
+}
+
+// add adds a needle and returns its node.
+func (q *quotes) add(s string) int {
+	if len(q.nodes) == 0 {
+		q.nodes = append(q.nodes, quoteNode{out: -1})
+	}
+	n := int32(0)
+	for i := range len(s) {
+		n = q.childOrNew(n, s[i])
+	}
+	q.nodes[n].end = true
+	return int(n)
+}
+
+func (q *quotes) child(n int32, b byte) int32 {
+	if n == 0 {
+		return q.root[b]
+	}
+	for c := q.nodes[n].child; c != 0; c = q.nodes[c].sibling {
+		if q.nodes[c].b == b {
+			return c
+		}
+	}
+	return 0
+}
+
+func (q *quotes) childOrNew(n int32, b byte) int32 {
+	if c := q.child(n, b); c != 0 {
+		return c
+	}
+	c := int32(len(q.nodes))
+	q.nodes = append(q.nodes, quoteNode{b: b, sibling: q.nodes[n].child, out: -1})
+	q.nodes[n].child = c
+	if n == 0 {
+		q.root[b] = c
+	}
+	return c
+}
+
+// link sets the suffix links, breadth first.
+func (q *quotes) link(p *plan) {
+	queue := make([]int32, 0, len(q.nodes))
+	for c := q.nodes[0].child; c != 0; c = q.nodes[c].sibling {
+		queue = append(queue, c)
+	}
+	for len(queue) > 0 && !p.stopped() {
+		n := queue[0]
+		queue = queue[1:]
+		for c := q.nodes[n].child; c != 0; c = q.nodes[c].sibling {
+			f := q.nodes[n].fail
+			for f != 0 && q.child(f, q.nodes[c].b) == 0 {
+				p.steps++
+				f = q.nodes[f].fail
 			}
-			for _, n := range needles {
-				if strings.Contains(p.msgs[j].Content, n) {
-					u.protected = true
-					break search
-				}
+			f = q.child(f, q.nodes[c].b)
+			q.nodes[c].fail = f
+			if q.nodes[f].end {
+				q.nodes[c].out = f
+			} else {
+				q.nodes[c].out = q.nodes[f].out
 			}
+			queue = append(queue, c)
+		}
+	}
+}
+
+// scan records text j on the needles text holds that no text scanned
+// before holds: texts are scanned last first, so a needle's record is the
+// last text it occurs in.
+func (q *quotes) scan(p *plan, text string, j int) {
+	n := int32(0)
+	for i := range len(text) {
+		if p.stopped() {
+			return
+		}
+		b := text[i]
+		for n != 0 && q.child(n, b) == 0 {
+			p.steps++
+			n = q.nodes[n].fail
+		}
+		n = q.child(n, b)
+		hit := n
+		if !q.nodes[hit].end {
+			hit = q.nodes[hit].out
+		}
+		// A needle already recorded had the needles it ends with recorded
+		// with it.
+		for hit > 0 && q.nodes[hit].at == 0 {
+			p.steps++
+			q.nodes[hit].at = j + 1
+			hit = q.nodes[hit].out
 		}
 	}
 }
