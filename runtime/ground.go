@@ -104,6 +104,14 @@ type SummaryScreener interface {
 // The message is pinned too ("pin": "true"), so that compaction keeps it.
 const GroundingKey = "grounding"
 
+// SummaryKey marks a summary a summarizing compaction wrote of the
+// transcript's earlier messages: its Metadata holds SummaryKey: "true"
+// beside GroundingKey: "true". Such a message is read whatever a
+// detector's `system` setting, as the grounding block is, but as the
+// transcript's own messages are, not as a document (see SummaryScreener),
+// and a detector that flags it names the summary.
+const SummaryKey = "compaction_summary"
+
 // LayerGrounding names the grounding records' layer and the errors of
 // grounding.
 const LayerGrounding = "grounding"

@@ -64,9 +64,11 @@
 //
 // A summary is a system message, but no operator wrote it: the summary model wrote it from what
 // users and tools wrote, and an injection a tool result carried can come through it. The layer
-// marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is), so
-// that the detectors inside compaction (security, pii, content_filter) read it as a document, as
-// they read a tool result, whatever their `system` setting. Those outside compaction read the
+// marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is, beside
+// runtime.SummaryKey), so that the detectors inside compaction (security, pii, content_filter)
+// read it whatever their `system` setting, as they read the transcript's own messages: security
+// not as a document, for the reason given below, and a block names the summary ("the summary of
+// earlier messages (message 1): prompt injection detected (...)"). Those outside compaction read the
 // call before the summary was written (and a client of agentc serve resends its raw history, so
 // no later call would read it either): the layer has each of them that screens text
 // (runtime.GroundingScreener: security, content_filter, pii) read the summary before it is

@@ -41,7 +41,7 @@ const PinKey = "pin"
 // wrote: its value is "true". Metadata is the host's and never comes from a
 // client of agentc serve, so a client cannot pass its own system message for
 // a summary by naming it "compaction_summary".
-const SummaryKey = "compaction_summary"
+const SummaryKey = runtime.SummaryKey
 
 // SummaryPrompt is the system prompt of the summary call.
 const SummaryPrompt = "Summarize the following conversation excerpt for the assistant that continues it. " +
@@ -63,8 +63,8 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary", metadata
 // SummaryKey "true": only a message so marked is taken as an earlier summary; and
-// runtime.GroundingKey "true", so that the detectors inside the layer read it as a document,
-// as they read a tool result, whatever their system setting; those outside it that screen
+// runtime.GroundingKey "true", so that the detectors inside the layer read it whatever their
+// system setting, as the transcript's messages (runtime.SummaryKey); those outside it that screen
 // text, runtime.GroundingScreener, read it before it is sent: see screenSummary) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
@@ -296,9 +296,10 @@ func toRuntime(orig []runtime.Message, msgs []Message) []runtime.Message {
 		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 		if m.Summary {
 			// No operator wrote the summary: the summary model did, from
-			// what users and tools wrote. Marked as retrieved text, it is
-			// read as a document by the detectors (security, pii,
-			// content_filter), whatever their system setting.
+			// what users and tools wrote. Marked as retrieved text and as a
+			// summary, it is read by the detectors (security, pii,
+			// content_filter) whatever their system setting, as the
+			// transcript's messages are.
 			out[i].Metadata = map[string]string{SummaryKey: "true", runtime.GroundingKey: "true"}
 		}
 	}
