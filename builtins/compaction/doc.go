@@ -50,7 +50,12 @@
 // retry or fallback inside retries or fails it over, a tracing layer inside traces it;
 // compaction itself never sees it, nor does a rate_limit outside, which admits it without a
 // token (vet warns, order/ratelimit-outside-compaction). Called from Go outside a pipeline,
-// Compact asks the model client directly. A failed or empty summary, or one that does not fit the budget
+// Compact asks the model client directly. The summary call is bounded: it asks for at most
+// max_tokens (and no more than the messages it replaces: a longer summary is refused), stops
+// reading a summary that runs past that, is given up after summary_timeout (30s by default),
+// and sends no more than the summary model's declared context_tokens holds besides the summary
+// (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
+// without being summarized). A failed, empty, cut off or timed out summary, or one that does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
 // KeepRecent, which drops the same messages without a summary: the budget is never exceeded for
 // a summary.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime"
 	rplan "github.com/agentc-dev/agentc/runtime/plan"
@@ -21,7 +23,7 @@ func init() {
 		Traits:  []runtime.Trait{runtime.TraitRewritesMessages},
 		Doc:     "bounds the transcript before the model sees it, never orphaning a tool call from its result nor dropping a call to a side-effecting tool",
 		New: func() runtime.Middleware {
-			return &Middleware{Strategy: StrategyKeepRecent, MaxTokens: 12000, KeepRecent: 6}
+			return &Middleware{Strategy: StrategyKeepRecent, MaxTokens: 12000, KeepRecent: 6, SummaryTimeout: runtime.Duration(DefaultSummaryTimeout)}
 		},
 	})
 }
@@ -82,8 +84,13 @@ type Middleware struct {
 	// KeepFirstUserTurn always keeps the first user message; strategy
 	// "importance" always does.
 	KeepFirstUserTurn bool `json:"keep_first_user_turn,omitempty"`
+	// SummaryTimeout bounds the summary call (DefaultSummaryTimeout);
+	// past it the layer falls back to keep_recent.
+	SummaryTimeout runtime.Duration `json:"summary_timeout,omitempty"`
 
-	name string
+	// window is the summary model's declared context_tokens (0: none).
+	window int
+	name   string
 	// effects reports whether a tool is declared side_effecting: a call
 	// to one and its result are never dropped (see toLocal).
 	effects func(tool string) bool
@@ -113,6 +120,9 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 			return fmt.Errorf("model %q has no client (Deps.Models)", m.Model)
 		}
 		m.client = c
+		if b.Plan != nil {
+			m.window = b.Plan.Models[m.Model].ContextTokens
+		}
 		for _, l := range b.Outer() {
 			if s, ok := l.Middleware.(runtime.GroundingScreener); ok {
 				m.screens = append(m.screens, screen{name: l.Name, s: s})
@@ -166,6 +176,8 @@ func (m *Middleware) Validate() error {
 	switch {
 	case m.Strategy != StrategyKeepRecent && m.Strategy != StrategySummarize && m.Strategy != StrategyImportance:
 		return fmt.Errorf(`strategy must be "keep_recent", "summarize" or "importance", got %q`, m.Strategy)
+	case m.SummaryTimeout <= 0:
+		return fmt.Errorf("summary_timeout must be positive, got %s", m.SummaryTimeout.D())
 	case m.MaxMessages < 0:
 		return fmt.Errorf("max_messages must not be negative, got %d", m.MaxMessages)
 	case m.MaxTokens < 1:
@@ -447,42 +459,109 @@ type below struct {
 	parent *runtime.ChatCall
 }
 
+// DefaultSummaryTimeout is the default summary_timeout.
+const DefaultSummaryTimeout = 30 * time.Second
+
 // summarize asks the summary model for a summary of msgs: through the chat
 // chain below the layer when Compact runs inside WrapChat, else through the
-// summary model's client directly.
+// summary model's client directly. The call is bounded: it asks for at most
+// what the summary could be and still be kept (the budget, and no more than
+// the messages it replaces), stops reading a summary past that (and refuses
+// it, ErrSummaryTooLong), is given up past SummaryTimeout, and sends no more
+// than the summary model's declared context window holds besides the summary
+// (see summaryText).
 func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, error) {
-	var b strings.Builder
+	replaced := 0
 	for _, msg := range msgs {
-		b.WriteString(msg.Role)
-		if msg.Name != "" && !IsSummary(msg) {
-			b.WriteString(" (" + msg.Name + ")")
-		}
-		b.WriteString(": ")
-		b.WriteString(msg.Content)
-		b.WriteString("\n")
+		replaced += int(runtime.EstimateTokens(msg.Content)) + 4
 	}
-	req := &runtime.ChatRequest{Model: m.Model, Messages: []runtime.Message{
-		{Role: RoleSystem, Content: SummaryPrompt},
-		{Role: RoleUser, Content: b.String()},
-	}}
+	limit := max(1, min(m.MaxTokens, replaced))
+	room := 0 // tokens of text the window holds (0: no window)
+	prompt := []runtime.Message{{Role: RoleSystem, Content: SummaryPrompt}, {Role: RoleUser}}
+	if m.window > 0 {
+		limit = max(1, min(limit, m.window/2))
+		if room = m.window - limit - int(runtime.EstimateMessages(prompt)); room <= 0 {
+			return "", fmt.Errorf("the context window of %s (context_tokens %d) holds no text to summarize", m.Model, m.window)
+		}
+	}
+	prompt[1].Content = summaryText(msgs, room)
+	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder
+	read, over := 0, false
 	collect := func(d runtime.Delta) bool {
 		out.WriteString(d.Text)
+		if read += int(runtime.EstimateTokens(d.Text)); read > limit {
+			over = true
+			return false
+		}
 		return true
 	}
+	cctx, cancel := context.WithTimeout(ctx, m.SummaryTimeout.D())
+	defer cancel()
 	var err error
 	if b, ok := ctx.Value(belowKey{}).(below); ok {
-		err = b.next(ctx, runtime.OwnCall(b.parent, *req), collect)
+		err = b.next(cctx, runtime.OwnCall(b.parent, *req), collect)
 	} else {
-		err = m.client.Stream(ctx, req, collect)
+		err = m.client.Stream(cctx, req, collect)
 	}
-	if err != nil {
+	switch {
+	case over:
+		return "", fmt.Errorf("%w: the summary model wrote past the %d tokens asked for", ErrSummaryTooLong, limit)
+	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
+		return "", fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
+	case err != nil:
 		return "", err
 	}
 	if err := m.screenSummary(ctx, out.String()); err != nil {
 		return "", err
 	}
 	return out.String(), nil
+}
+
+// summaryText is the text of msgs the summary model reads, one message a
+// line. With room > 0 it holds at most room tokens: the messages in order
+// (an earlier summary first) while they fit, the first cut to fit when even
+// it does not; the later ones are dropped without being summarized.
+func summaryText(msgs []Message, room int) string {
+	var b strings.Builder
+	used := 0
+	for _, msg := range msgs {
+		line := msg.Role
+		if msg.Name != "" && !IsSummary(msg) {
+			line += " (" + msg.Name + ")"
+		}
+		line += ": " + msg.Content + "\n"
+		if room > 0 {
+			n := int(runtime.EstimateTokens(line))
+			if used+n > room {
+				if used == 0 {
+					b.WriteString(cutTo(line, room))
+				}
+				break
+			}
+			used += n
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// cutTo returns the longest prefix of s, cut at a rune boundary, that
+// costs at most n tokens.
+func cutTo(s string, n int) string {
+	lo, hi := 0, len(s) // the prefix of lo bytes fits; of hi+1 does not
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if runtime.EstimateTokens(s[:mid]) <= int64(n) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for lo > 0 && lo < len(s) && !utf8.RuneStart(s[lo]) {
+		lo--
+	}
+	return s[:lo]
 }
 
 // Compacted is what the layer records on the response (ChatResponse.
