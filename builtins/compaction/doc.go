@@ -100,5 +100,10 @@
 // A transcript over the budget of which nothing may be dropped (a system
 // prompt and one huge request, or only recent and pinned messages) is sent
 // as it is, never emptied, and nothing is recorded: whether the model reads
-// it is the model's limit to decide.
+// it is the model's limit to decide. A transcript of nothing but tool results
+// that answer no call in it (and system messages) would be emptied, orphans
+// being dropped: the call is refused instead, with a *runtime.CallError of
+// status 400 (kind permanent: agentc serve answers 400), its message naming the
+// layer ("compaction: the transcript holds no message to send: its 2 tool results
+// answer no tool call in it ...").
 package compaction

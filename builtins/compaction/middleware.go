@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -341,11 +342,13 @@ func counter(orig []runtime.Message) TokenCounter {
 // msgs is not modified. A summary a layer outside compaction flags is
 // dropped, as a failed one is (the call itself, in a pipeline, is blocked
 // when the layer's grounding setting says so). When ctx ends before the
-// work is done, msgs is returned as it is.
+// work is done, or msgs holds no message to send but tool results that
+// answer no call (and system messages), msgs is returned as it is.
 func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]runtime.Message, bool) {
 	out, changed, err := m.compact(ctx, msgs, false)
 	if err != nil {
-		// ctx ended: the transcript is returned as it is.
+		// ctx ended, or the transcript holds nothing to send: it is
+		// returned as it is.
 		return msgs, false
 	}
 	return out, changed
@@ -395,7 +398,24 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 		// Over the budget, but nothing may be dropped: sent as it is.
 		return msgs, false, nil
 	}
+	if !conversing(out) {
+		// No Layer: a 400 of the request itself, as a provider's, which
+		// agentc serve answers with a 400 its client does not retry.
+		return nil, false, &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest,
+			Message: fmt.Sprintf(m.name+": the transcript holds no message to send: its %d tool results answer no tool call in it, and providers refuse such results", len(msgs)-len(out))}
+	}
 	return toRuntime(msgs, out), true, nil
+}
+
+// conversing reports whether msgs holds a message besides system messages:
+// a transcript without one is refused by both providers.
+func conversing(msgs []Message) bool {
+	for _, m := range msgs {
+		if m.Role != RoleSystem {
+			return true
+		}
+	}
+	return false
 }
 
 // unchanged reports whether out holds each of the n converted messages, in
