@@ -57,8 +57,11 @@
 // (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
 // without being summarized). A failed, empty, cut off or timed out summary, or one that does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
-// KeepRecent, which drops the same messages without a summary: the budget is never exceeded for
-// a summary.
+// KeepRecent, which drops the same messages without a summary, and is logged as a warning: the
+// budget is never exceeded for a summary. A call whose context ends while its summary is
+// written (a client of agentc serve that hung up) is no summary failure: the call ends with the
+// context's error, nothing is compacted or sent, and the layer logs "summary abandoned" at
+// debug level.
 //
 // Only a summary the layer wrote counts as an earlier summary: it carries the message
 // metadata SummaryKey ("compaction_summary": "true"), which a host keeps when it continues

@@ -101,6 +101,7 @@ type Middleware struct {
 	screens []screen
 	logger  interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
+		DebugContext(ctx context.Context, msg string, args ...any)
 	}
 }
 
@@ -372,6 +373,9 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 		var f *flagged
 		switch {
 		case err != nil && ctx.Err() != nil:
+			// The caller has gone (a client that hung up): no summary
+			// failed, and nothing is left to compact for.
+			m.logger.DebugContext(ctx, "summary abandoned: the call ended", "error", ctx.Err())
 			return nil, false, ctx.Err()
 		case errors.As(err, &f) && f.block && block:
 			return nil, false, f.err

@@ -1,7 +1,9 @@
 package compaction_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -91,4 +93,39 @@ func TestASummaryThatHangsTimesOut(t *testing.T) {
 	assert.Equal(t, 1, small.Cancelled(), "the summary call was given up on")
 	require.Equal(t, 1, primary.Calls())
 	assert.Empty(t, sentSummary(primary.Requests()[0].Messages))
+}
+
+// waiting signals started once a call reaches it, then waits for the
+// call's context to end.
+type waiting struct{ started chan struct{} }
+
+func (w *waiting) Stream(ctx context.Context, _ *runtime.ChatRequest, _ func(runtime.Delta) bool) error {
+	close(w.started)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A client that hangs up while the summary is written ends the call: the
+// summary is abandoned, which is logged as such (at debug), not as a
+// summary that failed, and nothing is sent on.
+func TestACallThatEndsDuringTheSummaryIsNoSummaryFailure(t *testing.T) {
+	var logs bytes.Buffer
+	small := &waiting{started: make(chan struct{})}
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := pl.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: transcript(40)})
+		done <- err
+	}()
+	<-small.started
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, primary.Calls(), "nothing is sent for a caller that has gone")
+	assert.NotContains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), `level=DEBUG msg="summary abandoned: the call ended"`)
 }
