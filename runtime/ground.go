@@ -208,6 +208,9 @@ type turnGroundingKey struct{}
 func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 	g := pl.plan.Grounding
 	if g == nil {
+		if pl.plan.Admit != nil && pl.deps.Retriever == nil {
+			pl.logger.Warn("the policy's admit predicate is set but runtime.Deps.Retriever is not: no item is retrieved, so it admits only what a host passes to Pipeline.Ground; under agentc serve, which has no retriever, it never runs")
+		}
 		return nil
 	}
 	gp := &groundingPlan{cfg: g, runs: map[string]*groundOnce{}}
