@@ -3,9 +3,9 @@ package runtime_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
