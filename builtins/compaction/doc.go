@@ -53,7 +53,8 @@
 // Compact asks the model client directly. The summary call is bounded: it asks for at most
 // max_tokens (and no more than the messages it replaces: a longer summary is refused), stops
 // reading a summary that runs past that, is given up after summary_timeout (30s by default),
-// and sends no more than the summary model's declared context_tokens holds besides the summary
+// and sends no more than the summary model's declared context_tokens holds besides the summary,
+// nor than the limit of a max_tokens layer inside compaction without a when lets through
 // (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
 // without being summarized). A failed, empty, cut off or timed out summary, or one that does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to

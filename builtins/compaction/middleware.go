@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -91,6 +92,9 @@ type Middleware struct {
 
 	// window is the summary model's declared context_tokens (0: none).
 	window int
+	// inputCap is the smallest limit of the max_tokens layers inside this
+	// one without a when, which read the summary call (0: none).
+	inputCap int
 	name   string
 	// effects reports whether a tool is declared side_effecting: a call
 	// to one and its result are never dropped (see toLocal).
@@ -124,6 +128,9 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 		m.client = c
 		if b.Plan != nil {
 			m.window = b.Plan.Models[m.Model].ContextTokens
+			if b.Stage == rplan.StageChat && b.Index < len(b.Plan.Chains.Chat) {
+				m.inputCap = inputCap(b.Plan.Chains.Chat[b.Index+1:])
+			}
 		}
 		for _, l := range b.Outer() {
 			if s, ok := l.Middleware.(runtime.GroundingScreener); ok {
@@ -483,6 +490,24 @@ type below struct {
 	parent *runtime.ChatCall
 }
 
+// inputCap returns the smallest limit of the max_tokens layers of inner
+// without a when (0: none): a summary request over it would be refused.
+func inputCap(inner []rplan.Layer) int {
+	limit := 0
+	for _, l := range inner {
+		if l.Use != "max_tokens" || l.When != nil {
+			continue
+		}
+		var c struct {
+			Limit int `json:"limit"`
+		}
+		if json.Unmarshal(l.Config, &c) == nil && c.Limit > 0 && (limit == 0 || c.Limit < limit) {
+			limit = c.Limit
+		}
+	}
+	return limit
+}
+
 // DefaultSummaryTimeout is the default summary_timeout.
 const DefaultSummaryTimeout = 30 * time.Second
 
@@ -506,6 +531,16 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 		limit = max(1, min(limit, m.window/2))
 		if room = m.window - limit - int(runtime.EstimateMessages(prompt)); room <= 0 {
 			return "", fmt.Errorf("the context window of %s (context_tokens %d) holds no text to summarize", m.Model, m.window)
+		}
+	}
+	if m.inputCap > 0 {
+		// A max_tokens layer inside reads the request's input only.
+		capped := m.inputCap - int(runtime.EstimateRequest(&runtime.ChatRequest{Model: m.Model, Messages: prompt}))
+		if capped <= 0 {
+			return "", fmt.Errorf("the limit of the max_tokens layer inside (%d) holds no text to summarize", m.inputCap)
+		}
+		if room == 0 || capped < room {
+			room = capped
 		}
 	}
 	prompt[1].Content = summaryText(msgs, room)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/compaction"
+	_ "github.com/agentc-dev/agentc/builtins/maxtokens"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -128,4 +129,24 @@ func TestACallThatEndsDuringTheSummaryIsNoSummaryFailure(t *testing.T) {
 	assert.Zero(t, primary.Calls(), "nothing is sent for a caller that has gone")
 	assert.NotContains(t, logs.String(), "level=WARN")
 	assert.Contains(t, logs.String(), `level=DEBUG msg="summary abandoned: the call ended"`)
+}
+
+// A max_tokens layer inside the compaction (without a when) reads the summary
+// call too: the summary model is sent what its limit lets through, rather
+// than a request it refuses every time.
+func TestTheSummaryRequestFitsAMaxTokensLayerInside(t *testing.T) {
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`),
+		rt.Layer("max_tokens", `{"limit":1500}`),
+	}})
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small}})
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(200)})
+	require.NoError(t, err)
+	require.Equal(t, 1, small.Calls())
+	req := small.Requests()[0]
+	assert.LessOrEqual(t, runtime.EstimateRequest(&req), int64(1500))
+	require.Equal(t, 1, primary.Calls())
+	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), "refunds", "the summary was written and sent")
 }
