@@ -95,7 +95,7 @@ type Middleware struct {
 	// inputCap is the smallest limit of the max_tokens layers inside this
 	// one without a when, which read the summary call (0: none).
 	inputCap int
-	name   string
+	name     string
 	// effects reports whether a tool is declared side_effecting: a call
 	// to one and its result are never dropped (see toLocal).
 	effects func(tool string) bool
