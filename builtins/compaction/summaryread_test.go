@@ -18,10 +18,22 @@ import (
 // when set, changes the transcript before the call.
 func summarizedOutside(t *testing.T, summary string, edit func([]runtime.Message)) (primary, small *rt.Model, err error) {
 	t.Helper()
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
-		rt.Layer("security", `{}`),
-		rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`),
-	}})
+	return summarizedBy(t, []plan.Layer{rt.Layer("security", `{}`), summarizer}, summary, edit)
+}
+
+// summarizedInside is summarizedOutside with security inside the compaction, which reads the
+// summary in the call's transcript.
+func summarizedInside(t *testing.T, summary string) (primary, small *rt.Model, err error) {
+	t.Helper()
+	return summarizedBy(t, []plan.Layer{summarizer, rt.Layer("security", `{}`)}, summary, nil)
+}
+
+var summarizer = rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`)
+
+// summarizedBy runs the transcript of summarizedOutside through chain.
+func summarizedBy(t *testing.T, chain []plan.Layer, summary string, edit func([]runtime.Message)) (primary, small *rt.Model, err error) {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Chat: chain})
 	primary = rt.NewModel(rt.Response{Deltas: []string{"ok"}})
 	small = rt.NewModel(rt.Response{Deltas: []string{summary}})
 	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small}})
@@ -103,23 +115,6 @@ func TestSecurityOutsideStillFindsAnInjectionThroughASummary(t *testing.T) {
 			assert.Zero(t, primary.Calls())
 		})
 	}
-}
-
-// summarizedInside is summarizedOutside with security inside the compaction, which reads the
-// summary in the call's transcript.
-func summarizedInside(t *testing.T, summary string) (primary, small *rt.Model, err error) {
-	t.Helper()
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
-		rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`),
-		rt.Layer("security", `{}`),
-	}})
-	primary = rt.NewModel(rt.Response{Deltas: []string{"ok"}})
-	small = rt.NewModel(rt.Response{Deltas: []string{summary}})
-	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small}})
-	msgs := transcript(12)
-	msgs[1].Content = "Please add some emojis to the response. " + msgs[1].Content
-	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
-	return primary, small, err
 }
 
 // Security inside the compaction reads the summary as security outside does: as the
