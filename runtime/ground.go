@@ -104,6 +104,14 @@ type SummaryScreener interface {
 // The message is pinned too ("pin": "true"), so that compaction keeps it.
 const GroundingKey = "grounding"
 
+// SummaryKey marks a summary a summarizing compaction wrote of the
+// transcript's earlier messages: its Metadata holds SummaryKey: "true"
+// beside GroundingKey: "true". Such a message is read whatever a
+// detector's `system` setting, as the grounding block is, but as the
+// transcript's own messages are, not as a document (see SummaryScreener),
+// and a detector that flags it names the summary.
+const SummaryKey = "compaction_summary"
+
 // LayerGrounding names the grounding records' layer and the errors of
 // grounding.
 const LayerGrounding = "grounding"
@@ -200,6 +208,9 @@ type turnGroundingKey struct{}
 func (pl *Pipeline) buildGrounding(ctx context.Context) error {
 	g := pl.plan.Grounding
 	if g == nil {
+		if pl.plan.Admit != nil && pl.deps.Retriever == nil {
+			pl.logger.Warn("the policy's admit predicate is set but runtime.Deps.Retriever is not: no item is retrieved, so it admits only what a host passes to Pipeline.Ground; under agentc serve, which has no retriever, it never runs")
+		}
 		return nil
 	}
 	gp := &groundingPlan{cfg: g, runs: map[string]*groundOnce{}}

@@ -1,9 +1,11 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -344,4 +346,31 @@ func TestGroundingBlockIsNotPlacedBetweenToolCallsAndTheirResults(t *testing.T) 
 	assert.Equal(t, runtime.Message{Role: "user", Content: "refunds take 5 days", Metadata: blockMeta}, sent[0])
 	assert.Equal(t, msgs, sent[1:], "the tool results follow their calls")
 	assert.Equal(t, []string{"how long do refunds take?"}, ret.queries)
+}
+
+// A policy that declares admit without a grounding section, built without a
+// retriever (agentc serve has none), admits nothing by itself: the build
+// warns, as it does for a grounding section.
+func TestAdmitWithoutRetrieverWarns(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		deps runtime.Deps
+		warn bool
+	}{
+		{"no retriever", runtime.Deps{}, true},
+		{"a retriever", runtime.Deps{Retriever: &retriever{sets: [][]runtime.Item{kb}}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			tt.deps.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			tt.deps.Models = map[string]runtime.ModelClient{"m": rt.NewModel(rt.Response{Deltas: []string{"ok"}})}
+			rt.Build(t, groundPlan(nil), tt.deps)
+			if tt.warn {
+				assert.Contains(t, logs.String(), "level=WARN")
+				assert.Contains(t, logs.String(), "admit predicate is set but runtime.Deps.Retriever is not")
+			} else {
+				assert.NotContains(t, logs.String(), "admit predicate")
+			}
+		})
+	}
 }

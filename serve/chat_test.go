@@ -463,15 +463,17 @@ func TestSupportExample(t *testing.T) {
 			return map[string]runtime.ModelClient{"primary": primary, "backup": backup}, err
 		}})
 
-	// It loads with four warnings, each true of the gateway: its turn
+	// It loads with five warnings, each true of the gateway: its turn
 	// chain and its tool chain's audit, idempotent, meter and retry never
 	// act there (they do under agentc test and in a host that embeds the
 	// policy); the in-memory trail of those audit layers, which write
 	// nothing there, is not warned of besides; its chat budget, of scope
 	// run, holds each request without a run id to a budget of its own;
-	// and its tracing layers have no exporter to send their spans to.
+	// its tracing layers have no exporter to send their spans to; and its
+	// admit predicate has no retriever to admit items from.
 	logs := s.logs.String()
-	assert.Equal(t, 4, strings.Count(logs, "level=WARN"), logs)
+	assert.Equal(t, 5, strings.Count(logs, "level=WARN"), logs)
+	assert.Contains(t, logs, "admit predicate is set but runtime.Deps.Retriever is not")
 	assert.Contains(t, logs, "no OpenTelemetry exporter is configured")
 	assert.Contains(t, logs, "turn chain not run by the gateway")
 	assert.Contains(t, logs, `layers="[meter idempotent audit retry]"`)

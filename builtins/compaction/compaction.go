@@ -120,9 +120,24 @@ type Options struct {
 // user message are kept; older units are dropped, oldest first, while the
 // transcript is over MaxTokens or holds more than MaxMessages messages.
 func Compact(msgs []Message, o Options) []Message {
-	p := newPlan(msgs, o, false)
+	out, _ := CompactContext(context.Background(), msgs, o)
+	return out
+}
+
+// CompactContext is Compact, stopped with ctx's error when ctx ends before
+// it is done. Its time is linear in the size of msgs (up to the rounds in
+// which a cut that would leave an answer without its question keeps the
+// question again).
+func CompactContext(ctx context.Context, msgs []Message, o Options) ([]Message, error) {
+	p := newPlan(ctx, msgs, o, false)
+	if p.err != nil {
+		return nil, p.err
+	}
 	p.dropWhileOver(o.MaxTokens, 0)
-	return p.output(nil)
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.output(nil), nil
 }
 
 // Importance compacts msgs by importance. Always kept: system messages, the
@@ -135,9 +150,22 @@ func Compact(msgs []Message, o Options) []Message {
 // then the other messages, oldest first. Tool-call units stay whole; orphans
 // are dropped; the result is idempotent.
 func Importance(msgs []Message, o Options) []Message {
+	out, _ := ImportanceContext(context.Background(), msgs, o)
+	return out
+}
+
+// ImportanceContext is Importance, stopped with ctx's error when ctx ends
+// before it is done.
+func ImportanceContext(ctx context.Context, msgs []Message, o Options) ([]Message, error) {
 	o.KeepFirstUserTurn = true
-	p := newPlan(msgs, o, false)
+	p := newPlan(ctx, msgs, o, false)
+	if p.err != nil {
+		return nil, p.err
+	}
 	p.referenced()
+	if p.err != nil {
+		return nil, p.err
+	}
 	// Unreferenced tool-call units go first, then the rest, each oldest
 	// first; protected units are skipped by dropWhileOver.
 	p.order = p.order[:0]
@@ -152,7 +180,10 @@ func Importance(msgs []Message, o Options) []Message {
 		}
 	}
 	p.dropWhileOver(o.MaxTokens, 0)
-	return p.output(nil)
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.output(nil), nil
 }
 
 // MinQuote is the shortest first line of a tool result that Importance
@@ -161,41 +192,165 @@ const MinQuote = 8
 
 // referenced protects the tool-call units whose results a later message
 // (outside the unit) refers to: by the call's id, or by quoting the first
-// line of a result.
+// line of a result. Every needle is looked for at once (see quotes), in one
+// scan of the transcript from its end: a needle's last occurrence is what
+// decides, whether it follows the unit.
 func (p *plan) referenced() {
+	var q quotes
+	type need struct{ unit, node, last int }
+	var needs []need
 	for ui := range p.units {
 		u := &p.units[ui]
 		if !u.toolCalls || u.protected {
 			continue
 		}
-		var needles []string
-		last := 0
+		last := u.idx[len(u.idx)-1]
 		for _, i := range u.idx {
+			if p.stopped() {
+				return
+			}
 			m := p.msgs[i]
-			last = max(last, i)
 			for _, tc := range m.ToolCalls {
 				if tc.ID != "" && !strings.HasPrefix(tc.ID, "\x00") {
-					needles = append(needles, tc.ID)
+					needs = append(needs, need{ui, q.add(tc.ID), last})
 				}
 			}
 			if m.Role == RoleTool || len(m.ToolResultIDs) > 0 {
 				line, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
 				if line = strings.TrimSpace(line); len(line) >= MinQuote {
-					needles = append(needles, line)
+					needs = append(needs, need{ui, q.add(line), last})
 				}
 			}
 		}
-	search:
-		for j := last + 1; j < len(p.msgs); j++ {
-			if p.unitOf[j] == ui {
-				continue
+	}
+	if len(needs) == 0 {
+		return
+	}
+	q.link(p)
+	for j := len(p.msgs) - 1; j >= 0 && p.err == nil; j-- {
+		q.scan(p, p.msgs[j].Content, j)
+	}
+	if p.err != nil {
+		return
+	}
+	for _, n := range needs {
+		if q.nodes[n.node].at-1 > n.last {
+			p.units[n.unit].protected = true
+		}
+	}
+}
+
+// quotes finds which of a set of needles occur in texts (Aho-Corasick): a
+// trie of the needles, each node linked to the longest proper suffix of its
+// prefix that is in the trie (fail) and to the nearest needle among those
+// suffixes (out). Scanning a text costs a step or so per byte and per needle
+// found, and a needle's node records the index of the last text it was found
+// in when the texts are scanned last first.
+type quotes struct {
+	nodes []quoteNode
+	root  [256]int32 // the root's children (0: none)
+}
+
+type quoteNode struct {
+	child, sibling int32 // first child; next child of the same parent
+	fail, out      int32 // the suffix links; out -1: none
+	b              byte
+	end            bool // a needle ends here
+	// at + 1 is the index of the last text the needle ending here (or a
+	// needle that is a suffix of it) was found in (0: none yet).
+	at int
+}
+
+// add adds a needle and returns its node.
+func (q *quotes) add(s string) int {
+	if len(q.nodes) == 0 {
+		q.nodes = append(q.nodes, quoteNode{out: -1})
+	}
+	n := int32(0)
+	for i := range len(s) {
+		n = q.childOrNew(n, s[i])
+	}
+	q.nodes[n].end = true
+	return int(n)
+}
+
+func (q *quotes) child(n int32, b byte) int32 {
+	if n == 0 {
+		return q.root[b]
+	}
+	for c := q.nodes[n].child; c != 0; c = q.nodes[c].sibling {
+		if q.nodes[c].b == b {
+			return c
+		}
+	}
+	return 0
+}
+
+func (q *quotes) childOrNew(n int32, b byte) int32 {
+	if c := q.child(n, b); c != 0 {
+		return c
+	}
+	c := int32(len(q.nodes))
+	q.nodes = append(q.nodes, quoteNode{b: b, sibling: q.nodes[n].child, out: -1})
+	q.nodes[n].child = c
+	if n == 0 {
+		q.root[b] = c
+	}
+	return c
+}
+
+// link sets the suffix links, breadth first.
+func (q *quotes) link(p *plan) {
+	queue := make([]int32, 0, len(q.nodes))
+	for c := q.nodes[0].child; c != 0; c = q.nodes[c].sibling {
+		queue = append(queue, c)
+	}
+	for len(queue) > 0 && !p.stopped() {
+		n := queue[0]
+		queue = queue[1:]
+		for c := q.nodes[n].child; c != 0; c = q.nodes[c].sibling {
+			f := q.nodes[n].fail
+			for f != 0 && q.child(f, q.nodes[c].b) == 0 {
+				p.steps++
+				f = q.nodes[f].fail
 			}
-			for _, n := range needles {
-				if strings.Contains(p.msgs[j].Content, n) {
-					u.protected = true
-					break search
-				}
+			f = q.child(f, q.nodes[c].b)
+			q.nodes[c].fail = f
+			if q.nodes[f].end {
+				q.nodes[c].out = f
+			} else {
+				q.nodes[c].out = q.nodes[f].out
 			}
+			queue = append(queue, c)
+		}
+	}
+}
+
+// scan records text j on the needles text holds that no text scanned
+// before holds: texts are scanned last first, so a needle's record is the
+// last text it occurs in.
+func (q *quotes) scan(p *plan, text string, j int) {
+	n := int32(0)
+	for i := range len(text) {
+		if p.stopped() {
+			return
+		}
+		b := text[i]
+		for n != 0 && q.child(n, b) == 0 {
+			p.steps++
+			n = q.nodes[n].fail
+		}
+		n = q.child(n, b)
+		hit := n
+		if !q.nodes[hit].end {
+			hit = q.nodes[hit].out
+		}
+		// A needle already recorded had the needles it ends with recorded
+		// with it.
+		for hit > 0 && q.nodes[hit].at == 0 {
+			p.steps++
+			q.nodes[hit].at = j + 1
+			hit = q.nodes[hit].out
 		}
 	}
 }
@@ -236,7 +391,10 @@ func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Sum
 	if summarize == nil {
 		return nil, errors.New("compaction: nil summarizer")
 	}
-	p := newPlan(msgs, o, true)
+	p := newPlan(ctx, msgs, o, true)
+	if p.err != nil {
+		return nil, p.err
+	}
 	old := 0 // tokens of earlier summaries
 	for _, i := range p.summaries {
 		old += p.tokens[i]
@@ -245,6 +403,9 @@ func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Sum
 	reserve := max(old, p.count(Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix, Summary: true}))
 	within := (maxTokens <= 0 || p.total+old <= maxTokens) && (p.maxMessages <= 0 || p.kept+len(p.summaries) <= p.maxMessages)
 	if within || !p.dropWhileOver(maxTokens, reserve) {
+		if p.err != nil {
+			return nil, p.err
+		}
 		// Within budget, or nothing may be dropped: earlier summaries stay as they are.
 		p.keepSummaries()
 		return p.output(nil), nil
@@ -264,6 +425,9 @@ func SummarizeWith(ctx context.Context, msgs []Message, o Options, summarize Sum
 		summary := Message{Role: RoleSystem, Name: SummaryName, Content: SummaryPrefix + text, Summary: true}
 		cost := p.count(summary)
 		if !p.dropWhileOver(maxTokens, cost) {
+			if p.err != nil {
+				return nil, p.err
+			}
 			if p.over(maxTokens, cost) && (!p.over(maxTokens, 0) || cost > p.replaced()) {
 				return nil, ErrSummaryTooLong
 			}
@@ -287,6 +451,26 @@ type plan struct {
 	// maxMessages bounds kept (<= 0: none).
 	maxMessages int
 	summaries   []int // indices of earlier summaries (Summarize only); not in total
+	// joined maps a unit to the unit it was joined into (itself when none)
+	// while newPlan reads the transcript (see answeredUnit).
+	joined []int
+	// ctx stops the work when it ends; err is its error then, and the
+	// plan's decisions are incomplete.
+	ctx context.Context
+	err error
+	// steps counts the elementary steps of the work, so that a test can
+	// hold it to a bound linear in the transcript.
+	steps int
+}
+
+// stopped counts a step and reports whether the work must stop: every 1024
+// steps it checks ctx.
+func (p *plan) stopped() bool {
+	p.steps++
+	if p.err == nil && p.steps&1023 == 0 {
+		p.err = p.ctx.Err()
+	}
+	return p.err != nil
 }
 
 // unit is an assistant message with its tool results, or any other single message.
@@ -297,17 +481,20 @@ type unit struct {
 	toolCalls bool
 }
 
-func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
+func newPlan(ctx context.Context, msgs []Message, o Options, splitSummaries bool) *plan {
 	count, keepRecent := o.Count, o.KeepRecent
 	if count == nil {
 		count = EstimateTokens
 	}
-	p := &plan{msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
-	unitOf := p.unitOf
+	p := &plan{ctx: ctx, msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
+	unitOf := p.unitOf           // while reading: the unit a message was put in, before later joins
 	callUnit := map[string]int{} // tool call id -> unit of its nearest declaration so far
 	firstUser := false           // the first user message has been seen
 	var conversation []int       // non-system, non-orphan messages in order
 	for i, m := range msgs {
+		if p.stopped() {
+			return p
+		}
 		unitOf[i] = -1
 		switch {
 		case m.Role == RoleSystem:
@@ -322,19 +509,18 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 			if !ok {
 				continue // orphan: dropped
 			}
-			p.units[u].idx = append(p.units[u].idx, i)
 			unitOf[i] = u
 			conversation = append(conversation, i)
 		default:
 			if u, ok := p.answeredUnit(callUnit, m.ToolResultIDs); ok {
-				p.units[u].idx = append(p.units[u].idx, i)
 				unitOf[i] = u
 				conversation = append(conversation, i)
 				break
 			}
 			unitOf[i] = len(p.units)
-			p.units = append(p.units, unit{idx: []int{i}, toolCalls: len(m.ToolCalls) > 0,
+			p.units = append(p.units, unit{toolCalls: len(m.ToolCalls) > 0,
 				protected: m.Pinned || (o.KeepFirstUserTurn && m.Role == RoleUser && !firstUser)})
+			p.joined = append(p.joined, unitOf[i])
 			if m.Role == RoleUser {
 				firstUser = true
 			}
@@ -351,6 +537,23 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 		p.tokens[i] = count(m)
 		p.total += p.tokens[i]
 	}
+	// Resolve the joins: a joined unit's marks go to the unit that leads it,
+	// and each message to that unit, in transcript order.
+	for ui := range p.units {
+		p.steps++
+		if r := p.lead(ui); r != ui {
+			p.units[r].protected = p.units[r].protected || p.units[ui].protected
+			p.units[r].toolCalls = p.units[r].toolCalls || p.units[ui].toolCalls
+			p.units[ui] = unit{}
+		}
+	}
+	for i := range msgs {
+		if unitOf[i] >= 0 {
+			unitOf[i] = p.lead(unitOf[i])
+			p.units[unitOf[i]].idx = append(p.units[unitOf[i]].idx, i)
+		}
+	}
+	p.joined = nil
 	for _, i := range conversation[max(0, len(conversation)-keepRecent):] {
 		p.units[unitOf[i]].protected = true
 	}
@@ -366,38 +569,38 @@ func newPlan(msgs []Message, o Options, splitSummaries bool) *plan {
 // consecutive assistant messages into one turn, so the calls of one turn
 // may be split over two messages and answered by one user message), those
 // units are joined into the first: a result kept without its call, or a
-// call without its result, is a transcript both providers refuse.
+// call without its result, is a transcript both providers refuse. A join is
+// recorded in joined (a union-find forest whose roots are the first units)
+// and resolved once the transcript is read, so that joining n units costs
+// about n steps.
 func (p *plan) answeredUnit(callUnit map[string]int, ids []string) (int, bool) {
 	u := -1
 	for _, id := range ids {
+		p.steps++
 		v, ok := callUnit[id]
-		if !ok || id == "" || v == u {
+		if !ok || id == "" {
+			continue
+		}
+		if v = p.lead(v); v == u {
 			continue
 		}
 		if u < 0 {
 			u = v
 			continue
 		}
-		u = p.join(callUnit, min(u, v), max(u, v))
+		u, v = min(u, v), max(u, v)
+		p.joined[v] = u
 	}
 	return u, u >= 0
 }
 
-// join moves the messages of unit v into unit u, which leads; v is left
-// empty. It returns u.
-func (p *plan) join(callUnit map[string]int, u, v int) int {
-	for _, i := range p.units[v].idx {
-		p.unitOf[i] = u
-	}
-	p.units[u].idx = append(p.units[u].idx, p.units[v].idx...)
-	slices.Sort(p.units[u].idx)
-	p.units[u].protected = p.units[u].protected || p.units[v].protected
-	p.units[u].toolCalls = p.units[u].toolCalls || p.units[v].toolCalls
-	p.units[v] = unit{}
-	for id, w := range callUnit {
-		if w == v {
-			callUnit[id] = u
-		}
+// lead returns the unit that unit u was joined into, itself when none,
+// halving the paths it walks.
+func (p *plan) lead(u int) int {
+	for p.joined[u] != u {
+		p.steps++
+		p.joined[u] = p.joined[p.joined[u]]
+		u = p.joined[u]
 	}
 	return u
 }
@@ -422,6 +625,9 @@ func (p *plan) dropWhileOver(maxTokens, reserve int) bool {
 	before := slices.Clone(p.keep)
 	for {
 		for p.over(maxTokens, reserve) && p.next < len(p.order) {
+			if p.stopped() {
+				return false
+			}
 			ui := p.order[p.next]
 			p.next++
 			if !p.units[ui].protected {
@@ -459,13 +665,17 @@ func (p *plan) drop(ui int) {
 // itself shaped otherwise (opened by the assistant, two assistant messages in a row) is left
 // so.
 func (p *plan) userFirst() bool {
+	from, prev, asked := 0, -1, -1
 	for {
-		at, asked := p.unasked()
+		var at, before int
+		at, asked, before = p.unasked(from, prev, asked)
 		if at < 0 {
 			return false
 		}
 		if ui := p.unitOf[at]; !p.units[ui].protected {
+			// The unit's other messages follow at: the scan goes on from there.
 			p.drop(ui)
+			from, prev = at, before
 			continue
 		}
 		ui := p.unitOf[asked]
@@ -481,24 +691,31 @@ func (p *plan) userFirst() bool {
 	}
 }
 
-// unasked returns the first kept message that the cut left without the user message before
-// it, and that dropped user message (see userFirst); -1, -1 when there is none.
-func (p *plan) unasked() (at, asked int) {
-	prev := -1 // the kept message before i, system messages aside
-	for i := range p.msgs {
-		if !p.keep[i] || !p.inUnit(i) {
+// unasked returns the first kept message from message from on that the cut left without the
+// user message before it, that dropped user message (see userFirst), and the kept message
+// before it (system messages aside); -1, -1, -1 when there is none. prev is the kept message
+// before from (-1: none), and asked the dropped user message nearest before from after prev
+// (-1: none), so that a scan goes on where the last one stopped.
+func (p *plan) unasked(from, prev, asked int) (at, _, before int) {
+	for i := from; i < len(p.msgs); i++ {
+		if p.stopped() {
+			return -1, -1, -1
+		}
+		if !p.inUnit(i) {
 			continue
 		}
-		if p.leadsUnit(i) && p.msgs[i].Role != RoleUser && (prev < 0 || p.msgs[prev].Role == RoleAssistant) {
-			for j := i - 1; j > prev; j-- {
-				if p.inUnit(j) && p.leadsUnit(j) && p.msgs[j].Role == RoleUser {
-					return i, j
-				}
+		if !p.keep[i] {
+			if p.leadsUnit(i) && p.msgs[i].Role == RoleUser {
+				asked = i
 			}
+			continue
 		}
-		prev = i
+		if asked >= 0 && p.leadsUnit(i) && p.msgs[i].Role != RoleUser && (prev < 0 || p.msgs[prev].Role == RoleAssistant) {
+			return i, asked, prev
+		}
+		prev, asked = i, -1
 	}
-	return -1, -1
+	return -1, -1, -1
 }
 
 // leadsUnit reports whether message i is the first of its unit.

@@ -50,10 +50,19 @@
 // retry or fallback inside retries or fails it over, a tracing layer inside traces it;
 // compaction itself never sees it, nor does a rate_limit outside, which admits it without a
 // token (vet warns, order/ratelimit-outside-compaction). Called from Go outside a pipeline,
-// Compact asks the model client directly. A failed or empty summary, or one that does not fit the budget
+// Compact asks the model client directly. The summary call is bounded: it asks for at most
+// max_tokens (and no more than the messages it replaces: a longer summary is refused), stops
+// reading a summary that runs past that, is given up after summary_timeout (30s by default),
+// and sends no more than the summary model's declared context_tokens holds besides the summary,
+// nor than the limit of a max_tokens layer inside compaction without a when lets through
+// (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
+// without being summarized). A failed, empty, cut off or timed out summary, or one that does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
-// KeepRecent, which drops the same messages without a summary: the budget is never exceeded for
-// a summary.
+// KeepRecent, which drops the same messages without a summary, and is logged as a warning: the
+// budget is never exceeded for a summary. A call whose context ends while its summary is
+// written (a client of agentc serve that hung up) is no summary failure: the call ends with the
+// context's error, nothing is compacted or sent, and the layer logs "summary abandoned" at
+// debug level.
 //
 // Only a summary the layer wrote counts as an earlier summary: it carries the message
 // metadata SummaryKey ("compaction_summary": "true"), which a host keeps when it continues
@@ -64,9 +73,11 @@
 //
 // A summary is a system message, but no operator wrote it: the summary model wrote it from what
 // users and tools wrote, and an injection a tool result carried can come through it. The layer
-// marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is), so
-// that the detectors inside compaction (security, pii, content_filter) read it as a document, as
-// they read a tool result, whatever their `system` setting. Those outside compaction read the
+// marks it as retrieved text too (runtime.GroundingKey "true", as the grounding block is, beside
+// runtime.SummaryKey), so that the detectors inside compaction (security, pii, content_filter)
+// read it whatever their `system` setting, as they read the transcript's own messages: security
+// not as a document, for the reason given below, and a block names the summary ("the summary of
+// earlier messages (message 1): prompt injection detected (...)"). Those outside compaction read the
 // call before the summary was written (and a client of agentc serve resends its raw history, so
 // no later call would read it either): the layer has each of them that screens text
 // (runtime.GroundingScreener: security, content_filter, pii) read the summary before it is
@@ -93,5 +104,10 @@
 // A transcript over the budget of which nothing may be dropped (a system
 // prompt and one huge request, or only recent and pinned messages) is sent
 // as it is, never emptied, and nothing is recorded: whether the model reads
-// it is the model's limit to decide.
+// it is the model's limit to decide. A transcript of nothing but tool results
+// that answer no call in it (and system messages) would be emptied, orphans
+// being dropped: the call is refused instead, with a *runtime.CallError of
+// status 400 (kind permanent: agentc serve answers 400), its message naming the
+// layer ("compaction: the transcript holds no message to send: its 2 tool results
+// answer no tool call in it ...").
 package compaction

@@ -2,9 +2,13 @@ package compaction
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/runtime"
 	rplan "github.com/agentc-dev/agentc/runtime/plan"
@@ -21,7 +25,7 @@ func init() {
 		Traits:  []runtime.Trait{runtime.TraitRewritesMessages},
 		Doc:     "bounds the transcript before the model sees it, never orphaning a tool call from its result nor dropping a call to a side-effecting tool",
 		New: func() runtime.Middleware {
-			return &Middleware{Strategy: StrategyKeepRecent, MaxTokens: 12000, KeepRecent: 6}
+			return &Middleware{Strategy: StrategyKeepRecent, MaxTokens: 12000, KeepRecent: 6, SummaryTimeout: runtime.Duration(DefaultSummaryTimeout)}
 		},
 	})
 }
@@ -41,7 +45,7 @@ const PinKey = "pin"
 // wrote: its value is "true". Metadata is the host's and never comes from a
 // client of agentc serve, so a client cannot pass its own system message for
 // a summary by naming it "compaction_summary".
-const SummaryKey = "compaction_summary"
+const SummaryKey = runtime.SummaryKey
 
 // SummaryPrompt is the system prompt of the summary call.
 const SummaryPrompt = "Summarize the following conversation excerpt for the assistant that continues it. " +
@@ -63,8 +67,8 @@ const SummaryPrompt = "Summarize the following conversation excerpt for the assi
 // orphan and is dropped (providers reject it). With strategy "summarize" the dropped prefix
 // is replaced by one system message (Name "compaction_summary", metadata
 // SummaryKey "true": only a message so marked is taken as an earlier summary; and
-// runtime.GroundingKey "true", so that the detectors inside the layer read it as a document,
-// as they read a tool result, whatever their system setting; those outside it that screen
+// runtime.GroundingKey "true", so that the detectors inside the layer read it whatever their
+// system setting, as the transcript's messages (runtime.SummaryKey); those outside it that screen
 // text, runtime.GroundingScreener, read it before it is sent: see screenSummary) written by
 // the model named in `model`, called through the chat chain below the layer
 // (runtime.OwnCall: the layers inside compaction meter, retry, fail over and
@@ -82,8 +86,16 @@ type Middleware struct {
 	// KeepFirstUserTurn always keeps the first user message; strategy
 	// "importance" always does.
 	KeepFirstUserTurn bool `json:"keep_first_user_turn,omitempty"`
+	// SummaryTimeout bounds the summary call (DefaultSummaryTimeout);
+	// past it the layer falls back to keep_recent.
+	SummaryTimeout runtime.Duration `json:"summary_timeout,omitempty"`
 
-	name string
+	// window is the summary model's declared context_tokens (0: none).
+	window int
+	// inputCap is the smallest limit of the max_tokens layers inside this
+	// one without a when, which read the summary call (0: none).
+	inputCap int
+	name     string
 	// effects reports whether a tool is declared side_effecting: a call
 	// to one and its result are never dropped (see toLocal).
 	effects func(tool string) bool
@@ -93,6 +105,7 @@ type Middleware struct {
 	screens []screen
 	logger  interface {
 		WarnContext(ctx context.Context, msg string, args ...any)
+		DebugContext(ctx context.Context, msg string, args ...any)
 	}
 }
 
@@ -113,6 +126,12 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 			return fmt.Errorf("model %q has no client (Deps.Models)", m.Model)
 		}
 		m.client = c
+		if b.Plan != nil {
+			m.window = b.Plan.Models[m.Model].ContextTokens
+			if b.Stage == rplan.StageChat && b.Index < len(b.Plan.Chains.Chat) {
+				m.inputCap = inputCap(b.Plan.Chains.Chat[b.Index+1:])
+			}
+		}
 		for _, l := range b.Outer() {
 			if s, ok := l.Middleware.(runtime.GroundingScreener); ok {
 				m.screens = append(m.screens, screen{name: l.Name, s: s})
@@ -166,6 +185,8 @@ func (m *Middleware) Validate() error {
 	switch {
 	case m.Strategy != StrategyKeepRecent && m.Strategy != StrategySummarize && m.Strategy != StrategyImportance:
 		return fmt.Errorf(`strategy must be "keep_recent", "summarize" or "importance", got %q`, m.Strategy)
+	case m.SummaryTimeout <= 0:
+		return fmt.Errorf("summary_timeout must be positive, got %s", m.SummaryTimeout.D())
 	case m.MaxMessages < 0:
 		return fmt.Errorf("max_messages must not be negative, got %d", m.MaxMessages)
 	case m.MaxTokens < 1:
@@ -296,9 +317,10 @@ func toRuntime(orig []runtime.Message, msgs []Message) []runtime.Message {
 		out[i] = runtime.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 		if m.Summary {
 			// No operator wrote the summary: the summary model did, from
-			// what users and tools wrote. Marked as retrieved text, it is
-			// read as a document by the detectors (security, pii,
-			// content_filter), whatever their system setting.
+			// what users and tools wrote. Marked as retrieved text and as a
+			// summary, it is read by the detectors (security, pii,
+			// content_filter) whatever their system setting, as the
+			// transcript's messages are.
 			out[i].Metadata = map[string]string{SummaryKey: "true", runtime.GroundingKey: "true"}
 		}
 	}
@@ -327,9 +349,16 @@ func counter(orig []runtime.Message) TokenCounter {
 // (a system prompt and one huge request) is returned as it is, unchanged.
 // msgs is not modified. A summary a layer outside compaction flags is
 // dropped, as a failed one is (the call itself, in a pipeline, is blocked
-// when the layer's grounding setting says so).
+// when the layer's grounding setting says so). When ctx ends before the
+// work is done, or msgs holds no message to send but tool results that
+// answer no call (and system messages), msgs is returned as it is.
 func (m *Middleware) Compact(ctx context.Context, msgs []runtime.Message) ([]runtime.Message, bool) {
-	out, changed, _ := m.compact(ctx, msgs, false)
+	out, changed, err := m.compact(ctx, msgs, false)
+	if err != nil {
+		// ctx ended, or the transcript holds nothing to send: it is
+		// returned as it is.
+		return msgs, false
+	}
 	return out, changed
 }
 
@@ -350,6 +379,11 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 		out, err = SummarizeWith(ctx, local, o, m.summarize)
 		var f *flagged
 		switch {
+		case err != nil && ctx.Err() != nil:
+			// The caller has gone (a client that hung up): no summary
+			// failed, and nothing is left to compact for.
+			m.logger.DebugContext(ctx, "summary abandoned: the call ended", "error", ctx.Err())
+			return nil, false, ctx.Err()
 		case errors.As(err, &f) && f.block && block:
 			return nil, false, f.err
 		case f != nil:
@@ -360,16 +394,39 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 			out = nil
 		}
 	case StrategyImportance:
-		out = Importance(local, o)
+		var err error
+		if out, err = ImportanceContext(ctx, local, o); err != nil {
+			return nil, false, err
+		}
 	}
 	if out == nil {
-		out = Compact(local, o)
+		var err error
+		if out, err = CompactContext(ctx, local, o); err != nil {
+			return nil, false, err
+		}
 	}
 	if unchanged(out, len(msgs)) {
 		// Over the budget, but nothing may be dropped: sent as it is.
 		return msgs, false, nil
 	}
+	if !conversing(out) {
+		// No Layer: a 400 of the request itself, as a provider's, which
+		// agentc serve answers with a 400 its client does not retry.
+		return nil, false, &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest,
+			Message: fmt.Sprintf(m.name+": the transcript holds no message to send: its %d tool results answer no tool call in it, and providers refuse such results", len(msgs)-len(out))}
+	}
 	return toRuntime(msgs, out), true, nil
+}
+
+// conversing reports whether msgs holds a message besides system messages:
+// a transcript without one is refused by both providers.
+func conversing(msgs []Message) bool {
+	for _, m := range msgs {
+		if m.Role != RoleSystem {
+			return true
+		}
+	}
+	return false
 }
 
 // unchanged reports whether out holds each of the n converted messages, in
@@ -391,45 +448,33 @@ func unchanged(out []Message, n int) bool {
 // while its nearest assistant message declares calls (or there is none).
 func hasOrphan(msgs []runtime.Message) bool {
 	last := -1
+	declared := map[string]bool{} // the ids of the calls declared so far
 	for i := range msgs {
 		switch msgs[i].Role {
 		case RoleAssistant:
 			last = i
 		case RoleTool:
-			if last < 0 {
+			if last < 0 || len(msgs[last].ToolCalls) > 0 && !answersDeclared(&msgs[i], declared) {
 				return true
 			}
-			if len(msgs[last].ToolCalls) == 0 || answersDeclared(msgs[:i], &msgs[i]) {
-				continue
+		}
+		for _, tc := range msgs[i].ToolCalls {
+			if tc.ID != "" {
+				declared[tc.ID] = true
 			}
-			return true
 		}
 	}
 	return false
 }
 
-// answersDeclared reports whether the tool message m answers a call that an
-// assistant message of msgs declares, by its ToolCallID or a tool_result
-// part.
-func answersDeclared(msgs []runtime.Message, m *runtime.Message) bool {
-	declared := func(id string) bool {
-		if id == "" {
-			return false
-		}
-		for i := range msgs {
-			for _, tc := range msgs[i].ToolCalls {
-				if tc.ID == id {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	if declared(m.ToolCallID) {
+// answersDeclared reports whether the tool message m answers a call that
+// declared holds, by its ToolCallID or a tool_result part.
+func answersDeclared(m *runtime.Message, declared map[string]bool) bool {
+	if declared[m.ToolCallID] {
 		return true
 	}
 	for _, p := range m.Parts {
-		if p.Type == runtime.PartToolResult && declared(p.ToolCallID) {
+		if p.Type == runtime.PartToolResult && declared[p.ToolCallID] {
 			return true
 		}
 	}
@@ -445,42 +490,137 @@ type below struct {
 	parent *runtime.ChatCall
 }
 
+// inputCap returns the smallest limit of the max_tokens layers of inner
+// without a when (0: none): a summary request over it would be refused.
+func inputCap(inner []rplan.Layer) int {
+	limit := 0
+	for _, l := range inner {
+		if l.Use != "max_tokens" || l.When != nil {
+			continue
+		}
+		var c struct {
+			Limit int `json:"limit"`
+		}
+		if json.Unmarshal(l.Config, &c) == nil && c.Limit > 0 && (limit == 0 || c.Limit < limit) {
+			limit = c.Limit
+		}
+	}
+	return limit
+}
+
+// DefaultSummaryTimeout is the default summary_timeout.
+const DefaultSummaryTimeout = 30 * time.Second
+
 // summarize asks the summary model for a summary of msgs: through the chat
 // chain below the layer when Compact runs inside WrapChat, else through the
-// summary model's client directly.
+// summary model's client directly. The call is bounded: it asks for at most
+// what the summary could be and still be kept (the budget, and no more than
+// the messages it replaces), stops reading a summary past that (and refuses
+// it, ErrSummaryTooLong), is given up past SummaryTimeout, and sends no more
+// than the summary model's declared context window holds besides the summary
+// (see summaryText).
 func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, error) {
-	var b strings.Builder
+	replaced := 0
 	for _, msg := range msgs {
-		b.WriteString(msg.Role)
-		if msg.Name != "" && !IsSummary(msg) {
-			b.WriteString(" (" + msg.Name + ")")
-		}
-		b.WriteString(": ")
-		b.WriteString(msg.Content)
-		b.WriteString("\n")
+		replaced += int(runtime.EstimateTokens(msg.Content)) + 4
 	}
-	req := &runtime.ChatRequest{Model: m.Model, Messages: []runtime.Message{
-		{Role: RoleSystem, Content: SummaryPrompt},
-		{Role: RoleUser, Content: b.String()},
-	}}
+	limit := max(1, min(m.MaxTokens, replaced))
+	room := 0 // tokens of text the window holds (0: no window)
+	prompt := []runtime.Message{{Role: RoleSystem, Content: SummaryPrompt}, {Role: RoleUser}}
+	if m.window > 0 {
+		limit = max(1, min(limit, m.window/2))
+		if room = m.window - limit - int(runtime.EstimateMessages(prompt)); room <= 0 {
+			return "", fmt.Errorf("the context window of %s (context_tokens %d) holds no text to summarize", m.Model, m.window)
+		}
+	}
+	if m.inputCap > 0 {
+		// A max_tokens layer inside reads the request's input only.
+		capped := m.inputCap - int(runtime.EstimateRequest(&runtime.ChatRequest{Model: m.Model, Messages: prompt}))
+		if capped <= 0 {
+			return "", fmt.Errorf("the limit of the max_tokens layer inside (%d) holds no text to summarize", m.inputCap)
+		}
+		if room == 0 || capped < room {
+			room = capped
+		}
+	}
+	prompt[1].Content = summaryText(msgs, room)
+	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder
+	read, over := 0, false
 	collect := func(d runtime.Delta) bool {
 		out.WriteString(d.Text)
+		if read += int(runtime.EstimateTokens(d.Text)); read > limit {
+			over = true
+			return false
+		}
 		return true
 	}
+	cctx, cancel := context.WithTimeout(ctx, m.SummaryTimeout.D())
+	defer cancel()
 	var err error
 	if b, ok := ctx.Value(belowKey{}).(below); ok {
-		err = b.next(ctx, runtime.OwnCall(b.parent, *req), collect)
+		err = b.next(cctx, runtime.OwnCall(b.parent, *req), collect)
 	} else {
-		err = m.client.Stream(ctx, req, collect)
+		err = m.client.Stream(cctx, req, collect)
 	}
-	if err != nil {
+	switch {
+	case over:
+		return "", fmt.Errorf("%w: the summary model wrote past the %d tokens asked for", ErrSummaryTooLong, limit)
+	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
+		return "", fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
+	case err != nil:
 		return "", err
 	}
 	if err := m.screenSummary(ctx, out.String()); err != nil {
 		return "", err
 	}
 	return out.String(), nil
+}
+
+// summaryText is the text of msgs the summary model reads, one message a
+// line. With room > 0 it holds at most room tokens: the messages in order
+// (an earlier summary first) while they fit, the first cut to fit when even
+// it does not; the later ones are dropped without being summarized.
+func summaryText(msgs []Message, room int) string {
+	var b strings.Builder
+	used := 0
+	for _, msg := range msgs {
+		line := msg.Role
+		if msg.Name != "" && !IsSummary(msg) {
+			line += " (" + msg.Name + ")"
+		}
+		line += ": " + msg.Content + "\n"
+		if room > 0 {
+			n := int(runtime.EstimateTokens(line))
+			if used+n > room {
+				if used == 0 {
+					b.WriteString(cutTo(line, room))
+				}
+				break
+			}
+			used += n
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// cutTo returns the longest prefix of s, cut at a rune boundary, that
+// costs at most n tokens.
+func cutTo(s string, n int) string {
+	lo, hi := 0, len(s) // the prefix of lo bytes fits; of hi+1 does not
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if runtime.EstimateTokens(s[:mid]) <= int64(n) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for lo > 0 && lo < len(s) && !utf8.RuneStart(s[lo]) {
+		lo--
+	}
+	return s[:lo]
 }
 
 // Compacted is what the layer records on the response (ChatResponse.

@@ -17,11 +17,11 @@ import (
 
 // The summary is a system message, but no operator wrote it: the summary
 // model wrote it from what users and tools wrote. It is marked as retrieved
-// text, so that a detector inside compaction reads it as a document whatever
-// its system setting (security leaves system messages alone by default): an
-// injection the summary model repeated from a tool result is found, rather
-// than reaching the model with a system message's authority.
-func TestTheSummaryIsScreenedAsADocument(t *testing.T) {
+// text and as a summary, so that a detector inside compaction reads it
+// whatever its system setting (security leaves system messages alone by
+// default): an injection the summary model repeated from a tool result is
+// found, rather than reaching the model with a system message's authority.
+func TestTheSummaryIsScreenedWhateverTheSystemSetting(t *testing.T) {
 	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":300,"keep_recent":3}`),
 		rt.Layer("security", `{}`),
@@ -39,7 +39,7 @@ func TestTheSummaryIsScreenedAsADocument(t *testing.T) {
 	assert.Equal(t, 1, small.Calls())
 	assert.Zero(t, primary.Calls(), "the model never saw the summary")
 
-	// A plain summary passes, marked as a summary and as a document.
+	// A plain summary passes, marked as a summary and as retrieved text.
 	small = rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
 	pl, err = runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small}})
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package compaction_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -112,4 +113,27 @@ func TestOverTheBudgetAloneIsSentAsItIs(t *testing.T) {
 	_, ok = compaction.CompactedOf(resp, "compaction")
 	assert.False(t, ok, "compacting the compacted transcript changes nothing")
 	assert.Equal(t, got.Messages, model.seen[2])
+}
+
+// A transcript of tool results that answer no call in it holds nothing the
+// layer may send (orphans are dropped: both providers refuse them): the call
+// is refused, as a request the gateway cannot serve, rather than sent with no
+// message at all.
+func TestATranscriptOfOrphansIsRefusedNotEmptied(t *testing.T) {
+	model := &recorder{text: "ok"}
+	pl := build(t, `{"max_tokens":300,"keep_recent":3}`, map[string]runtime.ModelClient{"primary": model})
+	for _, msgs := range [][]runtime.Message{
+		{{Role: "tool", ToolCallID: "a", Content: "R1"}, {Role: "tool", ToolCallID: "b", Content: "R2"}},
+		{{Role: "system", Content: "be brief"}, {Role: "tool", ToolCallID: "a", Content: "R1"}},
+	} {
+		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+		var ce *runtime.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, http.StatusBadRequest, ce.Status)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind)
+		assert.Empty(t, ce.Layer, "a refusal of the request itself, as a provider's 400")
+		assert.True(t, strings.HasPrefix(ce.Message, "compaction: "), "named by the layer: %s", ce.Message)
+		assert.Contains(t, ce.Message, "answer no tool call")
+		assert.Empty(t, model.seen, "nothing was sent")
+	}
 }

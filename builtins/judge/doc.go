@@ -19,7 +19,10 @@
 // A judge failure (an error, a timeout after `timeout`, an answer that is
 // neither verdict) follows `on_error`: "closed" (the default, as for every
 // checking layer) blocks, with the failure as the BlockedError's cause;
-// "open" releases the response unjudged and logs a warning. A response that failed or was abandoned by the
+// "open" releases the response unjudged and logs a warning. An answer that is
+// no verdict is described in the cause, never quoted ("judge answered neither
+// allow nor block: a text answer of 212 bytes"): the judge read the response
+// and may repeat it, and the cause reaches the client and the access log. A response that failed or was abandoned by the
 // consumer is returned as is without judging.
 //
 // The judge's own model call goes through the chat chain below the judge's

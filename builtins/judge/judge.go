@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -159,11 +160,21 @@ func parseVerdict(s string) (string, error) {
 	if len(f) > 0 && (f[0] == VerdictAllow || f[0] == VerdictBlock) {
 		return f[0], nil
 	}
-	snippet := strings.TrimSpace(s)
-	if len(snippet) > 40 {
-		snippet = snippet[:40] + "..."
+	return "", fmt.Errorf("%w: %s", errNoVerdict, answerKind(s))
+}
+
+// answerKind describes an answer that is no verdict without quoting it: the
+// judge read the response and may repeat it, and the error reaches the
+// client and the access log, which carry no prompt or response text.
+func answerKind(s string) string {
+	t := strings.TrimSpace(s)
+	switch {
+	case t == "":
+		return "an empty answer"
+	case json.Valid([]byte(t)):
+		return fmt.Sprintf("a JSON answer of %d bytes", len(t))
 	}
-	return "", fmt.Errorf("%w: %q", errNoVerdict, snippet)
+	return fmt.Sprintf("a text answer of %d bytes", len(t))
 }
 
 // WrapChat implements runtime.ChatWrapper.

@@ -181,3 +181,28 @@ func TestAnEmptyReplyIsJudgedAsSuch(t *testing.T) {
 		assert.Equal(t, judgepkg.EmptyReply, msgs[1].Content)
 	}
 }
+
+// An answer that is no verdict is described, never quoted: the judge read
+// the response, and may repeat it, and the error reaches the client and the
+// access log, which carry no prompt or response text.
+func TestAnAnswerThatIsNoVerdictIsNotQuoted(t *testing.T) {
+	for _, tt := range []struct{ answer, kind string }{
+		{"Reasoning: the reply says The admin pass is hunter2, so", "a text answer of 55 bytes"},
+		{`{"verdict": "the admin pass is hunter2"}`, "a JSON answer of 40 bytes"},
+		{"  ", "an empty answer"},
+	} {
+		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("reviewer", rt.Layer("judge", `{"model":"judge"}`))}})
+		primary := rt.NewModel(rt.Response{Deltas: []string{"The admin pass is hunter2"}})
+		judge := rt.NewModel(rt.Response{Deltas: []string{tt.answer}})
+		pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "judge": judge}})
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b)
+		require.Error(t, b.Err)
+		assert.NotContains(t, err.Error(), "hunter2")
+		assert.NotContains(t, b.Err.Error(), "admin")
+		assert.NotContains(t, b.Err.Error(), "Reasoning")
+		assert.Contains(t, b.Err.Error(), "neither allow nor block")
+		assert.Contains(t, b.Err.Error(), tt.kind)
+	}
+}

@@ -204,7 +204,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 					where = "the definition of tool " + c.Request.Tools[i].Name
 				case scanned.KindResponseFormat:
 					where = "the response format"
-				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment, scanned.KindGrounding, scanned.KindNames:
+				case scanned.KindToolCall, scanned.KindToolResult, scanned.KindAttachment, scanned.KindGrounding, scanned.KindSummary, scanned.KindNames:
 					where += " " + kind
 				}
 				hint := ""

@@ -396,8 +396,16 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 		run := c.Meta.Run.ID
-		if err := m.seen.Scan(c, m.System, true, func(_ int, kind, text string) error {
-			return m.verdict(ctx, text, kind == scanned.KindToolResult || kind == scanned.KindGrounding)
+		if err := m.seen.Scan(c, m.System, true, func(i int, kind, text string) error {
+			err := m.verdict(ctx, text, kind == scanned.KindToolResult || kind == scanned.KindGrounding)
+			var b *runtime.BlockedError
+			if kind == scanned.KindSummary && errors.As(err, &b) {
+				// Read as a message (ScreenSummary), named as the summary.
+				named := *b
+				named.Message = fmt.Sprintf("the summary of earlier messages (message %d): %s", i, b.Message)
+				return &named
+			}
+			return err
 		}); err != nil {
 			return err
 		}

@@ -46,7 +46,12 @@ outer layer's calls, or keep one of the two. A when that is false for
 calls of the outer layer's model keeps it off; one that is true for them
 does not; one that depends on more than the model (the messages, the run)
 makes the finding a warning. A fallback or hedge between the two sends the
-outer layer's calls to its models, and the when is read for those.`,
+outer layer's calls to its models, and the when is read for those.
+
+A summarizing compaction inside a judge or another summarizing compaction
+is not reported: a verdict or summary call is one system message and one
+user message, which compaction keeps whole (keep_recent is at least 1), so
+it never summarizes one.`,
 	Run: func(p *Pass) {
 		chain := p.Policy.Chains["chat"]
 		for _, outer := range chain {
@@ -54,7 +59,10 @@ outer layer's calls to its models, and the when is read for those.`,
 				continue
 			}
 			for _, inner := range chain[outer.Index+1:] {
-				if !OwnCaller(inner) {
+				if !OwnCaller(inner) || inner.Use == "compaction" {
+					// A summarizing compaction never summarizes a verdict
+					// or summary call: one system message and one user
+					// message, which keep_recent (at least 1) keeps whole.
 					continue
 				}
 				meet := p.OwnCallMeet(outer, inner)

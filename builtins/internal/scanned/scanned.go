@@ -285,6 +285,11 @@ const (
 	// injected (a message whose Metadata marks it runtime.GroundingKey):
 	// retrieved documents, read as a tool result is.
 	KindGrounding = "grounding block"
+	// KindSummary is the text of a summary a compaction wrote (a message
+	// whose Metadata marks it runtime.SummaryKey beside
+	// runtime.GroundingKey): read as a message, whatever the system
+	// setting.
+	KindSummary = "summary"
 	// KindNames is the names a message carries (NamesText): its author's,
 	// its tool calls' names and ids, the call ids its results answer.
 	KindNames = "names"
@@ -427,6 +432,11 @@ func IsGrounding(msg *runtime.Message) bool {
 	return msg.Metadata[runtime.GroundingKey] == "true"
 }
 
+// IsSummary reports whether msg is a summary a compaction wrote.
+func IsSummary(msg *runtime.Message) bool {
+	return msg.Metadata[runtime.SummaryKey] == "true"
+}
+
 // Each calls visit with every text of msgs the model reads, in order: each
 // message's text (Content and text parts, joined by line breaks, then, when
 // there are several, run together: RunTogether), the text its image parts
@@ -435,14 +445,19 @@ func IsGrounding(msg *runtime.Message) bool {
 // arguments (ArgsText), and the names it carries (NamesText, kind
 // KindNames). Messages of role "system" are visited only when system is
 // true, except the grounding block (IsGrounding), which is always visited,
-// with kind KindGrounding. Empty texts are skipped. The first error visit
+// with kind KindGrounding, or KindSummary when it is a summary a compaction
+// wrote (IsSummary). Empty texts are skipped. The first error visit
 // returns stops the walk and is returned.
 func Each(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
 	for i := range msgs {
 		msg := &msgs[i]
 		if IsGrounding(msg) {
+			kind := KindGrounding
+			if IsSummary(msg) {
+				kind = KindSummary
+			}
 			if t := msg.Text(); t != "" {
-				if err := visit(i, KindGrounding, t); err != nil {
+				if err := visit(i, kind, t); err != nil {
 					return err
 				}
 			}
