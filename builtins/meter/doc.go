@@ -160,8 +160,10 @@
 // (agentc/meter/<stage>/<name>/window/86400s/<start, Unix seconds>/key/<tenant>).
 // A call is charged to the window it was admitted in, read when it is
 // reserved on the clock of the ledger store's server when the store tells
-// it (runtime.StoreClock: a redis or postgres store; read each minute, its
-// offset from the pipeline's clock added in between), else on the
+// it (runtime.StoreClock: a redis or postgres store; read each minute, the
+// time elapsed since on the pipeline's clock, monotonic with the real
+// clock, added in between; read again after a step of the wall clock),
+// else on the
 // pipeline's clock (runtime.Clock): its renewals and
 // its settlement, and the settlement's resends, address that window's
 // ledger even when the call ends after the window did, so a call that
