@@ -114,6 +114,10 @@ type Meter struct {
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
+	// ephemeral holds the runs seen that cannot continue
+	// (runtime.Run.Ephemeral) whose ledgers are in a shared store (scope
+	// "run"), until they end: their ledgers are dropped then (Forget).
+	ephemeral sync.Map
 }
 
 // MaxCallTokens is the most tokens of one kind (input, output, cached,
@@ -243,6 +247,9 @@ func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 	if m.Scope == "key" && run.ID != "" {
 		m.tenants.Store(run.ID, run.Tenant)
 	}
+	if m.Scope == "run" && m.shared && run.Ephemeral {
+		m.ephemeral.Store(run.ID, struct{}{})
+	}
 	now, err := m.times.now(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -300,12 +307,17 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 // stays. A ledger in a store other processes may share is kept until it
 // expires (runLedgerTTL after the run's last call): the run this process
 // saw end, or go idle, may still be running on another replica, and
-// dropping its ledger would give it its whole budget again.
+// dropping its ledger would give it its whole budget again. Only that of a
+// run that cannot continue (runtime.Run.Ephemeral: no replica can serve it
+// again) is dropped there too.
 func (m *Meter) Forget(runID string) {
 	if m.Scope == "key" {
 		m.tenants.Delete(runID)
 	}
-	if m.Scope != "run" || m.shared {
+	if m.Scope != "run" {
+		return
+	}
+	if _, ended := m.ephemeral.LoadAndDelete(runID); m.shared && !ended {
 		return
 	}
 	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.times.last()).key); err != nil {
