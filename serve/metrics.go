@@ -120,7 +120,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 			Help: "Tokens of the model calls served, by tenant, model and direction (input, output)."},
 			[]string{"tenant", "model", "direction"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
-			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, in_doubt, error)."}, []string{"tool", "outcome"}),
+			Help: "MCP tool calls by tool and outcome (ok, replayed, cached, blocked, budget, in_doubt, error); replayed and cached calls did not reach the upstream."}, []string{"tool", "outcome"}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_store_errors_total",
 			Help: "Calls that failed, or were refused before they ran, because a layer's store failed or did not answer within its timeout, by stage, layer and store."},
 			[]string{"stage", "layer", "store"}),
