@@ -147,7 +147,10 @@
 // the pipeline's lifetime, and Forget (Pipeline.EndRun, settings.run_idle)
 // drops a finished run's ledger. In a shared store a run's ledger expires a
 // day after its last call and is never dropped before: a replica that sees
-// the run end or go idle cannot tell that no other replica serves it.
+// the run end or go idle cannot tell that no other replica serves it. Only
+// the ledger of a run that cannot continue (runtime.Run.Ephemeral: the run
+// agentc serve gives a request without a run id, the run of its own a call
+// without one gets) is dropped when the run ends, in a shared store too.
 //
 // Windows: without `window` a tenant's and the process's ledgers are kept
 // for good. With one, the budget starts afresh at the start of each window,
