@@ -132,7 +132,10 @@ func TestRunAgentRepeatOfAnUndeclaredTool(t *testing.T) {
 
 // TestRunAgentParallelCallsHoldToARunBudget: a model that asks for more
 // calls in one answer than the run's budget of calls allows gets no more
-// than the budget, however many run at once.
+// than the budget, however many run at once. A call refused while the
+// admitted ones still run is refused for the calls in flight, which is not
+// final (the model reads the refusal and the turn goes on); one refused
+// once both are charged ends the turn over budget.
 func TestRunAgentParallelCallsHoldToARunBudget(t *testing.T) {
 	var calls []runtime.ToolUse
 	for i := range 6 {
@@ -149,8 +152,14 @@ func TestRunAgentParallelCallsHoldToARunBudget(t *testing.T) {
 			return "paid", nil
 		}}})
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "budget"})
-	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "pay all", MaxParallel: 6})
-	require.Equal(t, runtime.ClassBudget, runtime.Classify(err), "%v", err)
+	res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "pay all", MaxParallel: 6})
+	if err != nil {
+		require.Equal(t, runtime.ClassBudget, runtime.Classify(err), "%v", err)
+	} else {
+		results := fmt.Sprint(answers(res.Messages))
+		assert.Equal(t, 2, strings.Count(results, "=paid"), results)
+		assert.Equal(t, 4, strings.Count(results, "held by calls in flight"), "the refused calls are the model's to read: %s", results)
+	}
 	assert.Equal(t, int32(2), ran.Load())
 }
 

@@ -19,9 +19,49 @@ import (
 // ends) says so: "ceiling 2 reached (spent 1)" read as a miscount.
 func TestBudgetErrorNamesTheCallsInFlight(t *testing.T) {
 	e := &runtime.BudgetError{Layer: "meter", Resource: "calls", Spent: 1, Limit: 2, Pending: 1}
-	assert.Equal(t, "budget exhausted at meter: calls ceiling 2 reached (spent 1, 1 reserved by calls in flight)", e.Error())
+	assert.Equal(t, "budget held by calls in flight at meter: calls ceiling 2 reached (spent 1, 1 reserved by calls in flight); try again once they end", e.Error())
+	e.Spent = 2
+	assert.Equal(t, "budget exhausted at meter: calls ceiling 2 reached (spent 2, 1 reserved by calls in flight)", e.Error())
 	e.Pending = 0
-	assert.Equal(t, "budget exhausted at meter: calls ceiling 2 reached (spent 1)", e.Error())
+	assert.Equal(t, "budget exhausted at meter: calls ceiling 2 reached (spent 2)", e.Error())
+}
+
+// A refusal for the reservations of calls in flight alone (a meter outside
+// a rate_limit on a shared store, whose rejected calls still hold their
+// places for a round trip) was final: a 402 that SDKs do not retry,
+// though the calls holding the places may end uncharged and the budget
+// was not spent. It is now a failure to try again after a second, of kind
+// rate_limited; a refusal the charged ledger (with the call's own
+// estimate) makes stays final.
+func TestARefusalForCallsInFlightIsNotFinal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		e        *runtime.BudgetError
+		inFlight bool
+	}{
+		{"calls held by calls in flight", &runtime.BudgetError{Resource: "calls", Spent: 0, Limit: 25, Pending: 25}, true},
+		{"calls spent", &runtime.BudgetError{Resource: "calls", Spent: 25, Limit: 25, Pending: 3}, false},
+		{"calls spent, none in flight", &runtime.BudgetError{Resource: "calls", Spent: 25, Limit: 25}, false},
+		{"estimate fits without the calls in flight", &runtime.BudgetError{Resource: "tokens", Spent: 100, Limit: 1500, Estimate: 1000, Pending: 1000}, true},
+		{"estimate crosses alone", &runtime.BudgetError{Resource: "usd", Spent: 1, Limit: 1.5, Estimate: 1, Pending: 0.2}, false},
+		{"tokens spent", &runtime.BudgetError{Resource: "tokens", Spent: 1500, Limit: 1500}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := fmt.Errorf("chat: %w", tc.e)
+			assert.Equal(t, tc.inFlight, tc.e.InFlight())
+			d, ok := runtime.RetryAfterOf(err)
+			if tc.inFlight {
+				assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
+				assert.Equal(t, string(runtime.KindRateLimited), runtime.KindOf(err))
+				assert.True(t, ok)
+				assert.Equal(t, time.Second, d)
+				return
+			}
+			assert.Equal(t, runtime.ClassBudget, runtime.Classify(err))
+			assert.Equal(t, "budget", runtime.KindOf(err))
+			assert.False(t, ok)
+		})
+	}
 }
 
 // An estimate whose output is near the largest int64 (a request's

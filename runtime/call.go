@@ -34,6 +34,13 @@ type Run struct {
 	Tenant string `json:"tenant,omitempty"`
 	// Meta holds free-form run metadata (run.meta in CEL).
 	Meta map[string]any `json:"meta,omitempty"`
+	// Ephemeral marks a run that ends with the request that made it and
+	// can never be continued, as no client can name it: the run a gateway
+	// gives a request without a run id, and the run of its own the
+	// runtime gives a call made without one. When it ends (EndRun), layers
+	// drop its state even in a store other processes share, where a named
+	// run's is left to expire.
+	Ephemeral bool `json:"ephemeral,omitempty"`
 
 	// own marks the fresh run the runtime gives a call made without a run
 	// id: it ends with the call, so nothing outlives it (no checkpoint).

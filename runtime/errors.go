@@ -75,7 +75,40 @@ type BudgetError struct {
 
 // Error names the layer, the resource, the ceiling and the spend.
 func (e *BudgetError) Error() string {
+	if e.InFlight() {
+		return fmt.Sprintf("budget held by calls in flight at %s: %s; try again once they end", e.Layer, e.Message())
+	}
 	return fmt.Sprintf("budget exhausted at %s: %s", e.Layer, e.Message())
+}
+
+// InFlight reports whether the call was refused only for what the calls in
+// flight have reserved: without their reservations it fits under the
+// ceiling (the charged ledger, with the call's estimate when it has one,
+// is within it). Those calls may still end uncharged (refused by a layer
+// inside the meter, such as a rate_limit, or failed before anything was
+// billed) and give their places back, so the refusal is not final:
+// Classify takes it for a failure, KindOf names it "rate_limited" and
+// RetryAfter is InFlightRetryAfter.
+func (e *BudgetError) InFlight() bool {
+	if e.Pending <= 0 {
+		return false
+	}
+	if e.Estimate > 0 {
+		return e.Spent+e.Estimate <= e.Limit
+	}
+	return e.Spent < e.Limit
+}
+
+// InFlightRetryAfter is the delay after which a call refused for the calls
+// in flight (BudgetError.InFlight) is worth sending again.
+const InFlightRetryAfter = time.Second
+
+// RetryAfter is InFlightRetryAfter for a refusal InFlight, else 0 (final).
+func (e *BudgetError) RetryAfter() time.Duration {
+	if e.InFlight() {
+		return InFlightRetryAfter
+	}
+	return 0
 }
 
 // Message returns the error text without the layer, for reports that name the
@@ -550,7 +583,8 @@ func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c 
 // Classify returns the class of err: ClassOK for nil, ClassInDoubt for an
 // *InDoubtError and for a call that ran but whose record a layer refused
 // (refusedRecord), ClassBlocked for a *BlockedError, ClassBudget for a
-// *BudgetError (anywhere in the chain), ClassInDoubt for a call that ran to
+// *BudgetError (anywhere in the chain) other than a refusal for the calls
+// in flight (BudgetError.InFlight: ClassFailure), ClassInDoubt for a call that ran to
 // its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
 // the call failed of its own, whose error comes first) and for a call that
 // may have run (ErrMayHaveRun) and for an agent turn that failed after
@@ -570,6 +604,9 @@ func Classify(err error) Class {
 	}
 	var g *BudgetError
 	if errors.As(err, &g) {
+		if g.InFlight() {
+			return ClassFailure // the places the calls in flight hold may come back
+		}
 		return ClassBudget
 	}
 	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) || ranCalls(err) {
@@ -626,7 +663,8 @@ func outcomeUnrecorded(err error) bool {
 }
 
 // IsTransient reports whether a failed attempt may succeed when tried again.
-// Blocked, budget, in-doubt and open-breaker errors, cancellations and the
+// Blocked, budget (but a refusal for the calls in flight,
+// BudgetError.InFlight), in-doubt and open-breaker errors, cancellations and the
 // error of a call that ran (ErrRan) are not transient;
 // a *CallError follows its Kind, else its Status, else the error it wraps; an
 // error with a Retryable() bool method follows it; a status code
@@ -701,7 +739,8 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // *InDoubtError, an outcome not recorded as Classify takes it, a call
 // that may have run, or a turn that failed after calls that would repeat
 // an effect ran, as Classify takes it),
-// "blocked", "budget", a
+// "blocked", "budget" ("rate_limited" for a refusal for the calls in
+// flight, BudgetError.InFlight), a
 // "store_unavailable" (ErrStoreUnavailable), a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
@@ -720,6 +759,9 @@ func KindOf(err error) string {
 	}
 	var g *BudgetError
 	if errors.As(err, &g) {
+		if g.InFlight() {
+			return string(KindRateLimited)
+		}
 		return "budget"
 	}
 	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) || ranCalls(err) {

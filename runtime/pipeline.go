@@ -385,7 +385,7 @@ func ownRun(ctx context.Context) (context.Context, *Run, string, error) {
 		run = r.Run
 	}
 	run.ID = "call-" + rand.Text()
-	run.own = true
+	run.own, run.Ephemeral = true, true
 	fresh := &runValue{Run: run, idOK: true} // the id is checkRunID's by construction
 	return context.WithValue(ctx, runKey{}, fresh), &fresh.Run, run.ID, nil
 }

@@ -6,7 +6,9 @@ package runtime
 // it never saw, and a call of the run made afterwards starts from fresh
 // state. State kept in a store other processes may share (not InProcess)
 // is left to the store's expiry instead: a replica that sees a run end or
-// go idle cannot tell whether another replica still serves it.
+// go idle cannot tell whether another replica still serves it; a layer may
+// drop it still for a run that cannot continue (Run.Ephemeral), which it
+// saw the calls of.
 type RunEnder interface {
 	EndRun(runID string)
 }

@@ -1551,8 +1551,17 @@ func cutToolMessage(err error, msg string) string {
 }
 
 // observeTool counts a tool call's outcome, retries, blocks and refusals.
+// A result a layer answered without the upstream running the call now is
+// counted apart from "ok": "replayed" (idempotent's stored result, or the
+// outcome of the duplicate it waited for) and "cached" (a cache layer's).
 func (s *Server) observeTool(name string, res runtime.ToolResult, err error) {
 	outcome := "ok"
+	switch {
+	case err == nil && res.Deduped:
+		outcome = "replayed"
+	case err == nil && res.Cached:
+		outcome = "cached"
+	}
 	if err != nil {
 		outcome = runtime.Classify(err).String()
 		if outcome == "failure" {

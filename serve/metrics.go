@@ -123,7 +123,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 			Help: "Tokens of the model calls served, by tenant, model and direction (input, output)."},
 			[]string{"tenant", "model", "direction"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_tool_calls_total",
-			Help: "MCP tool calls by tool and outcome (ok, blocked, budget, in_doubt, error)."}, []string{"tool", "outcome"}),
+			Help: "MCP tool calls by tool and outcome (ok, replayed, cached, blocked, budget, in_doubt, error); replayed and cached calls did not reach the upstream."}, []string{"tool", "outcome"}),
 		repeated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_repeated_calls_dropped_total",
 			Help: "Tool calls left out of a model's answer before it was relayed, as they repeat an earlier side-effecting call of the answer (the same tool and arguments), by tool."}, []string{"tool"}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_store_errors_total",

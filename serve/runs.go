@@ -229,6 +229,7 @@ func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		id = anonPrefix + rand.Text()
 		w.Header().Set(RunHeader, id)
 		run.ID = runID(c, id)
+		run.Ephemeral = true // no client can name it: its state goes with it
 		return runtime.WithRun(ctx, run), func() { g.pl.EndRun(run.ID) }, nil
 	}
 	if err := validRunID(id); err != nil {

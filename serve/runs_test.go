@@ -340,3 +340,28 @@ chains: tool: [{use: "audit", name: "calls"}]
 	assert.Contains(t, logs, "layers=[tool:calls]")
 	assert.NotContains(t, logs, "tool-chain layers that act only on a call that runs")
 }
+
+// TestOnlyTheRunOfARequestWithoutOneIsEphemeral: the run the gateway
+// gives a request without a run id ends with the request, and no client
+// can name it again, so its layers may drop its state in a shared store
+// when it ends; a run the client names may go on at another replica.
+func TestOnlyTheRunOfARequestWithoutOneIsEphemeral(t *testing.T) {
+	src := SourceFunc(func(context.Context) (*Loaded, error) {
+		return &Loaded{Plan: &plan.Plan{Version: plan.Version, Policy: "p"}}, nil
+	})
+	srv, err := New(context.Background(), Options{Source: src, WatchInterval: -1})
+	require.NoError(t, err)
+	defer srv.Close()
+	g := srv.acquire()
+	defer g.release()
+	for id, ephemeral := range map[string]bool{"": true, "case-9": false} {
+		r := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		if id != "" {
+			r.Header.Set(RunHeader, id)
+		}
+		ctx, finish, err := srv.withRun(context.Background(), httptest.NewRecorder(), r, g, caller{})
+		require.NoError(t, err)
+		assert.Equal(t, ephemeral, runtime.RunOf(ctx).Ephemeral, "run %q", id)
+		finish()
+	}
+}

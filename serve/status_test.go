@@ -24,6 +24,8 @@ func TestStatusOf(t *testing.T) {
 	}{
 		{&runtime.BlockedError{Layer: "g", Message: "no"}, http.StatusForbidden, 0},
 		{&runtime.BudgetError{Layer: "meter"}, http.StatusPaymentRequired, 0},
+		// Refused for the calls in flight alone: they may end uncharged.
+		{&runtime.BudgetError{Layer: "meter", Resource: "calls", Limit: 25, Pending: 25}, http.StatusTooManyRequests, time.Second},
 		{fmt.Errorf("tool: %w", &runtime.InDoubtError{Layer: "idempotent", Tool: "pay", IdempotencyKey: "k"}), http.StatusConflict, 0},
 		{&runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 3 * time.Second}, http.StatusTooManyRequests, 3 * time.Second},
 		{&runtime.CallError{Kind: runtime.KindTimeout}, http.StatusGatewayTimeout, 0},

@@ -147,7 +147,10 @@
 // the pipeline's lifetime, and Forget (Pipeline.EndRun, settings.run_idle)
 // drops a finished run's ledger. In a shared store a run's ledger expires a
 // day after its last call and is never dropped before: a replica that sees
-// the run end or go idle cannot tell that no other replica serves it.
+// the run end or go idle cannot tell that no other replica serves it. Only
+// the ledger of a run that cannot continue (runtime.Run.Ephemeral: the run
+// agentc serve gives a request without a run id, the run of its own a call
+// without one gets) is dropped when the run ends, in a shared store too.
 //
 // Windows: without `window` a tenant's and the process's ledgers are kept
 // for good. With one, the budget starts afresh at the start of each window,
@@ -160,8 +163,10 @@
 // (agentc/meter/<stage>/<name>/window/86400s/<start, Unix seconds>/key/<tenant>).
 // A call is charged to the window it was admitted in, read when it is
 // reserved on the clock of the ledger store's server when the store tells
-// it (runtime.StoreClock: a redis or postgres store; read each minute, its
-// offset from the pipeline's clock added in between), else on the
+// it (runtime.StoreClock: a redis or postgres store; read each minute, the
+// time elapsed since on the pipeline's clock, monotonic with the real
+// clock, added in between; read again after a step of the wall clock),
+// else on the
 // pipeline's clock (runtime.Clock): its renewals and
 // its settlement, and the settlement's resends, address that window's
 // ledger even when the call ends after the window did, so a call that

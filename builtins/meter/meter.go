@@ -114,6 +114,10 @@ type Meter struct {
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
+	// ephemeral holds the runs seen that cannot continue
+	// (runtime.Run.Ephemeral) whose ledgers are in a shared store (scope
+	// "run"), until they end: their ledgers are dropped then (Forget).
+	ephemeral sync.Map
 }
 
 // MaxCallTokens is the most tokens of one kind (input, output, cached,
@@ -243,6 +247,9 @@ func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 	if m.Scope == "key" && run.ID != "" {
 		m.tenants.Store(run.ID, run.Tenant)
 	}
+	if m.Scope == "run" && m.shared && run.Ephemeral {
+		m.ephemeral.Store(run.ID, struct{}{})
+	}
 	now, err := m.times.now(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -300,12 +307,17 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 // stays. A ledger in a store other processes may share is kept until it
 // expires (runLedgerTTL after the run's last call): the run this process
 // saw end, or go idle, may still be running on another replica, and
-// dropping its ledger would give it its whole budget again.
+// dropping its ledger would give it its whole budget again. Only that of a
+// run that cannot continue (runtime.Run.Ephemeral: no replica can serve it
+// again) is dropped there too.
 func (m *Meter) Forget(runID string) {
 	if m.Scope == "key" {
 		m.tenants.Delete(runID)
 	}
-	if m.Scope != "run" || m.shared {
+	if m.Scope != "run" {
+		return
+	}
+	if _, ended := m.ephemeral.LoadAndDelete(runID); m.shared && !ended {
 		return
 	}
 	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.times.last()).key); err != nil {
@@ -552,20 +564,29 @@ func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, c runt
 		m.resendLost(r, errors.New("the meter was closed"))
 		return
 	}
+	m.resendAfter(r, until, wait)
+}
+
+// resendAfter sends r again after wait, and again with a doubling wait
+// while it fails, until the deadline until (retrySettle). While it is
+// being sent r stays in the resends, marked as sending, so that the
+// Cleanup of the store's last meter waits for it rather than let the
+// process exit with its outcome unknown.
+func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 	m.clock.AfterFunc(wait, func() {
-		if !m.resends.take(r) {
-			return // Cleanup sent it
+		if !m.resends.start(r) {
+			return // Cleanup sent it, or gave it up
 		}
-		err := m.budgets.Settle(ctx, at.key, id, c, m.ttl(at))
-		if err == nil {
-			return
-		}
+		err := m.budgets.Settle(r.ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
 		next := min(max(2*wait, settleBackoff), settleBackoffMax)
-		if m.clock.Now().Add(next).After(until) {
+		again := err != nil && !m.clock.Now().Add(next).After(until)
+		held, queued := m.resends.end(r, again)
+		switch {
+		case queued:
+			m.resendAfter(r, until, next)
+		case held && err != nil:
 			m.resendLost(r, err)
-			return
 		}
-		m.retrySettle(ctx, at, id, c, until, next)
 	})
 }
 
@@ -582,6 +603,9 @@ type resend struct {
 	at     ledgerRef
 	id     string
 	charge runtime.Ledger
+	// sending is set while a timer sends it (resendAfter); resends.mu
+	// guards it.
+	sending bool
 }
 
 // resends holds the settlements waiting to be sent again on one ledger
@@ -594,11 +618,16 @@ type resend struct {
 // the store closes, instead of leaving timers to fire against a closed
 // store.
 type resends struct {
-	mu      sync.Mutex
-	key     any // its key in resendsByStore; nil when not there
-	users   int
-	closed  bool
+	mu     sync.Mutex
+	key    any // its key in resendsByStore; nil when not there
+	users  int
+	closed bool
+	// pending holds the settlements waiting, and those being sent
+	// (resend.sending).
 	pending map[*resend]struct{}
+	// drained is closed once the resends are closed and none is pending
+	// any more (Cleanup waits for it); nil before the close.
+	drained chan struct{}
 }
 
 // resendsByStore holds the resends of each ledger store in use, by the
@@ -630,27 +659,45 @@ func joinResends(bg runtime.Budgeter) *resends {
 }
 
 // leave counts one meter fewer using the store; the last one closes q and
-// gets what was waiting, to send it once more (Cleanup). Any other gets
-// nothing: the settlements go on being sent again.
-func (q *resends) leave() []*resend {
+// gets what was waiting, to send it once more (Cleanup), and the channel
+// closed once the settlements being sent at that moment have ended (each
+// settled, or logged as lost). Any other gets nothing: the settlements go
+// on being sent again.
+func (q *resends) leave() ([]*resend, <-chan struct{}) {
 	s := &resendsByStore
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.users--; q.users > 0 {
-		return nil
+		return nil, nil
 	}
 	if q.key != nil && s.by[q.key] == q {
 		delete(s.by, q.key)
 	}
 	q.closed = true
+	q.drained = make(chan struct{})
 	out := make([]*resend, 0, len(q.pending))
 	for r := range q.pending {
-		out = append(out, r)
+		if !r.sending {
+			out = append(out, r)
+			delete(q.pending, r)
+		}
 	}
-	q.pending = nil
-	return out
+	q.drainedLocked()
+	return out, q.drained
+}
+
+// drainedLocked closes q.drained once q is closed and nothing is pending.
+// q.mu is held.
+func (q *resends) drainedLocked() {
+	if q.closed && len(q.pending) == 0 && q.drained != nil {
+		select {
+		case <-q.drained:
+		default:
+			close(q.drained)
+		}
+	}
 }
 
 // add registers r; false once the last meter of the store is closed.
@@ -667,33 +714,68 @@ func (q *resends) add(r *resend) bool {
 	return true
 }
 
-// take removes r; false when Cleanup took it first.
-func (q *resends) take(r *resend) bool {
+// start marks r as being sent; false when Cleanup took it first.
+func (q *resends) start(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	_, ok := q.pending[r]
+	if _, ok := q.pending[r]; !ok || r.sending {
+		return false
+	}
+	r.sending = true
+	return true
+}
+
+// end ends the sending of r: with again it waits for the next (queued),
+// unless the resends were closed meanwhile; else it is dropped. held is
+// false when Cleanup gave r up (and logged it) while it was being sent.
+func (q *resends) end(r *resend, again bool) (held, queued bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, held = q.pending[r]; !held {
+		return false, false
+	}
+	r.sending = false
+	if again && !q.closed {
+		return true, true
+	}
 	delete(q.pending, r)
-	return ok
+	q.drainedLocked()
+	return true, false
+}
+
+// abandon drops and returns what is still pending once Cleanup stops
+// waiting: the settlements still being sent at its deadline.
+func (q *resends) abandon() []*resend {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]*resend, 0, len(q.pending))
+	for r := range q.pending {
+		out = append(out, r)
+	}
+	q.pending = nil
+	return out
 }
 
 // cleanupSettleTimeout bounds the last attempt Cleanup makes to send the
-// settlements still waiting, all of them together.
+// settlements still waiting, and its wait for those being sent, all of
+// them together.
 const cleanupSettleTimeout = 2 * time.Second
 
 // Cleanup implements runtime.CleanerUpper. While another meter of the
 // process uses the same ledger store (the next version of the policy, after
 // a reload), the settlements still waiting go on being sent again
 // (retrySettle) and the store stays open for them. The last meter of the
-// store sends them once more, within cleanupSettleTimeout, before the
-// pipeline closes its stores; one that fails then is given up and logged
-// with its charge (its reservation is charged its hold when its lease
-// ends).
+// store sends them once more, and waits for those a timer is sending at
+// that moment, within cleanupSettleTimeout, before the pipeline closes its
+// stores; one that fails then, or is still being sent at the deadline, is
+// given up and logged with its charge (its reservation is charged its hold
+// when its lease ends).
 func (m *Meter) Cleanup() error {
 	if m.resends == nil || !m.left.CompareAndSwap(false, true) {
 		return nil
 	}
-	pending := m.resends.leave()
-	if len(pending) == 0 {
+	pending, drained := m.resends.leave()
+	if drained == nil {
 		return nil
 	}
 	deadline := time.Now().Add(cleanupSettleTimeout)
@@ -703,6 +785,15 @@ func (m *Meter) Cleanup() error {
 		cancel()
 		if err != nil {
 			r.m.resendLost(r, err)
+		}
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-drained:
+	case <-t.C:
+		for _, r := range m.resends.abandon() {
+			r.m.resendLost(r, errors.New("the process closed the store while the settlement was being sent again"))
 		}
 	}
 	return nil

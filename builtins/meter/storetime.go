@@ -14,17 +14,21 @@ import (
 // (runtime.StoreClock: a redis or postgres store's server), so that
 // replicas whose clocks disagree charge a call to the same window, as they
 // agree on the store's expiries. It reads the server's time at most every
-// storeTimeEvery, and in between adds the offset then measured (less half
-// the round trip) to the pipeline's clock. Without such a store it reads
-// the pipeline's clock.
+// storeTimeEvery, and in between adds to the time then read (at the middle
+// of the round trip) the time elapsed since on the pipeline's clock: with
+// the real clock, on its monotonic reading, so that a step of the host's
+// wall clock (NTP) does not move it. A step beyond storeTimeStep makes the
+// next call read the server's time again. Without such a store it reads the
+// pipeline's clock.
 type storeTime struct {
 	clock runtime.Clock
 	store runtime.StoreClock
 
-	mu     sync.Mutex
-	offset time.Duration
-	// read is when the offset was measured, on clock; zero: never.
-	read time.Time
+	mu sync.Mutex
+	// at is the store's time last read, and read the pipeline's clock at
+	// the same moment (with its monotonic reading, from the real clock);
+	// zero: never read.
+	at, read time.Time
 	// reading is closed when the read under way ends; nil: none is.
 	reading chan struct{}
 	// failed is when a read last failed, on clock, and err its error: a
@@ -38,15 +42,22 @@ type storeTime struct {
 // that time.
 const storeTimeEvery = time.Minute
 
+// storeTimeStep is how far the pipeline's wall clock may move apart from
+// its monotonic reading since the store's time was read before the store's
+// time is read again: a step of the host's clock (NTP steps it when it is
+// off by more than 128 ms) rather than the slew of its rate.
+const storeTimeStep = time.Second
+
 // storeTimeRetry is how long after a failed read the store's time is not
 // asked again: in between, the last offset is used, or, before any was
 // measured, the read's error is the call's.
 const storeTimeRetry = time.Second
 
-// now returns the store's time, reading it when the offset is older than
-// storeTimeEvery (or the pipeline's clock went back). One read is under
-// way at a time, outside the lock: meanwhile, and when a read fails, calls
-// use the last offset; before any was measured they wait for the read
+// now returns the store's time, reading it when the last read is older
+// than storeTimeEvery, or the pipeline's clock went back, or its wall clock
+// stepped (stale). One read is under way at a time, outside the lock:
+// meanwhile, and when a read fails, calls go on from the last read; before
+// any was made they wait for the read
 // under way (as long as their context lets them) or fail with the last
 // read's error, and the call does not run.
 func (s *storeTime) now(ctx context.Context) (time.Time, error) {
@@ -57,14 +68,14 @@ func (s *storeTime) now(ctx context.Context) (time.Time, error) {
 		s.mu.Lock()
 		t0 := s.clock.Now()
 		measured := !s.read.IsZero()
-		if age := t0.Sub(s.read); measured && age >= 0 && age < storeTimeEvery {
+		if measured && !s.stale(t0) {
 			s.mu.Unlock()
-			return t0.Add(s.offset), nil
+			return s.since(t0), nil
 		}
 		if wait := s.reading; wait != nil {
 			if measured {
 				s.mu.Unlock()
-				return t0.Add(s.offset), nil
+				return s.since(t0), nil
 			}
 			s.mu.Unlock()
 			select {
@@ -77,7 +88,7 @@ func (s *storeTime) now(ctx context.Context) (time.Time, error) {
 		if since := t0.Sub(s.failed); s.err != nil && since >= 0 && since < storeTimeRetry {
 			defer s.mu.Unlock()
 			if measured {
-				return t0.Add(s.offset), nil
+				return s.since(t0), nil
 			}
 			return time.Time{}, s.err
 		}
@@ -108,19 +119,39 @@ func (s *storeTime) measure(ctx context.Context, t0 time.Time, done chan struct{
 		if s.read.IsZero() {
 			return time.Time{}, err
 		}
-		return t1.Add(s.offset), nil
+		return s.since(t1), nil
 	}
-	s.offset, s.read, s.err = at.Sub(t0.Add(t1.Sub(t0)/2)), t1, nil
-	return t1.Add(s.offset), nil
+	s.at, s.read, s.err = at, t0.Add(t1.Sub(t0)/2), nil
+	return s.since(t1), nil
 }
 
-// last returns the store's time by the offset last measured, without a
-// round trip (the pipeline's clock before any).
+// stale reports whether the store's time last read is too old to go on
+// from at t, a reading of the pipeline's clock: storeTimeEvery old, or
+// read after t (a virtual clock set back), or the wall clock stepped by
+// more than storeTimeStep since. s.mu is held.
+func (s *storeTime) stale(t time.Time) bool {
+	age := t.Sub(s.read) // monotonic, with the real clock
+	wall := t.Round(0).Sub(s.read.Round(0))
+	return age < 0 || age >= storeTimeEvery || (wall-age).Abs() > storeTimeStep
+}
+
+// since returns the store's time at t, a reading of the pipeline's clock:
+// the store's time last read plus the time elapsed since on the pipeline's
+// clock (monotonic, with the real clock). s.mu is held and a read was made.
+func (s *storeTime) since(t time.Time) time.Time {
+	return s.at.Add(t.Sub(s.read))
+}
+
+// last returns the store's time from its last read, without a round trip
+// (the pipeline's clock before any).
 func (s *storeTime) last() time.Time {
 	if s.store == nil {
 		return s.clock.Now()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.clock.Now().Add(s.offset)
+	if s.read.IsZero() {
+		return s.clock.Now()
+	}
+	return s.since(s.clock.Now())
 }

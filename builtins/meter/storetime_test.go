@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,4 +99,111 @@ func TestStoreTimeReadsOnceWithoutHoldingCalls(t *testing.T) {
 	store.down.Store(false)
 	_, err = cold.now(context.Background())
 	assert.NoError(t, err)
+}
+
+// steppedClock is the real clock of a host whose wall clock steps (an NTP
+// step): its readings carry a monotonic reading that moves only with
+// Advance, and a wall time that Step moves as well.
+type steppedClock struct {
+	runtime.RealClock
+	mu            sync.Mutex
+	base          time.Time
+	elapsed, step time.Duration
+}
+
+func (c *steppedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return wallStepped(c.base.Add(c.elapsed), c.step)
+}
+
+// truth is the time that has really passed, without the steps.
+func (c *steppedClock) truth() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.base.Add(c.elapsed).Round(0)
+}
+
+func (c *steppedClock) Advance(d time.Duration) { c.mu.Lock(); c.elapsed += d; c.mu.Unlock() }
+func (c *steppedClock) Step(d time.Duration)    { c.mu.Lock(); c.step += d; c.mu.Unlock() }
+
+// wallStepped returns t, a reading of the real clock, with its wall time
+// moved by whole seconds d and its monotonic reading kept: what time.Now
+// returns after the host's clock stepped by d.
+func wallStepped(t time.Time, d time.Duration) time.Time {
+	rep := (*struct {
+		wall uint64
+		ext  int64
+		loc  *time.Location
+	})(unsafe.Pointer(&t))
+	if rep.wall>>63 == 0 {
+		panic("not a reading of the real clock")
+	}
+	rep.wall = uint64(int64(rep.wall) + int64(d/time.Second)<<30)
+	return t
+}
+
+// storeAhead is a store whose clock is an hour ahead of the true time.
+type storeAhead struct {
+	runtime.StoreClock
+	clock *steppedClock
+	down  atomic.Bool
+	reads atomic.Int64
+}
+
+func (s *storeAhead) StoreIDAt(context.Context) (string, time.Time, error) {
+	s.reads.Add(1)
+	if s.down.Load() {
+		return "", time.Time{}, errors.New("store down")
+	}
+	return "id", s.clock.truth().Add(time.Hour), nil
+}
+
+// TestStoreTimeFollowsAStepOfTheWallClock: the store's time was the
+// pipeline's clock plus the offset last measured, the offset renewed after
+// a minute on the monotonic clock, so for up to a minute after the host's
+// wall clock stepped (NTP) calls were charged to the window of the stepped
+// time / the store's time is its last reading plus the time elapsed since
+// (monotonic), and a step of the wall clock beyond a second makes the next
+// call read the store's time again.
+func TestStoreTimeFollowsAStepOfTheWallClock(t *testing.T) {
+	base := time.Now()
+	require.NotEqual(t, base, base.Round(0), "the real clock's readings are monotonic")
+	clk := &steppedClock{base: base}
+	store := &storeAhead{clock: clk}
+	st := storeTime{clock: clk, store: store}
+	first, err := st.now(context.Background())
+	require.NoError(t, err)
+	assert.WithinDuration(t, clk.truth().Add(time.Hour), first, time.Millisecond)
+
+	for i, step := range []time.Duration{30 * time.Second, -45 * time.Second, 10 * time.Minute} {
+		clk.Advance(5 * time.Second)
+		clk.Step(step)
+		now, err := st.now(context.Background())
+		require.NoError(t, err)
+		assert.WithinDuration(t, clk.truth().Add(time.Hour), now, time.Millisecond, "a step of %s", step)
+		assert.Equal(t, int64(2+i), store.reads.Load(), "a step of %s reads the store's time again", step)
+		assert.WithinDuration(t, clk.truth().Add(time.Hour), st.last(), time.Millisecond)
+	}
+
+	// A read that fails after a step leaves the time elapsed right.
+	clk.Advance(5 * time.Second)
+	store.down.Store(true)
+	clk.Step(-2 * time.Minute)
+	now, err := st.now(context.Background())
+	require.NoError(t, err)
+	assert.WithinDuration(t, clk.truth().Add(time.Hour), now, time.Millisecond)
+	assert.WithinDuration(t, clk.truth().Add(time.Hour), st.last(), time.Millisecond)
+
+	// Time that passes without a step reads the store only once a minute.
+	store.down.Store(false)
+	clk.Advance(2 * time.Second)
+	_, err = st.now(context.Background())
+	require.NoError(t, err)
+	reads := store.reads.Load()
+	clk.Advance(30 * time.Second)
+	now, err = st.now(context.Background())
+	require.NoError(t, err)
+	assert.WithinDuration(t, clk.truth().Add(time.Hour), now, time.Millisecond)
+	assert.Equal(t, reads, store.reads.Load())
 }

@@ -96,7 +96,7 @@ func (s *Store) logger() *slog.Logger {
 // Store is a PostgreSQL database seen through a connection pool. It is safe
 // for concurrent use.
 type Store struct {
-	pool     *pgxpool.Pool
+	pool     *connPool
 	timeout  time.Duration
 	log      *slog.Logger
 	schema   string
@@ -588,7 +588,9 @@ func Open(ctx context.Context, url, prefix string, opts ...Option) (*Store, erro
 // configuration sets connect_timeout. Reading the schema's version, all
 // an open does when the schema needs no migration, is bounded by the
 // timeout as an operation is; a migration's waits for locks are bounded
-// by 30 s each (see migrate).
+// by 30 s each (see migrate). An operation the server refuses a new
+// connection for its connection limit (SQLSTATE 53300) waits, within its
+// timeout, for one of the pool's to be free (connPool).
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ...Option) (*Store, error) {
 	if prefix == "" {
 		prefix = DefaultSchema
@@ -609,11 +611,12 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config, prefix string, opts ..
 		cfg.ConnConfig.ConnectTimeout = s.timeout
 	}
 	checkIdle(cfg)
+	s.pool = newConnPool(cfg, s.timeout)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s.pool = pool
+	s.pool.Pool = pool
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s: %w", cfg.ConnConfig.Host, err)
@@ -855,7 +858,7 @@ func readable(schema string, v, compatible int) error {
 }
 
 // Pool returns the connection pool.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.pool.Pool }
 
 // Schema returns the schema that holds the tables.
 func (s *Store) Schema() string { return s.schema }

@@ -1,0 +1,156 @@
+package meter_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/meter"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
+)
+
+// logBuffer is a log destination safe for concurrent writers.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// gatedSettle is a ledger store whose first `fail` settlements fail at
+// once, as against a store out of reach, and whose next one (the first
+// resend) waits in flight until released: with pass it then reaches the
+// store, else it fails. A later settlement (the close's) releases it.
+type gatedSettle struct {
+	runtime.Budgeter
+	fail     int64
+	settles  atomic.Int64
+	entered  chan struct{}
+	release  chan struct{}
+	released sync.Once
+	pass     atomic.Bool
+	// ended is set once the settlement in flight has returned.
+	ended atomic.Bool
+}
+
+func (g *gatedSettle) Close() error { return nil }
+
+func (g *gatedSettle) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	switch n := g.settles.Add(1); {
+	case n <= g.fail:
+		return errors.New("dial tcp: connection refused")
+	case n == g.fail+1:
+		close(g.entered)
+		<-g.release
+		defer g.ended.Store(true)
+		if !g.pass.Load() {
+			return errors.New("dial tcp: connection refused")
+		}
+	default:
+		g.pass.Store(true)
+		g.released.Do(func() { close(g.release) })
+	}
+	return g.Budgeter.Settle(ctx, key, id, c, ttl)
+}
+
+// A settlement a timer was sending again when the pipeline closed (its
+// round trip against a store out of reach takes as long as the store's
+// timeout) was neither sent by the close, which saw only those still
+// waiting, nor waited for: the process exited with the charge neither in
+// the ledger nor in the log. The close now waits for it, within its 2 s:
+// it is settled, or logged with its charge.
+func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
+	for _, store := range []string{"redis", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			var direct runtime.StoreBackend
+			if store == "redis" {
+				direct = storetest.Redis(t)
+			} else {
+				direct = storetest.Postgres(t)
+			}
+			usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+				yield(runtime.Delta{Text: "x", Usage: usage})
+				return nil
+			})
+			pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
+			pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+			req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
+			reader := rt.Build(t, pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Backends: map[string]runtime.StoreBackend{"shared": direct}})
+			ledger := reader.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+
+			// run builds a pipeline on g, makes calls calls whose
+			// settlements fail, starts their resends and returns once one
+			// of them is in flight, with the pipeline and the resends' end.
+			run := func(g *gatedSettle, calls int, logs *logBuffer) (*runtime.Pipeline, <-chan struct{}) {
+				clock := runtime.NewVirtualClock(time.Now())
+				built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+					Backends: map[string]runtime.StoreBackend{"shared": g}, Clock: clock, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+				require.NoError(t, err)
+				for range calls {
+					_, _, err = rt.Collect(context.Background(), built, req, 0)
+					require.NoError(t, err)
+				}
+				resent := make(chan struct{})
+				go func() {
+					defer close(resent)
+					clock.Advance(time.Second) // the resends fall due
+				}()
+				<-g.entered
+				return built, resent
+			}
+
+			t.Run("logged", func(t *testing.T) {
+				g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 1, entered: make(chan struct{}), release: make(chan struct{})}
+				var logs logBuffer
+				built, resent := run(g, 1, &logs)
+				require.NoError(t, built.Close())
+				out := logs.String()
+				assert.Equal(t, 1, strings.Count(out, "the ledger store stayed out of reach"), "the charge is logged as lost: %s", out)
+				assert.Contains(t, out, "charge_usd=")
+				assert.NotContains(t, out, "charge_usd=0 ", "with its charge")
+				g.released.Do(func() { close(g.release) }) // its answer comes after the close
+				<-resent
+				assert.Equal(t, 1, strings.Count(logs.String(), "the ledger store stayed out of reach"), "logged once")
+			})
+
+			t.Run("settled", func(t *testing.T) {
+				// Two settlements wait: the close sends one (which lets
+				// the one in flight reach the store) and waits for the
+				// other.
+				g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 2, entered: make(chan struct{}), release: make(chan struct{})}
+				var logs logBuffer
+				before := ledger.Ledger("").Calls
+				built, resent := run(g, 2, &logs)
+				require.NoError(t, built.Close())
+				assert.True(t, g.ended.Load(), "the close returned only once the settlement in flight had ended")
+				assert.NotContains(t, logs.String(), "stayed out of reach")
+				<-resent
+				assert.Equal(t, before+2, ledger.Ledger("").Calls, "both calls are charged, once each")
+			})
+		})
+	}
+}
