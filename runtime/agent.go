@@ -239,7 +239,7 @@ type AgentResult struct {
 //
 // Each tool call the turn records has an id of its own: a call the model
 // gave no id, or the id of an earlier call of the same answer, gets another
-// (ownIDs), so that each result answers one call. A call to a side-effecting
+// (OwnToolCallIDs), so that each result answers one call. A call to a side-effecting
 // tool with the name and arguments of an earlier call of the same answer
 // does not run: it is answered that it repeats that call, which runs once
 // (RepeatedCalls); a read-only call repeated runs each time.
@@ -712,7 +712,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		if err != nil {
 			return err
 		}
-		calls := ownIDs(msg.ToolCalls)
+		calls := OwnToolCallIDs(msg.ToolCalls)
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
 		t.answer = len(t.msgs) - 1
@@ -978,13 +978,14 @@ func callsOf(calls []ToolUse, id string) []int {
 	return out
 }
 
-// ownIDs returns calls, each with an id of its own: a call whose id is
+// OwnToolCallIDs returns calls, each with an id of its own: a call whose id is
 // empty or that an earlier call of calls has gets <id>_<n> (call_<n> for
 // an empty one), n its position from 1, lengthened with _<n> while another
 // call has that id. A model that gives two calls one id (or none) would
 // otherwise have their results told apart by their order alone, and a
-// provider may refuse the transcript. calls is not modified.
-func ownIDs(calls []ToolUse) []ToolUse {
+// provider may refuse the transcript. calls is not modified. RunAgent
+// records each answer's calls so; agentc serve relays them so.
+func OwnToolCallIDs(calls []ToolUse) []ToolUse {
 	if distinctIDs(calls) {
 		return calls // the usual answer: nothing to rename, no maps built
 	}
