@@ -286,13 +286,22 @@ func idCallsGateway(t *testing.T, decls string, oa, an []idCall) *gateway {
 // calls, then an error event.
 func assertRefused(t *testing.T, answers []answer, want string) {
 	t.Helper()
+	assertFailed(t, answers, http.StatusForbidden, "tools", want)
+}
+
+// assertFailed asserts that each answer failed with a message that holds
+// want, no call relayed: status in the route's error format, naming layer
+// (when not ""), for a whole answer; for a stream, the text before the
+// calls, then an error event.
+func assertFailed(t *testing.T, answers []answer, wholeStatus int, layer, want string) {
+	t.Helper()
 	require.Len(t, answers, 6)
 	for _, a := range answers {
 		assert.Empty(t, a.calls, "%s: no call is relayed", a.route)
 		if !assert.Error(t, a.err, a.route) {
 			continue
 		}
-		status := http.StatusForbidden
+		status := wholeStatus
 		if strings.HasSuffix(a.route, "stream") {
 			assert.Equal(t, "Let me check.", a.text, "%s: the text before the calls streams", a.route)
 			status = http.StatusOK
@@ -302,11 +311,15 @@ func assertRefused(t *testing.T, answers []answer, want string) {
 		switch {
 		case errors.As(a.err, &oerr):
 			assert.Equal(t, status, oerr.StatusCode, a.route)
-			assert.Contains(t, oerr.RawJSON(), `"layer":"tools"`, a.route)
+			if layer != "" {
+				assert.Contains(t, oerr.RawJSON(), `"layer":"`+layer+`"`, a.route)
+			}
 			assert.Contains(t, oerr.Message, want, a.route)
 		case errors.As(a.err, &aerr):
 			assert.Equal(t, status, aerr.StatusCode, a.route)
-			assert.Contains(t, aerr.RawJSON(), `"layer":"tools"`, a.route)
+			if layer != "" {
+				assert.Contains(t, aerr.RawJSON(), `"layer":"`+layer+`"`, a.route)
+			}
 			assert.Contains(t, aerr.RawJSON(), want, a.route)
 		default:
 			assert.Contains(t, a.err.Error(), want, a.route)
