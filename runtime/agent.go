@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // What an agent turn does when a guard blocks one of the model's tool calls
@@ -239,7 +240,7 @@ type AgentResult struct {
 //
 // Each tool call the turn records has an id of its own: a call the model
 // gave no id, or the id of an earlier call of the same answer, gets another
-// (ownIDs), so that each result answers one call. A call to a side-effecting
+// (OwnToolCallIDs), so that each result answers one call. A call to a side-effecting
 // tool with the name and arguments of an earlier call of the same answer
 // does not run: it is answered that it repeats that call, which runs once
 // (RepeatedCalls); a read-only call repeated runs each time.
@@ -712,7 +713,7 @@ func (t *agentTurn) run(ctx context.Context, maxSteps int) error {
 		if err != nil {
 			return err
 		}
-		calls := ownIDs(msg.ToolCalls)
+		calls := OwnToolCallIDs(msg.ToolCalls)
 		msg.ToolCalls = calls
 		t.msgs = append(t.msgs, msg)
 		t.answer = len(t.msgs) - 1
@@ -978,13 +979,14 @@ func callsOf(calls []ToolUse, id string) []int {
 	return out
 }
 
-// ownIDs returns calls, each with an id of its own: a call whose id is
+// OwnToolCallIDs returns calls, each with an id of its own: a call whose id is
 // empty or that an earlier call of calls has gets <id>_<n> (call_<n> for
 // an empty one), n its position from 1, lengthened with _<n> while another
 // call has that id. A model that gives two calls one id (or none) would
 // otherwise have their results told apart by their order alone, and a
-// provider may refuse the transcript. calls is not modified.
-func ownIDs(calls []ToolUse) []ToolUse {
+// provider may refuse the transcript. calls is not modified. RunAgent
+// records each answer's calls so; agentc serve relays them so.
+func OwnToolCallIDs(calls []ToolUse) []ToolUse {
 	if distinctIDs(calls) {
 		return calls // the usual answer: nothing to rename, no maps built
 	}
@@ -1061,12 +1063,19 @@ func (pl *Pipeline) RepeatedCalls(calls []ToolUse) []int {
 		if err != nil {
 			continue
 		}
-		c := ToolCall{Name: treq.Name, Args: treq.Args}
-		d, err := c.ArgsDigestErr()
-		if err != nil {
-			continue
+		var key string
+		if lossyJSON(call.Arguments) {
+			// Decoded, they would read as other arguments than a
+			// client's parser reads: compared as written.
+			key = call.Name + "\x00\x00" + string(call.Arguments)
+		} else {
+			c := ToolCall{Name: treq.Name, Args: treq.Args}
+			d, err := c.ArgsDigestErr()
+			if err != nil {
+				continue
+			}
+			key = call.Name + "\x00" + d
 		}
-		key := call.Name + "\x00" + d
 		j, ok := first[key]
 		if !ok {
 			first[key] = i
@@ -1081,6 +1090,42 @@ func (pl *Pipeline) RepeatedCalls(calls []ToolUse) []int {
 		rep[i] = j
 	}
 	return rep
+}
+
+// lossyJSON reports whether Go's decoder reads the JSON text b as another
+// text than it holds: it reads bytes that are not UTF-8, and an escaped
+// surrogate that is not half of a pair, as U+FFFD, where a client's parser
+// (Python's, JavaScript's) keeps the surrogate, so two arguments it tells
+// apart would decode alike.
+func lossyJSON(b []byte) bool {
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return !utf8.Valid(b)
+	}
+	surrogate := func(at int) (rune, bool) {
+		if at+6 > len(b) || b[at] != '\\' || b[at+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(b[at+2:at+6]), 16, 16)
+		return rune(n), err == nil && n >= 0xD800 && n <= 0xDFFF
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r, ok := surrogate(i)
+		if !ok {
+			i++ // an escape of another character: its second byte
+			continue
+		}
+		if r >= 0xDC00 {
+			return true // the second half, alone
+		}
+		if low, ok := surrogate(i + 6); !ok || low < 0xDC00 {
+			return true // the first half, alone
+		}
+		i += 11
+	}
+	return !utf8.Valid(b)
 }
 
 // repeatOf returns the call that call i repeats (RepeatedCalls), or -1.

@@ -144,6 +144,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			x.failErr(err)
 			return
 		}
+		resp.ToolCalls = runtime.OwnToolCallIDs(resp.ToolCalls)
 		dropCalls(&resp, &p.blocks, s.repeatedCalls(x, resp.ToolCalls))
 		served.setHeader(x.Header())
 		if x.g.withholdCache {
@@ -160,6 +161,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	if err == nil {
 		calls := w.toolCalls()
 		if err = s.admitProposals(ctx, x.g.pl, &p.req, calls, made); err == nil {
+			calls = runtime.OwnToolCallIDs(calls)
 			w.release(calls, s.repeatedCalls(x, calls))
 		}
 	}
@@ -249,7 +251,14 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // arguments hold a mask's placeholder is refused too (placeholderCall).
 // So are the calls of an answer that proposes more than one when req
 // allows one (serialCalls). The first refusal is returned and counted.
+// An answer of more calls than an agent run runs (tooManyCalls) fails
+// before any is checked. The calls admitted are checked as the chat chain
+// released them, ids included (madeCalls compares them): the caller gives
+// them ids of their own (runtime.OwnToolCallIDs) once they are admitted.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *runtime.ChatRequest, calls []runtime.ToolUse, made *madeCalls) error {
+	if err := tooManyCalls(calls); err != nil {
+		return err
+	}
 	var masking []string
 	if len(calls) > 0 {
 		masking = maskingLayers(pl)
@@ -283,6 +292,21 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *
 		return s.refused(pl, plan.StageTool, err)
 	}
 	return nil
+}
+
+// tooManyCalls fails an answer of more tool calls than an agent run
+// (RunAgent) runs of one answer, runtime.DefaultAgentMaxToolCalls: a model
+// in a loop, or following an injected instruction, would have the client
+// run them all. The answer is the upstream's, unusable as it is: a
+// failure of the upstream (502), not a refusal of the policy, which a
+// client may retry.
+func tooManyCalls(calls []runtime.ToolUse) error {
+	if len(calls) <= runtime.DefaultAgentMaxToolCalls {
+		return nil
+	}
+	return &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+		"the upstream's answer is unusable: the model proposed %d tool calls in one answer, more than the %d an answer may make (an agent run runs none of them); ask again, or for fewer calls at once",
+		len(calls), runtime.DefaultAgentMaxToolCalls)}
 }
 
 // serialCalls refuses the calls of one answer when they are more than

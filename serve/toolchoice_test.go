@@ -30,13 +30,36 @@ type callOf struct{ name, args string }
 // oaCallListSSE is an OpenAI stream whose answer is some text, then
 // calls, each in one fragment, ids call_1, call_2...
 func oaCallListSSE(calls ...callOf) string {
+	return oaIDCallsSSE(numbered("call_", calls)...)
+}
+
+// idCall is a call a replayed answer makes under the id it gives ("":
+// none).
+type idCall struct{ id, name, args string }
+
+// numbered gives calls the ids prefix1, prefix2...
+func numbered(prefix string, calls []callOf) []idCall {
+	out := make([]idCall, len(calls))
+	for i, c := range calls {
+		out[i] = idCall{prefix + strconv.Itoa(i+1), c.name, c.args}
+	}
+	return out
+}
+
+// oaIDCallsSSE is an OpenAI stream whose answer is some text, then calls,
+// each in one fragment under its id (none when blank).
+func oaIDCallsSSE(calls ...idCall) string {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	chunk := func(delta, finish string) string {
 		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
 	}
 	out := chunk(`{"role":"assistant","content":"Let me check."}`, "null")
 	for i, c := range calls {
-		out += chunk(`{"tool_calls":[{"index":`+strconv.Itoa(i)+`,"id":"call_`+strconv.Itoa(i+1)+`","type":"function","function":{"name":`+q(c.name)+`,"arguments":`+q(c.args)+`}}]}`, "null")
+		id := ""
+		if c.id != "" {
+			id = `"id":` + q(c.id) + `,`
+		}
+		out += chunk(`{"tool_calls":[{"index":`+strconv.Itoa(i)+`,`+id+`"type":"function","function":{"name":`+q(c.name)+`,"arguments":`+q(c.args)+`}}]}`, "null")
 	}
 	return out + chunk(`{}`, `"tool_calls"`) +
 		`data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4.1-mini","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}` + "\n\n" +
@@ -52,6 +75,12 @@ func anCallsSSE(n int, name, args string) string {
 // anCallListSSE is an Anthropic stream whose answer is some text, then
 // calls as tool_use blocks, ids toolu_1, toolu_2...
 func anCallListSSE(calls ...callOf) string {
+	return anIDCallsSSE(numbered("toolu_", calls)...)
+}
+
+// anIDCallsSSE is an Anthropic stream whose answer is some text, then
+// calls as tool_use blocks under their ids.
+func anIDCallsSSE(calls ...idCall) string {
 	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	out := ev("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":1}}}`)
@@ -60,7 +89,7 @@ func anCallListSSE(calls ...callOf) string {
 		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
 	for i, c := range calls {
 		at := strconv.Itoa(i + 1)
-		out += ev("content_block_start", `{"type":"content_block_start","index":`+at+`,"content_block":{"type":"tool_use","id":"toolu_`+at+`","name":`+q(c.name)+`,"input":{}}}`) +
+		out += ev("content_block_start", `{"type":"content_block_start","index":`+at+`,"content_block":{"type":"tool_use","id":`+q(c.id)+`,"name":`+q(c.name)+`,"input":{}}}`) +
 			ev("content_block_delta", `{"type":"content_block_delta","index":`+at+`,"delta":{"type":"input_json_delta","partial_json":`+q(c.args)+`}}`) +
 			ev("content_block_stop", `{"type":"content_block_stop","index":`+at+`}`)
 	}
@@ -234,14 +263,21 @@ func choiceGateway(t *testing.T, n int, name, args string) *gateway {
 // callsGateway is a gateway of the tools decls whose models answer each
 // of the six requests of choiceAsk.ask with calls.
 func callsGateway(t *testing.T, decls string, calls ...callOf) *gateway {
-	oa, an := make([]reply, 4), make([]reply, 2)
-	for i := range oa {
-		oa[i] = reply{body: oaCallListSSE(calls...)}
+	return idCallsGateway(t, decls, numbered("call_", calls), numbered("toolu_", calls))
+}
+
+// idCallsGateway is a gateway of the tools decls whose OpenAI model
+// answers each of the four requests of choiceAsk.ask for it with oa, and
+// whose Anthropic model each of the two others with an.
+func idCallsGateway(t *testing.T, decls string, oa, an []idCall) *gateway {
+	oaReplies, anReplies := make([]reply, 4), make([]reply, 2)
+	for i := range oaReplies {
+		oaReplies[i] = reply{body: oaIDCallsSSE(oa...)}
 	}
-	for i := range an {
-		an[i] = reply{body: anCallListSSE(calls...)}
+	for i := range anReplies {
+		anReplies[i] = reply{body: anIDCallsSSE(an...)}
 	}
-	return newGatewayWith(t, decls, typicalChain, oa, an)
+	return newGatewayWith(t, decls, typicalChain, oaReplies, anReplies)
 }
 
 // assertRefused asserts that each answer is a refusal by layer tools
@@ -250,13 +286,22 @@ func callsGateway(t *testing.T, decls string, calls ...callOf) *gateway {
 // calls, then an error event.
 func assertRefused(t *testing.T, answers []answer, want string) {
 	t.Helper()
+	assertFailed(t, answers, http.StatusForbidden, "tools", want)
+}
+
+// assertFailed asserts that each answer failed with a message that holds
+// want, no call relayed: status in the route's error format, naming layer
+// (when not ""), for a whole answer; for a stream, the text before the
+// calls, then an error event.
+func assertFailed(t *testing.T, answers []answer, wholeStatus int, layer, want string) {
+	t.Helper()
 	require.Len(t, answers, 6)
 	for _, a := range answers {
 		assert.Empty(t, a.calls, "%s: no call is relayed", a.route)
 		if !assert.Error(t, a.err, a.route) {
 			continue
 		}
-		status := http.StatusForbidden
+		status := wholeStatus
 		if strings.HasSuffix(a.route, "stream") {
 			assert.Equal(t, "Let me check.", a.text, "%s: the text before the calls streams", a.route)
 			status = http.StatusOK
@@ -266,11 +311,15 @@ func assertRefused(t *testing.T, answers []answer, want string) {
 		switch {
 		case errors.As(a.err, &oerr):
 			assert.Equal(t, status, oerr.StatusCode, a.route)
-			assert.Contains(t, oerr.RawJSON(), `"layer":"tools"`, a.route)
+			if layer != "" {
+				assert.Contains(t, oerr.RawJSON(), `"layer":"`+layer+`"`, a.route)
+			}
 			assert.Contains(t, oerr.Message, want, a.route)
 		case errors.As(a.err, &aerr):
 			assert.Equal(t, status, aerr.StatusCode, a.route)
-			assert.Contains(t, aerr.RawJSON(), `"layer":"tools"`, a.route)
+			if layer != "" {
+				assert.Contains(t, aerr.RawJSON(), `"layer":"`+layer+`"`, a.route)
+			}
 			assert.Contains(t, aerr.RawJSON(), want, a.route)
 		default:
 			assert.Contains(t, a.err.Error(), want, a.route)
