@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/internal/wire"
@@ -1453,8 +1454,11 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err := progressTokenErr(req); err != nil {
 		return nil, err
 	}
-	// The SDK runs the call on a context of its own: its spans join the
-	// trace of the POST that carried it here.
+	// The SDK runs the call on the session's context, which holds the
+	// trace of the POST that opened the session: the call's spans join
+	// the trace of the POST that carried it here, or start one of their
+	// own.
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	ctx, cancel := p.boundTo(withProgress(wire.JoinTrace(ctx, h), req), h)
 	defer cancel()
 	c := caller{}

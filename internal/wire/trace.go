@@ -16,9 +16,11 @@ var traceContext propagation.TraceContext
 // context h's traceparent and tracestate carry: the spans started in it
 // join the caller's trace. A missing or malformed traceparent leaves ctx
 // as it is (the spans start a trace of their own), and so does a
-// tracestate without a valid traceparent.
+// tracestate without a valid traceparent. A ctx that already holds a span
+// (a host's tracing middleware, which read the headers itself, started
+// one around the gateway) is left as it is: that span is the parent.
 func JoinTrace(ctx context.Context, h http.Header) context.Context {
-	if len(h.Values("traceparent")) == 0 {
+	if len(h.Values("traceparent")) == 0 || trace.SpanContextFromContext(ctx).IsValid() {
 		return ctx
 	}
 	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
