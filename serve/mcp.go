@@ -1459,7 +1459,12 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// the trace of the POST that carried it here, or start one of their
 	// own.
 	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
-	ctx, cancel := p.boundTo(withProgress(wire.JoinTrace(ctx, h), req), h)
+	if s.opts.NoTraceContext {
+		ctx = wire.WithoutTrace(ctx)
+	} else {
+		ctx = wire.JoinTrace(ctx, h)
+	}
+	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
 	c := caller{}
 	if !g.keys.open() {

@@ -33,12 +33,12 @@ const (
 
 // tracedGateway is newGateway with a tracing layer whose spans go to the
 // returned recorder.
-func tracedGateway(t *testing.T, chain string, oa, an []reply) (*gateway, *tracetest.SpanRecorder) {
+func tracedGateway(t *testing.T, chain string, oa, an []reply, opts ...func(*Options)) (*gateway, *tracetest.SpanRecorder) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return newGateway(t, chain, oa, an, func(o *Options) { o.Deps.TracerProvider = tp }), rec
+	return newGateway(t, chain, oa, an, append(opts, func(o *Options) { o.Deps.TracerProvider = tp })...), rec
 }
 
 // The spans of a call whose request carries a traceparent join the
@@ -116,8 +116,8 @@ func TestTraceContextPassesThroughWithoutTracing(t *testing.T) {
 // tracedMCPProxy serves an MCP proxy with a tracing layer on its tool
 // chain in front of an upstream MCP server with an echo tool over HTTP: it
 // returns the proxy, the recorder of its spans and the traceparents the
-// upstream received.
-func tracedMCPProxy(t *testing.T) (*served, *tracetest.SpanRecorder, func() []string) {
+// upstream received. opts change the proxy's options.
+func tracedMCPProxy(t *testing.T, opts ...func(*Options)) (*served, *tracetest.SpanRecorder, func() []string) {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
 	type in struct {
@@ -147,7 +147,11 @@ func tracedMCPProxy(t *testing.T) (*served, *tracetest.SpanRecorder, func() []st
 mcp: servers: up: url: %q
 chains: tool: [{use: "tracing"}]
 `, up.URL))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}})
+	o := Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}}
+	for _, f := range opts {
+		f(&o)
+	}
+	s := startServer(t, o)
 	return s, rec, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -250,4 +254,32 @@ func TestHostSpanIsKeptAsTheParent(t *testing.T) {
 	assert.False(t, span.Parent().IsRemote(), "the host's span, not the caller's")
 	assert.Equal(t, hostSpan, span.Parent().SpanID().String())
 	assert.Equal(t, "00-"+callerTrace+"-"+span.SpanContext().SpanID().String()+"-01", g.oa.header(0).Get("traceparent"))
+}
+
+// With NoTraceContext (OTEL_PROPAGATORS without tracecontext) the
+// gateway reads no traceparent and sends none: a call's spans start a
+// trace of their own, and neither the provider nor the MCP server hears
+// of the caller's trace or of the gateway's.
+func TestNoTraceContextNeitherJoinsNorCarries(t *testing.T) {
+	g, rec := tracedGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil,
+		func(o *Options) { o.NoTraceContext = true })
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}},
+		option.WithHeader("traceparent", callerParent), option.WithHeader("tracestate", callerState))
+	require.NoError(t, err)
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	assert.NotEqual(t, callerTrace, ended[0].SpanContext().TraceID().String())
+	assert.False(t, ended[0].Parent().IsValid(), "a root span")
+	assert.Empty(t, g.oa.header(0).Values("traceparent"))
+	assert.Empty(t, g.oa.header(0).Values("tracestate"))
+
+	s, mrec, seen := tracedMCPProxy(t, func(o *Options) { o.NoTraceContext = true })
+	cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent, "tracestate": callerState})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	require.Len(t, mrec.Ended(), 1)
+	assert.False(t, mrec.Ended()[0].Parent().IsValid(), "a root span")
+	assert.Empty(t, seen())
 }

@@ -142,6 +142,29 @@ func startTracing(ctx context.Context, getenv func(string) string, logger *slog.
 	}, nil
 }
 
+// propagators reads OTEL_PROPAGATORS, which getenv reads, as the
+// OpenTelemetry SDKs read it (a comma-separated list, any case; unset,
+// tracecontext and baggage): off is true when it is set and names no
+// tracecontext (none, b3), and ignored lists the propagators it names
+// that agentc does not run (it reads and sends W3C Trace Context only).
+func propagators(getenv func(string) string) (off bool, ignored []string) {
+	v := strings.TrimSpace(getenv("OTEL_PROPAGATORS"))
+	if v == "" {
+		return false, nil
+	}
+	off = true
+	for _, p := range strings.Split(v, ",") {
+		switch p = strings.ToLower(strings.TrimSpace(p)); p {
+		case "tracecontext":
+			off = false
+		case "", "none":
+		default:
+			ignored = append(ignored, p)
+		}
+	}
+	return off, ignored
+}
+
 // checkHeaders returns an error if the exporter cannot read a header of
 // v, a list of KEY=VALUE pairs with URL-encoded values: it would drop the
 // header (and the credential it carries) and log its value. The error

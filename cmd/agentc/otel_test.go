@@ -352,3 +352,31 @@ func TestExportErrorsAreScrubbed(t *testing.T) {
 	assert.Contains(t, buf.String(), "[redacted sha256 ")
 	assert.NotContains(t, buf.String(), token)
 }
+
+// OTEL_PROPAGATORS turns W3C Trace Context off when set without
+// tracecontext, as the OpenTelemetry SDKs read it; the propagators agentc
+// does not run are named.
+func TestPropagatorsFromTheEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		v       string
+		off     bool
+		ignored []string
+	}{
+		{v: ""},
+		{v: "tracecontext"},
+		{v: " TraceContext , baggage", ignored: []string{"baggage"}},
+		{v: "none", off: true},
+		{v: "None", off: true},
+		{v: "b3,baggage", off: true, ignored: []string{"b3", "baggage"}},
+		{v: "tracecontext,none"},
+	} {
+		off, ignored := propagators(func(k string) string {
+			if k == "OTEL_PROPAGATORS" {
+				return c.v
+			}
+			return ""
+		})
+		assert.Equal(t, c.off, off, "%q", c.v)
+		assert.Equal(t, c.ignored, ignored, "%q", c.v)
+	}
+}

@@ -26,12 +26,21 @@ func JoinTrace(ctx context.Context, h http.Header) context.Context {
 	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
+// noTrace marks a context whose requests carry no trace context.
+type noTrace struct{}
+
+// WithoutTrace returns ctx marked so that CarryTrace sends no trace
+// context from it: trace context is turned off.
+func WithoutTrace(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noTrace{}, true)
+}
+
 // CarryTrace returns h with the traceparent and tracestate of the span
 // in ctx (a tracing layer's, or the caller's that JoinTrace read), in
 // place of any there: a copy of h, which is left as it is, or h itself
-// when ctx holds no valid span context.
+// when ctx holds no valid span context or WithoutTrace marked it.
 func CarryTrace(ctx context.Context, h http.Header) http.Header {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+	if !trace.SpanContextFromContext(ctx).IsValid() || ctx.Value(noTrace{}) != nil {
 		return h
 	}
 	h = h.Clone()
