@@ -227,7 +227,7 @@ func (l *loader) checkMCPHeader(server string, path []string, name, value string
 	if i := strings.LastIndexAny(value, " \t"); i >= 0 {
 		last = value[i+1:]
 	}
-	if value != "" && (credentialHeader.MatchString(name) || secretValue.MatchString(last)) {
+	if value != "" && (credentialHeader.MatchString(name) || secretValue.MatchString(last) || secretValue.MatchString(value)) {
 		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s holds a credential in the policy (and the plan); name the environment variable that holds it: %s: \"%s\"", server, name, name, suggestRef(value, last))
 	}
 }

@@ -122,11 +122,14 @@ func (x *exchange) Unwrap() http.ResponseWriter { return x.ResponseWriter }
 // handle registers fn under pattern: it authenticates the caller (routes
 // other than the unknown route), holds a generation for the request, and
 // records the access log line and the metrics when fn returns. The
-// request's spans join the trace its traceparent names (wire.JoinTrace).
+// request's spans join the trace its traceparent names (wire.JoinTrace),
+// unless Options.NoTraceContext turns trace context off.
 func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		if ctx := wire.JoinTrace(r.Context(), r.Header); ctx != r.Context() {
+		if s.opts.NoTraceContext {
+			r = r.WithContext(wire.WithoutTrace(r.Context()))
+		} else if ctx := wire.JoinTrace(r.Context(), r.Header); ctx != r.Context() {
 			r = r.WithContext(ctx)
 		}
 		if a != apiMCP && s.opts.WriteTimeout > 0 {

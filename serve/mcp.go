@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/internal/wire"
@@ -1453,9 +1454,17 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if err := progressTokenErr(req); err != nil {
 		return nil, err
 	}
-	// The SDK runs the call on a context of its own: its spans join the
-	// trace of the POST that carried it here.
-	ctx, cancel := p.boundTo(withProgress(wire.JoinTrace(ctx, h), req), h)
+	// The SDK runs the call on the session's context, which holds the
+	// trace of the POST that opened the session: the call's spans join
+	// the trace of the POST that carried it here, or start one of their
+	// own.
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	if s.opts.NoTraceContext {
+		ctx = wire.WithoutTrace(ctx)
+	} else {
+		ctx = wire.JoinTrace(ctx, h)
+	}
+	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
 	c := caller{}
 	if !g.keys.open() {

@@ -184,6 +184,12 @@ type Options struct {
 	// agentc serve sets it unless -listen is a loopback address or
 	// -keyless is given.
 	RequireKeys bool
+	// NoTraceContext turns W3C Trace Context off: a request's
+	// traceparent and tracestate are not read (its spans start a trace of
+	// their own) and the requests to the providers and to MCP servers
+	// carry none. agentc serve sets it when OTEL_PROPAGATORS names no
+	// tracecontext (none, say).
+	NoTraceContext bool
 }
 
 func (o *Options) defaults() {

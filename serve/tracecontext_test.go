@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -31,12 +33,12 @@ const (
 
 // tracedGateway is newGateway with a tracing layer whose spans go to the
 // returned recorder.
-func tracedGateway(t *testing.T, chain string, oa, an []reply) (*gateway, *tracetest.SpanRecorder) {
+func tracedGateway(t *testing.T, chain string, oa, an []reply, opts ...func(*Options)) (*gateway, *tracetest.SpanRecorder) {
 	t.Helper()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	return newGateway(t, chain, oa, an, func(o *Options) { o.Deps.TracerProvider = tp }), rec
+	return newGateway(t, chain, oa, an, append(opts, func(o *Options) { o.Deps.TracerProvider = tp })...), rec
 }
 
 // The spans of a call whose request carries a traceparent join the
@@ -111,10 +113,12 @@ func TestTraceContextPassesThroughWithoutTracing(t *testing.T) {
 	assert.Empty(t, g.oa.header(1).Get("traceparent"))
 }
 
-// A tool call on the MCP endpoint joins the trace its POST carries, and
-// the upstream MCP server's request carries the trace on from the call's
-// span.
-func TestMCPCallJoinsCallersTrace(t *testing.T) {
+// tracedMCPProxy serves an MCP proxy with a tracing layer on its tool
+// chain in front of an upstream MCP server with an echo tool over HTTP: it
+// returns the proxy, the recorder of its spans and the traceparents the
+// upstream received. opts change the proxy's options.
+func tracedMCPProxy(t *testing.T, opts ...func(*Options)) (*served, *tracetest.SpanRecorder, func() []string) {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
 	type in struct {
 		Text string `json:"text"`
@@ -143,7 +147,23 @@ func TestMCPCallJoinsCallersTrace(t *testing.T) {
 mcp: servers: up: url: %q
 chains: tool: [{use: "tracing"}]
 `, up.URL))
-	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}})
+	o := Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}}
+	for _, f := range opts {
+		f(&o)
+	}
+	s := startServer(t, o)
+	return s, rec, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+// A tool call on the MCP endpoint joins the trace its POST carries, and
+// the upstream MCP server's request carries the trace on from the call's
+// span.
+func TestMCPCallJoinsCallersTrace(t *testing.T) {
+	s, rec, seen := tracedMCPProxy(t)
 	cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent, "tracestate": callerState})
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
@@ -155,7 +175,111 @@ chains: tool: [{use: "tracing"}]
 	assert.Equal(t, callerTrace, span.SpanContext().TraceID().String())
 	assert.Equal(t, callerSpan, span.Parent().SpanID().String())
 	assert.Equal(t, callerState, span.SpanContext().TraceState().String())
+	assert.Contains(t, seen(), "00-"+callerTrace+"-"+span.SpanContext().SpanID().String()+"-01")
+}
+
+// switchedHeader sends the traceparent it is set to (none when empty).
+type switchedHeader struct{ parent atomic.Value }
+
+func (s *switchedHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if p, _ := s.parent.Load().(string); p != "" {
+		r.Header.Set("traceparent", p)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The trace of the POST that opened an MCP session is not the trace of
+// the session's later calls: a call whose POST carries no traceparent, or
+// a malformed one, starts a trace of its own.
+func TestMCPCallWithoutTraceparentStartsItsOwnTrace(t *testing.T) {
+	s, rec, seen := tracedMCPProxy(t)
+	sw := &switchedHeader{}
+	sw.parent.Store(callerParent)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.url + "/mcp",
+		HTTPClient: &http.Client{Transport: sw}, MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	for _, parent := range []string{"", "zz-not-a-trace"} {
+		sw.parent.Store(parent)
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, text(t, res))
+	}
+
+	ended := rec.Ended()
+	require.Len(t, ended, 2)
+	for _, span := range ended {
+		assert.NotEqual(t, callerTrace, span.SpanContext().TraceID().String())
+		assert.False(t, span.Parent().IsValid(), "a root span")
+	}
+	for _, p := range seen() {
+		assert.NotContains(t, p, callerTrace)
+	}
+}
+
+// A host that serves the gateway as an http.Handler inside a span of its
+// own (its tracing middleware having read the caller's traceparent)
+// keeps that span the parent: the gateway's spans and the provider's
+// request are the host span's, not siblings of it under the caller's.
+func TestHostSpanIsKeptAsTheParent(t *testing.T) {
+	g, rec := tracedGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil)
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	var mu sync.Mutex
+	var hostSpan string
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tp.Tracer("host").Start(ctx, "host")
+		defer span.End()
+		mu.Lock()
+		hostSpan = span.SpanContext().SpanID().String()
+		mu.Unlock()
+		g.srv.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	t.Cleanup(host.Close)
+	c := openai.NewClient(option.WithBaseURL(host.URL+"/v1/"), option.WithAPIKey(clientKey), option.WithMaxRetries(0))
+	_, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}},
+		option.WithHeader("traceparent", callerParent), option.WithHeader("tracestate", callerState))
+	require.NoError(t, err)
+
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	span := ended[0]
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Contains(t, seen, "00-"+callerTrace+"-"+span.SpanContext().SpanID().String()+"-01")
+	assert.Equal(t, callerTrace, span.SpanContext().TraceID().String())
+	assert.False(t, span.Parent().IsRemote(), "the host's span, not the caller's")
+	assert.Equal(t, hostSpan, span.Parent().SpanID().String())
+	assert.Equal(t, "00-"+callerTrace+"-"+span.SpanContext().SpanID().String()+"-01", g.oa.header(0).Get("traceparent"))
+}
+
+// With NoTraceContext (OTEL_PROPAGATORS without tracecontext) the
+// gateway reads no traceparent and sends none: a call's spans start a
+// trace of their own, and neither the provider nor the MCP server hears
+// of the caller's trace or of the gateway's.
+func TestNoTraceContextNeitherJoinsNorCarries(t *testing.T) {
+	g, rec := tracedGateway(t, `{use: "tracing"}`, []reply{{body: transcript(t, "openai", "text.sse")}}, nil,
+		func(o *Options) { o.NoTraceContext = true })
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}},
+		option.WithHeader("traceparent", callerParent), option.WithHeader("tracestate", callerState))
+	require.NoError(t, err)
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	assert.NotEqual(t, callerTrace, ended[0].SpanContext().TraceID().String())
+	assert.False(t, ended[0].Parent().IsValid(), "a root span")
+	assert.Empty(t, g.oa.header(0).Values("traceparent"))
+	assert.Empty(t, g.oa.header(0).Values("tracestate"))
+
+	s, mrec, seen := tracedMCPProxy(t, func(o *Options) { o.NoTraceContext = true })
+	cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent, "tracestate": callerState})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	require.Len(t, mrec.Ended(), 1)
+	assert.False(t, mrec.Ended()[0].Parent().IsValid(), "a root span")
+	assert.Empty(t, seen())
 }

@@ -112,7 +112,8 @@ func tracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.
 // startTracing installs the OTLP exporter the OTEL_* variables that getenv
 // reads configure (tracerProvider), for a command whose tracing layers'
 // spans it exports: a failed export and a warning about the configuration
-// go to logger, which says where the spans go. It returns the provider
+// go to logger, scrubbed (credential.LogHandler), which says where the
+// spans go. It returns the provider
 // (nil when none is configured) and flush, which the command calls before
 // it exits: it sends the spans still batched, within 5 seconds, and stops
 // the exporter (nothing without a provider). OpenTelemetry's own lines go
@@ -122,6 +123,9 @@ func startTracing(ctx context.Context, getenv func(string) string, logger *slog.
 	if err != nil || tp == nil {
 		return nil, func() {}, err
 	}
+	// An export's error may quote the collector's answer, and that the
+	// credential it was sent.
+	logger = slog.New(credential.LogHandler(logger.Handler()))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 		logger.Warn("tracing: spans not exported", "error", err)
 	}))
@@ -136,6 +140,29 @@ func startTracing(ctx context.Context, getenv func(string) string, logger *slog.
 			logger.Warn("tracing: the last spans were not exported", "error", err)
 		}
 	}, nil
+}
+
+// propagators reads OTEL_PROPAGATORS, which getenv reads, as the
+// OpenTelemetry SDKs read it (a comma-separated list, any case; unset,
+// tracecontext and baggage): off is true when it is set and names no
+// tracecontext (none, b3), and ignored lists the propagators it names
+// that agentc does not run (it reads and sends W3C Trace Context only).
+func propagators(getenv func(string) string) (off bool, ignored []string) {
+	v := strings.TrimSpace(getenv("OTEL_PROPAGATORS"))
+	if v == "" {
+		return false, nil
+	}
+	off = true
+	for _, p := range strings.Split(v, ",") {
+		switch p = strings.ToLower(strings.TrimSpace(p)); p {
+		case "tracecontext":
+			off = false
+		case "", "none":
+		default:
+			ignored = append(ignored, p)
+		}
+	}
+	return off, ignored
 }
 
 // checkHeaders returns an error if the exporter cannot read a header of

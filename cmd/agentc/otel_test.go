@@ -329,3 +329,54 @@ func TestRunRefusesUnreadableOTLPHeaders(t *testing.T) {
 	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_HEADERS")
 	assert.NotContains(t, stderr.String(), "TOPSECRETVALUE")
 }
+
+// An export the collector refuses is logged scrubbed, as every line of
+// the log is: the collector's answer may quote the credential it was
+// sent.
+func TestExportErrorsAreScrubbed(t *testing.T) {
+	const token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "invalid credentials: "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+	}))
+	t.Cleanup(col.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20"+token)
+	var buf lockedBuffer
+	tp, flush, err := startTracing(context.Background(), os.Getenv, slog.New(slog.NewTextHandler(&buf, nil)))
+	require.NoError(t, err)
+	require.NotNil(t, tp)
+	_, span := tp.Tracer("test").Start(context.Background(), "s")
+	span.End()
+	flush()
+	assert.Contains(t, buf.String(), "401")
+	assert.Contains(t, buf.String(), "[redacted sha256 ")
+	assert.NotContains(t, buf.String(), token)
+}
+
+// OTEL_PROPAGATORS turns W3C Trace Context off when set without
+// tracecontext, as the OpenTelemetry SDKs read it; the propagators agentc
+// does not run are named.
+func TestPropagatorsFromTheEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		v       string
+		off     bool
+		ignored []string
+	}{
+		{v: ""},
+		{v: "tracecontext"},
+		{v: " TraceContext , baggage", ignored: []string{"baggage"}},
+		{v: "none", off: true},
+		{v: "None", off: true},
+		{v: "b3,baggage", off: true, ignored: []string{"b3", "baggage"}},
+		{v: "tracecontext,none"},
+	} {
+		off, ignored := propagators(func(k string) string {
+			if k == "OTEL_PROPAGATORS" {
+				return c.v
+			}
+			return ""
+		})
+		assert.Equal(t, c.off, off, "%q", c.v)
+		assert.Equal(t, c.ignored, ignored, "%q", c.v)
+	}
+}

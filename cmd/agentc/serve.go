@@ -144,6 +144,12 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if tp != nil {
 		deps.TracerProvider = tp
 	}
+	// OTEL_PROPAGATORS=none turns W3C Trace Context off: no caller's
+	// traceparent is read, and none is sent upstream.
+	noTraceContext, ignoredPropagators := propagators(os.Getenv)
+	if ignoredPropagators != nil {
+		logger.Warn("tracing: OTEL_PROPAGATORS names propagators agentc does not run; it reads and sends W3C Trace Context only", "ignored", strings.Join(ignoredPropagators, ","))
+	}
 	serve.PoolUpstreamConnections(256)
 	srv, err := serve.New(ctx, serve.Options{
 		Deps:   deps,
@@ -155,6 +161,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		MaxInFlightBytesPerTenant: *maxInFlightBytesTenant,
 		MetricsElsewhere:          *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,
 		RequireKeys: !*keyless && !serve.LoopbackAddr(*listen), CacheUsage: serve.CacheUsage(*cacheUsage),
+		NoTraceContext: noTraceContext,
 	})
 	if oe := (*serve.OptionsError)(nil); errors.As(err, &oe) {
 		return fail(env, "%v", err) // the options' error, not the policy's

@@ -21,8 +21,10 @@ var Name = regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential)`)
 // ghs_, ghr_, github_pat_), a GitLab one (glpat-), an OpenAI or Anthropic
 // key (sk-), a Stripe one (sk_live_, sk_test_), a Slack one (xoxa-,
 // xoxb-, xoxp-, xoxr-), an AWS access key id (AKIA), a Google API key
-// (AIza), a Hugging Face token (hf_), a bearer token (Bearer and 16 or
-// more characters other than spaces, a JWT among them) and a PEM private
+// (AIza), a Hugging Face token (hf_ and letters or digits, not a
+// snake_case name), a bearer token (Bearer, spaces or tabs on its line,
+// and a token68 of 16 or more characters, letters, digits and -._~+/ then
+// any =: a JWT, an opaque token; not a challenge's realm="...") and a PEM private
 // key (its block from the BEGIN line to the END line, or to the end of a
 // text that cuts it off). needle is a text every credential of the shape
 // holds, which spares the expressions the texts that hold none.
@@ -35,8 +37,8 @@ var shapes = []struct{ expr, needle string }{
 	{`xox[abpr]-[\w-]{10,}`, "xox"},
 	{`AKIA[0-9A-Z]{16}`, "AKIA"},
 	{`AIza[\w-]{35}`, "AIza"},
-	{`hf_\w{30,}`, "hf_"},
-	{`[Bb]earer\s+\S{16,}`, "earer"},
+	{`hf_[A-Za-z0-9]{30,}`, "hf_"},
+	{`[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16,}=*`, "earer"},
 	{privateKey, "PRIVATE KEY"},
 }
 

@@ -82,6 +82,30 @@ func TestScrubShapes(t *testing.T) {
 	}
 }
 
+// Ordinary text that only looks like the start of a credential is left
+// alone: a snake_case name after hf_ (a Hugging Face token is letters and
+// digits), a challenge's parameters after Bearer (a bearer token is a
+// token68: letters, digits and -._~+/ then any =), and a word that ends a
+// line before a long one on the next.
+func TestScrubLeavesProse(t *testing.T) {
+	for _, s := range []string{
+		"call hf_hub_download_with_retries_and_backoff_enabled failed",
+		`401: WWW-Authenticate: Bearer realm="https://auth.example.com/oauth", error="invalid_token"`,
+		"missing bearer\nAuthorizationHeaderRequiredForThisRoute",
+	} {
+		s = strings.ReplaceAll(s, `\n`, "\n")
+		assert.Equal(t, s, Scrub(s))
+		assert.Equal(t, s, Redact(s))
+		assert.False(t, Value.MatchString(s), s)
+	}
+	assert.False(t, Value.MatchString("hf_home_directory_for_the_models_cache"))
+	// A token68 is still a bearer token, the text after it kept.
+	got := Scrub("Authorization: Bearer abcDEF0123456789+/ab==, next")
+	assert.NotContains(t, got, "abcDEF0123456789")
+	assert.True(t, strings.HasSuffix(got, "], next"), got)
+	assert.NotContains(t, Scrub("Authorization: bearer\t0123456789.abcdefghij_~-"), "0123456789.abcdefghij")
+}
+
 type marshals struct{ key string }
 
 func (m marshals) MarshalJSON() ([]byte, error) { return json.Marshal(map[string]string{"k": m.key}) }
