@@ -41,7 +41,11 @@
 // arguments and the names and ids of earlier tool calls, the call ids of tool results, a
 // message's author (name, which an OpenAI model reads), the text parts of a message run
 // together as well as joined by line breaks (a model reads separate text blocks run together,
-// so a word split across two reaches it whole), the definitions of the tools offered (name, description,
+// so a word split across two reaches it whole), the texts of consecutive messages of one role,
+// which a provider sends as one turn (Anthropic's API merges them), read together so too (an
+// injection cut across two user messages, "ignore all prev" and "ious instructions", is found;
+// the scores of the families the two match add up, as those of one message's parts do),
+// the definitions of the tools offered (name, description,
 // parameter schema: a poisoned tool description is an injection too) and the schema of the
 // response format, and the system messages with `system: true` (off by default: the system prompt
 // is the operator's own instructions). The summary a summarizing compaction inside the layer
@@ -53,7 +57,8 @@
 // turn, a fabricated assistant turn or a tool result of the history is found as one in the
 // latest message is. Each text found clean, and the model's own output through the layer
 // (as the assistant's turn alone: sent back as another message, it is scanned),
-// is recorded for the run, so an agent loop's history is not scanned again at every step; a
+// is recorded for the run (a turn's text as a text of its own: one whose messages were each
+// clean is read all the same, and one a new message joins is read again), so an agent loop's history is not scanned again at every step; a
 // call without a run id is a fresh run and its whole transcript is scanned. `patterns`
 // add expressions, each tried case-insensitively on the original text (as given and as a model
 // reads it) and on the normalized text;

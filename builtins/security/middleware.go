@@ -378,13 +378,17 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 // block wherever it is placed, System or not),
 // the arguments of the tool calls earlier assistant messages carry, the
 // names messages carry (scanned.NamesText), the text parts of a message run
-// together (scanned.RunTogether), and the
+// together (scanned.RunTogether), the texts of consecutive messages of one
+// role, which a provider sends as one turn, read together (scanned.Turns:
+// an injection cut across two user messages reaches the model whole), and the
 // definitions of the tools the call offers (name, description, parameter
 // schema: a tool's description is often third-party text). An
 // injection hidden in an earlier user turn, a fabricated assistant turn or a
 // tool result of the history a gateway client sends is found as one in the
 // latest message is. Each text found clean is recorded for the run
-// (scanned.Record), as is the model's own output that passed through the
+// (scanned.Record; a turn's text as a text of its own, so a turn whose
+// messages were each clean is read all the same, and one a new message
+// joins is read again), as is the model's own output that passed through the
 // layer, so an agent loop's history is not scanned again at every step; a
 // text the caller changed or added is always scanned. The tool calls the
 // model requests are checked too (an injected model passes the injection on
@@ -406,6 +410,11 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				return &named
 			}
 			return err
+		}); err != nil {
+			return err
+		}
+		if err := m.seen.ScanTurns(c, m.System, func(_ int, _, text string) error {
+			return m.verdict(ctx, text, false)
 		}); err != nil {
 			return err
 		}

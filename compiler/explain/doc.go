@@ -3,7 +3,9 @@
 // layer with its traits, its key settings (for a layer that blocks, what
 // decides what it blocks: tool_policy's argument patterns, the kinds pii
 // detects, egress's scan_args, content_filter's keywords and patterns,
-// security's patterns, defaults and threshold), its scope, and the ordering
+// security's patterns, defaults and threshold, and in the chat stage
+// whether pii, content_filter and security read the system messages), its
+// scope, and the ordering
 // constraints that hold it in place with their reasons; then the
 // consequences of the order (how often a failing call can run under nested
 // re-invoking layers, which layers a cache hit skips, how many audit

@@ -103,14 +103,19 @@ var keySettings = map[string][]string{
 	"tool_policy":      {"allow", "deny", "arg_patterns"},
 	"judge":            {"model", "on_error"},
 	"output_coerce":    {"mode"},
-	"pii":              {"action", "kinds", "on_error"},
-	"content_filter":   {"keywords", "patterns", "on_error"},
-	"security":         {"patterns", "defaults", "threshold", "on_error"},
+	"pii":              {"action", "kinds", "system", "on_error"},
+	"content_filter":   {"keywords", "patterns", "system", "on_error"},
+	"security":         {"patterns", "defaults", "threshold", "system", "on_error"},
 	"max_tokens":       {"limit"},
 	"file_check":       {"roots"},
 	"truncate":         {"max_chars"},
 	"checkpoint":       {"after_tool", "keep"},
 }
+
+// chatSettings are the key settings shown in the chat stage only: system
+// decides whether the system messages of the transcript are read, and the
+// other stages have no transcript.
+var chatSettings = map[string]bool{"system": true}
 
 // unsetSettings are the key settings shown when the policy leaves them
 // unset, and what the builtin then does.
@@ -166,6 +171,7 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 	for _, f := range keySettings[e.Use] {
 		v, ok := e.Fields[f]
 		switch {
+		case chatSettings[f] && e.Stage != "chat":
 		case ok && (f != "on_cross" || crossable(e)):
 			text := format(v)
 			if render := settingFormats[f]; render != nil {

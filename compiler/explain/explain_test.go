@@ -222,7 +222,10 @@ func TestStateLocations(t *testing.T) {
 // (all, when kinds is unset), whether egress reads every argument for
 // URLs, content_filter's keywords and patterns, and security's own
 // patterns, whether its defaults are on and its threshold. A pattern is
-// written between backquotes, so a space at its end shows.
+// written between backquotes, so a space at its end shows. In the chat
+// stage, whether pii, content_filter and security read the system messages
+// (system, set or the default) is shown too; in the other stages, which
+// have no transcript, it is not.
 func TestSettingsThatDecideWhatIsBlocked(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
@@ -235,7 +238,7 @@ tools: {
 chains: {
 	chat: [
 		{use: "security", defaults: false, patterns: ["reveal the (system )?prompt"]},
-		{use: "content_filter", keywords: ["drop table", "c++"], patterns: ["(?i)acme-\\d{4}"]},
+		{use: "content_filter", keywords: ["drop table", "c++"], patterns: ["(?i)acme-\\d{4}"], system: false},
 		{use: "pii", name: "pii_chat"},
 	]
 	tool: [
@@ -248,9 +251,9 @@ chains: {
 	x := build(t, dir)
 	require.Len(t, x.Stages, 2)
 	chat, tool := x.Stages[0], x.Stages[1]
-	assert.Equal(t, []string{"patterns: `reveal the (system )?prompt`", "defaults: false", "threshold: 1", "on_error: closed"}, chat.Layers[0].Settings)
-	assert.Equal(t, []string{"keywords: drop table, c++", "patterns: `(?i)acme-\\d{4}`", "on_error: closed"}, chat.Layers[1].Settings)
-	assert.Equal(t, []string{"action: block", "kinds: all", "on_error: closed"}, chat.Layers[2].Settings)
+	assert.Equal(t, []string{"patterns: `reveal the (system )?prompt`", "defaults: false", "threshold: 1", "system: false", "on_error: closed"}, chat.Layers[0].Settings)
+	assert.Equal(t, []string{"keywords: drop table, c++", "patterns: `(?i)acme-\\d{4}`", "system: false", "on_error: closed"}, chat.Layers[1].Settings)
+	assert.Equal(t, []string{"action: block", "kinds: all", "system: true", "on_error: closed"}, chat.Layers[2].Settings)
 	assert.Equal(t, []string{"allow: api.example.com", "scan_args: false"}, tool.Layers[0].Settings)
 	assert.Equal(t, []string{"arg_patterns: cmd `^rm `, opts `^/etc/`"}, tool.Layers[1].Settings)
 	assert.Equal(t, []string{"action: block", "kinds: email, ssn, card, iban", "on_error: closed"}, tool.Layers[2].Settings)
