@@ -262,9 +262,12 @@ vet time and fails at run time instead. Scope the entry to its tools. In
 an entry scoped to them, a read of a field below an argument its schema
 leaves untyped (args.opts.sudo where opts is {type: "object"} with no
 properties, or its additionalProperties open; args.amount.value where
-amount has no type) is warned about at the read: a misspelt field is not
-caught there either, and the field may hold a value of any type, so
-deny: "args.opts.sudo == true" lets {opts: {sudo: "true"}} through.
+amount has no type; an element of a list argument whose items have no
+properties or no type, read by index, args.items[0].x, or through a
+macro's variable, args.items.exists(i, i.x == 1)) is warned about at the
+read: a misspelt field is not caught there either, and the field may hold
+a value of any type, so deny: "args.opts.sudo == true" lets
+{opts: {sudo: "true"}} through.
 Declare the object's properties. A map whose values the schema types
 (additionalProperties: {type: "string"}) is not reported. The
 warning is also given for a phase "after" predicate that reads a field of result
