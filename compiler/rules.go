@@ -594,7 +594,12 @@ contains('example.com') example.com.evil.example: test
 with a pattern anchored at its end whose name does not begin at a label
 boundary: url_host(args.url).matches('example\\.com$'), in matches() or a
 matches_any() list, lets through evilexample.com; write
-'(^|\\.)example\\.com$', '\\.example\\.com$' or '^example\\.com$'. A test
+'(^|\\.)example\\.com$', '\\.example\\.com$' or '^example\\.com$'. So does
+a whole URL matched with a pattern that lets the host's name begin
+anywhere in a label: args.url.matches('^https://[^/]*example\\.com/')
+lets through https://evilexample.com/; write '^https://([^/.]+\\.)*example\\.com/'
+(a pattern whose first label may be any label, [a-z]+\\.example\\.com, is
+not reported). A test
 that is the condition of a ternary with a constant branch is read as the
 || or && it is: endsWith('example.com') ? true : false lets
 evilexample.com through as the bare test does. So does a URL tested with
