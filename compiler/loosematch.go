@@ -382,12 +382,8 @@ func lineAnchored(p string) bool {
 // off it, and where it begins with a label byte, p is tried on evil and
 // that name. host is the host it matches.
 func looseHostSuffix(p string) (host string, loose bool) {
-	re, err := syntax.Parse(p, syntax.Perl)
-	if err != nil {
-		return "", false
-	}
-	match, err := regexp.Compile(p)
-	if err != nil {
+	re, match, ok := parsePattern(p)
+	if !ok {
 		return "", false
 	}
 	branches := []*syntax.Regexp{re}
@@ -464,20 +460,27 @@ func sample(re *syntax.Regexp) (string, bool) {
 	return "", false
 }
 
+// parsePattern returns the syntax tree of the RE2 pattern p and p
+// compiled; ok is false where p does not parse.
+func parsePattern(p string) (*syntax.Regexp, *regexp.Regexp, bool) {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return nil, nil, false
+	}
+	match, err := regexp.Compile(p)
+	return re, match, err == nil
+}
+
 // looseURLHost reports whether the RE2 pattern p, matched against a whole
 // URL, matches one whose host's name only ends like the name it allows:
 // a URL p matches is built (the least of each repetition, the first
 // branch of each alternation), and where it names a host whose first label
 // p fixes (the URL with another first label does not match) and p also
-// matches it with evil written before the host's name, p is loose. url is
-// that URL.
+// matches it with evil written before the host's name, p is loose. probe
+// is that URL.
 func looseURLHost(p string) (probe string, loose bool) {
-	re, err := syntax.Parse(p, syntax.Perl)
-	if err != nil {
-		return "", false
-	}
-	match, err := regexp.Compile(p)
-	if err != nil {
+	re, match, ok := parsePattern(p)
+	if !ok {
 		return "", false
 	}
 	s, ok := leastSample(re)
