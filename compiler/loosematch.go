@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -200,6 +201,9 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				if host, loose := looseHostSuffix(p); loose && isHostOf(target, isPinned) {
 					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 						why: fmt.Sprintf("the pattern '%s', which also matches a host such as %s, whose name only ends like it; begin the name at a label boundary ('(^|\\.)...$') or anchor the pattern at both ends", p, host)})
+				} else if u, loose := looseURLHost(p); loose && !isPinned(target) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which also matches a URL such as %s, whose host's name only ends like the one it names; begin the name at a label boundary ('[^/]*' before it becomes '([^/.]+\\.)*') or write the host in full", p, u)})
 				}
 				continue
 			}
@@ -378,12 +382,8 @@ func lineAnchored(p string) bool {
 // off it, and where it begins with a label byte, p is tried on evil and
 // that name. host is the host it matches.
 func looseHostSuffix(p string) (host string, loose bool) {
-	re, err := syntax.Parse(p, syntax.Perl)
-	if err != nil {
-		return "", false
-	}
-	match, err := regexp.Compile(p)
-	if err != nil {
+	re, match, ok := parsePattern(p)
+	if !ok {
 		return "", false
 	}
 	branches := []*syntax.Regexp{re}
@@ -456,6 +456,121 @@ func sample(re *syntax.Regexp) (string, bool) {
 			out += s
 		}
 		return out, true
+	}
+	return "", false
+}
+
+// parsePattern returns the syntax tree of the RE2 pattern p and p
+// compiled; ok is false where p does not parse.
+func parsePattern(p string) (*syntax.Regexp, *regexp.Regexp, bool) {
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		return nil, nil, false
+	}
+	match, err := regexp.Compile(p)
+	return re, match, err == nil
+}
+
+// looseURLHost reports whether the RE2 pattern p, matched against a whole
+// URL, matches one whose host's name only ends like the name it allows:
+// a URL p matches is built (the least of each repetition, the first
+// branch of each alternation), and where it names a host whose first label
+// p fixes (the URL with another first label does not match) and p also
+// matches it with evil written before the host's name, p is loose. probe
+// is that URL.
+func looseURLHost(p string) (probe string, loose bool) {
+	re, match, ok := parsePattern(p)
+	if !ok {
+		return "", false
+	}
+	s, ok := leastSample(re)
+	if !ok {
+		return "", false
+	}
+	if l := strings.ToLower(s); match.MatchString(l) {
+		s = l
+	} else if !match.MatchString(s) {
+		return "", false
+	}
+	scheme := strings.Index(s, "://")
+	u, err := url.Parse(s)
+	if scheme < 0 || err != nil || u.Host == "" {
+		return "", false
+	}
+	host := u.Hostname()
+	start := scheme + len("://")
+	auth := s[start:]
+	if i := strings.IndexAny(auth, "/?#"); i >= 0 {
+		auth = auth[:i]
+	}
+	if at := strings.LastIndex(auth, "@"); at >= 0 {
+		start += at + 1
+	}
+	if host == "" || !strings.HasPrefix(s[start:], host) || !isLabelByte(host[0]) {
+		return "", false
+	}
+	// other is host with its first label another of the same length.
+	label, rest, _ := strings.Cut(host, ".")
+	fill := "z"
+	if strings.Trim(label, "z") == "" {
+		fill = "y"
+	}
+	other := strings.Repeat(fill, len(label))
+	if rest != "" {
+		other += "." + rest
+	}
+	if match.MatchString(s[:start] + other + s[start+len(host):]) {
+		// Its first label is any label: a host of the same parent.
+		return "", false
+	}
+	if probe = s[:start] + "evil" + s[start:]; match.MatchString(probe) {
+		return probe, true
+	}
+	return "", false
+}
+
+// leastSample returns a string re matches, or may match where it holds
+// an assertion the string does not meet (a word boundary): the least
+// number of each repetition, the first branch of each alternation, a
+// letter, a digit or the first character of each class, empty anchors.
+// ok is false for an element it cannot sample (a class of no character).
+func leastSample(re *syntax.Regexp) (string, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpStar, syntax.OpQuest:
+		return "", true
+	case syntax.OpLiteral:
+		return string(re.Rune), true
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return "a", true
+	case syntax.OpCharClass:
+		for _, c := range "a0" {
+			for i := 0; i+1 < len(re.Rune); i += 2 {
+				if re.Rune[i] <= c && c <= re.Rune[i+1] {
+					return string(c), true
+				}
+			}
+		}
+		if len(re.Rune) > 0 {
+			return string(re.Rune[0]), true
+		}
+	case syntax.OpCapture, syntax.OpPlus:
+		return leastSample(re.Sub[0])
+	case syntax.OpRepeat:
+		one, ok := leastSample(re.Sub[0])
+		return strings.Repeat(one, re.Min), ok
+	case syntax.OpAlternate:
+		return leastSample(re.Sub[0])
+	case syntax.OpConcat:
+		var b strings.Builder
+		for _, sub := range re.Sub {
+			one, ok := leastSample(sub)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(one)
+		}
+		return b.String(), true
 	}
 	return "", false
 }

@@ -262,9 +262,12 @@ vet time and fails at run time instead. Scope the entry to its tools. In
 an entry scoped to them, a read of a field below an argument its schema
 leaves untyped (args.opts.sudo where opts is {type: "object"} with no
 properties, or its additionalProperties open; args.amount.value where
-amount has no type) is warned about at the read: a misspelt field is not
-caught there either, and the field may hold a value of any type, so
-deny: "args.opts.sudo == true" lets {opts: {sudo: "true"}} through.
+amount has no type; an element of a list argument whose items have no
+properties or no type, read by index, args.items[0].x, or through a
+macro's variable, args.items.exists(i, i.x == 1)) is warned about at the
+read: a misspelt field is not caught there either, and the field may hold
+a value of any type, so deny: "args.opts.sudo == true" lets
+{opts: {sudo: "true"}} through.
 Declare the object's properties. A map whose values the schema types
 (additionalProperties: {type: "string"}) is not reported. The
 warning is also given for a phase "after" predicate that reads a field of result
@@ -591,7 +594,12 @@ contains('example.com') example.com.evil.example: test
 with a pattern anchored at its end whose name does not begin at a label
 boundary: url_host(args.url).matches('example\\.com$'), in matches() or a
 matches_any() list, lets through evilexample.com; write
-'(^|\\.)example\\.com$', '\\.example\\.com$' or '^example\\.com$'. A test
+'(^|\\.)example\\.com$', '\\.example\\.com$' or '^example\\.com$'. So does
+a whole URL matched with a pattern that lets the host's name begin
+anywhere in a label: args.url.matches('^https://[^/]*example\\.com/')
+lets through https://evilexample.com/; write '^https://([^/.]+\\.)*example\\.com/'
+(a pattern whose first label may be any label, [a-z]+\\.example\\.com, is
+not reported). A test
 that is the condition of a ternary with a constant branch is read as the
 || or && it is: endsWith('example.com') ? true : false lets
 evilexample.com through as the bare test does. So does a URL tested with

@@ -46,3 +46,40 @@ chains: tool: [
 	assert.Contains(t, msgs[0], "args.opts.sudo")
 	assert.Contains(t, msgs[0], "no tool schema types it")
 }
+
+// An element of a list argument whose schema leaves it open (items an
+// object without properties, or no items at all) is read untyped too,
+// whether by index or through a macro's variable: vet says so at the read.
+// A list whose items' properties are declared is typed, and clean.
+func TestUntypedArgsInsideList(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+tools: transfer: {
+	side_effecting: true
+	args: {type: "object", required: ["items", "any", "typed"], properties: {
+		items: {type: "array", items: {type: "object"}}
+		any: {type: "array"}
+		typed: {type: "array", items: {type: "object", required: ["x"], properties: x: type: "integer"}}
+	}}
+}
+chains: tool: [
+	{use: "guard", name: "a", tools: ["transfer"], deny: "args.items.exists(i, has(i.sudo) && i.sudo == true)"},
+	{use: "guard", name: "b", tools: ["transfer"], deny: "args.any.exists(i, i.x == 1)"},
+	{use: "guard", name: "c", tools: ["transfer"], deny: "size(args.any) > 0 && args.any[0].x == 1"},
+	{use: "guard", name: "d", tools: ["transfer"], deny: "args.items.map(i, i.x).exists(x, x == 1)"},
+	{use: "guard", name: "ok1", tools: ["transfer"], deny: "args.typed.exists(i, i.x == 1)"},
+	{use: "guard", name: "ok2", tools: ["transfer"], deny: "args.typed.all(i, i.x > 1) && size(args.any) > 2"},
+]
+`)
+	c, got := compileDiagnostics(t, dir, "cel/untyped-args", false)
+	assert.Equal(t, []string{
+		"12:83 cel/untyped-args",
+		"13:77 cel/untyped-args",
+		"14:90 cel/untyped-args",
+		"15:76 cel/untyped-args",
+	}, got, "%v", c.Diagnostics)
+	_, msgs := compileDiagnostics(t, dir, "cel/untyped-args", true)
+	require.Len(t, msgs, 4)
+	assert.Contains(t, msgs[0], "args.items[].sudo")
+	assert.Contains(t, msgs[2], "args.any[0].x")
+}

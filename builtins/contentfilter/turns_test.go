@@ -33,6 +33,10 @@ func TestChatKeywordAcrossConsecutiveMessages(t *testing.T) {
 			{Role: "user", Content: "go"}, {Role: "assistant", Content: "step one"}, {Role: "assistant", Content: "step two"}}, "messages 1 to 2 (one turn) input"},
 		{"system messages", `{"keywords":["drop table"]}`, []runtime.Message{
 			{Role: "system", Content: "drop"}, {Role: "system", Content: "table"}, {Role: "user", Content: "ok"}}, "messages 0 to 1 (one turn) input"},
+		{"system messages apart, one system prompt", `{"keywords":["drop table"]}`, []runtime.Message{
+			{Role: "system", Content: "drop"}, {Role: "user", Content: "ok"}, {Role: "system", Content: " table"}}, "system messages 0 to 2 (one system prompt) input"},
+		{"system messages apart left alone with system false", `{"keywords":["drop table"],"system":false}`, []runtime.Message{
+			{Role: "system", Content: "drop"}, {Role: "user", Content: "ok"}, {Role: "system", Content: " table"}}, ""},
 		{"system messages left alone with system false", `{"keywords":["drop table"],"system":false}`, []runtime.Message{
 			{Role: "system", Content: "drop"}, {Role: "system", Content: "table"}, {Role: "user", Content: "ok"}}, ""},
 		{"a user and an assistant message", `{"keywords":["drop table"]}`, []runtime.Message{

@@ -19,13 +19,16 @@
 // did not act and runtime.Ran otherwise, and a read of a field of the text
 // fails (closed by default), so an answer marked an error does not pass
 // what the guard holds on a tool's answers. A permanent failure a layer
-// inside the guard raised (output_coerce refusing a result that does not
-// match its result_schema, redact unable to mask one) is read so too, but
-// it is that layer's word, not the tool's answer: when the predicate cannot
-// be evaluated on its text (a read of a field of it), the failure is
-// returned as it is, which fails the call all the same and says what the
-// layer found (the result_schema's diagnostics), where a block would say
-// only that the field is missing; a turn is
+// inside the guard raised in its own words (output_coerce refusing a
+// result that does not match its result_schema) is read so too, but it is
+// that layer's word, not the tool's answer: when the predicate cannot be
+// evaluated on its text (a read of a field of it), the failure is returned
+// as it is, which fails the call all the same and says what the layer
+// found (the result_schema's diagnostics), where a block would say only
+// that the field is missing. A layer's failure that carries the text of
+// another error (an idempotent layer inside answering a call made again
+// with the tool's failure it stored) is the tool's answer still, and a
+// read of a field of it fails closed, as of the tool's own; a turn is
 // evaluated with its status (`status`: "ok", or "failed" when it ended with
 // another error), its output first, then, as `output` in turn, the text
 // each earlier answer of an agent turn wrote beside its tool calls

@@ -202,17 +202,19 @@ func (g *Guard) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // holds on a tool's answers. A block keeps what err says of whether the
 // call ran. Any other failure (transient, blocked, over budget, in doubt,
 // cancelled) is returned as is. A permanent failure a layer inside raised
-// (output_coerce refusing the result, a redact that cannot mask it) is
-// read so too, but it is the layer's word, not a result: when the
-// predicate cannot be evaluated on its text (a field read of it), the
-// failure is returned as it is, which fails the call as a block would and
-// says what the layer found.
+// in its own words (output_coerce refusing the result) is read so too, but
+// it is the layer's word, not a result: when the predicate cannot be
+// evaluated on its text (a field read of it), the failure is returned as
+// it is, which fails the call as a block would and says what the layer
+// found. A layer's failure that carries another error's text (an
+// idempotent layer replaying the tool's stored failure) is the tool's
+// answer still, and fails closed as the tool's own failure does.
 func (g *Guard) failedTool(ctx context.Context, c *runtime.ToolCall, res any, err error) (any, error) {
 	if ctx.Err() != nil || runtime.Classify(err) != runtime.ClassFailure || runtime.IsTransient(err) {
 		return res, err
 	}
 	v, eerr := g.pred.EvalTool(ctx, c, resultjson.Value(g.results[c.Name], err.Error()), true)
-	if eerr != nil && ctx.Err() == nil && byLayer(err) {
+	if eerr != nil && ctx.Err() == nil && layersOwn(err) {
 		return res, err
 	}
 	berr := g.decide(ctx, v, eerr)
@@ -229,11 +231,15 @@ func (g *Guard) failedTool(ctx context.Context, c *runtime.ToolCall, res any, er
 	return nil, runtime.Ran(berr)
 }
 
-// byLayer reports whether err is a failure a layer raised (its
-// *runtime.CallError names the layer), not one the tool returned.
-func byLayer(err error) bool {
+// layersOwn reports whether err is a failure a layer raised in its own
+// words: its *runtime.CallError names the layer, wraps no other error, and
+// its text is all of err's. A layer's error that wraps another (the tool's
+// failure an idempotent layer replays, an audit failure joined to the
+// tool's) carries text the layer did not write, which the guard holds as
+// it holds the tool's own.
+func layersOwn(err error) bool {
 	var ce *runtime.CallError
-	return errors.As(err, &ce) && ce.Layer != ""
+	return errors.As(err, &ce) && ce.Layer != "" && ce.Err == nil && ce.Error() == err.Error()
 }
 
 // AdmitTool implements runtime.ToolAdmitter: a guard of phase "before"

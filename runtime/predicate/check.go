@@ -572,8 +572,8 @@ func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, loca
 	if !ok {
 		return
 	}
-	root, _, _ := strings.Cut(path, ".")
-	root, _, _ = strings.Cut(root, "[")
+	root := pathRoot(path)
+	w.untypedArgRead(m, t, key, off, test)
 	switch {
 	case slices.Contains(locals, root):
 		return
@@ -582,12 +582,33 @@ func (w *walker) keyRead(m ast.Expr, key string, off int, test bool, facts, loca
 	default:
 		return
 	}
-	r := KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key), Test: test}
-	w.keyReads = append(w.keyReads, r)
-	if w.env.argsTyped && root == "args" && (t.Kind() == types.DynKind ||
-		len(t.Parameters()) == 2 && t.Parameters()[1].Kind() == types.DynKind) {
-		w.untypedArgReads = append(w.untypedArgReads, r)
+	w.keyReads = append(w.keyReads, KeyRead{Map: path, Key: key, Offset: off, Tested: test || slices.Contains(facts, path+"."+key), Test: test})
+}
+
+// pathRoot returns the variable a rendered path starts from ("args" of
+// args.items[0].x).
+func pathRoot(path string) string {
+	root, _, _ := strings.Cut(path, ".")
+	root, _, _ = strings.Cut(root, "[")
+	return root
+}
+
+// untypedArgRead records, where a schema types args, a read of key in m, a
+// value below args of type t, when t leaves its fields untyped: dyn (a
+// value of no type, an element of a list whose items have none) or a map
+// whose values are dyn (an object without properties). m may be an
+// element read by index (args.items[0]) or a comprehension variable bound
+// to the elements of a list below args (args.items.exists(i, i.x)), which
+// is named by its range's path (args.items[]).
+func (w *walker) untypedArgRead(m ast.Expr, t *types.Type, key string, off int, test bool) {
+	if !w.env.argsTyped || t.Kind() != types.DynKind && (t.Kind() != types.MapKind || len(t.Parameters()) != 2 || t.Parameters()[1].Kind() != types.DynKind) {
+		return
 	}
+	path, ok := w.renderBound(m)
+	if !ok || pathRoot(path) != "args" {
+		return
+	}
+	w.untypedArgReads = append(w.untypedArgReads, KeyRead{Map: path, Key: key, Offset: off, Test: test})
 }
 
 func optionalForm(path string) string {

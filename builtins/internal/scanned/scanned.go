@@ -296,6 +296,10 @@ const (
 	// KindTurn is the text of consecutive messages of one role read as the
 	// one turn a provider sends them as (Turns); i is the first of them.
 	KindTurn = "turn"
+	// KindSystemPrompt is the text of the system messages of a transcript
+	// that are not consecutive, read as the one system prompt a provider
+	// sends them as (Turns); i is the first of them.
+	KindSystemPrompt = "system prompt"
 )
 
 // NamesText returns the names msg carries that reach the model besides its
@@ -381,7 +385,12 @@ func TurnEnd(msgs []runtime.Message, i int) int {
 // or more have text: the texts of its messages (Content and text parts)
 // joined by line breaks, then run together, as Each reads the text parts
 // of one message. Turns of role "system" are visited only when system is
-// true. The first error visit returns stops the walk and is returned.
+// true; so are, with kind KindSystemPrompt and i the first of them, the
+// texts of all the system messages (the grounding block aside) where they
+// are not one run of consecutive messages: Anthropic's API sends every
+// system message of a transcript, wherever it sits, as a block of its one
+// system prompt. The first error visit returns stops the walk and is
+// returned.
 func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
 	for i := 0; i < len(msgs); {
 		j := TurnEnd(msgs, i)
@@ -390,26 +399,49 @@ func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text str
 		if j-from < 2 || msgs[from].Role == "system" && !system {
 			continue
 		}
-		var pieces []string
-		texts := 0
+		idx := make([]int, 0, j-from)
 		for k := from; k < j; k++ {
-			n := len(pieces)
-			pieces = appendPieces(pieces, &msgs[k])
-			if len(pieces) > n {
-				texts++
-			}
+			idx = append(idx, k)
 		}
-		if texts < 2 {
-			continue
-		}
-		if err := visit(from, KindTurn, strings.Join(pieces, "\n")); err != nil {
-			return err
-		}
-		if err := visit(from, KindTurn, strings.Join(pieces, "")); err != nil {
+		if err := visitJoined(msgs, idx, KindTurn, visit); err != nil {
 			return err
 		}
 	}
-	return nil
+	if !system {
+		return nil
+	}
+	var sys []int
+	for k := range msgs {
+		if msgs[k].Role == "system" && !IsGrounding(&msgs[k]) {
+			sys = append(sys, k)
+		}
+	}
+	if len(sys) < 2 || sys[len(sys)-1]-sys[0] == len(sys)-1 {
+		return nil // none to join, or one run: a turn, read above
+	}
+	return visitJoined(msgs, sys, KindSystemPrompt, visit)
+}
+
+// visitJoined calls visit, with kind and i the first of idx, with the
+// texts of the messages msgs[idx] (Content and text parts) joined by line
+// breaks, then run together, where two or more of them have text.
+func visitJoined(msgs []runtime.Message, idx []int, kind string, visit func(i int, kind, text string) error) error {
+	var pieces []string
+	texts := 0
+	for _, k := range idx {
+		n := len(pieces)
+		pieces = appendPieces(pieces, &msgs[k])
+		if len(pieces) > n {
+			texts++
+		}
+	}
+	if texts < 2 {
+		return nil
+	}
+	if err := visit(idx[0], kind, strings.Join(pieces, "\n")); err != nil {
+		return err
+	}
+	return visit(idx[0], kind, strings.Join(pieces, ""))
 }
 
 // appendPieces appends the texts of msg that are not empty: Content and

@@ -209,3 +209,34 @@ func TestTurns(t *testing.T) {
 	assert.Equal(t, 5, scanned.TurnEnd(msgs, 4), "the grounding block is a turn of its own")
 	assert.Equal(t, 9, scanned.TurnEnd(msgs, 8), "each tool message is")
 }
+
+// The system messages of a transcript, wherever they sit, are sent by
+// Anthropic's API as the blocks of one system prompt: Turns reads them
+// together too, with kind KindSystemPrompt, where they are not one run of
+// consecutive messages (that run is a turn of its own), and only with
+// system.
+func TestTurnsSystemPrompt(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "system", Content: "s1"}, {Role: "system", Content: "s2"}, {Role: "user", Content: "u"},
+		{Role: "system", Content: "s3"}, {Role: "system"},
+	}
+	var got []string
+	require.NoError(t, scanned.Turns(msgs, true, func(i int, kind, text string) error {
+		got = append(got, fmt.Sprintf("%d %s %q", i, kind, text))
+		return nil
+	}))
+	assert.Equal(t, []string{
+		`0 turn "s1\ns2"`, `0 turn "s1s2"`,
+		`0 system prompt "s1\ns2\ns3"`, `0 system prompt "s1s2s3"`,
+	}, got)
+	got = nil
+	require.NoError(t, scanned.Turns(msgs, false, func(i int, kind, text string) error {
+		got = append(got, text)
+		return nil
+	}))
+	assert.Empty(t, got)
+	require.NoError(t, scanned.Turns(msgs[:3], true, func(i int, kind, text string) error {
+		assert.Equal(t, scanned.KindTurn, kind, "one run of system messages is one turn, read once")
+		return nil
+	}))
+}
