@@ -546,12 +546,20 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 	prompt[1].Content = summaryText(msgs, room)
 	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder
+	// read bounds the tokens of the summary so far: the estimate of the
+	// text as last counted whole, plus that of each delta since. A delta
+	// counted on its own is rounded up and begins a word (" the" costs
+	// two tokens, a third more than in the text), so past limit the text
+	// is counted again whole: each count leaves the deltas less room, the
+	// share they overcount taken off, so it is counted a few times.
 	read, over := 0, false
 	collect := func(d runtime.Delta) bool {
 		out.WriteString(d.Text)
 		if read += int(runtime.EstimateTokens(d.Text)); read > limit {
-			over = true
-			return false
+			if read = int(runtime.EstimateTokens(out.String())); read > limit {
+				over = true
+				return false
+			}
 		}
 		return true
 	}

@@ -150,3 +150,29 @@ func TestTheSummaryRequestFitsAMaxTokensLayerInside(t *testing.T) {
 	require.Equal(t, 1, primary.Calls())
 	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), "refunds", "the summary was written and sent")
 }
+
+// A summary streamed a word a delta, as providers stream, is counted as the
+// text it makes, not as the sum of its deltas (each of which the estimate
+// rounds up and counts as a word's start): a summary within what was asked
+// for is kept, not refused as one that ran past it.
+func TestASummaryStreamedWordByWordIsCountedWhole(t *testing.T) {
+	var words []string
+	for range 12 {
+		words = append(words, " the", " user", " asked", " about", " refunds")
+	}
+	text := strings.Join(words, "")
+	var sum int64
+	for _, w := range words {
+		sum += runtime.EstimateTokens(w)
+	}
+	small := rt.NewModel(rt.Response{Deltas: words})
+	// context_tokens 200: the summary is asked for at most 100 tokens.
+	pl, primary := summarizing(t, `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`, 200, small)
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(40)})
+	require.NoError(t, err)
+	require.Equal(t, 1, small.Calls())
+	limit := int64(small.Requests()[0].MaxTokens)
+	require.LessOrEqual(t, runtime.EstimateTokens(text), limit, "the summary is within what was asked for")
+	require.Greater(t, sum, limit, "its deltas, each counted on its own, are not")
+	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), strings.TrimSpace(text))
+}
