@@ -461,13 +461,17 @@ type plan struct {
 	// steps counts the elementary steps of the work, so that a test can
 	// hold it to a bound linear in the transcript.
 	steps int
+	// look is the step from which stopped looks at ctx again.
+	look int
 }
 
-// stopped counts a step and reports whether the work must stop: every 1024
-// steps it checks ctx.
+// stopped counts a step and reports whether the work must stop: it looks
+// at ctx once 1024 steps have passed since it last did, however many of
+// them the work counted without it.
 func (p *plan) stopped() bool {
 	p.steps++
-	if p.err == nil && p.steps&1023 == 0 {
+	if p.err == nil && p.steps >= p.look {
+		p.look = p.steps + 1024
 		p.err = p.ctx.Err()
 	}
 	return p.err != nil
