@@ -202,3 +202,23 @@ func TestTheContextIsLookedAtWhateverTheStepsBetween(t *testing.T) {
 		assert.Less(t, p.steps, 4096, "k=%d: the scan stopped soon after it began", k)
 	}
 }
+
+// A needle's next byte is found in a step or so however many needles go on
+// from the same prefix: calls whose ids differ in their second byte only,
+// and a text that makes the scan try each of them at every other byte, cost
+// no more than a text that matches nothing.
+func TestImportanceIsLinearWhateverTheNeedlesShare(t *testing.T) {
+	in := []Message{user("go")}
+	for b := 1; b < 256; b++ {
+		if b == 'z' {
+			continue
+		}
+		id := "x" + string([]byte{byte(b)})
+		in = append(in, call("", id), result(id, "r"))
+	}
+	in = append(in, asst(strings.Repeat("xz", 1<<16)), user("next"))
+	p := newPlan(context.Background(), in, Options{MaxTokens: 100, KeepRecent: 1, Count: unitCounter}, false)
+	p.referenced()
+	assert.LessOrEqual(t, p.steps, 4*(len(in)+textBytes(in)))
+	assert.False(t, p.units[p.unitOf[1]].protected, "no call is named later")
+}
