@@ -521,7 +521,7 @@ func newPlan(ctx context.Context, msgs []Message, o Options, splitSummaries bool
 	if count == nil {
 		count = EstimateTokens
 	}
-	p := &plan{ctx: ctx, msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
+	p := &plan{ctx: ctx, look: 1024, msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
 	unitOf := p.unitOf           // while reading: the unit a message was put in, before later joins
 	callUnit := map[string]int{} // tool call id -> unit of its nearest declaration so far
 	firstUser := false           // the first user message has been seen
