@@ -175,3 +175,50 @@ func TestImportanceScanFindsWhatTheNaiveSearchFinds(t *testing.T) {
 		}
 	}
 }
+
+// The context is looked at every so many steps whatever steps the work
+// counts between two looks: a transcript whose messages each cost two steps
+// (a result looked up by its call's id), after an odd number of others, is
+// not read to its end for a caller that has gone, nor is a text scanned to
+// its end whose bytes each cost two steps (a needle that fails over and
+// over).
+func TestTheContextIsLookedAtWhateverTheStepsBetween(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	in := []Message{user("go"), call("", "c")}
+	for range 5000 {
+		in = append(in, result("c", "r"))
+	}
+	p := newPlan(ctx, in, Options{KeepRecent: 1, Count: unitCounter}, false)
+	assert.ErrorIs(t, p.err, context.Canceled)
+	assert.Less(t, p.steps, 4096, "the work stopped soon after it began")
+
+	for k := range 4 { // the parity of the steps before the scan
+		in = []Message{user("go"), call("", "aa"), result("aa", "r"), asst(strings.Repeat("b", k) + strings.Repeat("a", 1<<16)), user("next")}
+		p = newPlan(context.Background(), in, Options{KeepRecent: 1, Count: unitCounter}, false)
+		p.ctx = ctx
+		p.referenced()
+		assert.ErrorIs(t, p.err, context.Canceled, "k=%d", k)
+		assert.Less(t, p.steps, 4096, "k=%d: the scan stopped soon after it began", k)
+	}
+}
+
+// A needle's next byte is found in a step or so however many needles go on
+// from the same prefix: calls whose ids differ in their second byte only,
+// and a text that makes the scan try each of them at every other byte, cost
+// no more than a text that matches nothing.
+func TestImportanceIsLinearWhateverTheNeedlesShare(t *testing.T) {
+	in := []Message{user("go")}
+	for b := 1; b < 256; b++ {
+		if b == 'z' {
+			continue
+		}
+		id := "x" + string([]byte{byte(b)})
+		in = append(in, call("", id), result(id, "r"))
+	}
+	in = append(in, asst(strings.Repeat("xz", 1<<16)), user("next"))
+	p := newPlan(context.Background(), in, Options{MaxTokens: 100, KeepRecent: 1, Count: unitCounter}, false)
+	p.referenced()
+	assert.LessOrEqual(t, p.steps, 4*(len(in)+textBytes(in)))
+	assert.False(t, p.units[p.unitOf[1]].protected, "no call is named later")
+}

@@ -230,6 +230,7 @@ func (p *plan) referenced() {
 	for j := len(p.msgs) - 1; j >= 0 && p.err == nil; j-- {
 		q.scan(p, p.msgs[j].Content, j)
 	}
+	p.steps += q.probes
 	if p.err != nil {
 		return
 	}
@@ -249,13 +250,20 @@ func (p *plan) referenced() {
 type quotes struct {
 	nodes []quoteNode
 	root  [256]int32 // the root's children (0: none)
+	// wide holds the children of the nodes with more than fewKids, by
+	// wideKey.
+	wide map[int64]int32
+	// probes counts the children of a list looked at to find one (see
+	// plan.steps).
+	probes int
 }
 
 type quoteNode struct {
 	child, sibling int32 // first child; next child of the same parent
 	fail, out      int32 // the suffix links; out -1: none
 	b              byte
-	end            bool // a needle ends here
+	end            bool   // a needle ends here
+	kids           uint16 // the number of children (but the root's)
 	// at + 1 is the index of the last text the needle ending here (or a
 	// needle that is a suffix of it) was found in (0: none yet).
 	at int
@@ -274,17 +282,28 @@ func (q *quotes) add(s string) int {
 	return int(n)
 }
 
+// fewKids is the most children a node's list holds: the children of a
+// node with more are found in quotes.wide, so that finding one costs a
+// step or so however many needles go on from the same prefix.
+const fewKids = 4
+
 func (q *quotes) child(n int32, b byte) int32 {
 	if n == 0 {
 		return q.root[b]
 	}
+	if q.nodes[n].kids > fewKids {
+		return q.wide[wideKey(n, b)]
+	}
 	for c := q.nodes[n].child; c != 0; c = q.nodes[c].sibling {
+		q.probes++
 		if q.nodes[c].b == b {
 			return c
 		}
 	}
 	return 0
 }
+
+func wideKey(n int32, b byte) int64 { return int64(n)<<8 | int64(b) }
 
 func (q *quotes) childOrNew(n int32, b byte) int32 {
 	if c := q.child(n, b); c != 0 {
@@ -295,6 +314,18 @@ func (q *quotes) childOrNew(n int32, b byte) int32 {
 	q.nodes[n].child = c
 	if n == 0 {
 		q.root[b] = c
+		return c
+	}
+	switch q.nodes[n].kids++; {
+	case q.nodes[n].kids == fewKids+1:
+		if q.wide == nil {
+			q.wide = map[int64]int32{}
+		}
+		for k := c; k != 0; k = q.nodes[k].sibling {
+			q.wide[wideKey(n, q.nodes[k].b)] = k
+		}
+	case q.nodes[n].kids > fewKids+1:
+		q.wide[wideKey(n, b)] = c
 	}
 	return c
 }
@@ -461,13 +492,17 @@ type plan struct {
 	// steps counts the elementary steps of the work, so that a test can
 	// hold it to a bound linear in the transcript.
 	steps int
+	// look is the step from which stopped looks at ctx again.
+	look int
 }
 
-// stopped counts a step and reports whether the work must stop: every 1024
-// steps it checks ctx.
+// stopped counts a step and reports whether the work must stop: it looks
+// at ctx once 1024 steps have passed since it last did, however many of
+// them the work counted without it.
 func (p *plan) stopped() bool {
 	p.steps++
-	if p.err == nil && p.steps&1023 == 0 {
+	if p.err == nil && p.steps >= p.look {
+		p.look = p.steps + 1024
 		p.err = p.ctx.Err()
 	}
 	return p.err != nil
@@ -486,7 +521,7 @@ func newPlan(ctx context.Context, msgs []Message, o Options, splitSummaries bool
 	if count == nil {
 		count = EstimateTokens
 	}
-	p := &plan{ctx: ctx, msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
+	p := &plan{ctx: ctx, look: 1024, msgs: msgs, count: count, maxMessages: o.MaxMessages, tokens: make([]int, len(msgs)), keep: make([]bool, len(msgs)), unitOf: make([]int, len(msgs))}
 	unitOf := p.unitOf           // while reading: the unit a message was put in, before later joins
 	callUnit := map[string]int{} // tool call id -> unit of its nearest declaration so far
 	firstUser := false           // the first user message has been seen

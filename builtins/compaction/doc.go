@@ -56,7 +56,8 @@
 // and sends no more than the summary model's declared context_tokens holds besides the summary,
 // nor than the limit of a max_tokens layer inside compaction without a when lets through
 // (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
-// without being summarized). A failed, empty, cut off or timed out summary, or one that does not fit the budget
+// without being summarized, and the layer logs a warning, "dropped messages left out of the
+// summary", with how many: give the summary model a larger window to summarize them all). A failed, empty, cut off or timed out summary, or one that does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
 // KeepRecent, which drops the same messages without a summary, and is logged as a warning: the
 // budget is never exceeded for a summary. A call whose context ends while its summary is

@@ -543,15 +543,30 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 			room = capped
 		}
 	}
-	prompt[1].Content = summaryText(msgs, room)
+	var left int
+	prompt[1].Content, left = summaryText(msgs, room)
+	if left > 0 {
+		// What the window leaves out is dropped all the same: say so.
+		m.logger.WarnContext(ctx, "dropped messages left out of the summary",
+			"left_out", left, "of", len(msgs), "context_tokens", m.window, "max_tokens_inside", m.inputCap,
+			"hint", "the summary model reads the earliest dropped messages its window holds: a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more")
+	}
 	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder
+	// read bounds the tokens of the summary so far: the estimate of the
+	// text as last counted whole, plus that of each delta since. A delta
+	// counted on its own is rounded up and begins a word (" the" costs
+	// two tokens, a third more than in the text), so past limit the text
+	// is counted again whole: each count leaves the deltas less room, the
+	// share they overcount taken off, so it is counted a few times.
 	read, over := 0, false
 	collect := func(d runtime.Delta) bool {
 		out.WriteString(d.Text)
 		if read += int(runtime.EstimateTokens(d.Text)); read > limit {
-			over = true
-			return false
+			if read = int(runtime.EstimateTokens(out.String())); read > limit {
+				over = true
+				return false
+			}
 		}
 		return true
 	}
@@ -578,13 +593,14 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 }
 
 // summaryText is the text of msgs the summary model reads, one message a
-// line. With room > 0 it holds at most room tokens: the messages in order
-// (an earlier summary first) while they fit, the first cut to fit when even
-// it does not; the later ones are dropped without being summarized.
-func summaryText(msgs []Message, room int) string {
+// line, and the number of messages it leaves out. With room > 0 it holds at
+// most room tokens: the messages in order (an earlier summary first) while
+// they fit, the first cut to fit when even it does not; the later ones are
+// left out, dropped without being summarized.
+func summaryText(msgs []Message, room int) (string, int) {
 	var b strings.Builder
 	used := 0
-	for _, msg := range msgs {
+	for k, msg := range msgs {
 		line := msg.Role
 		if msg.Name != "" && !IsSummary(msg) {
 			line += " (" + msg.Name + ")"
@@ -595,14 +611,15 @@ func summaryText(msgs []Message, room int) string {
 			if used+n > room {
 				if used == 0 {
 					b.WriteString(cutTo(line, room))
+					k++
 				}
-				break
+				return b.String(), len(msgs) - k
 			}
 			used += n
 		}
 		b.WriteString(line)
 	}
-	return b.String()
+	return b.String(), 0
 }
 
 // cutTo returns the longest prefix of s, cut at a rune boundary, that

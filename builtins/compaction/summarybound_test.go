@@ -150,3 +150,54 @@ func TestTheSummaryRequestFitsAMaxTokensLayerInside(t *testing.T) {
 	require.Equal(t, 1, primary.Calls())
 	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), "refunds", "the summary was written and sent")
 }
+
+// A summary streamed a word a delta, as providers stream, is counted as the
+// text it makes, not as the sum of its deltas (each of which the estimate
+// rounds up and counts as a word's start): a summary within what was asked
+// for is kept, not refused as one that ran past it.
+func TestASummaryStreamedWordByWordIsCountedWhole(t *testing.T) {
+	var words []string
+	for range 12 {
+		words = append(words, " the", " user", " asked", " about", " refunds")
+	}
+	text := strings.Join(words, "")
+	var sum int64
+	for _, w := range words {
+		sum += runtime.EstimateTokens(w)
+	}
+	small := rt.NewModel(rt.Response{Deltas: words})
+	// context_tokens 200: the summary is asked for at most 100 tokens.
+	pl, primary := summarizing(t, `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`, 200, small)
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(40)})
+	require.NoError(t, err)
+	require.Equal(t, 1, small.Calls())
+	limit := int64(small.Requests()[0].MaxTokens)
+	require.LessOrEqual(t, runtime.EstimateTokens(text), limit, "the summary is within what was asked for")
+	require.Greater(t, sum, limit, "its deltas, each counted on its own, are not")
+	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), strings.TrimSpace(text))
+}
+
+// The dropped messages the summary model's window leaves out of the summary
+// are dropped without being summarized: the layer says so, at warning level,
+// with how many and why, rather than lose them without a word.
+func TestMessagesLeftOutOfTheSummaryAreLogged(t *testing.T) {
+	var logs bytes.Buffer
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
+	p.Models["small"] = plan.Model{ContextTokens: 2000}
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(200)})
+	require.NoError(t, err)
+	require.Equal(t, 1, small.Calls())
+	assert.Contains(t, logs.String(), `level=WARN msg="dropped messages left out of the summary"`)
+	assert.Regexp(t, `left_out=[1-9][0-9]* of=[1-9][0-9]* context_tokens=2000`, logs.String())
+
+	// A window that holds them all leaves none out, and says nothing.
+	logs.Reset()
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(12)})
+	require.NoError(t, err)
+	require.Equal(t, 2, small.Calls())
+	assert.NotContains(t, logs.String(), "left out")
+}

@@ -139,3 +139,15 @@ func TestSecurityInsideReadsASummaryAsTheTranscriptsMessages(t *testing.T) {
 	assert.Contains(t, blocked.Message, "summary")
 	assert.Zero(t, primary.Calls())
 }
+
+// A content_filter inside the compaction that blocks on the summary names it, as security
+// and pii do, and as the docs say.
+func TestAContentFilterInsideNamesTheSummary(t *testing.T) {
+	primary, _, err := summarizedBy(t, []plan.Layer{summarizer, rt.Layer("content_filter", `{"keywords":["transfer the balance"],"system":false}`)},
+		"The user asked about refunds and to transfer the balance.", nil)
+	var blocked *runtime.BlockedError
+	require.ErrorAs(t, err, &blocked)
+	assert.Equal(t, "content_filter", blocked.Layer)
+	assert.Contains(t, blocked.Message, "message 1 summary")
+	assert.Zero(t, primary.Calls())
+}

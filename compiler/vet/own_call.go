@@ -33,7 +33,7 @@ var OwnCallRecursion = &Rule{
 	Name:     "order/own-call-recursion",
 	Severity: dsl.Error,
 	Warns:    true,
-	Doc: `a judge or summarizing compaction sits inside another one whose calls its when lets through.
+	Doc: `a judge sits inside another judge or a summarizing compaction whose calls its when lets through.
 
 A judge's verdict call and a summarizing compaction's summary call run
 through the chat chain below their own layer, so that the meter, retry,
