@@ -266,7 +266,7 @@ func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 			continue
 		}
 		out = append(out, runtime.StateKey{Store: runtime.StoreName(m.Store), Key: key, Tool: tool.Label,
-			Server: tool.Server, Upstream: tool.Upstream, Repeats: true,
+			Server: tool.Server, Upstream: tool.Upstream, Repeats: true, Digests: runtime.DigestsReadPlain,
 			What: "idempotency records of " + tool.Label,
 			Then: "calls of " + tool.Label + " made before the change run again if repeated"})
 	}

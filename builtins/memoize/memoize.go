@@ -135,7 +135,7 @@ func (m *Memoize) key(stage string, run runtime.Run, target string, input []byte
 // StateKeys implements runtime.StateKeyer: the entry of a sample call.
 func (m *Memoize) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.name = at.Name()
-	return []runtime.StateKey{{Store: runtime.StoreName(m.Store), Key: m.key(string(at.Stage), at.Run(), "sample-target", []byte("sample-input")),
+	return []runtime.StateKey{{Store: runtime.StoreName(m.Store), Key: m.key(string(at.Stage), at.Run(), "sample-target", []byte("sample-input")), Digests: runtime.DigestsKeyed,
 		What: "cached entries", Then: "every call misses until the cache fills again, and the old entries stay until their ttl"}}
 }
 

@@ -112,7 +112,7 @@ func (m *SemanticMemoize) partition(stage string, run runtime.Run, target string
 // StateKeys implements runtime.StateKeyer: the partition of a sample call.
 func (m *SemanticMemoize) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.name = at.Name()
-	return []runtime.StateKey{{Store: runtime.StoreName(m.Index), Key: m.partition(string(at.Stage), at.Run(), "sample-target"),
+	return []runtime.StateKey{{Store: runtime.StoreName(m.Index), Key: m.partition(string(at.Stage), at.Run(), "sample-target"), Digests: runtime.DigestsKeyed,
 		What: "cached entries", Then: "every call misses until the index fills again, and the old entries stay until their ttl"}}
 }
 
