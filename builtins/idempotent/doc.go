@@ -95,7 +95,12 @@
 // with the plain digests that record holds, which their form tells apart:
 // an identical retry is answered, other arguments refused) and is stored
 // under the keyed key; a claim held there is waited for; one in doubt
-// leaves the call in doubt unless its tool is retry_safe. A free plain key
+// leaves the call in doubt unless its tool is retry_safe, when it runs
+// again with the idempotency key it was given before the switch (derived
+// without the digest key), by which the tool tells the retry from a new
+// call. A retry_safe call that failed before the switch left no claim (it
+// was released): its retry gets the keyed idempotency key, which a tool
+// that dedupes on it has not seen. A free plain key
 // is released at once: the layer never writes one, so a replica still
 // without the key does not see a call a replica with it runs (set the key
 // on every replica at once, or stop the ones without it first). A resumed
