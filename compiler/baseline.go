@@ -175,6 +175,8 @@ func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 		}
 	case f == "keys" && c.Policy.KeysPos.IsValid():
 		return c.Policy.KeysPos
+	case f == "settings.digest_key_env" && c.Policy.DigestKeyEnvPos.IsValid():
+		return c.Policy.DigestKeyEnvPos
 	case f == "tools" && len(entry.ToolsPos) > 0:
 		return entry.ToolsPos[0]
 	}

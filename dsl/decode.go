@@ -137,6 +137,9 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 	p.RunIdle, _ = v.LookupPath(fieldPath("settings", "run_idle")).String()
 	p.MaxAnswerBytes, _ = v.LookupPath(fieldPath("settings", "max_answer_bytes")).Int64()
 	p.DigestKeyEnv, _ = v.LookupPath(fieldPath("settings", "digest_key_env")).String()
+	if p.DigestKeyEnv != "" {
+		p.DigestKeyEnvPos = l.userPos([]string{"settings", "digest_key_env"})
+	}
 	l.decodeServe(p, v)
 	l.decodeInvariants(p, v)
 	l.decodeState(p, v)

@@ -47,8 +47,10 @@ type Policy struct {
 	RunIdle string
 	// MaxAnswerBytes is settings.max_answer_bytes.
 	MaxAnswerBytes int64
-	// DigestKeyEnv is settings.digest_key_env.
-	DigestKeyEnv string
+	// DigestKeyEnv is settings.digest_key_env, DigestKeyEnvPos the
+	// position of its value (when set).
+	DigestKeyEnv    string
+	DigestKeyEnvPos Pos
 	// Keys are the virtual API keys and MCPServers the upstream MCP
 	// servers of `agentc serve`, by name; KeysPos is where keys is
 	// written (invalid without keys).

@@ -1081,6 +1081,9 @@ type ChatCall struct {
 	tok *emitToken
 	// own is set on a call a layer makes of its own (OwnCall).
 	own bool
+	// digester derives the idempotency key: the pipeline's, keyed with
+	// settings.digest_key_env.
+	digester Digester
 	// askedMaxTokens is the max_tokens of the request as the caller gave
 	// it, before the layers rewrote the request.
 	askedMaxTokens int
@@ -1128,11 +1131,14 @@ func (c *ChatCall) ownedList() *ownedCharges {
 func (c *ChatCall) Own() bool { return c.own }
 
 // IdempotencyKey returns the call's idempotency key, derived from the run id
-// and the transcript unless the caller supplied one.
+// and the transcript (keyed with the pipeline's digest key, when it has
+// one: the key and the run id, which an audit record or a provider's log
+// holds, would otherwise let a reader test guessed prompts) unless the
+// caller supplied one.
 func (c *ChatCall) IdempotencyKey() string {
 	if c.Meta.IdempotencyKey == "" {
 		b, _ := json.Marshal(c.Request.Messages)
-		c.Meta.IdempotencyKey, c.Meta.keyDerived = digest("chat", c.Meta.Run.ID, b), true
+		c.Meta.IdempotencyKey, c.Meta.keyDerived = digestBy(c.digester, "chat", c.Meta.Run.ID, b), true
 	}
 	return c.Meta.IdempotencyKey
 }
@@ -1188,7 +1194,7 @@ func (c *ChatCall) Emit(yield func(Delta) bool, d Delta) bool {
 // Clone returns a copy of the call for a concurrent attempt (hedge): the
 // request and meta are copied, the stream state starts empty.
 func (c *ChatCall) Clone() *ChatCall {
-	return &ChatCall{Request: c.Request, Meta: c.Meta, own: c.own, owned: c.ownedList(), askedMaxTokens: c.askedMaxTokens}
+	return &ChatCall{Request: c.Request, Meta: c.Meta, own: c.own, owned: c.ownedList(), askedMaxTokens: c.askedMaxTokens, digester: c.digester}
 }
 
 // Discard records that a finished clone's output was dropped (a racer that
@@ -1792,6 +1798,7 @@ func OwnCall(parent *ChatCall, req ChatRequest) *ChatCall {
 	if parent != nil {
 		c.Meta.Run = parent.Meta.Run
 		c.owned = parent.ownedList()
+		c.digester = parent.digester
 	}
 	return c
 }

@@ -431,9 +431,9 @@ var (
 	toolCalls = sync.Pool{New: func() any { return &ToolCall{} }}
 )
 
-func newChatCall(run *Run, req *ChatRequest) *ChatCall {
+func newChatCall(run *Run, req *ChatRequest, d Digester) *ChatCall {
 	c := chatCalls.Get().(*ChatCall)
-	c.Request = *req
+	c.Request, c.digester = *req, d
 	c.askedMaxTokens = req.MaxTokens
 	c.Meta.Run = *run
 	c.Meta.Attempts = 1
@@ -469,7 +469,7 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	} else if pl.runs != nil {
 		defer pl.runs.end(pl.runs.begin(run.ID))
 	}
-	c := newChatCall(run, &req)
+	c := newChatCall(run, &req, pl.digester)
 	if c.Request.Tools == nil {
 		c.Request.Tools = pl.offered
 	}

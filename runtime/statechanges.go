@@ -158,7 +158,26 @@ type StateKey struct {
 	// removed too, or no longer applying to the tool, while the tool is
 	// still called.
 	Repeats bool
+	// Digests says how the key, or what it holds, hangs on
+	// settings.digest_key_env (StateChanges reports a change of it).
+	Digests DigestUse
 }
+
+// DigestUse is how a layer's state hangs on settings.digest_key_env.
+type DigestUse int
+
+const (
+	// DigestsNone: the state holds no digest the setting keys.
+	DigestsNone DigestUse = iota
+	// DigestsKeyed: the key or the state holds digests made with the
+	// digest key, and a layer with another key, or none, does not read
+	// it (a cache's entries).
+	DigestsKeyed
+	// DigestsReadPlain: as DigestsKeyed, except that a layer given a key
+	// still reads what was written without one (idempotent's records):
+	// setting the key moves nothing, removing or changing it does.
+	DigestsReadPlain
+)
 
 // StateChange is the state a new version of a policy leaves behind: a layer
 // of both versions that keys its state under another key (or in another
@@ -184,7 +203,8 @@ type StateChange struct {
 	// "mcp_servers.NAME.prefix" for the prefix of the MCP server that
 	// serves Tool, "keys.KEY.tenant" for the tenant of a virtual key, or
 	// "keys" for keys declared where there were none, or none where there
-	// were some (every caller's tenant changed).
+	// were some (every caller's tenant changed), or
+	// "settings.digest_key_env" (digestStateChanges).
 	Fields []string
 	// Was and Now are the values of Fields before and after, as JSON
 	// ("keys": in words).
@@ -249,8 +269,10 @@ func (c StateChange) Message() string {
 // tenant, to keys under the new tenant: reported once per key (Key); keys
 // declared where there were none, or none where there were some, move
 // every caller between no tenant and its key's: reported once, at "keys".
-// Layers whose middleware is not registered, or whose config does not decode, are
-// skipped.
+// settings.digest_key_env naming another variable, or set or removed, moves
+// the state whose keys or records are digested with it (StateKey.Digests),
+// at "settings.digest_key_env". Layers whose middleware is not registered,
+// or whose config does not decode, are skipped.
 func StateChanges(old, next *plan.Plan) []StateChange {
 	renamed, moves := serverRenames(old, next), tenantMoves(old, next)
 	pairs, removed, kept := pairSites(old, next)
@@ -258,6 +280,7 @@ func StateChanges(old, next *plan.Plan) []StateChange {
 	for _, p := range pairs {
 		out = append(out, layerStateChanges(p[0], p[1], renamed, kept[p[1].Stage])...)
 		out = append(out, tenantStateChanges(p[0], p[1], moves, renamed)...)
+		out = append(out, digestStateChanges(p[0], p[1], renamed)...)
 	}
 	for _, s := range removed {
 		out = append(out, removedLayer(s, next, renamed, kept[s.Stage])...)
@@ -498,6 +521,47 @@ func tenantStateChanges(old, next StateSite, moves []tenantMove, renamed map[str
 		}
 	}
 	return out
+}
+
+// digestStateChanges returns the state of the paired layers old and next
+// that hangs on settings.digest_key_env (StateKey.Digests), when the
+// setting names another variable in next: the records written under the
+// key of before are not read under another key, nor without one (what was
+// written without a key is read by a layer of DigestsReadPlain given one).
+// The plan holds the variable's name, not the key: a key changed under
+// the same name is not seen. A tool whose key changed for every caller
+// (layerStateChanges) is not reported again.
+func digestStateChanges(old, next StateSite, renamed map[string]string) []StateChange {
+	was, now := old.Plan.Settings.DigestKeyEnv, next.Plan.Settings.DigestKeyEnv
+	if was == now {
+		return nil
+	}
+	wk, ok := keysAt(old, renamed)
+	if !ok {
+		return nil
+	}
+	nk, _ := keysAt(next, nil)
+	var out []StateChange
+	for _, id := range slices.Sorted(maps.Keys(nk)) {
+		w, before := wk[id]
+		n := nk[id]
+		if !before || w.id != n.id || w.Key != n.Key || n.Digests == DigestsNone || n.Digests == DigestsReadPlain && was == "" {
+			continue
+		}
+		out = append(out, StateChange{Stage: next.Stage, Layer: next.Name(), Use: next.Layer.Use, Pos: next.Layer.Pos,
+			Fields: []string{"settings.digest_key_env"}, Was: []string{digestKeyText(was)}, Now: []string{digestKeyText(now)},
+			Tool: n.Tool, Server: n.Server, What: n.What, Then: n.Then, Repeats: n.Repeats, Where: describeStore(old.Plan, w.Store),
+			WasLayer: wasLayer(old, next, nil)})
+	}
+	return out
+}
+
+// digestKeyText describes settings.digest_key_env in a StateChange.
+func digestKeyText(env string) string {
+	if env == "" {
+		return "unset (plain SHA-256)"
+	}
+	return strconv.Quote(env)
 }
 
 // wasLayer returns the name old's layer had when next's has another and

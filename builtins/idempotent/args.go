@@ -299,10 +299,28 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		return nil, nil, true, nil
 	}
 	if c.Tool.RetrySafe {
+		if !keep && !c.Meta.IdempotencyKeySupplied() {
+			// In doubt under its plain key: the call ran then with the
+			// idempotency key derived without the digest key, by which
+			// the tool tells this retry from a new call.
+			c.Meta.IdempotencyKey = m.plainIdempotencyKey(c)
+		}
 		return m.leaser, nil, false, nil
 	}
 	m.doubt(wctx, m.leaser, c, key, token, "was claimed under its key of before (by an earlier build, or without the digest key) and is in doubt there")
 	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// plainIdempotencyKey returns the idempotency key a layer without a digest
+// key passes downstream with c: the key of its key_args hashed plainly, or
+// the key derived from its run and its arguments' plain digest.
+func (m *Idempotent) plainIdempotencyKey(c *runtime.ToolCall) string {
+	if len(m.KeyArgs) > 0 {
+		if k, err := m.argsKey(runtime.Digester{}, c); err == nil {
+			return k[len(keyPrefix):]
+		}
+	}
+	return c.PlainForm().IdempotencyKey()
 }
 
 // twin is the layer's store as a call keyed on a supplied key sees it

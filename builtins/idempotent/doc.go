@@ -95,12 +95,23 @@
 // with the plain digests that record holds, which their form tells apart:
 // an identical retry is answered, other arguments refused) and is stored
 // under the keyed key; a claim held there is waited for; one in doubt
-// leaves the call in doubt unless its tool is retry_safe. A free plain key
+// leaves the call in doubt unless its tool is retry_safe, when it runs
+// again with the idempotency key it was given before the switch (derived
+// without the digest key), by which the tool tells the retry from a new
+// call. A retry_safe call that failed before the switch left no claim (it
+// was released): its retry gets the keyed idempotency key, which a tool
+// that dedupes on it has not seen. A free plain key
 // is released at once: the layer never writes one, so a replica still
 // without the key does not see a call a replica with it runs (set the key
 // on every replica at once, or stop the ones without it first). A resumed
 // agent turn recorded before the switch, with the plain key, is answered
-// through that lookup. Removing the key, or changing it, leaves the records
+// through that lookup. That lookup is a claim and a release more, two round
+// trips to the store for each new call (4 against 2, measured on Redis),
+// for as long as plain_lookup is true (the default): set it false once ttl
+// has passed since every replica had the key, and records of before still
+// unexpired are no longer read (a call they answered, keyed on its run or
+// under key_args, runs again if retried; a supplied key's record is under
+// the same key either way). Removing the key, or changing it, leaves the records
 // written with it unread: calls keyed on their run run again if retried,
 // and a call under key_args or a supplied key is refused, as its record's
 // keyed digests match nothing; keep a key until its records expire (ttl),

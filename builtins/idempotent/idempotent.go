@@ -37,9 +37,10 @@ func init() {
 	})
 }
 
-// New returns an idempotent layer with the schema's default ttl (24h).
+// New returns an idempotent layer with the schema's defaults (ttl 24h,
+// plain_lookup true).
 func New() runtime.Middleware {
-	return &Idempotent{TTL: runtime.Duration(24 * time.Hour)}
+	return &Idempotent{TTL: runtime.Duration(24 * time.Hour), PlainLookup: true}
 }
 
 // Idempotent is the idempotent middleware; its exported fields are its
@@ -58,6 +59,11 @@ type Idempotent struct {
 	// calls under one key: a call is refused when its other arguments
 	// differ from those of the call whose outcome the key holds.
 	VaryArgs []string `json:"vary_args,omitempty"`
+	// PlainLookup, with settings.digest_key_env, looks a call claimed
+	// afresh up under its plain key of before too (older); false once the
+	// records written without the key have expired saves those two round
+	// trips a call.
+	PlainLookup bool `json:"plain_lookup"`
 
 	name   string
 	leaser runtime.Leaser
@@ -191,6 +197,8 @@ func (m *Idempotent) keyBy(d runtime.Digester, c *runtime.ToolCall) (string, err
 // there is none.
 func (m *Idempotent) older(c *runtime.ToolCall) (key string, keep bool) {
 	switch {
+	case m.digester.Keyed() && !m.PlainLookup:
+		return "", false
 	case m.digester.Keyed() && m.suppliedKey(c):
 		return Key(c.PlainForm()), false
 	case m.digester.Keyed():
@@ -266,7 +274,7 @@ func (m *Idempotent) StateKeys(at runtime.StateSite) []runtime.StateKey {
 			continue
 		}
 		out = append(out, runtime.StateKey{Store: runtime.StoreName(m.Store), Key: key, Tool: tool.Label,
-			Server: tool.Server, Upstream: tool.Upstream, Repeats: true,
+			Server: tool.Server, Upstream: tool.Upstream, Repeats: true, Digests: runtime.DigestsReadPlain,
 			What: "idempotency records of " + tool.Label,
 			Then: "calls of " + tool.Label + " made before the change run again if repeated"})
 	}

@@ -5,16 +5,21 @@
 // scope "run", its tenant for "key", nothing for "global": only "global"
 // serves one tenant's entry to another), the model or tool name and the
 // canonical input (a tool's arguments as JSON with object keys sorted, by
-// their digest, runtime.ToolCall.ArgsDigest: keyed with
-// settings.digest_key_env, so that entries written before the key was set
-// are missed once, not found; for a chat call, ChatKeyInput: the request as JSON, so every part of it that
+// their digest, runtime.ToolCall.ArgsDigest; for a chat call, ChatKeyInput:
+// the request as JSON, so every part of it that
 // changes what the answer says or its shape is in the key: the messages,
 // system prompt included, the model, the tools offered (names, descriptions,
 // schemas, strict), tool_choice, parallel_tool_calls, response_format and
 // its schema, temperature, top_p, seed, stop sequences, max_tokens and the
 // Anthropic betas; left out are the caller's metadata and the prompt-cache
 // breakpoints, a cost hint a client may move without changing the answer),
-// hashed with SHA-256. A request without tools is keyed on the tools the
+// hashed with SHA-256, or with settings.digest_key_env with HMAC-SHA256
+// under the key (and a tool's arguments' digest keyed too), so that a
+// reader of a shared store cannot test a guessed prompt or argument
+// against the keys. Entries written without the key, or under another
+// one, are not read: each call misses once, runs and is cached again (a
+// cache runs nothing that was not going to run), and the old entries stay
+// until their ttl. A request without tools is keyed on the tools the
 // pipeline offers it (the policy's declared tools). Sampling is keyed, not
 // refused: a request with a temperature above 0 is cached too, and a hit
 // replays the one answer drawn for it. The value is

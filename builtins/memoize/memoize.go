@@ -2,7 +2,6 @@ package memoize
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -57,7 +56,9 @@ type Memoize struct {
 	name   string
 	kv     runtime.KV
 	logger *slog.Logger
-	warned sync.Map // tool name -> struct{}: refusals already logged
+	// digester hashes the keys: keyed with settings.digest_key_env.
+	digester runtime.Digester
+	warned   sync.Map // tool name -> struct{}: refusals already logged
 
 	// With SingleFlight: the store's lease port, the calls in flight in
 	// this process, and the bounds of the wait between reads of a claim
@@ -76,6 +77,7 @@ const DefaultLease = 30 * time.Second
 func (m *Memoize) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
+	m.digester = b.Digester()
 	kv, err := b.KV(m.Store)
 	if err != nil {
 		return err
@@ -113,10 +115,12 @@ func Cacheable(tool *runtime.ToolInfo) bool {
 	return tool != nil && tool.Declared && !tool.SideEffecting && !tool.SecretResult
 }
 
-// key hashes the parts of a cache key. Scope "run" keys on the run's tenant
-// and id, "key" on its tenant alone, "global" on neither.
+// key hashes the parts of a cache key, with an HMAC under the digest key
+// when the pipeline has one (settings.digest_key_env): a reader of a shared
+// store cannot test a guessed request against it. Scope "run" keys on the
+// run's tenant and id, "key" on its tenant alone, "global" on neither.
 func (m *Memoize) key(stage string, run runtime.Run, target string, input []byte) string {
-	h := sha256.New()
+	h := m.digester.New()
 	for _, s := range []string{stage, m.name, m.Scope, scopeOf(m.Scope, run), target} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
@@ -131,7 +135,7 @@ func (m *Memoize) key(stage string, run runtime.Run, target string, input []byte
 // StateKeys implements runtime.StateKeyer: the entry of a sample call.
 func (m *Memoize) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.name = at.Name()
-	return []runtime.StateKey{{Store: runtime.StoreName(m.Store), Key: m.key(string(at.Stage), at.Run(), "sample-target", []byte("sample-input")),
+	return []runtime.StateKey{{Store: runtime.StoreName(m.Store), Key: m.key(string(at.Stage), at.Run(), "sample-target", []byte("sample-input")), Digests: runtime.DigestsKeyed,
 		What: "cached entries", Then: "every call misses until the cache fills again, and the old entries stay until their ttl"}}
 }
 

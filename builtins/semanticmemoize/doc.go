@@ -53,6 +53,16 @@
 // each other's result; "alice.smith" and "bob.smith" never do, whatever the
 // score. Arguments that do not encode as JSON bypass the layer.
 //
+// Digest key: with settings.digest_key_env (runtime.BuildContext.Digester)
+// what an entry holds of a call is keyed (HMAC-SHA256 under the key): a
+// tool entry's digest of the normalised arguments ("hmac-sha256:HEX"), the
+// entry's id (the digest of the embedded text) and a chat entry's
+// partition (the digest of the request's exact part), so that a reader of
+// the index cannot test guessed arguments or prompts against them. Entries
+// written without the key, or under another one, are not read: each call
+// misses once, runs and is cached again (a cache miss runs nothing that
+// was not going to run); the old entries stay until their ttl.
+//
 // Chat calls keep near-duplicate matching: reusing a near-duplicate answer
 // is a product decision: a transcript that differs in one digit ("refund
 // order 1234" and "refund order 1235") can score above a low threshold.

@@ -52,11 +52,14 @@ type SemanticMemoize struct {
 	Scope     string           `json:"scope"`
 	Index     string           `json:"index,omitempty"`
 
-	name   string
-	index  runtime.VectorIndex
-	embed  runtime.Embedder
-	logger *slog.Logger
-	warned sync.Map
+	name  string
+	index runtime.VectorIndex
+	embed runtime.Embedder
+	// digester makes the digests the entries hold of a call's arguments
+	// and request: keyed with settings.digest_key_env.
+	digester runtime.Digester
+	logger   *slog.Logger
+	warned   sync.Map
 }
 
 // Provision resolves the index and the embedder.
@@ -64,6 +67,7 @@ func (m *SemanticMemoize) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
 	m.embed = b.Embedder()
+	m.digester = b.Digester()
 	idx, err := b.VectorIndex(m.Index)
 	if err != nil {
 		return err
@@ -108,7 +112,7 @@ func (m *SemanticMemoize) partition(stage string, run runtime.Run, target string
 // StateKeys implements runtime.StateKeyer: the partition of a sample call.
 func (m *SemanticMemoize) StateKeys(at runtime.StateSite) []runtime.StateKey {
 	m.name = at.Name()
-	return []runtime.StateKey{{Store: runtime.StoreName(m.Index), Key: m.partition(string(at.Stage), at.Run(), "sample-target"),
+	return []runtime.StateKey{{Store: runtime.StoreName(m.Index), Key: m.partition(string(at.Stage), at.Run(), "sample-target"), Digests: runtime.DigestsKeyed,
 		What: "cached entries", Then: "every call misses until the index fills again, and the old entries stay until their ttl"}}
 }
 
@@ -160,8 +164,7 @@ func (m *SemanticMemoize) store(ctx context.Context, part, text string, vec []fl
 		m.logger.DebugContext(ctx, "semantic_memoize: result does not encode as JSON; not cached", "error", err)
 		return
 	}
-	sum := sha256.Sum256([]byte(text))
-	if err := m.index.Upsert(context.WithoutCancel(ctx), part, hex.EncodeToString(sum[:]), vec, b, m.TTL.D()); err != nil {
+	if err := m.index.Upsert(context.WithoutCancel(ctx), part, m.digester.Text(text), vec, b, m.TTL.D()); err != nil {
 		m.logger.WarnContext(ctx, "semantic_memoize: index write failed; result not cached", "error", err)
 	}
 }
@@ -233,7 +236,7 @@ func Transcript(msgs []runtime.Message) string {
 // embedded text is the transcript of the other messages (of all of them when
 // there are no others): a long system prompt shared by two requests would
 // otherwise make any two questions look alike.
-func chatKey(req *runtime.ChatRequest) (exact, text string, err error) {
+func chatKey(d runtime.Digester, req *runtime.ChatRequest) (exact, text string, err error) {
 	shape := *req
 	shape.Messages = nil
 	var conversation []runtime.Message
@@ -255,7 +258,7 @@ func chatKey(req *runtime.ChatRequest) (exact, text string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	h := sha256.New()
+	h := d.New()
 	h.Write(input)
 	h.Write(attached)
 	return hex.EncodeToString(h.Sum(nil)), Transcript(conversation), nil
@@ -288,7 +291,7 @@ func attachments(msgs []runtime.Message) []attachment {
 // WrapChat implements runtime.ChatWrapper.
 func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		part, text, err := chatKey(&c.Request)
+		part, text, err := chatKey(m.digester, &c.Request)
 		if err != nil { // no canonical form: the call bypasses the layer
 			return next(ctx, c, yield)
 		}
@@ -324,7 +327,7 @@ func (m *SemanticMemoize) WrapTool(next runtime.ToolHandler) runtime.ToolHandler
 		if err != nil {
 			return next(ctx, c)
 		}
-		digest, err := NormalizedArgsDigest(c.Args)
+		digest, err := NormalizedArgsDigest(m.digester, c.Args)
 		if err != nil {
 			return next(ctx, c)
 		}
@@ -366,19 +369,16 @@ type toolEntry struct {
 	Result json.RawMessage `json:"result"`
 }
 
-// NormalizedArgsDigest returns the hex SHA-256 of the canonical JSON of a
-// tool call's arguments after normalisation: every string value is trimmed,
-// its runs of white space collapsed to one space and its case folded;
-// object keys and booleans are kept as they are, numbers as the arguments'
-// digest writes them (runtime.ToolCall.ArgsDigest: 0 and -0 alike). Two calls reuse
-// each other's result only when their digests are equal.
-func NormalizedArgsDigest(args map[string]any) (string, error) {
-	b, err := json.Marshal(jsonnum.Canonical(normalize(args)))
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
+// NormalizedArgsDigest returns the digest, made with d (runtime.Digester.Args:
+// the hex SHA-256, or with a digest key its keyed form), of the canonical
+// JSON of a tool call's arguments after normalisation: every string value
+// is trimmed, its runs of white space collapsed to one space and its case
+// folded; object keys and booleans are kept as they are, numbers as the
+// arguments' digest writes them (runtime.ToolCall.ArgsDigest: 0 and -0
+// alike). Two calls reuse each other's result only when their digests are
+// equal.
+func NormalizedArgsDigest(d runtime.Digester, args map[string]any) (string, error) {
+	return d.Args(normalize(args))
 }
 
 // normalize returns v with its strings normalised (see NormalizedArgsDigest);

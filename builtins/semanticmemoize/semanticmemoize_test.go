@@ -74,7 +74,7 @@ func TestToolNearDuplicateWithOtherArgumentsMisses(t *testing.T) {
 
 func TestNormalizedArgsDigest(t *testing.T) {
 	d := func(args map[string]any) string {
-		s, err := semanticmemoize.NormalizedArgsDigest(args)
+		s, err := semanticmemoize.NormalizedArgsDigest(runtime.Digester{}, args)
 		require.NoError(t, err)
 		return s
 	}
@@ -92,7 +92,7 @@ func TestNormalizedArgsDigest(t *testing.T) {
 	} {
 		assert.NotEqual(t, base, d(other), "%v", other)
 	}
-	_, err := semanticmemoize.NormalizedArgsDigest(map[string]any{"x": make(chan int)})
+	_, err := semanticmemoize.NormalizedArgsDigest(runtime.Digester{}, map[string]any{"x": make(chan int)})
 	assert.Error(t, err)
 }
 

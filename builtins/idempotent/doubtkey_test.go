@@ -1,0 +1,57 @@
+package idempotent_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/idempotent"
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+)
+
+// TestADigestKeyRetriesACallInDoubtUnderItsKeyOfBefore: a retry_safe call
+// whose worker died while it ran, before the digest key was set, is in
+// doubt under its plain key; after the switch its retry runs again, as a
+// retry_safe call in doubt does, with the idempotency key it was given
+// then, by which the tool (a payment API) tells the retry from a new call.
+// The key derived after the switch is another one, under which the tool
+// would run the call twice.
+func TestADigestKeyRetriesACallInDoubtUnderItsKeyOfBefore(t *testing.T) {
+	t.Setenv(digestKeyEnv, digestKey)
+	for _, name := range []string{"redis", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			shared := storeOf(t, name)
+			args := map[string]any{"account": "acc-1", "amount": 10}
+			before := &runtime.ToolCall{Name: "charge", Args: args, Meta: runtime.Meta{Run: runtime.Run{ID: "run-1"}}}
+			l := shared.(runtime.Leaser)
+			g, err := l.Acquire(context.Background(), idempotent.Key(before), time.Hour, time.Hour, false)
+			require.NoError(t, err)
+			require.Equal(t, runtime.LeaseAcquired, g.Status)
+			ok, err := l.Doubt(context.Background(), idempotent.Key(before), g.Token, time.Hour)
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			var mu sync.Mutex
+			var keys []string
+			p := toolPlan(rt.Layer("idempotent", `{}`))
+			p.Tools["charge"] = plan.Tool{SideEffecting: true, RetrySafe: true}
+			p.Settings.DigestKeyEnv = digestKeyEnv
+			after := rt.Build(t, p, runtime.Deps{KV: shared.(runtime.KV), Tools: map[string]runtime.ToolFunc{"charge": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				keys = append(keys, c.IdempotencyKey())
+				return "charged", nil
+			}}})
+			r, err := after.Tool(ctx1, runtime.ToolRequest{Name: "charge", Args: args})
+			require.NoError(t, err)
+			assert.Equal(t, "charged", r.Value)
+			assert.Equal(t, []string{before.IdempotencyKey()}, keys, "the retry ran once, with the key of before")
+		})
+	}
+}
