@@ -140,8 +140,20 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			return err
 		}
 		msgs := c.Request.Messages
-		if err := m.seen.ScanTurns(c, m.System, func(i int, _, text string) error {
-			return m.check(fmt.Sprintf("messages %d to %d (one turn) input", i, scanned.TurnEnd(msgs, i)-1), text)
+		if err := m.seen.ScanTurns(c, m.System, func(i int, kind, text string) error {
+			if kind == scanned.KindSystem || kind == scanned.KindSystemCut {
+				last := i
+				for k := range msgs {
+					if msgs[k].Role == "system" && !scanned.IsGrounding(&msgs[k]) {
+						last = k
+					}
+				}
+				return m.check(fmt.Sprintf("system messages %d to %d (one system prompt) input", i, last), text)
+			}
+			if last := scanned.TurnEnd(msgs, i) - 1; last > i {
+				return m.check(fmt.Sprintf("messages %d to %d (one turn) input", i, last), text)
+			}
+			return m.check(fmt.Sprintf("message %d input", i), text)
 		}); err != nil {
 			return err
 		}

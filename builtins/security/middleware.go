@@ -339,24 +339,29 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 	if document {
 		detect = m.detector.DetectDocument
 	}
+	if err := m.detected(text, detect); err != nil || m.Classifier == nil || text == "" {
+		return err
+	}
+	hit, score, err := m.classify(ctx, text)
+	if err != nil {
+		if m.OnError == "open" {
+			return scanned.Unrecorded
+		}
+		return &runtime.BlockedError{Layer: m.name, Message: "prompt injection classifier failed: " + err.Error()}
+	}
+	if hit && m.model != nil {
+		return &runtime.BlockedError{Layer: m.name, Message: "prompt injection detected by classifier model " + m.Classifier.Model}
+	}
+	if hit {
+		return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("prompt injection detected by classifier (score %.2f)", score)}
+	}
+	return nil
+}
+
+// detected blocks text the rules (detect) match, the classifier left out.
+func (m *Middleware) detected(text string, detect func(string) (Match, bool)) error {
 	match, ok := detect(text)
 	if !ok {
-		if m.Classifier == nil || text == "" {
-			return nil
-		}
-		hit, score, err := m.classify(ctx, text)
-		if err != nil {
-			if m.OnError == "open" {
-				return scanned.Unrecorded
-			}
-			return &runtime.BlockedError{Layer: m.name, Message: "prompt injection classifier failed: " + err.Error()}
-		}
-		if hit && m.model != nil {
-			return &runtime.BlockedError{Layer: m.name, Message: "prompt injection detected by classifier model " + m.Classifier.Model}
-		}
-		if hit {
-			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("prompt injection detected by classifier (score %.2f)", score)}
-		}
 		return nil
 	}
 	what := match.PatternID
@@ -413,7 +418,11 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}); err != nil {
 			return err
 		}
-		if err := m.seen.ScanTurns(c, m.System, func(_ int, _, text string) error {
+		if err := m.seen.ScanTurns(c, m.System, func(_ int, kind, text string) error {
+			if kind == scanned.KindCut || kind == scanned.KindSystemCut {
+				// The rules alone: the classifier reads the turn whole.
+				return m.detected(text, m.detector.Detect)
+			}
 			return m.verdict(ctx, text, false)
 		}); err != nil {
 			return err
