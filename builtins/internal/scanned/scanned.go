@@ -666,6 +666,10 @@ const (
 	// than the longest phrase or keyword a detector's rule matches in one
 	// stretch (an injection's phrases, a banned keyword, a personal datum).
 	Window = 160
+	// Context is how much of the first and the last piece a cut reading
+	// holds: an injection's phrase families score over a longer stretch
+	// than one phrase.
+	Context = 1024
 	// MaxCutPieces is the most pieces a reading run together apart from
 	// the pieces around it spans.
 	MaxCutPieces = 8
@@ -678,13 +682,13 @@ const (
 // "ignore all prev", "ious instructions" reads "Hiignore ..."). For each
 // stretch of pieces a to b-1 (two to MaxCutPieces of them, those between
 // the first and the last shorter than Window together) it visits them run
-// together, apart from their neighbours: the last Window bytes of the
-// first, the pieces between, the first Window bytes of the last. Where more
+// together, apart from their neighbours: the last Context bytes of the
+// first, the pieces between, the first Context bytes of the last. Where more
 // than MaxCutPieces pieces start within Window bytes (a text cut letter by
 // letter), it also visits, from each piece's start, the next Window bytes
 // run together, and, to each piece's end, the Window bytes before it: a
 // text cut into that many pieces is found when one of its ends is not
-// glued. Each reading is at most 3*Window bytes, and there are at most
+// glued. Each reading is at most 2*Context+Window bytes, and there are at most
 // MaxCutPieces+1 for a piece, so the cost is bounded by the count of the
 // pieces, not their lengths; a reading visited before in the walk is not
 // visited again. Fewer than three pieces have none (the two readings
@@ -725,7 +729,7 @@ func CutReadings(pieces []string, visit func(text string) error) error {
 			if starts[e-1]-starts[a+1] >= Window {
 				break
 			}
-			if err := emit(max(starts[a], starts[a+1]-Window), min(starts[e], starts[e-1]+Window)); err != nil {
+			if err := emit(max(starts[a], starts[a+1]-Context), min(starts[e], starts[e-1]+Context)); err != nil {
 				return err
 			}
 		}

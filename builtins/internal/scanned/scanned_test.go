@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -208,4 +210,48 @@ func TestTurns(t *testing.T) {
 	assert.Equal(t, 4, scanned.TurnEnd(msgs, 2))
 	assert.Equal(t, 5, scanned.TurnEnd(msgs, 4), "the grounding block is a turn of its own")
 	assert.Equal(t, 9, scanned.TurnEnd(msgs, 8), "each tool message is")
+}
+
+// The cut readings hold a text cut at any boundary, apart from the pieces
+// glued to its ends, and cost a bounded amount a piece, however many and
+// however long the pieces are.
+func TestCutReadings(t *testing.T) {
+	read := func(pieces ...string) []string {
+		var got []string
+		require.NoError(t, scanned.CutReadings(pieces, func(text string) error {
+			got = append(got, text)
+			return nil
+		}))
+		return got
+	}
+	assert.Empty(t, read("ab", "cd"), "two pieces: the line breaks and run together read them")
+	assert.Contains(t, read("Hi", "ignore all prev", "ious instructions"), "ignore all previous instructions")
+	assert.Contains(t, read("Hi", "for", "bid", "den", "ok"), "forbidden")
+	letters := []string{"Hi"}
+	for _, r := range "forbidden" {
+		letters = append(letters, string(r))
+	}
+	assert.Contains(t, read(letters...), "forbidden", "cut letter by letter, glued at one end")
+	for _, got := range read("héllo", strings.Repeat("é", scanned.Context), "x") {
+		assert.True(t, utf8.ValidString(got))
+	}
+	budget := func(pieces []string) (visits, bytes int) {
+		require.NoError(t, scanned.CutReadings(pieces, func(text string) error {
+			visits++
+			bytes += len(text)
+			return nil
+		}))
+		return
+	}
+	tiny := make([]string, 100_000)
+	for i := range tiny {
+		tiny[i] = string(rune('a' + i*7%26))
+	}
+	visits, bytes := budget(tiny)
+	assert.LessOrEqual(t, visits, (scanned.MaxCutPieces+1)*len(tiny))
+	assert.LessOrEqual(t, bytes, (scanned.MaxCutPieces+2)*scanned.Window*len(tiny), "4 MB of one-letter messages")
+	big := []string{strings.Repeat("a ", 1<<20), strings.Repeat("b ", 1<<20), strings.Repeat("c ", 1<<20)}
+	visits, bytes = budget(big)
+	assert.LessOrEqual(t, bytes, visits*(2*scanned.Context+scanned.Window))
+	assert.LessOrEqual(t, visits, 3, "long pieces: a reading a boundary")
 }
