@@ -3,6 +3,7 @@ package pii_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -168,4 +169,35 @@ func TestChatFieldsTheModelDoesNotRead(t *testing.T) {
 		assert.NotContains(t, b.Message, "ann@example.com")
 		assert.Empty(t, model.seen, "refused before the model: %s", tt.want)
 	}
+}
+
+// A value cut among three pieces or more, between pieces that glue
+// themselves to its ends when read run together ("order 12" and "7 done"
+// make the card's digits a longer number), is found: block refuses it and
+// redact masks it.
+func TestChatValueCutAmongGluedPieces(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "user", Content: "order 12"},
+		{Role: "user", Content: "4111 1111 "},
+		{Role: "user", Content: "1111 1111"},
+		{Role: "user", Content: "7 done"},
+	}
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Empty(t, model.seen, "the model does not run")
+
+	model = &recordingModel{}
+	_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	var sent strings.Builder
+	for _, m := range model.seen[0] {
+		sent.WriteString(m.Content)
+	}
+	assert.NotContains(t, sent.String(), "4111 1111 1111 1111")
+	assert.Contains(t, sent.String(), "[REDACTED:card]")
 }

@@ -66,6 +66,9 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 			continue
 		}
 		pieces, found := Across(pieces, find, "", "\n")
+		var cut []Item
+		pieces, cut = acrossCuts(pieces, find)
+		found = append(found, cut...)
 		if len(found) == 0 {
 			continue
 		}
@@ -578,21 +581,52 @@ func allDigits(e string) bool {
 	return e != "" && strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
+// acrossCuts returns pieces with the items that run across two pieces or more found by the
+// cut readings of the pieces (scanned.CutSpans: those run together apart from the pieces
+// around them, which, run together, glue themselves to an item's ends: "order 12", "4111
+// 1111 ", "1111 1111", "7 done") masked, and those items (their offsets are those of the
+// pieces run together).
+func acrossCuts(pieces []string, find Find) ([]string, []Item) {
+	s := strings.Join(pieces, "")
+	var items []Item
+	type span struct{ from, to, start, end int }
+	seen := map[span]bool{}
+	_ = scanned.CutSpans(pieces, func(from, to int) error {
+		for _, it := range find(s[from:to]) {
+			it.From, it.To, it.Start, it.End = it.From+from, it.To+from, it.Start+from, it.End+from
+			if k := (span{it.From, it.To, it.Start, it.End}); !seen[k] {
+				seen[k] = true
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	if len(items) == 0 {
+		return pieces, nil
+	}
+	return maskItems(pieces, "", items, false)
+}
+
 // maskJoined finds the items of pieces joined by sep that run across two pieces or more (with
 // within, every item), and returns the pieces with them masked, and the items.
 func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, []Item) {
+	return maskItems(pieces, sep, find(strings.Join(pieces, sep)), within)
+}
+
+// maskItems is maskJoined for the items found in pieces joined by sep.
+func maskItems(pieces []string, sep string, items []Item, within bool) ([]string, []Item) {
 	starts := make([]int, len(pieces))
-	var b strings.Builder
+	o := 0
 	for k, p := range pieces {
 		if k > 0 {
-			b.WriteString(sep)
+			o += len(sep)
 		}
-		starts[k] = b.Len()
-		b.WriteString(p)
+		starts[k] = o
+		o += len(p)
 	}
 	edits := make([][]edit, len(pieces))
 	var found []Item
-	for _, it := range find(b.String()) {
+	for _, it := range items {
 		// An item within one piece is masked with the piece itself.
 		first := -1
 		for k, p := range pieces {
@@ -625,6 +659,7 @@ func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, 
 	}
 	out := slices.Clone(pieces)
 	for k, es := range edits {
+		es = mergeEdits(es)
 		for j := len(es) - 1; j >= 0; j-- {
 			out[k] = out[k][:es[j].start] + es[j].with + out[k][es[j].end:]
 		}

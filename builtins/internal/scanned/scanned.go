@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,7 +246,9 @@ func (r *Record) ScanTurns(c *runtime.ChatCall, system bool, check func(i int, k
 			return nil
 		}
 		h := sha256.New()
-		h.Write([]byte("cut\x00"))
+		// A text is UTF-8 (JSON decoding makes it so): a key starting
+		// with a byte no UTF-8 text holds is the digest of no text.
+		h.Write([]byte("\xffcut\x00"))
 		for _, p := range pieces {
 			h.Write([]byte(strconv.Itoa(len(p)) + ":" + p))
 		}
@@ -694,32 +697,49 @@ const (
 // visited again. Fewer than three pieces have none (the two readings
 // leave nothing to glue). The first error visit returns is returned.
 func CutReadings(pieces []string, visit func(text string) error) error {
+	s := strings.Join(pieces, "")
+	seen := map[string]struct{}{}
+	return CutSpans(pieces, func(from, to int) error {
+		t := s[from:to]
+		if _, ok := seen[t]; ok {
+			return nil
+		}
+		seen[t] = struct{}{}
+		return visit(t)
+	})
+}
+
+// CutSpans calls visit with the spans [from, to) of pieces run together
+// that CutReadings reads (a span may come twice), on rune boundaries.
+func CutSpans(pieces []string, visit func(from, to int) error) error {
 	n := len(pieces)
 	if n < 3 {
 		return nil
 	}
 	starts := make([]int, n+1)
-	var b strings.Builder
 	for k, p := range pieces {
-		starts[k] = b.Len()
-		b.WriteString(p)
+		starts[k+1] = starts[k] + len(p)
 	}
-	starts[n] = b.Len()
-	s := b.String()
-	seen := map[string]struct{}{}
+	// runeAt reports whether offset o of the pieces run together starts a
+	// rune (or ends the text).
+	runeAt := func(o int) bool {
+		if o >= starts[n] {
+			return true
+		}
+		k := sort.Search(n, func(k int) bool { return starts[k+1] > o })
+		return utf8.RuneStart(pieces[k][o-starts[k]])
+	}
 	emit := func(from, to int) error {
-		for from > 0 && from < len(s) && !utf8.RuneStart(s[from]) {
+		for from < to && !runeAt(from) {
 			from++
 		}
-		for to < len(s) && to > from && !utf8.RuneStart(s[to]) {
+		for to > from && !runeAt(to) {
 			to--
 		}
-		t := s[from:to]
-		if _, ok := seen[t]; ok || t == "" {
+		if from == to {
 			return nil
 		}
-		seen[t] = struct{}{}
-		return visit(t)
+		return visit(from, to)
 	}
 	for a := 0; a < n; a++ {
 		for e := a + 2; e <= n && e-a <= MaxCutPieces; e++ {
