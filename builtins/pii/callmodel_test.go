@@ -201,3 +201,31 @@ func TestChatValueCutAmongGluedPieces(t *testing.T) {
 	assert.NotContains(t, sent.String(), "4111 1111 1111 1111")
 	assert.Contains(t, sent.String(), "[REDACTED:card]")
 }
+
+// Anthropic's API sends every system message, wherever it sits, as a block
+// of the one system prompt: a value cut across two system messages apart
+// reaches the model whole, and is refused in block mode and masked in
+// redact mode.
+func TestChatValueCutAcrossSystemMessagesApart(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "system", Content: "the card on file is 4111 1111"},
+		{Role: "user", Content: "hello"},
+		{Role: "system", Content: " 1111 1111"},
+	}
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Empty(t, model.seen, "the model does not run")
+
+	model = &recordingModel{}
+	_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	got := model.seen[0]
+	assert.Equal(t, "the card on file is [REDACTED:card]", got[0].Content)
+	assert.Equal(t, "hello", got[1].Content)
+	assert.Empty(t, strings.TrimSpace(got[2].Content))
+}

@@ -36,41 +36,35 @@ type Find func(text string) []Item
 // together and joined by line breaks. With turns, the pieces of consecutive messages of one
 // role (user, assistant or system) are read so too: Anthropic's API merges consecutive user or
 // assistant messages into one turn, and sends the system messages as the blocks of one system
-// prompt (the layer reads consecutive ones together). The placeholder takes the place of the
+// prompt, wherever they sit (the layer reads consecutive ones together, then all of them as
+// one). The pieces are also given their cut readings (scanned.CutSpans), which find an item
+// the pieces around it glue themselves to when run together. The placeholder takes the place of the
 // masked part of the item in the first piece it starts in; its parts in the pieces after it
 // are removed, and the rest of every piece is kept. Messages of role "system" are read as
 // Messages reads them (t.System). msgs is never modified; a message that changed is a copy.
 func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) ([]runtime.Message, bool) {
 	var out []runtime.Message
-	for i := 0; i < len(msgs); {
-		msg := &msgs[i]
-		if msg.Role == "system" && !t.System && !scanned.IsGrounding(msg) {
-			i++
-			continue
-		}
-		// The run of messages read together: msgs[i:j].
-		j := i + 1
-		if turns {
-			j = scanned.TurnEnd(msgs, i)
-		}
+	// read masks what the pieces of the messages idx, read together, hold across two of them.
+	read := func(idx []int) {
 		var pieces []string
-		counts := make([]int, j-i)
-		for k := i; k < j; k++ {
-			p := textPieces(&msgs[k])
+		counts := make([]int, len(idx))
+		for k, i := range idx {
+			// the pieces of a message masked already (the system prompt after its turns)
+			p := textPieces(&msgs[i])
+			if out != nil {
+				p = textPieces(&out[i])
+			}
 			pieces = append(pieces, p...)
-			counts[k-i] = len(p)
+			counts[k] = len(p)
 		}
-		from := i
-		i = j
 		if nonEmpty(pieces) < 2 {
-			continue
+			return
 		}
 		pieces, found := Across(pieces, find, "", "\n")
 		var cut []Item
 		pieces, cut = acrossCuts(pieces, find)
-		found = append(found, cut...)
-		if len(found) == 0 {
-			continue
+		if len(found) == 0 && len(cut) == 0 {
+			return
 		}
 		if out == nil {
 			out = slices.Clone(msgs)
@@ -78,10 +72,42 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 		for k, n := range counts {
 			mine := pieces[:n]
 			pieces = pieces[n:]
-			if !slices.Equal(mine, textPieces(&msgs[from+k])) {
-				out[from+k] = withPieces(&msgs[from+k], mine)
+			if i := idx[k]; !slices.Equal(mine, textPieces(&out[i])) {
+				out[i] = withPieces(&out[i], mine)
 			}
 		}
+	}
+	var sys []int
+	for i := 0; i < len(msgs); {
+		msg := &msgs[i]
+		if msg.Role == "system" && !scanned.IsGrounding(msg) {
+			if !t.System {
+				i++
+				continue
+			}
+			sys = append(sys, i)
+		}
+		// The run of messages read together: msgs[i:j].
+		j := i + 1
+		if turns {
+			j = scanned.TurnEnd(msgs, i)
+		}
+		if msg.Role == "system" && !scanned.IsGrounding(msg) {
+			for k := i + 1; k < j; k++ {
+				sys = append(sys, k)
+			}
+		}
+		idx := make([]int, 0, j-i)
+		for k := i; k < j; k++ {
+			idx = append(idx, k)
+		}
+		i = j
+		read(idx)
+	}
+	// Anthropic's API sends the system messages, wherever they sit, as the blocks of one
+	// system prompt: those that are not one turn are read together too.
+	if turns && len(sys) >= 2 && sys[len(sys)-1]-sys[0] != len(sys)-1 {
+		read(sys)
 	}
 	if out == nil {
 		return msgs, false
