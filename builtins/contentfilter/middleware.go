@@ -105,8 +105,9 @@ func (m *Middleware) check(what, text string) error {
 // and (unless System is false) the definitions of the tools offered, so a banned word placed in an earlier turn of the history a gateway
 // client sends is found as one in the latest message is. The texts of
 // consecutive messages of one role, which a provider sends as one turn,
-// are read together too (scanned.Turns), so a word cut across two of them
-// is found. Each text found
+// are read together too (scanned.ScanTurns), with the cut readings of a
+// turn's pieces and the system messages apart as one system prompt, so a
+// word cut across two of them, or among more, is found. Each text found
 // clean is recorded for the run (scanned.Record), as is the model's own
 // output that passed through the layer, so an agent loop's history is not
 // checked again at every step; a text the caller changed or added always

@@ -385,7 +385,10 @@ func (m *Middleware) detected(text string, detect func(string) (Match, bool)) er
 // names messages carry (scanned.NamesText), the text parts of a message run
 // together (scanned.RunTogether), the texts of consecutive messages of one
 // role, which a provider sends as one turn, read together (scanned.Turns:
-// an injection cut across two user messages reaches the model whole), and the
+// an injection cut across two user messages reaches the model whole; the
+// cut readings of a turn's pieces, read by the rules alone, find one the
+// pieces around it glue themselves to; with System, the system messages
+// apart are read as one system prompt too), and the
 // definitions of the tools the call offers (name, description, parameter
 // schema: a tool's description is often third-party text). An
 // injection hidden in an earlier user turn, a fabricated assistant turn or a
