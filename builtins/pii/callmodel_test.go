@@ -171,17 +171,10 @@ func TestChatFieldsTheModelDoesNotRead(t *testing.T) {
 	}
 }
 
-// A value cut among three pieces or more, between pieces that glue
-// themselves to its ends when read run together ("order 12" and "7 done"
-// make the card's digits a longer number), is found: block refuses it and
-// redact masks it.
-func TestChatValueCutAmongGluedPieces(t *testing.T) {
-	msgs := []runtime.Message{
-		{Role: "user", Content: "order 12"},
-		{Role: "user", Content: "4111 1111 "},
-		{Role: "user", Content: "1111 1111"},
-		{Role: "user", Content: "7 done"},
-	}
+// refusedAndMasked asserts that msgs are refused before the model runs in block mode, and
+// returns what the model is sent in redact mode.
+func refusedAndMasked(t *testing.T, msgs []runtime.Message) []runtime.Message {
+	t.Helper()
 	model := &recordingModel{}
 	_, err := chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
 		runtime.ChatRequest{Model: "primary", Messages: msgs})
@@ -194,8 +187,22 @@ func TestChatValueCutAmongGluedPieces(t *testing.T) {
 		runtime.ChatRequest{Model: "primary", Messages: msgs})
 	require.NoError(t, err)
 	require.Len(t, model.seen, 1)
+	return model.seen[0]
+}
+
+// A value cut among three pieces or more, between pieces that glue
+// themselves to its ends when read run together ("order 12" and "7 done"
+// make the card's digits a longer number), is found: block refuses it and
+// redact masks it.
+func TestChatValueCutAmongGluedPieces(t *testing.T) {
+	got := refusedAndMasked(t, []runtime.Message{
+		{Role: "user", Content: "order 12"},
+		{Role: "user", Content: "4111 1111 "},
+		{Role: "user", Content: "1111 1111"},
+		{Role: "user", Content: "7 done"},
+	})
 	var sent strings.Builder
-	for _, m := range model.seen[0] {
+	for _, m := range got {
 		sent.WriteString(m.Content)
 	}
 	assert.NotContains(t, sent.String(), "4111 1111 1111 1111")
@@ -207,24 +214,11 @@ func TestChatValueCutAmongGluedPieces(t *testing.T) {
 // reaches the model whole, and is refused in block mode and masked in
 // redact mode.
 func TestChatValueCutAcrossSystemMessagesApart(t *testing.T) {
-	msgs := []runtime.Message{
+	got := refusedAndMasked(t, []runtime.Message{
 		{Role: "system", Content: "the card on file is 4111 1111"},
 		{Role: "user", Content: "hello"},
 		{Role: "system", Content: " 1111 1111"},
-	}
-	model := &recordingModel{}
-	_, err := chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
-		runtime.ChatRequest{Model: "primary", Messages: msgs})
-	var b *runtime.BlockedError
-	require.ErrorAs(t, err, &b)
-	assert.Empty(t, model.seen, "the model does not run")
-
-	model = &recordingModel{}
-	_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
-		runtime.ChatRequest{Model: "primary", Messages: msgs})
-	require.NoError(t, err)
-	require.Len(t, model.seen, 1)
-	got := model.seen[0]
+	})
 	assert.Equal(t, "the card on file is [REDACTED:card]", got[0].Content)
 	assert.Equal(t, "hello", got[1].Content)
 	assert.Empty(t, strings.TrimSpace(got[2].Content))
