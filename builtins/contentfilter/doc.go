@@ -38,9 +38,10 @@
 // the texts of consecutive messages of one role, which a provider sends as one turn
 // (Anthropic's API merges them), read together so too (a keyword cut across two user
 // messages, "drop" and " table", is found and the block names both: "messages 0 to 1 (one
-// turn)"), and, unless `system: false`, the system messages (those apart
-// read together too, as the one system prompt Anthropic's API sends them
-// as: "system messages 0 to 2 (one system prompt)"), the definitions of
+// turn)"), with the cut readings of a turn's pieces (a word cut among three pieces or more,
+// the pieces around it glued to its ends: docs/detection.md), and, unless `system: false`,
+// the system messages (those apart read as the one system prompt Anthropic's API sends them
+// as, too: "system messages 0 to 2 (one system prompt)"), the definitions of
 // the tools offered and the schema of the response format. Each text
 // found clean, and the model's own output through the layer (as the assistant's turn alone:
 // sent back as another message, it is checked), is recorded for the run, so an

@@ -105,8 +105,9 @@ func (m *Middleware) check(what, text string) error {
 // and (unless System is false) the definitions of the tools offered, so a banned word placed in an earlier turn of the history a gateway
 // client sends is found as one in the latest message is. The texts of
 // consecutive messages of one role, which a provider sends as one turn,
-// are read together too (scanned.Turns), as are the system messages apart
-// (sent as one system prompt), so a word cut across two of them is found. Each text found
+// are read together too (scanned.ScanTurns), with the cut readings of a
+// turn's pieces and the system messages apart as one system prompt, so a
+// word cut across two of them, or among more, is found. Each text found
 // clean is recorded for the run (scanned.Record), as is the model's own
 // output that passed through the layer, so an agent loop's history is not
 // checked again at every step; a text the caller changed or added always
@@ -132,8 +133,6 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				what = "attachment"
 			case scanned.KindNames:
 				what = "names"
-			case scanned.KindSummary:
-				what = scanned.KindSummary
 			case scanned.KindResponseFormat:
 				return m.check("response format", text)
 			}
@@ -143,10 +142,19 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		msgs := c.Request.Messages
 		if err := m.seen.ScanTurns(c, m.System, func(i int, kind, text string) error {
-			if kind == scanned.KindSystemPrompt {
-				return m.check(fmt.Sprintf("system messages %d to %d (one system prompt) input", i, lastSystem(msgs)), text)
+			if kind == scanned.KindSystem || kind == scanned.KindSystemCut {
+				last := i
+				for k := range msgs {
+					if msgs[k].Role == "system" && !scanned.IsGrounding(&msgs[k]) {
+						last = k
+					}
+				}
+				return m.check(fmt.Sprintf("system messages %d to %d (one system prompt) input", i, last), text)
 			}
-			return m.check(fmt.Sprintf("messages %d to %d (one turn) input", i, scanned.TurnEnd(msgs, i)-1), text)
+			if last := scanned.TurnEnd(msgs, i) - 1; last > i {
+				return m.check(fmt.Sprintf("messages %d to %d (one turn) input", i, last), text)
+			}
+			return m.check(fmt.Sprintf("message %d input", i), text)
 		}); err != nil {
 			return err
 		}
@@ -207,17 +215,6 @@ func (m *Middleware) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		}
 		return out, err
 	}
-}
-
-// lastSystem returns the index of the last system message of msgs that is
-// not the grounding block (-1 when there is none).
-func lastSystem(msgs []runtime.Message) int {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "system" && !scanned.IsGrounding(&msgs[i]) {
-			return i
-		}
-	}
-	return -1
 }
 
 var (

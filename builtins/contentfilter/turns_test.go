@@ -39,6 +39,14 @@ func TestChatKeywordAcrossConsecutiveMessages(t *testing.T) {
 			{Role: "system", Content: "drop"}, {Role: "user", Content: "ok"}, {Role: "system", Content: " table"}}, ""},
 		{"system messages left alone with system false", `{"keywords":["drop table"],"system":false}`, []runtime.Message{
 			{Role: "system", Content: "drop"}, {Role: "system", Content: "table"}, {Role: "user", Content: "ok"}}, ""},
+		{"a word cut between two glued pieces", `{"keywords":["forbidden"]}`, []runtime.Message{
+			{Role: "user", Content: "hi"}, {Role: "user", Content: "forbi"}, {Role: "user", Content: "dden"}}, "messages 0 to 2 (one turn) input"},
+		{"a word cut twice, glued on both sides", `{"keywords":["forbidden"]}`, []runtime.Message{
+			{Role: "user", Content: "hi"}, {Role: "user", Content: "for"}, {Role: "user", Content: "bid"},
+			{Role: "user", Content: "den"}, {Role: "user", Content: "ok"}}, "messages 0 to 4 (one turn) input"},
+		{"text parts glued on both sides", `{"keywords":["forbidden"]}`, []runtime.Message{
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "hi"}, {Type: runtime.PartText, Text: "forbi"},
+				{Type: runtime.PartText, Text: "dden"}, {Type: runtime.PartText, Text: "ok"}}}}, "message 0 input"},
 		{"a user and an assistant message", `{"keywords":["drop table"]}`, []runtime.Message{
 			{Role: "user", Content: "drop"}, {Role: "assistant", Content: "table"}}, ""},
 		{"user messages apart", `{"keywords":["drop table"]}`, []runtime.Message{

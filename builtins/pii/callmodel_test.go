@@ -3,6 +3,7 @@ package pii_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -168,4 +169,57 @@ func TestChatFieldsTheModelDoesNotRead(t *testing.T) {
 		assert.NotContains(t, b.Message, "ann@example.com")
 		assert.Empty(t, model.seen, "refused before the model: %s", tt.want)
 	}
+}
+
+// refusedAndMasked asserts that msgs are refused before the model runs in block mode, and
+// returns what the model is sent in redact mode.
+func refusedAndMasked(t *testing.T, msgs []runtime.Message) []runtime.Message {
+	t.Helper()
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Empty(t, model.seen, "the model does not run")
+
+	model = &recordingModel{}
+	_, err = chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Len(t, model.seen, 1)
+	return model.seen[0]
+}
+
+// A value cut among three pieces or more, between pieces that glue
+// themselves to its ends when read run together ("order 12" and "7 done"
+// make the card's digits a longer number), is found: block refuses it and
+// redact masks it.
+func TestChatValueCutAmongGluedPieces(t *testing.T) {
+	got := refusedAndMasked(t, []runtime.Message{
+		{Role: "user", Content: "order 12"},
+		{Role: "user", Content: "4111 1111 "},
+		{Role: "user", Content: "1111 1111"},
+		{Role: "user", Content: "7 done"},
+	})
+	var sent strings.Builder
+	for _, m := range got {
+		sent.WriteString(m.Content)
+	}
+	assert.NotContains(t, sent.String(), "4111 1111 1111 1111")
+	assert.Contains(t, sent.String(), "[REDACTED:card]")
+}
+
+// Anthropic's API sends every system message, wherever it sits, as a block
+// of the one system prompt: a value cut across two system messages apart
+// reaches the model whole, and is refused in block mode and masked in
+// redact mode.
+func TestChatValueCutAcrossSystemMessagesApart(t *testing.T) {
+	got := refusedAndMasked(t, []runtime.Message{
+		{Role: "system", Content: "the card on file is 4111 1111"},
+		{Role: "user", Content: "hello"},
+		{Role: "system", Content: " 1111 1111"},
+	})
+	assert.Equal(t, "the card on file is [REDACTED:card]", got[0].Content)
+	assert.Equal(t, "hello", got[1].Content)
+	assert.Empty(t, strings.TrimSpace(got[2].Content))
 }

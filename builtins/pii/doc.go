@@ -78,7 +78,10 @@
 // at another text). The text parts of a message, and those of consecutive
 // messages of one role (Anthropic's API merges them into one turn), are read run together
 // as well as joined by line breaks (a model reads separate text blocks run together): with
-// "block" an item cut across two of them blocks the call, with "redact" it is masked. The
+// "block" an item cut across two of them blocks the call, with "redact" it is masked; so is
+// one the cut readings of those pieces find (the pieces around it glued to its ends, "order
+// 12", "4111 1111 ", "1111 1111", "7 done"), and one cut across system messages apart, which
+// Anthropic's API sends as one system prompt (docs/detection.md). The
 // consecutive strings of an array (in arguments, and in the arguments of the tool calls sent
 // back or made by the model) are read together, joined by line breaks (a list of lines) and
 // run together: a card wrapped after a group or cut inside one over two elements is found, and

@@ -126,8 +126,9 @@
 // Each text is masked on its own, and the texts a model reads run together are also read so:
 // the content and text parts of a message, which a provider sends as separate blocks, and
 // those of consecutive messages of one role (user, assistant or system), which Anthropic's API
-// merges into one turn, read run together and joined by line breaks
-// (mask.Transcript.AcrossParts). A secret cut across two of them ("sk-proj-abc" and "def...",
+// merges into one turn, and the system messages apart, which it sends as one system prompt,
+// read run together and joined by line breaks, and given the cut readings that find a secret
+// the pieces around it glue themselves to (mask.Transcript.AcrossParts, docs/detection.md). A secret cut across two of them ("sk-proj-abc" and "def...",
 // "password=" and "hunter2", a private key's BEGIN line and its body) is masked: the
 // placeholder takes the place of the secret's part in the first text it starts in, its parts
 // in the texts after it are removed, and the rest of every text is kept; text glued to a

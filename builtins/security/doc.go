@@ -44,7 +44,11 @@
 // so a word split across two reaches it whole), the texts of consecutive messages of one role,
 // which a provider sends as one turn (Anthropic's API merges them), read together so too (an
 // injection cut across two user messages, "ignore all prev" and "ious instructions", is found;
-// the scores of the families the two match add up, as those of one message's parts do),
+// the scores of the families the two match add up, as those of one message's parts do; a
+// turn's pieces also get cut readings, read by the rules alone, which find an injection the
+// pieces around it glue themselves to, "Hi", "ignore all prev", "ious instructions"; with
+// `system: true` the system messages apart are read as the one system prompt Anthropic's
+// API sends them as, too),
 // the definitions of the tools offered (name, description,
 // parameter schema: a poisoned tool description is an injection too) and the schema of the
 // response format, and the system messages with `system: true` (off by default: the system prompt

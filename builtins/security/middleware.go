@@ -339,24 +339,29 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 	if document {
 		detect = m.detector.DetectDocument
 	}
+	if err := m.detected(text, detect); err != nil || m.Classifier == nil || text == "" {
+		return err
+	}
+	hit, score, err := m.classify(ctx, text)
+	if err != nil {
+		if m.OnError == "open" {
+			return scanned.Unrecorded
+		}
+		return &runtime.BlockedError{Layer: m.name, Message: "prompt injection classifier failed: " + err.Error()}
+	}
+	if hit && m.model != nil {
+		return &runtime.BlockedError{Layer: m.name, Message: "prompt injection detected by classifier model " + m.Classifier.Model}
+	}
+	if hit {
+		return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("prompt injection detected by classifier (score %.2f)", score)}
+	}
+	return nil
+}
+
+// detected blocks text the rules (detect) match, the classifier left out.
+func (m *Middleware) detected(text string, detect func(string) (Match, bool)) error {
 	match, ok := detect(text)
 	if !ok {
-		if m.Classifier == nil || text == "" {
-			return nil
-		}
-		hit, score, err := m.classify(ctx, text)
-		if err != nil {
-			if m.OnError == "open" {
-				return scanned.Unrecorded
-			}
-			return &runtime.BlockedError{Layer: m.name, Message: "prompt injection classifier failed: " + err.Error()}
-		}
-		if hit && m.model != nil {
-			return &runtime.BlockedError{Layer: m.name, Message: "prompt injection detected by classifier model " + m.Classifier.Model}
-		}
-		if hit {
-			return &runtime.BlockedError{Layer: m.name, Message: fmt.Sprintf("prompt injection detected by classifier (score %.2f)", score)}
-		}
 		return nil
 	}
 	what := match.PatternID
@@ -380,7 +385,10 @@ func (m *Middleware) verdict(ctx context.Context, text string, document bool) er
 // names messages carry (scanned.NamesText), the text parts of a message run
 // together (scanned.RunTogether), the texts of consecutive messages of one
 // role, which a provider sends as one turn, read together (scanned.Turns:
-// an injection cut across two user messages reaches the model whole), and the
+// an injection cut across two user messages reaches the model whole; the
+// cut readings of a turn's pieces, read by the rules alone, find one the
+// pieces around it glue themselves to; with System, the system messages
+// apart are read as one system prompt too), and the
 // definitions of the tools the call offers (name, description, parameter
 // schema: a tool's description is often third-party text). An
 // injection hidden in an earlier user turn, a fabricated assistant turn or a
@@ -413,7 +421,11 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}); err != nil {
 			return err
 		}
-		if err := m.seen.ScanTurns(c, m.System, func(_ int, _, text string) error {
+		if err := m.seen.ScanTurns(c, m.System, func(_ int, kind, text string) error {
+			if kind == scanned.KindCut || kind == scanned.KindSystemCut {
+				// The rules alone: the classifier reads the turn whole.
+				return m.detected(text, m.detector.Detect)
+			}
 			return m.verdict(ctx, text, false)
 		}); err != nil {
 			return err

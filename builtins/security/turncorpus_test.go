@@ -1,8 +1,12 @@
 package security
 
 import (
+	"errors"
 	"hash/fnv"
+	"strings"
 	"testing"
+
+	"github.com/agentc-dev/agentc/builtins/internal/scanned"
 )
 
 // TestCorpusTurns measures what reading the consecutive messages of one
@@ -76,5 +80,99 @@ func TestCorpusTurns(t *testing.T) {
 	// The ceiling is the figure measured (docs/detection.md): a rise fails.
 	if blocked > 2 {
 		t.Errorf("%d benign pairs blocked as one turn, over 2", blocked)
+	}
+}
+
+// TestCorpusCutPieces measures the cut readings (scanned.CutReadings) on the
+// corpus's prompts: every attack the detector finds whole, cut at two stable
+// random points into three pieces between a piece before it and one after
+// it that glue themselves to its ends ("Hi", "ok"), is found, where the
+// readings joined by line breaks and run together miss some; benign prompts
+// cut so, and three consecutive benign prompts read as one turn, each clean
+// alone, are blocked only as often as docs/detection.md says.
+func TestCorpusCutPieces(t *testing.T) {
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := func(s string) bool { _, ok := d.Detect(s); return ok }
+	found := errors.New("found")
+	// joined is what the layer read before the cut readings; read is all it reads.
+	joined := func(pieces []string) bool {
+		return hit(strings.Join(pieces, "\n")) || hit(strings.Join(pieces, ""))
+	}
+	read := func(pieces []string) bool {
+		return joined(pieces) || scanned.CutReadings(pieces, func(text string) error {
+			if hit(text) {
+				return found
+			}
+			return nil
+		}) != nil
+	}
+	cut := func(text string) []string {
+		h := fnv.New32a()
+		h.Write([]byte(text))
+		r := []rune(text)
+		x, y := 1+int(h.Sum32()%uint32(len(r)-1)), 1+int((h.Sum32()>>8)%uint32(len(r)-1))
+		x, y = min(x, y), max(x, y)
+		var out []string
+		for _, p := range []string{string(r[:x]), string(r[x:y]), string(r[y:])} {
+			if p != "" {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	whole, missedJoined, missed := 0, 0, 0
+	benign := map[string][]string{}
+	for _, s := range loadCorpus(t) {
+		if s.Subset == "indirect" {
+			continue
+		}
+		if s.Label == "benign" {
+			benign[s.Subset] = append(benign[s.Subset], s.Text)
+			continue
+		}
+		if !hit(s.Text) || len([]rune(s.Text)) < 3 {
+			continue
+		}
+		whole++
+		pieces := append(append([]string{"Hi"}, cut(s.Text)...), "ok")
+		if !joined(pieces) {
+			missedJoined++
+		}
+		if !read(pieces) {
+			missed++
+			t.Logf("attack missed: %q", pieces)
+		}
+	}
+	t.Logf("attacks found whole %d; cut in three between glued pieces, %d missed by the joined readings, %d by all", whole, missedJoined, missed)
+	if missed > 0 {
+		t.Errorf("%d attacks cut among glued pieces are missed", missed)
+	}
+	cutBenign, cutBlocked, triples, triplesBlocked := 0, 0, 0, 0
+	for _, sub := range []string{"direct", "jailbreak", "documents"} {
+		ps := benign[sub]
+		for i, p := range ps {
+			if hit(p) || len([]rune(p)) < 3 {
+				continue
+			}
+			cutBenign++
+			if pieces := cut(p); !joined(pieces) && read(pieces) {
+				cutBlocked++
+				t.Logf("benign prompt cut in three blocked (%s): %.80q", sub, p)
+			}
+			if i+2 < len(ps) && !hit(ps[i+1]) && !hit(ps[i+2]) {
+				triples++
+				if pieces := ps[i : i+3]; !joined(pieces) && read(pieces) {
+					triplesBlocked++
+					t.Logf("benign triple blocked (%s): %.60q + %.60q + %.60q", sub, ps[i], ps[i+1], ps[i+2])
+				}
+			}
+		}
+	}
+	t.Logf("benign prompts cut in three %d, blocked by the cut readings alone %d; benign triples %d, blocked so %d", cutBenign, cutBlocked, triples, triplesBlocked)
+	if cutBlocked > 0 || triplesBlocked > 0 {
+		t.Errorf("the cut readings block benign text")
 	}
 }

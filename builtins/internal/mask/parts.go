@@ -36,38 +36,35 @@ type Find func(text string) []Item
 // together and joined by line breaks. With turns, the pieces of consecutive messages of one
 // role (user, assistant or system) are read so too: Anthropic's API merges consecutive user or
 // assistant messages into one turn, and sends the system messages as the blocks of one system
-// prompt (the layer reads consecutive ones together). The placeholder takes the place of the
+// prompt, wherever they sit (the layer reads consecutive ones together, then all of them as
+// one). The pieces are also given their cut readings (scanned.CutSpans), which find an item
+// the pieces around it glue themselves to when run together. The placeholder takes the place of the
 // masked part of the item in the first piece it starts in; its parts in the pieces after it
 // are removed, and the rest of every piece is kept. Messages of role "system" are read as
 // Messages reads them (t.System). msgs is never modified; a message that changed is a copy.
 func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) ([]runtime.Message, bool) {
 	var out []runtime.Message
-	for i := 0; i < len(msgs); {
-		msg := &msgs[i]
-		if msg.Role == "system" && !t.System && !scanned.IsGrounding(msg) {
-			i++
-			continue
-		}
-		// The run of messages read together: msgs[i:j].
-		j := i + 1
-		if turns {
-			j = scanned.TurnEnd(msgs, i)
-		}
+	// read masks what the pieces of the messages idx, read together, hold across two of them.
+	read := func(idx []int) {
 		var pieces []string
-		counts := make([]int, j-i)
-		for k := i; k < j; k++ {
-			p := textPieces(&msgs[k])
+		counts := make([]int, len(idx))
+		for k, i := range idx {
+			// the pieces of a message masked already (the system prompt after its turns)
+			p := textPieces(&msgs[i])
+			if out != nil {
+				p = textPieces(&out[i])
+			}
 			pieces = append(pieces, p...)
-			counts[k-i] = len(p)
+			counts[k] = len(p)
 		}
-		from := i
-		i = j
 		if nonEmpty(pieces) < 2 {
-			continue
+			return
 		}
 		pieces, found := Across(pieces, find, "", "\n")
-		if len(found) == 0 {
-			continue
+		var cut []Item
+		pieces, cut = acrossCuts(pieces, find)
+		if len(found) == 0 && len(cut) == 0 {
+			return
 		}
 		if out == nil {
 			out = slices.Clone(msgs)
@@ -75,10 +72,42 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 		for k, n := range counts {
 			mine := pieces[:n]
 			pieces = pieces[n:]
-			if !slices.Equal(mine, textPieces(&msgs[from+k])) {
-				out[from+k] = withPieces(&msgs[from+k], mine)
+			if i := idx[k]; !slices.Equal(mine, textPieces(&out[i])) {
+				out[i] = withPieces(&out[i], mine)
 			}
 		}
+	}
+	var sys []int
+	for i := 0; i < len(msgs); {
+		msg := &msgs[i]
+		if msg.Role == "system" && !scanned.IsGrounding(msg) {
+			if !t.System {
+				i++
+				continue
+			}
+			sys = append(sys, i)
+		}
+		// The run of messages read together: msgs[i:j].
+		j := i + 1
+		if turns {
+			j = scanned.TurnEnd(msgs, i)
+		}
+		if msg.Role == "system" && !scanned.IsGrounding(msg) {
+			for k := i + 1; k < j; k++ {
+				sys = append(sys, k)
+			}
+		}
+		idx := make([]int, 0, j-i)
+		for k := i; k < j; k++ {
+			idx = append(idx, k)
+		}
+		i = j
+		read(idx)
+	}
+	// Anthropic's API sends the system messages, wherever they sit, as the blocks of one
+	// system prompt: those that are not one turn are read together too.
+	if turns && len(sys) >= 2 && sys[len(sys)-1]-sys[0] != len(sys)-1 {
+		read(sys)
 	}
 	if out == nil {
 		return msgs, false
@@ -578,21 +607,52 @@ func allDigits(e string) bool {
 	return e != "" && strings.IndexFunc(e, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
 
+// acrossCuts returns pieces with the items that run across two pieces or more found by the
+// cut readings of the pieces (scanned.CutSpans: those run together apart from the pieces
+// around them, which, run together, glue themselves to an item's ends: "order 12", "4111
+// 1111 ", "1111 1111", "7 done") masked, and those items (their offsets are those of the
+// pieces run together).
+func acrossCuts(pieces []string, find Find) ([]string, []Item) {
+	s := strings.Join(pieces, "")
+	var items []Item
+	type span struct{ from, to, start, end int }
+	seen := map[span]bool{}
+	_ = scanned.CutSpans(pieces, func(from, to int) error {
+		for _, it := range find(s[from:to]) {
+			it.From, it.To, it.Start, it.End = it.From+from, it.To+from, it.Start+from, it.End+from
+			if k := (span{it.From, it.To, it.Start, it.End}); !seen[k] {
+				seen[k] = true
+				items = append(items, it)
+			}
+		}
+		return nil
+	})
+	if len(items) == 0 {
+		return pieces, nil
+	}
+	return maskItems(pieces, "", items, false)
+}
+
 // maskJoined finds the items of pieces joined by sep that run across two pieces or more (with
 // within, every item), and returns the pieces with them masked, and the items.
 func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, []Item) {
+	return maskItems(pieces, sep, find(strings.Join(pieces, sep)), within)
+}
+
+// maskItems is maskJoined for the items found in pieces joined by sep.
+func maskItems(pieces []string, sep string, items []Item, within bool) ([]string, []Item) {
 	starts := make([]int, len(pieces))
-	var b strings.Builder
+	o := 0
 	for k, p := range pieces {
 		if k > 0 {
-			b.WriteString(sep)
+			o += len(sep)
 		}
-		starts[k] = b.Len()
-		b.WriteString(p)
+		starts[k] = o
+		o += len(p)
 	}
 	edits := make([][]edit, len(pieces))
 	var found []Item
-	for _, it := range find(b.String()) {
+	for _, it := range items {
 		// An item within one piece is masked with the piece itself.
 		first := -1
 		for k, p := range pieces {
@@ -625,6 +685,7 @@ func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, 
 	}
 	out := slices.Clone(pieces)
 	for k, es := range edits {
+		es = mergeEdits(es)
 		for j := len(es) - 1; j >= 0; j-- {
 			out[k] = out[k][:es[j].start] + es[j].with + out[k][es[j].end:]
 		}

@@ -8,8 +8,11 @@ import (
 	"hash"
 	"io"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/internal/jsonnum"
 	"github.com/agentc-dev/agentc/runtime"
@@ -195,8 +198,101 @@ func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int,
 // whose messages were each found clean is read all the same, and one a
 // message joins (the next call of an agent loop adds a user message after
 // the last) is a new text, read again.
+//
+// With system true, the system messages that are not all side by side are
+// read together too, as one text (kind KindSystem, i the first of them),
+// joined by line breaks and run together: Anthropic's API sends every
+// system message, wherever it sits, as a block of the one system prompt
+// (an OpenAI model reads each where it is; reading them together as well
+// reads more, never less).
+//
+// Then the cut readings (CutReadings) of the pieces of each turn (a single
+// message's too) and of the system prompt go to check, with kind KindCut
+// (KindSystemCut) and i the first message: those are not recorded each, nor looked up (a
+// text recorded clean read as a document is no message); once all of a
+// turn's pass, the turn's pieces are recorded as such, so that the same
+// turn, cut at the same places, is not read so again.
 func (r *Record) ScanTurns(c *runtime.ChatCall, system bool, check func(i int, kind, text string) error) error {
-	return Turns(c.Request.Messages, system, r.visitor(c, check))
+	msgs := c.Request.Messages
+	visit := r.visitor(c, check)
+	if err := Turns(msgs, system, visit); err != nil {
+		return err
+	}
+	var sys []int
+	if system {
+		for i := range msgs {
+			if msgs[i].Role == "system" && !IsGrounding(&msgs[i]) {
+				sys = append(sys, i)
+			}
+		}
+		if len(sys) < 2 || TurnEnd(msgs, sys[0]) == sys[len(sys)-1]+1 {
+			sys = nil // none, or one turn Turns read
+		}
+	}
+	var sysPieces []string
+	for _, i := range sys {
+		sysPieces = appendPieces(sysPieces, &msgs[i])
+	}
+	if len(sysPieces) >= 2 {
+		for _, sep := range []string{"\n", ""} {
+			if err := visit(sys[0], KindSystem, strings.Join(sysPieces, sep)); err != nil {
+				return err
+			}
+		}
+	}
+	run := c.Meta.Run.ID
+	cut := func(i int, kind string, pieces []string) error {
+		if len(pieces) < 3 {
+			return nil
+		}
+		h := sha256.New()
+		// A text is UTF-8 (JSON decoding makes it so): a key starting
+		// with a byte no UTF-8 text holds is the digest of no text.
+		h.Write([]byte("\xffcut\x00"))
+		for _, p := range pieces {
+			h.Write([]byte(strconv.Itoa(len(p)) + ":" + p))
+		}
+		var key Digest
+		h.Sum(key[:0])
+		if run != "" && r.HasDigest(run, key) {
+			return nil
+		}
+		undecided := false
+		if err := CutReadings(pieces, func(text string) error {
+			err := check(i, kind, text)
+			if errors.Is(err, Unrecorded) {
+				undecided = true
+				return nil
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		if !undecided {
+			r.AddDigest(run, key)
+		}
+		return nil
+	}
+	for i := 0; i < len(msgs); {
+		j := TurnEnd(msgs, i)
+		from := i
+		i = j
+		msg := &msgs[from]
+		if IsGrounding(msg) || msg.Role != "user" && msg.Role != "assistant" && msg.Role != "system" || msg.Role == "system" && !system {
+			continue
+		}
+		var pieces []string
+		for k := from; k < j; k++ {
+			pieces = appendPieces(pieces, &msgs[k])
+		}
+		if err := cut(from, KindCut, pieces); err != nil {
+			return err
+		}
+	}
+	if len(sys) > 0 {
+		return cut(sys[0], KindSystemCut, sysPieces)
+	}
+	return nil
 }
 
 // visitor returns the visit of Scan and ScanTurns: a text recorded for the
@@ -296,10 +392,16 @@ const (
 	// KindTurn is the text of consecutive messages of one role read as the
 	// one turn a provider sends them as (Turns); i is the first of them.
 	KindTurn = "turn"
-	// KindSystemPrompt is the text of the system messages of a transcript
-	// that are not consecutive, read as the one system prompt a provider
-	// sends them as (Turns); i is the first of them.
-	KindSystemPrompt = "system prompt"
+	// KindSystem is the text of the system messages read as the one
+	// system prompt Anthropic's API sends them as (ScanTurns); i is the
+	// first of them.
+	KindSystem = "system prompt"
+	// KindCut is a cut reading of a turn's pieces (CutReadings); i is the
+	// turn's first message.
+	KindCut = "cut reading"
+	// KindSystemCut is a cut reading of the system prompt's pieces
+	// (KindSystem).
+	KindSystemCut = "system prompt cut reading"
 )
 
 // NamesText returns the names msg carries that reach the model besides its
@@ -385,12 +487,7 @@ func TurnEnd(msgs []runtime.Message, i int) int {
 // or more have text: the texts of its messages (Content and text parts)
 // joined by line breaks, then run together, as Each reads the text parts
 // of one message. Turns of role "system" are visited only when system is
-// true; so are, with kind KindSystemPrompt and i the first of them, the
-// texts of all the system messages (the grounding block aside) where they
-// are not one run of consecutive messages: Anthropic's API sends every
-// system message of a transcript, wherever it sits, as a block of its one
-// system prompt. The first error visit returns stops the walk and is
-// returned.
+// true. The first error visit returns stops the walk and is returned.
 func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
 	for i := 0; i < len(msgs); {
 		j := TurnEnd(msgs, i)
@@ -399,49 +496,26 @@ func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text str
 		if j-from < 2 || msgs[from].Role == "system" && !system {
 			continue
 		}
-		idx := make([]int, 0, j-from)
+		var pieces []string
+		texts := 0
 		for k := from; k < j; k++ {
-			idx = append(idx, k)
+			n := len(pieces)
+			pieces = appendPieces(pieces, &msgs[k])
+			if len(pieces) > n {
+				texts++
+			}
 		}
-		if err := visitJoined(msgs, idx, KindTurn, visit); err != nil {
+		if texts < 2 {
+			continue
+		}
+		if err := visit(from, KindTurn, strings.Join(pieces, "\n")); err != nil {
+			return err
+		}
+		if err := visit(from, KindTurn, strings.Join(pieces, "")); err != nil {
 			return err
 		}
 	}
-	if !system {
-		return nil
-	}
-	var sys []int
-	for k := range msgs {
-		if msgs[k].Role == "system" && !IsGrounding(&msgs[k]) {
-			sys = append(sys, k)
-		}
-	}
-	if len(sys) < 2 || sys[len(sys)-1]-sys[0] == len(sys)-1 {
-		return nil // none to join, or one run: a turn, read above
-	}
-	return visitJoined(msgs, sys, KindSystemPrompt, visit)
-}
-
-// visitJoined calls visit, with kind and i the first of idx, with the
-// texts of the messages msgs[idx] (Content and text parts) joined by line
-// breaks, then run together, where two or more of them have text.
-func visitJoined(msgs []runtime.Message, idx []int, kind string, visit func(i int, kind, text string) error) error {
-	var pieces []string
-	texts := 0
-	for _, k := range idx {
-		n := len(pieces)
-		pieces = appendPieces(pieces, &msgs[k])
-		if len(pieces) > n {
-			texts++
-		}
-	}
-	if texts < 2 {
-		return nil
-	}
-	if err := visit(idx[0], kind, strings.Join(pieces, "\n")); err != nil {
-		return err
-	}
-	return visit(idx[0], kind, strings.Join(pieces, ""))
+	return nil
 }
 
 // appendPieces appends the texts of msg that are not empty: Content and
@@ -587,4 +661,108 @@ func ArgsText(tc runtime.ToolUse) string {
 		}
 	}
 	return b.String()
+}
+
+// The bounds of the cut readings (CutReadings).
+const (
+	// Window is the longest text a cut reading must hold whole: longer
+	// than the longest phrase or keyword a detector's rule matches in one
+	// stretch (an injection's phrases, a banned keyword, a personal datum).
+	Window = 160
+	// Context is how much of the first and the last piece a cut reading
+	// holds: an injection's phrase families score over a longer stretch
+	// than one phrase.
+	Context = 1024
+	// MaxCutPieces is the most pieces a reading run together apart from
+	// the pieces around it spans.
+	MaxCutPieces = 8
+)
+
+// CutReadings calls visit with the readings of pieces (the texts of a
+// message or of a turn, in order, none empty) that find a text cut across
+// them which the readings joined by line breaks and run together miss: run
+// together, the pieces around it glue themselves to its ends ("Hi",
+// "ignore all prev", "ious instructions" reads "Hiignore ..."). For each
+// stretch of pieces a to b-1 (two to MaxCutPieces of them, those between
+// the first and the last shorter than Window together) it visits them run
+// together, apart from their neighbours: the last Context bytes of the
+// first, the pieces between, the first Context bytes of the last. Where more
+// than MaxCutPieces pieces start within Window bytes (a text cut letter by
+// letter), it also visits, from each piece's start, the next Window bytes
+// run together, and, to each piece's end, the Window bytes before it: a
+// text cut into that many pieces is found when one of its ends is not
+// glued. Each reading is at most 2*Context+Window bytes, and there are at most
+// MaxCutPieces+1 for a piece, so the cost is bounded by the count of the
+// pieces, not their lengths; a reading visited before in the walk is not
+// visited again. Fewer than three pieces have none (the two readings
+// leave nothing to glue). The first error visit returns is returned.
+func CutReadings(pieces []string, visit func(text string) error) error {
+	s := strings.Join(pieces, "")
+	seen := map[string]struct{}{}
+	return CutSpans(pieces, func(from, to int) error {
+		t := s[from:to]
+		if _, ok := seen[t]; ok {
+			return nil
+		}
+		seen[t] = struct{}{}
+		return visit(t)
+	})
+}
+
+// CutSpans calls visit with the spans [from, to) of pieces run together
+// that CutReadings reads (a span may come twice), on rune boundaries.
+func CutSpans(pieces []string, visit func(from, to int) error) error {
+	n := len(pieces)
+	if n < 3 {
+		return nil
+	}
+	starts := make([]int, n+1)
+	for k, p := range pieces {
+		starts[k+1] = starts[k] + len(p)
+	}
+	// runeAt reports whether offset o of the pieces run together starts a
+	// rune (or ends the text).
+	runeAt := func(o int) bool {
+		if o >= starts[n] {
+			return true
+		}
+		k := sort.Search(n, func(k int) bool { return starts[k+1] > o })
+		return utf8.RuneStart(pieces[k][o-starts[k]])
+	}
+	emit := func(from, to int) error {
+		for from < to && !runeAt(from) {
+			from++
+		}
+		for to > from && !runeAt(to) {
+			to--
+		}
+		if from == to {
+			return nil
+		}
+		return visit(from, to)
+	}
+	for a := 0; a < n; a++ {
+		for e := a + 2; e <= n && e-a <= MaxCutPieces; e++ {
+			if a == 0 && e == n {
+				break // the whole run together, read already
+			}
+			if starts[e-1]-starts[a+1] >= Window {
+				break
+			}
+			if err := emit(max(starts[a], starts[a+1]-Context), min(starts[e], starts[e-1]+Context)); err != nil {
+				return err
+			}
+		}
+		if a+MaxCutPieces < n && starts[a+MaxCutPieces]-starts[a] < Window {
+			if err := emit(starts[a], min(starts[n], starts[a]+Window)); err != nil {
+				return err
+			}
+		}
+		if a >= MaxCutPieces && starts[a+1]-starts[a+1-MaxCutPieces] < Window {
+			if err := emit(max(0, starts[a+1]-Window), starts[a+1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
