@@ -52,8 +52,9 @@
 // token (vet warns, order/ratelimit-outside-compaction). Called from Go outside a pipeline,
 // Compact asks the model client directly. The summary call is bounded: it asks for at most
 // max_tokens (and no more than the messages it replaces: a longer summary is refused), stops
-// reading a summary that runs past that, is given up after summary_timeout (30s by default),
-// and sends no more than the summary model's declared context_tokens holds besides the summary,
+// reading a summary that runs past that, is given up after summary_timeout (30s by default:
+// one deadline for the summarizing of a call, however many summary calls it makes, a summary
+// that does not fit having the model called again with more messages dropped), and sends no more than the summary model's declared context_tokens holds besides the summary,
 // nor than the limit of a max_tokens layer inside compaction without a when lets through
 // (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
 // without being summarized, and the layer logs a warning, "dropped messages left out of the

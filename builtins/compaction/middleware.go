@@ -86,7 +86,9 @@ type Middleware struct {
 	// KeepFirstUserTurn always keeps the first user message; strategy
 	// "importance" always does.
 	KeepFirstUserTurn bool `json:"keep_first_user_turn,omitempty"`
-	// SummaryTimeout bounds the summary call (DefaultSummaryTimeout);
+	// SummaryTimeout bounds the summarizing of one call
+	// (DefaultSummaryTimeout): every summary call it makes (one whose
+	// summary does not fit is followed by another) ends by one deadline;
 	// past it the layer falls back to keep_recent.
 	SummaryTimeout runtime.Duration `json:"summary_timeout,omitempty"`
 
@@ -375,8 +377,15 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 	var out []Message
 	switch m.Strategy {
 	case StrategySummarize:
+		// One deadline bounds every summary call of this call: a summary
+		// that does not fit has the model called again, within the time
+		// the first call left.
+		sctx, cancel := context.WithTimeout(ctx, m.SummaryTimeout.D())
 		var err error
-		out, err = SummarizeWith(ctx, local, o, m.summarize)
+		out, err = SummarizeWith(ctx, local, o, func(_ context.Context, msgs []Message) (string, error) {
+			return m.summarize(ctx, sctx, msgs)
+		})
+		cancel()
 		var f *flagged
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -516,10 +525,19 @@ const DefaultSummaryTimeout = 30 * time.Second
 // summary model's client directly. The call is bounded: it asks for at most
 // what the summary could be and still be kept (the budget, and no more than
 // the messages it replaces), stops reading a summary past that (and refuses
-// it, ErrSummaryTooLong), is given up past SummaryTimeout, and sends no more
-// than the summary model's declared context window holds besides the summary
-// (see summaryText).
-func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, error) {
+// it, ErrSummaryTooLong), is given up when sctx ends (the SummaryTimeout
+// of the whole summarizing of the call ctx compacts, every summary call
+// included; ctx is the call's own), and sends no more than the summary
+// model's declared context window holds besides the summary (see
+// summaryText).
+func (m *Middleware) summarize(ctx, sctx context.Context, msgs []Message) (string, error) {
+	timedOut := func(err error) error {
+		return fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
+	}
+	if err := sctx.Err(); err != nil && ctx.Err() == nil {
+		// An earlier summary call of this call took the time.
+		return "", timedOut(err)
+	}
 	replaced := 0
 	for _, msg := range msgs {
 		replaced += int(runtime.EstimateTokens(msg.Content)) + 4
@@ -570,19 +588,17 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 		}
 		return true
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.SummaryTimeout.D())
-	defer cancel()
 	var err error
 	if b, ok := ctx.Value(belowKey{}).(below); ok {
-		err = b.next(cctx, runtime.OwnCall(b.parent, *req), collect)
+		err = b.next(sctx, runtime.OwnCall(b.parent, *req), collect)
 	} else {
-		err = m.client.Stream(cctx, req, collect)
+		err = m.client.Stream(sctx, req, collect)
 	}
 	switch {
 	case over:
 		return "", fmt.Errorf("%w: the summary model wrote past the %d tokens asked for", ErrSummaryTooLong, limit)
-	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
-		return "", fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
+	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
+		return "", timedOut(err)
 	case err != nil:
 		return "", err
 	}
