@@ -517,6 +517,14 @@ func inputCap(inner []rplan.Layer) int {
 	return limit
 }
 
+// DefaultSummaryInput bounds the tokens of text the summary model reads when
+// it declares no context_tokens and no max_tokens layer inside the
+// compaction bounds the summary call: the earliest dropped messages that
+// fit are summarized, the later ones dropped without being summarized.
+// Most models' windows hold it; a model that declares its context_tokens
+// reads what that window holds instead.
+const DefaultSummaryInput = 32000
+
 // DefaultSummaryTimeout is the default summary_timeout.
 const DefaultSummaryTimeout = 30 * time.Second
 
@@ -528,8 +536,9 @@ const DefaultSummaryTimeout = 30 * time.Second
 // it, ErrSummaryTooLong), is given up when sctx ends (the SummaryTimeout
 // of the whole summarizing of the call ctx compacts, every summary call
 // included; ctx is the call's own), and sends no more than the summary
-// model's declared context window holds besides the summary (see
-// summaryText).
+// model's declared context window holds besides the summary, nor than a
+// max_tokens layer inside lets through, and with neither no more than
+// DefaultSummaryInput tokens of text (see summaryText).
 func (m *Middleware) summarize(ctx, sctx context.Context, msgs []Message) (string, error) {
 	timedOut := func(err error) error {
 		return fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
@@ -561,13 +570,19 @@ func (m *Middleware) summarize(ctx, sctx context.Context, msgs []Message) (strin
 			room = capped
 		}
 	}
+	if room == 0 {
+		// No window declared, nor a limit inside: the summary model reads
+		// no more than DefaultSummaryInput, however long the dropped
+		// prefix (a transcript of megabytes).
+		room = DefaultSummaryInput
+	}
 	var left int
 	prompt[1].Content, left = summaryText(msgs, room)
 	if left > 0 {
 		// What the window leaves out is dropped all the same: say so.
 		m.logger.WarnContext(ctx, "dropped messages left out of the summary",
-			"left_out", left, "of", len(msgs), "context_tokens", m.window, "max_tokens_inside", m.inputCap,
-			"hint", "the summary model reads the earliest dropped messages its window holds: a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more")
+			"left_out", left, "of", len(msgs), "context_tokens", m.window, "max_tokens_inside", m.inputCap, "read_tokens", room,
+			"hint", fmt.Sprintf("the summary model reads the earliest dropped messages its window holds (%d tokens of text when it declares no context_tokens): a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more", DefaultSummaryInput))
 	}
 	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder

@@ -201,3 +201,30 @@ func TestMessagesLeftOutOfTheSummaryAreLogged(t *testing.T) {
 	require.Equal(t, 2, small.Calls())
 	assert.NotContains(t, logs.String(), "left out")
 }
+
+// A summary model that declares no context_tokens, with no max_tokens layer
+// inside the compaction, is still not sent the whole dropped prefix (a
+// transcript of megabytes): it reads at most DefaultSummaryInput tokens of
+// it, the earliest messages first, as a window would bound it.
+func TestTheSummaryRequestIsBoundedWithoutAWindow(t *testing.T) {
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	pl, primary := summarizing(t, `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`, 0, small)
+	msgs := transcript(600)
+	require.Greater(t, runtime.EstimateMessages(msgs), int64(2*compaction.DefaultSummaryInput))
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Equal(t, 1, small.Calls())
+	text := small.Requests()[0].Messages[1].Content
+	assert.LessOrEqual(t, runtime.EstimateTokens(text), int64(compaction.DefaultSummaryInput), "the summary model reads at most DefaultSummaryInput")
+	assert.Greater(t, runtime.EstimateTokens(text), int64(compaction.DefaultSummaryInput*9/10), "and about that much")
+	assert.Contains(t, text, "message 0 ", "the earliest dropped messages are summarized")
+	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), "refunds")
+
+	// One message of 4 MB is cut to the bound.
+	huge := []runtime.Message{{Role: "system", Content: "you are helpful"}, {Role: "user", Content: strings.Repeat("word ", 800_000)}}
+	huge = append(huge, transcript(2)[1:]...)
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: huge})
+	require.NoError(t, err)
+	require.Equal(t, 2, small.Calls())
+	assert.LessOrEqual(t, runtime.EstimateTokens(small.Requests()[1].Messages[1].Content), int64(compaction.DefaultSummaryInput))
+}
