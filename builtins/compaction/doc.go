@@ -59,8 +59,12 @@
 // the limit of a max_tokens layer inside compaction without a when lets through, and, with
 // neither, no more than DefaultSummaryInput (32,000) tokens of text, however long the
 // dropped prefix (the earlier summary and the earliest dropped messages that fit; the later
-// ones are dropped without being summarized, and the layer logs a warning, "dropped messages left out of the
-// summary", with how many: give the summary model a larger window to summarize them all). A failed, empty, cut off or timed out summary, or one that does not fit the budget
+// ones are dropped without being summarized, and the layer logs a warning, "dropped
+// messages left out of the summary", with how many, at most once a minute per layer
+// (LeftOutWarnEvery; the calls in between at debug level, and the warning says how many it
+// did not warn about), and counts them (Middleware.LeftOut): give the summary model a larger
+// window to summarize them all). A failed, empty, cut off or timed out summary, or one that
+// does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
 // KeepRecent, which drops the same messages without a summary, and is logged as a warning: the
 // budget is never exceeded for a summary. A call whose context ends while its summary is

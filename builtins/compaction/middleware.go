@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -109,6 +110,59 @@ type Middleware struct {
 		WarnContext(ctx context.Context, msg string, args ...any)
 		DebugContext(ctx context.Context, msg string, args ...any)
 	}
+
+	// leftCalls and leftMsgs count the summary calls that left dropped
+	// messages out, and those messages (see LeftOut).
+	leftCalls, leftMsgs atomic.Int64
+	// warnedAt is when the layer last warned of messages left out (unix
+	// nanoseconds, 0: never), warnedCalls leftCalls then.
+	warnedAt, warnedCalls atomic.Int64
+	// now is the clock of warnedAt (nil: time.Now).
+	now func() time.Time
+}
+
+// LeftOutWarnEvery is how often at most a compaction layer warns of dropped
+// messages left out of the summary; it logs the others at debug level.
+const LeftOutWarnEvery = time.Minute
+
+// LeftOutCount counts the dropped messages a layer left out of its summaries.
+type LeftOutCount struct {
+	// Calls counts the summary calls that left messages out.
+	Calls int64
+	// Messages counts the messages they left out.
+	Messages int64
+}
+
+// LeftOut returns how many dropped messages the layer left out of its
+// summaries since it was built, and in how many summary calls: those its
+// summary model's window (or a max_tokens layer inside, or
+// DefaultSummaryInput) could not hold, dropped without being summarized.
+func (m *Middleware) LeftOut() LeftOutCount {
+	return LeftOutCount{Calls: m.leftCalls.Load(), Messages: m.leftMsgs.Load()}
+}
+
+// noteLeftOut counts the left of n messages a summary call left out, and
+// says so: a warning at most once each LeftOutWarnEvery (naming the calls
+// since that it did not warn about), a debug line otherwise, so that a
+// server whose every long request leaves messages out does not repeat the
+// warning on each.
+func (m *Middleware) noteLeftOut(ctx context.Context, left, n, room int) {
+	calls := m.leftCalls.Add(1)
+	m.leftMsgs.Add(int64(left))
+	now := time.Now
+	if m.now != nil {
+		now = m.now
+	}
+	t := now().UnixNano()
+	last := m.warnedAt.Load()
+	args := []any{"left_out", left, "of", n, "context_tokens", m.window, "max_tokens_inside", m.inputCap, "read_tokens", room}
+	if (last == 0 || t-last >= int64(LeftOutWarnEvery)) && m.warnedAt.CompareAndSwap(last, t) {
+		m.logger.WarnContext(ctx, "dropped messages left out of the summary", append(args,
+			"not_warned", calls-m.warnedCalls.Swap(calls)-1, "warned_every", LeftOutWarnEvery.String(),
+			"hint", fmt.Sprintf("the summary model reads the earliest dropped messages its window holds (%d tokens of text when it declares no context_tokens): a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more", DefaultSummaryInput))...)
+		return
+	}
+	m.logger.DebugContext(ctx, "dropped messages left out of the summary", args...)
 }
 
 // Provision resolves the summary model.
@@ -580,9 +634,7 @@ func (m *Middleware) summarize(ctx, sctx context.Context, msgs []Message) (strin
 	prompt[1].Content, left = summaryText(msgs, room)
 	if left > 0 {
 		// What the window leaves out is dropped all the same: say so.
-		m.logger.WarnContext(ctx, "dropped messages left out of the summary",
-			"left_out", left, "of", len(msgs), "context_tokens", m.window, "max_tokens_inside", m.inputCap, "read_tokens", room,
-			"hint", fmt.Sprintf("the summary model reads the earliest dropped messages its window holds (%d tokens of text when it declares no context_tokens): a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more", DefaultSummaryInput))
+		m.noteLeftOut(ctx, left, len(msgs), room)
 	}
 	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder

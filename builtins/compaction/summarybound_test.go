@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -227,4 +228,44 @@ func TestTheSummaryRequestIsBoundedWithoutAWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, small.Calls())
 	assert.LessOrEqual(t, runtime.EstimateTokens(small.Requests()[1].Messages[1].Content), int64(compaction.DefaultSummaryInput))
+}
+
+// Under agentc serve every long request leaves messages out of its summary:
+// the layer warns once a minute, not on each, saying how many calls it did
+// not warn about since, logs the others at debug level, and counts them all.
+func TestMessagesLeftOutOfTheSummaryAreWarnedOnceAMinute(t *testing.T) {
+	var logs bytes.Buffer
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
+	p.Models["small"] = plan.Model{ContextTokens: 2000}
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*compaction.Middleware)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	compaction.SetClock(m, func() time.Time { return now })
+	call := func() {
+		t.Helper()
+		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(200)})
+		require.NoError(t, err)
+	}
+	warned := func() int {
+		return strings.Count(logs.String(), `level=WARN msg="dropped messages left out of the summary"`)
+	}
+
+	for range 3 {
+		call()
+		now = now.Add(10 * time.Second)
+	}
+	assert.Equal(t, 1, warned(), "one warning for three calls within a minute")
+	assert.Equal(t, 2, strings.Count(logs.String(), `level=DEBUG msg="dropped messages left out of the summary"`))
+	got := m.LeftOut()
+	assert.Equal(t, int64(3), got.Calls)
+	assert.Greater(t, got.Messages, int64(3*100), "each call left out most of some 450 dropped messages")
+
+	now = now.Add(time.Minute)
+	call()
+	assert.Equal(t, 2, warned(), "a minute on, it warns again")
+	assert.Contains(t, logs.String(), "not_warned=2", "naming the calls it did not warn about")
+	assert.Equal(t, int64(4), m.LeftOut().Calls)
 }
