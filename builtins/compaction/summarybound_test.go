@@ -178,17 +178,25 @@ func TestASummaryStreamedWordByWordIsCountedWhole(t *testing.T) {
 	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), strings.TrimSpace(text))
 }
 
+// windowLogged builds a summarizing compaction (max_tokens 1000) whose
+// summary model, small, declares context_tokens 2000, logging to logs from
+// level on.
+func windowLogged(t *testing.T, logs *bytes.Buffer, level slog.Level) (*runtime.Pipeline, *rt.Model) {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
+	p.Models["small"] = plan.Model{ContextTokens: 2000}
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	return rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))}), small
+}
+
 // The dropped messages the summary model's window leaves out of the summary
 // are dropped without being summarized: the layer says so, at warning level,
 // with how many and why, rather than lose them without a word.
 func TestMessagesLeftOutOfTheSummaryAreLogged(t *testing.T) {
 	var logs bytes.Buffer
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
-	p.Models["small"] = plan.Model{ContextTokens: 2000}
-	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
-	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
-	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	pl, small := windowLogged(t, &logs, slog.LevelInfo)
 	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(200)})
 	require.NoError(t, err)
 	require.Equal(t, 1, small.Calls())
@@ -235,12 +243,7 @@ func TestTheSummaryRequestIsBoundedWithoutAWindow(t *testing.T) {
 // not warn about since, logs the others at debug level, and counts them all.
 func TestMessagesLeftOutOfTheSummaryAreWarnedOnceAMinute(t *testing.T) {
 	var logs bytes.Buffer
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
-	p.Models["small"] = plan.Model{ContextTokens: 2000}
-	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
-	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
-	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	pl, _ := windowLogged(t, &logs, slog.LevelDebug)
 	m := pl.Layers(plan.StageChat)[0].Middleware.(*compaction.Middleware)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	compaction.SetClock(m, func() time.Time { return now })
