@@ -52,12 +52,19 @@
 // token (vet warns, order/ratelimit-outside-compaction). Called from Go outside a pipeline,
 // Compact asks the model client directly. The summary call is bounded: it asks for at most
 // max_tokens (and no more than the messages it replaces: a longer summary is refused), stops
-// reading a summary that runs past that, is given up after summary_timeout (30s by default),
-// and sends no more than the summary model's declared context_tokens holds besides the summary,
-// nor than the limit of a max_tokens layer inside compaction without a when lets through
-// (the earlier summary and the earliest dropped messages that fit; the later ones are dropped
-// without being summarized, and the layer logs a warning, "dropped messages left out of the
-// summary", with how many: give the summary model a larger window to summarize them all). A failed, empty, cut off or timed out summary, or one that does not fit the budget
+// reading a summary that runs past that, is given up after summary_timeout (30s by default:
+// one deadline for the summarizing of a call, however many summary calls it makes, a summary
+// that does not fit having the model called again with more messages dropped), and sends no
+// more than the summary model's declared context_tokens holds besides the summary, nor than
+// the limit of a max_tokens layer inside compaction without a when lets through, and, with
+// neither, no more than DefaultSummaryInput (32,000) tokens of text, however long the
+// dropped prefix (the earlier summary and the earliest dropped messages that fit; the later
+// ones are dropped without being summarized, and the layer logs a warning, "dropped
+// messages left out of the summary", with how many, at most once a minute per layer
+// (LeftOutWarnEvery; the calls in between at debug level, and the warning says how many it
+// did not warn about), and counts them (Middleware.LeftOut): give the summary model a larger
+// window to summarize them all). A failed, empty, cut off or timed out summary, or one that
+// does not fit the budget
 // (ErrSummaryTooLong: a model that runs on writes one longer than what it summarizes), falls back to
 // KeepRecent, which drops the same messages without a summary, and is logged as a warning: the
 // budget is never exceeded for a summary. A call whose context ends while its summary is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -86,7 +87,9 @@ type Middleware struct {
 	// KeepFirstUserTurn always keeps the first user message; strategy
 	// "importance" always does.
 	KeepFirstUserTurn bool `json:"keep_first_user_turn,omitempty"`
-	// SummaryTimeout bounds the summary call (DefaultSummaryTimeout);
+	// SummaryTimeout bounds the summarizing of one call
+	// (DefaultSummaryTimeout): every summary call it makes (one whose
+	// summary does not fit is followed by another) ends by one deadline;
 	// past it the layer falls back to keep_recent.
 	SummaryTimeout runtime.Duration `json:"summary_timeout,omitempty"`
 
@@ -107,6 +110,59 @@ type Middleware struct {
 		WarnContext(ctx context.Context, msg string, args ...any)
 		DebugContext(ctx context.Context, msg string, args ...any)
 	}
+
+	// leftCalls and leftMsgs count the summary calls that left dropped
+	// messages out, and those messages (see LeftOut).
+	leftCalls, leftMsgs atomic.Int64
+	// warnedAt is when the layer last warned of messages left out (unix
+	// nanoseconds, 0: never), warnedCalls leftCalls then.
+	warnedAt, warnedCalls atomic.Int64
+	// now is the clock of warnedAt (nil: time.Now).
+	now func() time.Time
+}
+
+// LeftOutWarnEvery is how often at most a compaction layer warns of dropped
+// messages left out of the summary; it logs the others at debug level.
+const LeftOutWarnEvery = time.Minute
+
+// LeftOutCount counts the dropped messages a layer left out of its summaries.
+type LeftOutCount struct {
+	// Calls counts the summary calls that left messages out.
+	Calls int64
+	// Messages counts the messages they left out.
+	Messages int64
+}
+
+// LeftOut returns how many dropped messages the layer left out of its
+// summaries since it was built, and in how many summary calls: those its
+// summary model's window (or a max_tokens layer inside, or
+// DefaultSummaryInput) could not hold, dropped without being summarized.
+func (m *Middleware) LeftOut() LeftOutCount {
+	return LeftOutCount{Calls: m.leftCalls.Load(), Messages: m.leftMsgs.Load()}
+}
+
+// noteLeftOut counts the left of n messages a summary call left out, and
+// says so: a warning at most once each LeftOutWarnEvery (naming the calls
+// since that it did not warn about), a debug line otherwise, so that a
+// server whose every long request leaves messages out does not repeat the
+// warning on each.
+func (m *Middleware) noteLeftOut(ctx context.Context, left, n, room int) {
+	calls := m.leftCalls.Add(1)
+	m.leftMsgs.Add(int64(left))
+	now := time.Now
+	if m.now != nil {
+		now = m.now
+	}
+	t := now().UnixNano()
+	last := m.warnedAt.Load()
+	args := []any{"left_out", left, "of", n, "context_tokens", m.window, "max_tokens_inside", m.inputCap, "read_tokens", room}
+	if (last == 0 || t-last >= int64(LeftOutWarnEvery)) && m.warnedAt.CompareAndSwap(last, t) {
+		m.logger.WarnContext(ctx, "dropped messages left out of the summary", append(args,
+			"not_warned", calls-m.warnedCalls.Swap(calls)-1, "warned_every", LeftOutWarnEvery.String(),
+			"hint", fmt.Sprintf("the summary model reads the earliest dropped messages its window holds (%d tokens of text when it declares no context_tokens): a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more", DefaultSummaryInput))...)
+		return
+	}
+	m.logger.DebugContext(ctx, "dropped messages left out of the summary", args...)
 }
 
 // Provision resolves the summary model.
@@ -375,8 +431,15 @@ func (m *Middleware) compact(ctx context.Context, msgs []runtime.Message, block 
 	var out []Message
 	switch m.Strategy {
 	case StrategySummarize:
+		// One deadline bounds every summary call of this call: a summary
+		// that does not fit has the model called again, within the time
+		// the first call left.
+		sctx, cancel := context.WithTimeout(ctx, m.SummaryTimeout.D())
 		var err error
-		out, err = SummarizeWith(ctx, local, o, m.summarize)
+		out, err = SummarizeWith(ctx, local, o, func(_ context.Context, msgs []Message) (string, error) {
+			return m.summarize(ctx, sctx, msgs)
+		})
+		cancel()
 		var f *flagged
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -508,6 +571,14 @@ func inputCap(inner []rplan.Layer) int {
 	return limit
 }
 
+// DefaultSummaryInput bounds the tokens of text the summary model reads when
+// it declares no context_tokens and no max_tokens layer inside the
+// compaction bounds the summary call: the earliest dropped messages that
+// fit are summarized, the later ones dropped without being summarized.
+// Most models' windows hold it; a model that declares its context_tokens
+// reads what that window holds instead.
+const DefaultSummaryInput = 32000
+
 // DefaultSummaryTimeout is the default summary_timeout.
 const DefaultSummaryTimeout = 30 * time.Second
 
@@ -516,10 +587,20 @@ const DefaultSummaryTimeout = 30 * time.Second
 // summary model's client directly. The call is bounded: it asks for at most
 // what the summary could be and still be kept (the budget, and no more than
 // the messages it replaces), stops reading a summary past that (and refuses
-// it, ErrSummaryTooLong), is given up past SummaryTimeout, and sends no more
-// than the summary model's declared context window holds besides the summary
-// (see summaryText).
-func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, error) {
+// it, ErrSummaryTooLong), is given up when sctx ends (the SummaryTimeout
+// of the whole summarizing of the call ctx compacts, every summary call
+// included; ctx is the call's own), and sends no more than the summary
+// model's declared context window holds besides the summary, nor than a
+// max_tokens layer inside lets through, and with neither no more than
+// DefaultSummaryInput tokens of text (see summaryText).
+func (m *Middleware) summarize(ctx, sctx context.Context, msgs []Message) (string, error) {
+	timedOut := func(err error) error {
+		return fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
+	}
+	if err := sctx.Err(); err != nil && ctx.Err() == nil {
+		// An earlier summary call of this call took the time.
+		return "", timedOut(err)
+	}
 	replaced := 0
 	for _, msg := range msgs {
 		replaced += int(runtime.EstimateTokens(msg.Content)) + 4
@@ -543,13 +624,17 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 			room = capped
 		}
 	}
+	if room == 0 {
+		// No window declared, nor a limit inside: the summary model reads
+		// no more than DefaultSummaryInput, however long the dropped
+		// prefix (a transcript of megabytes).
+		room = DefaultSummaryInput
+	}
 	var left int
 	prompt[1].Content, left = summaryText(msgs, room)
 	if left > 0 {
 		// What the window leaves out is dropped all the same: say so.
-		m.logger.WarnContext(ctx, "dropped messages left out of the summary",
-			"left_out", left, "of", len(msgs), "context_tokens", m.window, "max_tokens_inside", m.inputCap,
-			"hint", "the summary model reads the earliest dropped messages its window holds: a model with a larger context_tokens (or a higher max_tokens limit inside) summarizes more")
+		m.noteLeftOut(ctx, left, len(msgs), room)
 	}
 	req := &runtime.ChatRequest{Model: m.Model, Messages: prompt, MaxTokens: limit}
 	var out strings.Builder
@@ -570,19 +655,17 @@ func (m *Middleware) summarize(ctx context.Context, msgs []Message) (string, err
 		}
 		return true
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.SummaryTimeout.D())
-	defer cancel()
 	var err error
 	if b, ok := ctx.Value(belowKey{}).(below); ok {
-		err = b.next(cctx, runtime.OwnCall(b.parent, *req), collect)
+		err = b.next(sctx, runtime.OwnCall(b.parent, *req), collect)
 	} else {
-		err = m.client.Stream(cctx, req, collect)
+		err = m.client.Stream(sctx, req, collect)
 	}
 	switch {
 	case over:
 		return "", fmt.Errorf("%w: the summary model wrote past the %d tokens asked for", ErrSummaryTooLong, limit)
-	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
-		return "", fmt.Errorf("no summary within %s (summary_timeout): %w", m.SummaryTimeout.D(), err)
+	case err != nil && ctx.Err() == nil && sctx.Err() != nil:
+		return "", timedOut(err)
 	case err != nil:
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,17 +178,25 @@ func TestASummaryStreamedWordByWordIsCountedWhole(t *testing.T) {
 	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), strings.TrimSpace(text))
 }
 
+// windowLogged builds a summarizing compaction (max_tokens 1000) whose
+// summary model, small, declares context_tokens 2000, logging to logs from
+// level on.
+func windowLogged(t *testing.T, logs *bytes.Buffer, level slog.Level) (*runtime.Pipeline, *rt.Model) {
+	t.Helper()
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
+	p.Models["small"] = plan.Model{ContextTokens: 2000}
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	return rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))}), small
+}
+
 // The dropped messages the summary model's window leaves out of the summary
 // are dropped without being summarized: the layer says so, at warning level,
 // with how many and why, rather than lose them without a word.
 func TestMessagesLeftOutOfTheSummaryAreLogged(t *testing.T) {
 	var logs bytes.Buffer
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("compaction", `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`)}})
-	p.Models["small"] = plan.Model{ContextTokens: 2000}
-	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
-	primary := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
-	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": primary, "small": small},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	pl, small := windowLogged(t, &logs, slog.LevelInfo)
 	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(200)})
 	require.NoError(t, err)
 	require.Equal(t, 1, small.Calls())
@@ -200,4 +209,66 @@ func TestMessagesLeftOutOfTheSummaryAreLogged(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, small.Calls())
 	assert.NotContains(t, logs.String(), "left out")
+}
+
+// A summary model that declares no context_tokens, with no max_tokens layer
+// inside the compaction, is still not sent the whole dropped prefix (a
+// transcript of megabytes): it reads at most DefaultSummaryInput tokens of
+// it, the earliest messages first, as a window would bound it.
+func TestTheSummaryRequestIsBoundedWithoutAWindow(t *testing.T) {
+	small := rt.NewModel(rt.Response{Deltas: []string{"The user asked about refunds."}})
+	pl, primary := summarizing(t, `{"strategy":"summarize","model":"small","max_tokens":1000,"keep_recent":3}`, 0, small)
+	msgs := transcript(600)
+	require.Greater(t, runtime.EstimateMessages(msgs), int64(2*compaction.DefaultSummaryInput))
+	_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	require.Equal(t, 1, small.Calls())
+	text := small.Requests()[0].Messages[1].Content
+	assert.LessOrEqual(t, runtime.EstimateTokens(text), int64(compaction.DefaultSummaryInput), "the summary model reads at most DefaultSummaryInput")
+	assert.Greater(t, runtime.EstimateTokens(text), int64(compaction.DefaultSummaryInput*9/10), "and about that much")
+	assert.Contains(t, text, "message 0 ", "the earliest dropped messages are summarized")
+	assert.Contains(t, sentSummary(primary.Requests()[0].Messages), "refunds")
+
+	// One message of 4 MB is cut to the bound.
+	huge := []runtime.Message{{Role: "system", Content: "you are helpful"}, {Role: "user", Content: strings.Repeat("word ", 800_000)}}
+	huge = append(huge, transcript(2)[1:]...)
+	_, err = pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: huge})
+	require.NoError(t, err)
+	require.Equal(t, 2, small.Calls())
+	assert.LessOrEqual(t, runtime.EstimateTokens(small.Requests()[1].Messages[1].Content), int64(compaction.DefaultSummaryInput))
+}
+
+// Under agentc serve every long request leaves messages out of its summary:
+// the layer warns once a minute, not on each, saying how many calls it did
+// not warn about since, logs the others at debug level, and counts them all.
+func TestMessagesLeftOutOfTheSummaryAreWarnedOnceAMinute(t *testing.T) {
+	var logs bytes.Buffer
+	pl, _ := windowLogged(t, &logs, slog.LevelDebug)
+	m := pl.Layers(plan.StageChat)[0].Middleware.(*compaction.Middleware)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	compaction.SetClock(m, func() time.Time { return now })
+	call := func() {
+		t.Helper()
+		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: transcript(200)})
+		require.NoError(t, err)
+	}
+	warned := func() int {
+		return strings.Count(logs.String(), `level=WARN msg="dropped messages left out of the summary"`)
+	}
+
+	for range 3 {
+		call()
+		now = now.Add(10 * time.Second)
+	}
+	assert.Equal(t, 1, warned(), "one warning for three calls within a minute")
+	assert.Equal(t, 2, strings.Count(logs.String(), `level=DEBUG msg="dropped messages left out of the summary"`))
+	got := m.LeftOut()
+	assert.Equal(t, int64(3), got.Calls)
+	assert.Greater(t, got.Messages, int64(3*100), "each call left out most of some 450 dropped messages")
+
+	now = now.Add(time.Minute)
+	call()
+	assert.Equal(t, 2, warned(), "a minute on, it warns again")
+	assert.Contains(t, logs.String(), "not_warned=2", "naming the calls it did not warn about")
+	assert.Equal(t, int64(4), m.LeftOut().Calls)
 }
