@@ -1232,6 +1232,13 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 	if crossed {
 		e.Estimate = lim.EstimateOf(resource)
 	}
+	if e.InFlight() {
+		// A ceiling the charged ledger alone reaches, or the call's
+		// estimate crosses, refuses it for good (runtime.CheckBudget).
+		if final := runtime.CheckBudget(runtime.Ledger{InputTokens: int64(tokens), USD: usd, Calls: calls}, runtime.Ledger{}, lim); final != nil {
+			e = final
+		}
+	}
 	return e, nil
 }
 
