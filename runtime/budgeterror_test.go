@@ -55,6 +55,7 @@ func TestARefusalForCallsInFlightIsNotFinal(t *testing.T) {
 				assert.Equal(t, string(runtime.KindRateLimited), runtime.KindOf(err))
 				assert.True(t, ok)
 				assert.Equal(t, time.Second, d)
+				assert.True(t, runtime.DidNotRun(err), "refused before it ran")
 				return
 			}
 			assert.Equal(t, runtime.ClassBudget, runtime.Classify(err))

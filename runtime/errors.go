@@ -257,7 +257,9 @@ func NotRun(err error) error {
 
 // DidNotRun reports whether err proves that the failed call did not act:
 // it is marked NotRun, or a layer refused the call because its store was
-// unavailable (ErrStoreUnavailable), or an open breaker refused it, or the
+// unavailable (ErrStoreUnavailable), or an open breaker refused it, or a
+// budget refused it for the calls in flight (BudgetError.InFlight: a
+// failure, where a budget's final refusal is a class of its own), or the
 // connection was refused before the request was sent (a dial error), and
 // nothing in it says the call ran (ErrRan, or ErrOutcomeUnrecorded unless
 // the call failed of its own: outcomeUnrecorded) or may have
@@ -271,6 +273,10 @@ func DidNotRun(err error) bool {
 	}
 	var bo *BreakerOpenError
 	if errors.As(err, &bo) {
+		return true
+	}
+	var g *BudgetError
+	if errors.As(err, &g) && g.InFlight() {
 		return true
 	}
 	var oe *net.OpError
