@@ -64,6 +64,11 @@ type BudgetError struct {
 	// estimates' tokens or cost, or their number for calls): counted
 	// against the ceiling with Spent until they settle.
 	Pending float64
+	// Held is the part of Pending the calls the refused call runs within
+	// reserved (a tool call that makes the refused call, under the same
+	// ledger): they cannot end while it waits, so it is no place to wait
+	// for (InFlight).
+	Held float64
 	// Scope is the scope of the refusing meter's ledger ("run", "key",
 	// "global"; "" when unknown), and Window its window ("24h", "month";
 	// "" for a ledger kept for good), which ends, its budget starting
@@ -88,15 +93,16 @@ func (e *BudgetError) Error() string {
 // inside the meter, such as a rate_limit, or failed before anything was
 // billed) and give their places back, so the refusal is not final:
 // Classify takes it for a failure, KindOf names it "rate_limited" and
-// RetryAfter is InFlightRetryAfter.
+// RetryAfter is InFlightRetryAfter. What the calls the refused call runs
+// within hold (Held) counts as charged: they end after it.
 func (e *BudgetError) InFlight() bool {
-	if e.Pending <= 0 {
+	if e.Pending-e.Held <= 0 {
 		return false
 	}
 	if e.Estimate > 0 {
-		return e.Spent+e.Estimate <= e.Limit
+		return e.Spent+e.Held+e.Estimate <= e.Limit
 	}
-	return e.Spent < e.Limit
+	return e.Spent+e.Held < e.Limit
 }
 
 // InFlightRetryAfter is the delay after which a call refused for the calls
