@@ -48,7 +48,8 @@ func (e *BlockedError) Error() string {
 // Unwrap returns the guard's own error, if any.
 func (e *BlockedError) Unwrap() error { return e.Err }
 
-// BudgetError is a budget ceiling reached. It is final.
+// BudgetError is a budget ceiling reached. It is final, unless the places
+// that refuse the call are held by other calls in flight (InFlight).
 type BudgetError struct {
 	// Layer is the name of the meter layer that refused the call.
 	Layer string
