@@ -248,6 +248,16 @@ func (lim BudgetLimits) EstimateOf(resource string) float64 {
 // would give it no room.
 func CheckBudget(l, pending Ledger, lim BudgetLimits) *BudgetError {
 	if e := checkBudget(l, Ledger{}, lim); e != nil {
+		// What the calls in flight hold is told, as the check with them
+		// tells it.
+		switch {
+		case e.Resource == "calls":
+			e.Pending = float64(pending.Calls)
+		case e.Estimate > 0 && e.Resource == "tokens":
+			e.Pending = float64(pending.Tokens())
+		case e.Estimate > 0:
+			e.Pending = pending.USD
+		}
 		return e
 	}
 	return checkBudget(l, pending, lim)

@@ -1235,7 +1235,8 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 	if e.InFlight() {
 		// A ceiling the charged ledger alone reaches, or the call's
 		// estimate crosses, refuses it for good (runtime.CheckBudget).
-		if final := runtime.CheckBudget(runtime.Ledger{InputTokens: int64(tokens), USD: usd, Calls: calls}, runtime.Ledger{}, lim); final != nil {
+		spent := runtime.Ledger{InputTokens: int64(tokens), USD: usd, Calls: calls}
+		if final := runtime.CheckBudget(spent, runtime.Ledger{InputTokens: int64(ptokens), USD: pusd, Calls: pcalls}, lim); final != nil {
 			e = final
 		}
 	}

@@ -738,13 +738,14 @@ func BudgeterFinalBeforeInFlight(t *testing.T, b runtime.Budgeter) {
 	ctx := context.Background()
 	tokens, usd, calls := int64(100), 1.0, int64(3)
 	for _, c := range []struct {
-		name   string
-		charge runtime.Ledger
-		want   string
+		name    string
+		charge  runtime.Ledger
+		want    string
+		pending float64
 	}{
-		{"usd reached", runtime.Ledger{InputTokens: 10, USD: 1, Calls: 1}, "usd"},
-		{"calls reached", runtime.Ledger{InputTokens: 10, USD: 0.1, Calls: 3}, "calls"},
-		{"usd crossed by the estimate", runtime.Ledger{InputTokens: 10, USD: 0.9, Calls: 1}, "usd"},
+		{"usd reached", runtime.Ledger{InputTokens: 10, USD: 1, Calls: 1}, "usd", 0},
+		{"calls reached", runtime.Ledger{InputTokens: 10, USD: 0.1, Calls: 3}, "calls", 1},
+		{"usd crossed by the estimate", runtime.Ledger{InputTokens: 10, USD: 0.9, Calls: 1}, "usd", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			k := Key(t, "final")
@@ -762,6 +763,7 @@ func BudgeterFinalBeforeInFlight(t *testing.T, b runtime.Budgeter) {
 			require.NotNil(t, e)
 			assert.Equal(t, c.want, e.Resource, "%+v", *e)
 			assert.False(t, e.InFlight(), "the charged ledger alone refuses it: %+v", *e)
+			assert.InDelta(t, c.pending, e.Pending, 1e-9, "what the calls in flight hold, told")
 			require.NoError(t, b.ForgetLedger(ctx, k))
 		})
 	}
