@@ -265,3 +265,42 @@ func TestTurnAroundAnAgentSaysItsEffectsRan(t *testing.T) {
 	require.ErrorAs(t, err, &rc)
 	assert.Equal(t, "r1", rc.Calls[0].ID)
 }
+
+// TestRunAgentToolRefusedForCallsInFlightDidNotRun: a side-effecting
+// tool call the meter refused only for another call in flight
+// (BudgetError.InFlight, a failure to try again since it is no longer a
+// budget's final refusal) counted as one that ran, so the turn that then
+// failed was in doubt, naming a refund that never ran / the refusal did
+// not run, and the turn's failure stays a failure to try again.
+func TestRunAgentToolRefusedForCallsInFlightDidNotRun(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":1},"scope":"key"}`)}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "slow": {}}
+	model := rt.NewModel(callTools(use("r1", "refund", `{"order_id":"N1"}`)),
+		rt.Response{Err: &runtime.CallError{Kind: runtime.KindTransient, Layer: "provider"}})
+	var refunds atomic.Int32
+	held, release := make(chan struct{}), make(chan struct{})
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{
+			"refund": func(context.Context, *runtime.ToolCall) (any, error) { refunds.Add(1); return "refunded", nil },
+			"slow": func(context.Context, *runtime.ToolCall) (any, error) {
+				close(held)
+				<-release
+				return "ok", nil
+			}}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"})
+	slow := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(runtime.WithRun(context.Background(), runtime.Run{ID: "r2", Tenant: "acme"}),
+			runtime.ToolRequest{Name: "slow", Args: map[string]any{}})
+		slow <- err
+	}()
+	<-held
+	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund N1"})
+	close(release)
+	require.NoError(t, <-slow)
+	require.Error(t, err)
+	assert.Zero(t, refunds.Load(), "the meter refused the refund")
+	var rc *runtime.RanCallsError
+	assert.False(t, errors.As(err, &rc), "no call ran: %v", err)
+	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "%v", err)
+}

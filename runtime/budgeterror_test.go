@@ -45,6 +45,9 @@ func TestARefusalForCallsInFlightIsNotFinal(t *testing.T) {
 		{"estimate fits without the calls in flight", &runtime.BudgetError{Resource: "tokens", Spent: 100, Limit: 1500, Estimate: 1000, Pending: 1000}, true},
 		{"estimate crosses alone", &runtime.BudgetError{Resource: "usd", Spent: 1, Limit: 1.5, Estimate: 1, Pending: 0.2}, false},
 		{"tokens spent", &runtime.BudgetError{Resource: "tokens", Spent: 1500, Limit: 1500}, false},
+		{"calls held by the call's own caller", &runtime.BudgetError{Resource: "calls", Spent: 0, Limit: 1, Pending: 1, Held: 1}, false},
+		{"calls held by its caller and another call", &runtime.BudgetError{Resource: "calls", Spent: 0, Limit: 2, Pending: 2, Held: 1}, true},
+		{"estimate fits only without its caller's", &runtime.BudgetError{Resource: "tokens", Spent: 100, Limit: 1500, Estimate: 1000, Pending: 1500, Held: 500}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := fmt.Errorf("chat: %w", tc.e)
@@ -55,6 +58,7 @@ func TestARefusalForCallsInFlightIsNotFinal(t *testing.T) {
 				assert.Equal(t, string(runtime.KindRateLimited), runtime.KindOf(err))
 				assert.True(t, ok)
 				assert.Equal(t, time.Second, d)
+				assert.True(t, runtime.DidNotRun(err), "refused before it ran")
 				return
 			}
 			assert.Equal(t, runtime.ClassBudget, runtime.Classify(err))

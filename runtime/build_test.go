@@ -270,7 +270,7 @@ func TestBuildCleansUpOnPanicAndCancellation(t *testing.T) {
 // TestFailingWhenIsLoggedOncePerLayer: a when predicate that cannot be
 // evaluated applies the layer and is logged once, with the layer named once.
 func TestFailingWhenIsLoggedOncePerLayer(t *testing.T) {
-	var logs lockedBuffer
+	var logs rt.LogBuffer
 	l := rt.Named("big", rt.Layer("test.pass", ""))
 	l.When = &plan.Predicate{Stage: plan.StageTool, Source: "args.size > 10.0"}
 	tool := rt.NewTool(rt.ToolResult{Value: "ok"})

@@ -47,7 +47,8 @@
 //
 // Errors: a guard trip returns *BlockedError, a budget ceiling *BudgetError,
 // anything else is a failure. Classify tells a host worker which: blocked and
-// budget are final, a failure may be redelivered. *CallError classifies model
+// budget are final (but a budget held only by other calls in flight,
+// BudgetError.InFlight), a failure may be redelivered. *CallError classifies model
 // and tool failures (transient, rate limited, timeout, permanent) for retry,
 // fallback and hedge.
 //

@@ -48,7 +48,8 @@ func (e *BlockedError) Error() string {
 // Unwrap returns the guard's own error, if any.
 func (e *BlockedError) Unwrap() error { return e.Err }
 
-// BudgetError is a budget ceiling reached. It is final.
+// BudgetError is a budget ceiling reached. It is final, unless the places
+// that refuse the call are held by other calls in flight (InFlight).
 type BudgetError struct {
 	// Layer is the name of the meter layer that refused the call.
 	Layer string
@@ -64,6 +65,11 @@ type BudgetError struct {
 	// estimates' tokens or cost, or their number for calls): counted
 	// against the ceiling with Spent until they settle.
 	Pending float64
+	// Held is the part of Pending the calls the refused call runs within
+	// reserved (a tool call that makes the refused call, under the same
+	// ledger): they cannot end while it waits, so it is no place to wait
+	// for (InFlight).
+	Held float64
 	// Scope is the scope of the refusing meter's ledger ("run", "key",
 	// "global"; "" when unknown), and Window its window ("24h", "month";
 	// "" for a ledger kept for good), which ends, its budget starting
@@ -88,15 +94,16 @@ func (e *BudgetError) Error() string {
 // inside the meter, such as a rate_limit, or failed before anything was
 // billed) and give their places back, so the refusal is not final:
 // Classify takes it for a failure, KindOf names it "rate_limited" and
-// RetryAfter is InFlightRetryAfter.
+// RetryAfter is InFlightRetryAfter. What the calls the refused call runs
+// within hold (Held) counts as charged: they end after it.
 func (e *BudgetError) InFlight() bool {
-	if e.Pending <= 0 {
+	if e.Pending-e.Held <= 0 {
 		return false
 	}
 	if e.Estimate > 0 {
-		return e.Spent+e.Estimate <= e.Limit
+		return e.Spent+e.Held+e.Estimate <= e.Limit
 	}
-	return e.Spent < e.Limit
+	return e.Spent+e.Held < e.Limit
 }
 
 // InFlightRetryAfter is the delay after which a call refused for the calls
@@ -257,7 +264,9 @@ func NotRun(err error) error {
 
 // DidNotRun reports whether err proves that the failed call did not act:
 // it is marked NotRun, or a layer refused the call because its store was
-// unavailable (ErrStoreUnavailable), or an open breaker refused it, or the
+// unavailable (ErrStoreUnavailable), or an open breaker refused it, or a
+// budget refused it for the calls in flight (BudgetError.InFlight: a
+// failure, where a budget's final refusal is a class of its own), or the
 // connection was refused before the request was sent (a dial error), and
 // nothing in it says the call ran (ErrRan, or ErrOutcomeUnrecorded unless
 // the call failed of its own: outcomeUnrecorded) or may have
@@ -271,6 +280,10 @@ func DidNotRun(err error) bool {
 	}
 	var bo *BreakerOpenError
 	if errors.As(err, &bo) {
+		return true
+	}
+	var g *BudgetError
+	if errors.As(err, &g) && g.InFlight() {
 		return true
 	}
 	var oe *net.OpError

@@ -242,8 +242,29 @@ func (lim BudgetLimits) EstimateOf(resource string) float64 {
 // USD the sums of their estimates' tokens and cost) under lim (a crossing
 // estimate first, then a ceiling already reached), or nil to admit it.
 // Backends that read a ledger and write a reservation in one atomic step
-// share its rule.
+// share its rule. The charged ledger alone is checked first: a call it
+// refuses gets that final refusal rather than one for the calls in flight
+// (BudgetError.InFlight) that another ceiling would make, as their ending
+// would give it no room.
 func CheckBudget(l, pending Ledger, lim BudgetLimits) *BudgetError {
+	if e := checkBudget(l, Ledger{}, lim); e != nil {
+		// What the calls in flight hold is told, as the check with them
+		// tells it.
+		switch {
+		case e.Resource == "calls":
+			e.Pending = float64(pending.Calls)
+		case e.Estimate > 0 && e.Resource == "tokens":
+			e.Pending = float64(pending.Tokens())
+		case e.Estimate > 0:
+			e.Pending = pending.USD
+		}
+		return e
+	}
+	return checkBudget(l, pending, lim)
+}
+
+// checkBudget is CheckBudget's check of l with pending.
+func checkBudget(l, pending Ledger, lim BudgetLimits) *BudgetError {
 	if est := lim.Estimate; est != nil {
 		if n := est.Tokens(); lim.Tokens != nil && SaturatingAdd(SaturatingAdd(l.Tokens(), pending.Tokens()), n) > *lim.Tokens {
 			return &BudgetError{Resource: "tokens", Spent: float64(l.Tokens()), Limit: float64(*lim.Tokens), Estimate: float64(n),

@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,7 +228,7 @@ func TestStateSinksMaskRunSecrets(t *testing.T) {
 			OnAppend: []plan.StateHandler{{Deny: statePred(plan.StateOnAppend, "value.contains('revoke')"),
 				Message: "the key sk-live-1234 is revoked"}}},
 	}}
-	var logged safeBuffer
+	var logged rt.LogBuffer
 	audit := &runtime.MemoryAudit{}
 	hold := make(chan struct{})
 	pl := rt.Build(t, p, runtime.Deps{Audit: audit, StateHold: hold,
@@ -258,22 +257,4 @@ func TestStateSinksMaskRunSecrets(t *testing.T) {
 	require.Len(t, recs, 2)
 	assert.Equal(t, map[string]any{"op": "append", "value": "[SECRET]"}, recs[0].Args)
 	assert.Equal(t, "the key [SECRET] is revoked", recs[1].ErrorMessage)
-}
-
-// safeBuffer is a bytes.Buffer safe for concurrent use.
-type safeBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

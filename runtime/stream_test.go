@@ -1,12 +1,10 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -394,7 +392,7 @@ func TestChatStreamIterator(t *testing.T) {
 // next call, which may reuse the recycled call state; the late delta is
 // dropped and logged once.
 func TestLateYieldIsDropped(t *testing.T) {
-	var logs lockedBuffer
+	var logs rt.LogBuffer
 	release, late := make(chan struct{}), make(chan bool, 2)
 	leaky := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 		go func() {
@@ -425,25 +423,6 @@ func TestLateYieldIsDropped(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "answer for B", resp.Text)
 	assert.Equal(t, 1, strings.Count(logs.String(), "yielded after its Stream returned"), logs.String())
-}
-
-// lockedBuffer is a bytes.Buffer safe for a logger written from several
-// goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestSplitUsageIsEstimatedPerSide: a stream that reports input usage on

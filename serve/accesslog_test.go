@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // What a client writes reaches the access log as a value of one line,
@@ -21,7 +23,7 @@ import (
 func TestAccessLogHoldsClientTextOnOneLine(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
-			logs := &logBuffer{}
+			logs := &rt.LogBuffer{}
 			var h slog.Handler = slog.NewTextHandler(logs, nil)
 			if format == "json" {
 				h = slog.NewJSONHandler(logs, nil)

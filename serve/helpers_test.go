@@ -22,6 +22,7 @@ import (
 	_ "github.com/agentc-dev/agentc/builtins/all"
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // cueSource compiles the policy directory dir, as `agentc serve` does.
@@ -52,29 +53,11 @@ func writePolicy(t *testing.T, src string) string {
 	return dir
 }
 
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // served is a server listening on a loopback port.
 type served struct {
 	srv  *Server
 	url  string
-	logs *logBuffer
+	logs *rt.LogBuffer
 	stop func() error
 }
 
@@ -82,7 +65,7 @@ type served struct {
 // ends.
 func startServer(t *testing.T, opts Options) *served {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &rt.LogBuffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}

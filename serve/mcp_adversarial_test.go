@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // hangingUpstream serves one tool, hang, that returns only when its call is
@@ -347,7 +348,7 @@ func TestMCPStdioHelper(t *testing.T) {
 // log (with -log json, lines a log pipeline cannot parse); each line is a
 // record of the gateway's log, naming the server.
 func TestMCPStdioUpstreamStderrIsLogged(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &rt.LogBuffer{}
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 mcp: servers: crashy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {AGENTC_TEST_MCP_STDIO: "1", AGENTC_TEST_MCP_STDERR: "Server running on stdio\nNo roots\n"}, session: "shared"}

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // TestMCPStdioUpstreamEnvironment: a command server inherited the whole
@@ -103,7 +105,7 @@ func TestCommandEnvSkipsFunctions(t *testing.T) {
 // environment, a failed login quoting its token) does not put it in the
 // gateway's log.
 func TestMCPStdioUpstreamStderrScrubbed(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &rt.LogBuffer{}
 	gateway := map[string]string{"AGENTC_TEST_PASSED_TOKEN": "passed-token-value"}
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
@@ -128,7 +130,7 @@ mcp: servers: envy: {command: [%q, "-test.run=^TestMCPStdioHelper$"], env: {
 // cut at maxStderrLine in the middle of a credential shows none of it.
 func TestMCPStdioUpstreamStderrMultilineSecret(t *testing.T) {
 	const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3S\n-----END PRIVATE KEY-----"
-	logs := &logBuffer{}
+	logs := &rt.LogBuffer{}
 	gateway := map[string]string{"AGENTC_TEST_PASSED_KEY": pem, "AGENTC_TEST_PASSED_TOKEN": "passed-token-value"}
 	long := strings.Repeat("x", maxStderrLine-6)
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // TestMCPReloadSkipsSessionsWithoutStream: a client session that never
@@ -18,7 +20,7 @@ import (
 // reload logs that at debug level, not as a warning.
 func TestMCPReloadSkipsSessionsWithoutStream(t *testing.T) {
 	upstream, _ := inProcessUpstream(t)
-	logs := &logBuffer{}
+	logs := &rt.LogBuffer{}
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 mcp: servers: pay: url: %q

@@ -26,6 +26,7 @@ import (
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/runtime"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // bearer adds an Authorization header (and more) to every request.
@@ -413,7 +414,7 @@ mcp: servers: pay: {url: %q, headers: Authorization: "Bearer ${PAY_MCP_TOKEN}"}
 	assert.NotContains(t, s.logs.String(), token)
 
 	mode.Store("all")
-	logs := &logBuffer{}
+	logs := &rt.LogBuffer{}
 	_, err = New(context.Background(), Options{Source: cueSource(dir), Logger: slog.New(slog.NewTextHandler(logs, nil)), LookupEnv: lookup})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "was revoked")

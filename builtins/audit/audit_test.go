@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/all"
+	"github.com/agentc-dev/agentc/builtins/audit"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -501,4 +502,14 @@ func TestArgumentsAreRecordedAsTheLayerReceivesThem(t *testing.T) {
 			assert.Equal(t, "A1", recs[0].Args["order_id"])
 		})
 	}
+}
+
+// TestBudgetRefusalDecisions: a budget's final refusal is denied; one for
+// the calls in flight alone, which may pass when sent again, failed with
+// kind rate_limited, as a rate_limit's refusal.
+func TestBudgetRefusalDecisions(t *testing.T) {
+	final := &runtime.BudgetError{Layer: "meter", Resource: "calls", Spent: 3, Limit: 3, Pending: 1}
+	held := &runtime.BudgetError{Layer: "meter", Resource: "calls", Spent: 1, Limit: 3, Pending: 2}
+	assert.Equal(t, runtime.DecisionDenied, audit.Decision(final, &runtime.Meta{}))
+	assert.Equal(t, runtime.DecisionFailed, audit.Decision(held, &runtime.Meta{}))
 }

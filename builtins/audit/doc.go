@@ -34,7 +34,10 @@
 //     retry inside the layer, so the logical call's total), and the
 //     duration. Decisions: "ok"; "deduped" when an idempotent layer inside
 //     replayed a stored result (Meta.Deduped); "denied" when an inner layer
-//     blocked the call or a budget refused it; "in_doubt" when the call may
+//     blocked the call or a budget refused it (not a refusal for the calls
+//     in flight alone, runtime.BudgetError.InFlight, which may pass when
+//     sent again: "failed", kind rate_limited, as a rate_limit's refusal
+//     is); "in_doubt" when the call may
 //     have had its effect with its outcome unknown (a *runtime.InDoubtError
 //     from an idempotent layer inside, a resumed agent turn's call, or an
 //     inner audit layer's outcome not written, a side-effecting tool not

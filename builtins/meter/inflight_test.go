@@ -63,3 +63,37 @@ func TestARefusalForTheCallsInFlightIsToBeTriedAgain(t *testing.T) {
 	assert.False(t, be.InFlight())
 	assert.Equal(t, runtime.ClassBudget, runtime.Classify(err), "the ceiling is charged: final")
 }
+
+// A tool call that makes a tool call of its own under the same meter (a
+// tool that runs an agent turn, or calls another tool) holds a place in
+// the ledger until the call it makes ends. The nested call refused for
+// that place alone was to be tried again, though the place cannot come
+// back while it waits: an agent turn inside told its model to try again
+// until its steps ran out. It is final: only places other calls hold come
+// back.
+func TestARefusalForTheCallsOwnCallerIsFinal(t *testing.T) {
+	for _, store := range []string{"memory", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":1},"store":"s","scope":"run"}`)}})
+			p.Tools = map[string]plan.Tool{"outer": {}, "inner": {}}
+			p.Stores = map[string]plan.Store{"s": {Kind: "memory"}}
+			backends := map[string]runtime.StoreBackend{"s": runtime.NewMemoryStore()}
+			if store == "redis" {
+				backends["s"] = storetest.Redis(t)
+			}
+			var pl *runtime.Pipeline
+			pl = rt.Build(t, p, runtime.Deps{Backends: backends, Tools: map[string]runtime.ToolFunc{
+				"inner": func(context.Context, *runtime.ToolCall) (any, error) { return "ok", nil },
+				"outer": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+					return pl.Tool(ctx, runtime.ToolRequest{Name: "inner", Args: map[string]any{}})
+				},
+			}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r-" + store})
+			_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "outer", Args: map[string]any{}})
+			var be *runtime.BudgetError
+			require.ErrorAs(t, err, &be)
+			assert.False(t, be.InFlight(), "the place is held by the call's own caller: %v", err)
+			assert.Equal(t, runtime.ClassBudget, runtime.Classify(err))
+		})
+	}
+}

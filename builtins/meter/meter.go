@@ -495,6 +495,9 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 		return "", &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
 	}
 	if refusal != nil {
+		if refusal.InFlight() {
+			refusal.Held = enclosingHold(ctx, at.key, refusal.Resource)
+		}
 		refusal.Layer, refusal.Scope = m.name, m.Scope
 		if m.win.on() {
 			refusal.Window, refusal.Resets = m.Window, at.end
@@ -502,6 +505,49 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 		return "", refusal
 	}
 	return id, nil
+}
+
+// enclosing is a reservation a call holds while the calls it makes run
+// (a tool call whose tool makes tool calls of its own, or runs an agent
+// turn that does): in a context, with those of the calls around it.
+type enclosing struct {
+	up  *enclosing
+	key string // the ledger's key
+	est runtime.Ledger
+}
+
+type enclosingKey struct{}
+
+// withHold returns ctx for the inner layers of a call reserved in the
+// ledger key with estimate est (nil for none).
+func withHold(ctx context.Context, key string, est *runtime.Ledger) context.Context {
+	e := &enclosing{key: key}
+	if est != nil {
+		e.est = *est
+	}
+	e.up, _ = ctx.Value(enclosingKey{}).(*enclosing)
+	return context.WithValue(ctx, enclosingKey{}, e)
+}
+
+// enclosingHold returns what the calls ctx runs within hold in the ledger
+// key of resource (runtime.BudgetError.Held): a place each for "calls",
+// their estimates for "tokens" and "usd".
+func enclosingHold(ctx context.Context, key, resource string) float64 {
+	var n float64
+	for e, _ := ctx.Value(enclosingKey{}).(*enclosing); e != nil; e = e.up {
+		if e.key != key {
+			continue
+		}
+		switch resource {
+		case "calls":
+			n++
+		case "tokens":
+			n += float64(e.est.Tokens())
+		case "usd":
+			n += e.est.USD
+		}
+	}
+	return n
 }
 
 // newID returns a reservation id: random, so unique within a ledger.
@@ -849,7 +895,8 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err != nil {
 			return err
 		}
-		reserved, err := m.reserve(ctx, l, m.estimate(c))
+		est := m.estimate(c)
+		reserved, err := m.reserve(ctx, l, est)
 		if err != nil {
 			return err
 		}
@@ -862,7 +909,11 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			}
 		}()
 		start, u0, d0, n0 := c.Deltas, c.Usage, c.Discarded, len(c.Charges)
-		err = next(ctx, c, yield)
+		inner := ctx
+		if reserved != "" {
+			inner = withHold(ctx, l.key, est)
+		}
+		err = next(inner, c, yield)
 		release()
 		settled = true
 		charges := c.Charges[min(n0, len(c.Charges)):]
@@ -1119,7 +1170,11 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 				m.settle(ctx, l, reserved, !ended && c.Tool != nil && c.Tool.SideEffecting && !c.Tool.RetrySafe, runtime.Usage{}, 0)
 			}
 		}()
-		v, err := next(ctx, c)
+		inner := ctx
+		if reserved != "" {
+			inner = withHold(ctx, l.key, nil)
+		}
+		v, err := next(inner, c)
 		release()
 		settled = true
 		m.settle(ctx, l, reserved, toolRan(ctx, c, err, ended), runtime.Usage{}, 0)

@@ -1,7 +1,6 @@
 package meter_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -20,24 +19,6 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
-
-// logBuffer is a log destination safe for concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // gatedSettle is a ledger store whose first `fail` settlements fail at
 // once, as against a store out of reach, and whose next one (the first
@@ -105,7 +86,7 @@ func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
 			// run builds a pipeline on g, makes calls calls whose
 			// settlements fail, starts their resends and returns once one
 			// of them is in flight, with the pipeline and the resends' end.
-			run := func(g *gatedSettle, calls int, logs *logBuffer) (*runtime.Pipeline, <-chan struct{}) {
+			run := func(g *gatedSettle, calls int, logs *rt.LogBuffer) (*runtime.Pipeline, <-chan struct{}) {
 				clock := runtime.NewVirtualClock(time.Now())
 				built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
 					Backends: map[string]runtime.StoreBackend{"shared": g}, Clock: clock, Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -125,7 +106,7 @@ func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
 
 			t.Run("logged", func(t *testing.T) {
 				g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 1, entered: make(chan struct{}), release: make(chan struct{})}
-				var logs logBuffer
+				var logs rt.LogBuffer
 				built, resent := run(g, 1, &logs)
 				require.NoError(t, built.Close())
 				out := logs.String()
@@ -142,7 +123,7 @@ func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
 				// the one in flight reach the store) and waits for the
 				// other.
 				g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 2, entered: make(chan struct{}), release: make(chan struct{})}
-				var logs logBuffer
+				var logs rt.LogBuffer
 				before := ledger.Ledger("").Calls
 				built, resent := run(g, 2, &logs)
 				require.NoError(t, built.Close())

@@ -56,8 +56,8 @@
 // meter or an idempotent layer outside takes it as having acted, and an
 // agent turn ends rather than tell the model it failed. A failure that proves the tool did
 // not act is still retried (runtime.DidNotRun: refused by an inner layer,
-// such as a rate_limit in reject mode or an egress check that could not
-// resolve a host; a store a layer needed being unavailable; a connection
+// such as a rate_limit in reject mode, a meter's budget held by the calls
+// in flight or an egress check that could not resolve a host; a store a layer needed being unavailable; a connection
 // refused before the request was sent). A failure marked runtime.MayHaveRun
 // (in doubt) is never retried.
 //

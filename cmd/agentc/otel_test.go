@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentc-dev/agentc/internal/ssetest"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // collector is a loopback OTLP/HTTP collector: it decodes each export
@@ -124,7 +125,7 @@ chains: tool: [{use: "tracing"}]
 	listen := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- cmdServe(ctx, &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-listen", listen, "-watch", "0", dir})
@@ -272,7 +273,7 @@ func TestServeRefusesUnreadableOTLPHeaders(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%zzTOPSECRETVALUE")
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package gw\n"), 0o644))
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	code := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-listen", freeAddr(t), "-watch", "0", dir})
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_HEADERS")
@@ -341,7 +342,7 @@ func TestExportErrorsAreScrubbed(t *testing.T) {
 	t.Cleanup(col.Close)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20"+token)
-	var buf lockedBuffer
+	var buf rt.LogBuffer
 	tp, flush, err := startTracing(context.Background(), os.Getenv, slog.New(slog.NewTextHandler(&buf, nil)))
 	require.NoError(t, err)
 	require.NotNil(t, tp)

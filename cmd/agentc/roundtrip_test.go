@@ -13,6 +13,7 @@ import (
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/policytest"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // TestPlanRoundTripBehavesAsPolicy builds each example to the plan file
@@ -33,7 +34,7 @@ func TestPlanRoundTripBehavesAsPolicy(t *testing.T) {
 		}
 		t.Run(e.Name(), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "plan.json")
-			var stdout, stderr lockedBuffer
+			var stdout, stderr rt.LogBuffer
 			code := Main(ctx, []string{"build", "-o", out, dir}, &stdout, &stderr)
 			require.Equal(t, exitOK, code, stderr.String())
 			loaded, err := plan.Load(out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // freeAddr returns a loopback address with a port free at the time of the
@@ -47,7 +46,7 @@ func TestServeMetricsListener(t *testing.T) {
 	listen, metrics := freeAddr(t), freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	env := &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}
 	done := make(chan int, 1)
 	go func() {
@@ -94,55 +93,37 @@ func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan int) {
 	}
 }
 
-// lockedBuffer is a buffer safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The caps on runs and sessions are flags; a cap under 1 is refused.
 func TestServeCapsFlags(t *testing.T) {
 	for _, args := range [][]string{{"-maxruns", "0", "p"}, {"-maxsessions", "-3", "p"}} {
-		stderr := &lockedBuffer{}
+		stderr := &rt.LogBuffer{}
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, args)
 		assert.Equal(t, exitUsage, rc, "%v", args)
 		assert.Contains(t, stderr.String(), "-maxruns and -maxsessions must be at least 1")
 	}
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxbody", "2048", "-maxinflightbytes", "1024", "p"})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), "agentc: serve: -maxinflightbytes (Options.MaxInFlightBytes, 1024) must be at least -maxbody (Options.MaxBodyBytes, 2048)")
 	assert.NotContains(t, stderr.String(), "serve p:", "an option's error is not the policy's")
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-maxruns")
 	assert.Contains(t, stderr.String(), "-maxsessions")
 	for _, f := range []string{"-maxmessages", "-maxparts", "-maxinflight", "-maxinflightbytes"} {
 		assert.Contains(t, stderr.String(), f)
-		stderr := &lockedBuffer{}
+		stderr := &rt.LogBuffer{}
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{f, "-1", "p"})
 		assert.Equal(t, exitUsage, rc, f)
 		assert.Contains(t, stderr.String(), "must not be negative (0: no bound)")
 	}
 	assert.Contains(t, stderr.String(), "-maxinflighttenant")
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxinflighttenant", "-1", "p"})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), "-maxinflighttenant and -maxinflightbytestenant must not be negative")
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxbody", "2048", "-maxinflightbytestenant", "1024", "p"})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), "agentc: serve: -maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, 1024) must be at least -maxbody (Options.MaxBodyBytes, 2048)")
@@ -154,7 +135,7 @@ func TestServeCapsFlags(t *testing.T) {
 // naming the flag and the form it takes.
 func TestServeListenFlag(t *testing.T) {
 	for _, args := range [][]string{{"-listen", "8080", "p"}, {"-listen", "localhost", "p"}, {"-listen", "127.0.0.1:99999", "p"}, {"-metrics", "9090", "p"}} {
-		stderr := &lockedBuffer{}
+		stderr := &rt.LogBuffer{}
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, args)
 		assert.Equal(t, exitUsage, rc, "%v", args)
 		assert.Contains(t, stderr.String(), "agentc: serve: "+args[0]+" "+args[1]+": ", "%v", args)
@@ -165,11 +146,11 @@ func TestServeListenFlag(t *testing.T) {
 
 // A negative drain delay is refused; the flag is in the usage.
 func TestServeDrainFlag(t *testing.T) {
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-drain", "-1s", "p"})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), "-drain must not be negative")
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-drain")
@@ -212,7 +193,7 @@ func testSecondSignal(t *testing.T, drain string, sig syscall.Signal) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\", base_url: \""+upstream.URL+"/v1\"}\n"), 0o644))
 	listen := freeAddr(t)
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	cmd := exec.Command("agentc", "serve", "-listen", listen, "-drain", drain, "-grace", "10m", "-watch", "0", dir)
 	cmd.Env = append(os.Environ(), "AGENTC_TEST_SERVE_KEY=k")
 	cmd.Stderr = stderr
@@ -304,7 +285,7 @@ chains: chat: [{use: "memoize", store: "db", ttl: "1h"}]
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int, 1)
 		go func() {
-			done <- cmdServe(ctx, &cliEnv{stdout: io.Discard, stderr: &lockedBuffer{}, wd: src}, []string{"-listen", listen, "-watch", "0", policy})
+			done <- cmdServe(ctx, &cliEnv{stdout: io.Discard, stderr: &rt.LogBuffer{}, wd: src}, []string{"-listen", listen, "-watch", "0", policy})
 		}()
 		defer func() {
 			cancel()
@@ -362,7 +343,7 @@ stores: shared: {kind: "redis", url: "redis://`+freeAddr(t)+`/0", prefix: "p", t
 chains: chat: [{use: "rate_limit", rate: 1, per: "1s", store: "shared"}]
 `), 0o644))
 	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir},
 		[]string{"-listen", freeAddr(t), "-watch", "0", "-log", "json", dir})
 	assert.Equal(t, exitUsage, rc, "the store cannot be opened")
@@ -404,7 +385,7 @@ func TestServeAllowHostFlag(t *testing.T) {
 	listen := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	env := &cliEnv{stdout: io.Discard, stderr: &lockedBuffer{}, wd: dir}
+	env := &cliEnv{stdout: io.Discard, stderr: &rt.LogBuffer{}, wd: dir}
 	done := make(chan int, 1)
 	go func() {
 		done <- cmdServe(ctx, env, []string{"-listen", listen, "-allowhost", "gw.one.example", "-allowhost", "gw.two.example", "-watch", "0", dir})
@@ -424,19 +405,19 @@ func TestServeAllowHostFlag(t *testing.T) {
 	assert.Contains(t, body, "-allowhost NAME")
 	stopServe(t, cancel, done)
 
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-allowhost", "gw.example:8080", "-watch", "0", dir})
 	assert.NotEqual(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), `"gw.example:8080" is not a host name`)
 	// A bad -allowhost is a usage error named by its flag, found before
 	// the policy is read (here a path that does not exist).
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-allowhost", "https://gw.example", filepath.Join(dir, "missing")})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), `invalid value "https://gw.example" for flag -allowhost: "https://gw.example" is not a host name`)
 	assert.NotContains(t, stderr.String(), "missing")
 	assert.NotContains(t, stderr.String(), "Options.AllowHosts")
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-allowhost NAME")
@@ -451,14 +432,14 @@ func TestServeKeylessPolicyOnANetworkAddress(t *testing.T) {
 		[]byte("package p\n\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\"}\n"), 0o644))
 	t.Setenv("AGENTC_TEST_SERVE_KEY", "k")
 	for _, listen := range []string{":0", "0.0.0.0:0", "[::]:0", "gw.internal.example:0"} {
-		stderr := &lockedBuffer{}
+		stderr := &rt.LogBuffer{}
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-listen", listen, "-watch", "0", dir})
 		assert.Equal(t, exitUsage, rc, listen)
 		assert.Contains(t, stderr.String(), "the policy declares no keys", listen)
 		assert.Contains(t, stderr.String(), "-keyless", listen)
 	}
 
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-keyless")
@@ -479,7 +460,7 @@ func TestClientlessNamesTheModels(t *testing.T) {
 func TestServeStartErrorsHaveExcerpts(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte("package p\n\nchains: chat: [{use: \"retyr\"}]\n"), 0o644))
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir, excerpts: true}, []string{"-listen", "127.0.0.1:0", "-watch", "0", dir})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), "policy.cue:3:22: error schema/unknown-middleware: unknown middleware \"retyr\"; did you mean \"retry\"?\n\tchains: chat: [{use: \"retyr\"}]\n\t                     ^")
@@ -489,12 +470,12 @@ func TestServeStartErrorsHaveExcerpts(t *testing.T) {
 // the client (serve.CacheUsage); a value other than auto, report or
 // withhold is refused before the policy is read, naming the flag.
 func TestServeCacheUsageFlag(t *testing.T) {
-	stderr := &lockedBuffer{}
+	stderr := &rt.LogBuffer{}
 	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-cacheusage", "hide", "p"})
 	assert.Equal(t, exitUsage, rc)
 	assert.Contains(t, stderr.String(), `agentc: serve: -cacheusage (Options.CacheUsage) must be auto, report or withhold, got "hide"`)
 	assert.NotContains(t, stderr.String(), "no such file", "the policy is not read")
-	stderr = &lockedBuffer{}
+	stderr = &rt.LogBuffer{}
 	rc = cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
 	assert.Equal(t, exitOK, rc)
 	assert.Contains(t, stderr.String(), "-cacheusage")
@@ -512,7 +493,7 @@ func TestServeAddressInUse(t *testing.T) {
 	defer busy.Close()
 	for _, args := range [][]string{{"-listen", busy.Addr().String()}, {"-listen", freeAddr(t), "-metrics", busy.Addr().String()}} {
 		flag := args[len(args)-2]
-		stderr := &lockedBuffer{}
+		stderr := &rt.LogBuffer{}
 		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, append(args, "-watch", "0", dir))
 		assert.Equal(t, exitUsage, rc, "%v", args)
 		assert.Contains(t, stderr.String(), "serve: "+flag+" "+busy.Addr().String()+": another process listens there (an agentc serve still running?): stop it, or give "+flag+" another address", "%v", args)

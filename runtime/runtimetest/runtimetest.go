@@ -4,6 +4,7 @@
 package runtimetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	goruntime "runtime"
@@ -311,4 +312,24 @@ func (n *Notes) Served() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([]string(nil), n.served...)
+}
+
+// LogBuffer is a log destination safe for concurrent writers: a
+// bytes.Buffer under a lock, for a logger written from several goroutines.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1232,6 +1232,14 @@ func (s *Store) Reserve(ctx context.Context, key, id string, lim runtime.BudgetL
 	if crossed {
 		e.Estimate = lim.EstimateOf(resource)
 	}
+	if e.InFlight() {
+		// A ceiling the charged ledger alone reaches, or the call's
+		// estimate crosses, refuses it for good (runtime.CheckBudget).
+		spent := runtime.Ledger{InputTokens: int64(tokens), USD: usd, Calls: calls}
+		if final := runtime.CheckBudget(spent, runtime.Ledger{InputTokens: int64(ptokens), USD: pusd, Calls: pcalls}, lim); final != nil {
+			e = final
+		}
+	}
 	return e, nil
 }
 

@@ -453,8 +453,10 @@ return {1, tostring(wait)}
 	// number against calls, their estimates (fields ptok and pusd, each
 	// reservation's in field 'r:' .. id) against tokens and usd. Returns
 	// {resource refused or '', spent, pending}; a resource the estimate
-	// would cross ends in '+'. The field pending counts reservations for
-	// builds before the leases.
+	// would cross ends in '+'. The charged ledger alone is checked first
+	// (p, the places held, 0): a refusal it makes is final, and wins over
+	// one for the calls in flight (runtime.CheckBudget). The field pending counts
+	// reservations for builds before the leases.
 	reserveScript = goredis.NewScript(lapseLua + `
 local now = lapse(tonumber(ARGV[9]))
 local n = redis.call('ZCARD', KEYS[2])
@@ -463,11 +465,13 @@ local tokens = tonumber(h[1] or '0') + tonumber(h[2] or '0')
 local usd = tonumber(h[3] or '0')
 local calls = tonumber(h[4] or '0')
 local ptok, pusd = tonumber(h[5] or '0'), tonumber(h[6] or '0')
-if ARGV[5] ~= '' and ARGV[1] ~= '' and tokens + ptok + tonumber(ARGV[5]) > tonumber(ARGV[1]) then return {'tokens+', tostring(tokens), tostring(ptok)} end
-if ARGV[6] ~= '' and ARGV[2] ~= '' and tonumber(ARGV[6]) > 0 and usd + pusd + tonumber(ARGV[6]) > tonumber(ARGV[2]) then return {'usd+', tostring(usd), tostring(pusd)} end
+for _, p in ipairs({{0, 0, 0}, {ptok, pusd, n}}) do
+if ARGV[5] ~= '' and ARGV[1] ~= '' and tokens + p[1] + tonumber(ARGV[5]) > tonumber(ARGV[1]) then return {'tokens+', tostring(tokens), tostring(ptok)} end
+if ARGV[6] ~= '' and ARGV[2] ~= '' and tonumber(ARGV[6]) > 0 and usd + p[2] + tonumber(ARGV[6]) > tonumber(ARGV[2]) then return {'usd+', tostring(usd), tostring(pusd)} end
 if ARGV[1] ~= '' and tokens >= tonumber(ARGV[1]) then return {'tokens', tostring(tokens), ''} end
 if ARGV[2] ~= '' and usd >= tonumber(ARGV[2]) then return {'usd', tostring(usd), ''} end
-if ARGV[3] ~= '' and calls + n >= tonumber(ARGV[3]) then return {'calls', tostring(calls), tostring(n)} end
+if ARGV[3] ~= '' and calls + p[3] >= tonumber(ARGV[3]) then return {'calls', tostring(calls), tostring(n)} end
+end
 local et, eus = '0', '0'
 if tonumber(ARGV[5] or '') and tonumber(ARGV[5]) > 0 then et = ARGV[5] end
 if tonumber(ARGV[6] or '') and tonumber(ARGV[6]) > 0 then eus = ARGV[6] end

@@ -26,6 +26,7 @@ func TestPorts(t *testing.T) {
 	t.Run("RateLimiterExact", func(t *testing.T) { storetest.RateLimiterExact(t, s) })
 	t.Run("Budgeter", func(t *testing.T) { storetest.Budgeter(t, s) })
 	t.Run("BudgeterReservesEstimates", func(t *testing.T) { storetest.BudgeterReservesEstimates(t, s) })
+	t.Run("BudgeterFinalBeforeInFlight", func(t *testing.T) { storetest.BudgeterFinalBeforeInFlight(t, s) })
 	t.Run("BudgeterLeases", func(t *testing.T) { storetest.BudgeterLeases(t, s) })
 	t.Run("BudgeterSettlesOnce", func(t *testing.T) { storetest.BudgeterSettlesOnce(t, s) })
 	t.Run("BudgeterRenews", func(t *testing.T) { storetest.BudgeterRenews(t, s) })

@@ -729,6 +729,46 @@ func BudgeterReservesEstimates(t *testing.T, b runtime.Budgeter) {
 	require.NoError(t, b.ForgetLedger(ctx, k))
 }
 
+// BudgeterFinalBeforeInFlight checks that a call the charged ledger alone
+// refuses (one ceiling reached, or crossed by the call's estimate) gets
+// that final refusal, not one for the calls in flight
+// (runtime.BudgetError.InFlight) that another ceiling would give it: the
+// calls ending gives it no room.
+func BudgeterFinalBeforeInFlight(t *testing.T, b runtime.Budgeter) {
+	ctx := context.Background()
+	tokens, usd, calls := int64(100), 1.0, int64(3)
+	for _, c := range []struct {
+		name    string
+		charge  runtime.Ledger
+		want    string
+		pending float64
+	}{
+		{"usd reached", runtime.Ledger{InputTokens: 10, USD: 1, Calls: 1}, "usd", 0},
+		{"calls reached", runtime.Ledger{InputTokens: 10, USD: 0.1, Calls: 3}, "calls", 1},
+		{"usd crossed by the estimate", runtime.Ledger{InputTokens: 10, USD: 0.9, Calls: 1}, "usd", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := Key(t, "final")
+			lim := runtime.BudgetLimits{Tokens: &tokens, USD: &usd, Estimate: &runtime.Ledger{InputTokens: 40, USD: 0.2}}
+			e, err := b.Reserve(ctx, k, "spent", lim, time.Hour)
+			require.NoError(t, err)
+			require.Nil(t, e)
+			require.NoError(t, b.Settle(ctx, k, "spent", c.charge, time.Hour))
+			e, err = b.Reserve(ctx, k, "flight", runtime.BudgetLimits{Tokens: &tokens, Estimate: &runtime.Ledger{InputTokens: 60}}, time.Hour)
+			require.NoError(t, err)
+			require.Nil(t, e)
+			lim.Calls = &calls
+			e, err = b.Reserve(ctx, k, "refused", lim, time.Hour)
+			require.NoError(t, err)
+			require.NotNil(t, e)
+			assert.Equal(t, c.want, e.Resource, "%+v", *e)
+			assert.False(t, e.InFlight(), "the charged ledger alone refuses it: %+v", *e)
+			assert.InDelta(t, c.pending, e.Pending, 1e-9, "what the calls in flight hold, told")
+			require.NoError(t, b.ForgetLedger(ctx, k))
+		})
+	}
+}
+
 // BudgeterLeases checks that a reservation never settled (its process
 // died, or every Settle of it failed) is charged its hold once its lease
 // ends (one call, its estimate's tokens and cost), never refunded, and
