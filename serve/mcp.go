@@ -1588,11 +1588,19 @@ func (s *Server) mcpHandler(x *exchange) {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes))
 		return
 	}
-	if r.Method == http.MethodPost && r.ContentLength < 0 {
-		// A chunked body is read here, so that one past MaxInFlightBytes
-		// is refused as one with a Content-Length is.
+	if r.Method == http.MethodPost {
+		// The body is read here (a chunked one refused past
+		// MaxInFlightBytes as one with a Content-Length is), and read as
+		// strictly as the chat routes read theirs before the MCP server
+		// reads it (checkRPCBody).
 		body, ok := x.readBody()
 		if !ok {
+			return
+		}
+		if err := checkRPCBody(body); err != nil {
+			x.rpcID = requestID(bytes.NewReader(body))
+			x.err = err
+			x.fail(http.StatusBadRequest, errBadRequest, err.Error())
 			return
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
