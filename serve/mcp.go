@@ -1588,19 +1588,11 @@ func (s *Server) mcpHandler(x *exchange) {
 		x.fail(http.StatusRequestEntityTooLarge, errTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", s.opts.MaxBodyBytes))
 		return
 	}
-	if r.Method == http.MethodPost {
-		// The body is read here (a chunked one refused past
-		// MaxInFlightBytes as one with a Content-Length is), and read as
-		// strictly as the chat routes read theirs before the MCP server
-		// reads it (checkRPCBody).
+	if r.Method == http.MethodPost && r.ContentLength < 0 {
+		// A chunked body is read here, so that one past MaxInFlightBytes
+		// is refused as one with a Content-Length is.
 		body, ok := x.readBody()
 		if !ok {
-			return
-		}
-		if err := checkRPCBody(body); err != nil {
-			x.rpcID = requestID(bytes.NewReader(body))
-			x.err = err
-			x.fail(http.StatusBadRequest, errBadRequest, err.Error())
 			return
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -1644,7 +1636,10 @@ func (s *Server) mcpHandler(x *exchange) {
 	defer done()
 	w := &mcpWriter{exchange: x}
 	if r.Method == http.MethodPost && r.Body != nil {
-		w.body = &prefixReader{r: r.Body}
+		// The MCP server reads the body whole; at its end it is read as
+		// strictly as the chat routes read theirs (checkRPCBody), and a
+		// refusal reaches the server as a failed read, answered in finish.
+		w.body = &prefixReader{r: &checkedBody{r: r.Body, refused: &w.refused}}
 		r.Body = struct {
 			io.Reader
 			io.Closer
@@ -1753,6 +1748,8 @@ type mcpWriter struct {
 	text   []byte
 	// body keeps the start of a POST's body, where the request's id is.
 	body *prefixReader
+	// refused is checkRPCBody's refusal of the body, once read.
+	refused error
 }
 
 // prefixReader reads r and keeps its first maxIDPrefix bytes.
@@ -1799,6 +1796,14 @@ func (w *mcpWriter) finish() {
 		return
 	}
 	msg := strings.TrimSpace(string(w.text))
+	if w.refused != nil {
+		// A body checkRPCBody refused, which the server read as failed:
+		// JSON-RPC's invalid request, to the id the body gave first.
+		w.exchange.err = w.refused
+		w.Header().Del("X-Content-Type-Options")
+		w.exchange.writeJSON(http.StatusBadRequest, rpcErrorBody(requestID(bytes.NewReader(w.body.prefix)), http.StatusBadRequest, string(errBadRequest), "", w.refused.Error()))
+		return
+	}
 	if w.status == http.StatusBadRequest && strings.HasPrefix(msg, notHandled) && w.body != nil {
 		// A request of a method the server does not know: JSON-RPC's
 		// "method not found" to its id, which a client reads as the

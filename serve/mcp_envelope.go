@@ -72,3 +72,23 @@ func checkRPCBody(body []byte) error {
 	}
 	return nil
 }
+
+// checkedBody reads r, keeping what it read; at its end it checks the body
+// (checkRPCBody) and, refused, sets *refused and fails the read.
+type checkedBody struct {
+	r       io.Reader
+	read    []byte
+	refused *error
+}
+
+func (c *checkedBody) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.read = append(c.read, b[:n]...)
+	if errors.Is(err, io.EOF) {
+		if cerr := checkRPCBody(c.read); cerr != nil {
+			*c.refused = cerr
+			return n, cerr
+		}
+	}
+	return n, err
+}

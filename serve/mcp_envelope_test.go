@@ -61,6 +61,13 @@ func TestMCPEnvelopeReadStrictly(t *testing.T) {
 	}
 	assert.Zero(t, refunds.Load(), "no refused message ran a tool")
 
+	// An initialize, before any session, is read so too.
+	code, _, resp := do(t, "POST", s.url+"/mcp", "agent-key", []byte(`{"jsonrpc":"2.0","id":0.5,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`), h[:4]...)
+	require.Equal(t, http.StatusBadRequest, code, resp)
+	assert.Contains(t, resp, `"id":0.5`)
+	assert.Contains(t, resp, "-32600")
+	assert.Contains(t, resp, "id: 0.5 is a number but not an integer")
+
 	// Integral ids, 1e3 and 2^53 among them, are served.
 	for _, id := range []string{"8", "-3", "1e3", "9007199254740992", `"x-1"`} {
 		code, _, resp := do(t, "POST", s.url+"/mcp", "agent-key", []byte(call(id, refund)), h...)
