@@ -619,10 +619,11 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	for k := range m.ToolCalls {
 		m.ToolCalls[k].PartsAfter = len(m.Parts) - m.ToolCalls[k].PartsAfter
 	}
-	// Text alone rides in Content; with other parts, a prompt-cache
-	// breakpoint or a tool call between the texts, it stays a part, in
-	// its place.
-	if len(text) == len(m.Parts) && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
+	// One text alone rides in Content; several texts stay parts (the
+	// detectors read them run together, as the model does, and joined
+	// by line breaks), and so does a text beside other parts, a
+	// prompt-cache breakpoint or a tool call, in its place.
+	if len(text) == 1 && len(m.Parts) == 1 && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil
 	}
 	return m, nil

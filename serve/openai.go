@@ -374,8 +374,7 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				// The API's schema wants at least one part.
 				return m, errors.New("content: an empty array; want a string or at least one content part")
 			}
-			// run joins the texts of the adjacent text parts read last.
-			var run textRun
+			m.Parts = make([]runtime.ContentPart, 0, len(parts))
 			for j, p := range parts {
 				switch p.Type {
 				case "text", "refusal":
@@ -389,15 +388,12 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 						}
 						text = p.Refusal
 					}
-					// Adjacent text parts are one text, joined by a line
-					// break as the policy's layers read them: sent as
-					// separate blocks, a Claude model would read them run
-					// together, a word split across two parts whole. They
-					// are joined as they come (appending each to the
-					// text so far would copy it at every part).
-					run.add(text)
+					// Adjacent text parts stay parts: the detectors
+					// read them run together, as a model reads separate
+					// blocks, and joined by line breaks (an item cut
+					// across two of them is found).
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
 				case "image_url":
-					m.Parts = run.flush(m.Parts)
 					if m.Role != "user" {
 						// The API takes images from the user alone; the
 						// providers would drop one elsewhere.
@@ -420,7 +416,6 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					}
 					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
 				case "file":
-					m.Parts = run.flush(m.Parts)
 					if m.Role != "user" {
 						return m, fmt.Errorf("content[%d]: a file part belongs in a user message, not a %s message", j, in.Role)
 					}
@@ -438,7 +433,6 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					return m, fmt.Errorf(`content[%d].type: want "text", "image_url", "file" or "refusal", got %q`, j, p.Type)
 				}
 			}
-			m.Parts = run.flush(m.Parts)
 			if len(m.Parts) == 1 && m.Parts[0].Type == runtime.PartText {
 				m.Content, m.Parts = m.Parts[0].Text, nil
 			}
