@@ -167,7 +167,7 @@ func TestBadRequests(t *testing.T) {
 	}{
 		{"malformed JSON", "{\n  \"model\": \"primary\",\n  \"messages\": [\n}", 400, "malformed JSON at line 4, column 1"},
 		{"empty body", "", 400, "want a JSON object"},
-		{"wrong type", `{"model": "primary", "messages": "hi"}`, 400, "messages: want a JSON array, got JSON string"},
+		{"wrong type", `{"model": "primary", "messages": "hi"}`, 400, "messages: want an array, got JSON string"},
 		{"no model", `{"messages": [{"role": "user", "content": "hi"}]}`, 400, "model: required"},
 		{"no messages", `{"model": "primary", "messages": []}`, 400, "messages: at least one message"},
 		{"unknown role", `{"model": "primary", "messages": [{"role": "wizard", "content": "hi"}]}`, 400, `messages[0]: role: want`},
@@ -907,7 +907,7 @@ func TestBodyNotAnObject(t *testing.T) {
 		}
 	}
 	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": {"role": "user"}}`))
-	requireInvalidRequest(t, code, resp, "messages: want a JSON array, got JSON object")
+	requireInvalidRequest(t, code, resp, "messages: want an array, got JSON object")
 	assert.NotContains(t, resp, "serve.")
 	code, _, resp = do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [7]}`))
 	require.Equal(t, http.StatusBadRequest, code, resp)

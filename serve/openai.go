@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -788,35 +787,9 @@ func unmarshal(b []byte, v any) error {
 		if te.Field == "" {
 			return fmt.Errorf("the body must be a JSON object, got JSON %s", te.Value)
 		}
-		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", te.Field, jsonKind(te.Type), te.Value, te.Offset)
+		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", te.Field, runtime.JSONKind(te.Type), te.Value, te.Offset)
 	}
 	return fmt.Errorf("malformed JSON: %v", err)
-}
-
-// jsonKind names the JSON value a Go type decodes, in JSON's terms (never
-// the gateway's own type names).
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
-		return "a JSON object"
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && t.Kind() == reflect.Slice && t != reflect.TypeFor[json.RawMessage]() {
-			return "a JSON string (base64)"
-		}
-		return "a JSON array"
-	case reflect.String:
-		return "a JSON string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a JSON number"
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	}
-	return "another JSON value"
 }
 
 // textRun joins the texts of adjacent text parts by line breaks.
