@@ -138,7 +138,7 @@ func typeMismatch(raw []byte, te *json.UnmarshalTypeError) error {
 			path = fieldpath.Join(path, tok)
 		}
 	}
-	want := kindOf(te.Type)
+	want := JSONKind(te.Type)
 	if got, num, isNum := strings.Cut(te.Value, " "); isNum && got == "number" {
 		// A number of the right kind that the field does not hold: a
 		// fraction for an integer, one out of its range.
@@ -168,8 +168,10 @@ func valueKind(v string) string {
 	return v
 }
 
-// kindOf words the kind of JSON value that decodes into t.
-func kindOf(t reflect.Type) string {
+// JSONKind words the kind of JSON value that decodes into t ("an object",
+// "an array", "a string"...), for an error that names what a field wants
+// without naming a Go type.
+func JSONKind(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/internal/wire"
@@ -247,7 +248,7 @@ func decodeAnthropic(body []byte, p *chatParams) error {
 		return err
 	}
 	if cm := in.ContextManagement; cm != nil {
-		if req.ContextEdits, err = contextEdits(cm.Edits, req.Thinking != nil); err != nil {
+		if req.ContextEdits, err = contextEdits(cm.Edits, req.Thinking != nil, req.Tools); err != nil {
 			return err
 		}
 	}
@@ -299,7 +300,7 @@ func thinking(t *antThinking) (*runtime.Thinking, error) {
 // results, each relayed as sent. Compaction, which has the API rewrite
 // the transcript into a summary the policy's layers never read and answer
 // with a block the gateway does not decode, is refused.
-func contextEdits(raw []json.RawMessage, thinking bool) ([]runtime.ContextEdit, error) {
+func contextEdits(raw []json.RawMessage, thinking bool, tools []runtime.ToolDef) ([]runtime.ContextEdit, error) {
 	edits := make([]runtime.ContextEdit, 0, len(raw))
 	for i, r := range raw {
 		var e runtime.ContextEdit
@@ -311,7 +312,13 @@ func contextEdits(raw []json.RawMessage, thinking bool) ([]runtime.ContextEdit, 
 			if !thinking {
 				return nil, fmt.Errorf("context_management.edits[%d]: %s needs thinking on (enabled or adaptive), as the API requires", i, e.Type)
 			}
+			if err := editParams(e.Params, tools); err != nil {
+				return nil, fmt.Errorf("context_management.edits[%d].%w", i, err)
+			}
 		case runtime.ClearToolUses:
+			if err := editParams(e.Params, tools); err != nil {
+				return nil, fmt.Errorf("context_management.edits[%d].%w", i, err)
+			}
 		case "compact_20260112":
 			return nil, fmt.Errorf("context_management.edits[%d].type: %s is not served: the API would replace the transcript with a summary of its own, which the policy's layers never read, and answer with a compaction block the gateway does not carry", i, e.Type)
 		default:
@@ -320,6 +327,97 @@ func contextEdits(raw []json.RawMessage, thinking bool) ([]runtime.ContextEdit, 
 		edits = append(edits, e)
 	}
 	return edits, nil
+}
+
+// maxEditCount bounds the counts of an edit's parameters (tokens, tool
+// uses, turns): above any context window, and too short for a card or an
+// account number to ride in one.
+const maxEditCount = 10_000_000
+
+// editParams checks the parameters of a context management edit, which
+// reach the provider and no layer reads, against their documented shapes:
+// counts {"type": T, "value": N} (trigger, keep, clear_at_least; keep of
+// clear_thinking also "all"), N an integer from 0 to maxEditCount, and
+// exclude_tools and clear_tool_inputs (or true or false) naming tools the
+// request offers. Any other value is refused, rather than relayed as text
+// no detector read. The error begins with the parameter's path.
+func editParams(params json.RawMessage, tools []runtime.ToolDef) error {
+	var p struct {
+		Type            string
+		Trigger, Keep   json.RawMessage
+		ClearAtLeast    json.RawMessage `json:"clear_at_least"`
+		ExcludeTools    json.RawMessage `json:"exclude_tools"`
+		ClearToolInputs json.RawMessage `json:"clear_tool_inputs"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return fmt.Errorf("type: %v", err)
+	}
+	count := func(at string, raw json.RawMessage, types ...string) error {
+		if nullIsEmpty(raw) == nil {
+			return nil
+		}
+		var c struct {
+			Type  string
+			Value json.RawMessage
+		}
+		if json.Unmarshal(raw, &c) != nil {
+			return fmt.Errorf(`%s: want {"type": %q, "value": N}`, at, types[0])
+		}
+		if !slices.Contains(types, c.Type) {
+			return fmt.Errorf("%s.type: want %s, got %q", at, quotedOr(types), c.Type)
+		}
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(c.Value)), 10, 64)
+		if err != nil || n < 0 || n > maxEditCount {
+			return fmt.Errorf("%s.value: want an integer from 0 to %d", at, maxEditCount)
+		}
+		return nil
+	}
+	names := func(at string, raw json.RawMessage, orBool bool) error {
+		raw = nullIsEmpty(raw)
+		if raw == nil || orBool && (string(raw) == "true" || string(raw) == "false") {
+			return nil
+		}
+		var list []string
+		if json.Unmarshal(raw, &list) != nil {
+			return fmt.Errorf("%s: want a list of tool names", at)
+		}
+		for k, name := range list {
+			if !slices.ContainsFunc(tools, func(t runtime.ToolDef) bool { return t.Name == name }) {
+				return fmt.Errorf("%s[%d]: %q is not a tool the request offers; name tools from tools", at, k, name)
+			}
+		}
+		return nil
+	}
+	if p.Type == runtime.ClearThinking {
+		if k := bytes.TrimSpace(p.Keep); string(k) == `"all"` {
+			return nil
+		}
+		if err := count("keep", p.Keep, "thinking_turns"); err != nil {
+			return fmt.Errorf(`keep: want "all" or {"type": "thinking_turns", "value": N}: %w`, err)
+		}
+		return nil
+	}
+	for _, err := range []error{
+		count("trigger", p.Trigger, "input_tokens", "tool_uses"),
+		count("keep", p.Keep, "tool_uses"),
+		count("clear_at_least", p.ClearAtLeast, "input_tokens"),
+		names("exclude_tools", p.ExcludeTools, false),
+		names("clear_tool_inputs", p.ClearToolInputs, true),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quotedOr lists values quoted, joined by "or".
+func quotedOr(values []string) string {
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, " or ")
 }
 
 // cacheControl decodes a prompt-cache breakpoint (nil for none).
@@ -619,10 +717,11 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 	for k := range m.ToolCalls {
 		m.ToolCalls[k].PartsAfter = len(m.Parts) - m.ToolCalls[k].PartsAfter
 	}
-	// Text alone rides in Content; with other parts, a prompt-cache
-	// breakpoint or a tool call between the texts, it stays a part, in
-	// its place.
-	if len(text) == len(m.Parts) && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
+	// One text alone rides in Content; several texts stay parts (the
+	// detectors read them run together, as the model does, and joined
+	// by line breaks), and so does a text beside other parts, a
+	// prompt-cache breakpoint or a tool call, in its place.
+	if len(text) == 1 && len(m.Parts) == 1 && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil
 	}
 	return m, nil

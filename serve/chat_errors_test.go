@@ -167,7 +167,7 @@ func TestBadRequests(t *testing.T) {
 	}{
 		{"malformed JSON", "{\n  \"model\": \"primary\",\n  \"messages\": [\n}", 400, "malformed JSON at line 4, column 1"},
 		{"empty body", "", 400, "want a JSON object"},
-		{"wrong type", `{"model": "primary", "messages": "hi"}`, 400, "messages: want []serve.oaMessage"},
+		{"wrong type", `{"model": "primary", "messages": "hi"}`, 400, "messages: want an array, got JSON string"},
 		{"no model", `{"messages": [{"role": "user", "content": "hi"}]}`, 400, "model: required"},
 		{"no messages", `{"model": "primary", "messages": []}`, 400, "messages: at least one message"},
 		{"unknown role", `{"model": "primary", "messages": [{"role": "wizard", "content": "hi"}]}`, 400, `messages[0]: role: want`},
@@ -890,4 +890,26 @@ func TestMisspeltFieldIsNamed(t *testing.T) {
 		})
 	}
 	assert.Zero(t, g.oa.requests()+g.an.requests())
+}
+
+// TestBodyNotAnObject: a body that is JSON but not an object (an array, a
+// string) is a 400 in the route's format saying the body must be a JSON
+// object, and a field of the wrong JSON type names the type wanted in
+// JSON's terms: no Go type of the gateway's reaches the client.
+func TestBodyNotAnObject(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	for _, path := range []string{"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"} {
+		for _, body := range []string{`[{"model": "primary"}]`, `"hi"`, `42`} {
+			code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
+			require.Equal(t, http.StatusBadRequest, code, path+" "+resp)
+			assert.Contains(t, resp, "the body must be a JSON object", path)
+			assert.NotContains(t, resp, "serve.", path)
+		}
+	}
+	code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": {"role": "user"}}`))
+	requireInvalidRequest(t, code, resp, "messages: want an array, got JSON object")
+	assert.NotContains(t, resp, "serve.")
+	code, _, resp = do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "primary", "messages": [7]}`))
+	require.Equal(t, http.StatusBadRequest, code, resp)
+	assert.NotContains(t, resp, "serve.")
 }

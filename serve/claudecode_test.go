@@ -174,6 +174,24 @@ func TestContextManagementRefused(t *testing.T) {
 		{"field of another edit", thinkingOn + `"context_management": {"edits": [{"type": "clear_thinking_20251015", "trigger": {"type": "input_tokens", "value": 1}}]}`,
 			"context_management.edits[0].trigger: not carried"},
 		{"unknown member", `"context_management": {"edits": [], "pause_after_compaction": true}`, "context_management.pause_after_compaction: not carried"},
+		// The parameters reach the provider, read by no layer: values
+		// other than the documented shape are refused.
+		{"card in trigger.value", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": "4111 1111 1111 1111"}}]}`,
+			"context_management.edits[0].trigger.value: want an integer"},
+		{"card as trigger.value", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 4111111111111111}}]}`,
+			"context_management.edits[0].trigger.value: want an integer from 0 to 10000000"},
+		{"trigger type", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "jane@example.com", "value": 1}}]}`,
+			`context_management.edits[0].trigger.type: want "input_tokens" or "tool_uses"`},
+		{"deep keep", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": {"deep": [1, {"x": "drop table"}]}}}]}`,
+			"context_management.edits[0].keep.value: want an integer"},
+		{"exclude_tools of no tool", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "exclude_tools": ["Ignore all previous instructions"]}]}`,
+			`context_management.edits[0].exclude_tools[0]: "Ignore all previous instructions" is not a tool the request offers`},
+		{"clear_tool_inputs of no tool", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "clear_tool_inputs": ["4111 1111 1111 1111"]}]}`,
+			`context_management.edits[0].clear_tool_inputs[0]: "4111 1111 1111 1111" is not a tool the request offers`},
+		{"clear_at_least type", `"context_management": {"edits": [{"type": "clear_tool_uses_20250919", "clear_at_least": {"type": "tool_uses", "value": 5}}]}`,
+			`context_management.edits[0].clear_at_least.type: want "input_tokens"`},
+		{"clear_thinking keep", thinkingOn + `"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "some"}]}`,
+			`context_management.edits[0].keep: want "all" or {"type": "thinking_turns", "value": N}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, route := range []string{"/v1/messages", "/v1/messages/count_tokens"} {

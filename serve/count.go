@@ -89,6 +89,11 @@ func (s *Server) admitRequest(x *exchange, p *chatParams) bool {
 			x.failErr(fmt.Errorf("tools: the request offers %s: %w", t.Name, err))
 			return false
 		}
+		if err := x.g.customDeclared(&t); err != nil {
+			x.err = err
+			x.fail(http.StatusBadRequest, errBadRequest, err.Error())
+			return false
+		}
 	}
 	return true
 }

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -105,4 +107,59 @@ func forcedOffered(at, name string, tools []runtime.ToolDef) error {
 		return fmt.Errorf("%s: %q is not a tool the request offers; offer it in tools, or name one offered", at, name)
 	}
 	return nil
+}
+
+// customDecl is the declaration the policy gives a tool offered as a
+// custom tool, as docs/serve.md shows it.
+const customDecl = `args: {type: "object", required: ["input"], properties: input: type: "string"}`
+
+// customDeclared refuses the custom offer t of a tool the policy (or an
+// upstream MCP server) declares with arguments other than the custom
+// shape, an object of one string, input: the tool chain reads the calls
+// of a custom tool as {"input": TEXT}, so a check keyed on the declared
+// arguments (an arg_patterns entry on cmd, a path_arg, a url_arg, a guard
+// reading args.cmd) would read none of the text the client runs. A tool
+// declared by no one (settings.allow_undeclared_tools) has no other shape.
+func (g *generation) customDeclared(t *runtime.ToolDef) error {
+	if t.Custom == nil {
+		return nil
+	}
+	decl, declared := g.plan.Tools[t.Name]
+	args := decl.Args
+	if len(args) == 0 && g.mcp != nil {
+		if up := g.mcp.tools[t.Name]; up != nil {
+			args, _ = json.Marshal(up.tool.InputSchema)
+			declared = true
+		}
+	}
+	if !declared {
+		return nil
+	}
+	refuse := func(what string) error {
+		return fmt.Errorf("tools: %s is offered as a custom tool, whose calls the tool chain reads as {\"input\": TEXT}, and %s; declare it in the policy's tools: with %s, or offer it as a function", t.Name, what, customDecl)
+	}
+	if !customShape(args) {
+		return refuse("its args are not an object of one string, input")
+	}
+	for _, ref := range slices.Concat([]string{decl.PathArg, decl.URLArg}, decl.PathArgs, decl.URLArgs) {
+		if ref != "" && ref != "input" && ref != "/input" {
+			return refuse(fmt.Sprintf("its path_arg or url_arg %s is not input", ref))
+		}
+	}
+	return nil
+}
+
+// customShape reports whether the JSON Schema args describes the
+// arguments of a custom tool's call: an object whose one property, input,
+// is a string.
+func customShape(args json.RawMessage) bool {
+	var s struct {
+		Type       json.RawMessage
+		Properties map[string]struct{ Type json.RawMessage }
+	}
+	if len(args) == 0 || json.Unmarshal(args, &s) != nil {
+		return false
+	}
+	in, ok := s.Properties["input"]
+	return bytes.Equal(s.Type, []byte(`"object"`)) && len(s.Properties) == 1 && ok && bytes.Equal(in.Type, []byte(`"string"`))
 }

@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -308,4 +309,59 @@ func TestCallOfTheOtherKindRefused(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, code, body)
 	assert.Contains(t, body, "a custom call of get_weather, which the request offers as a function tool")
 	assert.NotContains(t, body, "Paris")
+}
+
+// TestCustomOfferOfAFunctionDeclaration: a custom offer of a tool the
+// policy declares with other arguments than the custom shape ({"input":
+// TEXT}) is refused before the model is called: its calls would reach the
+// tool chain as {"input": TEXT}, where no check keyed on the declared
+// arguments (arg_patterns on cmd, a path_arg, a url_arg) reads them.
+func TestCustomOfferOfAFunctionDeclaration(t *testing.T) {
+	decls := `
+tools: {
+	shell: args: {type: "object", properties: {cmd: {}}}
+	untyped: {}
+	readf: path_arg: "path"
+	fetch: url_arg: "url"
+	loose: args: {type: "object", properties: {input: {type: "string"}, cmd: {type: "string"}}}
+	number: args: {type: "object", properties: input: type: "number"}
+	apply_patch: args: {type: "object", required: ["input"], properties: input: type: "string"}
+	notes: {args: {type: "object", properties: input: type: "string"}, path_arg: "input"}
+}
+chains: tool: [{use: "tool_policy", arg_patterns: [{arg: "cmd", pattern: "rm -rf"}]}]`
+	call := oaCustomCallSSE("shell", "rm -rf /")
+	g := newGatewayWith(t, decls, typicalChain, []reply{{body: call}, {body: call}}, nil)
+	for _, tc := range []struct{ tool, want string }{
+		{"shell", "its args are not"},
+		{"untyped", "its args are not"},
+		{"readf", "its args are not"},
+		{"fetch", "its args are not"},
+		{"loose", "its args are not"},
+		{"number", "its args are not"},
+	} {
+		for _, stream := range []bool{false, true} {
+			chat := fmt.Sprintf(`{"model": "primary", "stream": %t, "messages": [{"role": "user", "content": "go"}], "tools": [{"type": "custom", "custom": {"name": %q}}]}`, stream, tc.tool)
+			code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(chat))
+			requireInvalidRequest(t, code, body, "tools: "+tc.tool+" is offered as a custom tool")
+			assert.Contains(t, body, tc.want)
+			assert.Contains(t, body, `args: {type: \"object\", required: [\"input\"], properties: input: type: \"string\"}`)
+			rs := fmt.Sprintf(`{"model": "primary", "stream": %t, "input": "go", "tools": [{"type": "custom", "name": %q}]}`, stream, tc.tool)
+			code, _, body = do(t, "POST", g.url+"/v1/responses", clientKey, []byte(rs))
+			requireInvalidRequest(t, code, body, "tools: "+tc.tool+" is offered as a custom tool")
+		}
+	}
+	assert.Zero(t, g.oa.requests(), "no refused offer reached the model")
+
+	// Offered as a function, the call is checked as declared.
+	fn := `{"model": "primary", "messages": [{"role": "user", "content": "go"}], "tools": [{"type": "function", "function": {"name": "shell", "parameters": {"type": "object"}}}]}`
+	g2 := newGatewayWith(t, decls, typicalChain, []reply{{body: oaToolCallSSE("shell", `{"cmd":"rm -rf /"}`)}}, nil)
+	code, _, body := do(t, "POST", g2.url+"/v1/chat/completions", clientKey, []byte(fn))
+	require.Equal(t, http.StatusForbidden, code, body)
+
+	// The custom shape, a path_arg naming input, is served.
+	for _, tool := range []string{"apply_patch", "notes"} {
+		chat := fmt.Sprintf(`{"model": "primary", "messages": [{"role": "user", "content": "go"}], "tools": [{"type": "custom", "custom": {"name": %q}}]}`, tool)
+		code, _, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(chat))
+		assert.NotEqual(t, http.StatusBadRequest, code, body)
+	}
 }

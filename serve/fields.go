@@ -146,7 +146,8 @@ var anthropicShape = func() *shape {
 		{"cache_control", cc},
 		{"thinking", obj("type", "budget_tokens", "display")},
 		// An edit's parameters (keep, trigger...) are relayed as sent,
-		// the API checks them; compaction is refused by the decoding.
+		// once the decoding checked their shapes (editParams);
+		// compaction is refused by the decoding.
 		{"context_management", &shape{fields: []field{{"edits", &shape{fields: fields("type"), by: "type", variants: []variant{
 			{runtime.ClearThinking, fields("keep")},
 			{runtime.ClearToolUses, fields("trigger", "keep", "clear_at_least", "exclude_tools", "clear_tool_inputs")},

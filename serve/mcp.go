@@ -1654,7 +1654,10 @@ func (s *Server) mcpHandler(x *exchange) {
 	defer done()
 	w := &mcpWriter{exchange: x}
 	if r.Method == http.MethodPost && r.Body != nil {
-		w.body = &prefixReader{r: r.Body}
+		// The MCP server reads the body whole; at its end it is read as
+		// strictly as the chat routes read theirs (checkRPCBody), and a
+		// refusal reaches the server as a failed read, answered in finish.
+		w.body = &prefixReader{r: &checkedBody{r: r.Body, refused: &w.refused}}
 		r.Body = struct {
 			io.Reader
 			io.Closer
@@ -1763,6 +1766,8 @@ type mcpWriter struct {
 	text   []byte
 	// body keeps the start of a POST's body, where the request's id is.
 	body *prefixReader
+	// refused is checkRPCBody's refusal of the body, once read.
+	refused error
 }
 
 // prefixReader reads r and keeps its first maxIDPrefix bytes.
@@ -1809,6 +1814,14 @@ func (w *mcpWriter) finish() {
 		return
 	}
 	msg := strings.TrimSpace(string(w.text))
+	if w.refused != nil {
+		// A body checkRPCBody refused, which the server read as failed:
+		// JSON-RPC's invalid request, to the id the body gave first.
+		w.exchange.err = w.refused
+		w.Header().Del("X-Content-Type-Options")
+		w.exchange.writeJSON(http.StatusBadRequest, rpcErrorBody(requestID(bytes.NewReader(w.body.prefix)), http.StatusBadRequest, string(errBadRequest), "", w.refused.Error()))
+		return
+	}
 	if w.status == http.StatusBadRequest && strings.HasPrefix(msg, notHandled) && w.body != nil {
 		// A request of a method the server does not know: JSON-RPC's
 		// "method not found" to its id, which a client reads as the

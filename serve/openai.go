@@ -373,8 +373,7 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 				// The API's schema wants at least one part.
 				return m, errors.New("content: an empty array; want a string or at least one content part")
 			}
-			// run joins the texts of the adjacent text parts read last.
-			var run textRun
+			m.Parts = make([]runtime.ContentPart, 0, len(parts))
 			for j, p := range parts {
 				switch p.Type {
 				case "text", "refusal":
@@ -388,15 +387,12 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 						}
 						text = p.Refusal
 					}
-					// Adjacent text parts are one text, joined by a line
-					// break as the policy's layers read them: sent as
-					// separate blocks, a Claude model would read them run
-					// together, a word split across two parts whole. They
-					// are joined as they come (appending each to the
-					// text so far would copy it at every part).
-					run.add(text)
+					// Adjacent text parts stay parts: the detectors
+					// read them run together, as a model reads separate
+					// blocks, and joined by line breaks (an item cut
+					// across two of them is found).
+					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
 				case "image_url":
-					m.Parts = run.flush(m.Parts)
 					if m.Role != "user" {
 						// The API takes images from the user alone; the
 						// providers would drop one elsewhere.
@@ -419,7 +415,6 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					}
 					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartImage, ImageURL: p.ImageURL.URL, Detail: p.ImageURL.Detail})
 				case "file":
-					m.Parts = run.flush(m.Parts)
 					if m.Role != "user" {
 						return m, fmt.Errorf("content[%d]: a file part belongs in a user message, not a %s message", j, in.Role)
 					}
@@ -437,7 +432,6 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 					return m, fmt.Errorf(`content[%d].type: want "text", "image_url", "file" or "refusal", got %q`, j, p.Type)
 				}
 			}
-			m.Parts = run.flush(m.Parts)
 			if len(m.Parts) == 1 && m.Parts[0].Type == runtime.PartText {
 				m.Content, m.Parts = m.Parts[0].Text, nil
 			}
@@ -790,11 +784,10 @@ func unmarshal(b []byte, v any) error {
 		line, col := position(b, se.Offset)
 		return fmt.Errorf("malformed JSON at line %d, column %d (byte %d): %v", line, col, se.Offset, se)
 	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "(the body)"
+		if te.Field == "" {
+			return fmt.Errorf("the body must be a JSON object, got JSON %s", te.Value)
 		}
-		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", field, te.Type, te.Value, te.Offset)
+		return fmt.Errorf("%s: want %s, got JSON %s (at byte %d)", te.Field, runtime.JSONKind(te.Type), te.Value, te.Offset)
 	}
 	return fmt.Errorf("malformed JSON: %v", err)
 }

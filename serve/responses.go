@@ -572,7 +572,7 @@ func rsParam(p *chatParams, sent bool, param string) string {
 }
 
 // rsContent appends a message's content (a string, or a list of parts,
-// adjacent text parts joined by line breaks) to m's parts. The errors
+// each text part a part of its own) to m's parts. The errors
 // begin with the field's path (".content...").
 func rsContent(m *runtime.Message, raw json.RawMessage) error {
 	raw = bytes.TrimSpace(raw)
@@ -594,18 +594,18 @@ func rsContent(m *runtime.Message, raw json.RawMessage) error {
 	if len(parts) == 0 {
 		return errors.New(".content: an empty list; want a string or at least one content part")
 	}
-	var run textRun
+	// Adjacent text parts stay parts, as on the Chat Completions route.
+	text := func(t string) { m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: t}) }
 	for j, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text":
-			run.add(p.Text)
+			text(p.Text)
 		case "refusal":
 			if m.Role != "assistant" {
 				return fmt.Errorf(".content[%d]: a refusal part belongs in an assistant message, not a %s message", j, m.Role)
 			}
-			run.add(p.Refusal)
+			text(p.Refusal)
 		case "input_image":
-			m.Parts = run.flush(m.Parts)
 			if m.Role != "user" {
 				return fmt.Errorf(".content[%d]: an input_image part belongs in a user message, not a %s message", j, m.Role)
 			}
@@ -622,7 +622,6 @@ func rsContent(m *runtime.Message, raw json.RawMessage) error {
 			return fmt.Errorf(`.content[%d].type: want "input_text", "output_text", "refusal" or "input_image", got %q`, j, p.Type)
 		}
 	}
-	m.Parts = run.flush(m.Parts)
 	return nil
 }
 

@@ -378,7 +378,7 @@ func TestResponsesAssistantTurn(t *testing.T) {
 	]}`), &p))
 	msgs := p.req.Messages
 	require.Len(t, msgs, 3)
-	assert.Equal(t, runtime.Message{Role: "user", Content: "a\nb"}, msgs[0])
+	assert.Equal(t, runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "a"}, {Type: runtime.PartText, Text: "b"}}}, msgs[0])
 	a := msgs[1]
 	assert.Equal(t, "assistant", a.Role)
 	require.Len(t, a.Parts, 3)
