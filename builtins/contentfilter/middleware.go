@@ -133,6 +133,8 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				what = "attachment"
 			case scanned.KindNames:
 				what = "names"
+			case scanned.KindSummary:
+				what = scanned.KindSummary
 			case scanned.KindResponseFormat:
 				return m.check("response format", text)
 			}
