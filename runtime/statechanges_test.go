@@ -364,6 +364,9 @@ func TestStateChangesEveryField(t *testing.T) {
 			"vary_args": {value: json.RawMessage(`["note"]`)},
 			"name":      {value: json.RawMessage(`"once"`)},
 			"tools":     {value: json.RawMessage(`["refund"]`), keyed: true},
+			// plain_lookup says whether records written before the
+			// digest key are looked for, not where a call's own are.
+			"plain_lookup": {value: json.RawMessage(`false`)},
 		}},
 		{plan.StageChat, "meter", `{"store":"shared","scope":"key","budget":{"usd":5}}`, map[string]mutation{
 			"budget":   {value: json.RawMessage(`{"usd":50}`)},
