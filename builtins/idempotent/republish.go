@@ -98,7 +98,7 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 		defer m.republishes.wg.Done()
 		third := max(leaseTTL/3, time.Millisecond)
 		backoff := min(publishBackoff, third)
-		wait := backoff
+		wait := backoff // the wait before the next send
 		for {
 			last := m.clock.Sleep(stop, wait) != nil
 			pctx, cancel := ctx, context.CancelFunc(func() {})
@@ -107,6 +107,8 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			}
 			ok, err := l.Publish(pctx, key, token, res, m.TTL.D())
 			cancel()
+			// The wait doubles with each failure.
+			backoff = min(2*backoff, publishBackoffMax, third)
 			var earlier *earlierKeyError
 			switch {
 			case err == nil && ok:
@@ -139,7 +141,6 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			if renewed, rerr := l.Renew(ctx, key, token, leaseTTL); rerr == nil && !renewed && atOnce {
 				wait = 0
 			}
-			backoff = min(2*backoff, publishBackoffMax, third)
 		}
 	}()
 }
