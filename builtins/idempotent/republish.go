@@ -86,6 +86,9 @@ func (m *Idempotent) Cleanup() error {
 // takes it), or at Cleanup after one more attempt.
 func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, res []byte) {
 	ctx = context.WithoutCancel(ctx)
+	// The call is reused once it returns: what the background needs of
+	// it is taken now.
+	c = &runtime.ToolCall{Name: c.Name, Meta: runtime.Meta{IdempotencyKey: c.IdempotencyKey()}}
 	attrs := []any{"tool", c.Name, "idempotency_key", c.IdempotencyKey()}
 	stop, ok := m.republishes.add()
 	if !ok {

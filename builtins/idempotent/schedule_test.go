@@ -2,6 +2,8 @@ package idempotent_test
 
 import (
 	"context"
+	"log/slog"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -55,9 +57,12 @@ func TestAResultIsSentAgainOnTheClocksSchedule(t *testing.T) {
 	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
 	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
 	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	var log rt.LogBuffer
 	b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock,
+		Logger: slog.New(slog.NewTextHandler(&log, nil)),
 		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
-	_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}})
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}}
+	_, err := b.Tool(ctx1, req)
 	require.NoError(t, err)
 	var doubted time.Time
 	select {
@@ -80,11 +85,18 @@ func TestAResultIsSentAgainOnTheClocksSchedule(t *testing.T) {
 	for _, g := range gaps[6:] {
 		require.Equal(t, time.Second, g)
 	}
-	assert.Len(t, renewed, len(sent)-2, "the claim renewed after each failure but the last")
+	assert.Equal(t, len(sent)-2, len(renewed), "the claim renewed after each failure but the last")
 	for i, at := range renewed {
-		assert.Equal(t, sent[i+1], at, "renewed as the publish sent again failed")
+		require.Equal(t, sent[i+1], at, "renewed as the publish sent again failed")
 	}
 	assert.Equal(t, sent[len(sent)-1], doubted, "ended in doubt after the last failure")
 	assert.LessOrEqual(t, doubted.Sub(first), 10*time.Minute, "within publishRetryFor")
 	assert.Greater(t, doubted.Sub(first), 10*time.Minute-time.Second, "after all but the last wait of it")
+	require.NoError(t, b.Close())
+	logged := log.String()
+	assert.Contains(t, logged, `could not be stored within 10m0s; its key is in doubt" layer=idempotent stage=tool tool=refund idempotency_key=tool-`,
+		"the call named once it has returned")
+	keys := regexp.MustCompile(`idempotency_key=(\S+)`).FindAllStringSubmatch(logged, -1)
+	require.Len(t, keys, 2)
+	assert.Equal(t, keys[0][1], keys[1][1], "the call's own key")
 }
