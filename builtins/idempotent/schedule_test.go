@@ -60,7 +60,7 @@ func TestAResultIsSentAgainOnTheClocksSchedule(t *testing.T) {
 	var log rt.LogBuffer
 	b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(&log, nil)),
-		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
+		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}}
 	_, err := b.Tool(ctx1, req)
 	require.NoError(t, err)
