@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -99,4 +102,30 @@ func TestAResultIsSentAgainOnTheClocksSchedule(t *testing.T) {
 	keys := regexp.MustCompile(`idempotency_key=(\S+)`).FindAllStringSubmatch(logged, -1)
 	require.Len(t, keys, 2)
 	assert.Equal(t, keys[0][1], keys[1][1], "the call's own key")
+}
+
+// A burst of calls whose results cannot be stored keeps at most
+// MaxRepublishes of them waiting to be sent again, each with its
+// goroutine; the others are said not to be, and their claims are in doubt
+// once their leases expire.
+func TestResultsWaitingToBeSentAgainAreBounded(t *testing.T) {
+	store := newDownPublish()
+	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
+	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	var log rt.LogBuffer
+	b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store},
+		Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
+	const over = 3
+	for i := range idempotent.MaxRepublishes + over {
+		_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": strconv.Itoa(i)}})
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Close())
+	logged := log.String()
+	assert.Equal(t, idempotent.MaxRepublishes+over, strings.Count(logged, "storing the result failed; sending it again"))
+	assert.Equal(t, over, strings.Count(logged, "results already wait to be sent again"), "those beyond the bound")
+	assert.Equal(t, idempotent.MaxRepublishes, strings.Count(logged, "storing the result failed again as the layer was closing"),
+		"those waiting sent once more at Close")
 }
