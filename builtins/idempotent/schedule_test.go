@@ -57,13 +57,8 @@ func (s *timedPublish) Doubt(ctx context.Context, key string, token int64, keep 
 func TestAResultIsSentAgainOnTheClocksSchedule(t *testing.T) {
 	clock := runtime.NewVirtualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store := &timedPublish{downPublish: newDownPublish(), clock: clock, doubted: make(chan time.Time, 1)}
-	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
-	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
-	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
 	var log rt.LogBuffer
-	b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock,
-		Logger: slog.New(slog.NewTextHandler(&log, nil)),
-		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
+	b := refundsOn(t, store, clock, &log)
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o4"}}
 	_, err := b.Tool(ctx1, req)
 	require.NoError(t, err)
@@ -110,13 +105,8 @@ func TestAResultIsSentAgainOnTheClocksSchedule(t *testing.T) {
 // once their leases expire.
 func TestResultsWaitingToBeSentAgainAreBounded(t *testing.T) {
 	store := newDownPublish()
-	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
-	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
-	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
 	var log rt.LogBuffer
-	b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store},
-		Logger: slog.New(slog.NewTextHandler(&log, nil)),
-		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
+	b := refundsOn(t, store, runtime.RealClock{}, &log)
 	const over = 3
 	for i := range idempotent.MaxRepublishes + over {
 		_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": strconv.Itoa(i)}})
@@ -128,4 +118,15 @@ func TestResultsWaitingToBeSentAgainAreBounded(t *testing.T) {
 	assert.Equal(t, over, strings.Count(logged, "results already wait to be sent again"), "those beyond the bound")
 	assert.Equal(t, idempotent.MaxRepublishes, strings.Count(logged, "storing the result failed again as the layer was closing"),
 		"those waiting sent once more at Close")
+}
+
+// refundsOn builds an idempotent layer (lease_ttl 3s) on store over a
+// side-effecting refund that succeeds, on clock, logging to log.
+func refundsOn(t *testing.T, store runtime.StoreBackend, clock runtime.Clock, log *rt.LogBuffer) *runtime.Pipeline {
+	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "3s"}`))
+	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	return rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock,
+		Logger: slog.New(slog.NewTextHandler(log, nil)),
+		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
 }
