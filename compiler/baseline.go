@@ -53,8 +53,11 @@ keys naming the chain); a layer added or removed is not reported,
 except an idempotent layer removed (or no longer covering a tool) while
 its tool is still side-effecting: its records are left behind and a
 retried call runs again. Changes that keep the keys (ttl, budget, rate, a
-store renamed with the same declaration) are not reported. agentc serve
-compares a reload the same way (docs/serve.md).`},
+store renamed with the same declaration) are not reported. A layer whose
+state keys cannot be read (its middleware not registered in the program
+that compares, or its config in a baseline plan.json not decoding) is
+reported as not compared, at the layer. agentc serve compares a reload
+the same way (docs/serve.md).`},
 	{RuleStateCoverage, dsl.Warning, "a change from the deployed policy (vet -baseline) may narrow the calls an idempotent layer deduplicates", `
 Reported only by agentc vet -baseline OLD: an idempotent layer given a
 when, or another when, than the deployed one. A call the deployed when
@@ -95,11 +98,25 @@ func LoadBaseline(ctx context.Context, path string, opts Options) (*plan.Plan, e
 // the policy, changed from old (the deployed plan), leaves behind
 // (runtime.StateChanges), each at the field that changed, and, as
 // state/coverage warnings, each idempotent layer whose when may cover fewer
-// calls (runtime.CoverageChanges), at its when. A policy that did not
-// compile to a plan is not compared.
+// calls (runtime.CoverageChanges), at its when. A layer whose state keys
+// cannot be read (runtime.StateUncompared: its middleware is not
+// registered in the program, which must import the builtins,
+// github.com/agentc-dev/agentc/builtins/all, or the baseline's config of
+// it does not decode) is a state/reset warning too, at the layer (the
+// start of its chain for one of the baseline only), saying it could not
+// be compared. A policy that did not compile to a plan is not compared.
 func (c *Compilation) CompareBaseline(old *plan.Plan) {
 	if c.Plan == nil || c.Policy == nil || old == nil {
 		return
+	}
+	for _, u := range runtime.StateUncompared(old, c.Plan) {
+		pos := dsl.Pos{}
+		if e := c.entry(u.Stage, u.Layer); e != nil && !u.Baseline {
+			pos = e.Pos
+		} else if chain := c.Policy.Chains[string(u.Stage)]; len(chain) > 0 {
+			pos = chain[0].Pos
+		}
+		c.report(dsl.Warnf(pos, RuleStateReset, "%s", u.Message()))
 	}
 	for _, ch := range runtime.StateChanges(old, c.Plan) {
 		c.report(dsl.Warnf(c.changePos(ch), RuleStateReset, "%s", ch.Message()))

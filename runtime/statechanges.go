@@ -272,7 +272,7 @@ func (c StateChange) Message() string {
 // settings.digest_key_env naming another variable, or set or removed, moves
 // the state whose keys or records are digested with it (StateKey.Digests),
 // at "settings.digest_key_env". Layers whose middleware is not registered,
-// or whose config does not decode, are skipped.
+// or whose config does not decode, are skipped: StateUncompared lists them.
 func StateChanges(old, next *plan.Plan) []StateChange {
 	renamed, moves := serverRenames(old, next), tenantMoves(old, next)
 	pairs, removed, kept := pairSites(old, next)
@@ -747,16 +747,86 @@ func LayerStateKeys(s StateSite) []StateKey {
 }
 
 func layerStateKeys(s StateSite) ([]StateKey, bool) {
-	m, found := LookupModule(s.Layer.Use)
-	if !found {
-		return nil, false
-	}
-	inst := m.New()
-	sk, isKeyer := inst.(StateKeyer)
-	if !isKeyer || decodeConfig(inst, s.Layer.Config) != nil {
+	sk, _ := layerKeyer(s.Layer)
+	if sk == nil {
 		return nil, false
 	}
 	return sk.StateKeys(s), true
+}
+
+// layerKeyer returns the layer's middleware, decoded, when it keeps state
+// (nil for one that keeps none), or nil and why its keys cannot be read:
+// its middleware is not registered, or its config does not decode.
+func layerKeyer(l plan.Layer) (sk StateKeyer, why string) {
+	m, found := LookupModule(l.Use)
+	if !found || m.New == nil {
+		return nil, fmt.Sprintf("middleware %q is not registered in this program", l.Use)
+	}
+	inst := m.New()
+	sk, isKeyer := inst.(StateKeyer)
+	if !isKeyer {
+		return nil, ""
+	}
+	if err := decodeConfig(inst, l.Config); err != nil {
+		return nil, "its config does not decode: " + err.Error()
+	}
+	return sk, ""
+}
+
+// Uncompared is a layer whose state keys StateChanges could not read, and
+// so did not compare: a change of them is not reported. Its middleware is
+// not registered in the program that compares (one that compiles policies
+// without importing the builtins, github.com/agentc-dev/agentc/builtins/all),
+// or its config does not decode (a baseline plan another build wrote).
+type Uncompared struct {
+	Stage plan.Stage
+	// Layer is the layer's name, Use its kind and Pos its position, in
+	// the new version, or in the baseline when Baseline is set.
+	Layer, Use, Pos string
+	// Baseline is set for a layer of the baseline that the new version
+	// has no unreadable layer of its name and kind in its chain for.
+	Baseline bool
+	// Why says why its keys could not be read.
+	Why string
+}
+
+// Message describes u in one sentence.
+func (u Uncompared) Message() string {
+	ref := u.Layer
+	if u.Layer != u.Use {
+		ref += " (" + u.Use + ")"
+	}
+	if u.Baseline {
+		ref += " in the baseline"
+	}
+	msg := fmt.Sprintf("the state of %s could not be compared: %s; a change of its keys is not reported", ref, u.Why)
+	if u.Baseline && u.Pos != "" {
+		msg += " (the baseline's layer at " + u.Pos + ")"
+	}
+	return msg
+}
+
+// StateUncompared returns the layers of old and next whose state keys
+// StateChanges cannot read (Uncompared), in chain order, those of next
+// first: a layer of both versions (its chain, name and kind) once, at
+// next's. A layer whose middleware keeps no state is read.
+func StateUncompared(old, next *plan.Plan) []Uncompared {
+	var out []Uncompared
+	seen := map[[3]string]bool{}
+	for i, p := range []*plan.Plan{next, old} {
+		for _, stage := range stages {
+			for _, l := range p.Chains.Of(stage) {
+				id := [3]string{string(stage), layerName(l), l.Use}
+				_, why := layerKeyer(l)
+				if why == "" || seen[id] {
+					continue
+				}
+				seen[id] = true
+				out = append(out, Uncompared{Stage: stage, Layer: layerName(l), Use: l.Use, Pos: l.Pos, Baseline: i == 1, Why: why})
+			}
+		}
+	}
+	return out
 }
 
 // layerStateChanges compares one layer's keys in two versions: the keys

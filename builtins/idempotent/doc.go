@@ -144,7 +144,9 @@
 //     lease_ttl. On success the result is published for `ttl` (only while
 //     the token still holds the lease; a publish the store failed is sent
 //     again in the background, renewing the claim, until it is stored or
-//     the claim is gone or held by another); on failure the lease is released,
+//     the claim is gone or held by another; at most 256 results of a layer
+//     wait so at once, and one beyond that is logged and left to expire
+//     into doubt); on failure the lease is released,
 //     so a failure is never stored and the next duplicate runs the tool
 //     again (a call that ran is another matter: step 5). A call that panics instead of returning, or fails because its
 //     context was cancelled while it ran (unless its error proves it was

@@ -15,3 +15,6 @@ func SuppliedKeyOf(tool, tenant, key string) string {
 func PlainHashKey(parts ...string) string {
 	return hashKey(runtime.Digester{}, parts...)
 }
+
+// MaxRepublishes bounds the results of a layer waiting to be sent again.
+const MaxRepublishes = maxRepublishes

@@ -3,6 +3,7 @@ package idempotent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -24,6 +25,12 @@ const (
 // claim meanwhile, and find it in doubt after.
 const publishRetryFor = 10 * time.Minute
 
+// maxRepublishes bounds the results of a layer waiting to be sent again,
+// each with its goroutine: a store that fails under a burst of calls
+// starts no more. A result beyond it is not sent again: its claim is in
+// doubt once its lease expires, as when the layer is closing.
+const maxRepublishes = 256
+
 // cleanupPublishTimeout bounds the last attempt Cleanup makes to publish
 // the results still waiting.
 const cleanupPublishTimeout = 2 * time.Second
@@ -33,24 +40,38 @@ const cleanupPublishTimeout = 2 * time.Second
 type republishes struct {
 	mu     sync.Mutex
 	closed bool
+	n      int             // results waiting
 	stop   context.Context // ends at Cleanup
 	end    context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // add counts one more result waiting and returns the context that ends at
-// Cleanup; false once the layer is cleaned up.
-func (r *republishes) add() (context.Context, bool) {
+// Cleanup; why it does not once the layer is cleaned up or maxRepublishes
+// results wait. done counts it no more.
+func (r *republishes) add() (stop context.Context, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return nil, false
+	switch {
+	case r.closed:
+		return nil, "as the layer was closing"
+	case r.n >= maxRepublishes:
+		return nil, fmt.Sprintf("and %d results already wait to be sent again", r.n)
 	}
 	if r.stop == nil {
 		r.stop, r.end = context.WithCancel(context.Background())
 	}
+	r.n++
 	r.wg.Add(1)
-	return r.stop, true
+	return r.stop, ""
+}
+
+// done counts a result waiting no more.
+func (r *republishes) done() {
+	r.mu.Lock()
+	r.n--
+	r.mu.Unlock()
+	r.wg.Done()
 }
 
 // close ends the waits of the results still waiting, which are then sent
@@ -83,22 +104,26 @@ func (m *Idempotent) Cleanup() error {
 // lease expires. It stops once the result is published, or once the claim
 // is gone or held by another (fenced out: nothing is written over it), or
 // after publishRetryFor (the claim is then ended in doubt, if the store
-// takes it), or at Cleanup after one more attempt.
+// takes it), or at Cleanup after one more attempt. At most maxRepublishes
+// results of the layer wait so at once.
 func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, res []byte) {
 	ctx = context.WithoutCancel(ctx)
+	// The call is reused once it returns: what the background needs of
+	// it is taken now.
+	c = &runtime.ToolCall{Name: c.Name, Meta: runtime.Meta{IdempotencyKey: c.IdempotencyKey()}}
 	attrs := []any{"tool", c.Name, "idempotency_key", c.IdempotencyKey()}
-	stop, ok := m.republishes.add()
-	if !ok {
-		m.logger.WarnContext(ctx, "idempotent: storing the result failed as the layer was closing; a duplicate finds the call in doubt once the lease expires", attrs...)
+	stop, why := m.republishes.add()
+	if stop == nil {
+		m.logger.WarnContext(ctx, "idempotent: storing the result failed "+why+"; a duplicate finds the call in doubt once the lease expires", attrs...)
 		return
 	}
 	leaseTTL := m.LeaseTTL.D()
 	until := m.clock.Now().Add(min(publishRetryFor, m.TTL.D()))
 	go func() {
-		defer m.republishes.wg.Done()
+		defer m.republishes.done()
 		third := max(leaseTTL/3, time.Millisecond)
 		backoff := min(publishBackoff, third)
-		wait := backoff
+		wait := backoff // the wait before the next send
 		for {
 			last := m.clock.Sleep(stop, wait) != nil
 			pctx, cancel := ctx, context.CancelFunc(func() {})
@@ -107,6 +132,8 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			}
 			ok, err := l.Publish(pctx, key, token, res, m.TTL.D())
 			cancel()
+			// The wait doubles with each failure.
+			backoff = min(2*backoff, publishBackoffMax, third)
 			var earlier *earlierKeyError
 			switch {
 			case err == nil && ok:
@@ -139,7 +166,6 @@ func (m *Idempotent) republish(ctx context.Context, l runtime.Leaser, c *runtime
 			if renewed, rerr := l.Renew(ctx, key, token, leaseTTL); rerr == nil && !renewed && atOnce {
 				wait = 0
 			}
-			backoff = min(2*backoff, publishBackoffMax, third)
 		}
 	}()
 }

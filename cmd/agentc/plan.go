@@ -110,6 +110,9 @@ func diffTrees(ptr string, a, b any, file string, out *[]string) {
 		if !ok {
 			break
 		}
+		if isChain(ptr) && diffLayers(ptr, x, y, file, out) {
+			return
+		}
 		for i := range max(len(x), len(y)) {
 			p := ptr + "/" + strconv.Itoa(i)
 			switch {
@@ -137,6 +140,93 @@ func diffTrees(ptr string, a, b any, file string, out *[]string) {
 		}
 	}
 	*out = append(*out, fmt.Sprintf("%s: %s in %s, %s in the build", loc, shortJSON(a), file, shortJSON(b)))
+}
+
+// isChain reports whether ptr is the pointer of a chain's layers
+// (/chains/STAGE).
+func isChain(ptr string) bool {
+	rest, ok := strings.CutPrefix(ptr, "/chains/")
+	return ok && rest != "" && !strings.Contains(rest, "/")
+}
+
+// layerID is the identity of a layer of a chain, its kind and name (its
+// kind when unnamed), and how messages name it; ok is false for an element
+// that is not a layer.
+func layerID(v any) (id, label string, ok bool) {
+	l, isObj := v.(map[string]any)
+	if !isObj {
+		return "", "", false
+	}
+	use, isStr := l["use"].(string)
+	if !isStr || use == "" {
+		return "", "", false
+	}
+	name, _ := l["name"].(string)
+	if name == "" || name == use {
+		return use + "\x00" + use, use, true
+	}
+	return use + "\x00" + name, name + " (" + use + ")", true
+}
+
+// diffLayers appends the differences between the layers x of a chain in
+// file and y in the build, pairing them by identity (layerID) rather than
+// place: a layer of one only is named at its place there, a layer of both
+// is compared at its place in the build, and the order of the layers of
+// both, when it differs, is named once at the chain. It returns false,
+// appending nothing, when an element is not a layer or two have one
+// identity (the loader refuses such a plan; compared by place).
+func diffLayers(ptr string, x, y []any, file string, out *[]string) bool {
+	index := func(ls []any) (map[string]int, []string, bool) {
+		at, labels := map[string]int{}, make([]string, len(ls))
+		for i, v := range ls {
+			id, label, ok := layerID(v)
+			if _, dup := at[id]; !ok || dup {
+				return nil, nil, false
+			}
+			at[id], labels[i] = i, label
+		}
+		return at, labels, true
+	}
+	inX, labelsX, okX := index(x)
+	inY, labelsY, okY := index(y)
+	if !okX || !okY {
+		return false
+	}
+	var orderX, orderY []string
+	for i, v := range x {
+		if id, _, _ := layerID(v); hasID(inY, id) {
+			orderX = append(orderX, labelsX[i])
+		}
+	}
+	for j, v := range y {
+		if id, _, _ := layerID(v); hasID(inX, id) {
+			orderY = append(orderY, labelsY[j])
+		}
+	}
+	if !slices.Equal(orderX, orderY) {
+		*out = append(*out, fmt.Sprintf("%s: layers in the order %s in %s, %s in the build",
+			ptr, strings.Join(labelsX, ", "), file, strings.Join(labelsY, ", ")))
+	}
+	for j, v := range y {
+		id, _, _ := layerID(v)
+		p := ptr + "/" + strconv.Itoa(j)
+		if i, ok := inX[id]; ok {
+			diffTrees(p, x[i], v, file, out)
+		} else {
+			*out = append(*out, fmt.Sprintf("%s: layer %s only in the build", p, labelsY[j]))
+		}
+	}
+	for i, v := range x {
+		if id, _, _ := layerID(v); !hasID(inY, id) {
+			*out = append(*out, fmt.Sprintf("%s/%d: layer %s only in %s", ptr, i, labelsX[i], file))
+		}
+	}
+	return true
+}
+
+func hasID(at map[string]int, id string) bool {
+	_, ok := at[id]
+	return ok
 }
 
 // shortJSON renders v as JSON, cut to 60 bytes.
