@@ -247,6 +247,7 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets,
 	opts *mcp.ClientOptions, seen func(jsonrpc.Message), log *slog.Logger) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
+	client.AddSendingMiddleware(traceMeta)
 	var t mcp.Transport
 	switch {
 	case len(s.Command) > 0 && len(s.Headers) > 0:
@@ -1882,6 +1883,18 @@ func (t traceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.WithContext(r.Context())
 	r.Header = wire.CarryTrace(r.Context(), r.Header)
 	return t.base.RoundTrip(r)
+}
+
+// traceMeta has each request to an MCP server carry the trace of the call
+// it is sent for in its _meta (wire.CarryTraceMeta), the MCP convention,
+// over stdio as over HTTP (where traceTransport sends the headers too).
+func traceMeta(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p := req.GetParams(); p != nil {
+			p.SetMeta(wire.CarryTraceMeta(ctx, p.GetMeta()))
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // headerTransport adds an MCP server's headers to every request the

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -282,4 +284,53 @@ func TestNoTraceContextNeitherJoinsNorCarries(t *testing.T) {
 	require.Len(t, mrec.Ended(), 1)
 	assert.False(t, mrec.Ended()[0].Parent().IsValid(), "a root span")
 	assert.Empty(t, seen())
+}
+
+// metaTool answers the _meta of its request, as JSON.
+func metaTool(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	b, err := json.Marshal(req.Params.GetMeta())
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+}
+
+// An upstream MCP server gets the trace of the call it serves in its
+// request's _meta (traceparent, tracestate), the MCP convention, whether
+// it is a url or a command: a command server had none. With
+// NoTraceContext it gets none.
+func TestMCPUpstreamGetsTraceContextInMeta(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "meta", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta"}, metaTool)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	for name, server := range map[string]string{
+		"url":     fmt.Sprintf(`{url: %q}`, ts.URL),
+		"command": fmt.Sprintf(`{command: [%q, "-test.run=^TestMCPStdioHelper$"], env: AGENTC_TEST_MCP_STDIO: "1"}`, os.Args[0]),
+	} {
+		for _, off := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/NoTraceContext=%v", name, off), func(t *testing.T) {
+				rec := tracetest.NewSpanRecorder()
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+				t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				dir := writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: up: %s\nchains: tool: [{use: \"tracing\"}]\n", server))
+				s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}, NoTraceContext: off})
+				cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent, "tracestate": callerState})
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "meta"})
+				require.NoError(t, err)
+				require.False(t, res.IsError, text(t, res))
+				var meta map[string]any
+				require.NoError(t, json.Unmarshal([]byte(text(t, res)), &meta))
+				ended := rec.Ended()
+				require.Len(t, ended, 1)
+				if off {
+					assert.NotContains(t, meta, "traceparent")
+					assert.NotContains(t, meta, "tracestate")
+					return
+				}
+				assert.Equal(t, "00-"+callerTrace+"-"+ended[0].SpanContext().SpanID().String()+"-01", meta["traceparent"])
+				assert.Equal(t, callerState, meta["tracestate"])
+			})
+		}
+	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -57,4 +58,26 @@ func CarryTrace(ctx context.Context, h http.Header) http.Header {
 	h.Del("tracestate")
 	traceContext.Inject(ctx, propagation.HeaderCarrier(h))
 	return h
+}
+
+// CarryTraceMeta returns meta, an MCP request's _meta, with the
+// traceparent and tracestate of the span in ctx, in place of any there,
+// as the MCP convention carries trace context whatever the transport: a
+// copy of meta, which is left as it is, or meta itself when ctx holds no
+// valid span context or WithoutTrace marked it.
+func CarryTraceMeta(ctx context.Context, meta map[string]any) map[string]any {
+	if !trace.SpanContextFromContext(ctx).IsValid() || ctx.Value(noTrace{}) != nil {
+		return meta
+	}
+	c := propagation.MapCarrier{}
+	traceContext.Inject(ctx, c)
+	meta = maps.Clone(meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	delete(meta, "tracestate")
+	for k, v := range c {
+		meta[k] = v
+	}
+	return meta
 }
