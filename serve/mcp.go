@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentc-dev/agentc/builtins/tracing"
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -1271,6 +1272,8 @@ type mcpPost struct {
 	// run is the run of the tool call the POST carried, set by callTool
 	// for the request's access-log line.
 	run atomic.Pointer[string]
+	// spans notes the call's outermost tracing span, for that line too.
+	spans *tracing.SpanNote
 }
 
 // noteRun records run as the run of the tool call the POST of h carried.
@@ -1465,6 +1468,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	} else {
 		ctx = wire.JoinTrace(ctx, h)
 	}
+	if v, ok := p.requests.Load(h.Get(requestHeader)); ok {
+		ctx = tracing.WithSpanNote(ctx, v.(*mcpPost).spans)
+	}
 	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
 	c := caller{}
@@ -1623,7 +1629,7 @@ func (s *Server) mcpHandler(x *exchange) {
 	r.Header.Del(requestHeader)
 	if r.Method == http.MethodPost {
 		token := fmt.Sprint(s.mcp.nextReq.Add(1))
-		req := &mcpPost{ctx: r.Context()}
+		req := &mcpPost{ctx: r.Context(), spans: x.spans}
 		s.mcp.requests.Store(token, req)
 		defer s.mcp.requests.Delete(token)
 		// The access log names the run of the tool call the POST carried,
