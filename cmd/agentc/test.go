@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"go.opentelemetry.io/otel"
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
@@ -59,6 +62,16 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(env, "%v", err)
 		}
 	}
+	// The tracing layers' spans of the cases' runs are exported as agentc
+	// run exports them (a case that checks its spans apart:
+	// policytest.Case.RunExported); its lines go to stderr.
+	handler := slog.NewTextHandler(env.stderr, nil)
+	otel.SetLogger(otelLogger(handler))
+	tp, flush, err := startTracing(ctx, os.Getenv, slog.New(handler))
+	if err != nil {
+		return fail(env, "test: %v", err)
+	}
+	defer flush()
 	passed, failed := 0, 0
 	for _, paths := range policies {
 		dir := paths[0]
@@ -114,7 +127,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 					}
 					problem = "the policy does not vet"
 				} else {
-					diff, out, err := tc.Run(ctx, c.Plan, dir)
+					diff, out, err := tc.RunExported(ctx, c.Plan, dir, tp)
 					runOut = out
 					switch {
 					case err != nil:
