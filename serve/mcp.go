@@ -1460,13 +1460,13 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	// The SDK runs the call on the session's context, which holds the
 	// trace of the POST that opened the session: the call's spans join
-	// the trace of the POST that carried it here, or start one of their
-	// own.
+	// the trace of the POST that carried it here, or else the one its
+	// _meta names, or start one of their own.
 	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	if s.opts.NoTraceContext {
 		ctx = wire.WithoutTrace(ctx)
 	} else {
-		ctx = wire.JoinTrace(ctx, h)
+		ctx = wire.JoinTraceMeta(wire.JoinTrace(ctx, h), req.Params.Meta)
 	}
 	if v, ok := p.requests.Load(h.Get(requestHeader)); ok {
 		ctx = tracing.WithSpanNote(ctx, v.(*mcpPost).spans)

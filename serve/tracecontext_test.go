@@ -444,3 +444,44 @@ func TestAccessLogNamesTheTrace(t *testing.T) {
 		assert.Equal(t, [2]any{callerTrace, ended[0].SpanContext().SpanID().String()}, ids(calls[0]))
 	})
 }
+
+// A tool call whose trace context comes in its _meta (traceparent,
+// tracestate), as MCP clients send it, joins the caller's trace as one
+// its POST's headers name does; the headers win when both are sent, and
+// with NoTraceContext neither is read.
+func TestMCPCallJoinsTraceInMeta(t *testing.T) {
+	const headerTrace = "0af7651916cd43dd8448eb211c80319c"
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		off    bool
+		want   string
+	}{
+		{name: "meta", want: callerTrace},
+		{name: "header first", header: map[string]string{"traceparent": "00-" + headerTrace + "-b7ad6b7169203331-01"}, want: headerTrace},
+		{name: "off", off: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, rec, _ := tracedMCPProxy(t, func(o *Options) { o.NoTraceContext = tc.off })
+			cs := connectProxy(t, s.url, "", tc.header)
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+			params.Meta = mcp.Meta{"traceparent": callerParent, "tracestate": callerState}
+			res, err := cs.CallTool(context.Background(), params)
+			require.NoError(t, err)
+			require.False(t, res.IsError, text(t, res))
+			ended := rec.Ended()
+			require.Len(t, ended, 1)
+			sc := ended[0].SpanContext()
+			if tc.want == "" {
+				assert.False(t, ended[0].Parent().IsValid(), "a root span")
+				return
+			}
+			assert.Equal(t, tc.want, sc.TraceID().String())
+			assert.True(t, ended[0].Parent().IsRemote())
+			if tc.want == callerTrace {
+				assert.Equal(t, callerSpan, ended[0].Parent().SpanID().String())
+				assert.Equal(t, callerState, sc.TraceState().String())
+			}
+		})
+	}
+}

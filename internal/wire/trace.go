@@ -34,6 +34,21 @@ func JoinTrace(ctx context.Context, h http.Header) context.Context {
 	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
+// JoinTraceMeta is JoinTrace for the trace context an MCP request
+// carries in its _meta, the MCP convention: its traceparent and
+// tracestate, strings (a value of another type is ignored).
+func JoinTraceMeta(ctx context.Context, meta map[string]any) context.Context {
+	parent, ok := meta["traceparent"].(string)
+	if !ok {
+		return ctx
+	}
+	h := http.Header{"Traceparent": {parent}}
+	if state, ok := meta["tracestate"].(string); ok {
+		h["Tracestate"] = []string{state}
+	}
+	return JoinTrace(ctx, h)
+}
+
 // noTrace marks a context whose requests carry no trace context.
 type noTrace struct{}
 

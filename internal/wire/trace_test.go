@@ -37,3 +37,15 @@ func TestCarryTraceMeta(t *testing.T) {
 	assert.Equal(t, meta, CarryTraceMeta(WithoutTrace(ctx), meta))
 	assert.Nil(t, CarryTraceMeta(context.Background(), nil))
 }
+
+// The trace context of an MCP request's _meta is joined as the headers'
+// is; a value that is not a string is ignored.
+func TestJoinTraceMeta(t *testing.T) {
+	sc := trace.SpanContextFromContext(JoinTraceMeta(context.Background(),
+		map[string]any{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "vendor=opaque"}))
+	require.True(t, sc.IsValid())
+	assert.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", sc.TraceID().String())
+	assert.Equal(t, "vendor=opaque", sc.TraceState().String())
+	assert.False(t, trace.SpanContextFromContext(JoinTraceMeta(context.Background(), map[string]any{"traceparent": 7})).IsValid())
+	assert.False(t, trace.SpanContextFromContext(JoinTraceMeta(context.Background(), nil)).IsValid())
+}
