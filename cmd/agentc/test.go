@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-
-	"go.opentelemetry.io/otel"
 
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/dsl"
@@ -65,9 +62,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 	// The tracing layers' spans of the cases' runs are exported as agentc
 	// run exports them (a case that checks its spans apart:
 	// policytest.Case.RunExported); its lines go to stderr.
-	handler := slog.NewTextHandler(env.stderr, nil)
-	otel.SetLogger(otelLogger(handler))
-	tp, flush, err := startTracing(ctx, os.Getenv, slog.New(handler))
+	tp, flush, err := stderrTracing(ctx, env)
 	if err != nil {
 		return fail(env, "test: %v", err)
 	}
