@@ -43,6 +43,8 @@ import (
 	"sort"
 	"strings"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/agentc-dev/agentc/compiler"
 	"github.com/agentc-dev/agentc/conformance"
 	"github.com/agentc-dev/agentc/dsl"
@@ -467,6 +469,15 @@ func setDiff(wantList, gotList []string, missingText, extraText string) string {
 // (conformance.Differences); err is set when the scenario is invalid or
 // the pipeline cannot be built.
 func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, output []byte, err error) {
+	return c.RunExported(ctx, p, dir, nil)
+}
+
+// RunExported is Run with the tracing layers' spans going to tp (an
+// exporter's provider; nil for none), as `agentc run` sends them. A case
+// whose want lists the spans (trace) records every one with a provider of
+// its own instead, whatever tp's sampler would keep, so that its outcome
+// does not depend on the environment: its spans are not sent to tp.
+func (c *Case) RunExported(ctx context.Context, p *plan.Plan, dir string, tp *sdktrace.TracerProvider) (diff string, output []byte, err error) {
 	// The scenario was cut out of its file (and evaluated, from CUE): its
 	// errors name their place by path.
 	sc, err := scenario.ParseEvaluated(c.Scenario)
@@ -480,7 +491,11 @@ func (c *Case) Run(ctx context.Context, p *plan.Plan, dir string) (diff string, 
 	}
 	w, _ := c.Want.(map[string]any)
 	_, trace := w["trace"]
-	res, err := scenario.Run(ctx, p, sc, scenario.Options{Dir: dir, Trace: trace})
+	opts := scenario.Options{Dir: dir, Trace: trace}
+	if !trace {
+		opts.TracerProvider = tp
+	}
+	res, err := scenario.Run(ctx, p, sc, opts)
 	if err != nil {
 		return "", nil, caseProblems(err)
 	}

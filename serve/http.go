@@ -17,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentc-dev/agentc/builtins/tracing"
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -86,6 +89,9 @@ type exchange struct {
 	rpcID json.RawMessage
 	// err is the failure the response reported, for the access log.
 	err error
+	// spans notes the outermost tracing layer's span of the request's
+	// call, for the access log (traced).
+	spans *tracing.SpanNote
 	// param, when set, maps the param of an upstream's error to the
 	// route's own field (chatAPI.param).
 	param func(upstream string) string
@@ -144,7 +150,9 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
-		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route, rpc: a == apiMCP && r.Method == http.MethodPost}
+		spans := &tracing.SpanNote{}
+		r = r.WithContext(tracing.WithSpanNote(r.Context(), spans))
+		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route, rpc: a == apiMCP && r.Method == http.MethodPost, spans: spans}
 		if a == apiClient {
 			x.api = clientAPI(r)
 		}
@@ -255,6 +263,9 @@ func (s *Server) record(x *exchange, start time.Time) {
 		slog.String("tenant", x.caller.tenant), slog.String("run", x.run), slog.String("model", x.model),
 		slog.String("remote", x.r.RemoteAddr),
 	}
+	if sc := x.traced(); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
 	if x.err != nil {
 		attrs = append(attrs, slog.String("error", x.err.Error()))
 		if layer := runtime.LayerOf(x.err); layer != "" {
@@ -262,6 +273,17 @@ func (s *Server) record(x *exchange, start time.Time) {
 		}
 	}
 	s.log.LogAttrs(x.r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// traced returns the span the access log line of a traced request names:
+// the outermost tracing layer's span of its call when it is sampled, or
+// else the one the request joined (its caller's traceparent, a host's
+// span); invalid for a request not traced.
+func (x *exchange) traced() trace.SpanContext {
+	if sc := x.spans.SpanContext(); sc.IsSampled() {
+		return sc
+	}
+	return trace.SpanContextFromContext(x.r.Context())
 }
 
 // deadlineBody lifts the connection's read deadline once the body has been

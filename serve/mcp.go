@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentc-dev/agentc/builtins/tracing"
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -247,6 +248,7 @@ func ListUpstream(ctx context.Context, name string, s plan.MCPServer, dir string
 func connect(ctx context.Context, name string, s plan.MCPServer, dir string, lookupEnv func(string) (string, bool), sec *secrets,
 	opts *mcp.ClientOptions, seen func(jsonrpc.Message), log *slog.Logger) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentc-serve", Version: Version}, opts)
+	client.AddSendingMiddleware(traceMeta)
 	var t mcp.Transport
 	switch {
 	case len(s.Command) > 0 && len(s.Headers) > 0:
@@ -1270,6 +1272,8 @@ type mcpPost struct {
 	// run is the run of the tool call the POST carried, set by callTool
 	// for the request's access-log line.
 	run atomic.Pointer[string]
+	// spans notes the call's outermost tracing span, for that line too.
+	spans *tracing.SpanNote
 }
 
 // noteRun records run as the run of the tool call the POST of h carried.
@@ -1456,13 +1460,16 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	}
 	// The SDK runs the call on the session's context, which holds the
 	// trace of the POST that opened the session: the call's spans join
-	// the trace of the POST that carried it here, or start one of their
-	// own.
+	// the trace of the POST that carried it here, or else the one its
+	// _meta names, or start one of their own.
 	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	if s.opts.NoTraceContext {
 		ctx = wire.WithoutTrace(ctx)
 	} else {
-		ctx = wire.JoinTrace(ctx, h)
+		ctx = wire.JoinTraceMeta(wire.JoinTrace(ctx, h), req.Params.Meta)
+	}
+	if v, ok := p.requests.Load(h.Get(requestHeader)); ok {
+		ctx = tracing.WithSpanNote(ctx, v.(*mcpPost).spans)
 	}
 	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
@@ -1622,7 +1629,7 @@ func (s *Server) mcpHandler(x *exchange) {
 	r.Header.Del(requestHeader)
 	if r.Method == http.MethodPost {
 		token := fmt.Sprint(s.mcp.nextReq.Add(1))
-		req := &mcpPost{ctx: r.Context()}
+		req := &mcpPost{ctx: r.Context(), spans: x.spans}
 		s.mcp.requests.Store(token, req)
 		defer s.mcp.requests.Delete(token)
 		// The access log names the run of the tool call the POST carried,
@@ -1882,6 +1889,18 @@ func (t traceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.WithContext(r.Context())
 	r.Header = wire.CarryTrace(r.Context(), r.Header)
 	return t.base.RoundTrip(r)
+}
+
+// traceMeta has each request to an MCP server carry the trace of the call
+// it is sent for in its _meta (wire.CarryTraceMeta), the MCP convention,
+// over stdio as over HTTP (where traceTransport sends the headers too).
+func traceMeta(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p := req.GetParams(); p != nil {
+			p.SetMeta(wire.CarryTraceMeta(ctx, p.GetMeta()))
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // headerTransport adds an MCP server's headers to every request the

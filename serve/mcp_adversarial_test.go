@@ -307,8 +307,9 @@ func TestMCPUpstreamListIsFollowed(t *testing.T) {
 
 // TestMCPStdioHelper is the stdio upstream of TestMCPStdioUpstreamExits
 // when run as a command (AGENTC_TEST_MCP_STDIO set): tools ping, env, which
-// answers its environment a variable a line, crash, which ends the process,
-// and hang, which answers when cancelled. With
+// answers its environment a variable a line, meta, which answers its
+// request's _meta (metaTool), crash, which ends the process, and hang,
+// which answers when cancelled. With
 // AGENTC_TEST_MCP_LOG set, the messages it reads are logged in that file.
 func TestMCPStdioHelper(t *testing.T) {
 	if os.Getenv("AGENTC_TEST_MCP_STDIO") == "" {
@@ -322,6 +323,7 @@ func TestMCPStdioHelper(t *testing.T) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "env"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
 	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta"}, metaTool)
 	mcp.AddTool(srv, &mcp.Tool{Name: "crash"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil

@@ -2,9 +2,13 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentc-dev/agentc/runtime"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // A caller's W3C trace context, as its traceparent and tracestate.
@@ -282,4 +287,201 @@ func TestNoTraceContextNeitherJoinsNorCarries(t *testing.T) {
 	require.Len(t, mrec.Ended(), 1)
 	assert.False(t, mrec.Ended()[0].Parent().IsValid(), "a root span")
 	assert.Empty(t, seen())
+}
+
+// metaTool answers the _meta of its request, as JSON.
+func metaTool(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	b, err := json.Marshal(req.Params.GetMeta())
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+}
+
+// An upstream MCP server gets the trace of the call it serves in its
+// request's _meta (traceparent, tracestate), the MCP convention, whether
+// it is a url or a command: a command server had none. With
+// NoTraceContext it gets none.
+func TestMCPUpstreamGetsTraceContextInMeta(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "meta", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta"}, metaTool)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	for name, server := range map[string]string{
+		"url":     fmt.Sprintf(`{url: %q}`, ts.URL),
+		"command": fmt.Sprintf(`{command: [%q, "-test.run=^TestMCPStdioHelper$"], env: AGENTC_TEST_MCP_STDIO: "1"}`, os.Args[0]),
+	} {
+		for _, off := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/NoTraceContext=%v", name, off), func(t *testing.T) {
+				rec := tracetest.NewSpanRecorder()
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+				t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				dir := writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: up: %s\nchains: tool: [{use: \"tracing\"}]\n", server))
+				s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, Deps: runtime.Deps{TracerProvider: tp}, NoTraceContext: off})
+				cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent, "tracestate": callerState})
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "meta"})
+				require.NoError(t, err)
+				require.False(t, res.IsError, text(t, res))
+				var meta map[string]any
+				require.NoError(t, json.Unmarshal([]byte(text(t, res)), &meta))
+				ended := rec.Ended()
+				require.Len(t, ended, 1)
+				if off {
+					assert.NotContains(t, meta, "traceparent")
+					assert.NotContains(t, meta, "tracestate")
+					return
+				}
+				assert.Equal(t, "00-"+callerTrace+"-"+ended[0].SpanContext().SpanID().String()+"-01", meta["traceparent"])
+				assert.Equal(t, callerState, meta["tracestate"])
+			})
+		}
+	}
+}
+
+// accessLines returns the access log lines of logs, written as JSON.
+func accessLines(t *testing.T, logs string) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		if m["msg"] == "request" {
+			lines = append(lines, m)
+		}
+	}
+	return lines
+}
+
+// jsonLog has the server log JSON lines into logs.
+func jsonLog(logs *rt.LogBuffer) func(*Options) {
+	return func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(logs, nil)) }
+}
+
+// The access log line of a traced request names its trace and span
+// (trace_id, span_id), so the line can be found from the trace and the
+// trace from the line: the outermost tracing layer's span, in the caller's
+// trace or a sampled root of its own, on the chat routes as on the MCP
+// endpoint; without a tracing layer, the caller's span its traceparent
+// names. A request that is not traced (no traceparent, or trace context
+// off, and no sampled span) names none.
+func TestAccessLogNamesTheTrace(t *testing.T) {
+	sse := reply{body: transcript(t, "openai", "text.sse")}
+	chat := func(t *testing.T, g *gateway, parent string) {
+		t.Helper()
+		var opts []option.RequestOption
+		if parent != "" {
+			opts = append(opts, option.WithHeader("traceparent", parent))
+		}
+		_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "primary",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}, opts...)
+		require.NoError(t, err)
+	}
+	ids := func(line map[string]any) [2]any { return [2]any{line["trace_id"], line["span_id"]} }
+
+	t.Run("tracing layer", func(t *testing.T) {
+		logs := &rt.LogBuffer{}
+		g, rec := tracedGateway(t, `{use: "tracing"}`, []reply{sse, sse}, nil, jsonLog(logs))
+		chat(t, g, callerParent)
+		chat(t, g, "")
+		require.NoError(t, g.stop())
+		ended, lines := rec.Ended(), accessLines(t, logs.String())
+		require.Len(t, ended, 2)
+		require.Len(t, lines, 2)
+		assert.Equal(t, callerTrace, ended[0].SpanContext().TraceID().String())
+		for i, span := range ended {
+			assert.Equal(t, [2]any{span.SpanContext().TraceID().String(), span.SpanContext().SpanID().String()}, ids(lines[i]))
+		}
+	})
+	t.Run("caller's trace only", func(t *testing.T) {
+		logs := &rt.LogBuffer{}
+		g := newGateway(t, "", []reply{sse, sse}, nil, jsonLog(logs))
+		chat(t, g, callerParent)
+		chat(t, g, "")
+		require.NoError(t, g.stop())
+		lines := accessLines(t, logs.String())
+		require.Len(t, lines, 2)
+		assert.Equal(t, [2]any{callerTrace, callerSpan}, ids(lines[0]))
+		assert.Equal(t, [2]any{nil, nil}, ids(lines[1]), "not traced")
+	})
+	t.Run("trace context off", func(t *testing.T) {
+		logs := &rt.LogBuffer{}
+		g := newGateway(t, "", []reply{sse}, nil, jsonLog(logs), func(o *Options) { o.NoTraceContext = true })
+		chat(t, g, callerParent)
+		require.NoError(t, g.stop())
+		lines := accessLines(t, logs.String())
+		require.Len(t, lines, 1)
+		assert.Equal(t, [2]any{nil, nil}, ids(lines[0]))
+	})
+	t.Run("root not sampled", func(t *testing.T) {
+		logs := &rt.LogBuffer{}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+		t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		g := newGateway(t, `{use: "tracing"}`, []reply{sse}, nil, jsonLog(logs), func(o *Options) { o.Deps.TracerProvider = tp })
+		chat(t, g, "")
+		require.NoError(t, g.stop())
+		lines := accessLines(t, logs.String())
+		require.Len(t, lines, 1)
+		assert.Equal(t, [2]any{nil, nil}, ids(lines[0]))
+	})
+	t.Run("mcp", func(t *testing.T) {
+		logs := &rt.LogBuffer{}
+		s, rec, _ := tracedMCPProxy(t, jsonLog(logs))
+		cs := connectProxy(t, s.url, "", map[string]string{"traceparent": callerParent})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, text(t, res))
+		require.NoError(t, cs.Close())
+		require.NoError(t, s.stop())
+		ended := rec.Ended()
+		require.Len(t, ended, 1)
+		var calls []map[string]any
+		for _, l := range accessLines(t, logs.String()) {
+			if l["run"] != "" {
+				calls = append(calls, l)
+			}
+		}
+		require.Len(t, calls, 1)
+		assert.Equal(t, [2]any{callerTrace, ended[0].SpanContext().SpanID().String()}, ids(calls[0]))
+	})
+}
+
+// A tool call whose trace context comes in its _meta (traceparent,
+// tracestate), as MCP clients send it, joins the caller's trace as one
+// its POST's headers name does; the headers win when both are sent, and
+// with NoTraceContext neither is read.
+func TestMCPCallJoinsTraceInMeta(t *testing.T) {
+	const headerTrace = "0af7651916cd43dd8448eb211c80319c"
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		off    bool
+		want   string
+	}{
+		{name: "meta", want: callerTrace},
+		{name: "header first", header: map[string]string{"traceparent": "00-" + headerTrace + "-b7ad6b7169203331-01"}, want: headerTrace},
+		{name: "off", off: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, rec, _ := tracedMCPProxy(t, func(o *Options) { o.NoTraceContext = tc.off })
+			cs := connectProxy(t, s.url, "", tc.header)
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+			params.Meta = mcp.Meta{"traceparent": callerParent, "tracestate": callerState}
+			res, err := cs.CallTool(context.Background(), params)
+			require.NoError(t, err)
+			require.False(t, res.IsError, text(t, res))
+			ended := rec.Ended()
+			require.Len(t, ended, 1)
+			sc := ended[0].SpanContext()
+			if tc.want == "" {
+				assert.False(t, ended[0].Parent().IsValid(), "a root span")
+				return
+			}
+			assert.Equal(t, tc.want, sc.TraceID().String())
+			assert.True(t, ended[0].Parent().IsRemote())
+			if tc.want == callerTrace {
+				assert.Equal(t, callerSpan, ended[0].Parent().SpanID().String())
+				assert.Equal(t, callerState, sc.TraceState().String())
+			}
+		})
+	}
 }

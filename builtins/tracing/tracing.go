@@ -163,7 +163,7 @@ func (t *Tracing) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		return next
 	}
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
+		ctx, span := t.startSpan(ctx)
 		rec := span.IsRecording()
 		if rec {
 			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID),
@@ -199,7 +199,7 @@ func (t *Tracing) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		return next
 	}
 	return func(ctx context.Context, c *runtime.ToolCall) (any, error) {
-		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
+		ctx, span := t.startSpan(ctx)
 		rec := span.IsRecording()
 		if rec {
 			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID), attribute.String("agentc.tool", c.Name))
@@ -227,7 +227,7 @@ func (t *Tracing) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		return next
 	}
 	return func(ctx context.Context, c *runtime.TurnCall) (string, error) {
-		ctx, span := t.tracer.Start(ctx, t.SpanName, t.start...)
+		ctx, span := t.startSpan(ctx)
 		rec := span.IsRecording()
 		if rec {
 			span.SetAttributes(attribute.String("agentc.run_id", c.Meta.Run.ID))

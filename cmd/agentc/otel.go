@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -140,6 +141,15 @@ func startTracing(ctx context.Context, getenv func(string) string, logger *slog.
 			logger.Warn("tracing: the last spans were not exported", "error", err)
 		}
 	}, nil
+}
+
+// stderrTracing is startTracing for a command that writes its lines to
+// env's standard error (agentc run, agentc test), OpenTelemetry's own
+// among them, with the OTEL_* variables of the process.
+func stderrTracing(ctx context.Context, env *cliEnv) (*sdktrace.TracerProvider, func(), error) {
+	handler := slog.NewTextHandler(env.stderr, nil)
+	otel.SetLogger(otelLogger(handler))
+	return startTracing(ctx, os.Getenv, slog.New(handler))
 }
 
 // propagators reads OTEL_PROPAGATORS, which getenv reads, as the

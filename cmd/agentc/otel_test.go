@@ -381,3 +381,44 @@ func TestPropagatorsFromTheEnvironment(t *testing.T) {
 		assert.Equal(t, c.ignored, ignored, "%q", c.v)
 	}
 }
+
+// agentc test exports the tracing layers' spans of its cases as agentc
+// run does, to the OTLP endpoint the standard variables name, flushed
+// before it exits: it installed no exporter. A case whose want lists the
+// spans records every one itself, whatever the sampler keeps, and its
+// spans are not exported. A configuration it cannot honour fails it
+// before any case runs, naming the variable.
+func TestTestExportsSpansOverOTLP(t *testing.T) {
+	col := newCollector(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte(`package p
+
+models: primary: {}
+chains: chat: [{use: "tracing", attributes: {team: "support"}}]
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p_test.cue"), []byte(`package p
+
+_scenario: {models: primary: [{text: "a"}], steps: [{chat: {model: "primary", messages: [{role: "user", content: "hi"}]}}]}
+tests: "exported": {scenario: _scenario, want: steps: [{outcome: "ok"}]}
+tests: "recorded": {scenario: _scenario, want: trace: [{name: "agentc.chat"}]}
+`), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := cmdTest(context.Background(), &cliEnv{stdout: &stdout, stderr: &stderr, wd: dir}, []string{dir})
+	require.Equal(t, exitOK, code, stdout.String()+stderr.String())
+	col.mu.Lock()
+	require.Len(t, col.spans, 1, "the span was exported before the command returned")
+	span := col.spans[0]
+	col.mu.Unlock()
+	assert.Equal(t, "agentc.chat", span.span.Name)
+	assert.Equal(t, "support", strAttrs(span.span.Attributes)["team"])
+	assert.Equal(t, "agentc", span.resource["service.name"])
+
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	stdout.Reset()
+	stderr.Reset()
+	code = cmdTest(context.Background(), &cliEnv{stdout: &stdout, stderr: &stderr, wd: dir}, []string{dir})
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, stderr.String(), "OTEL_EXPORTER_OTLP_PROTOCOL")
+	assert.Empty(t, stdout.String(), "no case ran")
+}

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"go.opentelemetry.io/otel"
 
 	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
 	"github.com/agentc-dev/agentc/compiler"
@@ -47,9 +44,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	// The tracing layers' spans are exported as agentc serve exports
 	// them when the OTEL_* variables configure an exporter, and sent
 	// before the command exits; its lines go to stderr.
-	handler := slog.NewTextHandler(env.stderr, nil)
-	otel.SetLogger(otelLogger(handler))
-	tp, flush, err := startTracing(ctx, os.Getenv, slog.New(handler))
+	tp, flush, err := stderrTracing(ctx, env)
 	if err != nil {
 		return fail(env, "run: %v", err)
 	}

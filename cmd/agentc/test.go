@@ -59,6 +59,14 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(env, "%v", err)
 		}
 	}
+	// The tracing layers' spans of the cases' runs are exported as agentc
+	// run exports them (a case that checks its spans apart:
+	// policytest.Case.RunExported); its lines go to stderr.
+	tp, flush, err := stderrTracing(ctx, env)
+	if err != nil {
+		return fail(env, "test: %v", err)
+	}
+	defer flush()
 	passed, failed := 0, 0
 	for _, paths := range policies {
 		dir := paths[0]
@@ -114,7 +122,7 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 					}
 					problem = "the policy does not vet"
 				} else {
-					diff, out, err := tc.Run(ctx, c.Plan, dir)
+					diff, out, err := tc.RunExported(ctx, c.Plan, dir, tp)
 					runOut = out
 					switch {
 					case err != nil:

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -33,6 +34,21 @@ func JoinTrace(ctx context.Context, h http.Header) context.Context {
 	return traceContext.Extract(ctx, propagation.HeaderCarrier(h))
 }
 
+// JoinTraceMeta is JoinTrace for the trace context an MCP request
+// carries in its _meta, the MCP convention: its traceparent and
+// tracestate, strings (a value of another type is ignored).
+func JoinTraceMeta(ctx context.Context, meta map[string]any) context.Context {
+	parent, ok := meta["traceparent"].(string)
+	if !ok {
+		return ctx
+	}
+	h := http.Header{"Traceparent": {parent}}
+	if state, ok := meta["tracestate"].(string); ok {
+		h["Tracestate"] = []string{state}
+	}
+	return JoinTrace(ctx, h)
+}
+
 // noTrace marks a context whose requests carry no trace context.
 type noTrace struct{}
 
@@ -57,4 +73,26 @@ func CarryTrace(ctx context.Context, h http.Header) http.Header {
 	h.Del("tracestate")
 	traceContext.Inject(ctx, propagation.HeaderCarrier(h))
 	return h
+}
+
+// CarryTraceMeta returns meta, an MCP request's _meta, with the
+// traceparent and tracestate of the span in ctx, in place of any there,
+// as the MCP convention carries trace context whatever the transport: a
+// copy of meta, which is left as it is, or meta itself when ctx holds no
+// valid span context or WithoutTrace marked it.
+func CarryTraceMeta(ctx context.Context, meta map[string]any) map[string]any {
+	if !trace.SpanContextFromContext(ctx).IsValid() || ctx.Value(noTrace{}) != nil {
+		return meta
+	}
+	c := propagation.MapCarrier{}
+	traceContext.Inject(ctx, c)
+	meta = maps.Clone(meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	delete(meta, "tracestate")
+	for k, v := range c {
+		meta[k] = v
+	}
+	return meta
 }
