@@ -135,7 +135,8 @@
 // declaration) they go on being sent again for the rest of the 30 minutes,
 // so a reload loses no charge. The close of the last pipeline using the
 // store (a shutdown, or a reload that changes the store's declaration)
-// sends those still waiting once more, within 2 seconds all together,
+// sends those still waiting once more, within 2 seconds all together
+// (the stores of the pipeline's meters at once, not one after the other),
 // before the store closes, and logs each that fails with its charge; a
 // crash sends none. A lost settlement's reservation lapses and is charged
 // its hold: one call, and with on_cross "refuse" its estimate; with

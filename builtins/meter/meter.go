@@ -845,6 +845,11 @@ func (m *Meter) Cleanup() error {
 	return nil
 }
 
+// CleansUpConcurrently implements runtime.ConcurrentCleaner: the close
+// waits for the meters of every ledger store at once, within the one
+// cleanupSettleTimeout, rather than store after store.
+func (m *Meter) CleansUpConcurrently() {}
+
 // Cost returns the cost in US dollars of usage on model at the plan's rates
 // (zero for an undeclared model). Cached input tokens are priced at the
 // model's usd_per_mtok_cached when it declares one, else as input.
