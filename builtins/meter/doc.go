@@ -152,6 +152,8 @@
 // the ledger of a run that cannot continue (runtime.Run.Ephemeral: the run
 // agentc serve gives a request without a run id, the run of its own a call
 // without one gets) is dropped when the run ends, in a shared store too.
+// With a window, dropping a run's ledger drops that of every window the
+// run was charged in, not only the window of the moment.
 //
 // Windows: without `window` a tenant's and the process's ledgers are kept
 // for good. With one, the budget starts afresh at the start of each window,
