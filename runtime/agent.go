@@ -315,7 +315,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResu
 	first, last := -1, -1
 	// A turn a tool call of an agent turn of the same run runs is part of
 	// that turn (inAgentCall): the run's transcript is the outer turn's.
-	call := pl.inAgentCall(ctx)
+	call, plainCall := pl.inAgentCall(ctx)
 	if call == "" {
 		release, err := pl.holdAgent(ctx)
 		if err != nil {
@@ -379,7 +379,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResu
 		// The messages after the settled calls' results, and the input
 		// when those calls were pending, go in once they are settled.
 		base, at, pending, tail, addInput := msgs, at, pending, tail, req.Input != "" && len(pending) > 0
-		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: OfferedTools(req.Params), call: call, ran: ran}
+		turn := agentTurn{pl: pl, req: &req, parallel: parallel, maxCalls: maxCalls, res: &res, first: -1, answer: -1, offered: OfferedTools(req.Params), call: call, plainCall: plainCall, ran: ran}
 		output, finish := "", res.FinishReason
 		if prev != nil {
 			// What the attempt before left: its transcript (less the
@@ -502,12 +502,15 @@ func reached(ctx context.Context, err error) bool {
 // named apart from the outer turn's (agentTurn.key), and its text reaches
 // the outer turn's host only as the tool's result, which the outer model
 // reads: it is not handed to the outer turn chain (nestIn).
-func (pl *Pipeline) inAgentCall(ctx context.Context) string {
-	key := pl.agentCallOf(ctx)
-	if key == "" || pl.enclosingTurn(ctx) == nil {
-		return ""
+//
+// plain is the call's record key with the arguments' digests plain
+// (agentTurn.plainKey), "" without a digest key.
+func (pl *Pipeline) inAgentCall(ctx context.Context) (key, plain string) {
+	c := pl.agentCallOf(ctx)
+	if c == nil || c.key == "" || pl.enclosingTurn(ctx) == nil {
+		return "", ""
 	}
-	return key
+	return c.key, c.plain
 }
 
 // holdAgent holds, while runs are recorded, the turn whose body ctx is
@@ -670,8 +673,9 @@ type agentTurn struct {
 	// nil: whatever the tool chain admits.
 	offered map[string]bool
 	// call is the record key of the outer agent turn's tool call that
-	// runs this one, "" for a turn of its own (inAgentCall).
-	call string
+	// runs this one, "" for a turn of its own (inAgentCall); plainCall
+	// that key with plain digests, with a digest key (plainKey).
+	call, plainCall string
 	// ran collects the calls of the turn's attempts that ran and would
 	// repeat an effect if made again.
 	ran *ranEffects
@@ -814,8 +818,8 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			out[i] = &m
 			continue
 		}
-		key := t.key(at, call)
-		if r, ok := lastRecord(records, key, call.Name); ok && !r.InDoubt && !t.rerun[key] {
+		key, plain := t.key(at, call), t.plainKey(at, call)
+		if r, ok := lastRecord(records, call.Name, key, plain); ok && !r.InDoubt && !t.rerun[key] {
 			m := recordAnswer(call, r)
 			out[i] = &m
 			if r.Class == ClassBlocked.String() && t.req.OnBlock == OnBlockEndTurn && blockErr == nil {
@@ -824,14 +828,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			}
 			continue
 		}
-		r, ok := lastRecord(records, key, call.Name)
+		r, ok := lastRecord(records, call.Name, key, plain)
 		// A call whose tool ran an agent turn that started a call that
 		// would repeat an effect is as a call recorded in doubt: no layer
 		// can say that turn's calls never started.
-		delegated := t.pl.delegatedOf(ctx, key)
+		delegated := t.pl.delegatedOf(ctx, key, plain)
 		recorded := ok && r.InDoubt || len(delegated) > 0
 		if err := t.pl.callInDoubt(ctx, call, recorded); err != nil {
-			if intent, ok := t.pl.resumable(ctx, call, key, recorded); ok {
+			if intent, ok := t.pl.resumable(ctx, call, recorded, key, plain); ok {
 				// A layer's shared store knows whether it ever started.
 				if t.resumed == nil {
 					t.resumed = map[string]ResumedIntent{}
@@ -1205,19 +1209,28 @@ func countAnswers(answers map[string]int, m Message) {
 
 // agentCallKey names a tool call of an agent turn in its run's records
 // (ToolRecord.Call): the index of its assistant message, its id and the
-// first 16 hex digits of the SHA-256 of its arguments' JSON text, so that a
-// record of another call that took the same place and id (a turn tried
-// again) never answers it. The text is the arguments as a checkpoint
-// writes them (compact, HTML characters escaped), so that the call of a
-// resumed transcript has the key its live call had; arguments that are
-// not JSON are taken as they are.
-func agentCallKey(at int, call ToolUse) string {
+// first 16 hex digits of the digest d makes of its arguments' JSON text
+// (the SHA-256, or with a digest key KeyedDigestPrefix and the HMAC-SHA256,
+// settings.digest_key_env), so that a record of another call that took
+// the same place and id (a turn tried again) never answers it, and a
+// reader of a checkpoint without the key cannot test guessed arguments
+// against it. The text is the arguments as a checkpoint writes them
+// (compact, HTML characters escaped), so that the call of a resumed
+// transcript has the key its live call had; arguments that are not JSON
+// are taken as they are.
+func agentCallKey(d Digester, at int, call ToolUse) string {
 	args := []byte(call.Arguments)
 	if b, err := json.Marshal(call.Arguments); err == nil {
 		args = b
 	}
-	sum := sha256.Sum256(args)
-	return strconv.Itoa(at) + ":" + call.ID + ":" + hex.EncodeToString(sum[:8])
+	h := d.New()
+	h.Write(args)
+	var sum [sha256.Size]byte
+	prefix := ""
+	if d.Keyed() {
+		prefix = KeyedDigestPrefix
+	}
+	return strconv.Itoa(at) + ":" + call.ID + ":" + prefix + hex.EncodeToString(h.Sum(sum[:0])[:8])
 }
 
 // key names a tool call of the turn in its run's records: agentCallKey,
@@ -1225,9 +1238,23 @@ func agentCallKey(at int, call ToolUse) string {
 // (inAgentCall), so that no record of one is taken for the other's.
 func (t *agentTurn) key(at int, call ToolUse) string {
 	if t.call != "" {
-		return t.call + "/" + agentCallKey(at, call)
+		return t.call + "/" + agentCallKey(t.pl.digester, at, call)
 	}
-	return agentCallKey(at, call)
+	return agentCallKey(t.pl.digester, at, call)
+}
+
+// plainKey is, with a digest key, the key the call had in the records of
+// a run saved before the key was set (its digests plain), which a resumed
+// turn still reads (settle); "" without a digest key. No record is written
+// under it.
+func (t *agentTurn) plainKey(at int, call ToolUse) string {
+	if !t.pl.digester.Keyed() {
+		return ""
+	}
+	if t.call != "" {
+		return t.plainCall + "/" + agentCallKey(Digester{}, at, call)
+	}
+	return agentCallKey(Digester{}, at, call)
 }
 
 type agentCallCtxKey struct{}
@@ -1242,7 +1269,10 @@ type agentCallCtxKey struct{}
 // turn (pl nil, key ""), which no lookup of a turn's call finds: it only
 // carries the call, so that an agent turn the tool runs flags it.
 type agentCall struct {
-	key    string
+	key string
+	// plain is key with plain digests, with a digest key
+	// (agentTurn.plainKey).
+	plain  string
 	inTool bool
 	pl     *Pipeline
 	run    string
@@ -1255,24 +1285,25 @@ type agentCall struct {
 }
 
 // withAgentCall returns ctx for the tool call of pl's agent turn whose
-// record key is key, and what it carries of the call.
-func (pl *Pipeline) withAgentCall(ctx context.Context, key string) (context.Context, *agentCall) {
+// record key is key (plain with plain digests), and what it carries of
+// the call.
+func (pl *Pipeline) withAgentCall(ctx context.Context, key, plain string) (context.Context, *agentCall) {
 	up, _ := ctx.Value(agentCallCtxKey{}).(*agentCall)
-	c := &agentCall{key: key, pl: pl, run: runID(ctx), up: up}
+	c := &agentCall{key: key, plain: plain, pl: pl, run: runID(ctx), up: up}
 	return context.WithValue(ctx, agentCallCtxKey{}, c), c
 }
 
-// agentCallOf returns the record key of the nearest tool call of an agent
-// turn of pl and of ctx's run that ctx is of (the call's, or its tool's:
-// inAgentCall), "" if none.
-func (pl *Pipeline) agentCallOf(ctx context.Context) string {
+// agentCallOf returns the nearest tool call of an agent turn of pl and of
+// ctx's run that ctx is of (the call's, or its tool's: inAgentCall), nil
+// if none.
+func (pl *Pipeline) agentCallOf(ctx context.Context) *agentCall {
 	id := runID(ctx)
 	for c, _ := ctx.Value(agentCallCtxKey{}).(*agentCall); c != nil; c = c.up {
 		if c.pl == pl && c.run == id {
-			return c.key
+			return c
 		}
 	}
-	return ""
+	return nil
 }
 
 // agentRecordOf returns the record key the outcome of pl's tool call of
@@ -1306,7 +1337,7 @@ func inToolOf(ctx context.Context, tc *ToolCall) (context.Context, *agentCall) {
 		hc.ac.call.Store(tc)
 		return hc, &hc.ac
 	}
-	tool := &agentCall{key: c.key, inTool: true, pl: c.pl, run: c.run, up: c.up}
+	tool := &agentCall{key: c.key, plain: c.plain, inTool: true, pl: c.pl, run: c.run, up: c.up}
 	tool.call.Store(tc)
 	ctx = context.WithValue(ctx, agentCallCtxKey{}, tool)
 	if resumedOf(ctx) != nil {
@@ -1342,10 +1373,12 @@ func markDelegated(ac *agentCall) {
 	}
 }
 
-// lastRecord returns the last record of the run answering the call key.
-func lastRecord(records []ToolRecord, key, tool string) (ToolRecord, bool) {
+// lastRecord returns the last record of the run answering the call of
+// tool under key, or under plain, its key of before a digest key
+// (agentTurn.plainKey), when not "".
+func lastRecord(records []ToolRecord, tool, key, plain string) (ToolRecord, bool) {
 	for i := len(records) - 1; i >= 0; i-- {
-		if r := records[i]; r.Call == key && r.Tool == tool {
+		if r := records[i]; (r.Call == key || plain != "" && r.Call == plain) && r.Tool == tool {
 			return r, true
 		}
 	}
@@ -1445,7 +1478,7 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 				wg.Done()
 			}()
 			key := t.key(at, calls[i])
-			cctx, ac := t.pl.withAgentCall(ctx, key)
+			cctx, ac := t.pl.withAgentCall(ctx, key, t.plainKey(at, calls[i]))
 			if intent, ok := t.resumed[key]; ok {
 				var done func()
 				cctx, done = withResumedCall(cctx, calls[i].Name, intent)

@@ -274,7 +274,7 @@ func (pl *Pipeline) recordIntent(ctx context.Context, at int, calls []ToolUse) {
 	}
 	keys := make([]string, len(calls))
 	for i, c := range calls {
-		keys[i] = agentCallKey(at, c)
+		keys[i] = agentCallKey(pl.digester, at, c)
 	}
 	intent := &CallIntent{Time: pl.now(), Calls: keys}
 	intent.Stores, intent.Keys, intent.StoreTimes = pl.claimStores(ctx, keys, calls)
@@ -364,15 +364,22 @@ func (pl *Pipeline) claimStores(ctx context.Context, keys []string, calls []Tool
 }
 
 // intentOf returns what the run of ctx recorded of the call of key, if it
-// recorded the call.
-func (pl *Pipeline) intentOf(ctx context.Context, key string) (ResumedIntent, bool) {
+// recorded the call (under key, or under plain, its key of before a digest
+// key, when not "").
+func (pl *Pipeline) intentOf(ctx context.Context, key, plain string) (ResumedIntent, bool) {
 	type found struct {
 		in ResumedIntent
 		ok bool
 	}
 	f, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) found {
-		if s.intent == nil || s.intent.Time.IsZero() || !slices.Contains(s.intent.Calls, key) {
+		if s.intent == nil || s.intent.Time.IsZero() {
 			return found{}
+		}
+		if !slices.Contains(s.intent.Calls, key) {
+			if plain == "" || !slices.Contains(s.intent.Calls, plain) {
+				return found{}
+			}
+			key = plain
 		}
 		store := s.intent.Stores[key]
 		return found{ResumedIntent{Since: s.intent.Time, Store: store, Key: s.intent.Keys[key], StoreSince: s.intent.StoreTimes[store]}, true}
@@ -408,7 +415,7 @@ func (pl *Pipeline) claimLayer(e *toolEntry) ClaimVoucher {
 // in doubt, that the run's latest turn recorded (CallIntent) with the
 // identity of the store it would be claimed in, and that a layer of the
 // tool chain may answer for (claimLayer).
-func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, recorded bool) (ResumedIntent, bool) {
+func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, recorded bool, key, plain string) (ResumedIntent, bool) {
 	e := pl.toolEntry(call.Name)
 	if recorded || e == nil || !e.known {
 		return ResumedIntent{}, false
@@ -416,7 +423,7 @@ func (pl *Pipeline) resumable(ctx context.Context, call ToolUse, key string, rec
 	if _, err := call.Request(); err != nil {
 		return ResumedIntent{}, false
 	}
-	intent, ok := pl.intentOf(ctx, key)
+	intent, ok := pl.intentOf(ctx, key, plain)
 	if !ok || intent.Store == "" || pl.claimLayer(e) == nil {
 		return ResumedIntent{}, false
 	}

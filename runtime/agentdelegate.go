@@ -95,13 +95,18 @@ func (pl *Pipeline) recordDelegated(run, key string, d DelegatedCall, add bool) 
 
 // delegatedOf returns the calls of the agent turns run under the call of
 // key of the run of ctx that may repeat an effect and started
-// (CallIntent.Delegated).
-func (pl *Pipeline) delegatedOf(ctx context.Context, key string) []DelegatedCall {
+// (CallIntent.Delegated), and those recorded under plain, its key of
+// before a digest key, when not "".
+func (pl *Pipeline) delegatedOf(ctx context.Context, key, plain string) []DelegatedCall {
 	d, _ := readRunState(pl, RunOf(ctx).ID, func(s *RunState) []DelegatedCall {
 		if s.intent == nil {
 			return nil
 		}
-		return slices.Clone(s.intent.Delegated[key])
+		d := slices.Clone(s.intent.Delegated[key])
+		if plain != "" {
+			d = append(d, s.intent.Delegated[plain]...)
+		}
+		return d
 	})
 	return d
 }
@@ -121,7 +126,7 @@ func (pl *Pipeline) delegatedActed(ctx context.Context, tool string, err error) 
 	if key == "" {
 		return err
 	}
-	d := pl.delegatedOf(ctx, key)
+	d := pl.delegatedOf(ctx, key, "")
 	if len(d) == 0 {
 		return err
 	}

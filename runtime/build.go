@@ -821,7 +821,9 @@ var ErrClosed = errors.New("the pipeline is closed")
 
 var errClosedCall = NotRun(ErrClosed)
 
-// Close cleans up every layer (innermost last built first), then closes the
+// Close cleans up every layer (those that wait for writes sent again to
+// their stores, ConcurrentCleaner, all at once, then the others innermost
+// last built first), then closes the
 // stores the layers opened and the model clients Build made (those that
 // implement io.Closer; the providers' close their idle connections), not
 // the host's Deps.Models. It returns the joined cleanup errors; calling it
@@ -844,12 +846,22 @@ func (pl *Pipeline) cleanup() error {
 	if pl.state != nil && pl.state.queue != nil {
 		pl.state.queue.close()
 	}
+	// The layers that wait for their stores (ConcurrentCleaner) first, all
+	// at once, then the others, innermost first; the errors in that order.
+	cerrs := make([]error, len(pl.insts))
+	var wg sync.WaitGroup
+	for i, inst := range pl.insts {
+		if c, ok := inst.(ConcurrentCleaner); ok {
+			wg.Go(func() { cerrs[i] = c.Cleanup() })
+		}
+	}
+	wg.Wait()
 	var errs []error
 	for i := len(pl.insts) - 1; i >= 0; i-- {
-		if c, ok := pl.insts[i].(CleanerUpper); ok {
-			if err := c.Cleanup(); err != nil {
-				errs = append(errs, err)
-			}
+		if _, ok := pl.insts[i].(ConcurrentCleaner); ok {
+			errs = append(errs, cerrs[i])
+		} else if c, ok := pl.insts[i].(CleanerUpper); ok {
+			errs = append(errs, c.Cleanup())
 		}
 	}
 	if err := pl.closeStores(); err != nil {

@@ -115,6 +115,18 @@ type CleanerUpper interface {
 	Cleanup() error
 }
 
+// ConcurrentCleaner is a CleanerUpper whose Cleanup waits, within a bound
+// of its own, for writes it still sends to its store in the background
+// (meter's settlements, idempotent's results), and touches no other
+// layer's state: Pipeline.Close runs the Cleanups of all such layers at
+// once, before the other layers', so that their waits overlap instead of
+// adding up, store after store.
+type ConcurrentCleaner interface {
+	CleanerUpper
+	// CleansUpConcurrently marks the middleware; it does nothing.
+	CleansUpConcurrently()
+}
+
 // ConfigDecoder is implemented by a middleware that decodes its own config
 // instead of the default strict JSON decoding into the middleware value.
 type ConfigDecoder interface {

@@ -38,7 +38,11 @@ type ToolRecord struct {
 	// the index of the assistant message in the transcript, the call's id
 	// and the first 16 hex digits of the SHA-256 of its arguments' JSON
 	// text as a checkpoint writes it (compact, whatever spaces the model
-	// streamed), "4:call_1:9f86d081884c7d65"; a call of an agent turn run
+	// streamed), "4:call_1:9f86d081884c7d65"; with settings.digest_key_env
+	// of their HMAC-SHA256 under the key, after KeyedDigestPrefix,
+	// "4:call_1:hmac-sha256:1c0e5a0b6d2f9e47" (a resumed turn with the key
+	// still reads the records of a run saved before it was set, under
+	// their plain names, and writes none); a call of an agent turn run
 	// by a tool call of an agent turn of the same run has that call's
 	// name, a "/" and its own. A resumed turn answers the call from the
 	// record instead of running it again, when the record was made after

@@ -262,3 +262,59 @@ func TestADigestKeyAnswersATurnResumedAcrossTheSwitch(t *testing.T) {
 		})
 	}
 }
+
+// TestADigestKeyRetriesARetrySafeCallThatTimedOutBeforeTheSwitch: a call
+// of a retry_safe tool that timed out before the key was set may have had
+// its effect; the tool dedupes on the idempotency key it gets. Its claim
+// was released, so its retry after the switch found nothing under the
+// plain key and gave the tool the keyed idempotency key, new to it: the
+// charge was made twice. The claim is now ended in doubt, and the retry
+// takes it over with the idempotency key of before, which the tool knows.
+func TestADigestKeyRetriesARetrySafeCallThatTimedOutBeforeTheSwitch(t *testing.T) {
+	for name, open := range replicaStores() {
+		t.Run(name, func(t *testing.T) {
+			a, b := open(t)
+			var mu sync.Mutex
+			seen := map[string]bool{}
+			var effects atomic.Int64
+			charge := func(timeout bool) runtime.ToolFunc {
+				return func(_ context.Context, c *runtime.ToolCall) (any, error) {
+					mu.Lock()
+					if !seen[c.IdempotencyKey()] {
+						seen[c.IdempotencyKey()] = true
+						effects.Add(1)
+					}
+					mu.Unlock()
+					if timeout {
+						return nil, &runtime.CallError{Status: 504, Message: "the processor timed out"}
+					}
+					return "charged", nil
+				}
+			}
+			p := toolPlan(rt.Layer("idempotent", `{}`))
+			p.Tools["charge"] = plan.Tool{SideEffecting: true, RetrySafe: true}
+			before := rt.Build(t, p, runtime.Deps{KV: a, Tools: map[string]runtime.ToolFunc{"charge": charge(true)}})
+			req := runtime.ToolRequest{Name: "charge", Args: map[string]any{"card": "4111", "amount": 30}}
+			_, err := before.Tool(ctx1, req)
+			require.Error(t, err)
+			require.Equal(t, int64(1), effects.Load())
+
+			keyed := toolPlan(rt.Layer("idempotent", `{}`))
+			keyed.Tools["charge"] = plan.Tool{SideEffecting: true, RetrySafe: true}
+			keyed.Settings.DigestKeyEnv = digestKeyEnv
+			t.Setenv(digestKeyEnv, digestKey)
+			after := rt.Build(t, keyed, runtime.Deps{KV: b, Tools: map[string]runtime.ToolFunc{"charge": charge(false)}})
+			r, err := after.Tool(ctx1, req)
+			require.NoError(t, err)
+			assert.Equal(t, "charged", r.Value)
+			assert.Equal(t, int64(1), effects.Load(), "the retry reached the tool under the idempotency key of before: one charge")
+
+			// Its outcome is stored under the keyed key: a further retry
+			// is answered without reaching the tool.
+			r, err = after.Tool(ctx1, req)
+			require.NoError(t, err)
+			assert.True(t, r.Deduped)
+			assert.Len(t, seen, 1)
+		})
+	}
+}

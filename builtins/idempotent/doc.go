@@ -98,9 +98,13 @@
 // leaves the call in doubt unless its tool is retry_safe, when it runs
 // again with the idempotency key it was given before the switch (derived
 // without the digest key), by which the tool tells the retry from a new
-// call. A retry_safe call that failed before the switch left no claim (it
-// was released): its retry gets the keyed idempotency key, which a tool
-// that dedupes on it has not seen. A free plain key
+// call. A retry_safe call that may have run and failed before the switch
+// (a timeout, a cancellation, a panic: step 4) left its claim in doubt
+// too, so its retry is given the idempotency key of before; one that
+// failed without running left none, and its retry gets the keyed key. (A
+// build before this one released the claim of a retry_safe call that may
+// have run: such a call, retried after the switch, gets the keyed key,
+// which a tool that dedupes on it has not seen.) A free plain key
 // is released at once: the layer never writes one, so a replica still
 // without the key does not see a call a replica with it runs (set the key
 // on every replica at once, or stop the ones without it first). A resumed
@@ -154,20 +158,23 @@
 //     waited for its server's tools to be listed again), or fails with a timeout
 //     (runtime.KindOf "timeout": its own deadline, an upstream's 504), or
 //     fails in a way that leaves its outcome unknown (runtime.MayHaveRun,
-//     runtime.ErrOutcomeUnrecorded), may have made its effect first: the
-//     lease of a retry_safe tool is released; any other is ended in doubt
-//     at once under its token (runtime.Leaser.Doubt), so that a duplicate,
-//     in any process, fails in doubt (step 6) without waiting out
-//     lease_ttl, and the key stays in doubt for `ttl`. When the store
+//     runtime.ErrOutcomeUnrecorded), may have made its effect first: its
+//     claim is ended in doubt at once under its token
+//     (runtime.Leaser.Doubt), so that a duplicate, in any process, fails
+//     in doubt (step 6) without waiting out lease_ttl, and the key stays
+//     in doubt for `ttl`; a retry_safe tool's duplicate takes the claim
+//     over and runs again under the same idempotency key (step 6), which
+//     tells the tool it is a retry even across the switch to a digest key
+//     (a released claim would leave nothing to carry that key). When the store
 //     cannot record that, the failure is logged and the lease left to
 //     expire into doubt, as if its process had crashed. A leader whose
 //     lease could not be renewed (no renewal confirmed by a sixth of
 //     lease_ttl before the lease may end, or one that found it taken over)
 //     is stopped: its call's context ends, so that the call ends before
 //     another process can take the claim over. A call that fails so is handled as a cancelled one (unless its
-//     error proves it never ran): a retry_safe tool's lease is released
-//     and its error marked runtime.ErrStoreUnavailable (a retry may run it
-//     again), any other's is ended in doubt and its error marked
+//     error proves it never ran): its claim is ended in doubt, and the
+//     error of a retry_safe tool is marked runtime.ErrStoreUnavailable (a
+//     retry may run it again, taking the claim over), any other's
 //     runtime.MayHaveRun. A result it returns all the same is published
 //     only while its token still holds the lease. A lease granted so late
 //     that it may lapse already (a slow store answered after most of

@@ -592,14 +592,11 @@ func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolC
 			return
 		}
 		// The call panicked: it may have made its effect first, as when
-		// its process crashes. A retry_safe tool's claim is released (it
-		// may run again under its key); any other's is ended in doubt, so
-		// that a duplicate finds the call in doubt at once instead of
-		// running it again.
-		if c.Tool.RetrySafe {
-			_ = l.Release(wctx, key, token)
-			return
-		}
+		// its process crashes. Its claim is ended in doubt, so that a
+		// duplicate finds the call in doubt at once instead of running it
+		// again; a retry_safe tool's takes the claim over and runs again
+		// under the same idempotency key (as a build with a digest key
+		// does with a claim of a build without).
 		m.doubt(wctx, l, c, key, token, "panicked")
 	}()
 	if hold.Context().Err() != nil {
@@ -625,7 +622,7 @@ func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolC
 		return v, err
 	}
 	if err != nil && (ctx.Err() != nil && !runtime.DidNotRun(err) || runtime.KindOf(err) == string(runtime.KindTimeout) ||
-		runtime.Classify(err) == runtime.ClassInDoubt) && !c.Tool.RetrySafe {
+		runtime.Classify(err) == runtime.ClassInDoubt) {
 		// Cancelled (unless its error proves the call was never sent:
 		// runtime.DidNotRun), or timed out, while the tool ran (its own deadline,
 		// an upstream's 504), or failed in a way that leaves its outcome
@@ -634,7 +631,11 @@ func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolC
 		// an audit inside could not record it): like a panic, it may have made its
 		// effect before it stopped. The claim is ended in doubt, so that a
 		// duplicate finds the call in doubt at once instead of running it
-		// again.
+		// again. A retry_safe tool's too: a retry takes it over and runs
+		// under the idempotency key the tool got, by which it tells the
+		// retry apart, even once a digest key is set (a released claim
+		// would leave nothing under the plain key, and the retry would get
+		// the keyed idempotency key, new to the tool).
 		m.doubt(wctx, l, c, key, token, "was cancelled, timed out, lost or left unrecorded while it ran", "error", err)
 		return v, err
 	}
@@ -676,15 +677,15 @@ func (m *Idempotent) notStarted(ctx, wctx context.Context, l runtime.Leaser, c *
 
 // lapsed ends the claim of a call that failed after its lease may have
 // lapsed (stopped by it, as a rule): the call may have made its effect, so
-// as for a cancellation, a retry_safe tool's claim is released and any
-// other's ended in doubt, each under its token (a claim taken over since is
-// left alone). Unless its error proves it never ran, the error returned is
+// as for a cancellation, its claim is ended in doubt (a retry_safe tool's
+// retry takes it over), under its token (a claim taken over since is
+// left alone); one whose error proves it never ran is released. Unless its error proves it never ran, the error returned is
 // in doubt (runtime.MayHaveRun) for a tool that is not retry_safe, and a
 // store failure (runtime.ErrStoreUnavailable, which a retry may try again)
 // for one that is.
 func (m *Idempotent) lapsed(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, err error) error {
 	switch {
-	case runtime.DidNotRun(err) || c.Tool.RetrySafe:
+	case runtime.DidNotRun(err):
 		if rerr := l.Release(ctx, key, token); rerr != nil {
 			m.logger.WarnContext(ctx, "idempotent: releasing the claim of a stopped call failed; the call is in doubt once its lease expires",
 				"tool", c.Name, "error", rerr)

@@ -95,6 +95,11 @@ func (m *Idempotent) Cleanup() error {
 	return nil
 }
 
+// CleansUpConcurrently implements runtime.ConcurrentCleaner: the close
+// waits for the results of every idempotent layer (and the settlements of
+// every meter) at once, rather than layer after layer.
+func (m *Idempotent) CleansUpConcurrently() {}
+
 // republish sends res again as the outcome of key under token, in the
 // background, after its publish failed (the store may have applied it: a
 // repeat by the token that published it is answered true): with a

@@ -135,7 +135,8 @@
 // declaration) they go on being sent again for the rest of the 30 minutes,
 // so a reload loses no charge. The close of the last pipeline using the
 // store (a shutdown, or a reload that changes the store's declaration)
-// sends those still waiting once more, within 2 seconds all together,
+// sends those still waiting once more, within 2 seconds all together
+// (the stores of the pipeline's meters at once, not one after the other),
 // before the store closes, and logs each that fails with its charge; a
 // crash sends none. A lost settlement's reservation lapses and is charged
 // its hold: one call, and with on_cross "refuse" its estimate; with
@@ -151,6 +152,8 @@
 // the ledger of a run that cannot continue (runtime.Run.Ephemeral: the run
 // agentc serve gives a request without a run id, the run of its own a call
 // without one gets) is dropped when the run ends, in a shared store too.
+// With a window, dropping a run's ledger drops that of every window the
+// run was charged in, not only the window of the moment.
 //
 // Windows: without `window` a tenant's and the process's ledgers are kept
 // for good. With one, the budget starts afresh at the start of each window,

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,26 @@ type Meter struct {
 	// (runtime.Run.Ephemeral) whose ledgers are in a shared store (scope
 	// "run"), until they end: their ledgers are dropped then (Forget).
 	ephemeral sync.Map
+	// windows maps the runs seen whose ledgers are dropped when they end
+	// (scope "run" with a window: in process memory, or of a run that
+	// cannot continue) to the keys of the windows they were charged in
+	// (*runWindows), until they end (Forget).
+	windows sync.Map
+}
+
+// runWindows are the keys of the window ledgers a run was charged in.
+type runWindows struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+// add notes key, once.
+func (w *runWindows) add(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !slices.Contains(w.keys, key) {
+		w.keys = append(w.keys, key)
+	}
 }
 
 // MaxCallTokens is the most tokens of one kind (input, output, cached,
@@ -257,7 +278,12 @@ func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 		}
 		return ledgerRef{}, &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
 	}
-	return m.key(run, now), nil
+	ref := m.key(run, now)
+	if m.Scope == "run" && m.win.on() && run.ID != "" && (!m.shared || run.Ephemeral) {
+		w, _ := m.windows.LoadOrStore(run.ID, &runWindows{})
+		w.(*runWindows).add(ref.key)
+	}
+	return ref, nil
 }
 
 // windowKeep is how long a window's ledger is kept after the window
@@ -302,7 +328,8 @@ func (m *Meter) Ledger(runID string) runtime.Ledger {
 	return l
 }
 
-// Forget drops the ledger of a finished run (scope "run"); with scope
+// Forget drops the ledger of a finished run (scope "run"), with a window
+// those of every window the run was charged in; with scope
 // "key" it forgets only which tenant the run was, the tenant's ledger
 // stays. A ledger in a store other processes may share is kept until it
 // expires (runLedgerTTL after the run's last call): the run this process
@@ -317,11 +344,25 @@ func (m *Meter) Forget(runID string) {
 	if m.Scope != "run" {
 		return
 	}
+	w, _ := m.windows.LoadAndDelete(runID)
 	if _, ended := m.ephemeral.LoadAndDelete(runID); m.shared && !ended {
 		return
 	}
-	if err := m.budgets.ForgetLedger(context.Background(), m.key(runtime.Run{ID: runID}, m.times.last()).key); err != nil {
-		m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
+	keys := []string{m.key(runtime.Run{ID: runID}, m.times.last()).key}
+	if w != nil {
+		w := w.(*runWindows)
+		w.mu.Lock()
+		for _, k := range w.keys {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+		w.mu.Unlock()
+	}
+	for _, k := range keys {
+		if err := m.budgets.ForgetLedger(context.Background(), k); err != nil {
+			m.logger.Warn("meter: dropping the ledger of an ended run failed", "run", runID, "error", err)
+		}
 	}
 }
 
@@ -844,6 +885,11 @@ func (m *Meter) Cleanup() error {
 	}
 	return nil
 }
+
+// CleansUpConcurrently implements runtime.ConcurrentCleaner: the close
+// waits for the meters of every ledger store at once, within the one
+// cleanupSettleTimeout, rather than store after store.
+func (m *Meter) CleansUpConcurrently() {}
 
 // Cost returns the cost in US dollars of usage on model at the plan's rates
 // (zero for an undeclared model). Cached input tokens are priced at the

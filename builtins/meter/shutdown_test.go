@@ -135,3 +135,46 @@ func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
 		})
 	}
 }
+
+// The close waited for the settlements being sent again up to 2 s per
+// ledger store, one store after the other: with two stores out of reach,
+// 4 s. It now waits for every store at once, within the one 2 s.
+func TestClosingWaitsForEveryStoreAtOnce(t *testing.T) {
+	usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "x", Usage: usage})
+		return nil
+	})
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("meter", `{"budget":{"usd":1},"store":"a","scope":"global"}`),
+		rt.Layer("meter", `{"budget":{"usd":1},"store":"b","scope":"global"}`),
+	}})
+	p.Stores = map[string]plan.Store{"a": {Kind: "memory"}, "b": {Kind: "memory"}}
+	gates := []*gatedSettle{
+		{Budgeter: storetest.Redis(t), fail: 1, entered: make(chan struct{}), release: make(chan struct{})},
+		{Budgeter: storetest.Redis(t), fail: 1, entered: make(chan struct{}), release: make(chan struct{})},
+	}
+	defer func() {
+		for _, g := range gates {
+			g.released.Do(func() { close(g.release) })
+		}
+	}()
+	// The process's clock: each resend falls due on a timer of its own,
+	// and stays in flight.
+	var logs rt.LogBuffer
+	built, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"a": gates[0], "b": gates[1]}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), built, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+	require.NoError(t, err)
+	for _, g := range gates {
+		<-g.entered
+	}
+
+	start := time.Now()
+	require.NoError(t, built.Close())
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, 2*time.Second-100*time.Millisecond, "the close waited for the settlements in flight")
+	assert.Less(t, took, 3*time.Second, "one deadline for both stores, not one after the other")
+	assert.Equal(t, 2, strings.Count(logs.String(), "the ledger store stayed out of reach"), "each charge is logged as lost: %s", logs.String())
+}
