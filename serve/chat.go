@@ -259,12 +259,12 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // arguments hold a mask's placeholder is refused too (placeholderCall).
 // So are the calls of an answer that proposes more than one when req
 // allows one (serialCalls). The first refusal is returned and counted.
-// An answer of more calls than an agent run runs (tooManyCalls) fails
+// An answer of more calls than Options.MaxToolCalls (tooManyCalls) fails
 // before any is checked. The calls admitted are checked as the chat chain
 // released them, ids included (madeCalls compares them): the caller gives
 // them ids of their own (runtime.OwnToolCallIDs) once they are admitted.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *runtime.ChatRequest, calls []runtime.ToolUse, made *madeCalls) error {
-	if err := tooManyCalls(calls); err != nil {
+	if err := tooManyCalls(calls, s.opts.MaxToolCalls); err != nil {
 		return err
 	}
 	var masking []string
@@ -302,19 +302,20 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *
 	return nil
 }
 
-// tooManyCalls fails an answer of more tool calls than an agent run
-// (RunAgent) runs of one answer, runtime.DefaultAgentMaxToolCalls: a model
-// in a loop, or following an injected instruction, would have the client
-// run them all. The answer is the upstream's, unusable as it is: a
-// failure of the upstream (502), not a refusal of the policy, which a
-// client may retry.
-func tooManyCalls(calls []runtime.ToolUse) error {
-	if len(calls) <= runtime.DefaultAgentMaxToolCalls {
+// tooManyCalls fails an answer of more tool calls than bound, the
+// gateway's Options.MaxToolCalls (by default runtime.DefaultAgentMaxToolCalls,
+// as many as an agent run, RunAgent, runs of one answer): a model in a
+// loop, or following an injected instruction, would have the client run
+// them all. The answer is the upstream's, unusable as it is: a failure of
+// the upstream (502), not a refusal of the policy, which a client may
+// retry.
+func tooManyCalls(calls []runtime.ToolUse, bound int) error {
+	if len(calls) <= bound {
 		return nil
 	}
 	return &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
 		"the upstream's answer is unusable: the model proposed %d tool calls in one answer, more than the %d an answer may make (an agent run runs none of them); ask again, or for fewer calls at once",
-		len(calls), runtime.DefaultAgentMaxToolCalls)}
+		len(calls), bound)}
 }
 
 // serialCalls refuses the calls of one answer when they are more than
