@@ -339,7 +339,8 @@ const maxEditCount = 10_000_000
 // counts {"type": T, "value": N} (trigger, keep, clear_at_least; keep of
 // clear_thinking also "all"), N an integer from 0 to maxEditCount, and
 // exclude_tools and clear_tool_inputs (or true or false) naming tools the
-// request offers. Any other value is refused, rather than relayed as text
+// request offers, exactly (a name offered in another case is named in the
+// error). Any other value is refused, rather than relayed as text
 // no detector read. The error begins with the parameter's path.
 func editParams(params json.RawMessage, tools []runtime.ToolDef) error {
 	var p struct {
@@ -377,14 +378,21 @@ func editParams(params json.RawMessage, tools []runtime.ToolDef) error {
 		if raw == nil || orBool && (string(raw) == "true" || string(raw) == "false") {
 			return nil
 		}
-		var list []string
-		if json.Unmarshal(raw, &list) != nil {
+		// A null element would read as "": it is no name.
+		var list []*string
+		if json.Unmarshal(raw, &list) != nil || slices.Contains(list, nil) {
 			return fmt.Errorf("%s: want a list of tool names", at)
 		}
 		for k, name := range list {
-			if !slices.ContainsFunc(tools, func(t runtime.ToolDef) bool { return t.Name == name }) {
-				return fmt.Errorf("%s[%d]: %q is not a tool the request offers; name tools from tools", at, k, name)
+			if slices.ContainsFunc(tools, func(t runtime.ToolDef) bool { return t.Name == *name }) {
+				continue
 			}
+			// The API matches names exactly: one offered in another
+			// case excludes nothing.
+			if i := slices.IndexFunc(tools, func(t runtime.ToolDef) bool { return strings.EqualFold(t.Name, *name) }); i >= 0 {
+				return fmt.Errorf("%s[%d]: %q is not a tool the request offers: tool names are read exactly, and the request offers %q", at, k, *name, tools[i].Name)
+			}
+			return fmt.Errorf("%s[%d]: %q is not a tool the request offers; name tools from tools", at, k, *name)
 		}
 		return nil
 	}

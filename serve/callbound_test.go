@@ -1,7 +1,10 @@
 package serve
 
 import (
+	"context"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +35,32 @@ func TestAnswerOverTheCallBoundIsRefused(t *testing.T) {
 			assert.Len(t, a.calls, runtime.DefaultAgentMaxToolCalls, a.route)
 		}
 	})
+}
+
+// TestCallBoundIsASetting: the bound of an answer's calls was fixed at
+// runtime.DefaultAgentMaxToolCalls, though a gateway whose clients run
+// their agents with another bound (RunAgent's MaxToolCalls) would relay
+// what they refuse, or refuse what they run. Options.MaxToolCalls (the
+// command's -maxtoolcalls) sets it: an answer over it is the upstream's
+// unusable answer, naming it; one at it is relayed. A bound under 1 is
+// an *OptionsError, as an answer could make no call.
+func TestCallBoundIsASetting(t *testing.T) {
+	bound := func(o *Options) { o.MaxToolCalls = 3 }
+	calls := func(n int) []idCall {
+		return numbered("call_", slices.Repeat([]callOf{{"get_weather", `{"location":"Paris"}`}}, n))
+	}
+	g := idCallsGateway(t, proposalDecls, calls(4), calls(4), bound)
+	assertFailed(t, choiceAsk{}.ask(t, g), http.StatusBadGateway, "", "the model proposed 4 tool calls in one answer, more than the 3 an answer may make")
+	g = idCallsGateway(t, proposalDecls, calls(3), calls(3), bound)
+	for _, a := range (choiceAsk{}).ask(t, g) {
+		assert.NoError(t, a.err, a.route)
+		assert.Len(t, a.calls, 3, a.route)
+	}
+
+	_, err := New(context.Background(), Options{Source: cueSource(filepath.Join(t.TempDir(), "missing")), MaxToolCalls: -1})
+	var oe *OptionsError
+	require.ErrorAs(t, err, &oe)
+	assert.EqualError(t, err, "serve: -maxtoolcalls (Options.MaxToolCalls, -1) must be at least 1: an answer of more calls fails with a 502, so none could make a call")
 }
 
 // TestCallsGetIDsOfTheirOwn: the calls of an answer that gave two of them

@@ -145,7 +145,12 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			return
 		}
 		resp.ToolCalls = runtime.OwnToolCallIDs(resp.ToolCalls)
-		dropCalls(&resp, &p.blocks, s.repeatedCalls(x, resp.ToolCalls))
+		drop, err := s.repeatedCalls(x, resp.ToolCalls, orderOfBlocks(p.blocks.Blocks))
+		if err != nil {
+			x.failErr(err)
+			return
+		}
+		dropCalls(&resp, &p.blocks, drop)
 		served.setHeader(x.Header())
 		if x.g.withholdCache {
 			resp.Usage = withholdCacheUsage(resp.Usage)
@@ -162,7 +167,10 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		calls := w.toolCalls()
 		if err = s.admitProposals(ctx, x.g.pl, &p.req, calls, made); err == nil {
 			calls = runtime.OwnToolCallIDs(calls)
-			w.release(calls, s.repeatedCalls(x, calls))
+			var drop []bool
+			if drop, err = s.repeatedCalls(x, calls, orderOfDeltas(w.held)); err == nil {
+				w.release(calls, drop)
+			}
 		}
 	}
 	if err != nil {
@@ -251,12 +259,12 @@ func reachableModels(model string, layers []runtime.LayerInfo) []string {
 // arguments hold a mask's placeholder is refused too (placeholderCall).
 // So are the calls of an answer that proposes more than one when req
 // allows one (serialCalls). The first refusal is returned and counted.
-// An answer of more calls than an agent run runs (tooManyCalls) fails
+// An answer of more calls than Options.MaxToolCalls (tooManyCalls) fails
 // before any is checked. The calls admitted are checked as the chat chain
 // released them, ids included (madeCalls compares them): the caller gives
 // them ids of their own (runtime.OwnToolCallIDs) once they are admitted.
 func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *runtime.ChatRequest, calls []runtime.ToolUse, made *madeCalls) error {
-	if err := tooManyCalls(calls); err != nil {
+	if err := tooManyCalls(calls, s.opts.MaxToolCalls); err != nil {
 		return err
 	}
 	var masking []string
@@ -294,19 +302,20 @@ func (s *Server) admitProposals(ctx context.Context, pl *runtime.Pipeline, req *
 	return nil
 }
 
-// tooManyCalls fails an answer of more tool calls than an agent run
-// (RunAgent) runs of one answer, runtime.DefaultAgentMaxToolCalls: a model
-// in a loop, or following an injected instruction, would have the client
-// run them all. The answer is the upstream's, unusable as it is: a
-// failure of the upstream (502), not a refusal of the policy, which a
-// client may retry.
-func tooManyCalls(calls []runtime.ToolUse) error {
-	if len(calls) <= runtime.DefaultAgentMaxToolCalls {
+// tooManyCalls fails an answer of more tool calls than bound, the
+// gateway's Options.MaxToolCalls (by default runtime.DefaultAgentMaxToolCalls,
+// as many as an agent run, RunAgent, runs of one answer): a model in a
+// loop, or following an injected instruction, would have the client run
+// them all. The answer is the upstream's, unusable as it is: a failure of
+// the upstream (502), not a refusal of the policy, which a client may
+// retry.
+func tooManyCalls(calls []runtime.ToolUse, bound int) error {
+	if len(calls) <= bound {
 		return nil
 	}
 	return &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
 		"the upstream's answer is unusable: the model proposed %d tool calls in one answer, more than the %d an answer may make (an agent run runs none of them); ask again, or for fewer calls at once",
-		len(calls), runtime.DefaultAgentMaxToolCalls)}
+		len(calls), bound)}
 }
 
 // serialCalls refuses the calls of one answer when they are more than
@@ -747,18 +756,33 @@ func wholeCalls(held []runtime.Delta, calls []runtime.ToolUse, drop []bool) {
 // and counted (the tool's name, or "undeclared" for a tool the policy does
 // not declare under settings.allow_undeclared_tools, which any request may
 // name).
-func (s *Server) repeatedCalls(x *exchange, calls []runtime.ToolUse) []bool {
+//
+// A repeat that a thinking block of the answer follows cannot be left out:
+// the block's signature covers the blocks before it, so the provider
+// would refuse the turn the client sends back without the repeat, and
+// relayed the client would run it twice. The answer, order its blocks in
+// their order (orderOfBlocks, orderOfDeltas), then fails as the
+// upstream's unusable answer, a 502 the client may retry, and no repeat
+// is counted.
+func (s *Server) repeatedCalls(x *exchange, calls []runtime.ToolUse, order []int) ([]bool, error) {
 	rep := x.g.pl.RepeatedCalls(calls)
 	if rep == nil {
-		return nil
+		return nil, nil
 	}
 	drop := make([]bool, len(calls))
+	for i, j := range rep {
+		drop[i] = j >= 0
+	}
+	if k := thinkingAfter(order, drop); k >= 0 {
+		return nil, &runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+			"the upstream's answer is unusable: the model repeated its call of %s (%s repeats %s) before a thinking block, whose signature covers the calls before it: left out of the answer, the provider would refuse the turn sent back; relayed, the client would run the call twice; ask again",
+			calls[k].Name, calls[k].ID, calls[rep[k]].ID)}
+	}
 	p := x.g.pl.Plan()
 	for i, j := range rep {
 		if j < 0 {
 			continue
 		}
-		drop[i] = true
 		tool := calls[i].Name
 		if _, declared := p.Tools[tool]; !declared && p.Settings.AllowUndeclaredTools {
 			tool = "undeclared"
@@ -767,7 +791,66 @@ func (s *Server) repeatedCalls(x *exchange, calls []runtime.ToolUse) []bool {
 		s.log.Warn("repeated tool call left out of the answer relayed: it repeats an earlier call of the answer to a side-effecting tool, the same tool and arguments, which the client runs once",
 			"tool", calls[i].Name, "call", calls[i].ID, "repeats", calls[j].ID, "tenant", x.caller.tenant, "run", x.run)
 	}
-	return drop
+	return drop, nil
+}
+
+// orderOfBlocks is the order of a whole answer's blocks as thinkingAfter
+// reads it: -1 for a thinking block, a tool call's index for its block,
+// text left out.
+func orderOfBlocks(blocks []runtime.OrderedBlock) []int {
+	var order []int
+	for _, b := range blocks {
+		switch b.Kind {
+		case runtime.BlockThinking:
+			order = append(order, -1)
+		case runtime.BlockToolCall:
+			order = append(order, b.Index)
+		}
+	}
+	return order
+}
+
+// orderOfDeltas is the order of the deltas of a stream held back as
+// thinkingAfter reads it: -1 for a thinking fragment, a tool call's index
+// for each of its fragments.
+func orderOfDeltas(held []runtime.Delta) []int {
+	var order []int
+	for _, d := range held {
+		if d.Thinking != nil {
+			order = append(order, -1)
+		}
+		for _, f := range d.ToolCalls {
+			order = append(order, f.Index)
+		}
+	}
+	return order
+}
+
+// thinkingAfter returns the place among the calls (the k-th smallest
+// index of order) of the first call drop marks that a thinking block
+// follows in order, or -1.
+func thinkingAfter(order []int, drop []bool) int {
+	var indexes []int
+	for _, i := range order {
+		if i >= 0 {
+			indexes = append(indexes, i)
+		}
+	}
+	slices.Sort(indexes)
+	indexes = slices.Compact(indexes)
+	first := -1
+	for _, i := range order {
+		if i < 0 {
+			if first >= 0 {
+				return first
+			}
+			continue
+		}
+		if k, _ := slices.BinarySearch(indexes, i); first < 0 && k < len(drop) && drop[k] {
+			first = k
+		}
+	}
+	return -1
 }
 
 // dropCalls leaves the calls drop marks out of resp's, and their blocks out

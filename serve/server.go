@@ -96,6 +96,10 @@ type Options struct {
 	// or token count request, over all its messages and its system prompt
 	// (default DefaultMaxParts; negative: no bound; more: 400).
 	MaxParts int
+	// MaxToolCalls bounds the tool calls of one model answer relayed
+	// (default runtime.DefaultAgentMaxToolCalls, RunAgent's MaxToolCalls
+	// default; more: a 502, none of them relayed; negative: New fails).
+	MaxToolCalls int
 	// MaxInFlight bounds the requests served at once on the routes that
 	// decode a body and call upstreams: the chat and token count routes
 	// and MCP's POST /mcp (default DefaultMaxInFlight; negative: no
@@ -228,6 +232,9 @@ func (o *Options) defaults() {
 	if o.MaxParts == 0 {
 		o.MaxParts = DefaultMaxParts
 	}
+	if o.MaxToolCalls == 0 {
+		o.MaxToolCalls = runtime.DefaultAgentMaxToolCalls
+	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 1000
 	}
@@ -350,6 +357,9 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if opts.MaxInFlightBytesPerTenant > 0 && opts.MaxInFlightBytesPerTenant < opts.MaxBodyBytes {
 		return nil, optionsErrorf("-maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, %d) must be at least -maxbody (Options.MaxBodyBytes, %d), or a body at the limit is never served",
 			opts.MaxInFlightBytesPerTenant, opts.MaxBodyBytes)
+	}
+	if opts.MaxToolCalls < 1 {
+		return nil, optionsErrorf("-maxtoolcalls (Options.MaxToolCalls, %d) must be at least 1: an answer of more calls fails with a 502, so none could make a call", opts.MaxToolCalls)
 	}
 	hosts, err := newHostRule(opts.AllowHosts)
 	if err != nil {

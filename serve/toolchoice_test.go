@@ -269,7 +269,7 @@ func callsGateway(t *testing.T, decls string, calls ...callOf) *gateway {
 // idCallsGateway is a gateway of the tools decls whose OpenAI model
 // answers each of the four requests of choiceAsk.ask for it with oa, and
 // whose Anthropic model each of the two others with an.
-func idCallsGateway(t *testing.T, decls string, oa, an []idCall) *gateway {
+func idCallsGateway(t *testing.T, decls string, oa, an []idCall, opts ...func(*Options)) *gateway {
 	oaReplies, anReplies := make([]reply, 4), make([]reply, 2)
 	for i := range oaReplies {
 		oaReplies[i] = reply{body: oaIDCallsSSE(oa...)}
@@ -277,7 +277,7 @@ func idCallsGateway(t *testing.T, decls string, oa, an []idCall) *gateway {
 	for i := range anReplies {
 		anReplies[i] = reply{body: anIDCallsSSE(an...)}
 	}
-	return newGatewayWith(t, decls, typicalChain, oaReplies, anReplies)
+	return newGatewayWith(t, decls, typicalChain, oaReplies, anReplies, opts...)
 }
 
 // assertRefused asserts that each answer is a refusal by layer tools

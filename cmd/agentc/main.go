@@ -6,7 +6,7 @@
 //	agentc prove   [-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...
 //	agentc run     [-json] [-trace] POLICY SCENARIO
 //	agentc test    [-run REGEX] [-v] PATH...
-//	agentc serve   [-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxmessages N] [-maxparts N] [-maxinflight N] [-maxinflighttenant N] [-maxinflightbytes N] [-maxinflightbytestenant N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] [-allowreset] [-allowhost NAME]... [-cacheusage auto|report|withhold] [-keyless] POLICY|plan.json
+//	agentc serve   [-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxmessages N] [-maxparts N] [-maxtoolcalls N] [-maxinflight N] [-maxinflighttenant N] [-maxinflightbytes N] [-maxinflightbytestenant N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] [-allowreset] [-allowhost NAME]... [-cacheusage auto|report|withhold] [-keyless] POLICY|plan.json
 //	agentc mcp-tools [-o FILE] [-package NAME] POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...
 //	agentc version
 //
@@ -94,7 +94,7 @@ func init() {
 		{"prove", "[-k N] [-maxstates N] [-timeout D] [-json] [-o DIR] PATH...", "explore every fault path up to depth k; exit 1 on a violated invariant, 3 when a bound stopped it first", cmdProve},
 		{"run", "[-json] [-trace] POLICY SCENARIO", "run a scenario against fake models and tools", cmdRun},
 		{"test", "[-run REGEX] [-v] PATH...", "run a policy's test cases", cmdTest},
-		{"serve", "[-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxmessages N] [-maxparts N] [-maxinflight N] [-maxinflighttenant N] [-maxinflightbytes N] [-maxinflightbytestenant N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] [-allowreset] [-allowhost NAME]... [-cacheusage auto|report|withhold] [-keyless] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},
+		{"serve", "[-listen ADDR] [-watch D] [-grace D] [-drain D] [-idle D] [-maxbody N] [-maxmessages N] [-maxparts N] [-maxtoolcalls N] [-maxinflight N] [-maxinflighttenant N] [-maxinflightbytes N] [-maxinflightbytestenant N] [-maxresult N] [-maxruns N] [-maxsessions N] [-log text|json] [-metrics ADDR] [-allowreset] [-allowhost NAME]... [-cacheusage auto|report|withhold] [-keyless] POLICY|plan.json", "serve the policy: OpenAI and Anthropic gateway, MCP proxy", cmdServe},
 		{"mcp-tools", "[-o FILE] [-package NAME] POLICY [SERVER...] | -url URL [-header 'NAME: VALUE']...", "print the tools of the policy's MCP servers (or of the one at URL) as CUE tools: entries, after the policy's package clause", cmdMCPTools},
 		{"version", "", "print the version", cmdVersion},
 	}

@@ -39,6 +39,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	maxResult := fs.Int64("maxresult", 4<<20, "largest result of an upstream MCP tool call, in bytes")
 	maxMessages := fs.Int("maxmessages", serve.DefaultMaxMessages, "most messages of a chat request (more: 400; 0: no bound)")
 	maxParts := fs.Int("maxparts", serve.DefaultMaxParts, "most content parts, blocks and tool calls of a chat request (more: 400; 0: no bound)")
+	maxToolCalls := fs.Int("maxtoolcalls", runtime.DefaultAgentMaxToolCalls, "most tool calls of one model answer relayed, as an agent run's bound (more: 502, none relayed)")
 	maxInFlight := fs.Int("maxinflight", serve.DefaultMaxInFlight, "most chat, token count and MCP calls served at once (more: 503 with Retry-After; 0: no bound)")
 	maxInFlightTenant := fs.Int("maxinflighttenant", 0, "most of those calls one tenant is served at once, where the keys name more than one tenant (more: 503 with Retry-After; 0: half of -maxinflight)")
 	maxInFlightBytes := fs.Int64("maxinflightbytes", serve.DefaultMaxInFlightBytes, "most bytes of request bodies held at once by chat, token count and MCP calls (more: 503 with Retry-After; 0: no bound)")
@@ -69,6 +70,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if *maxRuns < 1 || *maxSessions < 1 {
 		return fail(env, "serve: -maxruns and -maxsessions must be at least 1")
+	}
+	if *maxToolCalls < 1 {
+		return fail(env, "serve: -maxtoolcalls must be at least 1, got %d (an answer of more calls fails with a 502)", *maxToolCalls)
 	}
 	if *maxMessages < 0 || *maxParts < 0 || *maxInFlight < 0 || *maxInFlightBytes < 0 {
 		return fail(env, "serve: -maxmessages, -maxparts, -maxinflight and -maxinflightbytes must not be negative (0: no bound)")
@@ -156,7 +160,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		Source: policySource(fs.Arg(0), env, logger), Logger: logger,
 		ShutdownTimeout: *shutdown, DrainDelay: *drain, WatchInterval: *watch, RunIdle: *runIdle, MaxBodyBytes: *maxBody,
 		MaxToolResultBytes: *maxResult, MaxRuns: *maxRuns, MaxSessions: *maxSessions,
-		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxInFlight: unbounded(*maxInFlight),
+		MaxMessages: unbounded(*maxMessages), MaxParts: unbounded(*maxParts), MaxToolCalls: *maxToolCalls, MaxInFlight: unbounded(*maxInFlight),
 		MaxInFlightBytes: *maxInFlightBytes, MaxInFlightPerTenant: *maxInFlightTenant,
 		MaxInFlightBytesPerTenant: *maxInFlightBytesTenant,
 		MetricsElsewhere:          *metricsAddr != "", AllowStateReset: *allowReset, AllowHosts: allowHosts,

@@ -129,6 +129,21 @@ func TestServeCapsFlags(t *testing.T) {
 	assert.Contains(t, stderr.String(), "agentc: serve: -maxinflightbytestenant (Options.MaxInFlightBytesPerTenant, 1024) must be at least -maxbody (Options.MaxBodyBytes, 2048)")
 }
 
+// The bound of the tool calls of one model answer relayed is a flag,
+// -maxtoolcalls (64, an agent run's bound), at least 1.
+func TestServeMaxToolCallsFlag(t *testing.T) {
+	stderr := &rt.LogBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-h"})
+	assert.Equal(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), "-maxtoolcalls")
+	for _, n := range []string{"0", "-1"} {
+		stderr := &rt.LogBuffer{}
+		rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: t.TempDir()}, []string{"-maxtoolcalls", n, "p"})
+		assert.Equal(t, exitUsage, rc, n)
+		assert.Contains(t, stderr.String(), "agentc: serve: -maxtoolcalls must be at least 1, got "+n, n)
+	}
+}
+
 // A -listen or -metrics address without a port ("8080", "localhost") was
 // found out only once the policy had loaded, by an error that did not name
 // the flag; it is refused before the policy is read ("p" does not exist),
