@@ -50,22 +50,7 @@ func TestChatPartURLs(t *testing.T) {
 		{"an image's data URL is not read as a URL", `{}`, user(runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:image/png,4111-1111-1111-1111"}), ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			model := &recordingModel{}
-			_, err := chatPipeline(t, tt.config, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: tt.msgs})
-			if tt.blocked == "" {
-				require.NoError(t, err)
-				assert.Len(t, model.seen, 1)
-				return
-			}
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			assert.Equal(t, "privacy", b.Layer)
-			assert.Contains(t, b.Message, tt.blocked)
-			assert.NotContains(t, b.Message, "@", "the message never quotes the data")
-			assert.NotContains(t, b.Message, "4111")
-			assert.Empty(t, model.seen, "a blocked call never reaches the model")
-		})
+		t.Run(tt.name, func(t *testing.T) { checkChatBlock(t, tt.config, tt.msgs, tt.blocked) })
 	}
 }
 
