@@ -143,6 +143,22 @@ func dropURLBreaks(s string) string {
 	}, s)
 }
 
+// HeldText returns the text the part holds that the layers read, as the
+// model reads it: a text or tool_result part's Text, or the text an image
+// part carries in place of an image (Attachment); "" for a part that holds
+// none (an image's own bytes or URL, a PDF, a thinking block). A guard's
+// m.content reads what it returns for each part.
+func (p ContentPart) HeldText() string {
+	switch p.Type {
+	case PartText, PartToolResult:
+		return p.Text
+	case PartImage:
+		text, _ := p.Attachment()
+		return text
+	}
+	return ""
+}
+
 // Unread reports whether the part holds content no layer reads as text: a
 // PDF (PartDocument), or data an image part carries in place of an image
 // that is not text (Attachment).

@@ -121,9 +121,12 @@ func predicateCalls(uses []ToolUse) []predicate.ToolCall {
 }
 
 // predicateContent is a message's content as a predicate reads it: its
-// Content and the text of its text and tool_result parts, in order, joined
-// by line breaks. A guard over m.content thus sees the same text whether a
-// client sent a string or parts, and a tool result in either wire shape.
+// Content and the text each of its parts holds (ContentPart.HeldText: a
+// text or tool_result part's, the text an image part carries in place of
+// an image), in order, joined by line breaks. A guard over m.content thus
+// sees the same text whether a client sent a string or parts, a tool
+// result in either wire shape, and the text pii, security and
+// content_filter read in an image part.
 func predicateContent(m *Message) string {
 	if len(m.Parts) == 0 {
 		return m.Content
@@ -131,12 +134,15 @@ func predicateContent(m *Message) string {
 	var b strings.Builder
 	b.WriteString(m.Content)
 	for i := range m.Parts {
-		if p := &m.Parts[i]; p.Type == PartText || p.Type == PartToolResult {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(p.Text)
+		p := &m.Parts[i]
+		text := p.HeldText()
+		if text == "" && p.Type != PartText && p.Type != PartToolResult {
+			continue // no text: an image's own bytes, a PDF, thinking
 		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(text)
 	}
 	return b.String()
 }

@@ -95,3 +95,34 @@ func BenchmarkEvalChat(b *testing.B) {
 		})
 	}
 }
+
+// A message's content, as a predicate reads it, holds the text an image
+// part carries in place of an image (a data: URL or data of a text media
+// type), as pii, security and content_filter read it, in the parts'
+// order; an image's own bytes and a URL hold none.
+func TestEvalChatContentReadsTheTextAnImagePartHolds(t *testing.T) {
+	call := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "m", Messages: []runtime.Message{
+		{Role: "user", Parts: []runtime.ContentPart{
+			{Type: runtime.PartText, Text: "see"},
+			{Type: runtime.PartImage, ImageURL: "data:text/plain,FORBIDDEN%20WORD"},
+			{Type: runtime.PartImage, ImageURL: "data:image/png;base64,iVBORw0KGgo="},
+			{Type: runtime.PartImage, ImageURL: "https://example.com/x.png?q=word"},
+			{Type: runtime.PartImage, MediaType: "text/plain", Data: []byte("second")},
+		}},
+		{Role: "tool", ToolCallID: "c1", Parts: []runtime.ContentPart{
+			{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "result"},
+			{Type: runtime.PartImage, ToolCallID: "c1", ImageURL: "data:text/plain;base64,c2NyZWVu"},
+		}},
+	}}}
+	for src, want := range map[string]bool{
+		"messages[0].content == 'see\\nFORBIDDEN WORD\\nsecond'": true,
+		"messages[1].content == 'result\\nscreen'":               true,
+		"messages.exists(m, m.content.contains('word'))":         false,
+	} {
+		p, err := runtime.CompileChatPredicate(src)
+		require.NoError(t, err, src)
+		got, err := p.EvalChat(context.Background(), call, nil)
+		require.NoError(t, err, src)
+		assert.Equal(t, want, got, src)
+	}
+}

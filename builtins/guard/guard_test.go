@@ -244,3 +244,25 @@ func TestToolGuardNullReason(t *testing.T) {
 		}
 	}
 }
+
+// A chat guard reads the text an image part carries in place of an image
+// ("data:text/plain,..."), which the model reads as text: a word it denies
+// there blocks the call as it does in a text part.
+func TestChatGuardReadsTheTextAnImagePartHolds(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Named("no_secret_word", rt.Layer("guard", `{"deny":"messages.exists(m, m.content.contains('FORBIDDENWORD'))","message":"forbidden word"}`)),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	for _, part := range []runtime.ContentPart{
+		{Type: runtime.PartImage, ImageURL: "data:text/plain,FORBIDDENWORD"},
+		{Type: runtime.PartImage, ImageURL: "data:text/plain;base64,Rk9SQklEREVOV09SRA=="},
+		{Type: runtime.PartImage, MediaType: "text/plain", Data: []byte("FORBIDDENWORD")},
+	} {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{
+			{Role: "user", Parts: []runtime.ContentPart{part, {Type: runtime.PartText, Text: "read"}}}}}, 0)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, "%+v", part)
+		assert.Equal(t, "no_secret_word", b.Layer)
+	}
+	assert.Zero(t, model.Calls())
+}

@@ -75,7 +75,18 @@
 // identifier and a stop sequence holding personal data block the call with a
 // *runtime.BlockedError naming the field (a masked id would make every end user whose id masks
 // alike one to the provider's abuse monitoring, a masked stop sequence would stop the answer
-// at another text). The text parts of a message, and those of consecutive
+// at another text). So is the URL of an image (or of a document) a message holds, which the
+// provider fetches, from the host the client chose (which then receives it too): its host
+// left out (the address fetched from, no data of the client's), read as written and as that
+// host reads it (its percent escapes decoded, a "+" of its query as a space), and, unless
+// `system: false`, in the system messages too; a data: URL's data is read as the text it
+// holds (above), not again as a URL. A URL holding personal data blocks the call with either
+// action, with a *runtime.BlockedError naming the message ("message 0 image URL contains
+// personal data (card)"): masked, it would locate another resource, which the provider would
+// fetch (with "redact" the refusal says so: send the data itself, or a URL that holds none).
+// The encrypted data a client sends back (a redacted_thinking block's data, a reasoning
+// item's encrypted_content) and a thinking block's signature are opaque: the provider that
+// made them validates them, and pii does not read them. The text parts of a message, and those of consecutive
 // messages of one role (Anthropic's API merges them into one turn), are read run together
 // as well as joined by line breaks (a model reads separate text blocks run together): with
 // "block" an item cut across two of them blocks the call, with "redact" it is masked; so is

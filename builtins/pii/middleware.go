@@ -163,7 +163,10 @@ func kindsOf(ms []Match) string {
 // are read whatever System says, the caller's own: with "block" any of them
 // holding personal data blocks the call; with "redact" the prompt cache key
 // and the metadata's values are masked, and the others, which masking would
-// change the meaning of, block it (mask.Transcript.RefuseFields).
+// change the meaning of, block it (mask.Transcript.RefuseFields). So does,
+// with either action, the URL of an image or a document the provider
+// fetches that holds personal data (mask.Transcript.RefuseURLs): masked, it
+// would locate another resource.
 func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
@@ -180,6 +183,10 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				if err := fields.BlockFields(c.Meta.Run.ID, &c.Request, m.name, "personal data"); err != nil {
 					return err
 				}
+			}
+			urls := mask.Transcript{Mask: m.scanner.Redact, Find: m.scanner.items, System: m.System, Seen: &m.seen}
+			if err := urls.RefuseURLs(c.Meta.Run.ID, c.Request.Messages, m.name, "personal data", true); err != nil {
+				return err
 			}
 			if err := m.blockThinking(c); err != nil {
 				return err
@@ -243,6 +250,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		masked = masked || split || dropped
 		if err := tr.RefuseFields(run, &c.Request, m.name, "personal data"); err != nil {
+			return err
+		}
+		if err := tr.RefuseURLs(run, c.Request.Messages, m.name, "personal data", false); err != nil {
 			return err
 		}
 		tools, format, defsMasked := c.Request.Tools, c.Request.ResponseFormat, false

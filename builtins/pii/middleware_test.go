@@ -70,24 +70,29 @@ func TestChatBlock(t *testing.T) {
 		{"kinds filter leaves iban out", `{"kinds":["card"]}`, []runtime.Message{{Role: "user", Content: "refund to GB29NWBK60161331926819"}}, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			model := &recordingModel{}
-			pl := chatPipeline(t, tt.config, model)
-			_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: tt.msgs})
-			if tt.blocked == "" {
-				require.NoError(t, err)
-				assert.Len(t, model.seen, 1)
-				return
-			}
-			var b *runtime.BlockedError
-			require.ErrorAs(t, err, &b)
-			assert.Equal(t, "privacy", b.Layer)
-			assert.Contains(t, b.Message, tt.blocked)
-			assert.NotContains(t, b.Message, "@", "the message never quotes the data")
-			assert.NotContains(t, b.Message, "4111")
-			assert.Empty(t, model.seen, "a blocked call never reaches the model")
-		})
+		t.Run(tt.name, func(t *testing.T) { checkChatBlock(t, tt.config, tt.msgs, tt.blocked) })
 	}
+}
+
+// checkChatBlock sends msgs through a pii layer of config: with blocked ""
+// the call reaches the model, else it is blocked before, the refusal
+// holding blocked and quoting no data.
+func checkChatBlock(t *testing.T, config string, msgs []runtime.Message, blocked string) {
+	t.Helper()
+	model := &recordingModel{}
+	_, err := chatPipeline(t, config, model).Complete(context.Background(), runtime.ChatRequest{Model: "primary", Messages: msgs})
+	if blocked == "" {
+		require.NoError(t, err)
+		assert.Len(t, model.seen, 1)
+		return
+	}
+	var b *runtime.BlockedError
+	require.ErrorAs(t, err, &b)
+	assert.Equal(t, "privacy", b.Layer)
+	assert.Contains(t, b.Message, blocked)
+	assert.NotContains(t, b.Message, "@", "the message never quotes the data")
+	assert.NotContains(t, b.Message, "4111")
+	assert.Empty(t, model.seen, "a blocked call never reaches the model")
 }
 
 func TestChatRedactDoesNotMutateInput(t *testing.T) {

@@ -64,8 +64,14 @@
 // Backoff is exponential with full jitter: before attempt n+1 the layer waits
 // a uniform random delay in [0, min(max_delay, initial_delay *
 // multiplier^(n-1))]. A Retry-After the callee asks for (runtime.RetryAfterOf)
-// replaces the jittered delay and is capped by max_delay. Waits end at once
-// when the caller's context is done.
+// replaces the jittered delay when it is within max_delay; a longer one is
+// not waited out in part, since the attempt after max_delay would come
+// before the callee said one could succeed (a rate_limit in reject mode
+// inside the retry refuses it again, a provider's 429 most likely too): the
+// failure is returned at once, its Retry-After kept, so a fallback outside
+// moves on without the wait, and agentc serve answers the 429 with that
+// Retry-After, as a client that honours the header expects. Waits end at
+// once when the caller's context is done.
 //
 // A failure that carries retry feedback (runtime.RetryFeedbacker, such as
 // output_coerce's coercion error) is re-asked: the next chat attempt sees the

@@ -180,7 +180,7 @@ func (r *Retry) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			}
 			// The provider's word on trying it again (x-should-retry)
 			// decides for the same model; the breaker counts by the kind.
-			if c.Deltas > start || !runtime.RetriesSame(err) || c.Stopped || attempt >= r.MaxAttempts {
+			if c.Deltas > start || !runtime.RetriesSame(err) || c.Stopped || attempt >= r.MaxAttempts || r.asksLonger(err) {
 				return err
 			}
 			if werr := r.wait(ctx, attempt, err); werr != nil {
@@ -352,7 +352,7 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 			} else {
 				br.release(trial)
 			}
-			if !runtime.RetriesSame(err) || attempt >= r.MaxAttempts {
+			if !runtime.RetriesSame(err) || attempt >= r.MaxAttempts || r.asksLonger(err) {
 				return v, err
 			}
 			if why := r.unsafeAgain(c, err); why != "" {
@@ -421,9 +421,19 @@ func (r *Retry) toolAttempt(ctx context.Context, c *runtime.ToolCall, next runti
 	return v, err
 }
 
+// asksLonger reports whether the callee that failed with err asks for a
+// wait (Retry-After) longer than max_delay: an attempt after max_delay
+// would come before it said one could succeed (a rate_limit in reject mode
+// inside refuses it again), so the failure is returned at once, its
+// Retry-After kept for the caller.
+func (r *Retry) asksLonger(err error) bool {
+	ra, ok := runtime.RetryAfterOf(err)
+	return ok && ra > r.MaxDelay.D()
+}
+
 // Delay returns the wait before the attempt after attempt (1-based) failed
-// with err: the callee's Retry-After capped by max_delay, else a full-jitter
-// exponential delay.
+// with err: the callee's Retry-After capped by max_delay (the layer does not
+// try again after a longer one), else a full-jitter exponential delay.
 func (r *Retry) Delay(attempt int, err error) time.Duration {
 	maxDelay := r.MaxDelay.D()
 	if ra, ok := runtime.RetryAfterOf(err); ok {

@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/agentc-dev/agentc/builtins/fallback"
 	"github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/ratelimit"
 	"github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
@@ -425,4 +426,66 @@ func TestIdleTimeoutIsValidated(t *testing.T) {
 		rt.Layer("retry", `{"idle_timeout":"0s"}`)}}), runtime.Deps{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "idle_timeout must be positive")
+}
+
+// A Retry-After longer than max_delay is not waited out in part: the next
+// attempt would come before the callee said it could succeed, so the
+// failure is returned at once, its Retry-After kept for the caller.
+func TestRetryAfterBeyondMaxDelayIsNotRetried(t *testing.T) {
+	long := &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: time.Hour}
+	clock := runtime.NewVirtualClock(time.Unix(0, 0))
+	tool := rt.NewTool(rt.ToolResult{Err: long}, rt.ToolResult{Value: 1})
+	pl, err := runtime.Build(context.Background(), readOnly(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"max_delay":"10s"}`)}}),
+		runtime.Deps{Clock: clock, Tools: map[string]runtime.ToolFunc{"t": tool.Func()}})
+	require.NoError(t, err)
+	_, err = pl.Tool(context.Background(), runtime.ToolRequest{Name: "t"})
+	require.ErrorIs(t, err, long)
+	ra, ok := runtime.RetryAfterOf(err)
+	require.True(t, ok)
+	assert.Equal(t, time.Hour, ra)
+	assert.Equal(t, 1, tool.Calls())
+	assert.Equal(t, time.Unix(0, 0), clock.Now(), "no wait")
+
+	model := rt.NewModel(rt.Response{Err: long}, rt.Response{Deltas: []string{"ok"}})
+	pl, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"max_delay":"10s"}`)}}),
+		runtime.Deps{Clock: clock, Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorIs(t, err, long)
+	assert.Equal(t, 1, model.Calls())
+	assert.Equal(t, time.Unix(0, 0), clock.Now(), "no wait")
+
+	// A Retry-After within max_delay is waited, then tried again.
+	short := &runtime.CallError{Kind: runtime.KindRateLimited, RetryAfter: 10 * time.Second}
+	model = rt.NewModel(rt.Response{Err: short}, rt.Response{Deltas: []string{"ok"}})
+	pl, err = runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("retry", `{"max_attempts":3,"max_delay":"10s"}`)}}),
+		runtime.Deps{Clock: clock, Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	text, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", text)
+	assert.Equal(t, time.Unix(10, 0), clock.Now())
+}
+
+// A rate_limit in reject mode inside the retry, its next slot further off
+// than max_delay: the call past the limit is refused at once, with the
+// rate limit's Retry-After, rather than held max_delay for an attempt the
+// limit refuses again.
+func TestRetryOutsideRejectingRateLimitAnswersAtOnce(t *testing.T) {
+	clock := runtime.NewVirtualClock(time.Unix(0, 0))
+	model := rt.NewModel(rt.Response{Deltas: []string{"a"}}, rt.Response{Deltas: []string{"b"}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":2}`),
+		rt.Layer("rate_limit", `{"rate":1,"per":"1m","burst":1,"mode":"reject"}`),
+	}}), runtime.Deps{Clock: clock, Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	assert.Equal(t, "rate_limited", runtime.KindOf(err))
+	ra, ok := runtime.RetryAfterOf(err)
+	require.True(t, ok)
+	assert.InDelta(t, time.Minute.Seconds(), ra.Seconds(), 1)
+	assert.Equal(t, time.Unix(0, 0), clock.Now(), "the client is not held max_delay")
+	assert.Equal(t, 1, model.Calls())
 }

@@ -16,4 +16,7 @@
 // (the end user's id, the stop sequences, the prompt cache key, the
 // metadata): MaskFields masks those masking leaves their meaning, and
 // RefuseFields and BlockFields refuse a call whose fields hold a finding.
+// PartURLs lists the URLs of images and documents a provider fetches, and
+// RefuseURLs refuses a call whose URL holds a finding: masked, a URL would
+// locate another resource.
 package mask

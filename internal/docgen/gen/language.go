@@ -465,7 +465,8 @@ func (p *langPage) celSection() {
 		"Guards (`deny`, `require`), every entry's `when` and the top-level `admit` are CEL, " +
 		"type-checked at vet time against the variables of their stage " +
 		"([`cel/type`](rules.md#cel-type)). A guard with `phase: \"after\"` also sees the call's outcome; " +
-		"every other predicate runs before the call. A message's `content` is its whole text: a string, or its text and `tool_result` parts joined by line breaks, " +
+		"every other predicate runs before the call. A message's `content` is its whole text: a string, or its text and `tool_result` parts and the text its image parts carry in place of an image " +
+		"(`data:text/plain,...`, which pii, security and content_filter read too), in order, joined by line breaks, " +
 		"so a guard reads a message sent as parts as it reads one sent as a string. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
 		"and so is an object argument whose schema lists no properties (`{type: \"object\"}`, additionalProperties open): a scoped entry reading a field of it (`args.opts.sudo`) gets the same warning, at the read, as the field may be misspelt or hold a value of any type (`{\"sudo\": \"true\"}` is not `true`); " +
