@@ -164,10 +164,18 @@ type InDoubtError struct {
 	Tool string
 	// IdempotencyKey is the key the earlier execution was given.
 	IdempotencyKey string
+	// Unreadable, when set, is why the call's idempotency record does not
+	// decode (damaged in the store, or written by another build): whether
+	// an earlier execution ran, or how it ended, cannot be read.
+	Unreadable error
 }
 
 // Error names the layer, the tool and the key.
 func (e *InDoubtError) Error() string {
+	if e.Unreadable != nil {
+		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency record is unreadable (%v), so whether an earlier execution (idempotency key %s) ran cannot be told, and the tool is not retry_safe, so it is not run",
+			e.Layer, e.Tool, e.Unreadable, e.IdempotencyKey)
+	}
 	return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again",
 		e.Layer, e.Tool, e.IdempotencyKey)
 }

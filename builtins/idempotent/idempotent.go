@@ -454,6 +454,11 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				retake, retaking = g.Note, true
 				continue
 			}
+			if g.Unreadable != nil {
+				m.logger.WarnContext(ctx, "idempotent: the call's idempotency record is unreadable; the call is in doubt and does not run",
+					"tool", c.Name, "store", runtime.StoreName(m.Store), "key", key, "error", g.Unreadable)
+				return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey(), Unreadable: g.Unreadable}
+			}
 			return nil, m.inDoubt(ctx, c)
 		case runtime.LeaseAcquired:
 			l := m.leaser
