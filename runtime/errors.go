@@ -77,10 +77,19 @@ type BudgetError struct {
 	// chain.
 	Scope, Window string
 	Resets        time.Time
+	// Lease is the refusing meter's lease on a shared ledger: a
+	// reservation of a process that stopped holds its place until it
+	// lapses, at the end of its lease (this one for a call without a
+	// deadline). 0 for a ledger in process memory, which a process that
+	// stops takes with it.
+	Lease time.Duration
 }
 
 // Error names the layer, the resource, the ceiling and the spend.
 func (e *BudgetError) Error() string {
+	if e.InFlight() && e.Lease > 0 {
+		return fmt.Sprintf("budget held by calls in flight at %s: %s; try again once they end, or once those of a process that stopped lapse (lease %s)", e.Layer, e.Message(), e.Lease)
+	}
 	if e.InFlight() {
 		return fmt.Sprintf("budget held by calls in flight at %s: %s; try again once they end", e.Layer, e.Message())
 	}
