@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -717,11 +718,12 @@ func (l *KVLeaser) read(ctx context.Context, key string) (leaseRecord, bool, err
 		return leaseRecord{}, false, err
 	}
 	var r leaseRecord
-	if err := json.Unmarshal(b, &r); err != nil {
-		return leaseRecord{}, true, fmt.Errorf("lease record of %s does not decode: %w", key, err)
+	err = json.Unmarshal(b, &r)
+	if err == nil && r.State != "pending" && r.State != "done" {
+		err = fmt.Errorf("state %q is neither pending nor done", r.State)
 	}
-	if r.State != "pending" && r.State != "done" {
-		return leaseRecord{}, true, fmt.Errorf("lease record of %s does not decode: state %q is neither pending nor done", key, r.State)
+	if err != nil {
+		return leaseRecord{}, true, fmt.Errorf("lease record of %s does not decode: %w", key, err)
 	}
 	return r, true, nil
 }
@@ -760,7 +762,7 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte
 			// an expired claim is, until it expires. A takeover replaces
 			// it.
 			if !takeover {
-				return LeaseGrant{Status: LeaseInDoubt, Unreadable: err}, nil
+				return LeaseGrant{Status: LeaseInDoubt, Unreadable: errors.Unwrap(err)}, nil
 			}
 			if err := l.KV.Delete(ctx, key); err != nil {
 				return LeaseGrant{}, err

@@ -52,7 +52,7 @@ func TestADamagedRecordFailsClosedSayingSo(t *testing.T) {
 			var doubt *runtime.InDoubtError
 			require.ErrorAs(t, err, &doubt)
 			assert.Equal(t, int64(1), calls.Load(), "the refund did not run again")
-			assert.Contains(t, err.Error(), "idempotency record is unreadable")
+			assert.Contains(t, err.Error(), "idempotency record is unreadable (unexpected end of JSON input)")
 			assert.NotContains(t, err.Error(), "stopped before recording its outcome")
 			assert.Contains(t, log.String(), "unreadable")
 			assert.Contains(t, log.String(), key)
