@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/runtime"
-	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 	"github.com/agentc-dev/agentc/runtime/store/sqlite"
 )
@@ -38,9 +37,7 @@ func TestADamagedRecordFailsClosedSayingSo(t *testing.T) {
 			kv := open(t)
 			var log rt.LogBuffer
 			var calls atomic.Int64
-			p := toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"]}`))
-			p.Tools["refund"] = plan.Tool{SideEffecting: true}
-			pl := rt.Build(t, p, runtime.Deps{KV: kv, Logger: slog.New(slog.NewTextHandler(&log, nil)),
+			pl := rt.Build(t, refundPlan(`{"key_args": ["order_id"]}`, false), runtime.Deps{KV: kv, Logger: slog.New(slog.NewTextHandler(&log, nil)),
 				Tools: map[string]runtime.ToolFunc{"refund": refunds(&calls)}})
 			req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o-1", "amount": 1}}
 			_, err := pl.Tool(ctx1, req)

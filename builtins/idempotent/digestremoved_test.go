@@ -30,14 +30,9 @@ func TestRemovingTheDigestKeyRunsNoRefundTwice(t *testing.T) {
 				a, b := open(t)
 				var calls atomic.Int64
 				tools := map[string]runtime.ToolFunc{"refund": refunds(&calls)}
-				keyed := toolPlan(rt.Layer("idempotent", mode.config))
-				keyed.Tools["refund"] = plan.Tool{SideEffecting: true}
-				keyed.Settings.DigestKeyEnv = digestKeyEnv
 				t.Setenv(digestKeyEnv, digestKey)
-				with := rt.Build(t, keyed, runtime.Deps{KV: a, Tools: tools})
-				plain := toolPlan(rt.Layer("idempotent", mode.config))
-				plain.Tools["refund"] = plan.Tool{SideEffecting: true}
-				without := rt.Build(t, plain, runtime.Deps{KV: b, Tools: tools})
+				with := rt.Build(t, refundPlan(mode.config, true), runtime.Deps{KV: a, Tools: tools})
+				without := rt.Build(t, refundPlan(mode.config, false), runtime.Deps{KV: b, Tools: tools})
 
 				req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o-1", "amount": 5}, IdempotencyKey: mode.supplied}
 				_, err := with.Tool(bounded(t, "run-1"), req)
@@ -61,11 +56,8 @@ func TestAKeyArgsRecordOfAKeyedEarlierBuildIsFound(t *testing.T) {
 	for _, st := range mismatchStores(t) {
 		t.Run(st.name, func(t *testing.T) {
 			var calls atomic.Int64
-			p := toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"]}`))
-			p.Tools["refund"] = plan.Tool{SideEffecting: true}
-			p.Settings.DigestKeyEnv = digestKeyEnv
 			t.Setenv(digestKeyEnv, digestKey)
-			pl := rt.Build(t, p, runtime.Deps{KV: st.b, Tools: map[string]runtime.ToolFunc{"refund": refunds(&calls)}})
+			pl := rt.Build(t, refundPlan(`{"key_args": ["order_id"]}`, true), runtime.Deps{KV: st.b, Tools: map[string]runtime.ToolFunc{"refund": refunds(&calls)}})
 			d, err := runtime.NewDigester([]byte(digestKey))
 			require.NoError(t, err)
 			published(t, st.a, idempotent.HashKey(d, "args", "refund", "", `["m-1"]`), `"refunded m-1 earlier"`)
@@ -79,4 +71,16 @@ func TestAKeyArgsRecordOfAKeyedEarlierBuildIsFound(t *testing.T) {
 			assert.Zero(t, calls.Load())
 		})
 	}
+}
+
+// refundPlan is a plan whose tool chain is an idempotent layer of config
+// and whose tool refund is side-effecting, not retry_safe; keyed, with
+// settings.digest_key_env.
+func refundPlan(config string, keyed bool) *plan.Plan {
+	p := toolPlan(rt.Layer("idempotent", config))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	if keyed {
+		p.Settings.DigestKeyEnv = digestKeyEnv
+	}
+	return p
 }

@@ -71,9 +71,7 @@ func TestADigestKeyNamesTheKeyOfBeforeOfACallInDoubt(t *testing.T) {
 				a, b := open(t)
 				args := map[string]any{"order_id": "o-1", "amount": 10}
 				var given string
-				plain := toolPlan(rt.Layer("idempotent", config))
-				plain.Tools["refund"] = plan.Tool{SideEffecting: true}
-				before := rt.Build(t, plain, runtime.Deps{KV: a, Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+				before := rt.Build(t, refundPlan(config, false), runtime.Deps{KV: a, Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
 					given = c.IdempotencyKey()
 					return nil, &runtime.CallError{Status: 504, Message: "bank timed out"}
 				}}})
@@ -81,12 +79,9 @@ func TestADigestKeyNamesTheKeyOfBeforeOfACallInDoubt(t *testing.T) {
 				require.Error(t, err)
 				require.NotEmpty(t, given)
 
-				keyed := toolPlan(rt.Layer("idempotent", config))
-				keyed.Tools["refund"] = plan.Tool{SideEffecting: true}
-				keyed.Settings.DigestKeyEnv = digestKeyEnv
 				t.Setenv(digestKeyEnv, digestKey)
 				var ran bool
-				after := rt.Build(t, keyed, runtime.Deps{KV: b, Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+				after := rt.Build(t, refundPlan(config, true), runtime.Deps{KV: b, Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
 					ran = true
 					return "refunded", nil
 				}}})
