@@ -20,6 +20,10 @@ import (
 func TestBudgetErrorNamesTheCallsInFlight(t *testing.T) {
 	e := &runtime.BudgetError{Layer: "meter", Resource: "calls", Spent: 1, Limit: 2, Pending: 1}
 	assert.Equal(t, "budget held by calls in flight at meter: calls ceiling 2 reached (spent 1, 1 reserved by calls in flight); try again once they end", e.Error())
+	// On a shared ledger a place may be held by a process that stopped:
+	// it comes back once the reservation lapses, at the end of its lease.
+	e.Lease = 10 * time.Minute
+	assert.Equal(t, "budget held by calls in flight at meter: calls ceiling 2 reached (spent 1, 1 reserved by calls in flight); try again once they end, or once those of a process that stopped lapse (lease 10m0s)", e.Error())
 	e.Spent = 2
 	assert.Equal(t, "budget exhausted at meter: calls ceiling 2 reached (spent 2, 1 reserved by calls in flight)", e.Error())
 	e.Pending = 0

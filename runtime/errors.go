@@ -77,10 +77,19 @@ type BudgetError struct {
 	// chain.
 	Scope, Window string
 	Resets        time.Time
+	// Lease is the refusing meter's lease on a shared ledger: a
+	// reservation of a process that stopped holds its place until it
+	// lapses, at the end of its lease (this one for a call without a
+	// deadline). 0 for a ledger in process memory, which a process that
+	// stops takes with it.
+	Lease time.Duration
 }
 
 // Error names the layer, the resource, the ceiling and the spend.
 func (e *BudgetError) Error() string {
+	if e.InFlight() && e.Lease > 0 {
+		return fmt.Sprintf("budget held by calls in flight at %s: %s; try again once they end, or once those of a process that stopped lapse (lease %s)", e.Layer, e.Message(), e.Lease)
+	}
 	if e.InFlight() {
 		return fmt.Sprintf("budget held by calls in flight at %s: %s; try again once they end", e.Layer, e.Message())
 	}
@@ -164,10 +173,18 @@ type InDoubtError struct {
 	Tool string
 	// IdempotencyKey is the key the earlier execution was given.
 	IdempotencyKey string
+	// Unreadable, when set, is why the call's idempotency record does not
+	// decode (damaged in the store, or written by another build): whether
+	// an earlier execution ran, or how it ended, cannot be read.
+	Unreadable error
 }
 
 // Error names the layer, the tool and the key.
 func (e *InDoubtError) Error() string {
+	if e.Unreadable != nil {
+		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency record is unreadable (%v), so whether an earlier execution (idempotency key %s) ran cannot be told, and the tool is not retry_safe, so it is not run",
+			e.Layer, e.Tool, e.Unreadable, e.IdempotencyKey)
+	}
 	return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again",
 		e.Layer, e.Tool, e.IdempotencyKey)
 }

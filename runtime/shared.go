@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -54,6 +55,11 @@ type LeaseGrant struct {
 	Note []byte
 	// Remaining is how long the holder's lease still runs (LeaseHeld).
 	Remaining time.Duration
+	// Unreadable is why the key's record does not decode (damaged, or
+	// written by another build), when that is why it is in doubt
+	// (LeaseInDoubt): it may be the claim or the outcome of a call that
+	// ran. nil otherwise.
+	Unreadable error
 }
 
 // Leaser is the idempotency port: a claim on a key held by one caller in any
@@ -712,8 +718,12 @@ func (l *KVLeaser) read(ctx context.Context, key string) (leaseRecord, bool, err
 		return leaseRecord{}, false, err
 	}
 	var r leaseRecord
-	if err := json.Unmarshal(b, &r); err != nil || (r.State != "pending" && r.State != "done") {
-		return leaseRecord{}, true, fmt.Errorf("lease record of %s does not decode", key)
+	err = json.Unmarshal(b, &r)
+	if err == nil && r.State != "pending" && r.State != "done" {
+		err = fmt.Errorf("state %q is neither pending nor done", r.State)
+	}
+	if err != nil {
+		return leaseRecord{}, true, fmt.Errorf("lease record of %s does not decode: %w", key, err)
 	}
 	return r, true, nil
 }
@@ -752,7 +762,7 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte
 			// an expired claim is, until it expires. A takeover replaces
 			// it.
 			if !takeover {
-				return LeaseGrant{Status: LeaseInDoubt}, nil
+				return LeaseGrant{Status: LeaseInDoubt, Unreadable: errors.Unwrap(err)}, nil
 			}
 			if err := l.KV.Delete(ctx, key); err != nil {
 				return LeaseGrant{}, err

@@ -95,13 +95,22 @@ func fullDigest(d runtime.Digester, c *runtime.ToolCall) string {
 // without a digest key (before a deployment set one). A keyed record read
 // by a layer without the key matches no call.
 func (m *Idempotent) recordDigester(d argDigests) runtime.Digester {
+	if keyedDigests(d) {
+		return m.digester
+	}
+	return runtime.Digester{}
+}
+
+// keyedDigests reports whether the digests d a record or a claim holds
+// were made with a digest key (runtime.KeyedDigestPrefix).
+func keyedDigests(d argDigests) bool {
 	if d.Args != "" {
-		return m.digester.Of(d.Args)
+		return strings.HasPrefix(d.Args, runtime.KeyedDigestPrefix)
 	}
 	for _, v := range d.By {
-		return m.digester.Of(v)
+		return strings.HasPrefix(v, runtime.KeyedDigestPrefix)
 	}
-	return m.digester
+	return false
 }
 
 // verdict is how a call compares with the call whose digests a record or
@@ -120,6 +129,9 @@ const (
 	// only those differ (vary_args changed since it was written) or
 	// others too.
 	unsure
+	// sealed: the record's digests are keyed and the layer has no digest
+	// key (removed since it was written): they match no call.
+	sealed
 )
 
 // compare compares c with the call whose digests d a record or a claim
@@ -135,6 +147,9 @@ const (
 // vary_args named then, and every argument counts, one a tool gains later
 // included.
 func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []string) {
+	if !m.digester.Keyed() && keyedDigests(d) {
+		return sealed, nil
+	}
 	dg := m.recordDigester(d)
 	if d.By != nil {
 		mine := m.digestsBy(dg, c).By
@@ -189,6 +204,9 @@ func (m *Idempotent) refusal(v verdict, diff []string, claimed bool) error {
 	}
 	var msg string
 	switch {
+	case v == sealed:
+		msg = fmt.Sprintf("%s %s whose arguments' digests are keyed with settings.digest_key_env, which this deployment does not have (removed since): they cannot be compared with this call's arguments%s",
+			m.keyLabel(), earlier, tail)
 	case v == unsure:
 		msg = fmt.Sprintf("%s %s whose arguments this call does not match: its record holds one digest of them, taken with the vary_args of then, and cannot tell whether only arguments vary_args (%s) names now differ%s (a call with the earlier call's arguments gets it)",
 			m.keyLabel(), earlier, strings.Join(m.VaryArgs, ", "), tail)
@@ -298,29 +316,49 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		m.release(wctx, c, key, token)
 		return nil, nil, true, nil
 	}
+	// In doubt under its key of before: the call ran then with the
+	// idempotency key it had then, by which the tool tells a retry from a
+	// new call and a person looks the call up.
+	m.givenBefore(c, old, keep)
 	if c.Tool.RetrySafe {
-		if !keep && !c.Meta.IdempotencyKeySupplied() {
-			// In doubt under its plain key: the call ran then with the
-			// idempotency key derived without the digest key, by which
-			// the tool tells this retry from a new call.
-			c.Meta.IdempotencyKey = m.plainIdempotencyKey(c)
-		}
 		return m.leaser, nil, false, nil
 	}
 	m.doubt(wctx, m.leaser, c, key, token, "was claimed under its key of before (by an earlier build, or without the digest key) and is in doubt there")
 	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 
-// plainIdempotencyKey returns the idempotency key a layer without a digest
-// key passes downstream with c: the key of its key_args hashed plainly, or
+// givenBefore gives c the idempotency key a call claimed under old (its key
+// of before: older, keep) was given: a supplied key is the same; under
+// key_args, the key of the builds that hashed it with the digest key; else
 // the key derived from its run and its arguments' plain digest.
-func (m *Idempotent) plainIdempotencyKey(c *runtime.ToolCall) string {
-	if len(m.KeyArgs) > 0 {
-		if k, err := m.argsKey(runtime.Digester{}, c); err == nil {
-			return k[len(keyPrefix):]
+func (m *Idempotent) givenBefore(c *runtime.ToolCall, old string, keep bool) {
+	switch {
+	case keep || c.Meta.IdempotencyKeySupplied():
+	case len(m.KeyArgs) > 0:
+		c.Meta.IdempotencyKey = old[len(keyPrefix):]
+	default:
+		c.Meta.IdempotencyKey = c.PlainForm().IdempotencyKey()
+	}
+}
+
+// inDoubt is the error of c, found in doubt under its key. With a digest
+// key, the claim there may be one the layer ended in doubt because the
+// call was in doubt under its key of before (earlier): in doubt there
+// too, the call ran under that key, and the error names the idempotency
+// key it was given then (givenBefore). That look is one round trip, made
+// only for a call in doubt.
+func (m *Idempotent) inDoubt(ctx context.Context, c *runtime.ToolCall) error {
+	if old, keep := m.older(c); old != "" && !keep {
+		g, err := m.leaser.Acquire(ctx, old, m.LeaseTTL.D(), m.TTL.D(), false)
+		switch {
+		case err != nil:
+		case g.Status == runtime.LeaseInDoubt:
+			m.givenBefore(c, old, keep)
+		case g.Status == runtime.LeaseAcquired:
+			m.release(context.WithoutCancel(ctx), c, old, g.Token)
 		}
 	}
-	return c.PlainForm().IdempotencyKey()
+	return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 
 // twin is the layer's store as a call keyed on a supplied key sees it

@@ -81,30 +81,38 @@
 // Digest key: with settings.digest_key_env (runtime.BuildContext.Digester)
 // every digest the layer writes of a call's arguments is an HMAC-SHA256
 // under the key, written "hmac-sha256:HEX" (the digests of a record and of
-// a claim's note), and so are the store keys that hold arguments: the key
-// of a call keyed on its run (its idempotency key and digest are keyed),
-// and the key of key_args, which the layer also passes downstream as the
-// call's idempotency key. A key the caller supplied holds no argument and
-// is the same either way. A reader of the store (or of an audit trail,
-// which holds the idempotency key) can no longer test candidates. Records
+// a claim's note), and so is the store key of a call keyed on its run
+// (its idempotency key and digest are keyed). A reader of the store (or of
+// an audit trail, which holds the idempotency key) can no longer test
+// candidates against them. A key the caller supplied holds no argument and
+// is the same either way. So is the key of key_args, which the layer also
+// passes downstream as the call's idempotency key: a plain SHA-256 of the
+// tool, the tenant and the key arguments, so that the call's record is
+// found whether the deployment has the digest key or not, and the tool
+// gets the same key across a change of it. A reader can test a guessed
+// value of the key arguments (an order id) against it, not of the others:
+// name in key_args what identifies the call, not a secret. Builds before
+// this one hashed it with the digest key. Records
 // written without the key are still read: a call claimed afresh under its
 // keyed key first looks up its key of before (the plain form; for a
 // supplied key, that of builds before the comparison of arguments under
-// it, earlier), as a supplied key's earlier record is looked up: an
+// it, earlier; under key_args, the keyed key of builds before this one),
+// as a supplied key's earlier record is looked up: an
 // outcome there answers it (compared, under key_args or a supplied key,
 // with the plain digests that record holds, which their form tells apart:
 // an identical retry is answered, other arguments refused) and is stored
 // under the keyed key; a claim held there is waited for; one in doubt
-// leaves the call in doubt unless its tool is retry_safe, when it runs
-// again with the idempotency key it was given before the switch (derived
-// without the digest key), by which the tool tells the retry from a new
-// call. A retry_safe call that may have run and failed before the switch
-// (a timeout, a cancellation, a panic: step 4) left its claim in doubt
-// too, so its retry is given the idempotency key of before; one that
-// failed without running left none, and its retry gets the keyed key. (A
+// leaves the call in doubt (its *runtime.InDoubtError, on a later retry
+// too, names the idempotency key the call was given before the switch)
+// unless its tool is retry_safe, when it runs again with that key, by
+// which the tool tells the retry from a new call. A retry_safe call that
+// may have run and failed before the switch (a timeout, a cancellation, a
+// panic: step 4) left its claim in doubt too, so its retry is given the
+// idempotency key of before; one that failed without running left none,
+// and its retry gets the keyed key (under key_args, the same key). (A
 // build before this one released the claim of a retry_safe call that may
 // have run: such a call, retried after the switch, gets the keyed key,
-// which a tool that dedupes on it has not seen.) A free plain key
+// which a tool that dedupes on it has not seen, but under key_args.) A free plain key
 // is released at once: the layer never writes one, so a replica still
 // without the key does not see a call a replica with it runs (set the key
 // on every replica at once, or stop the ones without it first). A resumed
@@ -113,13 +121,20 @@
 // trips to the store for each new call (4 against 2, measured on Redis),
 // for as long as plain_lookup is true (the default): set it false once ttl
 // has passed since every replica had the key, and records of before still
-// unexpired are no longer read (a call they answered, keyed on its run or
-// under key_args, runs again if retried; a supplied key's record is under
-// the same key either way). Removing the key, or changing it, leaves the records
-// written with it unread: calls keyed on their run run again if retried,
-// and a call under key_args or a supplied key is refused, as its record's
-// keyed digests match nothing; keep a key until its records expire (ttl),
-// or accept that.
+// unexpired are no longer read (a call they answered, keyed on its run,
+// runs again if retried; the record of a call under key_args or a supplied
+// key is under the same key either way, but for a key_args record a build
+// before this one wrote with the key). Removing the key, or changing it, leaves the
+// records written with it unread: calls keyed on their run run again if
+// retried (their store key holds the keyed digest). A call under key_args
+// or a supplied key finds its record, whose key holds nothing keyed, and
+// is refused without running: its keyed digests cannot be compared with
+// the call's arguments ("... whose arguments' digests are keyed with
+// settings.digest_key_env, which this deployment does not have"; with
+// another key, they differ: "... with different arguments"). A key_args
+// record a build before this one wrote with the key is under its keyed
+// key, which is not found without it: such a call runs again if retried.
+// Keep a key until its records expire (ttl), or accept that.
 //
 // A side-effecting call whose arguments cannot be canonicalised (a NaN or
 // infinite number, a channel: runtime.ToolCall.ArgsDigestErr) has no key

@@ -55,3 +55,44 @@ func TestADigestKeyRetriesACallInDoubtUnderItsKeyOfBefore(t *testing.T) {
 		})
 	}
 }
+
+// TestADigestKeyNamesTheKeyOfBeforeOfACallInDoubt: a refund, not
+// retry_safe, whose worker died while it ran before the digest key was
+// set is in doubt under its plain key; each retry after the switch (the
+// first finds it there, the next the keyed key the layer ended in doubt)
+// is refused in doubt naming the idempotency key the refund ran with, by
+// which a person looks it up at the bank, not the keyed key it never had,
+// on every store. Under key_args the key is the same either way.
+func TestADigestKeyNamesTheKeyOfBeforeOfACallInDoubt(t *testing.T) {
+	modes := map[string]string{"run": `{}`, "key_args": `{"key_args": ["order_id"]}`}
+	for name, open := range replicaStores() {
+		for mode, config := range modes {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				a, b := open(t)
+				args := map[string]any{"order_id": "o-1", "amount": 10}
+				var given string
+				before := rt.Build(t, refundPlan(config, false), runtime.Deps{KV: a, Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+					given = c.IdempotencyKey()
+					return nil, &runtime.CallError{Status: 504, Message: "bank timed out"}
+				}}})
+				_, err := before.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
+				require.Error(t, err)
+				require.NotEmpty(t, given)
+
+				t.Setenv(digestKeyEnv, digestKey)
+				var ran bool
+				after := rt.Build(t, refundPlan(config, true), runtime.Deps{KV: b, Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+					ran = true
+					return "refunded", nil
+				}}})
+				for i := range 2 {
+					_, err = after.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: args})
+					var doubt *runtime.InDoubtError
+					require.ErrorAs(t, err, &doubt, "retry %d", i+1)
+					assert.Equal(t, given, doubt.IdempotencyKey, "retry %d names the key the refund ran with", i+1)
+				}
+				assert.False(t, ran)
+			})
+		}
+	}
+}

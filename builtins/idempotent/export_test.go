@@ -18,3 +18,8 @@ func PlainHashKey(parts ...string) string {
 
 // MaxRepublishes bounds the results of a layer waiting to be sent again.
 const MaxRepublishes = maxRepublishes
+
+// HashKey is the store key of parts hashed with d.
+func HashKey(d runtime.Digester, parts ...string) string {
+	return hashKey(d, parts...)
+}

@@ -184,23 +184,33 @@ func (m *Idempotent) keyBy(d runtime.Digester, c *runtime.ToolCall) (string, err
 		}
 		return Key(c), nil
 	}
-	return m.argsKey(d, c)
+	// Plain with a digest key or without: a record is found after the
+	// key is set, changed or removed (argsKey).
+	return m.argsKey(runtime.Digester{}, c)
 }
 
 // older returns the key c was stored under before: with a digest key, the
 // key of the plain form (a deployment without the key wrote it; for a call
 // under a key its caller supplied, the key of builds before the
-// comparison of arguments under it), and keep false: the layer reads that
-// key, and never keeps a claim or writes a record there, which would hold
-// what the key hides. Without a digest key, for a call under a supplied
-// key, the key of those builds, and keep true (earlier, twin). "" when
-// there is none.
+// comparison of arguments under it; under key_args, the key builds before
+// this one hashed with the digest key), and keep false: the layer reads
+// that key, and never keeps a claim or writes a record there, which would
+// hold what the key hides. Without a digest key, for a call under a
+// supplied key, the key of those builds, and keep true (earlier, twin).
+// "" when there is none: a key_args record such builds wrote with a digest
+// key is not found once the key is removed.
 func (m *Idempotent) older(c *runtime.ToolCall) (key string, keep bool) {
 	switch {
 	case m.digester.Keyed() && !m.PlainLookup:
 		return "", false
 	case m.digester.Keyed() && m.suppliedKey(c):
 		return Key(c.PlainForm()), false
+	case m.digester.Keyed() && len(m.KeyArgs) > 0:
+		k, err := m.argsKey(m.digester, c)
+		if err != nil {
+			return "", false
+		}
+		return k, false
 	case m.digester.Keyed():
 		k, err := m.keyBy(runtime.Digester{}, c)
 		if err != nil {
@@ -222,7 +232,7 @@ func (m *Idempotent) ToolKey(c *runtime.ToolCall) (string, bool) {
 	if len(m.KeyArgs) == 0 || c.Tool == nil || !c.Tool.SideEffecting {
 		return "", false
 	}
-	k, err := m.argsKey(m.digester, c)
+	k, err := m.argsKey(runtime.Digester{}, c)
 	if err != nil {
 		return "", false
 	}
@@ -230,8 +240,12 @@ func (m *Idempotent) ToolKey(c *runtime.ToolCall) (string, bool) {
 }
 
 // argsKey returns the store key of c keyed on the key arguments, hashed
-// with d (keyed: the key arguments' values cannot be recovered from it, nor
-// from the key passed downstream, which an audit records).
+// with d. The layer's key is the plain one (keyBy), so that a record is
+// found whether the deployment has a digest key or not, and the key passed
+// downstream stays the same across a change of it: a reader of the store
+// or of an audit can test a guessed value of the key arguments (an order
+// id) against it, not of the other arguments, whose digests are keyed.
+// Builds before hashed it with the digest key (older).
 func (m *Idempotent) argsKey(d runtime.Digester, c *runtime.ToolCall) (string, error) {
 	picked := make([]any, len(m.KeyArgs))
 	for i, a := range m.KeyArgs {
@@ -440,7 +454,12 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				retake, retaking = g.Note, true
 				continue
 			}
-			return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+			if g.Unreadable != nil {
+				m.logger.WarnContext(ctx, "idempotent: the call's idempotency record is unreadable; the call is in doubt and does not run",
+					"tool", c.Name, "store", runtime.StoreName(m.Store), "key", key, "error", g.Unreadable)
+				return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey(), Unreadable: g.Unreadable}
+			}
+			return nil, m.inDoubt(ctx, c)
 		case runtime.LeaseAcquired:
 			l := m.leaser
 			if old, keep := m.older(c); !g.InDoubt && old != "" {

@@ -50,6 +50,8 @@ func TestARefusalForTheCallsInFlightIsToBeTriedAgain(t *testing.T) {
 	var be *runtime.BudgetError
 	require.ErrorAs(t, err, &be)
 	assert.True(t, be.InFlight(), "nothing is spent: the call in flight holds the place")
+	assert.Contains(t, err.Error(), "try again once they end, or once those of a process that stopped lapse (lease 10m0s)",
+		"the call in flight may be one of a process that stopped, whose place comes back at the end of its lease")
 	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "not final")
 	assert.True(t, runtime.IsTransient(err))
 	d, ok := runtime.RetryAfterOf(err)

@@ -540,6 +540,9 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 			refusal.Held = enclosingHold(ctx, at.key, refusal.Resource)
 		}
 		refusal.Layer, refusal.Scope = m.name, m.Scope
+		if m.shared {
+			refusal.Lease = m.lease(context.Background())
+		}
 		if m.win.on() {
 			refusal.Window, refusal.Resets = m.Window, at.end
 		}
