@@ -485,3 +485,30 @@ func TestMCPCallJoinsTraceInMeta(t *testing.T) {
 		})
 	}
 }
+
+// The access log line of an MCP tool call whose trace came in its _meta
+// names that trace, the caller's span, when no sampled tracing span does:
+// the request joined it as one whose POST's traceparent names it.
+func TestAccessLogNamesTheTraceInMeta(t *testing.T) {
+	logs := &rt.LogBuffer{}
+	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = never.Shutdown(context.Background()) })
+	s, _, _ := tracedMCPProxy(t, jsonLog(logs), func(o *Options) { o.Deps.TracerProvider = never })
+	cs := connectProxy(t, s.url, "", nil)
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	params.Meta = mcp.Meta{"traceparent": callerParent}
+	res, err := cs.CallTool(context.Background(), params)
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	require.NoError(t, cs.Close())
+	require.NoError(t, s.stop())
+	var calls []map[string]any
+	for _, l := range accessLines(t, logs.String()) {
+		if l["run"] != "" {
+			calls = append(calls, l)
+		}
+	}
+	require.Len(t, calls, 1)
+	assert.Equal(t, callerTrace, calls[0]["trace_id"])
+	assert.Equal(t, callerSpan, calls[0]["span_id"])
+}
