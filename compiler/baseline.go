@@ -111,7 +111,9 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 	}
 	for _, u := range runtime.StateUncompared(old, c.Plan) {
 		pos := dsl.Pos{}
-		if e := c.entry(u.Stage, u.Layer); e != nil && !u.Baseline {
+		if e := c.entry(u.Stage, u.Layer); e != nil && e.Use == u.Use {
+			// The layer of the policy, also when only the baseline's
+			// could not be read.
 			pos = e.Pos
 		} else if chain := c.Policy.Chains[string(u.Stage)]; len(chain) > 0 {
 			pos = chain[0].Pos
