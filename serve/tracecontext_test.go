@@ -512,3 +512,40 @@ func TestAccessLogNamesTheTraceInMeta(t *testing.T) {
 	assert.Equal(t, callerTrace, calls[0]["trace_id"])
 	assert.Equal(t, callerSpan, calls[0]["span_id"])
 }
+
+// A client's _meta is not sent on to the upstream MCP server: its other
+// keys never are, and its trace context only as the trace the call
+// joined (without a tracing layer, the client's), none with trace
+// context off.
+func TestClientMetaIsNotSentUpstream(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "meta", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta"}, metaTool)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	const clientParent = "00-11111111111111111111111111111111-2222222222222222-01"
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoTraceContext=%v", off), func(t *testing.T) {
+			dir := writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: up: url: %q\n", ts.URL))
+			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, NoTraceContext: off})
+			cs := connectProxy(t, s.url, "", nil)
+			params := &mcp.CallToolParams{Name: "meta"}
+			params.Meta = mcp.Meta{"traceparent": clientParent, "tracestate": "client=1", "authorization": "Bearer x"}
+			res, err := cs.CallTool(context.Background(), params)
+			require.NoError(t, err)
+			require.False(t, res.IsError, text(t, res))
+			var meta map[string]any
+			require.NoError(t, json.Unmarshal([]byte(text(t, res)), &meta))
+			assert.NotContains(t, meta, "authorization")
+			if off {
+				assert.NotContains(t, meta, "traceparent")
+				assert.NotContains(t, meta, "tracestate")
+				return
+			}
+			// Without a tracing layer the call carries on the trace it
+			// joined, the client's: the span the client named, as a
+			// traceparent header would be.
+			assert.Equal(t, clientParent, meta["traceparent"])
+			assert.Equal(t, "client=1", meta["tracestate"])
+		})
+	}
+}
