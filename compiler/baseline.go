@@ -54,9 +54,11 @@ except an idempotent layer removed (or no longer covering a tool) while
 its tool is still side-effecting: its records are left behind and a
 retried call runs again. Changes that keep the keys (ttl, budget, rate, a
 store renamed with the same declaration) are not reported. A layer whose
-state keys cannot be read (its middleware not registered in the program
-that compares, or its config in a baseline plan.json not decoding) is
-reported as not compared, at the layer. agentc serve compares a reload
+state keys cannot be read (in a program that calls
+compiler.CompareBaseline, its middleware not registered there, or its
+config in the baseline plan not decoding) is reported as not compared, at
+the layer; agentc vet -baseline refuses, as it loads it, a plan.json whose
+config does not decode. agentc serve compares a reload
 the same way (docs/serve.md).`},
 	{RuleStateCoverage, dsl.Warning, "a change from the deployed policy (vet -baseline) may narrow the calls an idempotent layer deduplicates", `
 Reported only by agentc vet -baseline OLD: an idempotent layer given a
@@ -111,7 +113,9 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 	}
 	for _, u := range runtime.StateUncompared(old, c.Plan) {
 		pos := dsl.Pos{}
-		if e := c.entry(u.Stage, u.Layer); e != nil && !u.Baseline {
+		if e := c.entry(u.Stage, u.Layer); e != nil && e.Use == u.Use {
+			// The layer of the policy, also when only the baseline's
+			// could not be read.
 			pos = e.Pos
 		} else if chain := c.Policy.Chains[string(u.Stage)]; len(chain) > 0 {
 			pos = chain[0].Pos

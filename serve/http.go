@@ -92,6 +92,10 @@ type exchange struct {
 	// spans notes the outermost tracing layer's span of the request's
 	// call, for the access log (traced).
 	spans *tracing.SpanNote
+	// joined is the trace an MCP tool call the request carried joined
+	// (its _meta's), for the access log when the request's context has
+	// none.
+	joined trace.SpanContext
 	// param, when set, maps the param of an upstream's error to the
 	// route's own field (chatAPI.param).
 	param func(upstream string) string
@@ -278,12 +282,15 @@ func (s *Server) record(x *exchange, start time.Time) {
 // traced returns the span the access log line of a traced request names:
 // the outermost tracing layer's span of its call when it is sampled, or
 // else the one the request joined (its caller's traceparent, a host's
-// span); invalid for a request not traced.
+// span, an MCP tool call's _meta); invalid for a request not traced.
 func (x *exchange) traced() trace.SpanContext {
 	if sc := x.spans.SpanContext(); sc.IsSampled() {
 		return sc
 	}
-	return trace.SpanContextFromContext(x.r.Context())
+	if sc := trace.SpanContextFromContext(x.r.Context()); sc.IsValid() {
+		return sc
+	}
+	return x.joined
 }
 
 // deadlineBody lifts the connection's read deadline once the body has been

@@ -1272,8 +1272,10 @@ type mcpPost struct {
 	// run is the run of the tool call the POST carried, set by callTool
 	// for the request's access-log line.
 	run atomic.Pointer[string]
-	// spans notes the call's outermost tracing span, for that line too.
-	spans *tracing.SpanNote
+	// spans notes the call's outermost tracing span, for that line too,
+	// and joined the trace the call joined (its _meta's, say).
+	spans  *tracing.SpanNote
+	joined atomic.Pointer[trace.SpanContext]
 }
 
 // noteRun records run as the run of the tool call the POST of h carried.
@@ -1469,7 +1471,11 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		ctx = wire.JoinTraceMeta(wire.JoinTrace(ctx, h), req.Params.Meta)
 	}
 	if v, ok := p.requests.Load(h.Get(requestHeader)); ok {
-		ctx = tracing.WithSpanNote(ctx, v.(*mcpPost).spans)
+		post := v.(*mcpPost)
+		ctx = tracing.WithSpanNote(ctx, post.spans)
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			post.joined.Store(&sc)
+		}
 	}
 	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
 	defer cancel()
@@ -1637,6 +1643,9 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer func() {
 			if run := req.run.Load(); run != nil {
 				x.run = *run
+			}
+			if sc := req.joined.Load(); sc != nil {
+				x.joined = *sc
 			}
 		}()
 		r.Header.Set(requestHeader, token)

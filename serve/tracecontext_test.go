@@ -485,3 +485,67 @@ func TestMCPCallJoinsTraceInMeta(t *testing.T) {
 		})
 	}
 }
+
+// The access log line of an MCP tool call whose trace came in its _meta
+// names that trace, the caller's span, when no sampled tracing span does:
+// the request joined it as one whose POST's traceparent names it.
+func TestAccessLogNamesTheTraceInMeta(t *testing.T) {
+	logs := &rt.LogBuffer{}
+	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+	t.Cleanup(func() { _ = never.Shutdown(context.Background()) })
+	s, _, _ := tracedMCPProxy(t, jsonLog(logs), func(o *Options) { o.Deps.TracerProvider = never })
+	cs := connectProxy(t, s.url, "", nil)
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+	params.Meta = mcp.Meta{"traceparent": callerParent}
+	res, err := cs.CallTool(context.Background(), params)
+	require.NoError(t, err)
+	require.False(t, res.IsError, text(t, res))
+	require.NoError(t, cs.Close())
+	require.NoError(t, s.stop())
+	var calls []map[string]any
+	for _, l := range accessLines(t, logs.String()) {
+		if l["run"] != "" {
+			calls = append(calls, l)
+		}
+	}
+	require.Len(t, calls, 1)
+	assert.Equal(t, callerTrace, calls[0]["trace_id"])
+	assert.Equal(t, callerSpan, calls[0]["span_id"])
+}
+
+// A client's _meta is not sent on to the upstream MCP server: its other
+// keys never are, and its trace context only as the trace the call
+// joined (without a tracing layer, the client's), none with trace
+// context off.
+func TestClientMetaIsNotSentUpstream(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "meta", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "meta"}, metaTool)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	const clientParent = "00-11111111111111111111111111111111-2222222222222222-01"
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoTraceContext=%v", off), func(t *testing.T) {
+			dir := writePolicy(t, fmt.Sprintf("package gw\n\nmcp: servers: up: url: %q\n", ts.URL))
+			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1, NoTraceContext: off})
+			cs := connectProxy(t, s.url, "", nil)
+			params := &mcp.CallToolParams{Name: "meta"}
+			params.Meta = mcp.Meta{"traceparent": clientParent, "tracestate": "client=1", "authorization": "Bearer x"}
+			res, err := cs.CallTool(context.Background(), params)
+			require.NoError(t, err)
+			require.False(t, res.IsError, text(t, res))
+			var meta map[string]any
+			require.NoError(t, json.Unmarshal([]byte(text(t, res)), &meta))
+			assert.NotContains(t, meta, "authorization")
+			if off {
+				assert.NotContains(t, meta, "traceparent")
+				assert.NotContains(t, meta, "tracestate")
+				return
+			}
+			// Without a tracing layer the call carries on the trace it
+			// joined, the client's: the span the client named, as a
+			// traceparent header would be.
+			assert.Equal(t, clientParent, meta["traceparent"])
+			assert.Equal(t, "client=1", meta["tracestate"])
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,4 +130,38 @@ func refundsOn(t *testing.T, store runtime.StoreBackend, clock runtime.Clock, lo
 	return rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock,
 		Logger: slog.New(slog.NewTextHandler(log, nil)),
 		Tools:  map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) { return "done", nil }}})
+}
+
+// A result beyond the bound, not sent again, leaves its key in doubt once
+// its lease expires, even when the store is back: a duplicate fails in
+// doubt and the tool does not run again.
+func TestAResultBeyondTheBoundLeavesItsKeyInDoubt(t *testing.T) {
+	store := newDownPublish()
+	var runs atomic.Int64
+	pl := toolPlan(rt.Layer("idempotent", `{"store": "shared", "lease_ttl": "300ms"}`))
+	pl.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	var log rt.LogBuffer
+	b := rt.Build(t, pl, runtime.Deps{Backends: map[string]runtime.StoreBackend{"shared": store},
+		Logger: slog.New(slog.NewTextHandler(&log, nil)),
+		Tools: map[string]runtime.ToolFunc{"refund": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+			if c.Args["order_id"] == "beyond" {
+				runs.Add(1)
+			}
+			return "done", nil
+		}}})
+	for i := range idempotent.MaxRepublishes {
+		_, err := b.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": strconv.Itoa(i)}})
+		require.NoError(t, err)
+	}
+	beyond := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "beyond"}}
+	_, err := b.Tool(ctx1, beyond)
+	require.NoError(t, err)
+	require.Contains(t, log.String(), "results already wait to be sent again")
+	store.down.Store(false)
+	_, err = b.Tool(ctx1, beyond)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt, "the duplicate waits out the lease and finds the call in doubt")
+	assert.Equal(t, int64(1), runs.Load(), "the tool ran once")
+	require.NoError(t, b.Close())
 }
