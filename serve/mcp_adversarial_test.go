@@ -486,6 +486,59 @@ func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	assert.Contains(t, s.logs.String(), "tool=lookup server=up layer=injection")
 }
 
+// TestMCPCallerSessionEndedUnderACallIsListedAgain: a caller's upstream
+// session that ended while a call held it (an HTTP upstream that
+// restarted) is let go with that call; the session the next call opens
+// afresh is one opened again after it ended, so the upstream's tools are
+// listed and scanned again before the call reaches it, as when the same
+// session is opened again: the tool now poisoned is refused, not called.
+func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	var echo countingEcho
+	newHandler := func(tools ...*mcp.Tool) http.Handler {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
+		for _, tool := range tools {
+			mcp.AddTool(srv, tool, echo.handle)
+		}
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	}
+	var h atomic.Value
+	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: "Look an order up."}))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), ts.URL,
+		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, "ran lookup", text(t, res))
+
+	// The upstream restarts with lookup poisoned; the client's upstream
+	// session ends while a call holds it, and is let go with the call.
+	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: poisoned}))
+	up := s.srv.cur.Load().mcp.servers["up"]
+	up.mu.Lock()
+	require.Len(t, up.scoped, 1)
+	var c *upstreamConn
+	for _, held := range up.scoped {
+		c = held
+	}
+	c.calls++
+	ended := c.ended
+	up.mu.Unlock()
+	require.NoError(t, c.cs.Close())
+	<-ended
+	up.release(c)
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), `blocked by mcp: tool "lookup" of mcp server "up" is not served`)
+	assert.Equal(t, 1, echo.count("lookup"), "the poisoned tool is not called")
+	assert.Contains(t, s.logs.String(), "tool=lookup server=up layer=injection")
+}
+
 // TestMCPUpstreamListThatCannotBeServed: an upstream whose new list cannot
 // be served (a tool name another server serves) keeps the generation
 // serving, its unchanged tools only: its changed tool is no longer listed
