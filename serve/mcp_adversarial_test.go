@@ -442,18 +442,8 @@ mcp: servers: up: url: %q
 func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	newHandler := func(tools ...*mcp.Tool) http.Handler {
-		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
-		for _, tool := range tools {
-			mcp.AddTool(srv, tool, echo.handle)
-		}
-		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	}
-	var h atomic.Value
-	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: "Look an order up."}, &mcp.Tool{Name: "ping", Description: "Ping."}))
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), ts.URL,
+	url, restart := restartingUpstream(t, &echo, &mcp.Tool{Name: "lookup", Description: "Look an order up."}, &mcp.Tool{Name: "ping", Description: "Ping."})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
 		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	ctx := context.Background()
@@ -462,7 +452,7 @@ func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	require.Equal(t, "ran lookup", text(t, res))
 
 	// The upstream restarts with lookup poisoned, ping gone and stock new.
-	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: poisoned}, &mcp.Tool{Name: "stock", Description: "Check the stock of an item."}))
+	restart(&mcp.Tool{Name: "lookup", Description: poisoned}, &mcp.Tool{Name: "stock", Description: "Check the stock of an item."})
 	for range 2 { // the first call may find the session gone
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
 		if err != nil {
@@ -486,6 +476,24 @@ func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	assert.Contains(t, s.logs.String(), "tool=lookup server=up layer=injection")
 }
 
+// restartingUpstream serves an HTTP MCP server with tools, each answered
+// by echo, on a loopback port; restart replaces it with a server of other
+// tools on the same address, which knows none of the sessions of before.
+func restartingUpstream(t *testing.T, echo *countingEcho, tools ...*mcp.Tool) (url string, restart func(tools ...*mcp.Tool)) {
+	var h atomic.Value
+	restart = func(tools ...*mcp.Tool) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
+		for _, tool := range tools {
+			mcp.AddTool(srv, tool, echo.handle)
+		}
+		h.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	}
+	restart(tools...)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	return ts.URL, restart
+}
+
 // TestMCPCallerSessionEndedUnderACallIsListedAgain: a caller's upstream
 // session that ended while a call held it (an HTTP upstream that
 // restarted) is let go with that call; the session the next call opens
@@ -495,18 +503,8 @@ func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	newHandler := func(tools ...*mcp.Tool) http.Handler {
-		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
-		for _, tool := range tools {
-			mcp.AddTool(srv, tool, echo.handle)
-		}
-		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	}
-	var h atomic.Value
-	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: "Look an order up."}))
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), ts.URL,
+	url, restart := restartingUpstream(t, &echo, &mcp.Tool{Name: "lookup", Description: "Look an order up."})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
 		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	ctx := context.Background()
@@ -516,7 +514,7 @@ func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
 
 	// The upstream restarts with lookup poisoned; the client's upstream
 	// session ends while a call holds it, and is let go with the call.
-	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: poisoned}))
+	restart(&mcp.Tool{Name: "lookup", Description: poisoned})
 	up := s.srv.cur.Load().mcp.servers["up"]
 	up.mu.Lock()
 	require.Len(t, up.scoped, 1)
