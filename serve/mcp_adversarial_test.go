@@ -442,14 +442,10 @@ mcp: servers: up: url: %q
 func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	url, restart := restartingUpstream(t, &echo, &mcp.Tool{Name: "lookup", Description: "Look an order up."}, &mcp.Tool{Name: "ping", Description: "Ping."})
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
-		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
-	cs := connectProxy(t, s.url, "agent-key", nil)
+	s, cs, restart := lookupThroughScan(t, &echo, &mcp.Tool{Name: "ping", Description: "Ping."})
 	ctx := context.Background()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
-	require.NoError(t, err)
-	require.Equal(t, "ran lookup", text(t, res))
+	var res *mcp.CallToolResult
+	var err error
 
 	// The upstream restarts with lookup poisoned, ping gone and stock new.
 	restart(&mcp.Tool{Name: "lookup", Description: poisoned}, &mcp.Tool{Name: "stock", Description: "Check the stock of an item."})
@@ -494,6 +490,20 @@ func restartingUpstream(t *testing.T, echo *countingEcho, tools ...*mcp.Tool) (u
 	return ts.URL, restart
 }
 
+// lookupThroughScan serves a restarting upstream (restartingUpstream) of
+// lookup and more, through a proxy whose chat chain scans the definitions,
+// and calls lookup once through it.
+func lookupThroughScan(t *testing.T, echo *countingEcho, more ...*mcp.Tool) (*served, *mcp.ClientSession, func(...*mcp.Tool)) {
+	url, restart := restartingUpstream(t, echo, append([]*mcp.Tool{{Name: "lookup", Description: "Look an order up."}}, more...)...)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
+		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, "ran lookup", text(t, res))
+	return s, cs, restart
+}
+
 // TestMCPCallerSessionEndedUnderACallIsListedAgain: a caller's upstream
 // session that ended while a call held it (an HTTP upstream that
 // restarted) is let go with that call; the session the next call opens
@@ -503,14 +513,8 @@ func restartingUpstream(t *testing.T, echo *countingEcho, tools ...*mcp.Tool) (u
 func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	url, restart := restartingUpstream(t, &echo, &mcp.Tool{Name: "lookup", Description: "Look an order up."})
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
-		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
-	cs := connectProxy(t, s.url, "agent-key", nil)
+	s, cs, restart := lookupThroughScan(t, &echo)
 	ctx := context.Background()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
-	require.NoError(t, err)
-	require.Equal(t, "ran lookup", text(t, res))
 
 	// The upstream restarts with lookup poisoned; the client's upstream
 	// session ends while a call holds it, and is let go with the call.
@@ -529,7 +533,7 @@ func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
 	<-ended
 	up.release(c)
 
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Contains(t, text(t, res), `blocked by mcp: tool "lookup" of mcp server "up" is not served`)
