@@ -65,6 +65,12 @@ func init() {
 		ID: "test.stateful", Stages: []plan.Stage{plan.StageTool}, Repeatable: true,
 		New: func() runtime.Middleware { return &stateful{} },
 	})
+	runtime.RegisterStoreKind("test.failing-open", func(_ context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
+		if s.Prefix == "unusable" {
+			return nil, fmt.Errorf("schema is newer than this build: %w", runtime.ErrStoreUnusable)
+		}
+		return nil, errors.New("connection refused")
+	})
 	runtime.RegisterStoreKind("test.counting", func(_ context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
 		if s.Path == "fail" {
 			return nil, errors.New("cannot open")
@@ -339,12 +345,6 @@ func TestStorePoolMemoryStoreFollowsTheLatestClock(t *testing.T) {
 // build cannot use (ErrStoreUnusable: a schema a newer build migrated)
 // does not, as it stays so until another build runs.
 func TestStoreOpenFailureMarked(t *testing.T) {
-	runtime.RegisterStoreKind("test.failing-open", func(_ context.Context, name string, s plan.Store) (runtime.StoreBackend, error) {
-		if s.Prefix == "unusable" {
-			return nil, fmt.Errorf("schema is newer than this build: %w", runtime.ErrStoreUnusable)
-		}
-		return nil, errors.New("connection refused")
-	})
 	for path, transient := range map[string]bool{"down": true, "unusable": false} {
 		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Named("a", rt.Layer("test.stateful", `{"store": "s", "index": "-"}`))}})
 		p.Stores = map[string]plan.Store{"s": {Kind: "test.failing-open", Prefix: path}}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,12 @@ const fastRetry = `{"max_attempts":3,"initial_delay":"1ms","max_delay":"2ms"}`
 
 func build(t *testing.T, chains plan.Chains, models map[string]runtime.ModelClient) *runtime.Pipeline {
 	t.Helper()
-	pl, err := runtime.Build(context.Background(), rt.Plan(chains), runtime.Deps{Models: models})
+	return buildWith(t, chains, runtime.Deps{Models: models})
+}
+
+func buildWith(t *testing.T, chains plan.Chains, deps runtime.Deps) *runtime.Pipeline {
+	t.Helper()
+	pl, err := runtime.Build(context.Background(), rt.Plan(chains), deps)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pl.Close() })
 	return pl
@@ -135,17 +141,30 @@ func TestMeterChargesWhatArrived(t *testing.T) {
 // the meter charges the estimate of it (the transcript "hi": 1 token + 4
 // overhead) for each attempt that timed out, and the response of a hedge
 // reports the winner's usage while a meter outside it also charges the racer
-// it cancelled.
+// it cancelled. Each request is cancelled once it went out (the model was
+// called), whatever the time the pipeline took to send it: the attempt
+// timeout on the pipeline's clock, the caller's deadline passing when the
+// test says.
 func TestMeterChargesCancelledRequestsTheirInput(t *testing.T) {
 	t.Run("attempts that timed out", func(t *testing.T) {
 		slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"late"}})
-		pl := build(t, plan.Chains{Chat: []plan.Layer{
+		sent := make(chan struct{}, 2)
+		clock := runtime.NewVirtualClock(time.Unix(1_700_000_000, 0))
+		pl := buildWith(t, plan.Chains{Chat: []plan.Layer{
 			rt.Layer("meter", ""),
 			rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms","attempt_timeout":"20ms"}`),
-		}}, map[string]runtime.ModelClient{"primary": slow})
+		}}, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": signalling(slow, sent)}, Clock: clock})
 		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
-		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
-		require.Error(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
+			done <- err
+		}()
+		for range 2 {
+			<-sent // the attempt's request went out; its timeout passes
+			clock.Advance(20 * time.Millisecond)
+		}
+		require.Error(t, <-done)
 		assert.Equal(t, 2, slow.Calls())
 		got := meterOf(t, pl).Ledger("r")
 		assert.Equal(t, int64(2*5), got.InputTokens, "two requests went out, each billed its input")
@@ -154,9 +173,13 @@ func TestMeterChargesCancelledRequestsTheirInput(t *testing.T) {
 	})
 	t.Run("a caller that gave up", func(t *testing.T) {
 		slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"late"}})
-		pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}}, map[string]runtime.ModelClient{"primary": slow})
-		ctx, cancel := context.WithTimeout(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}), 20*time.Millisecond)
-		defer cancel()
+		sent := make(chan struct{}, 1)
+		pl := build(t, plan.Chains{Chat: []plan.Layer{rt.Layer("meter", "")}}, map[string]runtime.ModelClient{"primary": signalling(slow, sent)})
+		ctx := newPassingDeadline(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}))
+		go func() {
+			<-sent // the request went out; the caller's deadline passes
+			ctx.pass()
+		}()
 		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: hi}, 0)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Equal(t, int64(5), meterOf(t, pl).Ledger("r").InputTokens)
@@ -164,10 +187,21 @@ func TestMeterChargesCancelledRequestsTheirInput(t *testing.T) {
 	t.Run("a hedge's cancelled racer", func(t *testing.T) {
 		slow := rt.NewModel(rt.Response{Delay: 5 * time.Second, Deltas: []string{"slow"}})
 		fast := rt.NewModel(rt.Response{Deltas: []string{"fa", "st"}, Usage: runtime.Usage{InputTokens: 3, OutputTokens: 2}})
+		sent := make(chan struct{}, 1)
+		// The backup answers once the primary's request went out: the
+		// primary is the racer cancelled after it was sent.
+		backup := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+			select {
+			case <-sent:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return fast.Stream(ctx, req, yield)
+		})
 		pl := build(t, plan.Chains{Chat: []plan.Layer{
 			rt.Layer("meter", ""),
 			rt.Layer("hedge", `{"models":["primary","backup"],"delay":"5ms"}`),
-		}}, map[string]runtime.ModelClient{"primary": slow, "backup": fast})
+		}}, map[string]runtime.ModelClient{"primary": signalling(slow, sent), "backup": backup})
 		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
 		_, resp, err := rt.Collect(ctx, pl, runtime.ChatRequest{Messages: hi}, 0)
 		require.NoError(t, err)
@@ -178,6 +212,39 @@ func TestMeterChargesCancelledRequestsTheirInput(t *testing.T) {
 		assert.Equal(t, int64(2), got.OutputTokens)
 		assert.Equal(t, int64(1), got.Calls)
 	})
+}
+
+// signalling returns m as a client that sends on sent as each of its
+// requests goes out (the pipeline calls the client).
+func signalling(m runtime.ModelClient, sent chan<- struct{}) runtime.ModelFunc {
+	return func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		sent <- struct{}{}
+		return m.Stream(ctx, req, yield)
+	}
+}
+
+// passingDeadline is a context whose deadline passes when pass is called.
+type passingDeadline struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newPassingDeadline(parent context.Context) *passingDeadline {
+	return &passingDeadline{Context: parent, done: make(chan struct{})}
+}
+
+func (c *passingDeadline) pass() { c.once.Do(func() { close(c.done) }) }
+
+func (c *passingDeadline) Done() <-chan struct{} { return c.done }
+
+func (c *passingDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 func TestMeterBudget(t *testing.T) {

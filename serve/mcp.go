@@ -102,8 +102,9 @@ type upstreamServer struct {
 	served map[string]*mcp.Tool
 	// pending is open while the tools are being listed again: calls wait
 	// for it. dirty asks the refresh under way for another round; running
-	// is set while one is. stale is set when a listing failed: the next
-	// call lists again.
+	// is set while one is. stale is set when a listing failed, or a
+	// caller's session that ended was let go (release): the next call
+	// lists again.
 	pending chan struct{}
 	dirty   bool
 	running bool

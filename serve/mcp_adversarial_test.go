@@ -444,27 +444,13 @@ mcp: servers: up: url: %q
 func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	newHandler := func(tools ...*mcp.Tool) http.Handler {
-		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
-		for _, tool := range tools {
-			mcp.AddTool(srv, tool, echo.handle)
-		}
-		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	}
-	var h atomic.Value
-	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: "Look an order up."}, &mcp.Tool{Name: "ping", Description: "Ping."}))
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
-	t.Cleanup(ts.Close)
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), ts.URL,
-		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
-	cs := connectProxy(t, s.url, "agent-key", nil)
+	s, cs, restart := lookupThroughScan(t, &echo, &mcp.Tool{Name: "ping", Description: "Ping."})
 	ctx := context.Background()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
-	require.NoError(t, err)
-	require.Equal(t, "ran lookup", text(t, res))
+	var res *mcp.CallToolResult
+	var err error
 
 	// The upstream restarts with lookup poisoned, ping gone and stock new.
-	h.Store(newHandler(&mcp.Tool{Name: "lookup", Description: poisoned}, &mcp.Tool{Name: "stock", Description: "Check the stock of an item."}))
+	restart(&mcp.Tool{Name: "lookup", Description: poisoned}, &mcp.Tool{Name: "stock", Description: "Check the stock of an item."})
 	for range 2 { // the first call may find the session gone
 		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
 		if err != nil {
@@ -485,6 +471,75 @@ func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "stock", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	assert.Equal(t, "ran stock", text(t, res))
+	assert.Contains(t, s.logs.String(), "tool=lookup server=up layer=injection")
+}
+
+// restartingUpstream serves an HTTP MCP server with tools, each answered
+// by echo, on a loopback port; restart replaces it with a server of other
+// tools on the same address, which knows none of the sessions of before.
+func restartingUpstream(t *testing.T, echo *countingEcho, tools ...*mcp.Tool) (url string, restart func(tools ...*mcp.Tool)) {
+	var h atomic.Value
+	restart = func(tools ...*mcp.Tool) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "restarting", Version: "1"}, nil)
+		for _, tool := range tools {
+			mcp.AddTool(srv, tool, echo.handle)
+		}
+		h.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	}
+	restart(tools...)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.Load().(http.Handler).ServeHTTP(w, r) }))
+	t.Cleanup(ts.Close)
+	return ts.URL, restart
+}
+
+// lookupThroughScan serves a restarting upstream (restartingUpstream) of
+// lookup and more, through a proxy whose chat chain scans the definitions,
+// and calls lookup once through it.
+func lookupThroughScan(t *testing.T, echo *countingEcho, more ...*mcp.Tool) (*served, *mcp.ClientSession, func(...*mcp.Tool)) {
+	url, restart := restartingUpstream(t, echo, append([]*mcp.Tool{{Name: "lookup", Description: "Look an order up."}}, more...)...)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
+		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.Equal(t, "ran lookup", text(t, res))
+	return s, cs, restart
+}
+
+// TestMCPCallerSessionEndedUnderACallIsListedAgain: a caller's upstream
+// session that ended while a call held it (an HTTP upstream that
+// restarted) is let go with that call; the session the next call opens
+// afresh is one opened again after it ended, so the upstream's tools are
+// listed and scanned again before the call reaches it, as when the same
+// session is opened again: the tool now poisoned is refused, not called.
+func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	var echo countingEcho
+	s, cs, restart := lookupThroughScan(t, &echo)
+	ctx := context.Background()
+
+	// The upstream restarts with lookup poisoned; the client's upstream
+	// session ends while a call holds it, and is let go with the call.
+	restart(&mcp.Tool{Name: "lookup", Description: poisoned})
+	up := s.srv.cur.Load().mcp.servers["up"]
+	up.mu.Lock()
+	require.Len(t, up.scoped, 1)
+	var c *upstreamConn
+	for _, held := range up.scoped {
+		c = held
+	}
+	c.calls++
+	ended := c.ended
+	up.mu.Unlock()
+	require.NoError(t, c.cs.Close())
+	<-ended
+	up.release(c)
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, text(t, res), `blocked by mcp: tool "lookup" of mcp server "up" is not served`)
+	assert.Equal(t, 1, echo.count("lookup"), "the poisoned tool is not called")
 	assert.Contains(t, s.logs.String(), "tool=lookup server=up layer=injection")
 }
 

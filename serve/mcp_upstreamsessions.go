@@ -367,7 +367,8 @@ func plural(n int, one, many string) string {
 // release lets go of c, held by a call: a session dropped meanwhile is
 // closed with its last call, and so is one that could not be opened or
 // has ended (it holds no place under maxSessions; the next call opens
-// another); a tenant's is closed after idle without one.
+// another, after the tools are listed again when it had ended); a
+// tenant's is closed after idle without one.
 func (u *upstreamServer) release(c *upstreamConn) {
 	u.mu.Lock()
 	c.calls--
@@ -376,6 +377,13 @@ func (u *upstreamServer) release(c *upstreamConn) {
 		return
 	}
 	if !c.dropped && c.dialing == nil && !c.live() {
+		if c.cs != nil {
+			// Its session ended (the server may have restarted with
+			// other tools): the session the next call opens afresh is
+			// one opened again, so the tools are listed again before
+			// that call reaches one (admit), as reconnect has them.
+			u.stale = true
+		}
 		u.forget(c)
 	}
 	if c.dropped {
