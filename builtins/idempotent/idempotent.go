@@ -462,10 +462,13 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			return nil, m.inDoubt(ctx, c)
 		case runtime.LeaseAcquired:
 			l := m.leaser
-			if old, keep := m.older(c); !g.InDoubt && old != "" {
+			if old, keep := m.older(c); old != "" && (!g.InDoubt || !keep) {
 				// Keyed so since this build, or since a digest key was
 				// set: a record of the call under its key of before
-				// answers it.
+				// answers it. A claim in doubt under the digest key is
+				// looked up there too: one in doubt there gave the call
+				// that stopped here the idempotency key of before, and
+				// its retry must get it again.
 				var res []byte
 				var wait bool
 				l, res, wait, err = m.earlier(ctx, c, key, g.Token, old, keep)
