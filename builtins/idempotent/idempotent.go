@@ -601,7 +601,7 @@ func (m *Idempotent) answersAt(intent runtime.ResumedIntent, now time.Time) bool
 // run executes the call under the lease token, asked for at asked,
 // renewing the lease while it runs, and publishes its result (or releases
 // the lease on failure; on a panic, or a cancellation or timeout while it
-// ran, only for a retry_safe tool, any other's is ended in doubt). A call
+// ran, it is ended in doubt, which a retry_safe tool's retry takes over). A call
 // whose lease may lapse (no renewal confirmed in time) is stopped: its
 // context ends, since another process may then take the claim over.
 func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {
