@@ -16,6 +16,26 @@ import (
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
+// windowedRun builds a pipeline whose meter, of a layer named afresh,
+// budgets each run's chat calls within window in store, and returns it,
+// the layer's name, a run that cannot continue and its context.
+func windowedRun(t *testing.T, window string, store runtime.StoreBackend, clock runtime.Clock) (*runtime.Pipeline, string, runtime.Run, context.Context) {
+	layer := "windowed_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named(layer, rt.Layer("meter",
+		`{"budget":{"calls":5},"scope":"run","window":"`+window+`","store":"shared"}`))}})
+	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "x", Usage: runtime.Usage{InputTokens: 10}})
+		return nil
+	})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pl.Close() })
+	run := runtime.Run{ID: "anon-" + layer, Ephemeral: true}
+	return pl, layer, run, runtime.WithRun(context.Background(), run)
+}
+
 // The end of a run dropped the ledger of its window of the moment only: a
 // run of scope "run" with a window that spanned three windows left the
 // ledgers of the first two behind until they expired, in memory, Redis and
@@ -27,20 +47,7 @@ func TestTheEndOfARunDropsTheLedgersOfEveryWindow(t *testing.T) {
 			start := time.Date(2031, 3, 10, 9, 0, 0, 0, time.UTC)
 			clock := runtime.NewVirtualClock(start.Add(10 * time.Minute))
 			store, ledgers := windowBackends[name](t, clock)
-			layer := "hourly_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-			p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named(layer, rt.Layer("meter",
-				`{"budget":{"calls":5},"scope":"run","window":"1h","store":"shared"}`))}})
-			p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
-			model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-				yield(runtime.Delta{Text: "x", Usage: runtime.Usage{InputTokens: 10}})
-				return nil
-			})
-			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-				Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock})
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = pl.Close() })
-			run := runtime.Run{ID: "anon-" + layer, Ephemeral: true}
-			ctx := runtime.WithRun(context.Background(), run)
+			pl, layer, run, ctx := windowedRun(t, "1h", store, clock)
 			key := func(hour int) string {
 				return "agentc/meter/chat/" + layer + "/window/3600s/" + strconv.FormatInt(start.Add(time.Duration(hour)*time.Hour).Unix(), 10) + "/run/" + run.ID
 			}
@@ -86,20 +93,7 @@ func TestARunNotesOnlyTheWindowsWhoseLedgersMayBeKept(t *testing.T) {
 	clock := runtime.NewVirtualClock(start.Add(10 * time.Second))
 	var forgets atomic.Int64
 	store := forgetCount{redisAt{storetest.Redis(t), clock}, &forgets}
-	layer := "minutely_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named(layer, rt.Layer("meter",
-		`{"budget":{"calls":5},"scope":"run","window":"1m","store":"shared"}`))}})
-	p.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
-	model := runtime.ModelFunc(func(_ context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-		yield(runtime.Delta{Text: "x", Usage: runtime.Usage{InputTokens: 10}})
-		return nil
-	})
-	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-		Backends: map[string]runtime.StoreBackend{"shared": store}, Clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pl.Close() })
-	run := runtime.Run{ID: "anon-" + layer, Ephemeral: true}
-	ctx := runtime.WithRun(context.Background(), run)
+	pl, _, run, ctx := windowedRun(t, "1m", store, clock)
 	const minutes = 180
 	for range minutes {
 		_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
