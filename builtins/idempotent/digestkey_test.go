@@ -319,3 +319,55 @@ func TestADigestKeyRetriesARetrySafeCallThatTimedOutBeforeTheSwitch(t *testing.T
 		})
 	}
 }
+
+// TestADigestKeyRetriesARetrySafeCallThatTimedOutOnBothSidesOfTheSwitch: a
+// retry_safe call timed out before the key was set, and its retry after
+// the switch, given the idempotency key of before, timed out too: both
+// may have had their effect under that key. The keyed claim was ended in
+// doubt, and the next retry took it over without looking at the plain
+// key: it got the keyed idempotency key, new to the tool, and the charge
+// was made twice. It is given the key of before again.
+func TestADigestKeyRetriesARetrySafeCallThatTimedOutOnBothSidesOfTheSwitch(t *testing.T) {
+	for name, open := range replicaStores() {
+		t.Run(name, func(t *testing.T) {
+			a, b := open(t)
+			var mu sync.Mutex
+			var keys []string
+			seen := map[string]bool{}
+			charge := func(timeouts int) runtime.ToolFunc {
+				var n atomic.Int64
+				return func(_ context.Context, c *runtime.ToolCall) (any, error) {
+					mu.Lock()
+					keys = append(keys, c.IdempotencyKey())
+					seen[c.IdempotencyKey()] = true
+					mu.Unlock()
+					if n.Add(1) <= int64(timeouts) {
+						return nil, &runtime.CallError{Status: 504, Message: "the processor timed out"}
+					}
+					return "charged", nil
+				}
+			}
+			p := toolPlan(rt.Layer("idempotent", `{}`))
+			p.Tools["charge"] = plan.Tool{SideEffecting: true, RetrySafe: true}
+			before := rt.Build(t, p, runtime.Deps{KV: a, Tools: map[string]runtime.ToolFunc{"charge": charge(1)}})
+			req := runtime.ToolRequest{Name: "charge", Args: map[string]any{"card": "4111", "amount": 30}}
+			_, err := before.Tool(ctx1, req)
+			require.Error(t, err)
+
+			keyed := toolPlan(rt.Layer("idempotent", `{}`))
+			keyed.Tools["charge"] = plan.Tool{SideEffecting: true, RetrySafe: true}
+			keyed.Settings.DigestKeyEnv = digestKeyEnv
+			t.Setenv(digestKeyEnv, digestKey)
+			after := rt.Build(t, keyed, runtime.Deps{KV: b, Tools: map[string]runtime.ToolFunc{"charge": charge(1)}})
+			_, err = after.Tool(ctx1, req)
+			require.Error(t, err)
+			r, err := after.Tool(ctx1, req)
+			require.NoError(t, err)
+			assert.Equal(t, "charged", r.Value)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, keys, 3)
+			assert.Len(t, seen, 1, "every attempt reached the tool under the idempotency key of before: %v", keys)
+		})
+	}
+}

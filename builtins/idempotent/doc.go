@@ -108,7 +108,9 @@
 // which the tool tells the retry from a new call. A retry_safe call that
 // may have run and failed before the switch (a timeout, a cancellation, a
 // panic: step 4) left its claim in doubt too, so its retry is given the
-// idempotency key of before; one that failed without running left none,
+// idempotency key of before (and so is each retry after one that stopped
+// so after the switch: a claim in doubt under the keyed key is looked up
+// under the plain key too); one that failed without running left none,
 // and its retry gets the keyed key (under key_args, the same key). (A
 // build before this one released the claim of a retry_safe call that may
 // have run: such a call, retried after the switch, gets the keyed key,

@@ -462,10 +462,13 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			return nil, m.inDoubt(ctx, c)
 		case runtime.LeaseAcquired:
 			l := m.leaser
-			if old, keep := m.older(c); !g.InDoubt && old != "" {
+			if old, keep := m.older(c); old != "" && (!g.InDoubt || !keep) {
 				// Keyed so since this build, or since a digest key was
 				// set: a record of the call under its key of before
-				// answers it.
+				// answers it. A claim in doubt under the digest key is
+				// looked up there too: one in doubt there gave the call
+				// that stopped here the idempotency key of before, and
+				// its retry must get it again.
 				var res []byte
 				var wait bool
 				l, res, wait, err = m.earlier(ctx, c, key, g.Token, old, keep)
@@ -598,7 +601,7 @@ func (m *Idempotent) answersAt(intent runtime.ResumedIntent, now time.Time) bool
 // run executes the call under the lease token, asked for at asked,
 // renewing the lease while it runs, and publishes its result (or releases
 // the lease on failure; on a panic, or a cancellation or timeout while it
-// ran, only for a retry_safe tool, any other's is ended in doubt). A call
+// ran, it is ended in doubt, which a retry_safe tool's retry takes over). A call
 // whose lease may lapse (no renewal confirmed in time) is stopped: its
 // context ends, since another process may then take the claim over.
 func (m *Idempotent) run(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, asked time.Time, next runtime.ToolHandler) (any, error) {

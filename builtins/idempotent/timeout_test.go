@@ -41,7 +41,7 @@ func twoClients(t *testing.T, kind string) (a, b runtime.StoreBackend) {
 // A tool that timed out while it ran (its own deadline, an upstream's 504)
 // may have made its effect: a duplicate on another replica finds the call in
 // doubt, instead of running the refund a second time. A retry_safe tool's
-// claim is released and its duplicate runs it again.
+// duplicate takes the claim in doubt over and runs it again.
 func TestATimedOutCallIsInDoubtOnAnotherReplica(t *testing.T) {
 	for _, kind := range []string{"redis", "postgres"} {
 		for _, retrySafe := range []bool{false, true} {

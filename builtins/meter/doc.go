@@ -153,7 +153,9 @@
 // agentc serve gives a request without a run id, the run of its own a call
 // without one gets) is dropped when the run ends, in a shared store too.
 // With a window, dropping a run's ledger drops that of every window the
-// run was charged in, not only the window of the moment.
+// run was charged in, not only the window of the moment (of those still
+// kept: the process notes a run's windows until two hours after each
+// ends, so a run that goes on for long holds a bounded few).
 //
 // Windows: without `window` a tenant's and the process's ledgers are kept
 // for good. With one, the budget starts afresh at the start of each window,

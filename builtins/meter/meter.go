@@ -126,19 +126,39 @@ type Meter struct {
 	windows sync.Map
 }
 
-// runWindows are the keys of the window ledgers a run was charged in.
+// runWindows are the window ledgers a run was charged in whose ledgers
+// may still be kept: one whose window ended windowKeep ago has expired
+// (ttl), unless a settlement sent again since (within
+// runtime.SettleMemory, windowKeep) kept it up to windowKeep more; one
+// that ended twice windowKeep ago is noted no more, so that a run that
+// goes on for long holds a bounded few.
 type runWindows struct {
 	mu   sync.Mutex
-	keys []string
+	refs []ledgerRef
 }
 
-// add notes key, once.
-func (w *runWindows) add(key string) {
+// add notes ref, once, at now, leaving out the windows expired by then.
+func (w *runWindows) add(ref ledgerRef, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !slices.Contains(w.keys, key) {
-		w.keys = append(w.keys, key)
+	if n := len(w.refs); n > 0 && w.refs[n-1].key == ref.key {
+		return
 	}
+	w.refs = slices.DeleteFunc(w.refs, func(r ledgerRef) bool {
+		return r.key == ref.key || !now.Before(r.end.Add(2*windowKeep))
+	})
+	w.refs = append(w.refs, ref)
+}
+
+// keys returns the keys of the ledgers noted.
+func (w *runWindows) keys() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keys := make([]string, len(w.refs))
+	for i, r := range w.refs {
+		keys[i] = r.key
+	}
+	return keys
 }
 
 // MaxCallTokens is the most tokens of one kind (input, output, cached,
@@ -281,7 +301,7 @@ func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 	ref := m.key(run, now)
 	if m.Scope == "run" && m.win.on() && run.ID != "" && (!m.shared || run.Ephemeral) {
 		w, _ := m.windows.LoadOrStore(run.ID, &runWindows{})
-		w.(*runWindows).add(ref.key)
+		w.(*runWindows).add(ref, now)
 	}
 	return ref, nil
 }
@@ -350,14 +370,11 @@ func (m *Meter) Forget(runID string) {
 	}
 	keys := []string{m.key(runtime.Run{ID: runID}, m.times.last()).key}
 	if w != nil {
-		w := w.(*runWindows)
-		w.mu.Lock()
-		for _, k := range w.keys {
+		for _, k := range w.(*runWindows).keys() {
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}
 		}
-		w.mu.Unlock()
 	}
 	for _, k := range keys {
 		if err := m.budgets.ForgetLedger(context.Background(), k); err != nil {
