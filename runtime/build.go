@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -412,8 +413,14 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		return nil, err
 	}
 	provided, err := ProviderModels(ctx, p, pl.models)
-	if err != nil {
-		return nil, fmt.Errorf("build models: %w", err)
+	if unset := unsetVariables(p, &deps); err != nil || len(unset) > 0 {
+		// One error names every variable the build lacks, the models'
+		// with the rest, so that a deploy sets them all in one go.
+		closeModels(provided)
+		if err != nil {
+			unset = append([]error{fmt.Errorf("build models: %w", err)}, unset...)
+		}
+		return nil, errors.Join(unset...)
 	}
 	maps.Copy(pl.models, provided)
 	for _, name := range slices.Sorted(maps.Keys(provided)) {
@@ -514,6 +521,36 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	pl.runs = newRunActivity(pl, runIdle)
 	done = true
 	return pl, nil
+}
+
+// unsetVariables names, sorted, the environment variables other than the
+// models' keys (ProviderModels names those) that Build reads and finds
+// unset or empty: settings.digest_key_env, the url_env of every declared
+// store the host does not provide in deps (whether or not a layer opens
+// it, as checkStoreKinds), and the url_env of the state's webhook sinks.
+func unsetVariables(p *plan.Plan, deps *Deps) []error {
+	var errs []error
+	unset := func(env string) bool { return env != "" && os.Getenv(env) == "" }
+	if unset(p.Settings.DigestKeyEnv) {
+		errs = append(errs, fmt.Errorf("build settings.digest_key_env: environment variable %s is not set", p.Settings.DigestKeyEnv))
+	}
+	if p.State != nil {
+		for _, name := range slices.Sorted(maps.Keys(p.State.Fields)) {
+			for i, b := range p.State.Fields[name].Background {
+				if b.Sink == "webhook" && b.URL == "" && unset(b.URLEnv) {
+					errs = append(errs, fmt.Errorf("build state.fields.%s.background[%d]: environment variable %s (its url_env) is not set", name, i, b.URLEnv))
+				}
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
+		s := p.Stores[name]
+		if s.URL != "" || !unset(s.URLEnv) || hostStore(deps, name) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("build stores.%s: environment variable %s (its url_env) is not set", name, s.URLEnv))
+	}
+	return errs
 }
 
 // checkDeps refuses the host's dependencies that are set but nil (a nil
