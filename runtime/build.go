@@ -63,6 +63,12 @@ type Deps struct {
 	// schema, the policy's schema is the one checked. A schema that does
 	// not compile fails Build.
 	ToolArgs map[string]json.RawMessage
+	// RequireServed fails Build when a tool the policy declares has no
+	// function in Tools, or a model it declares has no client (in Models,
+	// or made for its provider), naming every one: without it such a call
+	// fails only when it is made. Set it when the host supplies every tool
+	// and model the policy may call (a service that owns its clients).
+	RequireServed bool
 	// NoDeclaredTools stops offering the policy's declared tools to the
 	// model: a chat request without Tools then offers none. Set it when the
 	// caller manages the tools it offers itself (a gateway forwarding its
@@ -423,6 +429,12 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		return nil, errors.Join(unset...)
 	}
 	maps.Copy(pl.models, provided)
+	if deps.RequireServed {
+		if err := unserved(p, pl.models, deps.Tools); err != nil {
+			closeModels(provided)
+			return nil, err
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(provided)) {
 		pl.builtModels = append(pl.builtModels, provided[name])
 	}
@@ -551,6 +563,24 @@ func unsetVariables(p *plan.Plan, deps *Deps) []error {
 		errs = append(errs, fmt.Errorf("build stores.%s: environment variable %s (its url_env) is not set", name, s.URLEnv))
 	}
 	return errs
+}
+
+// unserved names, sorted, the tools p declares that have no function in
+// tools and the models it declares that have no client in models
+// (Deps.RequireServed).
+func unserved(p *plan.Plan, models map[string]ModelClient, tools map[string]ToolFunc) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(p.Models)) {
+		if models[name] == nil {
+			errs = append(errs, fmt.Errorf("build models.%s: no client serves the model (give it in Deps.Models, or declare its provider); Deps.RequireServed is set", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		if tools[name] == nil {
+			errs = append(errs, fmt.Errorf("build tools.%s: no function serves the tool (give it in Deps.Tools); Deps.RequireServed is set", name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkDeps refuses the host's dependencies that are set but nil (a nil
