@@ -130,8 +130,12 @@ A name refers to something the policy does not declare: a model named by
 fallback, hedge, judge or compaction that is not in models, a tool in
 tools: scoping (unless mcp servers or settings.allow_undeclared_tools let
 tools the policy does not declare run), a store, an entry named by a constraint, a tool's url_arg
-or path_arg absent from its args schema, or a JSON Schema file that cannot
-be read inside the policy directory.`},
+or path_arg absent from its args schema, an idempotent key_args argument
+that a side-effecting tool it applies to does not declare in an args
+schema closed by additionalProperties: false (no call could carry it, and
+a call without it is refused, so no call of the tool would run; an open
+schema gets a guard/inert warning), or a JSON Schema file that cannot be
+read inside the policy directory.`},
 	{"schema/stage", dsl.Error, "a builtin used in a chain whose stage it does not support", `
 A builtin sits in a chain whose stage it does not support (fallback in the
 tool chain), an entry outside the tool chain is scoped with tools:, or a

@@ -376,6 +376,9 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	if e.Use == "tool_policy" {
 		l.checkToolPolicyNames(p, e, path)
 	}
+	if e.Use == "idempotent" && stage == "tool" {
+		l.checkKeyArgs(p, e, path)
+	}
 	if e.Use == "compaction" {
 		// keep_recent messages are always kept, so a max_messages below it
 		// can never hold once the transcript is longer.
@@ -446,6 +449,33 @@ func (l *loader) checkToolPolicyNames(p *Policy, e *Entry, path []string) {
 			}
 			l.errorf(l.userPos(append(append([]string{}, path...), field, fmt.Sprint(j))), "schema/bad-reference",
 				"tool_policy %s names tool %q, which is not declared in tools (%s)%s", field, name, effect, suggestName(name, keys(p.Tools)))
+		}
+	}
+}
+
+// checkKeyArgs reports an idempotent key_args entry naming an argument that
+// a side-effecting tool the layer applies to cannot carry: its args schema
+// is closed (additionalProperties false) and has no such property. A call
+// lacking a key argument is refused, so no call of the tool would run. An
+// open schema lets a call carry it: vet warns then (guard/inert).
+func (l *loader) checkKeyArgs(p *Policy, e *Entry, path []string) {
+	tools := e.Tools
+	if len(tools) == 0 {
+		tools = keys(p.Tools)
+	}
+	keyArgs, _ := e.Fields["key_args"].([]any)
+	for j, x := range keyArgs {
+		arg, _ := x.(string)
+		for _, name := range tools {
+			t := p.Tools[name]
+			if arg == "" || t == nil || !t.SideEffecting {
+				continue
+			}
+			if args, closed := t.ClosedArgNames(); closed && !slices.Contains(args, arg) {
+				l.errorf(l.userPos(append(append([]string{}, path...), "key_args", fmt.Sprint(j))), "schema/bad-reference",
+					"%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare, and its args schema allows no other (additionalProperties: false): a call lacking a key argument is refused, so no call of it would run%s",
+					e.Ref(), j, arg, name, suggestName(arg, args))
+			}
 		}
 	}
 }

@@ -147,3 +147,17 @@ func TestLoadDataIncompleteIsPlaced(t *testing.T) {
 		assert.True(t, strings.HasSuffix(err.Error(), path+at), "%s: %s", v, err)
 	}
 }
+
+// A JSON data file, or a JSON Schema file a policy names, saved with a
+// UTF-8 byte order mark (as Windows editors save) reads as without it.
+func TestAByteOrderMarkIsNoPartOfTheData(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.json")
+	require.NoError(t, os.WriteFile(path, []byte("\uFEFF{\"a\": 1}"), 0o644))
+	data, err := LoadData(context.Background(), path, DataOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, `{"a": 1}`, string(data))
+	b, err := ReadFile(path, MaxFileSize)
+	require.NoError(t, err)
+	assert.Equal(t, `{"a": 1}`, string(b))
+}

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -54,7 +55,8 @@ func (e *TooLargeError) sizes() (size, limit string) {
 // writer), checked to be a regular file once open, and read through a
 // bounded reader, so a file that grows while it is read, or lies about its
 // size, cannot make ReadFile read more than limit+1 bytes. Errors are
-// ErrNotRegular, a *TooLargeError, or the file system's error.
+// ErrNotRegular, a *TooLargeError, or the file system's error. A leading
+// UTF-8 byte order mark is left out of what it returns.
 func ReadFile(path string, limit int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -95,7 +97,9 @@ func readOpen(f *os.File, limit int64) ([]byte, error) {
 	if int64(len(b)) > limit {
 		return nil, &TooLargeError{Size: int64(len(b)), Limit: limit}
 	}
-	return b, nil
+	// A byte order mark (as Windows editors save UTF-8) is no part of the
+	// text: JSON's readers refuse it, and CUE skips it.
+	return bytes.TrimPrefix(b, []byte("\uFEFF")), nil
 }
 
 // readErrorText is the message for an error of ReadFile, without the path

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -62,6 +63,12 @@ type Deps struct {
 	// schema, the policy's schema is the one checked. A schema that does
 	// not compile fails Build.
 	ToolArgs map[string]json.RawMessage
+	// RequireServed fails Build when a tool the policy declares has no
+	// function in Tools, or a model it declares has no client (in Models,
+	// or made for its provider), naming every one: without it such a call
+	// fails only when it is made. Set it when the host supplies every tool
+	// and model the policy may call (a service that owns its clients).
+	RequireServed bool
 	// NoDeclaredTools stops offering the policy's declared tools to the
 	// model: a chat request without Tools then offers none. Set it when the
 	// caller manages the tools it offers itself (a gateway forwarding its
@@ -412,10 +419,22 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		return nil, err
 	}
 	provided, err := ProviderModels(ctx, p, pl.models)
-	if err != nil {
-		return nil, fmt.Errorf("build models: %w", err)
+	if unset := unsetVariables(p, &deps); err != nil || len(unset) > 0 {
+		// One error names every variable the build lacks, the models'
+		// with the rest, so that a deploy sets them all in one go.
+		closeModels(provided)
+		if err != nil {
+			unset = append([]error{fmt.Errorf("build models: %w", err)}, unset...)
+		}
+		return nil, errors.Join(unset...)
 	}
 	maps.Copy(pl.models, provided)
+	if deps.RequireServed {
+		if err := unserved(p, pl.models, deps.Tools); err != nil {
+			closeModels(provided)
+			return nil, err
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(provided)) {
 		pl.builtModels = append(pl.builtModels, provided[name])
 	}
@@ -514,6 +533,54 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	pl.runs = newRunActivity(pl, runIdle)
 	done = true
 	return pl, nil
+}
+
+// unsetVariables names, sorted, the environment variables other than the
+// models' keys (ProviderModels names those) that Build reads and finds
+// unset or empty: settings.digest_key_env, the url_env of every declared
+// store the host does not provide in deps (whether or not a layer opens
+// it, as checkStoreKinds), and the url_env of the state's webhook sinks.
+func unsetVariables(p *plan.Plan, deps *Deps) []error {
+	var errs []error
+	unset := func(env string) bool { return env != "" && os.Getenv(env) == "" }
+	if unset(p.Settings.DigestKeyEnv) {
+		errs = append(errs, fmt.Errorf("build settings.digest_key_env: environment variable %s is not set", p.Settings.DigestKeyEnv))
+	}
+	if p.State != nil {
+		for _, name := range slices.Sorted(maps.Keys(p.State.Fields)) {
+			for i, b := range p.State.Fields[name].Background {
+				if b.Sink == "webhook" && b.URL == "" && unset(b.URLEnv) {
+					errs = append(errs, fmt.Errorf("build state.fields.%s.background[%d]: environment variable %s (its url_env) is not set", name, i, b.URLEnv))
+				}
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
+		s := p.Stores[name]
+		if s.URL != "" || !unset(s.URLEnv) || hostStore(deps, name) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("build stores.%s: environment variable %s (its url_env) is not set", name, s.URLEnv))
+	}
+	return errs
+}
+
+// unserved names, sorted, the tools p declares that have no function in
+// tools and the models it declares that have no client in models
+// (Deps.RequireServed).
+func unserved(p *plan.Plan, models map[string]ModelClient, tools map[string]ToolFunc) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(p.Models)) {
+		if models[name] == nil {
+			errs = append(errs, fmt.Errorf("build models.%s: no client serves the model (give it in Deps.Models, or declare its provider); Deps.RequireServed is set", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		if tools[name] == nil {
+			errs = append(errs, fmt.Errorf("build tools.%s: no function serves the tool (give it in Deps.Tools); Deps.RequireServed is set", name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkDeps refuses the host's dependencies that are set but nil (a nil

@@ -433,7 +433,28 @@ const (
 	KindTimeout ErrorKind = "timeout"
 	// KindPermanent is a failure that will fail again (4xx, validation).
 	KindPermanent ErrorKind = "permanent"
+	// KindStoreUnavailable is a call a layer refused because its store
+	// failed (ErrStoreUnavailable): as KindOf names it.
+	KindStoreUnavailable ErrorKind = "store_unavailable"
+	// KindCanceled is a call stopped by its caller's cancellation: as
+	// KindOf names it. It is never transient.
+	KindCanceled ErrorKind = "canceled"
 )
+
+// StoreRefusal returns the error of a call the layer named layer refused
+// before it ran because its store failed with err: a *CallError around
+// StoreUnavailable(err), which DidNotRun reports, whose Kind is the one
+// KindOf names, KindStoreUnavailable; or, when the caller's cancellation
+// stopped the store, KindCanceled, the store's error marked NotRun (the
+// call did not run either).
+func StoreRefusal(layer, message string, err error) *CallError {
+	err = StoreUnavailable(err)
+	kind := KindStoreUnavailable
+	if !errors.Is(err, ErrStoreUnavailable) {
+		kind, err = KindCanceled, NotRun(err)
+	}
+	return &CallError{Kind: kind, Layer: layer, Message: message, Err: err}
+}
 
 // CallError is a classified model or tool failure. Model clients and tools
 // return it (or any error implementing Retryable, RetryAfter or StatusCode) so
@@ -715,7 +736,7 @@ func IsTransient(err error) bool {
 	var ce *CallError
 	if errors.As(err, &ce) {
 		if k := ce.kind(); k != "" {
-			return k != KindPermanent
+			return k != KindPermanent && k != KindCanceled
 		}
 		if ce.Err != nil {
 			return IsTransient(ce.Err)

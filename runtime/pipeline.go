@@ -128,7 +128,7 @@ func CutJSON(args []byte) bool {
 func (pl *Pipeline) callModel(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
 	client := pl.model(c.Request.Model)
 	if client == nil {
-		return &CallError{Kind: KindPermanent, Message: pl.unknownModel(c.Request.Model)}
+		return NotRun(&CallError{Kind: KindPermanent, Message: pl.unknownModel(c.Request.Model)})
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -630,7 +630,7 @@ func (s *ChatStream) Err() error { return s.err }
 func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	fn := c.entry.fn
 	if fn == nil {
-		return nil, &CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered (give its function in runtime.Deps.Tools)", c.Name)}
+		return nil, NotRun(&CallError{Kind: KindPermanent, Message: fmt.Sprintf("tool %q is not registered (give its function in runtime.Deps.Tools)", c.Name)})
 	}
 	// A tool may have effects: never start it for a call whose context has
 	// already ended (like the chat and turn terminals).

@@ -185,3 +185,30 @@ func TestCloseClosesTheClientsBuildMade(t *testing.T) {
 	require.ErrorContains(t, err, "settings.run_idle")
 	assert.Equal(t, int64(3), providerCloses.Load(), "a failed build closes the clients it made")
 }
+
+// Build names every variable it lacks in one error: the models' keys, the
+// stores' url_env, settings.digest_key_env and the webhook sinks' url_env,
+// so that a deploy sets them all in one go rather than one per start.
+func TestBuildNamesEveryUnsetVariable(t *testing.T) {
+	p := providerPlan(map[string]plan.Model{
+		"primary": {Provider: "key_echo", ID: "a", APIKeyEnv: "AGENTC_TEST_UNSET_KEY_A"},
+	})
+	p.Stores = map[string]plan.Store{
+		"shared": {Kind: "redis", URLEnv: "AGENTC_TEST_UNSET_REDIS"},
+		"trail":  {Kind: "postgres", URLEnv: "AGENTC_TEST_UNSET_PG"},
+		"given":  {Kind: "memory", URLEnv: "AGENTC_TEST_UNSET_GIVEN"},
+	}
+	p.Settings.DigestKeyEnv = "AGENTC_TEST_UNSET_DIGEST"
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Background: []plan.StateSink{{Sink: "log"}, {Sink: "webhook", URLEnv: "AGENTC_TEST_UNSET_HOOK"}}},
+	}}
+	deps := runtime.Deps{Backends: map[string]runtime.StoreBackend{"given": runtime.NewMemoryStore()}}
+	for range 2 {
+		_, err := runtime.Build(context.Background(), p, deps)
+		require.EqualError(t, err, `build models: model "primary": environment variable AGENTC_TEST_UNSET_KEY_A (its api_key_env) is not set
+build settings.digest_key_env: environment variable AGENTC_TEST_UNSET_DIGEST is not set
+build state.fields.limit.background[1]: environment variable AGENTC_TEST_UNSET_HOOK (its url_env) is not set
+build stores.shared: environment variable AGENTC_TEST_UNSET_REDIS (its url_env) is not set
+build stores.trail: environment variable AGENTC_TEST_UNSET_PG (its url_env) is not set`)
+	}
+}

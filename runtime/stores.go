@@ -125,7 +125,7 @@ func unregisteredKind(kind string, registered []string) string {
 func checkStoreKinds(stores map[string]plan.Store, deps *Deps) error {
 	registered := func(kind string) bool { _, ok := lookupStoreKind(kind); return ok }
 	for _, name := range slices.Sorted(maps.Keys(stores)) {
-		if deps.Backends[name] != nil || deps.Stores[name] != nil || deps.AuditSinks[name] != nil || deps.Indexes[name] != nil {
+		if hostStore(deps, name) {
 			continue
 		}
 		if kind := stores[name].Kind; !registered(kind) {
@@ -133,6 +133,12 @@ func checkStoreKinds(stores map[string]plan.Store, deps *Deps) error {
 		}
 	}
 	return nil
+}
+
+// hostStore reports whether the host provides the store name in deps
+// (Backends, Stores, AuditSinks, Indexes): Build does not open it then.
+func hostStore(deps *Deps, name string) bool {
+	return deps.Backends[name] != nil || deps.Stores[name] != nil || deps.AuditSinks[name] != nil || deps.Indexes[name] != nil
 }
 
 func lookupStoreKind(kind string) (StoreOpener, bool) {

@@ -115,7 +115,7 @@ func invoke[T any](ctx context.Context, a *Audit, rec runtime.AuditRecord, meta 
 	rec.Attempts = meta.Attempts
 	if werr := a.sink.Append(ctx, rec); werr != nil {
 		var zero T
-		err := &runtime.CallError{Layer: a.name, Message: "audit intent not written; the call did not run", Err: runtime.StoreUnavailable(werr)}
+		err := runtime.StoreRefusal(a.name, "audit intent not written; the call did not run", werr)
 		a.notRun(ctx, rec, meta, err)
 		return zero, err
 	}

@@ -69,7 +69,7 @@ func (c *Checkpoint) Provision(b *runtime.BuildContext) error {
 		if err == nil || errors.As(err, &blocked) {
 			return err
 		}
-		return &runtime.CallError{Layer: c.name, Message: "the run's latest version could not be read; the turn did not run", Err: runtime.StoreUnavailable(err)}
+		return runtime.StoreRefusal(c.name, "the run's latest version could not be read; the turn did not run", err)
 	})
 	if c.AfterTool {
 		// Before an agent turn's tool calls run, and after each returns:
@@ -116,7 +116,7 @@ func (c *Checkpoint) unsaved(err error, ran bool) error {
 	if blocked {
 		return err
 	}
-	return &runtime.CallError{Layer: c.name, Message: "the run is not saved", Err: runtime.StoreUnavailable(err)}
+	return runtime.StoreRefusal(c.name, "the run is not saved", err)
 }
 
 // StateKeys implements runtime.StateKeyer: the sample run's versions, which

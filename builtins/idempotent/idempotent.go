@@ -254,8 +254,8 @@ func (m *Idempotent) argsKey(d runtime.Digester, c *runtime.ToolCall) (string, e
 		// would get the first one's result without running.
 		v, ok := c.Args[a]
 		if !ok || v == nil {
-			return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-				Message: fmt.Sprintf("argument %q named in key_args is missing or null; the call did not run", a)}
+			return "", runtime.NotRun(&runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+				Message: fmt.Sprintf("argument %q named in key_args is missing or null; the call did not run", a)})
 		}
 		picked[i] = v
 	}
@@ -263,8 +263,8 @@ func (m *Idempotent) argsKey(d runtime.Digester, c *runtime.ToolCall) (string, e
 	// the arguments' digest.
 	b, err := json.Marshal(jsonnum.Canonical(picked))
 	if err != nil {
-		return "", &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
-			Message: "key arguments cannot be canonicalised; the call did not run", Err: err}
+		return "", runtime.NotRun(&runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
+			Message: "key arguments cannot be canonicalised; the call did not run", Err: err})
 	}
 	return hashKey(d, "args", c.Name, c.Meta.Run.Tenant, string(b)), nil
 }
@@ -693,8 +693,7 @@ func (m *Idempotent) notStarted(ctx, wctx context.Context, l runtime.Leaser, c *
 	if !lapsed {
 		return runtime.NotRun(context.Cause(ctx))
 	}
-	return &runtime.CallError{Layer: m.name, Message: "the call was not started, as its claim was granted too late to keep",
-		Err: runtime.StoreUnavailable(lease.ErrLapsed)}
+	return runtime.StoreRefusal(m.name, "the call was not started, as its claim was granted too late to keep", lease.ErrLapsed)
 }
 
 // lapsed ends the claim of a call that failed after its lease may have
@@ -720,7 +719,7 @@ func (m *Idempotent) lapsed(ctx context.Context, l runtime.Leaser, c *runtime.To
 	}
 	const msg = "the call was stopped, as its claim could not be kept; it may have run"
 	if c.Tool.RetrySafe {
-		return &runtime.CallError{Layer: m.name, Message: msg, Err: runtime.StoreUnavailable(fmt.Errorf("%w (the tool returned: %v)", lease.ErrLapsed, err))}
+		return runtime.StoreRefusal(m.name, msg, fmt.Errorf("%w (the tool returned: %v)", lease.ErrLapsed, err))
 	}
 	return &runtime.CallError{Layer: m.name, Message: msg, Err: runtime.MayHaveRun(fmt.Errorf("%w (the tool returned: %w)", lease.ErrLapsed, err))}
 }
@@ -845,7 +844,7 @@ func (m *Idempotent) storedErr(res []byte) (error, bool) {
 }
 
 func (m *Idempotent) storeErr(what string, err error) error {
-	return &runtime.CallError{Layer: m.name, Message: fmt.Sprintf("idempotency store: cannot %s; the call did not run", what), Err: runtime.StoreUnavailable(err)}
+	return runtime.StoreRefusal(m.name, fmt.Sprintf("idempotency store: cannot %s; the call did not run", what), err)
 }
 
 var (

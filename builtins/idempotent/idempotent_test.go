@@ -454,6 +454,7 @@ func TestKeyArgsNullReadsAsMissing(t *testing.T) {
 		require.ErrorAs(t, err, &ce, "a null key argument keys nothing: refused, never one key shared by every null call")
 		assert.Equal(t, runtime.KindPermanent, ce.Kind)
 		assert.Contains(t, err.Error(), `argument "order_id" named in key_args is missing or null`)
+		assert.True(t, runtime.DidNotRun(err), "the refusal proves the call did not run")
 		assert.False(t, r.Deduped)
 	}
 	assert.Equal(t, 0, tool.Calls(), "neither refund ran")

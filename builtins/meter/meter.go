@@ -296,7 +296,7 @@ func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 		if ctx.Err() != nil {
 			return ledgerRef{}, ctx.Err()
 		}
-		return ledgerRef{}, &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
+		return ledgerRef{}, runtime.StoreRefusal(m.name, "budget store unavailable; the call did not run", err)
 	}
 	ref := m.key(run, now)
 	if m.Scope == "run" && m.win.on() && run.ID != "" && (!m.shared || run.Ephemeral) {
@@ -550,7 +550,7 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", &runtime.CallError{Layer: m.name, Message: "budget store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
+		return "", runtime.StoreRefusal(m.name, "budget store unavailable; the call did not run", err)
 	}
 	if refusal != nil {
 		if refusal.InFlight() {

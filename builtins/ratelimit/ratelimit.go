@@ -205,7 +205,7 @@ func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &runtime.CallError{Layer: r.name, Message: "rate limit store unavailable; the call did not run", Err: runtime.StoreUnavailable(err)}
+		return runtime.StoreRefusal(r.name, "rate limit store unavailable; the call did not run", err)
 	}
 	if !ok && r.Mode == "block" {
 		return &runtime.BlockedError{Layer: r.name, Message: fmt.Sprintf("rate limit of %d per %s exceeded", r.Rate, r.Per.D())}

@@ -330,7 +330,7 @@ func TestInertArgNamesSuggest(t *testing.T) {
 	a := analyze(t, `package p
 stores: s: {kind: "memory"}
 tools: {
-	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: {order_id: type: "string"}, additionalProperties: false}}
+	refund: {side_effecting: true, args: {type: "object", required: ["order_id"], properties: {order_id: type: "string"}}}
 	fetch: {args: {type: "object", properties: {url: type: "string"}, additionalProperties: false}}
 }
 chains: tool: [
@@ -343,7 +343,7 @@ chains: tool: [
 		got = append(got, d.Message)
 	}
 	assert.Equal(t, []string{
-		"idempotent key_args[0] names argument \"orderid\", which side-effecting tool `refund` does not declare: a call lacking a key argument is refused, so no call of it would run; did you mean \"order_id\"?",
+		"idempotent key_args[0] names argument \"orderid\", which side-effecting tool `refund` does not declare nor require: its args schema lets a call carry it, but a call without it is refused and does not run; declare and require it, or key on arguments every call carries; did you mean \"order_id\"?",
 		"tool_policy arg_patterns[0] names argument \"uri\", which no tool it applies to declares: the pattern never matches; did you mean \"url\"?",
 	}, got)
 }

@@ -38,13 +38,13 @@ carry the argument and the pattern is tried on it: a warning. Nothing is
 said of an unscoped tool_policy where undeclared or MCP tools may be
 called, whose arguments the policy does not describe. idempotent
 dedupes side-effecting tools only: one scoped to a tool that is not
-side_effecting is an error (its calls run again on every delivery), and so
-is a key_args entry naming an argument that a side-effecting tool it
-applies to does not declare, in an args schema closed by
-additionalProperties: false (every call of that tool is refused); one
-naming an argument the tool declares but does not require, or one an open
-schema does not list (a call may carry it), is a warning (a call without
-it is refused). A key_args or arg_patterns name gets the
+side_effecting is an error (its calls run again on every delivery). A
+key_args entry naming an argument that a side-effecting tool it applies
+to does not declare, in an args schema closed by additionalProperties:
+false, is a schema/bad-reference error (every call of that tool is
+refused); one naming an argument the tool declares but does not require,
+or one an open schema does not list (a call may carry it), is a warning
+(a call without it is refused). A key_args or arg_patterns name gets the
 closest argument the tools declare as its did-you-mean (orderid:
 order_id). So is a url_arg or path_arg naming an
 argument the tool declares but does not require, for a tool an egress or
@@ -777,16 +777,13 @@ func (p *Pass) inertIdempotent(e *dsl.Entry) {
 				}
 				continue
 			}
-			if _, closed := t.ClosedArgNames(); !closed {
-				// An open schema lets a call carry it: such a call runs.
-				p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
-					Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not list %q", name, arg)}},
-					Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare nor require: its args schema lets a call carry it, but a call without it is refused and does not run; declare and require it, or key on arguments every call carries%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
-				continue
+			if _, closed := t.ClosedArgNames(); closed {
+				continue // no call can carry it: schema/bad-reference, at load
 			}
-			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Error,
-				Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` have no %q", name, arg)}},
-				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare: a call lacking a key argument is refused, so no call of it would run%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
+			// An open schema lets a call carry it: such a call runs.
+			p.Report(dsl.Diagnostic{Pos: e.FieldPos(fmt.Sprintf("key_args.%d", i)), Severity: dsl.Warning,
+				Related: []dsl.Related{{Pos: t.ArgsPos, Message: fmt.Sprintf("the args of `%s` do not list %q", name, arg)}},
+				Message: fmt.Sprintf("%s key_args[%d] names argument %q, which side-effecting tool `%s` does not declare nor require: its args schema lets a call carry it, but a call without it is refused and does not run; declare and require it, or key on arguments every call carries%s", e.Ref(), i, arg, name, dsl.SuggestName(arg, args))})
 		}
 	}
 }

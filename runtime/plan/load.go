@@ -54,7 +54,11 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("invalid plan %s:\n\t%s", e.Source, strings.Join(e.Problems, "\n\t"))
 }
 
-// Decode validates data against the plan schema and decodes it. source names
+// byteOrderMark is the UTF-8 encoding of U+FEFF.
+const byteOrderMark = "\uFEFF"
+
+// Decode validates data against the plan schema and decodes it. A leading
+// UTF-8 byte order mark is skipped. source names
 // the data in errors. A plan that is not JSON, repeats a key in an object,
 // holds a number that no float64 holds (or of more than MaxNumberLength
 // characters), does not match the schema, has another version, repeats a layer name
@@ -69,6 +73,9 @@ func Decode(source string, data []byte) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan schema: %w", err)
 	}
+	// A byte order mark (as Windows editors save UTF-8) is no part of
+	// the JSON: RFC 8259 lets a reader ignore it.
+	data = bytes.TrimPrefix(data, []byte(byteOrderMark))
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

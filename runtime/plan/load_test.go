@@ -478,3 +478,20 @@ func TestDecodeHoldsPlanValuesToThePolicyBounds(t *testing.T) {
 	_, err := Decode("ok.json", []byte(plan(`,"settings":{"run_idle":"0s","max_answer_bytes":1048576},"stores":{"s":{"kind":"redis","url":"redis://127.0.0.1:1","timeout":"2s"}}`)))
 	assert.NoError(t, err)
 }
+
+// A plan saved with a UTF-8 byte order mark (as Windows editors save) loads
+// as without it; a problem in it is placed as in the file without it.
+func TestLoadReadsAPlanWithAByteOrderMark(t *testing.T) {
+	b, err := Encode(&Plan{Version: Version, Policy: "bank", Models: map[string]Model{"primary": {}}})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "plan.json")
+	require.NoError(t, os.WriteFile(path, append([]byte("\uFEFF"), b...), 0o644))
+	p, err := Load(path)
+	require.NoError(t, err)
+	assert.Equal(t, "bank", p.Policy)
+
+	_, err = Decode("plan.json", []byte("\uFEFF{\"version\": 1,\n \"x\": }"))
+	var perr *Error
+	require.ErrorAs(t, err, &perr)
+	assert.Equal(t, []string{"line 2, col 7: not JSON: invalid character '}' looking for beginning of value"}, perr.Problems)
+}
