@@ -79,8 +79,9 @@
 // provider fetches, from the host the client chose (which then receives it too): its host
 // left out (the address fetched from, no data of the client's), read as written and as that
 // host reads it (its percent escapes decoded, a "+" of its query as a space), and, unless
-// `system: false`, in the system messages too; a data: URL's data is read as the text it
-// holds (above), not again as a URL. A URL holding personal data blocks the call with either
+// `system: false`, in the system messages too; of a data: URL, which the provider receives
+// as written, its media type and parameters are read so ("data:text/plain;name=..."), and
+// its data as the text it holds (above), not again as a URL. A URL holding personal data blocks the call with either
 // action, with a *runtime.BlockedError naming the message ("message 0 image URL contains
 // personal data (card)"): masked, it would locate another resource, which the provider would
 // fetch (with "redact" the refusal says so: send the data itself, or a URL that holds none).
