@@ -31,7 +31,7 @@
 // 16-digit numbers that fail the Luhn check. A card number may still stand between a slash
 // after a letter and a slash or a dot before one, as in a URL's path
 // ("/u/4111-1111-1111-1111/a.png", "/cards/4111111111111111.png"); a slash or a dot next to
-// a digit ("2024/4111...", "4111....25"), and a dash next to a letter (an id), join it to a
+// a digit ("2024/4111...", "4111111111111111.25"), and a dash next to a letter (an id), join it to a
 // longer token.
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
