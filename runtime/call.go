@@ -188,6 +188,35 @@ func (m *Message) Text() string {
 	return b.String()
 }
 
+// RunsOn reports whether a model reads the text of part j run on from the
+// text before it (Content, or part j-1), nothing between them: both are
+// plain texts (not documents), no tool call sits between them, and m is
+// not a tool message. A Claude model reads a message's separate text
+// blocks run together, a prompt-cache breakpoint between them or not, and
+// OpenAI's API its content parts; a tool message's texts are one result,
+// joined by line breaks for either provider (Text). Where it reports
+// false, something the model reads as a boundary stands between the two
+// texts (an image, a thinking block, a tool call), and a guard's m.content
+// and the text the openai provider sends put a line break between them.
+func (m *Message) RunsOn(j int) bool {
+	if m.Role == "tool" || j < 0 || j >= len(m.Parts) || !m.Parts[j].plainText() {
+		return false
+	}
+	if j == 0 && m.Content == "" || j > 0 && !m.Parts[j-1].plainText() {
+		return false
+	}
+	for k := range m.ToolCalls {
+		if m.CallPlace(k) == j {
+			return false
+		}
+	}
+	return true
+}
+
+// plainText reports whether the part is a text a model reads as the
+// message's own: a text part that is not a document.
+func (p *ContentPart) plainText() bool { return p.Type == PartText && !p.Document }
+
 // CallPlace returns the place of tool call k among the message's parts:
 // the number of parts before it (see ToolUse.PartsAfter).
 func (m *Message) CallPlace(k int) int {

@@ -120,13 +120,18 @@ func predicateCalls(uses []ToolUse) []predicate.ToolCall {
 	return calls
 }
 
-// predicateContent is a message's content as a predicate reads it: its
-// Content and the text each of its parts holds (ContentPart.HeldText: a
-// text or tool_result part's, the text an image part carries in place of
-// an image), in order, joined by line breaks. A guard over m.content thus
-// sees the same text whether a client sent a string or parts, a tool
-// result in either wire shape, and the text pii, security and
-// content_filter read in an image part.
+// predicateContent is a message's content as a predicate reads it, as
+// the model reads it: its Content and the text each of its parts holds
+// (ContentPart.HeldText: a text or tool_result part's, the text an image
+// part carries in place of an image), in order, adjacent texts run
+// together where the model reads them so (Message.RunsOn: plain text
+// parts of a message other than a tool message, a prompt-cache
+// breakpoint between them or not), else joined by a line break. A guard
+// over m.content thus sees the same text whether a client sent a string
+// or parts, a tool result in either wire shape, and the text pii,
+// security and content_filter read in an image part; a phrase split
+// across two text parts is read whole, as the model reads it, and two
+// parts an image or a tool call stands between are not read as one.
 func predicateContent(m *Message) string {
 	if len(m.Parts) == 0 {
 		return m.Content
@@ -139,7 +144,7 @@ func predicateContent(m *Message) string {
 		if text == "" && p.Type != PartText && p.Type != PartToolResult {
 			continue // no text: an image's own bytes, a PDF, thinking
 		}
-		if b.Len() > 0 {
+		if b.Len() > 0 && !m.RunsOn(i) {
 			b.WriteByte('\n')
 		}
 		b.WriteString(text)

@@ -36,7 +36,7 @@ func TestEvalChatReadsMessagesAsBefore(t *testing.T) {
 		{"messages.exists(m, m.content.contains('password'))", true, false, false},
 		{"size(messages) == 4", true, false, false},
 		{"size(request.messages) == 1", false, true, false},
-		{"messages[1].content == 'intro\\nthe password is x\\nthanks'", true, "error", "error"},
+		{"messages[1].content == 'introthe password is x\\nthanks'", true, "error", "error"},
 		{"messages[0].role == 'system'", true, false, "error"},
 		{"messages[4].role == 'user'", "error", "error", "error"},
 		{"messages[-1].role == 'user'", "error", "error", "error"},
@@ -124,5 +124,50 @@ func TestEvalChatContentReadsTheTextAnImagePartHolds(t *testing.T) {
 		got, err := p.EvalChat(context.Background(), call, nil)
 		require.NoError(t, err, src)
 		assert.Equal(t, want, got, src)
+	}
+}
+
+// A guard's m.content reads a message's text parts as the model reads
+// them: adjacent plain texts run together (a Claude model reads separate
+// text blocks so, a prompt-cache breakpoint between them or not, and
+// OpenAI's API content parts), so "wire" and " transfer" split across
+// them do not evade a deny on "wire transfer", and "wire" and "transfer"
+// do not trigger one on "wire\ntransfer", which no model reads; where an
+// image, a thinking block or a tool call stands between two texts, and
+// between the texts of a tool message (one result, joined by line
+// breaks), a line break does.
+func TestEvalChatContentRunsTextPartsTogether(t *testing.T) {
+	cc := &runtime.CacheControl{Type: "ephemeral"}
+	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
+	split := func(role string, a, b runtime.ContentPart) runtime.Message {
+		return runtime.Message{Role: role, Parts: []runtime.ContentPart{a, b}}
+	}
+	breakpoint := text("wire")
+	breakpoint.CacheControl = cc
+	tests := map[string]struct {
+		m    runtime.Message
+		want string
+	}{
+		"user text parts":             {split("user", text("wire"), text("transfer")), "wiretransfer"},
+		"a cache breakpoint":          {split("user", breakpoint, text("transfer")), "wiretransfer"},
+		"assistant text parts":        {split("assistant", text("wire"), text("transfer")), "wiretransfer"},
+		"system text parts":           {split("system", text("wire"), text("transfer")), "wiretransfer"},
+		"content and a part":          {runtime.Message{Role: "user", Content: "wire", Parts: []runtime.ContentPart{text("transfer")}}, "wiretransfer"},
+		"an image between":            {runtime.Message{Role: "user", Parts: []runtime.ContentPart{text("wire"), {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}, text("transfer")}}, "wire\ntransfer"},
+		"a thinking block between":    {runtime.Message{Role: "assistant", Parts: []runtime.ContentPart{text("wire"), {Type: runtime.PartThinking, Text: "t", Signature: "s"}, text("transfer")}}, "wire\ntransfer"},
+		"a tool call between":         {runtime.Message{Role: "assistant", Parts: []runtime.ContentPart{text("wire"), text("transfer")}, ToolCalls: []runtime.ToolUse{{ID: "c", Name: "f", PartsAfter: 1}}}, "wire\ntransfer"},
+		"a document and a text":       {split("user", runtime.ContentPart{Type: runtime.PartText, Document: true, Text: "wire"}, text("transfer")), "wire\ntransfer"},
+		"a tool message's text parts": {runtime.Message{Role: "tool", ToolCallID: "c", Parts: []runtime.ContentPart{text("wire"), text("transfer")}}, "wire\ntransfer"},
+	}
+	together, _ := runtime.CompileChatPredicate("messages.exists(m, m.content.contains('wiretransfer'))")
+	apart, _ := runtime.CompileChatPredicate("messages.exists(m, m.content.contains('wire\\ntransfer'))")
+	for name, tt := range tests {
+		call := &runtime.ChatCall{Request: runtime.ChatRequest{Model: "m", Messages: []runtime.Message{tt.m}}}
+		got, err := together.EvalChat(context.Background(), call, nil)
+		require.NoError(t, err, name)
+		assert.Equal(t, tt.want == "wiretransfer", got, "%s: read run together", name)
+		got, err = apart.EvalChat(context.Background(), call, nil)
+		require.NoError(t, err, name)
+		assert.Equal(t, tt.want == "wire\ntransfer", got, "%s: read apart", name)
 	}
 }

@@ -726,8 +726,8 @@ func anthropicMessage(in *antMessage) (runtime.Message, error) {
 		m.ToolCalls[k].PartsAfter = len(m.Parts) - m.ToolCalls[k].PartsAfter
 	}
 	// One text alone rides in Content; several texts stay parts (the
-	// detectors read them run together, as the model does, and joined
-	// by line breaks), and so does a text beside other parts, a
+	// guards read them run together, as the model does, the detectors
+	// so and joined by line breaks), and so does a text beside other parts, a
 	// prompt-cache breakpoint or a tool call, in its place.
 	if len(text) == 1 && len(m.Parts) == 1 && !cached && !m.Interleaved() && !hasDocument(m.Parts) {
 		m.Content, m.Parts = strings.Join(text, "\n"), nil

@@ -3,79 +3,89 @@ package serve
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestGuardReadsTextPartsAsTheModelDoes: a guard read the text parts of a
 // message joined by line breaks, while a model reads them run together (a
-// Claude model separate text blocks, OpenAI's API content parts), so
-// "wire" and " transfer" passed deny "content.contains('wire transfer')"
-// and reached the model as "wire transfer", and "wire" and "transfer"
-// were refused by a deny on "wire\ntransfer", which no model read.
-// Adjacent text parts are one text, run together, on all three routes:
-// the guard, the detectors and either provider's model read the same.
+// Claude model separate text blocks, a prompt-cache breakpoint between
+// them or not, and the system prompt's blocks; OpenAI's API content
+// parts), so "wire" and " transfer" passed deny
+// "content.contains('wire transfer')" and reached the model as "wire
+// transfer", and "wire" and "transfer" were refused by a deny on
+// "wire\ntransfer", which no model read. On all three routes, in a user
+// message, across a breakpoint and in the system prompt, the guard reads
+// what either provider's model reads, and the blocks reach a Claude model
+// as the client sent them.
 func TestGuardReadsTextPartsAsTheModelDoes(t *testing.T) {
 	const deny = `{use: "guard", name: "no_wire", deny: "messages.exists(m, m.content.contains('wire transfer'))", message: "no"},
 	{use: "guard", name: "no_wire_lines", deny: "messages.exists(m, m.content.contains('wire\\ntransfer'))", message: "no"}`
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	bodies := func(a, b string) map[string]string {
-		parts := func(typ string) string {
-			return `[{"type": "` + typ + `", "text": ` + q(a) + `}, {"type": "` + typ + `", "text": ` + q(b) + `}]`
+	bodies := func(model, a, b string) map[string]string {
+		parts := func(typ, cc string) string {
+			return `[{"type": "` + typ + `", "text": ` + q(a) + cc + `}, {"type": "` + typ + `", "text": ` + q(b) + `}]`
 		}
 		return map[string]string{
-			"/v1/chat/completions": `{"model": "backup", "messages": [{"role": "user", "content": ` + parts("text") + `}]}`,
-			"/v1/messages":         `{"model": "backup", "max_tokens": 16, "messages": [{"role": "user", "content": ` + parts("text") + `}]}`,
-			"/v1/responses":        `{"model": "backup", "input": [{"role": "user", "content": ` + parts("input_text") + `}]}`,
+			"/v1/chat/completions user":   `{"model": "` + model + `", "messages": [{"role": "user", "content": ` + parts("text", "") + `}]}`,
+			"/v1/chat/completions system": `{"model": "` + model + `", "messages": [{"role": "system", "content": ` + parts("text", "") + `}, {"role": "user", "content": "hi"}]}`,
+			"/v1/messages user":           `{"model": "` + model + `", "max_tokens": 16, "messages": [{"role": "user", "content": ` + parts("text", "") + `}]}`,
+			"/v1/messages breakpoint":     `{"model": "` + model + `", "max_tokens": 16, "messages": [{"role": "user", "content": ` + parts("text", `, "cache_control": {"type": "ephemeral"}`) + `}]}`,
+			"/v1/messages system":         `{"model": "` + model + `", "max_tokens": 16, "system": ` + parts("text", `, "cache_control": {"type": "ephemeral"}`) + `, "messages": [{"role": "user", "content": "hi"}]}`,
+			"/v1/responses user":          `{"model": "` + model + `", "input": [{"role": "user", "content": ` + parts("input_text", "") + `}]}`,
+			"/v1/responses system":        `{"model": "` + model + `", "input": [{"role": "system", "content": ` + parts("input_text", "") + `}, {"role": "user", "content": "hi"}]}`,
 		}
+	}
+	post := func(g *gateway, what, body string) (int, string) {
+		path, _, _ := strings.Cut(what, " ")
+		code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
+		return code, resp
 	}
 	t.Run("evaded", func(t *testing.T) {
 		g := newGateway(t, deny, nil, nil)
-		for path, body := range bodies("please send a wire", " transfer of 5000") {
-			code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
-			assert.Equal(t, http.StatusForbidden, code, "%s: %s", path, resp)
+		for _, model := range []string{"primary", "backup"} {
+			for what, body := range bodies(model, "please send a wire", " transfer of 5000") {
+				code, resp := post(g, what, body)
+				assert.Equal(t, http.StatusForbidden, code, "%s to %s: %s", what, model, resp)
+			}
 		}
 		assert.Zero(t, g.an.requests())
+		assert.Zero(t, g.oa.requests())
 	})
 	t.Run("falsely triggered", func(t *testing.T) {
-		text := transcript(t, "anthropic", "text.sse")
-		g := newGateway(t, deny, nil, []reply{{body: text}, {body: text}, {body: text}})
-		for path, body := range bodies("wire", "transfer") {
-			code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
-			require.Equal(t, http.StatusOK, code, "%s: %s", path, resp)
+		n := len(bodies("", "", ""))
+		an, oa := make([]reply, n), make([]reply, n)
+		for i := range n {
+			an[i] = reply{body: transcript(t, "anthropic", "text.sse")}
+			oa[i] = reply{body: transcript(t, "openai", "text.sse")}
 		}
-		for i := range 3 {
-			content := sentTo(t, g.an, i)["messages"].([]any)[0].(map[string]any)["content"]
-			assert.Contains(t, []any{"wiretransfer", []any{map[string]any{"type": "text", "text": "wiretransfer"}}}, content, "the model is sent what the guard read")
+		g := newGateway(t, deny, oa, an)
+		for _, model := range []string{"primary", "backup"} {
+			for what, body := range bodies(model, "wire", "transfer") {
+				code, resp := post(g, what, body)
+				require.Equal(t, http.StatusOK, code, "%s to %s: %s", what, model, resp)
+			}
+		}
+		for i := range n {
+			// A Claude model is sent the blocks as the client sent them,
+			// which it reads run together.
+			sent := sentTo(t, g.an, i)
+			blocks := sent["system"]
+			if blocks == nil {
+				blocks = sent["messages"].([]any)[0].(map[string]any)["content"]
+			}
+			var texts []any
+			for _, b := range blocks.([]any) {
+				texts = append(texts, b.(map[string]any)["text"])
+			}
+			assert.Equal(t, []any{"wire", "transfer"}, texts, "sent %s", g.an.body(i))
+			// An OpenAI model is sent one text, run together, as the
+			// guard read it.
+			content := sentTo(t, g.oa, i)["messages"].([]any)[0].(map[string]any)["content"]
+			assert.Equal(t, "wiretransfer", content, "sent %s", g.oa.body(i))
 		}
 	})
-}
-
-// A run of text parts ends at another part, at a tool call placed among
-// the parts and after a prompt-cache breakpoint; the calls keep their
-// places; a tool message's parts and the system messages' stay as sent.
-func TestRunTextTogetherKeepsPlacesAndBreakpoints(t *testing.T) {
-	cc := &runtime.CacheControl{Type: "ephemeral"}
-	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
-	msgs := []runtime.Message{
-		{Role: "user", Parts: []runtime.ContentPart{text("a"), text("b"), {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
-			{Type: runtime.PartText, Text: "c", CacheControl: cc}, text("d"), text("e")}},
-		{Role: "assistant", Parts: []runtime.ContentPart{{Type: runtime.PartThinking, Text: "t", Signature: "s"}, text("x"), text("y"), text("z")},
-			ToolCalls: []runtime.ToolUse{{ID: "1", Name: "f", PartsAfter: 1}, {ID: "2", Name: "g"}}},
-		{Role: "user", Parts: []runtime.ContentPart{text("p"), {Type: runtime.PartText, Text: "q", CacheControl: cc}}},
-		{Role: "tool", ToolCallID: "1", Parts: []runtime.ContentPart{text("sunny"), text("22")}},
-		{Role: "system", Parts: []runtime.ContentPart{text("be"), text("brief")}},
-	}
-	runTextTogether(msgs)
-	assert.Equal(t, []runtime.ContentPart{text("ab"), {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
-		{Type: runtime.PartText, Text: "c", CacheControl: cc}, text("de")}, msgs[0].Parts)
-	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartThinking, Text: "t", Signature: "s"}, text("xy"), text("z")}, msgs[1].Parts)
-	assert.Equal(t, []runtime.ToolUse{{ID: "1", Name: "f", PartsAfter: 1}, {ID: "2", Name: "g"}}, msgs[1].ToolCalls, "f between xy and z, g after z")
-	assert.Equal(t, []runtime.ContentPart{{Type: runtime.PartText, Text: "pq", CacheControl: cc}}, msgs[2].Parts, "the breakpoint at the end of the run")
-	assert.Equal(t, []runtime.ContentPart{text("sunny"), text("22")}, msgs[3].Parts)
-	assert.Equal(t, []runtime.ContentPart{text("be"), text("brief")}, msgs[4].Parts)
 }

@@ -368,9 +368,6 @@ func (s *Server) readChat(x *exchange, p *chatParams, decode func([]byte, *chatP
 	if err == nil {
 		err = decode(body, p)
 	}
-	if err == nil {
-		runTextTogether(p.req.Messages)
-	}
 	if err == nil && headers != nil {
 		err = headers(x.r.Header, p)
 	}

@@ -387,10 +387,11 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 						}
 						text = p.Refusal
 					}
-					// Adjacent text parts stay parts: the detectors
-					// read them run together, as a model reads separate
-					// blocks, and joined by line breaks (an item cut
-					// across two of them is found).
+					// Adjacent text parts stay parts: the guards read
+					// them run together, as a model reads separate
+					// blocks (runtime.Message.RunsOn), the detectors so
+					// and joined by line breaks (an item cut across two
+					// of them is found).
 					m.Parts = append(m.Parts, runtime.ContentPart{Type: runtime.PartText, Text: text})
 				case "image_url":
 					if m.Role != "user" {

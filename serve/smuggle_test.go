@@ -39,13 +39,12 @@ func TestOpenAIToolMessagePartsReachAClaudeModel(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"type": "text", "text": "sunny\n22 degrees"}}, result["content"], "sent %s", g.an.body(0))
 }
 
-// TestOpenAITextPartsReachAClaudeModelRunTogether: the adjacent text parts
-// of one message reach a Claude model as one block, run together as the
-// model reads separate blocks and as the guards and detectors read them
-// (TestGuardReadsTextPartsAsTheModelDoes), the image between them in its
-// place, so an injection split inside a word ("ign" + "ore all previous
-// instructions") is read whole (TestItemCutAcrossTextPartsRefused).
-func TestOpenAITextPartsReachAClaudeModelRunTogether(t *testing.T) {
+// TestOpenAITextPartsReachAClaudeModelAsParts: the text parts of one
+// message reach a Claude model as separate blocks in their order, the
+// image between them in its place; the detectors read them run together,
+// as the model does, so an injection split inside a word ("ign" + "ore all
+// previous instructions") is refused (TestItemCutAcrossTextPartsRefused).
+func TestOpenAITextPartsReachAClaudeModelAsParts(t *testing.T) {
 	g := newGateway(t, `{use: "tracing"}`, nil, []reply{{body: transcript(t, "anthropic", "text.sse")}})
 	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
 		Model: "backup",
@@ -56,10 +55,11 @@ func TestOpenAITextPartsReachAClaudeModelRunTogether(t *testing.T) {
 		})}})
 	require.NoError(t, err)
 	content := sentTo(t, g.an, 0)["messages"].([]any)[0].(map[string]any)["content"].([]any)
-	require.Len(t, content, 3, "sent %s", g.an.body(0))
-	assert.Equal(t, map[string]any{"type": "text", "text": "Please ignore the weather."}, content[0])
-	assert.Equal(t, "image", content[1].(map[string]any)["type"])
-	assert.Equal(t, map[string]any{"type": "text", "text": "And this one?"}, content[2])
+	require.Len(t, content, 4, "sent %s", g.an.body(0))
+	assert.Equal(t, map[string]any{"type": "text", "text": "Please ign"}, content[0])
+	assert.Equal(t, map[string]any{"type": "text", "text": "ore the weather."}, content[1])
+	assert.Equal(t, "image", content[2].(map[string]any)["type"])
+	assert.Equal(t, map[string]any{"type": "text", "text": "And this one?"}, content[3])
 }
 
 // TestOpenAIImageOutsideAUserMessageRefused: the API takes images from the

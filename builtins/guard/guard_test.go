@@ -266,3 +266,39 @@ func TestChatGuardReadsTheTextAnImagePartHolds(t *testing.T) {
 	}
 	assert.Zero(t, model.Calls())
 }
+
+// A chat guard in a pipeline reads a message's adjacent text parts run
+// together, as the model reads them (a Claude model its text blocks, a
+// prompt-cache breakpoint between them or not, and the system prompt's
+// blocks; the openai provider sends them so): "wire" and " transfer" are
+// "wire transfer" to a deny on it, and "wire" and "transfer" never the
+// "wire\ntransfer" no model reads.
+func TestChatGuardReadsTextPartsRunTogether(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Named("no_wire", rt.Layer("guard", `{"deny":"messages.exists(m, m.content.contains('wire transfer'))","message":"no"}`)),
+		rt.Named("no_wire_lines", rt.Layer("guard", `{"deny":"messages.exists(m, m.content.contains('wire\\ntransfer'))","message":"no"}`)),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	split := func(a, b string) map[string][]runtime.Message {
+		first := runtime.ContentPart{Type: runtime.PartText, Text: a}
+		cached := first
+		cached.CacheControl = &runtime.CacheControl{Type: "ephemeral"}
+		rest := runtime.ContentPart{Type: runtime.PartText, Text: b}
+		return map[string][]runtime.Message{
+			"user parts":   {{Role: "user", Parts: []runtime.ContentPart{first, rest}}},
+			"a breakpoint": {{Role: "user", Parts: []runtime.ContentPart{cached, rest}}},
+			"system parts": {{Role: "system", Parts: []runtime.ContentPart{cached, rest}}, {Role: "user", Content: "hi"}},
+		}
+	}
+	for name, msgs := range split("please send a wire", " transfer of 5000") {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+		var b *runtime.BlockedError
+		require.ErrorAs(t, err, &b, name)
+		assert.Equal(t, "no_wire", b.Layer, name)
+	}
+	assert.Zero(t, model.Calls())
+	for name, msgs := range split("wire", "transfer") {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+		require.NoError(t, err, name)
+	}
+}

@@ -53,6 +53,21 @@ func rightOK(text string, j int) bool {
 	return true
 }
 
+// cardLeftOK is leftOK for a card number, which may also start after a slash that follows
+// a letter: a URL path segment ("/u/4111111111111111/"). A slash after a digit still
+// continues a token (a date, a ratio, a run of numbers).
+func cardLeftOK(text string, i int) bool {
+	return leftOK(text, i) || text[i-1] == '/' && isAlpha(text[i-2])
+}
+
+// cardRightOK is rightOK for a card number, which may also end before a slash or a dot that
+// a letter follows: the end of a URL path segment ("/4111111111111111/a.png"), a file's
+// extension ("4111111111111111.png"). A dot or a slash before a digit still continues a
+// token (an amount, "4111111111111111.25"), and so does a dash before a letter (an id).
+func cardRightOK(text string, j int) bool {
+	return rightOK(text, j) || (text[j] == '/' || text[j] == '.') && isAlpha(text[j+1])
+}
+
 // digitsAt reports whether text has exactly n digits at i (more digits may follow; callers
 // check the byte after).
 func digitsAt(text string, i, n int) bool {
@@ -294,7 +309,7 @@ func findCards(text string, add func(Kind, int, int)) {
 // laid out as a card is printed, strictly (cardPrinted): a run mixing separators in another
 // layout is a date and a time, a version, an id. The longest such number wins.
 func mixedCard(text string, i int) int {
-	if !leftOK(text, i) {
+	if !cardLeftOK(text, i) {
 		return 0
 	}
 	var groups [8]digitGroup
@@ -310,7 +325,7 @@ func mixedCard(text string, i int) int {
 			break
 		}
 		mixed := kinds[0] && kinds[1] || kinds[0] && kinds[2] || kinds[1] && kinds[2]
-		if mixed && digits >= minCardDigits && cardPrinted(groups[:n]) && rightOK(text, j) && isCard(text[i:j]) {
+		if mixed && digits >= minCardDigits && cardPrinted(groups[:n]) && cardRightOK(text, j) && isCard(text[i:j]) {
 			end, last = j, n
 		}
 		k := strings.IndexByte(" -.", text[min(j, len(text)-1)])
@@ -481,7 +496,7 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 	count[n], wraps[n] = 0, 0
 	for i := n - 1; i >= 0; i-- {
 		count[i], wraps[i], take[i] = count[i+1], wraps[i+1], -1
-		if i == 0 && !leftOK(text, groups[0].start) {
+		if i == 0 && !cardLeftOK(text, groups[0].start) {
 			continue
 		}
 		digits, breaks := 0, 0
@@ -493,7 +508,7 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 			if digits > maxCardDigits {
 				break
 			}
-			if digits < minCardDigits || (j == n-1 && !rightOK(text, groups[j].end)) {
+			if digits < minCardDigits || (j == n-1 && !cardRightOK(text, groups[j].end)) {
 				continue
 			}
 			if !cardLayout(groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) {

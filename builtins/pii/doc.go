@@ -28,7 +28,11 @@
 // The detectors are hand-written scanners rather than broad regular expressions so that they
 // can refuse the usual false positives: a number glued to letters or to a dotted version, dates
 // and times, order ids, plain digit runs without the formatting a phone number carries, and
-// 16-digit numbers that fail the Luhn check.
+// 16-digit numbers that fail the Luhn check. A card number may still stand between a slash
+// after a letter and a slash or a dot before one, as in a URL's path
+// ("/u/4111-1111-1111-1111/a.png", "/cards/4111111111111111.png"); a slash or a dot next to
+// a digit ("2024/4111...", "4111111111111111.25"), and a dash next to a letter (an id), join it to a
+// longer token.
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
 // written: zero-width and other invisible characters are skipped, full-width digits and
@@ -79,8 +83,9 @@
 // provider fetches, from the host the client chose (which then receives it too): its host
 // left out (the address fetched from, no data of the client's), read as written and as that
 // host reads it (its percent escapes decoded, a "+" of its query as a space), and, unless
-// `system: false`, in the system messages too; a data: URL's data is read as the text it
-// holds (above), not again as a URL. A URL holding personal data blocks the call with either
+// `system: false`, in the system messages too; of a data: URL, which the provider receives
+// as written, its media type and parameters are read so ("data:text/plain;name=..."), and
+// its data as the text it holds (above), not again as a URL. A URL holding personal data blocks the call with either
 // action, with a *runtime.BlockedError naming the message ("message 0 image URL contains
 // personal data (card)"): masked, it would locate another resource, which the provider would
 // fetch (with "redact" the refusal says so: send the data itself, or a URL that holds none).

@@ -48,6 +48,11 @@ func TestChatPartURLs(t *testing.T) {
 			"message 0 image URL contains personal data (email)"},
 		{"clean URL", `{}`, user(runtime.ContentPart{Type: runtime.PartImage, ImageURL: "https://img.example/cat.png?w=1024&h=768"}), ""},
 		{"an image's data URL is not read as a URL", `{}`, user(runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:image/png,4111-1111-1111-1111"}), ""},
+		{"a data URL's parameters", `{}`, user(runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:text/plain;name=4111111111111111,hello"}),
+			"message 0 image URL contains personal data (card)"},
+		{"a data URL's parameters percent-encoded", `{}`, user(runtime.ContentPart{Type: runtime.PartImage, ImageURL: "DATA:image/png;name=john.doe%40example.com;base64,iVBORw0KGgo="}),
+			"message 0 image URL contains personal data (email)"},
+		{"a clean data URL", `{}`, user(runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:image/png;charset=utf-8;base64,iVBORw0KGgo="}), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { checkChatBlock(t, tt.config, tt.msgs, tt.blocked) })

@@ -83,7 +83,12 @@
 // copy; the end user's id, OpenAI's user and safety_identifier and Anthropic's
 // metadata.user_id, and the stop sequences refused with a *runtime.BlockedError naming the
 // field when they hold a secret, as a masked id would make every end user whose id masks alike
-// one to the provider, and a masked stop sequence would stop the answer elsewhere), and
+// one to the provider, and a masked stop sequence would stop the answer elsewhere), the URL
+// of an image (or a document) a message holds, which the provider fetches from the host the
+// client chose, read as pii reads it (its host left out, as written and percent-decoded; a
+// data: URL is read as the text it holds) and refused with a *runtime.BlockedError naming
+// the message when it holds a secret ("?key=sk-..."), as a URL masked would locate another
+// resource (mask.Transcript.RefuseURLs), and
 // streamed model output. Chat
 // output is released line by line, each part redacted whole, so that a secret split across
 // deltas is still caught; a PEM block is held from its BEGIN line to its END line, and a line

@@ -143,6 +143,9 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		if err := tr.RefuseFields(run, &c.Request, m.name, "a secret"); err != nil {
 			return err
 		}
+		if err := tr.RefuseURLs(run, c.Request.Messages, m.name, "a secret", false); err != nil {
+			return err
+		}
 		tools, format, defsMasked := tr.Definitions(run, &c.Request)
 		key, metadata, fieldsMasked := tr.MaskFields(run, &c.Request)
 		if masked || dropped || defsMasked || fieldsMasked {

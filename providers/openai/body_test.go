@@ -74,9 +74,9 @@ func bodyCases() map[string]runtime.ChatRequest {
 			{Type: runtime.PartText, Text: "Notes of Q3.", Document: true},
 			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0=", Filename: "q3.pdf"},
 			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "data:application/pdf;base64,JVBERi0x"}}}}},
-		"images among texts": {Messages: []runtime.Message{{Role: "user", Content: "Two pictures.", Parts: []runtime.ContentPart{
+		"images among texts": {Messages: []runtime.Message{{Role: "user", Content: "Two pictures. ", Parts: []runtime.ContentPart{
 			{Type: runtime.PartText, Text: "Image A:"}, {Type: runtime.PartImage, ImageURL: "https://example.com/a.png"},
-			{Type: runtime.PartText, Text: "Image B:"}, {Type: runtime.PartText, Text: "(a photo)"},
+			{Type: runtime.PartText, Text: "Image B: "}, {Type: runtime.PartText, Text: "(a photo)"},
 			{Type: runtime.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P'}},
 			{Type: runtime.PartImage, ImageURL: "https://example.com/c.png"}, {Type: runtime.PartText, Text: "Which is larger?"}}}}},
 		"tool round": {Messages: []runtime.Message{
@@ -154,7 +154,7 @@ func TestBodyKeepsImagesAmongTheirTexts(t *testing.T) {
 	for _, p := range body.Messages[0].Content {
 		parts = append(parts, p.Type+" "+p.Text+p.ImageURL.URL)
 	}
-	assert.Equal(t, []string{"text Two pictures.\nImage A:", "image_url https://example.com/a.png", "text Image B:\n(a photo)",
+	assert.Equal(t, []string{"text Two pictures. Image A:", "image_url https://example.com/a.png", "text Image B: (a photo)",
 		"image_url data:image/png;base64,iVA=", "image_url https://example.com/c.png", "text Which is larger?"}, parts)
 }
 
@@ -264,4 +264,35 @@ func BenchmarkBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBodyRunsTextPartsTogether: a message's adjacent text parts were
+// sent joined by line breaks, while a guard's m.content reads them run
+// together, as a Claude model reads separate text blocks: "wire" and
+// " transfer" (across a prompt-cache breakpoint, or in a system message)
+// reached the model as "wire\n transfer". They are sent as the guard reads
+// them (runtime.Message.RunsOn): run together, and on a new line where a
+// tool call stood between them or in a tool message, one result.
+func TestBodyRunsTextPartsTogether(t *testing.T) {
+	c, err := New(Config{Model: "gpt-4.1-mini"})
+	require.NoError(t, err)
+	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
+	breakpoint := text("wire")
+	breakpoint.CacheControl = &runtime.CacheControl{Type: "ephemeral"}
+	req := runtime.ChatRequest{Messages: []runtime.Message{
+		{Role: "system", Parts: []runtime.ContentPart{text("wire"), text(" transfer")}},
+		{Role: "user", Parts: []runtime.ContentPart{breakpoint, text(" transfer")}},
+		{Role: "assistant", Parts: []runtime.ContentPart{text("wire"), text("transfer")},
+			ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{}`), PartsAfter: 1}}},
+		{Role: "tool", ToolCallID: "c1", Parts: []runtime.ContentPart{text("wire"), text("transfer")}},
+	}}
+	got, err := c.body(&req)
+	require.NoError(t, err)
+	var body struct{ Messages []struct{ Content string } }
+	require.NoError(t, json.Unmarshal(got, &body), "%s", got)
+	var contents []string
+	for _, m := range body.Messages {
+		contents = append(contents, m.Content)
+	}
+	assert.Equal(t, []string{"wire transfer", "wire transfer", "wire\ntransfer", "wire\ntransfer"}, contents)
 }

@@ -411,7 +411,12 @@ func finishReason(r string) string {
 }
 
 // textOf returns a message's text (Content, then its text parts) and its
-// other parts.
+// other parts. Adjacent texts run together where the model reads them so
+// (runtime.Message.RunsOn: plain text parts of a message other than a
+// tool message), as OpenAI's API reads content parts, a Claude model
+// separate text blocks and a guard's m.content the message: a line break
+// joins them where an image, a thinking block or a tool call stood
+// between them, and in a tool message, one result.
 func textOf(m *runtime.Message) (string, []runtime.ContentPart) {
 	if len(m.Parts) == 0 {
 		return m.Content, nil
@@ -419,9 +424,9 @@ func textOf(m *runtime.Message) (string, []runtime.ContentPart) {
 	var b strings.Builder
 	b.WriteString(m.Content)
 	var rest []runtime.ContentPart
-	for _, p := range m.Parts {
+	for j, p := range m.Parts {
 		if p.Type == runtime.PartText {
-			if b.Len() > 0 {
+			if b.Len() > 0 && !m.RunsOn(j) {
 				b.WriteString("\n")
 			}
 			b.WriteString(p.Text)
@@ -433,9 +438,9 @@ func textOf(m *runtime.Message) (string, []runtime.ContentPart) {
 }
 
 // userParts returns the text, image and document parts of a user message
-// with images or documents, in the message's order (Content first): the text that labels an
-// image stays next to it. Adjacent texts are one part, joined by line
-// breaks, as textOf joins them.
+// with images or documents, in the message's order (Content first): the
+// text that labels an image stays next to it. Adjacent texts are one
+// part, as textOf joins them.
 func userParts(m *runtime.Message) []runtime.ContentPart {
 	out := make([]runtime.ContentPart, 0, len(m.Parts)+1)
 	var run strings.Builder
@@ -446,10 +451,10 @@ func userParts(m *runtime.Message) []runtime.ContentPart {
 			run.Reset()
 		}
 	}
-	for _, p := range m.Parts {
+	for j, p := range m.Parts {
 		switch p.Type {
 		case runtime.PartText:
-			if run.Len() > 0 {
+			if run.Len() > 0 && !m.RunsOn(j) {
 				run.WriteString("\n")
 			}
 			run.WriteString(p.Text)

@@ -176,10 +176,10 @@ func sdkMessages(in []runtime.Message) ([]openai.ChatCompletionMessageParamUnion
 				// The parts in their order, adjacent texts joined.
 				var parts []openai.ChatCompletionContentPartUnionParam
 				pending := m.Content
-				for _, p := range m.Parts {
+				for j, p := range m.Parts {
 					switch p.Type {
 					case runtime.PartText:
-						if pending != "" {
+						if pending != "" && !m.RunsOn(j) {
 							pending += "\n"
 						}
 						pending += p.Text

@@ -118,7 +118,7 @@ var fieldDocs = map[string]string{
 	"agentc.item.score":    "the retriever's relevance score, 0.0 when it gave none",
 	"agentc.item.source":   `where it comes from, "" when the retriever did not say`,
 
-	"agentc.message.content":      "its whole text: a string, or its text and tool_result parts and the text its image parts carry in place of an image, joined by line breaks",
+	"agentc.message.content":      "its whole text, as the model reads it: a string, or its text and tool_result parts and the text its image parts carry in place of an image, adjacent text parts run together, others joined by line breaks",
 	"agentc.message.name":         `its author's name, "" when none`,
 	"agentc.message.role":         "system, user, assistant or tool (a host may send others)",
 	"agentc.message.tool_call_id": `for a tool result, the id of the call it answers; "" otherwise`,

@@ -21,7 +21,8 @@
 //
 // run is {id, agent, meta}; a message is {role, content, name, tool_call_id, tool_calls}, its
 // content the text of its content, of its text and tool_result parts and that its image
-// parts carry in place of an image (runtime.ContentPart.HeldText), its tool_calls an
+// parts carry in place of an image (runtime.ContentPart.HeldText), adjacent text parts run
+// together as the model reads them (runtime.Message.RunsOn), its tool_calls an
 // assistant message's calls, list({id, name, args}) as response.tool_calls; meta and metadata
 // are map(string, dyn). request.tools is list({name, description}); request.params is
 // {temperature double, top_p double, stop list(string), seed int, tool_choice string,

@@ -21,11 +21,13 @@ type PartURL struct {
 	URL  string
 }
 
-// PartURLs yields the URLs of the parts of msgs that the provider fetches:
-// an image's or a document's URL other than a data: URL, whose data the
-// layers read as the text it holds (runtime.ContentPart.Attachment), not
-// again as a URL. The messages of role "system" are left out unless system
-// is true.
+// PartURLs yields the URLs of the parts of msgs that the provider
+// receives: an image's or a document's URL, which it fetches, and of a
+// data: URL its head, "data:" and the media type with its parameters
+// (";name=..."), which reach it as written (or the media type alone); the
+// data after the comma the layers read as the text it holds
+// (runtime.ContentPart.Attachment), not again as a URL. The messages of
+// role "system" are left out unless system is true.
 func PartURLs(msgs []runtime.Message, system bool) iter.Seq[PartURL] {
 	return func(yield func(PartURL) bool) {
 		for i := range msgs {
@@ -36,10 +38,11 @@ func PartURLs(msgs []runtime.Message, system bool) iter.Seq[PartURL] {
 				if p.ImageURL == "" || p.Type != runtime.PartImage && p.Type != runtime.PartDocument {
 					continue
 				}
-				if _, data := runtime.DataURL(p.ImageURL); data {
-					continue
+				u := p.ImageURL
+				if c, data := runtime.CanonicalDataURL(u); data {
+					u, _, _ = strings.Cut(c, ",")
 				}
-				if !yield(PartURL{Msg: i, What: p.Type, URL: p.ImageURL}) {
+				if !yield(PartURL{Msg: i, What: p.Type, URL: u}) {
 					return
 				}
 			}

@@ -466,8 +466,10 @@ func (p *langPage) celSection() {
 		"type-checked at vet time against the variables of their stage " +
 		"([`cel/type`](rules.md#cel-type)). A guard with `phase: \"after\"` also sees the call's outcome; " +
 		"every other predicate runs before the call. A message's `content` is its whole text: a string, or its text and `tool_result` parts and the text its image parts carry in place of an image " +
-		"(`data:text/plain,...`, which pii, security and content_filter read too), in order, joined by line breaks, " +
-		"so a guard reads a message sent as parts as it reads one sent as a string. In the tool stage, `args` is typed from the JSON Schema of the tools " +
+		"(`data:text/plain,...`, which pii, security and content_filter read too), in order, as the model reads them: " +
+		"adjacent text parts run together (a Claude model reads separate text blocks so, a `cache_control` breakpoint between them or not, and OpenAI's API content parts; " +
+		"the openai provider sends them so), and a line break where an image, a document, a tool result, thinking or a tool call stands between two texts, and between the texts of a tool message (one result). " +
+		"So a guard reads a message sent as parts as it reads one sent as a string, and `\"wire\"` and `\" transfer\"` as `\"wire transfer\"`, never as the `\"wire\\ntransfer\"` no model reads. In the tool stage, `args` is typed from the JSON Schema of the tools " +
 		"an entry is scoped to with `tools:`; unscoped, it is an untyped map ([`cel/untyped-args`](rules.md#cel-untyped-args)), " +
 		"and so is an object argument whose schema lists no properties (`{type: \"object\"}`, additionalProperties open): a scoped entry reading a field of it (`args.opts.sudo`) gets the same warning, at the read, as the field may be misspelt or hold a value of any type (`{\"sudo\": \"true\"}` is not `true`); " +
 		"but reading an argument no declared tool's closed schema has, or a field of an object argument its closed schema lacks (`args.shipping.zipp`), is still a `cel/type` error, and so is testing it with has(), which is always false (a read that has() guards is not). " +
