@@ -41,11 +41,7 @@ func TestCorpusTurns(t *testing.T) {
 			continue
 		}
 		whole++
-		h := fnv.New32a()
-		h.Write([]byte(s.Text))
-		r := []rune(s.Text)
-		cut := 1 + int(h.Sum32()%uint32(len(r)-1))
-		a, b := string(r[:cut]), string(r[cut:])
+		a, b := cutInTwo(s.Text)
 		if hit(a) || hit(b) {
 			continue
 		}
@@ -207,11 +203,7 @@ func TestCorpusToolResultTurns(t *testing.T) {
 			docs = append(docs, s.Text)
 		case doc(s.Text):
 			whole++
-			h := fnv.New32a()
-			h.Write([]byte(s.Text))
-			r := []rune(s.Text)
-			cut := 1 + int(h.Sum32()%uint32(len(r)-1))
-			a, b := string(r[:cut]), string(r[cut:])
+			a, b := cutInTwo(s.Text)
 			if doc(a) || doc(b) {
 				continue
 			}
@@ -250,4 +242,13 @@ func TestCorpusToolResultTurns(t *testing.T) {
 	if docBlocked > 0 || blocked > 0 {
 		t.Errorf("benign tool results blocked as one turn: %d paired, %d with a prompt", docBlocked, blocked)
 	}
+}
+
+// cutInTwo cuts text, of two runes or more, in two at a point stable for the text.
+func cutInTwo(text string) (string, string) {
+	h := fnv.New32a()
+	h.Write([]byte(text))
+	r := []rune(text)
+	cut := 1 + int(h.Sum32()%uint32(len(r)-1))
+	return string(r[:cut]), string(r[cut:])
 }
