@@ -38,7 +38,9 @@
 // the texts of consecutive messages of one role, which a provider sends as one turn
 // (Anthropic's API merges them), read together so too (a keyword cut across two user
 // messages, "drop" and " table", is found and the block names both: "messages 0 to 1 (one
-// turn)"), with the cut readings of a turn's pieces (a word cut among three pieces or more,
+// turn)"); a tool result is read so with the tool results and the user messages next to it,
+// which that API sends as tool_result blocks of one user message, the user's text after
+// them), with the cut readings of a turn's pieces (a word cut among three pieces or more,
 // the pieces around it glued to its ends: docs/detection.md), and, unless `system: false`,
 // the system messages (those apart read as the one system prompt Anthropic's API sends them
 // as, too: "system messages 0 to 2 (one system prompt)"), the definitions of

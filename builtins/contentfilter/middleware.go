@@ -105,7 +105,8 @@ func (m *Middleware) check(what, text string) error {
 // and (unless System is false) the definitions of the tools offered, so a banned word placed in an earlier turn of the history a gateway
 // client sends is found as one in the latest message is. The texts of
 // consecutive messages of one role, which a provider sends as one turn,
-// are read together too (scanned.ScanTurns), with the cut readings of a
+// are read together too, as are tool results and the user's text next to
+// them, which Anthropic's API sends as one user turn (scanned.ScanTurns), with the cut readings of a
 // turn's pieces and the system messages apart as one system prompt, so a
 // word cut across two of them, or among more, is found. Each text found
 // clean is recorded for the run (scanned.Record), as is the model's own
@@ -153,7 +154,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 				}
 				return m.check(fmt.Sprintf("system messages %d to %d (one system prompt) input", i, last), text)
 			}
-			if last := scanned.TurnEnd(msgs, i) - 1; last > i {
+			if last := scanned.SentTurnEnd(msgs, i) - 1; last > i {
 				return m.check(fmt.Sprintf("messages %d to %d (one turn) input", i, last), text)
 			}
 			return m.check(fmt.Sprintf("message %d input", i), text)

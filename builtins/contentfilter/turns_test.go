@@ -16,8 +16,12 @@ import (
 // merges them), which the model reads run together: a keyword cut across
 // two of them reaches it whole, and is found as one cut across the text
 // parts of one message is. Messages of different roles, or of one role
-// with another between them, are not read together.
+// with another between them, are not read together. Anthropic's API sends
+// a tool result as a tool_result block of a user message, beside the text
+// of the user message next to it, so a tool message and the user messages
+// and tool messages around it are one user turn too.
 func TestChatKeywordAcrossConsecutiveMessages(t *testing.T) {
+	call := runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "search", Arguments: []byte(`{}`)}, {ID: "c2", Name: "search", Arguments: []byte(`{}`)}}}
 	tests := []struct {
 		name    string
 		config  string
@@ -47,6 +51,18 @@ func TestChatKeywordAcrossConsecutiveMessages(t *testing.T) {
 		{"text parts glued on both sides", `{"keywords":["forbidden"]}`, []runtime.Message{
 			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "hi"}, {Type: runtime.PartText, Text: "forbi"},
 				{Type: runtime.PartText, Text: "dden"}, {Type: runtime.PartText, Text: "ok"}}}}, "message 0 input"},
+		{"a tool result and the user message after it", `{"keywords":["drop table"]}`, []runtime.Message{
+			{Role: "user", Content: "look it up"}, call, {Role: "tool", ToolCallID: "c1", Content: "drop"},
+			{Role: "user", Content: " table users"}}, "messages 2 to 3 (one turn) input"},
+		{"a user message and the tool result after it", `{"keywords":["drop table"]}`, []runtime.Message{
+			call, {Role: "user", Content: "drop"}, {Role: "tool", ToolCallID: "c1", Content: " table users"}}, "messages 1 to 2 (one turn) input"},
+		{"two tool results", `{"keywords":["drop table"]}`, []runtime.Message{
+			call, {Role: "tool", ToolCallID: "c1", Content: "drop"}, {Role: "tool", ToolCallID: "c2", Content: "table"}}, "messages 1 to 2 (one turn) input"},
+		{"a tool_result part and the text of its message", `{"keywords":["forbidden"]}`, []runtime.Message{
+			call, {Role: "user", Content: "dden", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "forbi"}}}},
+			"message 1 input"},
+		{"a tool result and an assistant message", `{"keywords":["drop table"]}`, []runtime.Message{
+			call, {Role: "tool", ToolCallID: "c1", Content: "drop"}, {Role: "assistant", Content: "table"}}, ""},
 		{"a user and an assistant message", `{"keywords":["drop table"]}`, []runtime.Message{
 			{Role: "user", Content: "drop"}, {Role: "assistant", Content: "table"}}, ""},
 		{"user messages apart", `{"keywords":["drop table"]}`, []runtime.Message{

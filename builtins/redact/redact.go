@@ -57,11 +57,12 @@ type Redactor struct {
 	keyed       bool
 }
 
-// DefaultPatterns returns the built-in rules, in priority order: OpenAI- and Anthropic-style
-// "sk-" keys, AWS access key ids and secret keys, GitHub, Slack, Google and Stripe tokens,
-// JWTs, bearer and basic authorization values, passwords in URLs, PEM private key blocks
-// (including a block cut off before its END line) and generic "password=", "api_key: ",
-// "token=" assignments.
+// DefaultPatterns returns the built-in rules, in priority order: the credential shapes
+// agentc knows (credential.Shapes, the list vet and the log scrubber read too: PEM private
+// key blocks, including a block cut off before its END line, OpenAI- and Anthropic-style
+// "sk-" keys, AWS access key ids, GitHub, GitLab, Slack, Google, Stripe and Hugging Face
+// tokens, JWTs), then AWS secret keys, bearer and basic authorization values, passwords in
+// URLs and generic "password=", "api_key: ", "token=" assignments.
 func DefaultPatterns() []Pattern {
 	out := make([]Pattern, len(builtinPatterns))
 	for i, b := range builtinPatterns {

@@ -45,7 +45,9 @@
 // which a provider sends as one turn (Anthropic's API merges them), read together so too (an
 // injection cut across two user messages, "ignore all prev" and "ious instructions", is found;
 // the scores of the families the two match add up, as those of one message's parts do; a
-// turn's pieces also get cut readings, read by the rules alone, which find an injection the
+// tool result is read so with the tool results and the user messages next to it, which that
+// API sends as tool_result blocks of one user message, the user's text after them, a turn of
+// tool results alone read as a document, as each is; a turn's pieces also get cut readings, read by the rules alone, which find an injection the
 // pieces around it glue themselves to, "Hi", "ignore all prev", "ious instructions"; with
 // `system: true` the system messages apart are read as the one system prompt Anthropic's
 // API sends them as, too),

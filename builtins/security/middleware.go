@@ -384,8 +384,11 @@ func (m *Middleware) detected(text string, detect func(string) (Match, bool)) er
 // the arguments of the tool calls earlier assistant messages carry, the
 // names messages carry (scanned.NamesText), the text parts of a message run
 // together (scanned.RunTogether), the texts of consecutive messages of one
-// role, which a provider sends as one turn, read together (scanned.Turns:
-// an injection cut across two user messages reaches the model whole; the
+// role, which a provider sends as one turn, read together, and so are tool
+// results and the user's text next to them, which Anthropic's API sends as
+// one user turn, a turn of tool results alone read as a document
+// (scanned.Turns: an injection cut across two user messages, or across a
+// tool result and the text after it, reaches the model whole; the
 // cut readings of a turn's pieces, read by the rules alone, find one the
 // pieces around it glue themselves to; with System, the system messages
 // apart are read as one system prompt too), and the
@@ -421,12 +424,18 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}); err != nil {
 			return err
 		}
-		if err := m.seen.ScanTurns(c, m.System, func(_ int, kind, text string) error {
+		if err := m.seen.ScanTurns(c, m.System, func(i int, kind, text string) error {
+			// A turn of tool results alone is a document, as each is.
+			document := kind != scanned.KindSystem && kind != scanned.KindSystemCut && scanned.ResultsOnly(c.Request.Messages, i)
 			if kind == scanned.KindCut || kind == scanned.KindSystemCut {
 				// The rules alone: the classifier reads the turn whole.
-				return m.detected(text, m.detector.Detect)
+				detect := m.detector.Detect
+				if document {
+					detect = m.detector.DetectDocument
+				}
+				return m.detected(text, detect)
 			}
-			return m.verdict(ctx, text, false)
+			return m.verdict(ctx, text, document)
 		}); err != nil {
 			return err
 		}

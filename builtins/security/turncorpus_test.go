@@ -41,11 +41,7 @@ func TestCorpusTurns(t *testing.T) {
 			continue
 		}
 		whole++
-		h := fnv.New32a()
-		h.Write([]byte(s.Text))
-		r := []rune(s.Text)
-		cut := 1 + int(h.Sum32()%uint32(len(r)-1))
-		a, b := string(r[:cut]), string(r[cut:])
+		a, b := cutInTwo(s.Text)
 		if hit(a) || hit(b) {
 			continue
 		}
@@ -175,4 +171,84 @@ func TestCorpusCutPieces(t *testing.T) {
 	if cutBlocked > 0 || triplesBlocked > 0 {
 		t.Errorf("the cut readings block benign text")
 	}
+}
+
+// TestCorpusToolResultTurns measures what reading tool results together,
+// and with the user's text next to them, does (Anthropic's API sends them
+// in one user message: scanned.SentTurnEnd). Every attack of the indirect
+// subset the detector finds whole in a document (DetectDocument), cut in
+// two at a stable random point and sent as two tool results, is found in
+// the turn, which the layer reads as a document (scanned.ResultsOnly),
+// where read apart some are missed. Benign documents of the subset, each
+// clean alone, paired as they come (two tool results, read as a document),
+// and each followed by a benign user prompt of the direct subset (read
+// with Detect, as a turn holding a user's text is), are blocked together
+// only as often as docs/detection.md says.
+func TestCorpusToolResultTurns(t *testing.T) {
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit := func(s string) bool { _, ok := d.Detect(s); return ok }
+	doc := func(s string) bool { _, ok := d.DetectDocument(s); return ok }
+	turn := func(read func(string) bool, a, b string) bool { return read(a+"\n"+b) || read(a+b) }
+	var docs, prompts []string
+	whole, lostApart, foundTurn := 0, 0, 0
+	for _, s := range loadCorpus(t) {
+		switch {
+		case s.Subset == "direct" && s.Label == "benign":
+			prompts = append(prompts, s.Text)
+		case s.Subset != "indirect":
+		case s.Label == "benign":
+			docs = append(docs, s.Text)
+		case doc(s.Text):
+			whole++
+			a, b := cutInTwo(s.Text)
+			if doc(a) || doc(b) {
+				continue
+			}
+			lostApart++
+			if turn(doc, a, b) {
+				foundTurn++
+			}
+		}
+	}
+	t.Logf("indirect attacks found whole %d; cut across two tool results, %d missed read apart, %d of them found in the turn", whole, lostApart, foundTurn)
+	if foundTurn != lostApart {
+		t.Errorf("%d attacks cut across two tool results are missed in the turn", lostApart-foundTurn)
+	}
+	docPairs, docBlocked, pairs, blocked := 0, 0, 0, 0
+	for i, a := range docs {
+		if doc(a) {
+			continue
+		}
+		if i+1 < len(docs) && !doc(docs[i+1]) {
+			docPairs++
+			if turn(doc, a, docs[i+1]) {
+				docBlocked++
+				t.Logf("benign tool results blocked as one turn: %.80q + %.80q", a, docs[i+1])
+			}
+		}
+		if b := prompts[i%len(prompts)]; !hit(b) {
+			pairs++
+			if turn(hit, a, b) {
+				blocked++
+				t.Logf("benign tool result and prompt blocked as one turn: %.80q + %.80q", a, b)
+			}
+		}
+	}
+	t.Logf("benign tool results paired %d, blocked as one turn %d; each followed by a user prompt %d, blocked %d", docPairs, docBlocked, pairs, blocked)
+	// The ceilings are the figures measured (docs/detection.md): a rise fails.
+	if docBlocked > 0 || blocked > 0 {
+		t.Errorf("benign tool results blocked as one turn: %d paired, %d with a prompt", docBlocked, blocked)
+	}
+}
+
+// cutInTwo cuts text, of two runes or more, in two at a point stable for the text.
+func cutInTwo(text string) (string, string) {
+	h := fnv.New32a()
+	h.Write([]byte(text))
+	r := []rune(text)
+	cut := 1 + int(h.Sum32()%uint32(len(r)-1))
+	return string(r[:cut]), string(r[cut:])
 }

@@ -15,42 +15,65 @@ import (
 // credential.
 var Name = regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential)`)
 
-// shapes are the shapes of the credentials agentc knows, the one list vet
-// reads a value written in a policy by (Value, Var) and the scrubber reads
-// a text by (Scrub, Redact, LogHandler): a GitHub token (ghp_, gho_, ghu_,
-// ghs_, ghr_, github_pat_), a GitLab one (glpat-), an OpenAI or Anthropic
-// key (sk-), a Stripe one (sk_live_, sk_test_), a Slack one (xoxa-,
-// xoxb-, xoxp-, xoxr-), an AWS access key id (AKIA), a Google API key
-// (AIza), a Hugging Face token (hf_ and letters or digits, not a
-// snake_case name), a bearer token (Bearer, spaces or tabs on its line,
-// and a token68 of 16 or more characters, letters, digits and -._~+/ then
-// any =: a JWT, an opaque token; not a challenge's realm="...") and a PEM private
+// Shape is a credential's shape: a credential told by its own form, where
+// it stands, without a key word beside it.
+type Shape struct {
+	// Label names the shape; redact masks a credential of it as
+	// [REDACTED:Label].
+	Label string
+	// Expr matches a credential of the shape, whole (RE2, no anchors).
+	Expr string
+	// Needles are texts one of which every credential of the shape holds
+	// (case-sensitive), which spare the expression the texts that hold
+	// none.
+	Needles []string
+}
+
+// Shapes are the shapes of the credentials agentc knows, the one list vet
+// reads a value written in a policy by (Value, Var), the scrubber reads a
+// text by (Scrub, Redact, LogHandler) and the redact builtin masks by
+// (beside its rules of a key word and the value next to it): a PEM private
 // key (its block from the BEGIN line to the END line, or to the end of a
-// text that cuts it off). needle is a text every credential of the shape
-// holds, which spares the expressions the texts that hold none.
-var shapes = []struct{ expr, needle string }{
-	{`gh[pousr]_[A-Za-z0-9]{20,}`, "gh"},
-	{`github_pat_\w{20,}`, "github_pat_"},
-	{`glpat-[\w-]{20,}`, "glpat-"},
-	{`sk-[A-Za-z0-9_-]{16,}`, "sk-"},
-	{`sk_(?:live|test)_\w{16,}`, "sk_"},
-	{`xox[abpr]-[\w-]{10,}`, "xox"},
-	{`AKIA[0-9A-Z]{16}`, "AKIA"},
-	{`AIza[\w-]{35}`, "AIza"},
-	{`hf_[A-Za-z0-9]{30,}`, "hf_"},
-	{`[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16,}=*`, "earer"},
-	{privateKey, "PRIVATE KEY"},
+// text that cuts it off, or the base64 lines of a body cut off before that
+// run into its END line), an Anthropic key (sk-ant-), an OpenAI one (sk-,
+// sk-proj-...), an AWS access key id (AKIA, ASIA and the other prefixes
+// of AWS's unique ids), a GitHub token (ghp_, gho_, ghu_, ghs_, ghr_,
+// github_pat_), a GitLab one (glpat-), a Slack one (xoxa-, xoxb-, xoxo-,
+// xoxp-, xoxr-, xoxs-), a Google API key (AIza), a Stripe one (sk_ or rk_,
+// live_ or test_), a Hugging Face token (hf_ and letters or digits, not a
+// snake_case name), a JWT (eyJ...eyJ...sig) and a bearer token (Bearer,
+// spaces or tabs on its line, and a token68 of 16 or more characters,
+// letters, digits and -._~+/ then any =: a JWT, an opaque token; not a
+// challenge's realm="..."). Where two overlap (sk-ant- is an sk- key),
+// the first names it.
+var Shapes = []Shape{
+	{"private-key", privateKey, []string{"PRIVATE KEY"}},
+	{"anthropic-key", `sk-ant-[A-Za-z0-9_-]{20,}`, []string{"sk-ant-"}},
+	{"openai-key", `sk-[A-Za-z0-9_-]{16,}`, []string{"sk-"}},
+	{"aws-access-key-id", `(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}`,
+		[]string{"AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"}},
+	{"github-token", `gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}`, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
+	{"gitlab-token", `glpat-[\w-]{20,}`, []string{"glpat-"}},
+	{"slack-token", `xox[abposr]-[\w-]{10,}`, []string{"xox"}},
+	{"google-api-key", `AIza[\w-]{35}`, []string{"AIza"}},
+	{"stripe-key", `(?:sk|rk)_(?:live|test)_\w{16,}`, []string{"_live_", "_test_"}},
+	{"huggingface-token", `hf_[A-Za-z0-9]{30,}`, []string{"hf_"}},
+	{"jwt", `eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}`, []string{"eyJ"}},
+	{"bearer-token", `[Bb]earer[ \t]+[A-Za-z0-9._~+/-]{16,}=*`, []string{"earer"}},
 }
 
 // privateKey is a PEM private key's shape (RSA, EC, OPENSSH, ENCRYPTED,
-// PGP's PRIVATE KEY BLOCK...).
-const privateKey = `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)`
+// PGP's PRIVATE KEY BLOCK...): a block from its BEGIN line (to its END
+// line, or to the end of the text when it is cut off), or the body of one
+// cut off before, the lines of base64 that run into its END line.
+const privateKey = `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)` +
+	`|[A-Za-z0-9+/]{16,}={0,2}\r?\n(?:[A-Za-z0-9+/]*={0,2}\r?\n)*-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`
 
 // anyShape is the expression of every shape.
 var anyShape = func() string {
-	exprs := make([]string, len(shapes))
-	for i, s := range shapes {
-		exprs[i] = s.expr
+	exprs := make([]string, len(Shapes))
+	for i, s := range Shapes {
+		exprs[i] = s.Expr
 	}
 	return strings.Join(exprs, "|")
 }()

@@ -35,9 +35,11 @@ func mayHold(s string) bool {
 	if len(s) < 10 {
 		return false
 	}
-	for _, sh := range shapes {
-		if strings.Contains(s, sh.needle) {
-			return true
+	for _, sh := range Shapes {
+		for _, n := range sh.Needles {
+			if strings.Contains(s, n) {
+				return true
+			}
 		}
 	}
 	return false

@@ -193,7 +193,7 @@ func (r *Record) Scan(c *runtime.ChatCall, system, tools bool, check func(i int,
 }
 
 // ScanTurns calls check with the text of each turn of c's transcript
-// (Turns) that is not recorded for the call's run, and records each text
+// (Turns: a tool result with the user's text next to it among them) that is not recorded for the call's run, and records each text
 // check passes, as Scan does. A turn's text is recorded as itself, so one
 // whose messages were each found clean is read all the same, and one a
 // message joins (the next call of an agent loop adds a user message after
@@ -274,16 +274,16 @@ func (r *Record) ScanTurns(c *runtime.ChatCall, system bool, check func(i int, k
 		return nil
 	}
 	for i := 0; i < len(msgs); {
-		j := TurnEnd(msgs, i)
+		j := SentTurnEnd(msgs, i)
 		from := i
 		i = j
 		msg := &msgs[from]
-		if IsGrounding(msg) || msg.Role != "user" && msg.Role != "assistant" && msg.Role != "system" || msg.Role == "system" && !system {
+		if IsGrounding(msg) || msg.Role != "user" && msg.Role != "tool" && msg.Role != "assistant" && msg.Role != "system" || msg.Role == "system" && !system {
 			continue
 		}
 		var pieces []string
 		for k := from; k < j; k++ {
-			pieces = appendPieces(pieces, &msgs[k])
+			pieces, _ = turnPieces(pieces, &msgs[k])
 		}
 		if err := cut(from, KindCut, pieces); err != nil {
 			return err
@@ -482,26 +482,69 @@ func TurnEnd(msgs []runtime.Message, i int) int {
 	return j
 }
 
+// SentTurnEnd returns the end of the turn msgs[i] starts as Anthropic's
+// API sends it: TurnEnd, except that a tool message and the user messages
+// and tool messages on either side of it are one user turn. That API sends
+// a tool result as a tool_result block of a user message, the results of
+// consecutive tool messages in one, with the text of the user message
+// after them, and merges consecutive user messages; a model reads the
+// blocks of the turn in order. (An OpenAI model reads each tool message
+// where it is; reading them together as well reads more, never less.)
+func SentTurnEnd(msgs []runtime.Message, i int) int {
+	if !userTurn(&msgs[i]) {
+		return TurnEnd(msgs, i)
+	}
+	j := i + 1
+	for j < len(msgs) && userTurn(&msgs[j]) {
+		j++
+	}
+	return j
+}
+
+// ResultsOnly reports whether the turn msgs[i] starts (SentTurnEnd) holds
+// tool results and no other text: a document the model reads, as each of
+// its results is (a reader that reads a tool result as a document reads
+// such a turn so too).
+func ResultsOnly(msgs []runtime.Message, i int) bool {
+	results := false
+	for k := i; k < SentTurnEnd(msgs, i); k++ {
+		msg := &msgs[k]
+		if msg.Role != "tool" && msg.Text() != "" || IsGrounding(msg) || msg.Role != "tool" && msg.Role != "user" {
+			return false
+		}
+		results = results || len(msg.ToolResults()) > 0
+	}
+	return results
+}
+
+// userTurn reports whether msg is a user or tool message Anthropic's API
+// sends in a user turn, not the grounding block.
+func userTurn(msg *runtime.Message) bool {
+	return (msg.Role == "user" || msg.Role == "tool") && !IsGrounding(msg)
+}
+
 // Turns calls visit, with kind KindTurn and i the turn's first message,
-// with the text of each turn (TurnEnd) of two or more messages of which two
-// or more have text: the texts of its messages (Content and text parts)
-// joined by line breaks, then run together, as Each reads the text parts
-// of one message. Turns of role "system" are visited only when system is
-// true. The first error visit returns stops the walk and is returned.
+// with the text of each turn (SentTurnEnd) that holds two texts or more
+// Each reads apart (the texts of two messages, or a tool result and another
+// text): the pieces of its messages (turnPieces) joined by line breaks,
+// then run together, as Each reads the text parts of one message. Turns of
+// role "system" are visited only when system is true. The first error
+// visit returns stops the walk and is returned.
 func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text string) error) error {
 	for i := 0; i < len(msgs); {
-		j := TurnEnd(msgs, i)
+		j := SentTurnEnd(msgs, i)
 		from := i
 		i = j
-		if j-from < 2 || msgs[from].Role == "system" && !system {
+		if msgs[from].Role == "system" && !system {
 			continue
 		}
 		var pieces []string
 		texts := 0
 		for k := from; k < j; k++ {
-			n := len(pieces)
-			pieces = appendPieces(pieces, &msgs[k])
-			if len(pieces) > n {
+			var results int
+			pieces, results = turnPieces(pieces, &msgs[k])
+			texts += results
+			if msgs[k].Role != "tool" && msgs[k].Text() != "" {
 				texts++
 			}
 		}
@@ -516,6 +559,25 @@ func Turns(msgs []runtime.Message, system bool, visit func(i int, kind, text str
 		}
 	}
 	return nil
+}
+
+// turnPieces appends the pieces of msg a turn is read from: the tool
+// results it carries that are not empty, first, as Anthropic's API sends
+// a user message's tool_result blocks before its text, then, but for a
+// tool message (whose text is its result), its texts (appendPieces). It
+// returns the pieces and the count of tool results among them.
+func turnPieces(pieces []string, msg *runtime.Message) ([]string, int) {
+	n := 0
+	for _, t := range msg.ToolResults() {
+		if t != "" {
+			pieces = append(pieces, t)
+			n++
+		}
+	}
+	if msg.Role == "tool" {
+		return pieces, n
+	}
+	return appendPieces(pieces, msg), n
 }
 
 // appendPieces appends the texts of msg that are not empty: Content and

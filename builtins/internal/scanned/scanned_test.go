@@ -181,9 +181,12 @@ func TestEachToolReadsACustomToolsGrammar(t *testing.T) {
 }
 
 // Turns reads the consecutive messages of one role a provider sends as one
-// turn, joined by line breaks and run together; a tool message, the
-// grounding block and a message of another role end a turn, a turn with
-// one text is read by Each alone, and system turns only with system.
+// turn, joined by line breaks and run together; the grounding block and a
+// message of another role end a turn, a turn with one text is read by Each
+// alone, and system turns only with system. A tool message is sent in a
+// user turn (SentTurnEnd): consecutive tool results are read together,
+// with the user's text after them, and so are a user message's
+// tool_result parts and its text.
 func TestTurns(t *testing.T) {
 	grounding := runtime.Message{Role: "user", Content: "doc", Metadata: map[string]string{runtime.GroundingKey: "true"}}
 	msgs := []runtime.Message{
@@ -191,6 +194,9 @@ func TestTurns(t *testing.T) {
 		{Role: "user", Content: "a"}, {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "b"}, {Type: runtime.PartText, Text: "c"}}},
 		grounding, {Role: "user", Content: "d"},
 		{Role: "assistant", Content: "e"}, {Role: "assistant"}, {Role: "tool", Content: "f"}, {Role: "tool", Content: "g"},
+		{Role: "user", Content: "h"}, {Role: "assistant", Content: "i"},
+		{Role: "user", Content: "k", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "j"}}},
+		{Role: "assistant"}, {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c2", Text: "l"}}},
 	}
 	type visit struct {
 		i    int
@@ -205,11 +211,15 @@ func TestTurns(t *testing.T) {
 		}))
 		return got
 	}
-	assert.Equal(t, []visit{{2, "a\nb\nc"}, {2, "abc"}}, read(false))
-	assert.Equal(t, []visit{{0, "s1\ns2"}, {0, "s1s2"}, {2, "a\nb\nc"}, {2, "abc"}}, read(true))
+	tools := []visit{{8, "f\ng\nh"}, {8, "fgh"}, {12, "j\nk"}, {12, "jk"}}
+	assert.Equal(t, append([]visit{{2, "a\nb\nc"}, {2, "abc"}}, tools...), read(false))
+	assert.Equal(t, append([]visit{{0, "s1\ns2"}, {0, "s1s2"}, {2, "a\nb\nc"}, {2, "abc"}}, tools...), read(true))
 	assert.Equal(t, 4, scanned.TurnEnd(msgs, 2))
 	assert.Equal(t, 5, scanned.TurnEnd(msgs, 4), "the grounding block is a turn of its own")
 	assert.Equal(t, 9, scanned.TurnEnd(msgs, 8), "each tool message is")
+	assert.Equal(t, 11, scanned.SentTurnEnd(msgs, 8), "the tool results and the user message after them are sent as one")
+	assert.Equal(t, 4, scanned.SentTurnEnd(msgs, 2))
+	assert.Equal(t, 5, scanned.SentTurnEnd(msgs, 4), "the grounding block is a turn of its own")
 }
 
 // The cut readings hold a text cut at any boundary, apart from the pieces
