@@ -333,3 +333,26 @@ func AssertNoRedirectElsewhere(t *testing.T, key string, newClient func(url stri
 	assert.Equal(t, int32(1), moved.Load(), "a redirect within the origin is followed")
 	assert.Equal(t, http.StatusInternalServerError, ce.Status, "the redirected request's answer is the call's")
 }
+
+// AssertSentLikeSDK sends each of cases once with the client that
+// newClient makes and once with the SDK (sdk), each given the base URL of a
+// loopback server that answers with transcript, and asserts that the
+// server received request bodies of the same JSON: what goes on the wire,
+// after the SDK's own options (it sets "stream" in the body the client
+// hands it), not only what the client encodes.
+func AssertSentLikeSDK(t *testing.T, transcript string, cases map[string]runtime.ChatRequest,
+	newClient func(url string) (runtime.ModelClient, error), sdk func(url string, req *runtime.ChatRequest) error) {
+	t.Helper()
+	for name, req := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := New(t, Reply{Body: transcript}, Reply{Body: transcript})
+			c, err := newClient(s.URL)
+			require.NoError(t, err)
+			require.NoError(t, c.Stream(context.Background(), &req, func(runtime.Delta) bool { return true }))
+			require.NoError(t, sdk(s.URL, &req))
+			bodies := s.Bodies()
+			require.Len(t, bodies, 2)
+			assert.JSONEq(t, string(bodies[1]), string(bodies[0]))
+		})
+	}
+}

@@ -97,12 +97,18 @@ func sdkStream(ctx context.Context, c *an.Client) (int, error) {
 	return n, stream.Err()
 }
 
-func streamCases(tb testing.TB) []ssetest.StreamCase {
+// transcript is a named transcript of the benchmarks.
+type transcript struct{ name, transcript string }
+
+// deltaTranscripts are the transcripts of benchDeltas deltas.
+var deltaTranscripts = []transcript{
+	{"text-64", textStream(benchDeltas)},
+	{"tool-args-64", toolStream(benchDeltas)},
+}
+
+func streamCases(tb testing.TB, transcripts ...transcript) []ssetest.StreamCase {
 	var out []ssetest.StreamCase
-	for _, tc := range []struct{ name, transcript string }{
-		{"text-64", textStream(benchDeltas)},
-		{"tool-args-64", toolStream(benchDeltas)},
-	} {
+	for _, tc := range transcripts {
 		tr := ssetest.NewTransport(tc.transcript)
 		sdk := an.NewClient(option.WithBaseURL("http://127.0.0.1:9/"), option.WithHTTPClient(tr.Client()),
 			option.WithMaxRetries(0), option.WithAPIKey(testKey))
@@ -118,15 +124,21 @@ func streamCases(tb testing.TB) []ssetest.StreamCase {
 
 // BenchmarkStream streams the same transcript, served from memory, with
 // the bare SDK and through the client, which turns it into runtime deltas.
-func BenchmarkStream(b *testing.B) { ssetest.BenchStreams(b, streamCases(b)) }
+// Its text-0 case, a stream of no content, is the request's side: building
+// and sending it, and reading the events that open and end the answer.
+func BenchmarkStream(b *testing.B) {
+	ssetest.BenchStreams(b, streamCases(b, append(deltaTranscripts, transcript{"text-0", textStream(0)})...))
+}
 
 // BenchmarkStreamAdded alternates the two and reports what the client adds
 // per delta (added-ns/delta, added-allocs/delta).
-func BenchmarkStreamAdded(b *testing.B) { ssetest.BenchAdded(b, benchDeltas, streamCases(b)) }
+func BenchmarkStreamAdded(b *testing.B) {
+	ssetest.BenchAdded(b, benchDeltas, streamCases(b, deltaTranscripts...))
+}
 
 // TestStreamAllocsPerDelta pins the client's allocation budget: at most
 // two allocations per delta beyond what the SDK itself allocates to read
 // the same stream.
 func TestStreamAllocsPerDelta(t *testing.T) {
-	ssetest.AssertAllocsPerDelta(t, benchDeltas, 2, streamCases(t))
+	ssetest.AssertAllocsPerDelta(t, benchDeltas, 2, streamCases(t, deltaTranscripts...))
 }
