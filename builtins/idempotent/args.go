@@ -370,7 +370,18 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		return m.leaser, nil, false, nil
 	}
 	m.doubt(wctx, m.leaser, c, key, token, "was claimed under its key of before (by an earlier build, or without the digest key) and is in doubt there")
+	if g.Unreadable != nil {
+		return nil, nil, false, m.unreadable(ctx, c, old, g.Unreadable)
+	}
 	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// unreadable logs that the record of c under key does not decode (why)
+// and returns the error of c, in doubt for it.
+func (m *Idempotent) unreadable(ctx context.Context, c *runtime.ToolCall, key string, why error) error {
+	m.logger.WarnContext(ctx, "idempotent: the call's idempotency record is unreadable; the call is in doubt and does not run",
+		"tool", c.Name, "store", runtime.StoreName(m.Store), "key", key, "error", why)
+	return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey(), Unreadable: why}
 }
 
 // givenBefore gives c the idempotency key a call claimed under old (its key
@@ -391,8 +402,9 @@ func (m *Idempotent) givenBefore(c *runtime.ToolCall, old string, keep bool) {
 // key, the claim there may be one the layer ended in doubt because the
 // call was in doubt under its key of before (earlier): in doubt there
 // too, the call ran under that key, and the error names the idempotency
-// key it was given then (givenBefore). That look is one round trip, made
-// only for a call in doubt.
+// key it was given then (givenBefore), and one whose record there does
+// not decode says so. That look is one round trip, made only for a call
+// in doubt.
 func (m *Idempotent) inDoubt(ctx context.Context, c *runtime.ToolCall) error {
 	if old, keep := m.older(c); old != "" && !keep {
 		g, err := m.leaser.Acquire(ctx, old, m.LeaseTTL.D(), m.TTL.D(), false)
@@ -400,6 +412,9 @@ func (m *Idempotent) inDoubt(ctx context.Context, c *runtime.ToolCall) error {
 		case err != nil:
 		case g.Status == runtime.LeaseInDoubt:
 			m.givenBefore(c, old, keep)
+			if g.Unreadable != nil {
+				return m.unreadable(ctx, c, old, g.Unreadable)
+			}
 		case g.Status == runtime.LeaseAcquired:
 			m.release(context.WithoutCancel(ctx), c, old, g.Token)
 		}
