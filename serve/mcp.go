@@ -103,8 +103,8 @@ type upstreamServer struct {
 	// pending is open while the tools are being listed again: calls wait
 	// for it. dirty asks the refresh under way for another round; running
 	// is set while one is. stale is set when a listing failed, or a
-	// caller's session that ended was let go (release): the next call
-	// lists again.
+	// caller's session that ended was let go (release) or a tenant's
+	// was closed after idle (idled): the next call lists again.
 	pending chan struct{}
 	dirty   bool
 	running bool

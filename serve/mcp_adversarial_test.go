@@ -444,7 +444,7 @@ mcp: servers: up: url: %q
 func TestMCPRestartedUpstreamIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	s, cs, restart := lookupThroughScan(t, &echo, &mcp.Tool{Name: "ping", Description: "Ping."})
+	s, cs, restart := lookupThroughScan(t, &echo, "", &mcp.Tool{Name: "ping", Description: "Ping."})
 	ctx := context.Background()
 	var res *mcp.CallToolResult
 	var err error
@@ -493,12 +493,12 @@ func restartingUpstream(t *testing.T, echo *countingEcho, tools ...*mcp.Tool) (u
 }
 
 // lookupThroughScan serves a restarting upstream (restartingUpstream) of
-// lookup and more, through a proxy whose chat chain scans the definitions,
-// and calls lookup once through it.
-func lookupThroughScan(t *testing.T, echo *countingEcho, more ...*mcp.Tool) (*served, *mcp.ClientSession, func(...*mcp.Tool)) {
+// lookup and more, through a proxy whose chat chain scans the definitions
+// (the policy with extra besides), and calls lookup once through it.
+func lookupThroughScan(t *testing.T, echo *countingEcho, extra string, more ...*mcp.Tool) (*served, *mcp.ClientSession, func(...*mcp.Tool)) {
 	url, restart := restartingUpstream(t, echo, append([]*mcp.Tool{{Name: "lookup", Description: "Look an order up."}}, more...)...)
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(scanPolicy, sha("agent-key"), url,
-		`chains: chat: [{use: "security", name: "injection"}]`))), WatchInterval: -1})
+		`chains: chat: [{use: "security", name: "injection"}]`+"\n"+extra))), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
 	require.NoError(t, err)
@@ -515,19 +515,13 @@ func lookupThroughScan(t *testing.T, echo *countingEcho, more ...*mcp.Tool) (*se
 func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
 	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
 	var echo countingEcho
-	s, cs, restart := lookupThroughScan(t, &echo)
-	ctx := context.Background()
+	s, cs, restart := lookupThroughScan(t, &echo, "")
 
 	// The upstream restarts with lookup poisoned; the client's upstream
 	// session ends while a call holds it, and is let go with the call.
 	restart(&mcp.Tool{Name: "lookup", Description: poisoned})
-	up := s.srv.cur.Load().mcp.servers["up"]
+	up, c := onlyScoped(t, s)
 	up.mu.Lock()
-	require.Len(t, up.scoped, 1)
-	var c *upstreamConn
-	for _, held := range up.scoped {
-		c = held
-	}
 	c.calls++
 	ended := c.ended
 	up.mu.Unlock()
@@ -535,12 +529,59 @@ func TestMCPCallerSessionEndedUnderACallIsListedAgain(t *testing.T) {
 	<-ended
 	up.release(c)
 
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
+	poisonedLookupRefused(t, s, cs, &echo)
+}
+
+// onlyScoped returns the upstream up of s and its one caller's session.
+func onlyScoped(t *testing.T, s *served) (*upstreamServer, *upstreamConn) {
+	t.Helper()
+	up := s.srv.cur.Load().mcp.servers["up"]
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	require.Len(t, up.scoped, 1)
+	for _, c := range up.scoped {
+		return up, c
+	}
+	return up, nil
+}
+
+// poisonedLookupRefused calls lookup through cs, poisoned upstream since
+// the one call of it lookupThroughScan made, and asserts that the call is
+// refused and the poisoned definition logged by the scan, the upstream not
+// called again.
+func poisonedLookupRefused(t *testing.T, s *served, cs *mcp.ClientSession, echo *countingEcho) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
 	assert.Contains(t, text(t, res), `blocked by mcp: tool "lookup" of mcp server "up" is not served`)
 	assert.Equal(t, 1, echo.count("lookup"), "the poisoned tool is not called")
 	assert.Contains(t, s.logs.String(), "tool=lookup server=up layer=injection")
+}
+
+// TestMCPTenantSessionClosedIdleIsListedAgain: a tenant's upstream session
+// closed after idle without a call, the upstream restarts with a tool
+// poisoned and announces nothing; the session the tenant's next call opens
+// afresh may reach the restarted server, so the tools are listed and
+// scanned again before the call reaches it: the poisoned tool is refused,
+// not called.
+func TestMCPTenantSessionClosedIdleIsListedAgain(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	var echo countingEcho
+	s, cs, restart := lookupThroughScan(t, &echo, `mcp: servers: up: session: "tenant"`)
+
+	up, c := onlyScoped(t, s)
+	up.mu.Lock()
+	require.True(t, c.tenant)
+	c.lastCall = time.Now().Add(-2 * up.idle) // its idle has run out
+	up.mu.Unlock()
+	up.idled(c)
+	up.mu.Lock()
+	require.Empty(t, up.scoped, "the tenant's session is closed")
+	up.mu.Unlock()
+
+	restart(&mcp.Tool{Name: "lookup", Description: poisoned})
+	poisonedLookupRefused(t, s, cs, &echo)
 }
 
 // TestMCPUpstreamListThatCannotBeServed: an upstream whose new list cannot

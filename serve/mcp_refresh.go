@@ -16,8 +16,9 @@ import (
 )
 
 // An upstream's tool list is followed: when the server says it changed
-// (notifications/tools/list_changed) or its session is opened again after
-// it ended (a restarted server may serve other tools), its tools are
+// (notifications/tools/list_changed) or a session is opened again after
+// one ended or a tenant's closed after idle (a restarted server may serve
+// other tools), its tools are
 // listed again and, when they differ from those served, a generation is
 // built for the new list (the same policy and sessions; every definition
 // scanned as at load) and installed, which tells the MCP clients the list

@@ -402,10 +402,17 @@ func (u *upstreamServer) release(c *upstreamConn) {
 	u.mu.Unlock()
 }
 
-// idled drops c when it has had no call for idle.
+// idled drops c when it has had no call for idle. The session the
+// tenant's next call opens afresh may reach a server restarted meanwhile
+// with other tools, which need not announce them: the tools are listed
+// again before a call reaches one (admit), as when a session that ended
+// is opened again.
 func (u *upstreamServer) idled(c *upstreamConn) {
 	u.mu.Lock()
 	quiet := c.calls == 0 && time.Since(c.lastCall) >= u.idle
+	if quiet && c.cs != nil {
+		u.stale = true
+	}
 	u.mu.Unlock()
 	if quiet {
 		u.drop(c)

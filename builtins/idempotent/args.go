@@ -132,6 +132,14 @@ const (
 	// sealed: the record's digests are keyed and the layer has no digest
 	// key (removed since it was written): they match no call.
 	sealed
+	// rekeyed: the record's digests are keyed and differ in a key_args
+	// argument, whose value made the store key the call found it under:
+	// they were keyed with another digest key (changed since).
+	rekeyed
+	// differsOrRekeyed: the record's digests are keyed and differ in
+	// every argument both calls have: the arguments differ, or the digest
+	// key changed since it was written, which cannot be told apart.
+	differsOrRekeyed
 )
 
 // compare compares c with the call whose digests d a record or a claim
@@ -160,7 +168,7 @@ func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []stri
 			}
 		}
 		if len(diff) > 0 {
-			return differs, diff
+			return m.keyedDiff(mine, d, diff), diff
 		}
 		return same, nil
 	}
@@ -171,6 +179,38 @@ func (m *Idempotent) compare(c *runtime.ToolCall, d argDigests) (verdict, []stri
 		return unsure, nil
 	}
 	return differs, nil
+}
+
+// keyedDiff returns the verdict of a call whose digests mine differ in
+// diff from the keyed digests d of a record: a key_args argument cannot
+// differ but for a digest key changed since (rekeyed); every argument both
+// hold differing may be one (differsOrRekeyed).
+func (m *Idempotent) keyedDiff(mine map[string]string, d argDigests, diff []string) verdict {
+	if !keyedDigests(d) {
+		return differs
+	}
+	both := 0
+	for k := range mine {
+		if _, ok := d.By[k]; ok {
+			both++
+		}
+	}
+	n := 0
+	for _, k := range diff {
+		_, ok := d.By[k]
+		_, ok2 := mine[k]
+		if !ok || !ok2 {
+			continue
+		}
+		if slices.Contains(m.KeyArgs, k) {
+			return rekeyed
+		}
+		n++
+	}
+	if n > 0 && n == both {
+		return differsOrRekeyed
+	}
+	return differs
 }
 
 // mergeKeys returns a set of the keys of a and b.
@@ -207,6 +247,12 @@ func (m *Idempotent) refusal(v verdict, diff []string, claimed bool) error {
 	case v == sealed:
 		msg = fmt.Sprintf("%s %s whose arguments' digests are keyed with settings.digest_key_env, which this deployment does not have (removed since): they cannot be compared with this call's arguments%s",
 			m.keyLabel(), earlier, tail)
+	case v == rekeyed:
+		msg = fmt.Sprintf("%s %s whose arguments' digests are keyed with another settings.digest_key_env key (changed since): they cannot be compared with this call's arguments%s",
+			m.keyLabel(), earlier, tail)
+	case v == differsOrRekeyed:
+		msg = fmt.Sprintf("%s %s with different arguments (%s), or whose arguments' digests are keyed with another settings.digest_key_env key (changed since), which cannot be told apart%s",
+			m.keyLabel(), earlier, strings.Join(diff, ", "), tail)
 	case v == unsure:
 		msg = fmt.Sprintf("%s %s whose arguments this call does not match: its record holds one digest of them, taken with the vary_args of then, and cannot tell whether only arguments vary_args (%s) names now differ%s (a call with the earlier call's arguments gets it)",
 			m.keyLabel(), earlier, strings.Join(m.VaryArgs, ", "), tail)
@@ -324,7 +370,18 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		return m.leaser, nil, false, nil
 	}
 	m.doubt(wctx, m.leaser, c, key, token, "was claimed under its key of before (by an earlier build, or without the digest key) and is in doubt there")
+	if g.Unreadable != nil {
+		return nil, nil, false, m.unreadable(ctx, c, old, g.Unreadable)
+	}
 	return nil, nil, false, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+}
+
+// unreadable logs that the record of c under key does not decode (why)
+// and returns the error of c, in doubt for it.
+func (m *Idempotent) unreadable(ctx context.Context, c *runtime.ToolCall, key string, why error) error {
+	m.logger.WarnContext(ctx, "idempotent: the call's idempotency record is unreadable; the call is in doubt and does not run",
+		"tool", c.Name, "store", runtime.StoreName(m.Store), "key", key, "error", why)
+	return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey(), Unreadable: why}
 }
 
 // givenBefore gives c the idempotency key a call claimed under old (its key
@@ -345,8 +402,9 @@ func (m *Idempotent) givenBefore(c *runtime.ToolCall, old string, keep bool) {
 // key, the claim there may be one the layer ended in doubt because the
 // call was in doubt under its key of before (earlier): in doubt there
 // too, the call ran under that key, and the error names the idempotency
-// key it was given then (givenBefore). That look is one round trip, made
-// only for a call in doubt.
+// key it was given then (givenBefore), and one whose record there does
+// not decode says so. That look is one round trip, made only for a call
+// in doubt.
 func (m *Idempotent) inDoubt(ctx context.Context, c *runtime.ToolCall) error {
 	if old, keep := m.older(c); old != "" && !keep {
 		g, err := m.leaser.Acquire(ctx, old, m.LeaseTTL.D(), m.TTL.D(), false)
@@ -354,6 +412,9 @@ func (m *Idempotent) inDoubt(ctx context.Context, c *runtime.ToolCall) error {
 		case err != nil:
 		case g.Status == runtime.LeaseInDoubt:
 			m.givenBefore(c, old, keep)
+			if g.Unreadable != nil {
+				return m.unreadable(ctx, c, old, g.Unreadable)
+			}
 		case g.Status == runtime.LeaseAcquired:
 			m.release(context.WithoutCancel(ctx), c, old, g.Token)
 		}

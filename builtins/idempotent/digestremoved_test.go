@@ -20,6 +20,17 @@ import (
 // refused, since its keyed digests cannot be compared with the call's
 // arguments; the refusal says so rather than name arguments that differ.
 func TestRemovingTheDigestKeyRunsNoRefundTwice(t *testing.T) {
+	refundRetriedAfter(t, false, func(t *testing.T, msg, _ string) {
+		assert.NotContains(t, msg, "different arguments")
+		assert.Contains(t, msg, "keyed with settings.digest_key_env")
+	})
+}
+
+// refundRetriedAfter makes a refund under settings.digest_key_env, under
+// key_args and under a supplied key, on every store, then retries it on a
+// deployment restarted without the key, or with another (rekeyed), and
+// checks that it did not run again and that check holds of the refusal.
+func refundRetriedAfter(t *testing.T, rekeyed bool, check func(t *testing.T, msg, supplied string)) {
 	modes := []struct{ name, config, supplied string }{
 		{"key_args", `{"key_args": ["order_id"]}`, ""},
 		{"supplied key", `{}`, "job-1"},
@@ -31,19 +42,19 @@ func TestRemovingTheDigestKeyRunsNoRefundTwice(t *testing.T) {
 				var calls atomic.Int64
 				tools := map[string]runtime.ToolFunc{"refund": refunds(&calls)}
 				t.Setenv(digestKeyEnv, digestKey)
-				with := rt.Build(t, refundPlan(mode.config, true), runtime.Deps{KV: a, Tools: tools})
-				without := rt.Build(t, refundPlan(mode.config, false), runtime.Deps{KV: b, Tools: tools})
+				before := rt.Build(t, refundPlan(mode.config, true), runtime.Deps{KV: a, Tools: tools})
+				t.Setenv(digestKeyEnv, "another-idempotent-test-digest-key-0123456789")
+				after := rt.Build(t, refundPlan(mode.config, rekeyed), runtime.Deps{KV: b, Tools: tools})
 
 				req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "o-1", "amount": 5}, IdempotencyKey: mode.supplied}
-				_, err := with.Tool(bounded(t, "run-1"), req)
+				_, err := before.Tool(bounded(t, "run-1"), req)
 				require.NoError(t, err)
 				require.Equal(t, int64(1), calls.Load())
 
-				r, err := without.Tool(bounded(t, "run-1"), req)
+				r, err := after.Tool(bounded(t, "run-1"), req)
 				msg := refusedFor(t, err, r)
 				assert.Equal(t, int64(1), calls.Load(), "the refund did not run again")
-				assert.NotContains(t, msg, "different arguments")
-				assert.Contains(t, msg, "keyed with settings.digest_key_env")
+				check(t, msg, mode.supplied)
 			})
 		}
 	}
@@ -83,4 +94,20 @@ func refundPlan(config string, keyed bool) *plan.Plan {
 		p.Settings.DigestKeyEnv = digestKeyEnv
 	}
 	return p
+}
+
+// TestChangingTheDigestKeyRunsNoRefundTwice: a refund made under one
+// digest key, retried after the deployment restarted with another, does
+// not run again, on every store: its record is found (under key_args the
+// store key holds no keyed part) and refused, and the refusal says the
+// digests may be keyed with another key rather than only that the
+// arguments differ; under key_args, whose values make the store key, it
+// does not say they differ at all.
+func TestChangingTheDigestKeyRunsNoRefundTwice(t *testing.T) {
+	refundRetriedAfter(t, true, func(t *testing.T, msg, supplied string) {
+		assert.Contains(t, msg, "keyed with another settings.digest_key_env key")
+		if supplied == "" {
+			assert.NotContains(t, msg, "different arguments")
+		}
+	})
 }

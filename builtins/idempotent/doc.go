@@ -133,9 +133,14 @@
 // is refused without running: its keyed digests cannot be compared with
 // the call's arguments ("... whose arguments' digests are keyed with
 // settings.digest_key_env, which this deployment does not have"; with
-// another key, they differ: "... with different arguments"). A key_args
-// record a build before this one wrote with the key is under its keyed
-// key, which is not found without it: such a call runs again if retried.
+// another key, under key_args, "... keyed with another
+// settings.digest_key_env key (changed since)", and under a supplied key,
+// whose digests may also differ for other arguments, "... with different
+// arguments (amount, order_id), or whose arguments' digests are keyed
+// with another settings.digest_key_env key (changed since)" when every
+// argument differs). A key_args record a build before this one wrote with
+// the key is under its keyed key, which is not found without it (or with
+// another): such a call runs again if retried.
 // Keep a key until its records expire (ttl), or accept that.
 //
 // A side-effecting call whose arguments cannot be canonicalised (a NaN or

@@ -455,9 +455,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 				continue
 			}
 			if g.Unreadable != nil {
-				m.logger.WarnContext(ctx, "idempotent: the call's idempotency record is unreadable; the call is in doubt and does not run",
-					"tool", c.Name, "store", runtime.StoreName(m.Store), "key", key, "error", g.Unreadable)
-				return nil, &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey(), Unreadable: g.Unreadable}
+				return nil, m.unreadable(ctx, c, key, g.Unreadable)
 			}
 			return nil, m.inDoubt(ctx, c)
 		case runtime.LeaseAcquired:

@@ -335,6 +335,10 @@ var (
 	// (unless it gave more than a million a second), so that a holder of a
 	// claim made before a flush cannot publish or release one made after
 	// it. Tokens are written out as integers (below 2^53, exact in Lua).
+	// A record no build writes (no state, another state, a claim without
+	// a lease end: damaged) may be the claim or the outcome of a call that
+	// ran: it is in doubt, the reply's sixth element saying why, and a
+	// takeover replaces it (in_doubt set).
 	acquireScript = goredis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -346,13 +350,26 @@ local function fence()
 end
 local lease, keep, owner, note = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[4] or '', ARGV[5] or ''
 local st = redis.call('HMGET', KEYS[1], 'state', 'token', 'until', 'result', 'owner', 'note')
+local damaged
+if not st[1] then
+  if redis.call('EXISTS', KEYS[1]) == 1 then damaged = 'it has no state' end
+elseif st[1] ~= 'pending' and st[1] ~= 'done' then
+  damaged = 'state "' .. st[1] .. '" is neither pending nor done'
+elseif st[1] == 'pending' and not tonumber(st[3]) then
+  damaged = 'its lease end is not a number'
+end
+if damaged then
+  if ARGV[3] ~= '1' then return {3, 0, 0, '', '', damaged} end
+  redis.call('DEL', KEYS[1])
+  st = {false}
+end
 if not st[1] then
   local tok = fence()
   redis.call('HSET', KEYS[1], 'state', 'pending', 'token', tok, 'until', now + lease)
   if owner ~= '' then redis.call('HSET', KEYS[1], 'owner', owner .. ' ' .. tok) end
   if note ~= '' then redis.call('HSET', KEYS[1], 'note', note) end
   if keep > 0 then redis.call('PEXPIRE', KEYS[1], math.max(keep, lease)) end
-  return {0, tonumber(tok), 0, ''}
+  return {0, tonumber(tok), damaged and 1 or 0, ''}
 end
 if st[1] == 'done' then return {2, 0, 0, st[4] or ''} end
 if owner ~= '' and st[5] == owner .. ' ' .. st[2] then
@@ -623,7 +640,7 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, l
 	if err != nil {
 		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: %w", err)
 	}
-	if len(v) != 4 && len(v) != 5 {
+	if len(v) < 4 || len(v) > 6 {
 		return runtime.LeaseGrant{}, fmt.Errorf("redis lease: unexpected reply %v", v)
 	}
 	status, _ := v[0].(int64)
@@ -638,9 +655,14 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, l
 		n, _ := strconv.ParseInt(extra, 10, 64)
 		g.Remaining = time.Duration(n) * time.Millisecond
 	}
-	if len(v) == 5 {
+	if len(v) >= 5 {
 		if n, _ := v[4].(string); n != "" {
 			g.Note = []byte(n)
+		}
+	}
+	if len(v) == 6 {
+		if why, _ := v[5].(string); why != "" {
+			g.Unreadable = errors.New(why)
 		}
 	}
 	return g, nil
