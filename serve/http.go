@@ -91,7 +91,7 @@ type exchange struct {
 	err error
 	// spans notes the outermost tracing layer's span of the request's
 	// call, for the access log (traced).
-	spans *tracing.SpanNote
+	spans tracing.SpanNote
 	// joined is the trace an MCP tool call the request carried joined
 	// (its _meta's), for the access log when the request's context has
 	// none.
@@ -137,10 +137,14 @@ func (x *exchange) Unwrap() http.ResponseWriter { return x.ResponseWriter }
 func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		// The request's context is built once (trace, deadline, span
+		// note) and set with one WithContext: each copies the request.
+		x := &exchange{ResponseWriter: w, s: s, api: a, route: route, rpc: a == apiMCP && r.Method == http.MethodPost}
+		ctx := r.Context()
 		if s.opts.NoTraceContext {
-			r = r.WithContext(wire.WithoutTrace(r.Context()))
-		} else if ctx := wire.JoinTrace(r.Context(), r.Header); ctx != r.Context() {
-			r = r.WithContext(ctx)
+			ctx = wire.WithoutTrace(ctx)
+		} else {
+			ctx = wire.JoinTrace(ctx, r.Header)
 		}
 		if a != apiMCP && s.opts.WriteTimeout > 0 {
 			// The write deadline below cuts a response only at its next
@@ -149,14 +153,13 @@ func (s *Server) handle(pattern, route string, a api, fn func(x *exchange)) {
 			// as its client waits. The call is cancelled before the
 			// deadline, by answerMargin, so that its 504 or its stream's
 			// error event can still be written.
-			ctx, cancel := context.WithDeadlineCause(r.Context(),
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadlineCause(ctx,
 				start.Add(s.opts.WriteTimeout-answerMargin(s.opts.WriteTimeout)), errResponseDeadline)
 			defer cancel()
-			r = r.WithContext(ctx)
 		}
-		spans := &tracing.SpanNote{}
-		r = r.WithContext(tracing.WithSpanNote(r.Context(), spans))
-		x := &exchange{ResponseWriter: w, r: r, s: s, api: a, route: route, rpc: a == apiMCP && r.Method == http.MethodPost, spans: spans}
+		r = r.WithContext(tracing.WithSpanNote(ctx, &x.spans))
+		x.r = r
 		if a == apiClient {
 			x.api = clientAPI(r)
 		}

@@ -1636,7 +1636,7 @@ func (s *Server) mcpHandler(x *exchange) {
 	r.Header.Del(requestHeader)
 	if r.Method == http.MethodPost {
 		token := fmt.Sprint(s.mcp.nextReq.Add(1))
-		req := &mcpPost{ctx: r.Context(), spans: x.spans}
+		req := &mcpPost{ctx: r.Context(), spans: &x.spans}
 		s.mcp.requests.Store(token, req)
 		defer s.mcp.requests.Delete(token)
 		// The access log names the run of the tool call the POST carried,
