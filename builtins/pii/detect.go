@@ -646,7 +646,9 @@ type cardBrand struct {
 // Express, Discover, Diners Club, JCB, UnionPay, Maestro, Mir, RuPay, Verve, Troy and a few
 // domestic schemes).
 var cardBrands = []cardBrand{
-	{4, 4, 1, 13, 19},           // Visa (13, 16, 19)
+	{4, 4, 1, 13, 13},           // Visa: 13, 16 or 19 digits, no other length
+	{4, 4, 1, 16, 16},           // Visa
+	{4, 4, 1, 19, 19},           // Visa
 	{51, 55, 2, 16, 16},         // Mastercard
 	{2221, 2720, 4, 16, 16},     // Mastercard 2-series
 	{34, 34, 2, 15, 15},         // American Express
