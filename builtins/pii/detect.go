@@ -284,11 +284,26 @@ func (g digitGroup) len() int { return g.end - g.start }
 
 func findCards(text string, add func(Kind, int, int)) {
 	var buf [16]digitGroup
+	alone, aloneSep := -1, ""
 	for i := 0; i < len(text); i++ {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
 		}
-		groups, sep, next := cardGroups(buf[:0], text, i)
+		var groups []digitGroup
+		var sep string
+		var next int
+		if i <= alone {
+			// a group of the run before, which the groups after it still hold
+			// apart: it is a card's number alone or none (cardGroups)
+			next = i
+			for next < len(text) && isDigit(text[next]) {
+				next++
+			}
+			groups, sep = append(buf[:0], digitGroup{i, next}), aloneSep
+		} else {
+			groups, sep, next, alone = cardGroups(buf[:0], text, i)
+			aloneSep = sep
+		}
 		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) &&
 			(!columnSep(sep) || wordBefore(text, groups[0].start, cardWords, false)) {
 			for _, w := range cardWindows(text, groups, sep) {
@@ -386,18 +401,26 @@ const maxCardGap = 4
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
 // first line break. Its lines are read on for a separator as far as a card's digits go, not
 // to the column's end: the next call starts at the next line, and a column read to its end
-// from each line would cost the square of its length.
-func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, string, int) {
+// from each line would cost the square of its length. A run joined by dots or slashes not
+// laid out as a card is printed is cut to its first group; alone is then the start of its
+// last group of another length than a printed group's, which every run starting at a group
+// up to it holds, and which cuts it so too: findCards reads those groups alone rather than
+// reading the run again from each (-1 otherwise, and where a line break joins the run).
+func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ string, next, alone int) {
 	sep := ""
 	wrap := 0 // the groups before the first line break, while no separator is known
 	digits := 0
 	j := i
+	alone, broken := -1, false
 	for {
 		s := j
 		for j < len(text) && isDigit(text[j]) {
 			j++
 		}
 		groups = append(groups, digitGroup{s, j})
+		if j-s < 3 || j-s > 7 {
+			alone = s // not of a printed group's length (printedLayout)
+		}
 		if digits += j - s; sep == "" && wrap > 0 && digits > maxCardDigits {
 			break
 		}
@@ -405,7 +428,7 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, string, 
 			if sep == "" && wrap == 0 {
 				wrap = len(groups)
 			}
-			j += n
+			j, broken = j+n, true
 			continue
 		}
 		if j >= len(text) || !isCardSep(text[j]) {
@@ -431,8 +454,12 @@ func cardGroups(groups []digitGroup, text string, i int) ([]digitGroup, string, 
 		// a dot or a slash joins the groups of a card written in groups, not a card to
 		// something else: "4111111111111111.25" is an amount
 		groups = groups[:1]
+		if !broken {
+			// a run starting at a later group up to the last of alone holds it too
+			return groups, sep, groups[0].end, alone
+		}
 	}
-	return groups, sep, groups[len(groups)-1].end
+	return groups, sep, groups[len(groups)-1].end, -1
 }
 
 // columnSep reports whether sep, joining the groups of a run, is one that sets out the
@@ -646,7 +673,9 @@ type cardBrand struct {
 // Express, Discover, Diners Club, JCB, UnionPay, Maestro, Mir, RuPay, Verve, Troy and a few
 // domestic schemes).
 var cardBrands = []cardBrand{
-	{4, 4, 1, 13, 19},           // Visa (13, 16, 19)
+	{4, 4, 1, 13, 13},           // Visa: 13, 16 or 19 digits, no other length
+	{4, 4, 1, 16, 16},           // Visa
+	{4, 4, 1, 19, 19},           // Visa
 	{51, 55, 2, 16, 16},         // Mastercard
 	{2221, 2720, 4, 16, 16},     // Mastercard 2-series
 	{34, 34, 2, 15, 15},         // American Express

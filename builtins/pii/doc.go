@@ -1,6 +1,7 @@
 // Package pii detects and redacts personal data in text and in JSON-like values: email
 // addresses (internationalized ones included), phone numbers, US social security numbers,
-// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card,
+// payment card numbers (12 to 19 digits that pass the Luhn check and start like a card with
+// one of that network's lengths, a Visa card's 13, 16 or 19,
 // written in groups joined by spaces, dashes, dots, slashes, colons or tabs, one kind
 // repeated alike throughout, spaces and tabs up to four at a time (joined by tabs, colons or
 // several spaces, as a table's columns are, only after a word naming a card: "card", "visa",

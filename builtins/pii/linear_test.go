@@ -19,7 +19,8 @@ import (
 // read in time proportional to their length: four times as many take under eight times as
 // long (a quadratic reading takes sixteen; 16,000 one-digit lines took seconds). So is a
 // tool message holding records as JSON text, whose runs of strings are read together (4,000
-// records of an e-mail address each took seconds).
+// records of an e-mail address each took seconds), and so is a run of digit groups joined by
+// slashes or dots ("4/4/4/...": 4,000 groups took seconds).
 func TestLongReadingsStayLinear(t *testing.T) {
 	s := newScanner(t)
 	digits := func(n int) []string {
@@ -47,6 +48,10 @@ func TestLongReadingsStayLinear(t *testing.T) {
 		},
 		// a placeholder's opening with no "]" after it: each was read on to the next "]"
 		"openings of placeholders": func(n int) { s.Find(strings.Repeat("[REDACTED:", 25*n) + "]") },
+		// digits joined by slashes or dots, not laid out as a card's groups (a path of
+		// numbers, a dotted run in a URL): each group started a reading of the whole run
+		"digits joined by slashes": func(n int) { s.Find(strings.Repeat("4/", n)) },
+		"digits joined by dots":    func(n int) { s.Find(strings.Repeat("4111.", n) + "4") },
 		"array as JSON text": func(n int) {
 			b, _ := json.Marshal(digits(n))
 			s.Redact(string(b))

@@ -157,3 +157,24 @@ func TestCardInAURLPathSegment(t *testing.T) {
 		assert.Equal(t, want, got, text)
 	}
 }
+
+// A Visa card has 13, 16 or 19 digits, but any length from 13 to 19 was
+// read as one, so an id of 14, 15, 17 or 18 digits starting with a 4 that
+// passes the Luhn check (one in ten), a store's variant id in a product
+// image's URL ("/variants/44012345678901.png"), was a card, and pii refused
+// the call for it. Such a number is no card.
+func TestVisaLengths(t *testing.T) {
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for text, want := range map[string]bool{
+		"https://shop.example/products/variants/44012345678901.png": false,
+		"https://img.example/media/440123456789013.jpg":             false,
+		"id 40123456789012343":                                      false,
+		"id 401234567890123454":                                     false,
+		"card 4222222222222":                                        true,
+		"card 4111111111111111":                                     true,
+		"card 4111111111111111110":                                  true,
+	} {
+		assert.Equal(t, want, len(s.Find(text)) > 0, text)
+	}
+}

@@ -531,14 +531,17 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 // would otherwise be left out of the request: an image or a PDF in a tool
 // message that is not an image of one of its results, a PDF in a message
 // that is not the user's. The Messages API takes them in a user message
-// alone, and a model not sent them would answer without them.
+// alone, and a model not sent them would answer without them. It refuses
+// too an image part holding data that is neither an image nor UTF-8 text
+// (runtime.ContentPart.Unread), which the API refuses as an image and no
+// other block holds.
 func unsentParts(m *runtime.Message) error {
-	if m.Role == "user" {
-		return nil
-	}
 	for j := range m.Parts {
 		p := &m.Parts[j]
 		switch {
+		case p.Type == runtime.PartImage && p.Unread():
+			return fmt.Errorf("parts[%d]: an image part holding data that is neither an image nor UTF-8 text, which no block of the Messages API takes (send an image, the text as UTF-8, or a PDF as a document)", j)
+		case m.Role == "user":
 		case p.Type == runtime.PartDocument:
 			return fmt.Errorf("parts[%d]: a PDF document in a message of role %s, which an Anthropic model reads in a user message alone", j, m.Role)
 		case p.Type == runtime.PartImage && m.Role == "tool" && p.ToolCallID == "":
@@ -674,8 +677,14 @@ func appendDocument(b []byte, p runtime.ContentPart) []byte {
 	return append(b, '}')
 }
 
-// appendImage appends an image block: a URL source, or base64 data.
+// appendImage appends an image block: a URL source, or base64 data. An
+// image part holding text in place of an image (data:text/plain, an SVG:
+// runtime.ContentPart.Attachment), which the API refuses as an image, is
+// a plain-text document holding the text the layers read.
 func appendImage(b []byte, p runtime.ContentPart) []byte {
+	if text := p.HeldText(); text != "" {
+		return appendDocument(b, runtime.ContentPart{Type: runtime.PartText, Text: text, CacheControl: p.CacheControl})
+	}
 	b = append(b, `{"type":"image","source":`...)
 	if p.ImageURL != "" && !isDataURL(p.ImageURL) {
 		b = append(b, `{"type":"url","url":`...)
