@@ -34,17 +34,23 @@ func storeDownPipeline(t *testing.T, layer plan.Layer) (*runtime.Pipeline, *rt.T
 	return pl, tool
 }
 
+// storeLayers are the layers that keep their state in a store of
+// storeDownPipeline, by name.
+func storeLayers() map[string]plan.Layer {
+	return map[string]plan.Layer{
+		"meter":      rt.Layer("meter", `{"budget":{"calls":5},"scope":"global","store":"shared"}`),
+		"rate_limit": rt.Layer("rate_limit", `{"rate":5,"per":"1m","mode":"reject","scope":"global","store":"shared"}`),
+		"idempotent": rt.Layer("idempotent", `{"store":"shared"}`),
+		"audit":      rt.Layer("audit", `{"sink":"trail"}`),
+	}
+}
+
 // A call a layer refuses because its store is down did not run, and its
 // *CallError says so in its Kind as KindOf does, for every layer that keeps
 // its state in a store: an embedder reading ce.Kind and one reading KindOf
 // agree.
 func TestAStoreDownRefusalIsKindedAsKindOfSays(t *testing.T) {
-	for name, layer := range map[string]plan.Layer{
-		"meter":      rt.Layer("meter", `{"budget":{"calls":5},"scope":"global","store":"shared"}`),
-		"rate_limit": rt.Layer("rate_limit", `{"rate":5,"per":"1m","mode":"reject","scope":"global","store":"shared"}`),
-		"idempotent": rt.Layer("idempotent", `{"store":"shared"}`),
-		"audit":      rt.Layer("audit", `{"sink":"trail"}`),
-	} {
+	for name, layer := range storeLayers() {
 		t.Run(name, func(t *testing.T) {
 			pl, tool := storeDownPipeline(t, layer)
 			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"})
@@ -92,12 +98,7 @@ func TestAnIntentCancelledDidNotRun(t *testing.T) {
 // not run (DidNotRun), as docs/state.md has it, so that an idempotent or
 // audit layer outside does not take the call for one that may have run.
 func TestAStoreWaitCancelledDidNotRun(t *testing.T) {
-	for name, layer := range map[string]plan.Layer{
-		"meter":      rt.Layer("meter", `{"budget":{"calls":5},"scope":"global","store":"shared"}`),
-		"rate_limit": rt.Layer("rate_limit", `{"rate":5,"per":"1m","mode":"reject","scope":"global","store":"shared"}`),
-		"idempotent": rt.Layer("idempotent", `{"store":"shared"}`),
-		"audit":      rt.Layer("audit", `{"sink":"trail"}`),
-	} {
+	for name, layer := range storeLayers() {
 		t.Run(name, func(t *testing.T) {
 			pl, tool := storeDownPipeline(t, layer)
 			ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"}))
