@@ -419,7 +419,7 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 		return nil, err
 	}
 	provided, err := ProviderModels(ctx, p, pl.models)
-	if unset := unsetVariables(p, &deps); err != nil || len(unset) > 0 {
+	if unset := UnsetVariables(p, &deps); err != nil || len(unset) > 0 {
 		// One error names every variable the build lacks, the models'
 		// with the rest, so that a deploy sets them all in one go.
 		closeModels(provided)
@@ -535,12 +535,15 @@ func Build(ctx context.Context, p *plan.Plan, deps Deps) (*Pipeline, error) {
 	return pl, nil
 }
 
-// unsetVariables names, sorted, the environment variables other than the
+// UnsetVariables names, sorted, the environment variables other than the
 // models' keys (ProviderModels names those) that Build reads and finds
-// unset or empty: settings.digest_key_env, the url_env of every declared
-// store the host does not provide in deps (whether or not a layer opens
-// it, as checkStoreKinds), and the url_env of the state's webhook sinks.
-func unsetVariables(p *plan.Plan, deps *Deps) []error {
+// unset or empty: settings.digest_key_env, the url_env of every store Build
+// opens that the host does not provide in deps (openedStores), and the
+// url_env of the state's webhook sinks. A host that reads variables of its
+// own before Build (agentc serve: the callers' keys, the MCP servers'
+// headers) names these with its own, so that a start names every variable
+// it lacks at once.
+func UnsetVariables(p *plan.Plan, deps *Deps) []error {
 	var errs []error
 	unset := func(env string) bool { return env != "" && os.Getenv(env) == "" }
 	if unset(p.Settings.DigestKeyEnv) {
@@ -555,14 +558,45 @@ func unsetVariables(p *plan.Plan, deps *Deps) []error {
 			}
 		}
 	}
+	opened := openedStores(p)
 	for _, name := range slices.Sorted(maps.Keys(p.Stores)) {
 		s := p.Stores[name]
-		if s.URL != "" || !unset(s.URLEnv) || hostStore(deps, name) {
+		if s.URL != "" || !unset(s.URLEnv) || hostStore(deps, name) || !opened[name] {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("build stores.%s: environment variable %s (its url_env) is not set", name, s.URLEnv))
 	}
 	return errs
+}
+
+// openedStores returns the names of the stores a pipeline of p opens: those
+// a layer of any chain names in its config's store, sink or index (the
+// fields a policy names stores in), a state field's audit sink names, and
+// the grounding record's sink; the default store, when p declares one,
+// which a layer naming none uses. A store no one names is never opened, and
+// its url_env never read.
+func openedStores(p *plan.Plan) map[string]bool {
+	opened := map[string]bool{DefaultStore: true}
+	for _, chain := range [][]plan.Layer{p.Chains.Chat, p.Chains.Tool, p.Chains.Turn} {
+		for _, l := range chain {
+			var refs struct{ Store, Sink, Index string }
+			_ = json.Unmarshal(l.Config, &refs) // a config that does not decode fails the layer's build
+			opened[refs.Store], opened[refs.Sink], opened[refs.Index] = true, true, true
+		}
+	}
+	if p.State != nil {
+		for _, f := range p.State.Fields {
+			for _, b := range f.Background {
+				if b.Sink == "audit" {
+					opened[b.Store] = true
+				}
+			}
+		}
+	}
+	if p.Grounding != nil && p.Grounding.Record {
+		opened[p.Grounding.Sink] = true
+	}
+	return opened
 }
 
 // unserved names, sorted, the tools p declares that have no function in

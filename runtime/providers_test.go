@@ -198,6 +198,11 @@ func TestBuildNamesEveryUnsetVariable(t *testing.T) {
 		"trail":  {Kind: "postgres", URLEnv: "AGENTC_TEST_UNSET_PG"},
 		"given":  {Kind: "memory", URLEnv: "AGENTC_TEST_UNSET_GIVEN"},
 	}
+	p.Chains.Tool = []plan.Layer{
+		{Use: "meter", Config: []byte(`{"budget":{"calls":5},"store":"shared"}`)},
+		{Use: "audit", Config: []byte(`{"sink":"trail"}`)},
+		{Use: "idempotent", Config: []byte(`{"store":"given"}`)},
+	}
 	p.Settings.DigestKeyEnv = "AGENTC_TEST_UNSET_DIGEST"
 	p.State = &plan.State{Fields: map[string]plan.StateField{
 		"limit": {Background: []plan.StateSink{{Sink: "log"}, {Sink: "webhook", URLEnv: "AGENTC_TEST_UNSET_HOOK"}}},
@@ -211,4 +216,35 @@ build state.fields.limit.background[1]: environment variable AGENTC_TEST_UNSET_H
 build stores.shared: environment variable AGENTC_TEST_UNSET_REDIS (its url_env) is not set
 build stores.trail: environment variable AGENTC_TEST_UNSET_PG (its url_env) is not set`)
 	}
+}
+
+// A declared store that nothing opens (a turn chain's checkpoint store,
+// under a gateway that runs no turn) is never read: its unset url_env
+// fails no Build, while one a layer, a state sink or the grounding record
+// opens does, with the others.
+func TestBuildNamesOnlyTheStoresItOpens(t *testing.T) {
+	p := providerPlan(map[string]plan.Model{"primary": {}})
+	p.Stores = map[string]plan.Store{
+		"runs":    {Kind: "postgres", URLEnv: "AGENTC_TEST_UNSET_RUNS"},
+		"ledger":  {Kind: "redis", URLEnv: "AGENTC_TEST_UNSET_LEDGER"},
+		"events":  {Kind: "postgres", URLEnv: "AGENTC_TEST_UNSET_EVENTS"},
+		"grounds": {Kind: "postgres", URLEnv: "AGENTC_TEST_UNSET_GROUNDS"},
+		"default": {Kind: "redis", URLEnv: "AGENTC_TEST_UNSET_DEFAULT"},
+	}
+	p.Chains.Chat = []plan.Layer{{Use: "rate_limit", Config: []byte(`{"rate":5,"per":"1m","store":"ledger"}`)}}
+	p.State = &plan.State{Fields: map[string]plan.StateField{
+		"limit": {Background: []plan.StateSink{{Sink: "audit", Store: "events"}}},
+	}}
+	p.Grounding = &plan.Grounding{Record: true, Sink: "grounds"}
+	_, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.EqualError(t, err, `build stores.default: environment variable AGENTC_TEST_UNSET_DEFAULT (its url_env) is not set
+build stores.events: environment variable AGENTC_TEST_UNSET_EVENTS (its url_env) is not set
+build stores.grounds: environment variable AGENTC_TEST_UNSET_GROUNDS (its url_env) is not set
+build stores.ledger: environment variable AGENTC_TEST_UNSET_LEDGER (its url_env) is not set`)
+
+	p.Stores = map[string]plan.Store{"runs": p.Stores["runs"]}
+	p.Chains.Chat, p.State, p.Grounding = nil, nil, nil
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{})
+	require.NoError(t, err, "no layer opens runs")
+	require.NoError(t, pl.Close())
 }

@@ -554,16 +554,18 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	// The provider clients are built here rather than by runtime.Build so
 	// that every client, the host's too, notes the model serving a stream.
 	provided, err := runtime.ProviderModels(ctx, p, models)
-	if unsetMCP, unsetStores := unsetVariables(p, s.opts.LookupEnv); keysErr != nil || err != nil || len(unsetMCP) > 0 {
-		// The models' unset variables are named with the keys', the MCP
-		// servers' and the stores', so that a first start names every
-		// variable it lacks at once.
+	// The models' unset variables are named with the keys', the MCP
+	// servers' and those Build reads (the stores' it opens, the webhook
+	// sinks', the digest key's), so that a first start names every
+	// variable it lacks at once, before any MCP server is reached.
+	unset := append(unsetVariables(p, s.opts.LookupEnv), runtime.UnsetVariables(withoutTurns(p), &deps)...)
+	if keysErr != nil || err != nil || len(unset) > 0 {
 		for _, c := range provided {
 			if cl, ok := c.(io.Closer); ok {
 				_ = cl.Close()
 			}
 		}
-		return nil, errors.Join(append(append([]error{keysErr, err}, unsetMCP...), unsetStores...)...)
+		return nil, errors.Join(append([]error{keysErr, err}, unset...)...)
 	}
 	maps.Copy(models, provided)
 	deps.Models = make(map[string]runtime.ModelClient, len(models))

@@ -192,9 +192,11 @@ keys: app: {env: "AGENTC_TEST_SERVE_UNSET_APP"}
 stores: {
 	shared: {kind: "redis", url_env: "AGENTC_TEST_SERVE_UNSET_REDIS"}
 	ledger: {kind: "postgres", url_env: "AGENTC_TEST_SERVE_UNSET_PG"}
+	runs: {kind: "postgres", url_env: "AGENTC_TEST_SERVE_UNSET_RUNS"}
 }
 mcp: servers: pay: {url: "http://127.0.0.1:1/mcp", headers: {Authorization: "Bearer ${AGENTC_TEST_SERVE_UNSET_PAY}"}}
 chains: chat: [{use: "meter", store: "shared"}, {use: "rate_limit", rate: 5, per: "1m", store: "ledger"}]
+chains: turn: [{use: "checkpoint", store: "runs"}]
 settings: digest_key_env: "AGENTC_TEST_SERVE_UNSET_DIGEST"
 `)), LookupEnv: func(string) (string, bool) { return "", false }})
 	require.Error(t, err)
@@ -202,12 +204,31 @@ settings: digest_key_env: "AGENTC_TEST_SERVE_UNSET_DIGEST"
 		"settings.digest_key_env: environment variable AGENTC_TEST_SERVE_UNSET_DIGEST is not set",
 		"environment variable AGENTC_TEST_SERVE_UNSET_APP is not set",
 		"environment variable AGENTC_TEST_SERVE_UNSET_OPENAI (its api_key_env) is not set",
-		`store "ledger": environment variable AGENTC_TEST_SERVE_UNSET_PG (its url_env) is not set`,
-		`store "shared": environment variable AGENTC_TEST_SERVE_UNSET_REDIS (its url_env) is not set`,
+		"build stores.ledger: environment variable AGENTC_TEST_SERVE_UNSET_PG (its url_env) is not set",
+		"build stores.shared: environment variable AGENTC_TEST_SERVE_UNSET_REDIS (its url_env) is not set",
 		`mcp server "pay": header Authorization: environment variable AGENTC_TEST_SERVE_UNSET_PAY is not set`,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+	assert.NotContains(t, err.Error(), "AGENTC_TEST_SERVE_UNSET_RUNS", "the gateway runs no turn: the checkpoint's store is never opened")
+}
+
+// A store's variable alone fails the start, before any MCP server is
+// reached, named as runtime.Build names it; a store only the turn chain
+// opens, which the gateway drops, is not read.
+func TestAnUnsetStoreVariableAloneFailsTheStart(t *testing.T) {
+	dir := writePolicy(t, `package gw
+
+models: m: {}
+stores: {
+	shared: {kind: "redis", url_env: "AGENTC_TEST_SERVE_UNSET_REDIS"}
+	runs: {kind: "postgres", url_env: "AGENTC_TEST_SERVE_UNSET_RUNS"}
+}
+chains: chat: [{use: "rate_limit", rate: 5, per: "1m", store: "shared"}]
+chains: turn: [{use: "checkpoint", store: "runs"}]
+`)
+	_, err := New(context.Background(), Options{Source: cueSource(dir)})
+	require.EqualError(t, err, "build stores.shared: environment variable AGENTC_TEST_SERVE_UNSET_REDIS (its url_env) is not set")
 }
 
 // A digest key the policy asks for, unset or too short, fails the start

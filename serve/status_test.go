@@ -37,6 +37,9 @@ func TestStatusOf(t *testing.T) {
 			http.StatusServiceUnavailable, serve.StoreRetryAfter},
 		{fmt.Errorf("tool: %w", &runtime.CallError{Layer: "idempotent", Message: "idempotency store: cannot claim; the call did not run", Err: runtime.StoreUnavailable(errors.New("redis lease: dial tcp: connection refused"))}),
 			http.StatusServiceUnavailable, serve.StoreRetryAfter},
+		// As the layers raise it, its Kind set as KindOf names it.
+		{runtime.StoreRefusal("rate_limit", "rate limit store unavailable; the call did not run", errors.New("redis: dial tcp: connection refused")),
+			http.StatusServiceUnavailable, serve.StoreRetryAfter},
 		// A layer's own timeout or failure keeps its status, whatever its
 		// shape: a judge whose model failed is not a store outage.
 		{&runtime.CallError{Layer: "judge", Message: "judge model failed", Err: errors.New("connection reset")}, http.StatusBadGateway, 0},

@@ -34,17 +34,23 @@ func storeDownPipeline(t *testing.T, layer plan.Layer) (*runtime.Pipeline, *rt.T
 	return pl, tool
 }
 
+// storeLayers are the layers that keep their state in a store of
+// storeDownPipeline, by name.
+func storeLayers() map[string]plan.Layer {
+	return map[string]plan.Layer{
+		"meter":      rt.Layer("meter", `{"budget":{"calls":5},"scope":"global","store":"shared"}`),
+		"rate_limit": rt.Layer("rate_limit", `{"rate":5,"per":"1m","mode":"reject","scope":"global","store":"shared"}`),
+		"idempotent": rt.Layer("idempotent", `{"store":"shared"}`),
+		"audit":      rt.Layer("audit", `{"sink":"trail"}`),
+	}
+}
+
 // A call a layer refuses because its store is down did not run, and its
 // *CallError says so in its Kind as KindOf does, for every layer that keeps
 // its state in a store: an embedder reading ce.Kind and one reading KindOf
 // agree.
 func TestAStoreDownRefusalIsKindedAsKindOfSays(t *testing.T) {
-	for name, layer := range map[string]plan.Layer{
-		"meter":      rt.Layer("meter", `{"budget":{"calls":5},"scope":"global","store":"shared"}`),
-		"rate_limit": rt.Layer("rate_limit", `{"rate":5,"per":"1m","mode":"reject","scope":"global","store":"shared"}`),
-		"idempotent": rt.Layer("idempotent", `{"store":"shared"}`),
-		"audit":      rt.Layer("audit", `{"sink":"trail"}`),
-	} {
+	for name, layer := range storeLayers() {
 		t.Run(name, func(t *testing.T) {
 			pl, tool := storeDownPipeline(t, layer)
 			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"})
@@ -85,4 +91,24 @@ func TestAnIntentCancelledDidNotRun(t *testing.T) {
 	assert.Equal(t, runtime.KindCanceled, ce.Kind)
 	assert.False(t, runtime.IsTransient(err))
 	assert.Equal(t, 0, tool.Calls())
+}
+
+// A layer whose store wait the caller's cancellation stopped kept the call
+// from running: the error is the cancellation, and it says the call did
+// not run (DidNotRun), as docs/state.md has it, so that an idempotent or
+// audit layer outside does not take the call for one that may have run.
+func TestAStoreWaitCancelledDidNotRun(t *testing.T) {
+	for name, layer := range storeLayers() {
+		t.Run(name, func(t *testing.T) {
+			pl, tool := storeDownPipeline(t, layer)
+			ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "r1", Tenant: "acme"}))
+			cancel()
+			_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "transfer", Args: map[string]any{"acct": "a1"}})
+			require.ErrorIs(t, err, context.Canceled)
+			assert.Equal(t, "canceled", runtime.KindOf(err))
+			assert.True(t, runtime.DidNotRun(err))
+			assert.False(t, runtime.IsTransient(err))
+			assert.Equal(t, 0, tool.Calls())
+		})
+	}
 }

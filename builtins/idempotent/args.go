@@ -336,7 +336,7 @@ func (m *Idempotent) earlier(ctx context.Context, c *runtime.ToolCall, key strin
 		m.owners.leave(old, owner, m.clock.Now(), max(m.TTL.D(), m.LeaseTTL.D()))
 		m.release(wctx, c, key, token)
 		if ctx.Err() != nil {
-			return nil, nil, false, ctx.Err()
+			return nil, nil, false, runtime.NotRun(ctx.Err()) // the call was not started
 		}
 		return nil, nil, false, m.storeErr("look up the call's record under its key of before", err)
 	}

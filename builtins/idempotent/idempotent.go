@@ -435,7 +435,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 			// presents the same owner and gets it back.
 			m.owners.leave(key, owner, m.clock.Now(), max(m.TTL.D(), m.LeaseTTL.D()))
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, runtime.NotRun(ctx.Err()) // the call was not started
 			}
 			return nil, m.storeErr("claim the call", err)
 		}
@@ -555,7 +555,7 @@ func (m *Idempotent) sameStore(ctx context.Context, c *runtime.ToolCall, recorde
 	id, now, err := runtime.StoreIdentity(ctx, m.ClaimStore())
 	if err != nil {
 		if ctx.Err() != nil {
-			return time.Time{}, ctx.Err()
+			return time.Time{}, runtime.NotRun(ctx.Err()) // the call was not started
 		}
 		return time.Time{}, m.storeErr("read the store's identity", err)
 	}

@@ -294,7 +294,7 @@ func (m *Meter) keyOf(ctx context.Context, run runtime.Run) (ledgerRef, error) {
 	now, err := m.times.now(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ledgerRef{}, ctx.Err()
+			return ledgerRef{}, runtime.NotRun(ctx.Err()) // before the call: it did not run
 		}
 		return ledgerRef{}, runtime.StoreRefusal(m.name, "budget store unavailable; the call did not run", err)
 	}
@@ -548,7 +548,7 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 	if err != nil {
 		m.retrySettle(context.WithoutCancel(ctx), at, id, runtime.Ledger{}, m.clock.Now().Add(settleRetryFor), 0)
 		if ctx.Err() != nil {
-			return "", ctx.Err()
+			return "", runtime.NotRun(ctx.Err()) // before the call: it did not run
 		}
 		return "", runtime.StoreRefusal(m.name, "budget store unavailable; the call did not run", err)
 	}

@@ -203,7 +203,7 @@ func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
 	wait, ok, err := r.limiter.Allow(ctx, r.key(run), r.interval, r.Burst, maxWait)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return runtime.NotRun(ctx.Err()) // before the call: it did not run
 		}
 		return runtime.StoreRefusal(r.name, "rate limit store unavailable; the call did not run", err)
 	}
@@ -224,7 +224,9 @@ func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
 	if wait <= 0 {
 		return nil
 	}
-	return r.clock.Sleep(ctx, wait)
+	// A wait the caller's cancellation ended was before the call: it
+	// did not run.
+	return runtime.NotRun(r.clock.Sleep(ctx, wait))
 }
 
 // WrapChat implements runtime.ChatWrapper.

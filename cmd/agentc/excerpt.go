@@ -54,6 +54,9 @@ func (s *sources) excerpt(p dsl.Pos) string {
 		}
 		if st, err := os.Stat(name); err == nil && st.Mode().IsRegular() && st.Size() <= maxExcerptFile {
 			src, _ = os.ReadFile(name)
+			// The loader skips a leading byte order mark (dsl.ReadFile):
+			// positions count from the text after it.
+			src = bytes.TrimPrefix(src, []byte("\uFEFF"))
 		}
 		if s.files == nil {
 			s.files = map[string][]byte{}

@@ -78,3 +78,13 @@ func TestExcerptOfAnUnreadableOrShortFileIsEmpty(t *testing.T) {
 	assert.Empty(t, s.excerpt(dsl.Pos{}))
 	assert.Equal(t, "\ta: 1\n\t   ^", s.excerpt(dsl.Pos{File: "p.cue", Line: 1, Col: 4}))
 }
+
+// A policy saved with a UTF-8 byte order mark is read without it, and its
+// positions count from the text after it: the excerpt of its first line
+// puts the caret under the column the position names, without the mark.
+func TestExcerptSkipsAByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte("\uFEFFa: 1\n"), 0o644))
+	s := &sources{wd: dir}
+	assert.Equal(t, "\ta: 1\n\t   ^", s.excerpt(dsl.Pos{File: "p.cue", Line: 1, Col: 4}))
+}
