@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -89,4 +90,27 @@ func TestMigrationWaitingForALockSaysSoAndGivesUp(t *testing.T) {
 	assert.Contains(t, logs.String(), "waits for a lock")
 	assert.Contains(t, logs.String(), "schema="+schema)
 	assert.Contains(t, logs.String(), "pg_advisory_xact_lock", "the holder's statement is logged")
+}
+
+// TestAMigrationOnAPoolOfOneConnectionEnds: a migration that runs past the
+// lock notice, on a pool of one connection (the migration's), ends: the
+// notice's look at the sessions it waits for cannot have a connection
+// while the migration holds the only one, and it no longer holds the
+// migration up waiting for one (it did, for ever under a context without
+// a deadline).
+func TestAMigrationOnAPoolOfOneConnectionEnds(t *testing.T) {
+	defer postgres.SetLockWaits(time.Nanosecond, 30*time.Second)()
+	cfg, err := pgxpool.ParseConfig(storetest.ServerURL(t, storetest.PostgresEnv))
+	require.NoError(t, err)
+	cfg.MaxConns = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	s, err := postgres.OpenConfig(ctx, cfg, storetest.Prefix(t))
+	require.NoError(t, err, "after %s", time.Since(start))
+	t.Cleanup(func() {
+		_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA "+s.Schema()+" CASCADE")
+		s.Close()
+	})
+	assert.Less(t, time.Since(start), 10*time.Second, "the migration did not wait for its own notice")
 }

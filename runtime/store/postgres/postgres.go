@@ -787,9 +787,12 @@ func (s *Store) lockErr(step string, err error) error {
 }
 
 // noteLockWait logs, once lockNotice has passed, the sessions the
-// backend pid waits for a lock of, if any. The returned stop waits for
-// the check when it has begun.
+// backend pid waits for a lock of, if any. The returned stop ends the
+// check when it has begun and waits for it: the check needs a connection
+// of the pool besides the migration's, which a pool of one connection
+// has only once the migration has ended, and must not hold it up.
 func (s *Store) noteLockWait(ctx context.Context, pid uint32) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	t := time.AfterFunc(lockNotice, func() {
 		defer close(done)
@@ -799,6 +802,7 @@ func (s *Store) noteLockWait(ctx context.Context, pid uint32) (stop func()) {
 		}
 	})
 	return func() {
+		cancel()
 		if !t.Stop() {
 			<-done
 		}
