@@ -329,7 +329,14 @@ negation; in a require or an admit, under one), a warning where it can
 only block more. So is each such pattern of a matches_any() list beside
 patterns that can match (matches_any(args.q, ['(?i)^delete', 'drop$table'])):
 the test is the || of its patterns, and the pattern is reported at its
-position, with the same severity. So is an after-phase turn
+position, with the same severity. So is a part that does not decide the
+predicate, nested under an ||, a ! or a ternary, whose terms cannot all
+hold, or one of which always holds, by the relations above (args.amount
+> 100.0 || (args.count == 1 && args.count == 2)): an error where the value
+it is stuck at makes a deny or a when hold for fewer calls, or a require
+or an admit for more (or it is an argument of a function), a warning
+where it can only block more; one value compared twice, a double's
+comparisons (NaN) and tests in two comprehensions are not such a part. So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in
