@@ -117,7 +117,11 @@ the last given winning, while a predicate reads each by its exact name:
 giving Amount alone passes every check of amount, the schema's own bounds
 included. The error is at the second property written (for a schema read
 from a file, at the field, the second in sorted order), wherever the
-object sits (nested, under items, in a definition). The tool chain
+object sits (nested, under items, in a definition). The properties of
+an object's allOf branches (nested allOf too) are the object's, as every
+branch applies to it: orderId in one branch and orderid in another, or
+one beside the object's own properties, are twins too (a name two
+branches both constrain is one property). The tool chain
 refuses a call whose arguments give two such members of one object, and
 agentc serve a proposed call that repeats a key in any case, but a call
 giving the other spelling alone is still let through: rename one of them.`},
