@@ -263,17 +263,7 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided []
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
 	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
-		// A false term of polarity pol makes the predicate false where it
-		// would have held (pol > 0), true where it would not (pol < 0).
-		lets := pol == 0 || (pol > 0) == (field == "deny" || field == "when")
-		outcome := "the predicate holds for fewer calls than written"
-		if pol < 0 {
-			outcome = "the predicate holds for more calls than written"
-		}
-		diag := dsl.Warnf
-		if lets {
-			diag = dsl.Errorf
-		}
+		diag, outcome := deadTermEffect(field, false, pol)
 		if d, ok := f.neverMatches(call); ok {
 			if slices.Contains(decided, d.offset) {
 				return
@@ -340,28 +330,30 @@ func (c *Compilation) checkDeadSubterms(x *dsl.Expr, checked *predicate.Checked,
 }
 
 // deadTermDiag reports d, a term of x (its field's predicate) of polarity
-// pol (walkPolarity's) that is stuck at d.value and decides nothing: an
-// error where that can let calls through (it makes a deny or a when hold
-// for fewer calls, a require or an admit for more, or its effect is not
-// known: an argument of a function), a warning where it can only block
-// more.
+// pol (walkPolarity's) that is stuck at d.value and decides nothing, with
+// deadTermEffect's severity.
 func deadTermDiag(x *dsl.Expr, field string, d deadTerm, pol int) dsl.Diagnostic {
+	diag, outcome := deadTermEffect(field, d.value, pol)
+	return diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always %t, and dead: %s, whatever its variables hold, so %s; fix the condition", field, d.value, d.why, outcome)
+}
+
+// deadTermEffect says what a term of polarity pol (walkPolarity's) stuck
+// at value makes of its field's predicate, and how grave that is: an
+// error where it can let calls through (it makes a deny or a when hold for
+// fewer calls, a require or an admit for more, or its effect is not known:
+// an argument of a function), a warning where it can only block more.
+func deadTermEffect(field string, value bool, pol int) (diag func(dsl.Pos, string, string, ...any) dsl.Diagnostic, outcome string) {
 	// A term stuck at false where it counts positively, or at true under a
 	// negation, leaves the predicate holding for fewer calls.
-	fewer := (pol > 0) != d.value
-	outcome := "the predicate holds for more calls than written"
+	fewer := (pol >= 0) != value
+	outcome = "the predicate holds for more calls than written"
 	if fewer {
 		outcome = "the predicate holds for fewer calls than written"
 	}
-	lets := fewer == (field == "deny" || field == "when")
-	if pol == 0 {
-		lets, outcome = true, "the predicate does not read what it is written to"
+	if pol == 0 || fewer == (field == "deny" || field == "when") {
+		return dsl.Errorf, outcome
 	}
-	diag := dsl.Warnf
-	if lets {
-		diag = dsl.Errorf
-	}
-	return diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always %t, and dead: %s, whatever its variables hold, so %s; fix the condition", field, d.value, d.why, outcome)
+	return dsl.Warnf, outcome
 }
 
 // foldJunction folds a chain of && (or, with or set, of ||): a term equal to
