@@ -104,23 +104,27 @@ func LoadBaseline(ctx context.Context, path string, opts Options) (*plan.Plan, e
 // cannot be read (runtime.StateUncompared: its middleware is not
 // registered in the program, which must import the builtins,
 // github.com/agentc-dev/agentc/builtins/all, or the baseline's config of
-// it does not decode) is a state/reset warning too, at the layer (the
-// start of its chain for one of the baseline only), saying it could not
-// be compared. A policy that did not compile to a plan is not compared.
+// it does not decode) is a state/reset warning too, at the layer (for one
+// of the baseline only, at the start of its chain, else where the policy
+// writes chains, saying which chain it was removed from), saying it could
+// not be compared. A policy that did not compile to a plan is not compared.
 func (c *Compilation) CompareBaseline(old *plan.Plan) {
 	if c.Plan == nil || c.Policy == nil || old == nil {
 		return
 	}
 	for _, u := range runtime.StateUncompared(old, c.Plan) {
-		pos := dsl.Pos{}
+		msg := u.Message()
+		pos := c.chainPos(u.Stage)
 		if e := c.entry(u.Stage, u.Layer); e != nil && e.Use == u.Use {
 			// The layer of the policy, also when only the baseline's
 			// could not be read.
 			pos = e.Pos
-		} else if chain := c.Policy.Chains[string(u.Stage)]; len(chain) > 0 {
-			pos = chain[0].Pos
+		} else if len(c.Policy.Chains[string(u.Stage)]) > 0 {
+			msg += "; it is removed from the " + string(u.Stage) + " chain"
+		} else {
+			msg += "; the policy has no " + string(u.Stage) + " chain"
 		}
-		c.report(dsl.Warnf(pos, RuleStateReset, "%s", u.Message()))
+		c.report(dsl.Warnf(pos, RuleStateReset, "%s", msg))
 	}
 	for _, ch := range runtime.StateChanges(old, c.Plan) {
 		c.report(dsl.Warnf(c.changePos(ch), RuleStateReset, "%s", ch.Message()))
@@ -134,6 +138,17 @@ func (c *Compilation) CompareBaseline(old *plan.Plan) {
 		}
 		c.report(dsl.Warnf(pos, RuleStateCoverage, "%s", ch.Message()))
 	}
+}
+
+// chainPos is where a layer of the baseline's chain of stage that the
+// policy does not have is reported: the chain's first layer, else where
+// the policy writes the chain (an empty list), else its chains, else the
+// start of its first file.
+func (c *Compilation) chainPos(stage plan.Stage) dsl.Pos {
+	if chain := c.Policy.Chains[string(stage)]; len(chain) > 0 {
+		return chain[0].Pos
+	}
+	return c.Policy.PosOf("chains", string(stage))
 }
 
 // entry returns the layer called name of the policy's chain of stage.
@@ -152,7 +167,8 @@ func (c *Compilation) entry(stage plan.Stage, name string) *dsl.Entry {
 // keys differently (the key, when its tenant is its name), the keys
 // declared where the baseline had none (the layer, keys removed); for a layer
 // removed, the start of its chain (its first entry), else the declaration
-// of the tool left without it.
+// of the tool left without it (or of its MCP server), else where the
+// policy writes chains (chainPos).
 func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 	if k := c.Policy.Keys[ch.Key]; k != nil {
 		if k.TenantPos.IsValid() {
@@ -171,7 +187,7 @@ func (c *Compilation) changePos(ch runtime.StateChange) dsl.Pos {
 		case c.Policy.MCPServers[ch.Server] != nil:
 			return c.Policy.MCPServers[ch.Server].Pos
 		}
-		return dsl.Pos{}
+		return c.chainPos(ch.Stage)
 	}
 	if entry == nil {
 		return dsl.Pos{}

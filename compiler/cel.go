@@ -387,6 +387,7 @@ func (c *Compilation) checkConstant(x *dsl.Expr, env *predicate.Env, checked *pr
 		// is another, of its own, beside either.
 		dead, at := c.checkDeadTerm(x, checked, kind, field)
 		c.checkNeverMatchTerms(x, field, at)
+		c.checkDeadSubterms(x, checked, field, at)
 		if !dead {
 			c.checkStatusOnly(x, env, checked, kind, field)
 		}

@@ -263,17 +263,7 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided []
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
 	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
-		// A false term of polarity pol makes the predicate false where it
-		// would have held (pol > 0), true where it would not (pol < 0).
-		lets := pol == 0 || (pol > 0) == (field == "deny" || field == "when")
-		outcome := "the predicate holds for fewer calls than written"
-		if pol < 0 {
-			outcome = "the predicate holds for more calls than written"
-		}
-		diag := dsl.Warnf
-		if lets {
-			diag = dsl.Errorf
-		}
+		diag, outcome := deadTermEffect(field, false, pol)
 		if d, ok := f.neverMatches(call); ok {
 			if slices.Contains(decided, d.offset) {
 				return
@@ -287,6 +277,83 @@ func (c *Compilation) checkNeverMatchTerms(x *dsl.Expr, field string, decided []
 			c.report(diag(x.PosAt(d.offset), ruleConstant, "a pattern of the matches_any() list in the %s is dead: %s, so the test matches only what the other patterns match and %s; fix the pattern", field, d.why, outcome))
 		}
 	}})
+}
+
+// checkDeadSubterms reports each chain of && or || in x that does not
+// decide the predicate (under an ||, a !, a ternary or a function) whose
+// terms, by their relation alone (relations: comparisons of one field
+// with numbers that cannot all hold, or whose negations cannot, two
+// equalities of one field with different strings, a presence test beside
+// its negation), fix its value: the chain is a dead term, stuck at that
+// value. The severity follows what the stuck term makes of the predicate,
+// as checkNeverMatchTerms's does. The chain the predicate is (under its
+// leading !s) is checkDeadTerm's, and so is a term at one of decided, the
+// byte offsets of the terms it reported as deciding the predicate.
+func (c *Compilation) checkDeadSubterms(x *dsl.Expr, checked *predicate.Checked, field string, decided []int) {
+	tree, ok := predicate.ParseSyntax(x.Source)
+	if !ok {
+		return
+	}
+	facts := factsOf(checked)
+	f := folder{src: x.Source, info: tree.SourceInfo(), exact: facts.exact, present: facts.present}
+	top := tree.Expr()
+	for top.Kind() == ast.CallKind && top.AsCall().FunctionName() == operators.LogicalNot {
+		top = top.AsCall().Args()[0]
+	}
+	// inner holds the junctions that continue a chain of their operator
+	// (a && b && c is (a && b) && c): the chain is read at its head.
+	inner := map[int64]bool{}
+	reported := map[int]bool{}
+	walkPolarity(tree.Expr(), polarityHooks{
+		call: func(ast.CallExpr, int) {},
+		junction: func(e ast.Expr, pol int) func() {
+			op := e.AsCall().FunctionName()
+			for _, a := range e.AsCall().Args() {
+				if a.Kind() == ast.CallKind && a.AsCall().FunctionName() == op {
+					inner[a.ID()] = true
+				}
+			}
+			if inner[e.ID()] || e.ID() == top.ID() {
+				return func() {}
+			}
+			or := op == operators.LogicalOr
+			for _, d := range f.relations(chainTerms(e, or), or) {
+				if slices.Contains(decided, d.offset) || reported[d.offset] {
+					continue
+				}
+				reported[d.offset] = true
+				c.report(deadTermDiag(x, field, d, pol))
+			}
+			return func() {}
+		},
+	})
+}
+
+// deadTermDiag reports d, a term of x (its field's predicate) of polarity
+// pol (walkPolarity's) that is stuck at d.value and decides nothing, with
+// deadTermEffect's severity.
+func deadTermDiag(x *dsl.Expr, field string, d deadTerm, pol int) dsl.Diagnostic {
+	diag, outcome := deadTermEffect(field, d.value, pol)
+	return diag(x.PosAt(d.offset), ruleConstant, "a term of the %s is always %t, and dead: %s, whatever its variables hold, so %s; fix the condition", field, d.value, d.why, outcome)
+}
+
+// deadTermEffect says what a term of polarity pol (walkPolarity's) stuck
+// at value makes of its field's predicate, and how grave that is: an
+// error where it can let calls through (it makes a deny or a when hold for
+// fewer calls, a require or an admit for more, or its effect is not known:
+// an argument of a function), a warning where it can only block more.
+func deadTermEffect(field string, value bool, pol int) (diag func(dsl.Pos, string, string, ...any) dsl.Diagnostic, outcome string) {
+	// A term stuck at false where it counts positively, or at true under a
+	// negation, leaves the predicate holding for fewer calls.
+	fewer := (pol >= 0) != value
+	outcome = "the predicate holds for more calls than written"
+	if fewer {
+		outcome = "the predicate holds for fewer calls than written"
+	}
+	if pol == 0 || fewer == (field == "deny" || field == "when") {
+		return dsl.Errorf, outcome
+	}
+	return dsl.Warnf, outcome
 }
 
 // foldJunction folds a chain of && (or, with or set, of ||): a term equal to
@@ -308,22 +375,11 @@ func (f folder) foldJunction(e ast.Expr, or bool) (deadTerm, bool) {
 // in that order; or, where every term is constant and none decides it,
 // that. None when nothing decides it.
 func (f folder) junctionDead(e ast.Expr, or bool) []deadTerm {
-	op, sep := operators.LogicalAnd, " && "
+	sep := " && "
 	if or {
-		op, sep = operators.LogicalOr, " || "
+		sep = " || "
 	}
-	var terms []ast.Expr
-	var flatten func(ast.Expr)
-	flatten = func(e ast.Expr) {
-		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == op {
-			for _, a := range e.AsCall().Args() {
-				flatten(a)
-			}
-			return
-		}
-		terms = append(terms, e)
-	}
-	flatten(e)
+	terms := chainTerms(e, or)
 	var out []deadTerm
 	known := 0
 	for _, t := range terms {
@@ -343,6 +399,43 @@ func (f folder) junctionDead(e ast.Expr, or bool) []deadTerm {
 	if len(out) == 0 && known == len(terms) {
 		return []deadTerm{{value: !or, why: "every term is constant", offset: f.offset(e)}}
 	}
+	return append(out, f.relations(terms, or)...)
+}
+
+// chainTerms returns the terms of the chain of && (or, with or set, of ||)
+// e: its operands, and theirs when they are the same operator.
+func chainTerms(e ast.Expr, or bool) []ast.Expr {
+	op := operators.LogicalAnd
+	if or {
+		op = operators.LogicalOr
+	}
+	var terms []ast.Expr
+	var flatten func(ast.Expr)
+	flatten = func(e ast.Expr) {
+		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == op {
+			for _, a := range e.AsCall().Args() {
+				flatten(a)
+			}
+			return
+		}
+		terms = append(terms, e)
+	}
+	flatten(e)
+	return terms
+}
+
+// relations returns what decides a chain of && (||) of terms by the
+// relation of its terms, whatever each term's own value: each field's
+// first two string equalities (inequalities) that cannot both hold (hold
+// for every value), each path's presence test beside its negation, and
+// each field's comparisons with numbers that cannot all hold (whose
+// negations cannot), in that order.
+func (f folder) relations(terms []ast.Expr, or bool) []deadTerm {
+	sep := " && "
+	if or {
+		sep = " || "
+	}
+	var out []deadTerm
 	// Comparisons of one field with numbers: intersect their ranges (for
 	// ||, the ranges of their negations).
 	byField := map[string][]comparison{}

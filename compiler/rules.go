@@ -117,7 +117,11 @@ the last given winning, while a predicate reads each by its exact name:
 giving Amount alone passes every check of amount, the schema's own bounds
 included. The error is at the second property written (for a schema read
 from a file, at the field, the second in sorted order), wherever the
-object sits (nested, under items, in a definition). The tool chain
+object sits (nested, under items, in a definition). The properties of
+an object's allOf branches (nested allOf too) are the object's, as every
+branch applies to it: orderId in one branch and orderid in another, or
+one beside the object's own properties, are twins too (a name two
+branches both constrain is one property). The tool chain
 refuses a call whose arguments give two such members of one object, and
 agentc serve a proposed call that repeats a key in any case, but a call
 giving the other spelling alone is still let through: rename one of them.`},
@@ -329,7 +333,14 @@ negation; in a require or an admit, under one), a warning where it can
 only block more. So is each such pattern of a matches_any() list beside
 patterns that can match (matches_any(args.q, ['(?i)^delete', 'drop$table'])):
 the test is the || of its patterns, and the pattern is reported at its
-position, with the same severity. So is an after-phase turn
+position, with the same severity. So is a part that does not decide the
+predicate, nested under an ||, a ! or a ternary, whose terms cannot all
+hold, or one of which always holds, by the relations above (args.amount
+> 100.0 || (args.count == 1 && args.count == 2)): an error where the value
+it is stuck at makes a deny or a when hold for fewer calls, or a require
+or an admit for more (or it is an argument of a function), a warning
+where it can only block more; one value compared twice, a double's
+comparisons (NaN) and tests in two comprehensions are not such a part. So is an after-phase turn
 guard that reads status alone and has one value for both statuses it
 sees, ok and failed (status != 'ok' && status != 'failed',
 status.startsWith('block')): a turn that ended blocked, over budget or in

@@ -49,3 +49,41 @@ func TestCaseCollidingProperties(t *testing.T) {
 	assert.Equal(t, 3, diags[0].Pos.Line)
 	assert.Contains(t, diags[0].Message, `tools.fetch.args.properties.url: differs only in case from the property "URL"`)
 }
+
+// Properties of one object declared in different allOf branches (or one
+// beside the object's own properties) are one object's: twins that
+// differ only in case are an error at the second written, once, also
+// through nested allOf. Twins in two anyOf alternatives are not reported.
+func TestCaseCollidingPropertiesAcrossAllOf(t *testing.T) {
+	_, diags, got := loadSnippet(t, `tools: refund: {args: {
+	type: "object"
+	properties: amount: {type: "number"}
+	allOf: [
+		{properties: {orderId: {type: "string"}}},
+		{properties: {orderid: {type: "string"}, note: {type: "string"}}},
+		{allOf: [{properties: {Amount: {type: "number"}}}]},
+	]
+	anyOf: [
+		{properties: {code: {type: "string"}}},
+		{properties: {Code: {type: "string"}}},
+	]
+}}
+`)
+	assert.Equal(t, []string{
+		"8:17 schema/case-collision", // orderid, after orderId in another branch
+		"9:26 schema/case-collision", // Amount, after the object's own amount
+	}, got)
+	require.Len(t, diags, 2)
+	assert.Contains(t, diags[0].Message, `tools.refund.args.allOf[1].properties.orderid: differs only in case from the property "orderId"`)
+
+	// A schema read from a file: at the field.
+	dir := writePolicy(t, map[string]string{
+		"p.cue":      "package p\n\ntools: fetch: {args: \"fetch.json\"}\n",
+		"fetch.json": `{"type": "object", "allOf": [{"properties": {"url": {"type": "string"}}}, {"properties": {"URL": {"type": "string"}}}]}`,
+	})
+	_, diags, err := Load(context.Background(), []string{dir}, Options{})
+	require.NoError(t, err)
+	require.Len(t, diags, 1, "%v", diags)
+	assert.Equal(t, ruleCaseCollision, diags[0].Rule)
+	assert.Equal(t, 3, diags[0].Pos.Line)
+}

@@ -87,6 +87,21 @@ func (p *Policy) Writes(path ...string) bool {
 	return len(p.ps.spansOf(pathKey(path))) > 0
 }
 
+// PosOf returns where the policy's files write the value at path (chains,
+// tool), else its closest written ancestor, else the start of the first
+// file; the zero Pos for a policy without files.
+func (p *Policy) PosOf(path ...string) Pos {
+	if p.ps != nil {
+		if at, ok := p.ps.lookup(path, false); ok {
+			return at
+		}
+	}
+	if len(p.Files) > 0 {
+		return Pos{File: p.Files[0], Line: 1, Col: 1}
+	}
+	return Pos{}
+}
+
 // pathKey is the key positions index path by: its labels joined with dots,
 // a label holding a dot quoted.
 func pathKey(path []string) string {

@@ -258,17 +258,48 @@ const ruleCaseCollision = "schema/case-collision"
 // both as one field, the last given winning, so {"amount": 5, "Amount":
 // 500} passes a guard reading args.amount as 5 and refunds 500, and a call
 // giving Amount alone passes every check of amount.
+//
+// The properties an object's allOf branches declare (through nested allOf
+// too) are the object's as well, since every branch applies to it: a
+// name of one part (the object's own properties, or one branch) twin to a
+// name of another is reported at the object, a twin within one branch
+// where that branch is visited.
 func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile bool) {
 	eachSchema(schema, nil, func(m map[string]any, sub []string) {
-		props, ok := m["properties"].(map[string]any)
-		if !ok || len(props) < 2 {
+		// props holds the object's properties, each with its location
+		// (within the field) and the part that declares it: 0 for the
+		// object's own, i for allOf branch i-1.
+		type prop struct {
+			name  string
+			where []string
+			part  int
+		}
+		var props []prop
+		var collect func(m map[string]any, sub []string, part int, top bool)
+		collect = func(m map[string]any, sub []string, part int, top bool) {
+			if ps, ok := m["properties"].(map[string]any); ok {
+				for _, name := range slices.Sorted(maps.Keys(ps)) {
+					props = append(props, prop{name, slices.Concat(path, sub, []string{"properties", name}), part})
+				}
+			}
+			branches, _ := m["allOf"].([]any)
+			for i, b := range branches {
+				if bm, ok := b.(map[string]any); ok {
+					p := part
+					if top {
+						p = i + 1
+					}
+					collect(bm, slices.Concat(sub, []string{"allOf", strconv.Itoa(i)}), p, false)
+				}
+			}
+		}
+		collect(m, sub, 0, true)
+		if len(props) < 2 {
 			return
 		}
-		where := func(name string) []string { return slices.Concat(path, sub, []string{"properties", name}) }
-		names := slices.Sorted(maps.Keys(props))
 		if !fromFile {
-			slices.SortStableFunc(names, func(a, b string) int {
-				pa, pb := l.schemaPos(where(a), at, false), l.schemaPos(where(b), at, false)
+			slices.SortStableFunc(props, func(a, b prop) int {
+				pa, pb := l.schemaPos(a.where, at, false), l.schemaPos(b.where, at, false)
 				switch {
 				case pa.Before(pb):
 					return -1
@@ -278,17 +309,22 @@ func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile
 				return 0
 			})
 		}
-		first := map[string]string{}
-		for _, name := range names {
-			k := jsonwalk.FoldKey(name)
+		first := map[string]prop{}
+		for _, p := range props {
+			k := jsonwalk.FoldKey(p.name)
 			prev, seen := first[k]
 			if !seen {
-				first[k] = name
+				first[k] = p
 				continue
 			}
-			l.errorf(l.schemaPos(where(name), at, fromFile), ruleCaseCollision,
+			if prev.part == p.part && p.part != 0 || prev.name == p.name {
+				// Within one branch: reported where it is visited. The
+				// same name twice: one property, constrained twice.
+				continue
+			}
+			l.errorf(l.schemaPos(p.where, at, fromFile), ruleCaseCollision,
 				"%s: differs only in case from the property %q of the same object: a tool that decodes its arguments case-insensitively (Go's encoding/json into a struct) reads both as one field, so a call giving %q passes what checks %q (a guard reading it, the schema's own constraints) and the tool acts on its value; rename one of them",
-				fieldName(where(name)), prev, name, prev)
+				fieldName(p.where), prev.name, p.name, prev.name)
 		}
 	})
 }
