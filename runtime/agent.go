@@ -683,6 +683,11 @@ type agentTurn struct {
 	// before (by record key), with what their turn recorded of them: a
 	// layer's shared store says whether they did (ClaimVoucher).
 	resumed map[string]ResumedIntent
+	// plainFirst holds the calls settle runs (by record key) that their
+	// turn recorded with plain digests, before the digest key was set
+	// (firstForm): their tools get the idempotency key derived from the
+	// plain digest of their arguments, the one their first execution got.
+	plainFirst map[string]bool
 }
 
 // billed is the usage resp's model calls billed: each charge when more
@@ -819,6 +824,18 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			continue
 		}
 		key, plain := t.key(at, call), t.plainKey(at, call)
+		switch t.firstForm(ctx, at, call, key, plain, records) {
+		case formPlain:
+			if t.plainFirst == nil {
+				t.plainFirst = map[string]bool{}
+			}
+			t.plainFirst[key] = true
+		case formKeyed:
+			if err := t.pl.keyedFirst(ctx, call); err != nil {
+				doubt = append(doubt, err)
+				continue
+			}
+		}
 		if r, ok := lastRecord(records, call.Name, key, plain); ok && !r.InDoubt && !t.rerun[key] {
 			m := recordAnswer(call, r)
 			out[i] = &m
@@ -1277,6 +1294,10 @@ type agentCall struct {
 	pl     *Pipeline
 	run    string
 	up     *agentCall
+	// plainFirst names the call's tool when the call is one a resumed turn
+	// runs that its turn recorded with plain digests (agentTurn.plainFirst):
+	// its tool gets the idempotency key derived from them (givePlainKey).
+	plainFirst string
 	// call is, in the context of a tool (inTool), the call of the tool
 	// chain the tool runs for while it runs (nil after: the call is
 	// recycled), flagged when an agent turn the tool runs starts a call
@@ -1479,6 +1500,11 @@ func (t *agentTurn) tools(ctx context.Context, at int, calls []ToolUse, rep []in
 			}()
 			key := t.key(at, calls[i])
 			cctx, ac := t.pl.withAgentCall(ctx, key, t.plainKey(at, calls[i]))
+			if t.plainFirst[key] {
+				ac.plainFirst = calls[i].Name
+				plainFirstInFlight.Add(1)
+				defer plainFirstInFlight.Add(-1)
+			}
 			if intent, ok := t.resumed[key]; ok {
 				var done func()
 				cctx, done = withResumedCall(cctx, calls[i].Name, intent)

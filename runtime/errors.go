@@ -736,6 +736,9 @@ func IsTransient(err error) bool {
 	var ce *CallError
 	if errors.As(err, &ce) {
 		if k := ce.kind(); k != "" {
+			if k == KindStoreUnavailable && PermanentStoreError(ce.Err) {
+				return false
+			}
 			return k != KindPermanent && k != KindCanceled
 		}
 		if ce.Err != nil {
@@ -762,6 +765,53 @@ func IsTransient(err error) bool {
 		return true
 	}
 	return true
+}
+
+// permanentSQLClasses are the classes of SQLSTATE codes of a failure a
+// PostgreSQL server will answer again to the same statement: a feature
+// not supported (0A), data (22), a constraint (23), the credentials (28),
+// a database or schema that does not exist (3D, 3F), the statement or
+// its privileges (42: a table dropped, a grant missing), a check option
+// (44), a limit of the server's (54).
+var permanentSQLClasses = map[string]bool{"0A": true, "22": true, "23": true, "28": true, "3D": true, "3F": true, "42": true, "44": true, "54": true}
+
+// permanentRedisReplies start the error replies of a Redis server that it
+// will give again to the same command: credentials refused (NOAUTH,
+// WRONGPASS), a command the user may not run (NOPERM), a key of another
+// type (WRONGTYPE).
+var permanentRedisReplies = []string{"NOAUTH ", "WRONGPASS ", "NOPERM ", "WRONGTYPE "}
+
+// PermanentStoreError reports whether err, a store's failure, holds the
+// server's answer that asking again will fail the same way: a PostgreSQL
+// error (SQLState() string) of a class of permanentSQLClasses, or a Redis
+// error reply (RedisError()) of permanentRedisReplies. A layer's refusal
+// for such a failure (StoreRefusal) is not transient: a retry would only
+// ask the store again. A failure of the connection, a timeout, a server
+// shutting down, a deadlock or a serialization failure are not: they may
+// pass.
+func PermanentStoreError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pg interface{ SQLState() string }
+	if errors.As(err, &pg) {
+		if c := pg.SQLState(); len(c) == 5 && permanentSQLClasses[c[:2]] {
+			return true
+		}
+	}
+	var re interface {
+		error
+		RedisError()
+	}
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range permanentRedisReplies {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func transientStatus(s int) bool {

@@ -644,6 +644,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 		atomic.StoreInt32(&c.interrupted, 0)
 		return nil, err
 	}
+	// A resumed call recorded before the digest key was set: the tool gets
+	// the key its first execution got.
+	givePlainKey(ctx, c)
 	// A call the tool makes through the tool chain is its own, not the
 	// agent turn's call: it is recorded apart (agentRecordOf).
 	tctx, ac := inToolOf(ctx, c)

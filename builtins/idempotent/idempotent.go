@@ -698,10 +698,9 @@ func (m *Idempotent) notStarted(ctx, wctx context.Context, l runtime.Leaser, c *
 // lapsed (stopped by it, as a rule): the call may have made its effect, so
 // as for a cancellation, its claim is ended in doubt (a retry_safe tool's
 // retry takes it over), under its token (a claim taken over since is
-// left alone); one whose error proves it never ran is released. Unless its error proves it never ran, the error returned is
-// in doubt (runtime.MayHaveRun) for a tool that is not retry_safe, and a
-// store failure (runtime.ErrStoreUnavailable, which a retry may try again)
-// for one that is.
+// left alone); one whose error proves it never ran is released. Unless its
+// error proves it never ran, the error returned is in doubt
+// (runtime.MayHaveRun), a retry_safe tool's too: the call may have run.
 func (m *Idempotent) lapsed(ctx context.Context, l runtime.Leaser, c *runtime.ToolCall, key string, token int64, err error) error {
 	switch {
 	case runtime.DidNotRun(err):
@@ -715,11 +714,11 @@ func (m *Idempotent) lapsed(ctx context.Context, l runtime.Leaser, c *runtime.To
 	if runtime.DidNotRun(err) {
 		return err
 	}
-	const msg = "the call was stopped, as its claim could not be kept; it may have run"
-	if c.Tool.RetrySafe {
-		return runtime.StoreRefusal(m.name, msg, fmt.Errorf("%w (the tool returned: %v)", lease.ErrLapsed, err))
-	}
-	return &runtime.CallError{Layer: m.name, Message: msg, Err: runtime.MayHaveRun(fmt.Errorf("%w (the tool returned: %w)", lease.ErrLapsed, err))}
+	// A retry_safe tool's call too: it had the call, and may have made its
+	// effect (a meter outside charges it); a duplicate takes the claim
+	// over and runs under the same idempotency key.
+	return &runtime.CallError{Layer: m.name, Message: "the call was stopped, as its claim could not be kept; it may have run",
+		Err: runtime.MayHaveRun(fmt.Errorf("%w (the tool returned: %w)", lease.ErrLapsed, err))}
 }
 
 // doubt ends the claim of key under token in doubt, for ttl: the call

@@ -1033,7 +1033,64 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, l
 		g.Result = []byte{}
 	}
 	s.wrote(ctx)
+	if g.Status == runtime.LeaseHeld || g.Status == runtime.LeaseInDoubt || g.Status == runtime.LeaseAcquired && g.InDoubt {
+		return s.undamaged(ctx, key, owner, note, lease, keep, takeover, g)
+	}
 	return g, nil
+}
+
+// damagedLease is the condition of a lease row no build writes: a state
+// that is neither pending nor done, or a claim without its lease end.
+const damagedLease = `(state NOT IN ('pending', 'done') OR state = 'pending' AND until IS NULL)`
+
+// undamaged checks the row of key that AcquireAs found held or in doubt,
+// or took over in doubt (g), as Redis checks its record before: a row
+// damaged in the table (a state no build writes, a claim without its
+// lease end) may be the claim or the outcome of a call that ran. Asked
+// without a takeover, it is in doubt and the grant says why
+// (Unreadable); a takeover replaces it, in doubt. One round trip more, on
+// those paths only.
+func (s *Store) undamaged(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool, g runtime.LeaseGrant) (runtime.LeaseGrant, error) {
+	if g.Status == runtime.LeaseAcquired {
+		// Taken over: lease_claim renewed the row's token and lease end
+		// whatever its state, which a damaged row keeps, and a publish
+		// of the claim would find it not pending.
+		if _, err := s.pool.Exec(ctx, s.q(`UPDATE §.lease SET state = 'pending' WHERE key = $1 AND token = $2 AND state <> 'pending'`), key, g.Token); err != nil {
+			return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
+		}
+		return g, nil
+	}
+	var (
+		state   string
+		noUntil bool
+	)
+	err := s.pool.QueryRow(ctx, s.q(`SELECT state, until IS NULL FROM §.lease WHERE key = $1`), key).Scan(&state, &noUntil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return g, nil
+	}
+	if err != nil {
+		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
+	}
+	var why string
+	switch {
+	case state != "pending" && state != "done":
+		why = fmt.Sprintf("state %q is neither pending nor done", state)
+	case state == "pending" && noUntil:
+		why = "its lease end is missing"
+	default:
+		return g, nil
+	}
+	if !takeover {
+		return runtime.LeaseGrant{Status: runtime.LeaseInDoubt, Unreadable: errors.New(why)}, nil
+	}
+	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.lease WHERE key = $1 AND `+damagedLease), key); err != nil {
+		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
+	}
+	g, err = s.AcquireAs(ctx, key, owner, note, lease, keep, takeover)
+	if err == nil && g.Status == runtime.LeaseAcquired {
+		g.InDoubt = true
+	}
+	return g, err
 }
 
 // fenced runs stmt, a write of a claim fenced by its token, and reports
