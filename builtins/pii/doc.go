@@ -93,7 +93,9 @@
 // The encrypted data a client sends back (a redacted_thinking block's data, a reasoning
 // item's encrypted_content) and a thinking block's signature are opaque: the provider that
 // made them validates them, and pii does not read them. The text parts of a message, and those of consecutive
-// messages of one role (Anthropic's API merges them into one turn), are read run together
+// messages of one role (Anthropic's API merges them into one turn) and of the tool results and
+// user messages around them (which it sends as one user turn, the results first; two results,
+// each its own block, are not read together), are read run together
 // as well as joined by line breaks (a model reads separate text blocks run together): with
 // "block" an item cut across two of them blocks the call, with "redact" it is masked; so is
 // one the cut readings of those pieces find (the pieces around it glued to its ends, "order
@@ -127,7 +129,7 @@
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
 // (the caller keeps the raw transcript and resends it; an item cut across two text parts of a
-// message, or of consecutive messages of one role, is masked too), the tool definitions and the response
+// message, or of the messages of one turn, a tool result and the user's text after it among them, is masked too), the tool definitions and the response
 // format (their schemas still valid JSON), or the arguments. Arguments a Go host
 // passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)
