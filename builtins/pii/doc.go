@@ -33,7 +33,10 @@
 // after a letter and a slash or a dot before one, as in a URL's path
 // ("/u/4111-1111-1111-1111/a.png", "/cards/4111111111111111.png"); a slash or a dot next to
 // a digit ("2024/4111...", "4111111111111111.25"), and a dash next to a letter (an id), join it to a
-// longer token.
+// longer token. A run of digits alone after a slash, where a path holds numeric ids, is read
+// as a card only at 16 digits (15 for American Express) and of a network other than Maestro's
+// ranges that take any length (50, 56 to 69), which take every id starting with a 6
+// (docs/detection.md measures the ids read as cards before and after).
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
 // written: zero-width and other invisible characters are skipped, full-width digits and
