@@ -69,8 +69,8 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 
 // EvalChatTurns evaluates a chat predicate over c as EvalChat does, then,
 // when a turn of c's transcript holds texts its messages read apart
-// (TurnContents), again with the content of each message of such a turn
-// the turn's text run together: asSent is the first verdict, whole the
+// (TurnContents), again with the content of the last message of such a
+// turn the turn's text run together: asSent is the first verdict, whole the
 // second (asSent again when there is no such turn). A guard that blocks
 // on either reads a phrase cut across the messages of one turn as the
 // model reads it, and every message as before. The first error is
@@ -186,13 +186,15 @@ func predicateContent(m *Message) string {
 	return b.String()
 }
 
-// TurnContents returns, for each message of msgs, the text of the turn it
-// belongs to (SentTurnEnd) run together, as a model reads the blocks of a
-// turn: the texts each of its messages holds (its Content, then each
-// part's HeldText, in order) with nothing between them, a tool result and
-// the user's text after it among them. It returns nil when no message's
-// turn text differs from its own content (predicateContent): every turn is
-// one message, read so already.
+// TurnContents returns the content of each message of msgs as a predicate
+// reads it with the turns whole: the last message of each turn
+// (SentTurnEnd) holds the turn's text run together, as a model reads the
+// blocks of a turn (the texts each of its messages holds, its Content,
+// then each part's HeldText, in order, with nothing between them, a tool
+// result and the user's text after it among them), and every other
+// message its own content (predicateContent), so that the texts read are
+// at most twice those sent. It returns nil when every turn's text is its
+// last message's own content: every turn is one message, read so already.
 func TurnContents(msgs []Message) []string {
 	var contents []string
 	for i := 0; i < len(msgs); {
@@ -204,17 +206,17 @@ func TurnContents(msgs []Message) []string {
 				b.WriteString(p.HeldText())
 			}
 		}
-		text := b.String()
-		for k := i; k < j; k++ {
-			if contents == nil && text != predicateContent(&msgs[k]) {
+		if text := b.String(); contents != nil || text != predicateContent(&msgs[j-1]) {
+			if contents == nil {
 				contents = make([]string, len(msgs))
-				for l := range k {
-					contents[l] = predicateContent(&msgs[l])
+				for k := range i {
+					contents[k] = predicateContent(&msgs[k])
 				}
 			}
-			if contents != nil {
-				contents[k] = text
+			for k := i; k < j-1; k++ {
+				contents[k] = predicateContent(&msgs[k])
 			}
+			contents[j-1] = text
 		}
 		i = j
 	}

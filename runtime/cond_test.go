@@ -172,9 +172,9 @@ func TestEvalChatContentRunsTextPartsTogether(t *testing.T) {
 	}
 }
 
-// TurnContents gives each message of a turn (runtime.SentTurnEnd) the
-// turn's texts run together, and nil where every turn reads as its one
-// message does, so that EvalChatTurns evaluates once.
+// TurnContents gives the last message of a turn (runtime.SentTurnEnd) the
+// turn's texts run together, the others their own, and nil where every
+// turn reads as its one message does, so that EvalChatTurns evaluates once.
 func TestTurnContents(t *testing.T) {
 	msgs := []runtime.Message{
 		{Role: "system", Content: "be"}, {Role: "system", Content: " brief"},
@@ -183,12 +183,23 @@ func TestTurnContents(t *testing.T) {
 		{Role: "tool", ToolCallID: "c1", Content: "wire"}, {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: " transfer"}}},
 		{Role: "assistant", Content: "done"},
 	}
-	assert.Equal(t, []string{"be brief", "be brief", "send a wire", "", "wire transfer", "wire transfer", "done"}, runtime.TurnContents(msgs))
+	assert.Equal(t, []string{"be", "be brief", "send a wire", "", "wire", "wire transfer", "done"}, runtime.TurnContents(msgs))
 	assert.Nil(t, runtime.TurnContents([]runtime.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"},
 		{Role: "assistant", Content: "hello"}, {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "a"}, {Type: runtime.PartText, Text: "b"}}}}))
 	// A tool_result block and the text after it, in one message, run together.
 	assert.Equal(t, []string{"wire transfer"}, runtime.TurnContents([]runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
 		{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "wire"}, {Type: runtime.PartText, Text: " transfer"}}}}))
+
+	// The texts read are at most twice those sent, however many messages a turn holds.
+	many := make([]runtime.Message, 1000)
+	for i := range many {
+		many[i] = runtime.Message{Role: "tool", ToolCallID: "c", Content: "0123456789"}
+	}
+	total := 0
+	for _, c := range runtime.TurnContents(many) {
+		total += len(c)
+	}
+	assert.Equal(t, 2*10*len(many)-10, total)
 
 	p, err := runtime.CompileChatPredicate("request.messages.exists(m, m.content.contains('wire transfer'))")
 	require.NoError(t, err)

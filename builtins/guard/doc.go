@@ -53,7 +53,7 @@
 //
 // In the chat stage the predicate reads the messages as sent, then, where a
 // turn of them holds texts its messages read apart, again with the content
-// of each message of that turn the turn's texts run together
+// of the last message of that turn the turn's texts run together
 // (runtime.Predicate.EvalChatTurns): the consecutive user messages, tool
 // messages and tool results with the user's text beside them, the
 // consecutive assistant messages, and the consecutive system messages that
@@ -64,7 +64,8 @@
 // it, are "wire transfer" to a deny on it; the texts of two turns (a
 // user's and the assistant's answer) are never read as one. The roles,
 // names, tool calls and the count of the messages are the same in both
-// readings.
+// readings, and the other messages of the turn keep their own content (so
+// the texts read are at most twice those sent).
 //
 // `result` in the tool stage is the result as the tool chain holds it,
 // read as the value the tool's result_schema describes, as output_coerce
