@@ -61,8 +61,36 @@ func runInfo(r *Run) predicate.RunInfo {
 }
 
 // EvalChat evaluates a chat predicate over c; resp is the response for an
-// after-phase predicate (nil before the call).
+// after-phase predicate (nil before the call). A message's content is its
+// own text (predicateContent); EvalChatTurns reads the turns whole too.
 func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatResponse) (bool, error) {
+	return p.evalChat(ctx, c, resp, nil)
+}
+
+// EvalChatTurns evaluates a chat predicate over c as EvalChat does, then,
+// when a turn of c's transcript holds texts its messages read apart
+// (TurnContents), again with the content of the last message of such a
+// turn the turn's text run together: asSent is the first verdict, whole the
+// second (asSent again when there is no such turn). A guard that blocks
+// on either reads a phrase cut across the messages of one turn as the
+// model reads it, and every message as before. The first error is
+// returned.
+func (p *Predicate) EvalChatTurns(ctx context.Context, c *ChatCall, resp *ChatResponse) (asSent, whole bool, err error) {
+	asSent, err = p.evalChat(ctx, c, resp, nil)
+	if err != nil {
+		return false, false, err
+	}
+	contents := TurnContents(c.Request.Messages)
+	if contents == nil {
+		return asSent, asSent, nil
+	}
+	whole, err = p.evalChat(ctx, c, resp, contents)
+	return asSent, whole, err
+}
+
+// evalChat evaluates the predicate with contents[i], when contents is not
+// nil, as the content of message i.
+func (p *Predicate) evalChat(ctx context.Context, c *ChatCall, resp *ChatResponse, contents []string) (bool, error) {
 	v := chatVars.Get().(*predicate.ChatVars)
 	msgs := v.Request.Messages[:0]
 	*v = predicate.ChatVars{Run: runInfo(&c.Meta.Run)}
@@ -71,7 +99,13 @@ func (p *Predicate) EvalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	if len(c.Request.Messages) > 0 {
 		for i := range c.Request.Messages {
 			m := &c.Request.Messages[i]
-			msgs = append(msgs, predicate.Message{Role: m.Role, Content: predicateContent(m), Name: m.Name, ToolCallID: m.ToolCallID,
+			content := ""
+			if contents != nil {
+				content = contents[i]
+			} else {
+				content = predicateContent(m)
+			}
+			msgs = append(msgs, predicate.Message{Role: m.Role, Content: content, Name: m.Name, ToolCallID: m.ToolCallID,
 				ToolCalls: predicateCalls(m.ToolCalls)})
 		}
 		v.Request.Messages = msgs
@@ -151,6 +185,89 @@ func predicateContent(m *Message) string {
 	}
 	return b.String()
 }
+
+// TurnContents returns the content of each message of msgs as a predicate
+// reads it with the turns whole: the last message of each turn
+// (SentTurnEnd) holds the turn's text run together, as a model reads the
+// blocks of a turn (the texts each of its messages holds, its Content,
+// then each part's HeldText, in order, with nothing between them, a tool
+// result and the user's text after it among them), and every other
+// message its own content (predicateContent), so that the texts read are
+// at most twice those sent. It returns nil when every turn's text is its
+// last message's own content: every turn is one message, read so already.
+func TurnContents(msgs []Message) []string {
+	var contents []string
+	for i := 0; i < len(msgs); {
+		j := SentTurnEnd(msgs, i)
+		var b strings.Builder
+		for k := i; k < j; k++ {
+			b.WriteString(msgs[k].Content)
+			for _, p := range msgs[k].Parts {
+				b.WriteString(p.HeldText())
+			}
+		}
+		if text := b.String(); contents != nil || text != predicateContent(&msgs[j-1]) {
+			if contents == nil {
+				contents = make([]string, len(msgs))
+				for k := range i {
+					contents[k] = predicateContent(&msgs[k])
+				}
+			}
+			for k := i; k < j-1; k++ {
+				contents[k] = predicateContent(&msgs[k])
+			}
+			contents[j-1] = text
+		}
+		i = j
+	}
+	return contents
+}
+
+// TurnEnd returns the end of the turn msgs[i] starts: j > i such that
+// msgs[i:j] are the consecutive messages of msgs[i]'s role (user, assistant
+// or system) a provider sends as one turn, none of them the grounding
+// block (GroundingKey). Anthropic's API merges consecutive user or
+// assistant messages into one turn, and sends the system messages as the
+// blocks of one system prompt; a model reads the texts of a turn run
+// together. A message of another role (a tool message) or the grounding
+// block is a turn of its own (i+1).
+func TurnEnd(msgs []Message, i int) int {
+	msg := &msgs[i]
+	j := i + 1
+	if msg.grounding() || msg.Role != "user" && msg.Role != "assistant" && msg.Role != "system" {
+		return j
+	}
+	for j < len(msgs) && msgs[j].Role == msg.Role && !msgs[j].grounding() {
+		j++
+	}
+	return j
+}
+
+// SentTurnEnd returns the end of the turn msgs[i] starts as Anthropic's
+// API sends it: TurnEnd, except that a tool message and the user messages
+// and tool messages on either side of it are one user turn. That API sends
+// a tool result as a tool_result block of a user message, the results of
+// consecutive tool messages in one, with the text of the user message
+// after them, and merges consecutive user messages; a model reads the
+// blocks of the turn in order. (An OpenAI model reads each tool message
+// where it is; reading them together as well reads more, never less.)
+func SentTurnEnd(msgs []Message, i int) int {
+	if !msgs[i].userTurn() {
+		return TurnEnd(msgs, i)
+	}
+	j := i + 1
+	for j < len(msgs) && msgs[j].userTurn() {
+		j++
+	}
+	return j
+}
+
+// grounding reports whether m is the grounding block the runtime injected.
+func (m *Message) grounding() bool { return m.Metadata[GroundingKey] == "true" }
+
+// userTurn reports whether m is a user or tool message Anthropic's API
+// sends in a user turn, not the grounding block.
+func (m *Message) userTurn() bool { return (m.Role == "user" || m.Role == "tool") && !m.grounding() }
 
 // chatParams is request.params of r.
 func chatParams(r *ChatRequest) predicate.Params {

@@ -171,3 +171,40 @@ func TestEvalChatContentRunsTextPartsTogether(t *testing.T) {
 		assert.Equal(t, tt.want == "wire\ntransfer", got, "%s: read apart", name)
 	}
 }
+
+// TurnContents gives the last message of a turn (runtime.SentTurnEnd) the
+// turn's texts run together, the others their own, and nil where every
+// turn reads as its one message does, so that EvalChatTurns evaluates once.
+func TestTurnContents(t *testing.T) {
+	msgs := []runtime.Message{
+		{Role: "system", Content: "be"}, {Role: "system", Content: " brief"},
+		{Role: "user", Content: "send a wire"},
+		{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}}},
+		{Role: "tool", ToolCallID: "c1", Content: "wire"}, {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: " transfer"}}},
+		{Role: "assistant", Content: "done"},
+	}
+	assert.Equal(t, []string{"be", "be brief", "send a wire", "", "wire", "wire transfer", "done"}, runtime.TurnContents(msgs))
+	assert.Nil(t, runtime.TurnContents([]runtime.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"},
+		{Role: "assistant", Content: "hello"}, {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "a"}, {Type: runtime.PartText, Text: "b"}}}}))
+	// A tool_result block and the text after it, in one message, run together.
+	assert.Equal(t, []string{"wire transfer"}, runtime.TurnContents([]runtime.Message{{Role: "user", Parts: []runtime.ContentPart{
+		{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "wire"}, {Type: runtime.PartText, Text: " transfer"}}}}))
+
+	// The texts read are at most twice those sent, however many messages a turn holds.
+	many := make([]runtime.Message, 1000)
+	for i := range many {
+		many[i] = runtime.Message{Role: "tool", ToolCallID: "c", Content: "0123456789"}
+	}
+	total := 0
+	for _, c := range runtime.TurnContents(many) {
+		total += len(c)
+	}
+	assert.Equal(t, 2*10*len(many)-10, total)
+
+	p, err := runtime.CompileChatPredicate("request.messages.exists(m, m.content.contains('wire transfer'))")
+	require.NoError(t, err)
+	asSent, whole, err := p.EvalChatTurns(context.Background(), &runtime.ChatCall{Request: runtime.ChatRequest{Messages: msgs}}, nil)
+	require.NoError(t, err)
+	assert.False(t, asSent)
+	assert.True(t, whole)
+}

@@ -89,3 +89,51 @@ func TestGuardReadsTextPartsAsTheModelDoes(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardReadsATurnWhole: a guard read each message apart, while the
+// model reads consecutive user messages, and a tool result with the user's
+// text after it, as one turn (as pii, security and content_filter read
+// them), so "wire" in one and " transfer" in the next passed deny
+// "content.contains('wire transfer')". On all three routes the guard reads
+// the turn whole, and two turns are not read as one.
+func TestGuardReadsATurnWhole(t *testing.T) {
+	const deny = `{use: "guard", name: "no_wire", deny: "messages.exists(m, m.content.contains('wire transfer'))", message: "no"}`
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	bodies := func(a, b string) map[string]string {
+		return map[string]string{
+			"/v1/chat/completions users": `{"model": "primary", "messages": [{"role": "user", "content": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
+			"/v1/chat/completions tool": `{"model": "primary", "messages": [{"role": "user", "content": "look"},
+				{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
+				{"role": "tool", "tool_call_id": "c1", "content": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
+			"/v1/messages users": `{"model": "primary", "max_tokens": 16, "messages": [{"role": "user", "content": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
+			"/v1/messages tool": `{"model": "primary", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
+				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
+				{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": ` + q(a) + `}, {"type": "text", "text": ` + q(b) + `}]}]}`,
+			"/v1/responses users": `{"model": "primary", "input": [{"role": "user", "content": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
+			"/v1/responses tool": `{"model": "primary", "input": [{"role": "user", "content": "look"},
+				{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
+				{"type": "function_call_output", "call_id": "c1", "output": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
+		}
+	}
+	post := func(g *gateway, what, body string) (int, string) {
+		path, _, _ := strings.Cut(what, " ")
+		code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
+		return code, resp
+	}
+	g := newGateway(t, deny, nil, nil)
+	for what, body := range bodies("please send a wire", " transfer of 5000") {
+		code, resp := post(g, what, body)
+		assert.Equal(t, http.StatusForbidden, code, "%s: %s", what, resp)
+	}
+	assert.Zero(t, g.oa.requests())
+	n := len(bodies("", ""))
+	oa := make([]reply, n)
+	for i := range n {
+		oa[i] = reply{body: transcript(t, "openai", "text.sse")}
+	}
+	g = newGateway(t, deny, oa, nil)
+	for what, body := range bodies("wire", "transfer") {
+		code, resp := post(g, what, body)
+		assert.Equal(t, http.StatusOK, code, "%s: %s", what, resp)
+	}
+}

@@ -51,6 +51,22 @@
 // outside stores the block as the call's outcome, so that a duplicate gets
 // it without running the tool again.
 //
+// In the chat stage the predicate reads the messages as sent, then, where a
+// turn of them holds texts its messages read apart, again with the content
+// of the last message of that turn the turn's texts run together
+// (runtime.Predicate.EvalChatTurns): the consecutive user messages, tool
+// messages and tool results with the user's text beside them, the
+// consecutive assistant messages, and the consecutive system messages that
+// Anthropic's API sends as one turn (runtime.SentTurnEnd), as pii, security
+// and content_filter read them. `deny` blocks when either reading holds,
+// `require` when either fails, so "wire" in one user message and
+// " transfer" in the next, or in a tool result and the user's text after
+// it, are "wire transfer" to a deny on it; the texts of two turns (a
+// user's and the assistant's answer) are never read as one. The roles,
+// names, tool calls and the count of the messages are the same in both
+// readings, and the other messages of the turn keep their own content (so
+// the texts read are at most twice those sent).
+//
 // `result` in the tool stage is the result as the tool chain holds it,
 // read as the value the tool's result_schema describes, as output_coerce
 // checks it: for a declared tool with a result_schema, the structured

@@ -137,11 +137,24 @@ func (g *Guard) decide(ctx context.Context, v bool, err error) error {
 	return nil
 }
 
+// evalChat evaluates the predicate over c, reading the messages of each
+// turn together too (runtime.Predicate.EvalChatTurns): a deny holds when it
+// holds either way, a require only when it holds both ways, so a phrase cut
+// across the messages of one turn (two user messages, a tool result and the
+// user's text after it) is read whole, as the model reads it.
+func (g *Guard) evalChat(ctx context.Context, c *runtime.ChatCall, resp *runtime.ChatResponse) (bool, error) {
+	asSent, whole, err := g.pred.EvalChatTurns(ctx, c, resp)
+	if g.deny {
+		return asSent || whole, err
+	}
+	return asSent && whole, err
+}
+
 // WrapChat implements runtime.ChatWrapper.
 func (g *Guard) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if g.Phase == "before" {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
-			v, err := g.pred.EvalChat(ctx, c, nil)
+			v, err := g.evalChat(ctx, c, nil)
 			if err := g.decide(ctx, v, err); err != nil {
 				return err
 			}
@@ -155,7 +168,7 @@ func (g *Guard) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		resp := &runtime.ChatResponse{Text: buf.Text, ToolCalls: buf.ToolCalls, FinishReason: c.FinishReason, Refusal: buf.Refusal,
 			Model: c.Served, Usage: c.Usage, Attempts: c.Meta.Attempts}
-		v, eerr := g.pred.EvalChat(ctx, c, resp)
+		v, eerr := g.evalChat(ctx, c, resp)
 		if err := g.decide(ctx, v, eerr); err != nil {
 			return err
 		}

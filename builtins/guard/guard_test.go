@@ -302,3 +302,54 @@ func TestChatGuardReadsTextPartsRunTogether(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 }
+
+// A chat guard reads the messages of one turn together too, as the model
+// reads them and as pii, security and content_filter do: consecutive user
+// messages, a tool result and the user's text after it (OpenAI's tool
+// message, or Anthropic's tool_result block beside a text block) and
+// consecutive system messages reach the model as one turn, so a phrase a
+// guard denies, cut across two of them, is found, by a deny and by a
+// require alike; the messages of two turns are never read as one.
+func TestChatGuardReadsATurnWhole(t *testing.T) {
+	const found = "messages.exists(m, m.content.contains('wire transfer'))"
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	guards := map[string]plan.Layer{
+		"no_wire":    rt.Named("no_wire", rt.Layer("guard", `{"deny":"`+found+`","message":"no"}`)),
+		"never_wire": rt.Named("never_wire", rt.Layer("guard", `{"require":"!`+found+`","message":"no"}`)),
+	}
+	build := func(layers ...plan.Layer) *runtime.Pipeline {
+		return rt.Build(t, rt.Plan(plan.Chains{Chat: layers}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	}
+	pl := build(guards["no_wire"], guards["never_wire"])
+	call := runtime.ToolUse{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	split := func(a, b string) map[string][]runtime.Message {
+		return map[string][]runtime.Message{
+			"two user messages": {{Role: "user", Content: a}, {Role: "user", Content: b}},
+			"a tool message and the user's text": {{Role: "user", Content: "look it up"},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+				{Role: "tool", ToolCallID: "c1", Content: a}, {Role: "user", Content: b}},
+			"a tool_result block and a text block": {{Role: "user", Content: "look it up"},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+				{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: a}, {Type: runtime.PartText, Text: b}}}},
+			"two system messages": {{Role: "system", Content: a}, {Role: "system", Content: b}, {Role: "user", Content: "hi"}},
+		}
+	}
+	for _, guard := range []string{"no_wire", "never_wire"} {
+		for name, msgs := range split("please send a wire", " transfer of 5000") {
+			// Each guard on its own: the first of the two would block first.
+			_, _, err := rt.Collect(context.Background(), build(guards[guard]), runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b, "%s: %s", guard, name)
+			assert.Equal(t, guard, b.Layer, name)
+		}
+	}
+	assert.Zero(t, model.Calls())
+	for name, msgs := range split("wire", "transfer") {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+		require.NoError(t, err, name)
+	}
+	// Two turns are not read as one: a user's text and the assistant's answer.
+	_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{
+		{Role: "user", Content: "please send a wire"}, {Role: "assistant", Content: " transfer of 5000"}, {Role: "user", Content: "ok"}}}, 0)
+	require.NoError(t, err)
+}

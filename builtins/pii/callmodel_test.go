@@ -223,3 +223,54 @@ func TestChatValueCutAcrossSystemMessagesApart(t *testing.T) {
 	assert.Equal(t, "hello", got[1].Content)
 	assert.Empty(t, strings.TrimSpace(got[2].Content))
 }
+
+// A value cut across a tool result and the user's text after it reaches a
+// Claude model whole: Anthropic's API sends the result as a tool_result
+// block of the user turn, before the user's text. Redact masks it and block
+// refuses it, whether the call holds a tool message and a user message
+// (OpenAI's shape) or one user message with a tool_result part and a text
+// part (Anthropic's); a value cut across the assistant's text and the tool
+// result after it is in two turns, read apart.
+func TestChatAcrossAToolResultAndTheUsersText(t *testing.T) {
+	call := runtime.ToolUse{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	for name, msgs := range map[string][]runtime.Message{
+		"a tool message": {{Role: "user", Content: "look"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+			{Role: "tool", ToolCallID: "c1", Content: "card on file 4111 1111"}, {Role: "user", Content: "1111 1111, thanks"}},
+		"a tool_result part": {{Role: "user", Content: "look"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "card on file 4111 1111"},
+				{Type: runtime.PartText, Text: "1111 1111, thanks"}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			model := &recordingModel{}
+			_, err := chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+				runtime.ChatRequest{Model: "primary", Messages: msgs})
+			require.NoError(t, err)
+			var texts []string
+			for _, m := range model.seen[0][2:] {
+				texts = append(texts, m.Content)
+				for _, p := range m.Parts {
+					texts = append(texts, p.Text)
+				}
+			}
+			joined := strings.Join(texts, "")
+			assert.NotContains(t, joined, "1111", "%q", texts)
+			assert.Contains(t, joined, "card on file [REDACTED:card]")
+			assert.Contains(t, joined, ", thanks")
+
+			model = &recordingModel{}
+			_, err = chatPipeline(t, `{"action":"block"}`, model).Complete(context.Background(),
+				runtime.ChatRequest{Model: "primary", Messages: msgs})
+			var b *runtime.BlockedError
+			require.ErrorAs(t, err, &b)
+			assert.Empty(t, model.seen, "the model does not run")
+		})
+	}
+	msgs := []runtime.Message{{Role: "user", Content: "look"}, {Role: "assistant", Content: "card 4111 1111", ToolCalls: []runtime.ToolUse{call}},
+		{Role: "tool", ToolCallID: "c1", Content: "1111 1111"}}
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, "card 4111 1111", model.seen[0][1].Content)
+	assert.Equal(t, "1111 1111", model.seen[0][2].Content)
+}

@@ -538,7 +538,8 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 			if digits < minCardDigits || (j == n-1 && !cardRightOK(text, groups[j].end)) {
 				continue
 			}
-			if !cardLayout(groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) {
+			if !cardLayout(groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
+				i == j && pathSegment(text, groups[i].start) && !pathCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
 			if c, w := 1+count[j+1], breaks+wraps[j+1]; c > count[i] || (c == count[i] && w <= wraps[i]) {
@@ -669,6 +670,11 @@ type cardBrand struct {
 	maxLen    int
 }
 
+// wide reports whether b is one of Maestro's ranges of two digits that take any length from
+// 12 to 19 (50, 56 to 69): every number of those lengths starting with a 6 is in one. Read
+// alone in a URL's path, where numeric ids are, they name no card (pathCard).
+func (b cardBrand) wide() bool { return b.prefixLen == 2 && b.minLen == 12 && b.maxLen == 19 }
+
 // cardBrands lists the IIN ranges of the major networks (Visa, Mastercard, American
 // Express, Discover, Diners Club, JCB, UnionPay, Maestro, Mir, RuPay, Verve, Troy and a few
 // domestic schemes).
@@ -711,6 +717,29 @@ var cardBrands = []cardBrand{
 	{6054, 6054, 4, 16, 16},     // BankAxept
 }
 
+// pathSegment reports whether the digits at i are a segment of a URL's path: a slash stands
+// before them ("/orders/6011000990139424", "/u/4111111111111111/a.png").
+func pathSegment(text string, i int) bool { return i > 0 && text[i-1] == '/' }
+
+// pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) that
+// isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
+// a file's), of any length, and one that starts with a network's number and has a length it
+// issues passes the Luhn check one time in ten: Maestro's ranges alone take every id of 12
+// to 19 digits starting with a 6. So a card alone in a path is read at the length nearly
+// every card has, 16 digits (15 for American Express), and of a network other than those
+// ranges (TestRandomIDsInURLPaths); one written with separators, in its printed groups, is
+// read as anywhere else.
+func pathCard(s string) bool {
+	if len(s) != 16 && !(len(s) == 15 && (strings.HasPrefix(s, "34") || strings.HasPrefix(s, "37"))) {
+		return false
+	}
+	var digits [16]byte
+	for i := range len(s) {
+		digits[i] = s[i] - '0'
+	}
+	return brandOf(digits[:len(s)], false)
+}
+
 // isCard reports whether s (digits with separators) has the length of a card of the network
 // its issuer identification number belongs to, and passes the Luhn check.
 func isCard(s string) bool {
@@ -733,9 +762,13 @@ func isCard(s string) bool {
 
 // brandLength reports whether digits start with a known IIN and have a length that network
 // issues.
-func brandLength(digits []byte) bool {
+func brandLength(digits []byte) bool { return brandOf(digits, true) }
+
+// brandOf reports whether digits start with a known IIN and have a length that network
+// issues, a Maestro range that takes any number of a length (cardBrand.wide) only with wide.
+func brandOf(digits []byte, wide bool) bool {
 	for _, b := range cardBrands {
-		if len(digits) < b.minLen || len(digits) > b.maxLen {
+		if len(digits) < b.minLen || len(digits) > b.maxLen || b.wide() && !wide {
 			continue
 		}
 		p := 0

@@ -33,7 +33,10 @@
 // after a letter and a slash or a dot before one, as in a URL's path
 // ("/u/4111-1111-1111-1111/a.png", "/cards/4111111111111111.png"); a slash or a dot next to
 // a digit ("2024/4111...", "4111111111111111.25"), and a dash next to a letter (an id), join it to a
-// longer token.
+// longer token. A run of digits alone after a slash, where a path holds numeric ids, is read
+// as a card only at 16 digits (15 for American Express) and of a network other than Maestro's
+// ranges that take any length (50, 56 to 69), which take every id starting with a 6
+// (docs/detection.md measures the ids read as cards before and after).
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
 // written: zero-width and other invisible characters are skipped, full-width digits and
@@ -93,7 +96,9 @@
 // The encrypted data a client sends back (a redacted_thinking block's data, a reasoning
 // item's encrypted_content) and a thinking block's signature are opaque: the provider that
 // made them validates them, and pii does not read them. The text parts of a message, and those of consecutive
-// messages of one role (Anthropic's API merges them into one turn), are read run together
+// messages of one role (Anthropic's API merges them into one turn) and of the tool results and
+// user messages around them (which it sends as one user turn, the results first; two results,
+// each its own block, are not read together), are read run together
 // as well as joined by line breaks (a model reads separate text blocks run together): with
 // "block" an item cut across two of them blocks the call, with "redact" it is masked; so is
 // one the cut readings of those pieces find (the pieces around it glued to its ends, "order
@@ -127,7 +132,7 @@
 // history is not scanned again at every step (a call without a run id is a fresh run). With
 // `action: "redact"` the inner layers see a redacted copy: every message of the transcript
 // (the caller keeps the raw transcript and resends it; an item cut across two text parts of a
-// message, or of consecutive messages of one role, is masked too), the tool definitions and the response
+// message, or of the messages of one turn, a tool result and the user's text after it among them, is masked too), the tool definitions and the response
 // format (their schemas still valid JSON), or the arguments. Arguments a Go host
 // passes in other shapes than decoded JSON (a struct, a []map[string]any, a map of numbers)
 // are read as their JSON form, which is what the tool is sent; arguments with none (a NaN)

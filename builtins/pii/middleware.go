@@ -171,12 +171,13 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	if m.Action == ActionBlock {
 		return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
 			// A value cut across two pieces of one message, or across
-			// consecutive messages of one role, which the model reads run
-			// together, is in no text Scan reads whole.
+			// the messages of one turn (consecutive messages of one role,
+			// a tool result and the user's text after it), which the
+			// model reads run together, is in no text Scan reads whole.
 			tr := mask.Transcript{Mask: m.scanner.Redact, System: m.System}
 			if _, split := tr.AcrossParts(c.Request.Messages, m.scanner.items, true); split {
 				return &runtime.BlockedError{Layer: m.name,
-					Message: "personal data cut across the parts of a message, or across consecutive messages of one role, which the model reads run together"}
+					Message: "personal data cut across the parts of a message, or across the messages of one turn (consecutive messages of one role, a tool result and the user's text after it), which the model reads run together"}
 			}
 			if mask.HasFields(&c.Request) {
 				fields := mask.Transcript{Mask: m.scanner.Redact, Find: m.scanner.items, Seen: &m.seen}

@@ -491,3 +491,56 @@ func seenThrough(lt *layerThrough, msgs []runtime.Message) ([]runtime.Message, e
 	}
 	return lt.last, nil
 }
+
+// TestRedactLeavesNoValueCutAcrossATurn is a property test: a text of personal data cut at a
+// random point into a tool result and the user's text after it (a tool message and a user
+// message, or one user message with a tool_result part and a text part: one user turn to
+// Anthropic's API), or into two consecutive user messages, holds after the layer's masking
+// (mask.Transcript.AcrossParts, then Messages) none of the values Find reports in the whole
+// text, read run together or joined by a line break, where the value does not also occur
+// outside every match; and "block" refuses every such call that holds one cut across the
+// two (AcrossParts finds it).
+func TestRedactLeavesNoValueCutAcrossATurn(t *testing.T) {
+	s := newScanner(t)
+	tr := mask.Transcript{Mask: s.Redact, Find: s.items, System: true}
+	r := rand.New(rand.NewPCG(14, 4))
+	for iter := 0; iter < 3000; iter++ {
+		text := randomPIIText(r)
+		ms := s.Find(text)
+		if len(ms) == 0 || len(text) < 2 {
+			continue
+		}
+		cut := 1 + r.IntN(len(text)-1)
+		a, b := text[:cut], text[cut:]
+		for _, msgs := range [][]runtime.Message{
+			{{Role: "tool", ToolCallID: "c1", Content: a}, {Role: "user", Content: b}},
+			{{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: a}, {Type: runtime.PartText, Text: b}}}},
+			{{Role: "user", Content: a}, {Role: "user", Content: b}},
+		} {
+			joined, _ := tr.AcrossParts(msgs, s.items, true)
+			out, _ := tr.Messages("", joined)
+			var pieces []string
+			for _, m := range out {
+				for _, p := range m.Parts {
+					if p.Type == runtime.PartToolResult {
+						pieces = append(pieces, p.Text)
+					}
+				}
+				pieces = append(pieces, m.Content)
+				for _, p := range m.Parts {
+					if p.Type == runtime.PartText {
+						pieces = append(pieces, p.Text)
+					}
+				}
+			}
+			for _, sep := range []string{"", "\n"} {
+				got := strings.Join(pieces, sep)
+				for _, m := range ms {
+					val := text[m.Start:m.End]
+					require.LessOrEqual(t, strings.Count(got, val), strayOccurrences(text, val, ms),
+						"iteration %d: %q survives in %q, cut into %q and %q (%s)", iter, val, got, a, b, msgs[0].Role)
+				}
+			}
+		}
+	}
+}

@@ -149,6 +149,14 @@ func TestCardInAURLPathSegment(t *testing.T) {
 		"4111111111111111-abc":                            "",
 		"v1.4111111111111111":                             "",
 		"https://img.example/4111111111111111/2.png":      "",
+		// alone in a path, a number only Maestro's ranges of any length take is an id
+		// (TestRandomIDsInURLPaths); in its printed groups, or in text, it is a card
+		"https://shop.example/orders/5612345678901230":     "",
+		"https://shop.example/orders/604123456789012346/a": "",
+		"https://shop.example/orders/6759649826438453":     "6759649826438453",
+		"https://shop.example/cards/5612-3456-7890-1230":   "5612-3456-7890-1230",
+		"card 5612345678901230, or 604123456789012346":     "604123456789012346",
+		"https://shop.example/u/6011000990139424/receipt":  "6011000990139424",
 	} {
 		var got string
 		for _, m := range s.Find(text) {

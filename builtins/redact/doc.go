@@ -131,7 +131,8 @@
 // Each text is masked on its own, and the texts a model reads run together are also read so:
 // the content and text parts of a message, which a provider sends as separate blocks, and
 // those of consecutive messages of one role (user, assistant or system), which Anthropic's API
-// merges into one turn, and the system messages apart, which it sends as one system prompt,
+// merges into one turn, the tool results and the user's text around them, which it sends as
+// the blocks of one user turn (the results first), and the system messages apart, which it sends as one system prompt,
 // read run together and joined by line breaks, and given the cut readings that find a secret
 // the pieces around it glue themselves to (mask.Transcript.AcrossParts, docs/detection.md). A secret cut across two of them ("sk-proj-abc" and "def...",
 // "password=" and "hunter2", a private key's BEGIN line and its body) is masked: the
@@ -139,6 +140,7 @@
 // in the texts after it are removed, and the rest of every text is kept; text glued to a
 // secret across two parts is read, as the model reads it, as the secret's tail. Messages of
 // different roles are not read run together by any model (each opens with its role's markers),
-// nor are two tool results (each its own block, naming its call). A secret a client assembles
+// nor are two tool results (each its own block, naming its call): a result is read with the
+// user's text beside it, not with another result. A secret a client assembles
 // on purpose in an encoding (base64) gets past the layer.
 package redact

@@ -17,7 +17,8 @@ import (
 )
 
 // TestSecretCutAnywhereIsMasked: a text holding a secret, cut at every point into two text
-// parts of a message, into two consecutive user messages, or into two consecutive strings of
+// parts of a message, into two consecutive user messages, into a tool result and the user's
+// text after it, or into two consecutive strings of
 // an array or two consecutive values of an object (in a value, nested in objects, in a tool
 // call's arguments, or in a tool message holding them as JSON text), reaches the model
 // with no secret the whole text holds, nor a piece of one, read run together or joined by a
@@ -76,6 +77,9 @@ func TestSecretCutAnywhereIsMasked(t *testing.T) {
 			for _, msgs := range [][]runtime.Message{
 				{{Role: "user", Content: a, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: b}}}},
 				{{Role: "user", Content: a}, {Role: "user", Content: b}},
+				// a tool result and the user's text after it, one user turn to Anthropic's API
+				{{Role: "tool", ToolCallID: "c1", Content: a}, {Role: "user", Content: b}},
+				{{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "c1", Text: a}, {Type: runtime.PartText, Text: b}}}},
 			} {
 				joined, _ := tr.AcrossParts(msgs, r.items, true)
 				out, _ := tr.Messages("", joined)

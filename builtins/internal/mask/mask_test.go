@@ -189,7 +189,7 @@ func keyValue(text string) []mask.Item {
 
 // TestAcrossParts: an item cut across two text pieces of a message is masked, its masked
 // part placed in the first piece it starts in; an item within one piece is left to the piece
-// itself; with turns, consecutive messages of one role are read together, and only those.
+// itself; with turns, the messages of one turn are read together, and only those.
 func TestAcrossParts(t *testing.T) {
 	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
 	msgs := []runtime.Message{
@@ -218,6 +218,25 @@ func TestAcrossParts(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "k=", got[0].Content)
 	assert.Equal(t, "[K]", got[0].Parts[0].Text)
+
+	// A tool result and the user's text after it are one user turn (a tool message, or a
+	// tool_result part, which Anthropic's API sends before the message's text); two results
+	// are each its own block.
+	result := func(s string) runtime.ContentPart {
+		return runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "c1", Text: s}
+	}
+	got, ok = tr.AcrossParts([]runtime.Message{{Role: "tool", ToolCallID: "c1", Content: "a k="}, {Role: "user", Content: "abc d"}}, keyValue, true)
+	require.True(t, ok)
+	assert.Equal(t, []string{"a k=", "[K] d"}, []string{got[0].Content, got[1].Content})
+	got, ok = tr.AcrossParts([]runtime.Message{{Role: "user", Content: "abc d", Parts: []runtime.ContentPart{result("a k=")}}}, keyValue, true)
+	require.True(t, ok)
+	assert.Equal(t, "a k=", got[0].Parts[0].Text, "the result is read before the message's text")
+	assert.Equal(t, "[K] d", got[0].Content)
+	two := []runtime.Message{{Role: "tool", ToolCallID: "c1", Content: "a k="}, {Role: "tool", ToolCallID: "c2", Content: "abc d"},
+		{Role: "user", Parts: []runtime.ContentPart{result("b k="), result("abc"), text(" e")}}}
+	got, ok = tr.AcrossParts(two, keyValue, true)
+	assert.False(t, ok)
+	assert.Equal(t, two, got)
 }
 
 // bracketed finds each "<...>" of letters and line breaks, masking what it holds.

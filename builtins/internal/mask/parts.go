@@ -33,11 +33,14 @@ type Find func(text string) []Item
 // separate blocks, which a model reads run together (a tool message's pieces as one result,
 // joined by line breaks), so a value cut in two ("4111 1111" and " 1111 1111", "sk-proj-abc"
 // and "def...") reaches it whole though neither piece holds it; the pieces are read run
-// together and joined by line breaks. With turns, the pieces of consecutive messages of one
-// role (user, assistant or system) are read so too: Anthropic's API merges consecutive user or
-// assistant messages into one turn, and sends the system messages as the blocks of one system
-// prompt, wherever they sit (the layer reads consecutive ones together, then all of them as
-// one). The pieces are also given their cut readings (scanned.CutSpans), which find an item
+// together and joined by line breaks. With turns, the pieces of the messages of one turn
+// (scanned.SentTurnEnd: consecutive messages of one role, user, assistant or system, and the
+// tool results and user messages around them, each message's tool_result parts before its
+// text) are read so too: Anthropic's API merges consecutive user or assistant messages into
+// one turn, sends tool results as the first blocks of the user turn after them, and sends the
+// system messages as the blocks of one system prompt, wherever they sit (the layer reads consecutive ones together, then all of them as
+// one). Two tool results, each its own block naming its call, are not read together: a turn
+// is read in runs of pieces no two results' pieces meet in. The pieces are also given their cut readings (scanned.CutSpans), which find an item
 // the pieces around it glue themselves to when run together. The placeholder takes the place of the
 // masked part of the item in the first piece it starts in; its parts in the pieces after it
 // are removed, and the rest of every piece is kept. Messages of role "system" are read as
@@ -47,23 +50,36 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 	// read masks what the pieces of the messages idx, read together, hold across two of them.
 	read := func(idx []int) {
 		var pieces []string
+		var results []int // of each piece, the result it is of (resultOf), or -1
+		base := 0
 		counts := make([]int, len(idx))
 		for k, i := range idx {
 			// the pieces of a message masked already (the system prompt after its turns)
-			p := textPieces(&msgs[i])
+			msg := &msgs[i]
 			if out != nil {
-				p = textPieces(&out[i])
+				msg = &out[i]
 			}
+			p := textPieces(msg)
 			pieces = append(pieces, p...)
+			results = append(results, resultOf(msg, base)...)
+			base += len(msg.Parts) + 1
 			counts[k] = len(p)
 		}
-		if nonEmpty(pieces) < 2 {
-			return
+		// Two tool results are each its own block, naming its call: the pieces are read
+		// together in runs that no two results' pieces meet in.
+		changed := false
+		for from := 0; from < len(pieces); {
+			to := from + 1
+			for to < len(pieces) && !(results[to-1] >= 0 && results[to] >= 0 && results[to-1] != results[to]) {
+				to++
+			}
+			if run, ok := readAcross(pieces[from:to], find); ok {
+				pieces = append(pieces[:from:from], append(run, pieces[to:]...)...)
+				changed = true
+			}
+			from = to
 		}
-		pieces, found := Across(pieces, find, "", "\n")
-		var cut []Item
-		pieces, cut = acrossCuts(pieces, find)
-		if len(found) == 0 && len(cut) == 0 {
+		if !changed {
 			return
 		}
 		if out == nil {
@@ -90,7 +106,7 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 		// The run of messages read together: msgs[i:j].
 		j := i + 1
 		if turns {
-			j = scanned.TurnEnd(msgs, i)
+			j = scanned.SentTurnEnd(msgs, i)
 		}
 		if msg.Role == "system" && !scanned.IsGrounding(msg) {
 			for k := i + 1; k < j; k++ {
@@ -115,16 +131,72 @@ func (t Transcript) AcrossParts(msgs []runtime.Message, find Find, turns bool) (
 	return out, true
 }
 
-// textPieces returns the content and the text parts of msg, in the order scanned.RunTogether
-// reads them; an empty one is kept, so that the pieces match the message's texts one to one.
+// textPieces returns the texts of msg a turn is read from, in the order a provider sends
+// them (pieceSlots): its tool_result parts first, then its content and its text parts; an
+// empty one is kept, so that the pieces match the message's texts one to one.
 func textPieces(msg *runtime.Message) []string {
-	pieces := []string{msg.Content}
-	for _, p := range msg.Parts {
-		if p.Type == runtime.PartText {
-			pieces = append(pieces, p.Text)
+	slots := pieceSlots(msg)
+	pieces := make([]string, len(slots))
+	for k, j := range slots {
+		if j < 0 {
+			pieces[k] = msg.Content
+		} else {
+			pieces[k] = msg.Parts[j].Text
 		}
 	}
 	return pieces
+}
+
+// readAcross returns pieces with the items find finds across two of them masked (Across, read
+// run together and joined by line breaks, and their cut readings), and whether it found any.
+func readAcross(pieces []string, find Find) ([]string, bool) {
+	if nonEmpty(pieces) < 2 {
+		return pieces, false
+	}
+	pieces, found := Across(pieces, find, "", "\n")
+	pieces, cut := acrossCuts(pieces, find)
+	return pieces, len(found) > 0 || len(cut) > 0
+}
+
+// resultOf returns, for each piece of msg (textPieces), the tool result it is of, numbered
+// from base (base to base+len(msg.Parts)), or -1 for a text of the message's own: a tool
+// message's pieces are all its one result, a tool_result part is a result of its own.
+func resultOf(msg *runtime.Message, base int) []int {
+	slots := pieceSlots(msg)
+	out := make([]int, len(slots))
+	for k, j := range slots {
+		switch {
+		case msg.Role == "tool":
+			out[k] = base
+		case j >= 0 && msg.Parts[j].Type == runtime.PartToolResult:
+			out[k] = base + 1 + j
+		default:
+			out[k] = -1
+		}
+	}
+	return out
+}
+
+// pieceSlots returns where each piece of msg (textPieces) is: -1 for its content, else the
+// index of its part. Anthropic's API sends a user message's tool_result blocks before its
+// text (scanned.SentTurnEnd reads a turn so); a tool message's content is its result, and
+// its parts follow it in order.
+func pieceSlots(msg *runtime.Message) []int {
+	var slots []int
+	if msg.Role != "tool" {
+		for j, p := range msg.Parts {
+			if p.Type == runtime.PartToolResult {
+				slots = append(slots, j)
+			}
+		}
+	}
+	slots = append(slots, -1)
+	for j, p := range msg.Parts {
+		if p.Type == runtime.PartText || msg.Role == "tool" && p.Type == runtime.PartToolResult {
+			slots = append(slots, j)
+		}
+	}
+	return slots
 }
 
 func nonEmpty(pieces []string) int {
@@ -137,16 +209,15 @@ func nonEmpty(pieces []string) int {
 	return n
 }
 
-// withPieces returns a copy of msg with its content and text parts replaced by pieces.
+// withPieces returns a copy of msg with its texts (textPieces) replaced by pieces.
 func withPieces(msg *runtime.Message, pieces []string) runtime.Message {
 	out := *msg
-	out.Content = pieces[0]
 	out.Parts = slices.Clone(msg.Parts)
-	k := 1
-	for j := range out.Parts {
-		if out.Parts[j].Type == runtime.PartText {
+	for k, j := range pieceSlots(msg) {
+		if j < 0 {
+			out.Content = pieces[k]
+		} else {
 			out.Parts[j].Text = pieces[k]
-			k++
 		}
 	}
 	return out
@@ -630,17 +701,20 @@ func acrossCuts(pieces []string, find Find) ([]string, []Item) {
 	if len(items) == 0 {
 		return pieces, nil
 	}
-	return maskItems(pieces, "", items, false)
+	return maskItems(pieces, "", items, false, find)
 }
 
 // maskJoined finds the items of pieces joined by sep that run across two pieces or more (with
 // within, every item), and returns the pieces with them masked, and the items.
 func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, []Item) {
-	return maskItems(pieces, sep, find(strings.Join(pieces, sep)), within)
+	return maskItems(pieces, sep, find(strings.Join(pieces, sep)), within, find)
 }
 
-// maskItems is maskJoined for the items found in pieces joined by sep.
-func maskItems(pieces []string, sep string, items []Item, within bool) ([]string, []Item) {
+// maskItems is maskJoined for the items found in pieces joined by sep. Without within, an
+// item inside one piece is left to the piece itself where find finds it in the piece read
+// alone; one only the pieces read together make (its piece alone reads otherwise: "1:4111
+// 1111 1111 1111" after "SSN-92.138.109.13" reads "131:4111 ...") is masked here.
+func maskItems(pieces []string, sep string, items []Item, within bool, find Find) ([]string, []Item) {
 	starts := make([]int, len(pieces))
 	o := 0
 	for k, p := range pieces {
@@ -652,6 +726,22 @@ func maskItems(pieces []string, sep string, items []Item, within bool) ([]string
 	}
 	edits := make([][]edit, len(pieces))
 	var found []Item
+	alone := make(map[int][]Item)
+	// foundAlone reports whether the masked part of it, inside piece k, is inside an item
+	// find finds in the piece alone.
+	foundAlone := func(k int, it Item) bool {
+		own, ok := alone[k]
+		if !ok {
+			own = find(pieces[k])
+			alone[k] = own
+		}
+		for _, o := range own {
+			if o.Start <= it.Start-starts[k] && it.End-starts[k] <= o.End {
+				return true
+			}
+		}
+		return false
+	}
 	for _, it := range items {
 		// An item within one piece is masked with the piece itself.
 		first := -1
@@ -661,7 +751,7 @@ func maskItems(pieces []string, sep string, items []Item, within bool) ([]string
 				break
 			}
 		}
-		if first < 0 || (!within && it.To <= starts[first]+len(pieces[first])) {
+		if first < 0 || (!within && it.To <= starts[first]+len(pieces[first]) && foundAlone(first, it)) {
 			continue
 		}
 		placed := false

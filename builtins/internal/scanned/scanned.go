@@ -462,44 +462,14 @@ func RunTogether(msg *runtime.Message) string {
 	return b.String()
 }
 
-// TurnEnd returns the end of the turn msgs[i] starts: j > i such that
-// msgs[i:j] are the consecutive messages of msgs[i]'s role (user, assistant
-// or system) a provider sends as one turn, none of them the grounding
-// block. Anthropic's API merges consecutive user or assistant messages into
-// one turn, and sends the system messages as the blocks of one system
-// prompt; a model reads the texts of a turn run together. A message of
-// another role (a tool message) or the grounding block is a turn of its own
-// (i+1).
-func TurnEnd(msgs []runtime.Message, i int) int {
-	msg := &msgs[i]
-	j := i + 1
-	if IsGrounding(msg) || msg.Role != "user" && msg.Role != "assistant" && msg.Role != "system" {
-		return j
-	}
-	for j < len(msgs) && msgs[j].Role == msg.Role && !IsGrounding(&msgs[j]) {
-		j++
-	}
-	return j
-}
+// TurnEnd returns the end of the turn msgs[i] starts (runtime.TurnEnd):
+// the consecutive messages of one role a provider sends as one turn.
+func TurnEnd(msgs []runtime.Message, i int) int { return runtime.TurnEnd(msgs, i) }
 
 // SentTurnEnd returns the end of the turn msgs[i] starts as Anthropic's
-// API sends it: TurnEnd, except that a tool message and the user messages
-// and tool messages on either side of it are one user turn. That API sends
-// a tool result as a tool_result block of a user message, the results of
-// consecutive tool messages in one, with the text of the user message
-// after them, and merges consecutive user messages; a model reads the
-// blocks of the turn in order. (An OpenAI model reads each tool message
-// where it is; reading them together as well reads more, never less.)
-func SentTurnEnd(msgs []runtime.Message, i int) int {
-	if !userTurn(&msgs[i]) {
-		return TurnEnd(msgs, i)
-	}
-	j := i + 1
-	for j < len(msgs) && userTurn(&msgs[j]) {
-		j++
-	}
-	return j
-}
+// API sends it (runtime.SentTurnEnd): a tool message and the user and
+// tool messages on either side of it are one user turn.
+func SentTurnEnd(msgs []runtime.Message, i int) int { return runtime.SentTurnEnd(msgs, i) }
 
 // ResultsOnly reports whether the turn msgs[i] starts (SentTurnEnd) holds
 // tool results and no other text: a document the model reads, as each of
@@ -515,12 +485,6 @@ func ResultsOnly(msgs []runtime.Message, i int) bool {
 		results = results || len(msg.ToolResults()) > 0
 	}
 	return results
-}
-
-// userTurn reports whether msg is a user or tool message Anthropic's API
-// sends in a user turn, not the grounding block.
-func userTurn(msg *runtime.Message) bool {
-	return (msg.Role == "user" || msg.Role == "tool") && !IsGrounding(msg)
 }
 
 // Turns calls visit, with kind KindTurn and i the turn's first message,
