@@ -79,6 +79,10 @@ type upstreamConn struct {
 	cs         *mcp.ClientSession // nil until first opened
 	ended      chan struct{}      // closed when cs ends
 	broken     bool               // a call found cs closed before ended was
+	// tools are the definitions cs last listed, by name, in the server's
+	// listing numbered listing (upstreamServer.listings).
+	tools   map[string]*mcp.Tool
+	listing uint64
 	// dialing is the connection being opened (session), stopDial ends it.
 	dialing  *dial
 	stopDial context.CancelFunc
@@ -169,7 +173,17 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 	if again {
 		u.log.Warn("mcp upstream session ended; connecting again", "server", u.name, "session", c.label)
 	}
-	cs, err := u.connect(ctx, c.label)
+	cs, err := u.connect(ctx, c)
+	var tools []*mcp.Tool
+	if err == nil && c != u.main {
+		// A caller's session is listed before its first call: its server
+		// may not be the one the served tools were listed on (it restarted
+		// since without saying so, or it is another process of a command).
+		if tools, err = UpstreamTools(ctx, cs); err != nil {
+			_ = cs.Close()
+			err = fmt.Errorf("mcp server %q: listing the tools of the new session (%s): %w", u.name, c.label, u.secrets.err(err))
+		}
+	}
 	u.mu.Lock()
 	c.stopDial()
 	c.dialing, c.stopDial = nil, nil
@@ -183,7 +197,17 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 	default:
 		old = c.cs
 		c.watch(cs)
-		if again {
+		switch {
+		case c != u.main:
+			// Tools the session lists otherwise than those served are
+			// listed on it again, scanned and served (or withheld) before
+			// its call reaches one (admit).
+			c.note(cs, tools)
+			if !sameTools(c.tools, u.listing) {
+				u.via = c
+				u.markChanged()
+			}
+		case again:
 			// A server that restarted may serve other tools: they are
 			// listed and scanned again before a call reaches one.
 			u.markChanged()
@@ -266,21 +290,111 @@ func sessionGone(err error) bool {
 	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)
 }
 
-// listTools lists the server's tools on its listing session; a session
-// found gone (the server restarted) is opened again and listed once more.
+// listTools lists the server's tools for a change: on the caller's
+// session that found its tools differ from those served or was told of a
+// change (via), else (or when that session has closed meanwhile) on the
+// listing session. The listing is the one the served tools are then built
+// from (listing).
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
-	cs, err := u.main.session(ctx)
+	u.mu.Lock()
+	c := u.via
+	u.via = nil
+	if c == nil || c.dropped {
+		c = u.main
+	}
+	u.mu.Unlock()
+	tools, err := c.list(ctx)
+	if err != nil && c != u.main && ctx.Err() == nil {
+		c = u.main
+		tools, err = c.list(ctx)
+	}
+	if err == nil {
+		u.mu.Lock()
+		u.listing, u.listedAs = c.tools, c.listing
+		u.mu.Unlock()
+	}
+	return tools, err
+}
+
+// list lists the tools on c's session and notes them; a session found gone
+// (the server restarted) is opened again and listed once more.
+func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, error) {
+	cs, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := UpstreamTools(ctx, cs)
+	tools, err := c.listOn(ctx, cs)
 	if err != nil && ctx.Err() == nil && sessionGone(err) {
-		u.main.lost(cs)
-		if cs, err = u.main.session(ctx); err == nil {
-			tools, err = UpstreamTools(ctx, cs)
+		c.lost(cs)
+		if cs, err = c.session(ctx); err == nil {
+			tools, err = c.listOn(ctx, cs)
 		}
 	}
 	return tools, err
+}
+
+// listOn lists the tools on cs, c's session, and notes them.
+func (c *upstreamConn) listOn(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	tools, err := UpstreamTools(ctx, cs)
+	if err == nil {
+		c.u.mu.Lock()
+		c.note(cs, tools)
+		c.u.mu.Unlock()
+	}
+	return tools, err
+}
+
+// note makes tools, listed on cs, c's listing while cs is its session.
+// Called with its server's mu held.
+func (c *upstreamConn) note(cs *mcp.ClientSession, tools []*mcp.Tool) {
+	if c.cs != cs {
+		return
+	}
+	c.u.listings++
+	c.tools, c.listing = make(map[string]*mcp.Tool, len(tools)), c.u.listings
+	for _, t := range tools {
+		c.tools[t.Name] = t
+	}
+}
+
+// describes reports whether cs, c's session, lists t as it is served. A
+// session whose listing is older than the one the served tools were last
+// built or checked from (a change listed on another session) is listed
+// again first: an upstream that changed its tools serves them so on every
+// session, and a session that still lists them otherwise reaches another
+// server (one that did not restart, another version of a command). A
+// listing that fails is the error.
+func (c *upstreamConn) describes(ctx context.Context, cs *mcp.ClientSession, t *upstreamTool) (bool, error) {
+	u := c.u
+	u.mu.Lock()
+	def, older := c.tools[t.name], c.listing < u.listedAs
+	u.mu.Unlock()
+	if sameTool(def, t.tool) || !older {
+		return sameTool(def, t.tool), nil
+	}
+	tools, err := c.listOn(ctx, cs)
+	if err != nil {
+		return false, fmt.Errorf("mcp server %q: listing the tools of the session (%s) again: %w", u.name, c.label, u.secrets.err(err))
+	}
+	for _, d := range tools {
+		if d.Name == t.name {
+			return sameTool(d, t.tool), nil
+		}
+	}
+	return false, nil
+}
+
+// sameTools reports whether two listings, by name, are the same.
+func sameTools(a, b map[string]*mcp.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, t := range a {
+		if !sameTool(t, b[name]) {
+			return false
+		}
+	}
+	return true
 }
 
 // upstreamCaller is who makes a tool call, as the choice of its upstream
@@ -367,8 +481,8 @@ func plural(n int, one, many string) string {
 // release lets go of c, held by a call: a session dropped meanwhile is
 // closed with its last call, and so is one that could not be opened or
 // has ended (it holds no place under maxSessions; the next call opens
-// another, after the tools are listed again when it had ended); a
-// tenant's is closed after idle without one.
+// another, listed before that call reaches a tool); a tenant's is closed
+// after idle without one.
 func (u *upstreamServer) release(c *upstreamConn) {
 	u.mu.Lock()
 	c.calls--
@@ -377,13 +491,9 @@ func (u *upstreamServer) release(c *upstreamConn) {
 		return
 	}
 	if !c.dropped && c.dialing == nil && !c.live() {
-		if c.cs != nil {
-			// Its session ended (the server may have restarted with
-			// other tools): the session the next call opens afresh is
-			// one opened again, so the tools are listed again before
-			// that call reaches one (admit), as reconnect has them.
-			u.stale = true
-		}
+		// The session the next call opens afresh is listed before that
+		// call reaches a tool (reconnect): the server may have restarted
+		// with other tools.
 		u.forget(c)
 	}
 	if c.dropped {
@@ -404,15 +514,11 @@ func (u *upstreamServer) release(c *upstreamConn) {
 
 // idled drops c when it has had no call for idle. The session the
 // tenant's next call opens afresh may reach a server restarted meanwhile
-// with other tools, which need not announce them: the tools are listed
-// again before a call reaches one (admit), as when a session that ended
-// is opened again.
+// with other tools, which need not announce them: it is listed before that
+// call reaches a tool (reconnect).
 func (u *upstreamServer) idled(c *upstreamConn) {
 	u.mu.Lock()
 	quiet := c.calls == 0 && time.Since(c.lastCall) >= u.idle
-	if quiet && c.cs != nil {
-		u.stale = true
-	}
 	u.mu.Unlock()
 	if quiet {
 		u.drop(c)
