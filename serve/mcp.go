@@ -91,9 +91,13 @@ type upstreamServer struct {
 	// main is the session that lists the tools, and carries the calls
 	// when the scope is "shared".
 	main *upstreamConn
-	// scoped holds the callers' sessions by their key (take).
-	scoped map[string]*upstreamConn
-	closed bool
+	// scoped holds the callers' sessions by their key (take);
+	// tenantSessions counts them by tenant, each at most tenantMax (0: no
+	// share, the keys name one tenant).
+	scoped         map[string]*upstreamConn
+	tenantSessions map[string]int
+	tenantMax      int
+	closed         bool
 	// refs counts the generations sharing the server; the last to close
 	// it closes the sessions.
 	refs int

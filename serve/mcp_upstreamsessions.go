@@ -23,7 +23,11 @@ import (
 // one session for every caller. The tools are listed on a session of their
 // own (upstreamServer.main), which "shared" calls use too: no caller's
 // state is in it otherwise. At most max_sessions scoped sessions are open
-// with a server; past it a call that needs another is refused, not sent.
+// with a server, and where the keys name more than one tenant at most half
+// of them (at least one) are a tenant's, as a tenant's share of the calls
+// in flight is (Options.MaxInFlightPerTenant): one tenant's client
+// sessions cannot hold them all. Past either bound a call that needs
+// another session is refused, not sent.
 
 // The values of plan.MCPServer.Session.
 const (
@@ -52,6 +56,20 @@ func sessionScope(s plan.MCPServer) string {
 	}
 }
 
+// shareSessions bounds each tenant's scoped sessions with every server of
+// u where the keys name tenants tenants: half of max_sessions, at least one,
+// where they name more than one.
+func (u *upstreams) shareSessions(tenants int) {
+	if tenants < 2 {
+		return
+	}
+	for _, up := range u.servers {
+		up.mu.Lock()
+		up.tenantMax = max(up.maxSessions/2, 1)
+		up.mu.Unlock()
+	}
+}
+
 // maxScopedSessions returns the bound on s's scoped sessions.
 func maxScopedSessions(s plan.MCPServer) int {
 	switch {
@@ -76,9 +94,12 @@ type upstreamConn struct {
 	// for calls made outside an MCP client session.
 	key, label string
 	tenant     bool
-	cs         *mcp.ClientSession // nil until first opened
-	ended      chan struct{}      // closed when cs ends
-	broken     bool               // a call found cs closed before ended was
+	// owner is the tenant of the callers, whose share of the server's
+	// sessions it counts against (tenantMax).
+	owner  string
+	cs     *mcp.ClientSession // nil until first opened
+	ended  chan struct{}      // closed when cs ends
+	broken bool               // a call found cs closed before ended was
 	// tools are the definitions cs last listed, by name, in the server's
 	// listing numbered listing (upstreamServer.listings).
 	tools   map[string]*mcp.Tool
@@ -438,19 +459,24 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 	}
 	c := u.scoped[key]
 	if c == nil {
+		if n := u.tenantSessions[caller.tenant]; u.tenantMax > 0 && n >= u.tenantMax {
+			u.mu.Unlock()
+			return nil, nil, u.refuseSession("mcp upstream session refused: the tenant's sessions are at its share of the server's max_sessions",
+				fmt.Sprintf("mcp server %q: tenant %q has %d upstream %s open, its share of the server's max_sessions (%d of %d): no other can be opened for it until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
+					u.name, caller.tenant, n, plural(n, "session", "sessions"), u.tenantMax, u.maxSessions), "tenant", caller.tenant, "share", u.tenantMax)
+		}
 		if n := len(u.scoped); n >= u.maxSessions {
 			u.mu.Unlock()
-			if u.m != nil {
-				u.m.upstreamRefused.WithLabelValues(u.name).Inc()
-			}
-			u.log.Warn("mcp upstream session refused: the server's sessions are at its max_sessions", "server", u.name,
-				"scope", u.scope, "max_sessions", u.maxSessions)
-			return nil, nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+			return nil, nil, u.refuseSession("mcp upstream session refused: the server's sessions are at its max_sessions", fmt.Sprintf(
 				"mcp server %q: %d upstream %s open, its max_sessions: no other can be opened for this %s until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
-				u.name, n, plural(n, "session", "sessions"), u.scope)})
+				u.name, n, plural(n, "session", "sessions"), u.scope))
 		}
-		c = &upstreamConn{u: u, key: key, label: label, tenant: tenant, gone: make(chan struct{})}
+		c = &upstreamConn{u: u, key: key, label: label, tenant: tenant, owner: caller.tenant, gone: make(chan struct{})}
 		u.scoped[key] = c
+		if u.tenantSessions == nil {
+			u.tenantSessions = map[string]int{}
+		}
+		u.tenantSessions[c.owner]++
 		if u.m != nil {
 			u.m.upstreamSessions.WithLabelValues(u.name).Inc()
 		}
@@ -468,6 +494,17 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 	c.calls++
 	u.mu.Unlock()
 	return c, func() { u.release(c) }, nil
+}
+
+// refuseSession counts and logs (logMsg, with attrs) the refusal of a
+// call that needs an upstream session past a bound, and returns its
+// error, msg: not sent, transient.
+func (u *upstreamServer) refuseSession(logMsg, msg string, attrs ...any) error {
+	if u.m != nil {
+		u.m.upstreamRefused.WithLabelValues(u.name).Inc()
+	}
+	u.log.Warn(logMsg, append([]any{"server", u.name, "scope", u.scope, "max_sessions", u.maxSessions}, attrs...)...)
+	return runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: msg})
 }
 
 // plural returns one for n == 1, else many.
@@ -548,6 +585,9 @@ func (u *upstreamServer) forget(c *upstreamConn) {
 	close(c.gone)
 	if u.scoped[c.key] == c {
 		delete(u.scoped, c.key)
+		if u.tenantSessions[c.owner]--; u.tenantSessions[c.owner] <= 0 {
+			delete(u.tenantSessions, c.owner)
+		}
 		if u.m != nil {
 			u.m.upstreamSessions.WithLabelValues(u.name).Dec()
 		}
