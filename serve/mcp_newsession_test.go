@@ -80,3 +80,37 @@ func TestMCPStdioProcessServingTheCallIsListed(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPStdioProcessOfAnotherVersionIsRefused: a command's program
+// changes (ping's description, clean) while tenant alpha's process runs.
+// Tenant beta's process, started after, describes ping anew: the new
+// definition is listed on beta's process, scanned and served, and beta's
+// calls run (but the first, which held the generation replaced). Alpha's process, listed again before its call, still
+// describes ping as before: its call is refused, not sent, as the
+// definition it would run is not the one served.
+func TestMCPStdioProcessOfAnotherVersionIsRefused(t *testing.T) {
+	t.Setenv("AGENTC_TEST_OPENAI_KEY", "sk-test")
+	describe := filepath.Join(t.TempDir(), "describe")
+	require.NoError(t, os.WriteFile(describe, []byte("Ping."), 0o644))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(stdioDescribedPolicy,
+		sha("alpha-key"), sha("beta-key"), describe, os.Args[0]))), WatchInterval: -1})
+	alpha := connectProxy(t, s.url, "alpha-key", nil)
+	require.Contains(t, callText(t, alpha, "ping", nil), "pong from")
+
+	require.NoError(t, os.WriteFile(describe, []byte("Ping the server twice."), 0o644))
+	beta := connectProxy(t, s.url, "beta-key", nil)
+	// Beta's first call held the generation serving ping as before, which
+	// the new list replaced under it: it is refused, not sent, as any call
+	// holding a generation replaced is.
+	res, err := beta.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping"})
+	require.NoError(t, err)
+	require.True(t, res.IsError, "beta's call ran on the definition it did not hold: %s", text(t, res))
+	assert.Contains(t, text(t, res), `blocked by mcp: tool "ping" of mcp server "crashy" is not served:`)
+	require.Contains(t, callText(t, beta, "ping", nil), "pong from", "beta's process serves the definition it lists")
+	assert.Equal(t, "Ping the server twice.", listedDescriptions(t, beta)["ping"])
+
+	res, err = alpha.CallTool(context.Background(), &mcp.CallToolParams{Name: "ping"})
+	require.NoError(t, err)
+	require.True(t, res.IsError, "alpha's process of the older version ran: %s", text(t, res))
+	assert.Contains(t, text(t, res), `blocked by mcp: tool "ping" of mcp server "crashy" is not served on this upstream session`)
+}
