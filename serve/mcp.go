@@ -61,9 +61,10 @@ type upstreams struct {
 
 // upstreamServer is one upstream server: the session that lists its tools
 // (main) and the sessions of its callers (scoped, mcp_upstreamsessions.go).
-// Its tools are listed again whenever the server says its list changed and
-// whenever a session is opened again (see mcp_refresh.go); a generation
-// rebuilt for a new list shares the server with the one it replaces.
+// Its tools are listed again whenever the server says its list changed,
+// and on every caller's session as it is opened, before its first call
+// (see mcp_refresh.go); a generation rebuilt for a new list shares the
+// server with the one it replaces.
 type upstreamServer struct {
 	name string
 	spec plan.MCPServer
@@ -90,9 +91,13 @@ type upstreamServer struct {
 	// main is the session that lists the tools, and carries the calls
 	// when the scope is "shared".
 	main *upstreamConn
-	// scoped holds the callers' sessions by their key (take).
-	scoped map[string]*upstreamConn
-	closed bool
+	// scoped holds the callers' sessions by their key (take);
+	// tenantSessions counts them by tenant, each at most tenantMax (0: no
+	// share, the keys name one tenant).
+	scoped         map[string]*upstreamConn
+	tenantSessions map[string]int
+	tenantMax      int
+	closed         bool
 	// refs counts the generations sharing the server; the last to close
 	// it closes the sessions.
 	refs int
@@ -102,13 +107,23 @@ type upstreamServer struct {
 	served map[string]*mcp.Tool
 	// pending is open while the tools are being listed again: calls wait
 	// for it. dirty asks the refresh under way for another round; running
-	// is set while one is. stale is set when a listing failed, or a
-	// caller's session that ended was let go (release) or a tenant's
-	// was closed after idle (idled): the next call lists again.
+	// is set while one is. stale is set when a listing failed: the
+	// next call lists again.
 	pending chan struct{}
 	dirty   bool
 	running bool
 	stale   bool
+	// via is the session the next listing for a change is taken on (nil:
+	// main): a caller's session whose tools differ from those served, or
+	// whose server said its list changed.
+	via *upstreamConn
+	// listings numbers the listings taken on the server's sessions
+	// (upstreamConn.listed); listing holds, by name, the tools of the one
+	// the served tools were last built or checked from, numbered
+	// listedAs.
+	listings uint64
+	listing  map[string]*mcp.Tool
+	listedAs uint64
 	// refreshed is when the last listing for a change started
 	// (refreshLoop).
 	refreshed time.Time
@@ -128,9 +143,10 @@ type dial struct {
 	err  error
 }
 
-// connect opens a session with the server, following its tool list; a
-// command's standard error is logged naming the session (label).
-func (u *upstreamServer) connect(ctx context.Context, label string) (*mcp.ClientSession, error) {
+// connect opens c's session with the server, following its tool list: a
+// change the server announces on it is listed on it; a command's standard
+// error is logged naming the session (c.label).
+func (u *upstreamServer) connect(ctx context.Context, c *upstreamConn) (*mcp.ClientSession, error) {
 	opts := &mcp.ClientOptions{ProgressNotificationHandler: u.relayProgress}
 	if u.onChange != nil {
 		// The handler runs on the session's reader: it does not wait for
@@ -139,13 +155,16 @@ func (u *upstreamServer) connect(ctx context.Context, label string) (*mcp.Client
 			go func() {
 				u.mu.Lock()
 				defer u.mu.Unlock()
+				if !c.dropped {
+					u.via = c
+				}
 				u.markChanged()
 			}()
 		}
 	}
 	log := u.log
 	if log != nil {
-		log = log.With("session", label)
+		log = log.With("session", c.label)
 	}
 	return connect(ctx, u.name, u.spec, u.dir, u.lookupEnv, &u.secrets, opts, u.seenProgress, log)
 }
@@ -459,7 +478,7 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 		up := &upstreamServer{name: name, spec: spec, dir: dir, lookupEnv: lookupEnv, log: log, onChange: onChange, refs: 1,
 			scope: sessionScope(spec), maxSessions: maxScopedSessions(spec), idle: idle, m: m, scoped: map[string]*upstreamConn{}}
 		up.main = &upstreamConn{u: up, label: "listing"}
-		cs, err := up.connect(cctx, up.main.label)
+		cs, err := up.connect(cctx, up.main)
 		if err != nil {
 			cancel()
 			u.close()
@@ -473,6 +492,10 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, &upstreamError{fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))}
 		}
+		up.mu.Lock()
+		up.main.note(cs, tools)
+		up.listing, up.listedAs = up.main.tools, up.main.listing
+		up.mu.Unlock()
 		listed = append(listed, serverTools{up: up, tools: tools})
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
 	}
@@ -970,7 +993,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	if err != nil {
 		return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
 	}
-	if err := t.up.admit(ctx, t); err != nil {
+	if err := t.up.admit(ctx, t, conn, cs); err != nil {
 		return nil, err
 	}
 	nctx, note := noting(ctx)
@@ -986,7 +1009,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		if cs, err = conn.renew(ctx, cs); err != nil {
 			return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
 		}
-		if err := t.up.admit(ctx, t); err != nil {
+		if err := t.up.admit(ctx, t, conn, cs); err != nil {
 			return nil, err
 		}
 		res, err = cs.CallTool(nctx, params)

@@ -328,14 +328,22 @@ func TestMCPUpstreamListIsFollowed(t *testing.T) {
 // when run as a command (AGENTC_TEST_MCP_STDIO set): tools ping, env, which
 // answers its environment a variable a line, meta, which answers its
 // request's _meta (metaTool), crash, which ends the process, and hang,
-// which answers when cancelled. With
+// which answers when cancelled. With AGENTC_TEST_MCP_DESCRIBE set, ping's
+// description is the text of that file as the process starts. With
 // AGENTC_TEST_MCP_LOG set, the messages it reads are logged in that file.
 func TestMCPStdioHelper(t *testing.T) {
 	if os.Getenv("AGENTC_TEST_MCP_STDIO") == "" {
 		t.Skip("the stdio upstream of TestMCPStdioUpstreamExits")
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "crashy", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	ping := &mcp.Tool{Name: "ping"}
+	if name := os.Getenv("AGENTC_TEST_MCP_DESCRIBE"); name != "" {
+		// The process describes ping as the file says when it starts.
+		b, err := os.ReadFile(name)
+		require.NoError(t, err)
+		ping.Description = string(b)
+	}
+	mcp.AddTool(srv, ping, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("pong from %d", os.Getpid())}}}, nil, nil
 	})
 	srv.AddTool(&mcp.Tool{Name: "balance", InputSchema: json.RawMessage(`{"type":"object"}`)}, exactResultTool)

@@ -16,14 +16,17 @@ import (
 )
 
 // An upstream's tool list is followed: when the server says it changed
-// (notifications/tools/list_changed) or a session is opened again after
-// one ended or a tenant's closed after idle (a restarted server may serve
-// other tools), its tools are
-// listed again and, when they differ from those served, a generation is
-// built for the new list (the same policy and sessions; every definition
-// scanned as at load) and installed, which tells the MCP clients the list
-// changed. Meanwhile the server's calls wait; a call of a tool whose
-// definition is not the one scanned and served is refused.
+// (notifications/tools/list_changed, listed on the session that said so),
+// when its listing session is opened again after it ended, and when a
+// caller's session, listed as it is opened, lists other tools than those
+// served (a restarted server, or another process of a command, may serve
+// other tools; listed on that session), its tools are listed again and,
+// when they differ from those served, a generation is built for the new
+// list (the same policy and sessions; every definition scanned as at
+// load) and installed, which tells the MCP clients the list changed.
+// Meanwhile the server's calls wait; a call of a tool whose definition is
+// not the one scanned and served, or that the session the call would be
+// sent on describes otherwise, is refused.
 
 // LayerMCP names the refusal of a call of an upstream tool that is no
 // longer served as it was listed.
@@ -79,11 +82,12 @@ func (u *upstreamServer) refreshLoop() {
 }
 
 // admit waits until the server's tools are not being listed again, then
-// refuses a call of t unless t's definition is the one served. A call whose
-// context ends while it waits was never sent: its error is marked
+// refuses a call of t unless t's definition is the one served and cs,
+// c's session that the call is sent on, lists it so (describes). A call
+// whose context ends while it waits was never sent: its error is marked
 // runtime.NotRun, so that idempotent releases its claim and audit records
 // it failed, not in doubt.
-func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
+func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstreamConn, cs *mcp.ClientSession) error {
 	u.mu.Lock()
 	if u.stale && !u.running {
 		u.stale = false
@@ -98,9 +102,26 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool) error {
 			return runtime.NotRun(ctx.Err())
 		}
 	}
-	if u.serves(t) {
+	if !u.serves(t) {
+		return u.notServed(t)
+	}
+	same, err := c.describes(ctx, cs, t)
+	switch {
+	case ctx.Err() != nil:
+		return runtime.NotRun(ctx.Err())
+	case err != nil:
+		return runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Err: err})
+	case same:
 		return nil
 	}
+	return &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
+		"tool %q of mcp server %q is not served on this upstream session: the session's server describes it otherwise than the definition scanned and served (a server that restarted, or another version of its command)",
+		t.name, u.name)}
+}
+
+// notServed is the refusal of a call of t, whose definition is not the
+// one served.
+func (u *upstreamServer) notServed(t *upstreamTool) error {
 	return &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
 		"tool %q of mcp server %q is not served: the server's tool list changed (the tool was removed, changed or withheld) or could not be listed again",
 		t.name, u.name)}

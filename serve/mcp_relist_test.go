@@ -69,13 +69,15 @@ func TestMCPUnknownToolListsAgain(t *testing.T) {
 	loaded := lists.Load()
 
 	// The upstream adds a tool without telling: the first call of it lists
-	// the upstream again and runs.
+	// the upstream again and runs, on the client's upstream session, which
+	// is listed as it is opened.
 	mcp.AddTool(srv, &mcp.Tool{Name: "stock", Description: "Check the stock of an item."}, echo.handle)
 	time.Sleep(100 * time.Millisecond)
 	require.Equal(t, loaded, lists.Load(), "the proxy heard nothing of the change")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "stock", Arguments: map[string]any{}})
 	require.NoError(t, err)
 	assert.Equal(t, "ran stock", text(t, res))
+	loaded++ // the client's upstream session
 	assert.Equal(t, loaded+1, lists.Load())
 	assert.Equal(t, map[string]string{"lookup": "Look an order up.", "stock": "Check the stock of an item."}, listedDescriptions(t, cs))
 

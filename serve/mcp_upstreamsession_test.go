@@ -331,3 +331,25 @@ chains: tool: [{use: "file_check", roots: [%q]}]
 		procs(0, "the shutdown ends every process")
 	}
 }
+
+// TestMCPUpstreamSessionTenantShare: where the keys name more than one
+// tenant, a tenant holds at most half of a server's max_sessions: alpha's
+// client sessions, however many, leave beta its sessions; alpha past its
+// share is refused, not sent, with an error naming the tenant and its
+// share, and counted.
+func TestMCPUpstreamSessionTenantShare(t *testing.T) {
+	up := newNoteServer(t)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, notePolicyFor(up.url, `, max_sessions: 4`))), WatchInterval: -1})
+	for range 2 {
+		assert.Equal(t, "(none)", callText(t, connectProxy(t, s.url, "alpha-key", nil), "web_get_note", nil))
+	}
+	res, err := connectProxy(t, s.url, "alpha2-key", nil).CallTool(context.Background(), &mcp.CallToolParams{Name: "web_get_note", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.True(t, res.IsError, "alpha's third session is past its share")
+	assert.Contains(t, text(t, res), `mcp server "web": tenant "alpha" has 2 upstream sessions open, its share of the server's max_sessions (2 of 4): no other can be opened for it until one closes`)
+	assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions_refused_total{server="web"} 1`)
+	for range 2 {
+		assert.Equal(t, "(none)", callText(t, connectProxy(t, s.url, "beta-key", nil), "web_get_note", nil), "beta gets its share")
+	}
+	assertMetric(t, s.url, `agentc_serve_mcp_upstream_sessions{server="web"} 4`)
+}

@@ -23,7 +23,11 @@ import (
 // one session for every caller. The tools are listed on a session of their
 // own (upstreamServer.main), which "shared" calls use too: no caller's
 // state is in it otherwise. At most max_sessions scoped sessions are open
-// with a server; past it a call that needs another is refused, not sent.
+// with a server, and where the keys name more than one tenant at most half
+// of them (at least one) are a tenant's, as a tenant's share of the calls
+// in flight is (Options.MaxInFlightPerTenant): one tenant's client
+// sessions cannot hold them all. Past either bound a call that needs
+// another session is refused, not sent.
 
 // The values of plan.MCPServer.Session.
 const (
@@ -52,6 +56,20 @@ func sessionScope(s plan.MCPServer) string {
 	}
 }
 
+// shareSessions bounds each tenant's scoped sessions with every server of
+// u where the keys name tenants tenants: half of max_sessions, at least one,
+// where they name more than one.
+func (u *upstreams) shareSessions(tenants int) {
+	if tenants < 2 {
+		return
+	}
+	for _, up := range u.servers {
+		up.mu.Lock()
+		up.tenantMax = max(up.maxSessions/2, 1)
+		up.mu.Unlock()
+	}
+}
+
 // maxScopedSessions returns the bound on s's scoped sessions.
 func maxScopedSessions(s plan.MCPServer) int {
 	switch {
@@ -76,9 +94,16 @@ type upstreamConn struct {
 	// for calls made outside an MCP client session.
 	key, label string
 	tenant     bool
-	cs         *mcp.ClientSession // nil until first opened
-	ended      chan struct{}      // closed when cs ends
-	broken     bool               // a call found cs closed before ended was
+	// owner is the tenant of the callers, whose share of the server's
+	// sessions it counts against (tenantMax).
+	owner  string
+	cs     *mcp.ClientSession // nil until first opened
+	ended  chan struct{}      // closed when cs ends
+	broken bool               // a call found cs closed before ended was
+	// tools are the definitions cs last listed, by name, in the server's
+	// listing numbered listing (upstreamServer.listings).
+	tools   map[string]*mcp.Tool
+	listing uint64
 	// dialing is the connection being opened (session), stopDial ends it.
 	dialing  *dial
 	stopDial context.CancelFunc
@@ -169,7 +194,17 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 	if again {
 		u.log.Warn("mcp upstream session ended; connecting again", "server", u.name, "session", c.label)
 	}
-	cs, err := u.connect(ctx, c.label)
+	cs, err := u.connect(ctx, c)
+	var tools []*mcp.Tool
+	if err == nil && c != u.main {
+		// A caller's session is listed before its first call: its server
+		// may not be the one the served tools were listed on (it restarted
+		// since without saying so, or it is another process of a command).
+		if tools, err = UpstreamTools(ctx, cs); err != nil {
+			_ = cs.Close()
+			err = fmt.Errorf("mcp server %q: listing the tools of the new session (%s): %w", u.name, c.label, u.secrets.err(err))
+		}
+	}
 	u.mu.Lock()
 	c.stopDial()
 	c.dialing, c.stopDial = nil, nil
@@ -183,7 +218,17 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 	default:
 		old = c.cs
 		c.watch(cs)
-		if again {
+		switch {
+		case c != u.main:
+			// Tools the session lists otherwise than those served are
+			// listed on it again, scanned and served (or withheld) before
+			// its call reaches one (admit).
+			c.note(cs, tools)
+			if !sameTools(c.tools, u.listing) {
+				u.via = c
+				u.markChanged()
+			}
+		case again:
 			// A server that restarted may serve other tools: they are
 			// listed and scanned again before a call reaches one.
 			u.markChanged()
@@ -266,21 +311,111 @@ func sessionGone(err error) bool {
 	return errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF)
 }
 
-// listTools lists the server's tools on its listing session; a session
-// found gone (the server restarted) is opened again and listed once more.
+// listTools lists the server's tools for a change: on the caller's
+// session that found its tools differ from those served or was told of a
+// change (via), else (or when that session has closed meanwhile) on the
+// listing session. The listing is the one the served tools are then built
+// from (listing).
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
-	cs, err := u.main.session(ctx)
+	u.mu.Lock()
+	c := u.via
+	u.via = nil
+	if c == nil || c.dropped {
+		c = u.main
+	}
+	u.mu.Unlock()
+	tools, err := c.list(ctx)
+	if err != nil && c != u.main && ctx.Err() == nil {
+		c = u.main
+		tools, err = c.list(ctx)
+	}
+	if err == nil {
+		u.mu.Lock()
+		u.listing, u.listedAs = c.tools, c.listing
+		u.mu.Unlock()
+	}
+	return tools, err
+}
+
+// list lists the tools on c's session and notes them; a session found gone
+// (the server restarted) is opened again and listed once more.
+func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, error) {
+	cs, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tools, err := UpstreamTools(ctx, cs)
+	tools, err := c.listOn(ctx, cs)
 	if err != nil && ctx.Err() == nil && sessionGone(err) {
-		u.main.lost(cs)
-		if cs, err = u.main.session(ctx); err == nil {
-			tools, err = UpstreamTools(ctx, cs)
+		c.lost(cs)
+		if cs, err = c.session(ctx); err == nil {
+			tools, err = c.listOn(ctx, cs)
 		}
 	}
 	return tools, err
+}
+
+// listOn lists the tools on cs, c's session, and notes them.
+func (c *upstreamConn) listOn(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) {
+	tools, err := UpstreamTools(ctx, cs)
+	if err == nil {
+		c.u.mu.Lock()
+		c.note(cs, tools)
+		c.u.mu.Unlock()
+	}
+	return tools, err
+}
+
+// note makes tools, listed on cs, c's listing while cs is its session.
+// Called with its server's mu held.
+func (c *upstreamConn) note(cs *mcp.ClientSession, tools []*mcp.Tool) {
+	if c.cs != cs {
+		return
+	}
+	c.u.listings++
+	c.tools, c.listing = make(map[string]*mcp.Tool, len(tools)), c.u.listings
+	for _, t := range tools {
+		c.tools[t.Name] = t
+	}
+}
+
+// describes reports whether cs, c's session, lists t as it is served. A
+// session whose listing is older than the one the served tools were last
+// built or checked from (a change listed on another session) is listed
+// again first: an upstream that changed its tools serves them so on every
+// session, and a session that still lists them otherwise reaches another
+// server (one that did not restart, another version of a command). A
+// listing that fails is the error.
+func (c *upstreamConn) describes(ctx context.Context, cs *mcp.ClientSession, t *upstreamTool) (bool, error) {
+	u := c.u
+	u.mu.Lock()
+	def, older := c.tools[t.name], c.listing < u.listedAs
+	u.mu.Unlock()
+	if sameTool(def, t.tool) || !older {
+		return sameTool(def, t.tool), nil
+	}
+	tools, err := c.listOn(ctx, cs)
+	if err != nil {
+		return false, fmt.Errorf("mcp server %q: listing the tools of the session (%s) again: %w", u.name, c.label, u.secrets.err(err))
+	}
+	for _, d := range tools {
+		if d.Name == t.name {
+			return sameTool(d, t.tool), nil
+		}
+	}
+	return false, nil
+}
+
+// sameTools reports whether two listings, by name, are the same.
+func sameTools(a, b map[string]*mcp.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, t := range a {
+		if !sameTool(t, b[name]) {
+			return false
+		}
+	}
+	return true
 }
 
 // upstreamCaller is who makes a tool call, as the choice of its upstream
@@ -324,19 +459,24 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 	}
 	c := u.scoped[key]
 	if c == nil {
+		if n := u.tenantSessions[caller.tenant]; u.tenantMax > 0 && n >= u.tenantMax {
+			u.mu.Unlock()
+			return nil, nil, u.refuseSession("mcp upstream session refused: the tenant's sessions are at its share of the server's max_sessions",
+				fmt.Sprintf("mcp server %q: tenant %q has %d upstream %s open, its share of the server's max_sessions (%d of %d): no other can be opened for it until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
+					u.name, caller.tenant, n, plural(n, "session", "sessions"), u.tenantMax, u.maxSessions), "tenant", caller.tenant, "share", u.tenantMax)
+		}
 		if n := len(u.scoped); n >= u.maxSessions {
 			u.mu.Unlock()
-			if u.m != nil {
-				u.m.upstreamRefused.WithLabelValues(u.name).Inc()
-			}
-			u.log.Warn("mcp upstream session refused: the server's sessions are at its max_sessions", "server", u.name,
-				"scope", u.scope, "max_sessions", u.maxSessions)
-			return nil, nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+			return nil, nil, u.refuseSession("mcp upstream session refused: the server's sessions are at its max_sessions", fmt.Sprintf(
 				"mcp server %q: %d upstream %s open, its max_sessions: no other can be opened for this %s until one closes (a client's when its MCP session ends, a tenant's after -idle without a call)",
-				u.name, n, plural(n, "session", "sessions"), u.scope)})
+				u.name, n, plural(n, "session", "sessions"), u.scope))
 		}
-		c = &upstreamConn{u: u, key: key, label: label, tenant: tenant, gone: make(chan struct{})}
+		c = &upstreamConn{u: u, key: key, label: label, tenant: tenant, owner: caller.tenant, gone: make(chan struct{})}
 		u.scoped[key] = c
+		if u.tenantSessions == nil {
+			u.tenantSessions = map[string]int{}
+		}
+		u.tenantSessions[c.owner]++
 		if u.m != nil {
 			u.m.upstreamSessions.WithLabelValues(u.name).Inc()
 		}
@@ -356,6 +496,17 @@ func (u *upstreamServer) take(ctx context.Context) (*upstreamConn, func(), error
 	return c, func() { u.release(c) }, nil
 }
 
+// refuseSession counts and logs (logMsg, with attrs) the refusal of a
+// call that needs an upstream session past a bound, and returns its
+// error, msg: not sent, transient.
+func (u *upstreamServer) refuseSession(logMsg, msg string, attrs ...any) error {
+	if u.m != nil {
+		u.m.upstreamRefused.WithLabelValues(u.name).Inc()
+	}
+	u.log.Warn(logMsg, append([]any{"server", u.name, "scope", u.scope, "max_sessions", u.maxSessions}, attrs...)...)
+	return runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: msg})
+}
+
 // plural returns one for n == 1, else many.
 func plural(n int, one, many string) string {
 	if n == 1 {
@@ -367,8 +518,8 @@ func plural(n int, one, many string) string {
 // release lets go of c, held by a call: a session dropped meanwhile is
 // closed with its last call, and so is one that could not be opened or
 // has ended (it holds no place under maxSessions; the next call opens
-// another, after the tools are listed again when it had ended); a
-// tenant's is closed after idle without one.
+// another, listed before that call reaches a tool); a tenant's is closed
+// after idle without one.
 func (u *upstreamServer) release(c *upstreamConn) {
 	u.mu.Lock()
 	c.calls--
@@ -377,13 +528,9 @@ func (u *upstreamServer) release(c *upstreamConn) {
 		return
 	}
 	if !c.dropped && c.dialing == nil && !c.live() {
-		if c.cs != nil {
-			// Its session ended (the server may have restarted with
-			// other tools): the session the next call opens afresh is
-			// one opened again, so the tools are listed again before
-			// that call reaches one (admit), as reconnect has them.
-			u.stale = true
-		}
+		// The session the next call opens afresh is listed before that
+		// call reaches a tool (reconnect): the server may have restarted
+		// with other tools.
 		u.forget(c)
 	}
 	if c.dropped {
@@ -404,15 +551,11 @@ func (u *upstreamServer) release(c *upstreamConn) {
 
 // idled drops c when it has had no call for idle. The session the
 // tenant's next call opens afresh may reach a server restarted meanwhile
-// with other tools, which need not announce them: the tools are listed
-// again before a call reaches one (admit), as when a session that ended
-// is opened again.
+// with other tools, which need not announce them: it is listed before that
+// call reaches a tool (reconnect).
 func (u *upstreamServer) idled(c *upstreamConn) {
 	u.mu.Lock()
 	quiet := c.calls == 0 && time.Since(c.lastCall) >= u.idle
-	if quiet && c.cs != nil {
-		u.stale = true
-	}
 	u.mu.Unlock()
 	if quiet {
 		u.drop(c)
@@ -442,6 +585,9 @@ func (u *upstreamServer) forget(c *upstreamConn) {
 	close(c.gone)
 	if u.scoped[c.key] == c {
 		delete(u.scoped, c.key)
+		if u.tenantSessions[c.owner]--; u.tenantSessions[c.owner] <= 0 {
+			delete(u.tenantSessions, c.owner)
+		}
 		if u.m != nil {
 			u.m.upstreamSessions.WithLabelValues(u.name).Dec()
 		}

@@ -136,7 +136,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 			Help: "Sessions open with an upstream MCP server for its callers (one per client session or per tenant, as its session field says; processes for a command server), by server. The session that lists its tools is not counted."},
 			[]string{"server"}),
 		upstreamRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_mcp_upstream_sessions_refused_total",
-			Help: "Tool calls refused because their upstream MCP server had max_sessions sessions open and the call needed another, by server."},
+			Help: "Tool calls refused because their upstream MCP server had max_sessions sessions open, or their tenant its share of them, and the call needed another, by server."},
 			[]string{"server"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
 			Help: "Policy reloads by result (ok, failed, refused)."}, []string{"result"}),

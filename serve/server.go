@@ -584,6 +584,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		ups.close()
 		return nil, err
 	}
+	ups.shareSessions(kr.tenants())
 	if n := kr.tenants(); n > 1 {
 		for _, name := range slices.Sorted(maps.Keys(p.MCPServers)) {
 			if sessionScope(p.MCPServers[name]) == scopeShared {
