@@ -23,3 +23,7 @@ const MaxRepublishes = maxRepublishes
 func HashKey(d runtime.Digester, parts ...string) string {
 	return hashKey(d, parts...)
 }
+
+// OnJoin makes m call f each time a call starts to wait for a duplicate
+// of it running in this process.
+func OnJoin(m *Idempotent, f func()) { m.flights.OnJoin(func(string) { f() }) }

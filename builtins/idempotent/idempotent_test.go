@@ -39,10 +39,15 @@ type slowTool struct {
 	calls atomic.Int64
 	delay time.Duration
 	err   error
+	// started, when set, is closed once the first execution starts.
+	started chan struct{}
 }
 
 func (s *slowTool) fn(ctx context.Context, c *runtime.ToolCall) (any, error) {
 	n := s.calls.Add(1)
+	if n == 1 && s.started != nil {
+		close(s.started)
+	}
 	select {
 	case <-time.After(s.delay):
 	case <-ctx.Done():
@@ -528,12 +533,12 @@ func TestCallLongerThanTTLRunsOnce(t *testing.T) {
 		for _, leaseTTL := range []string{"1500ms", "10s"} {
 			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
 				t.Parallel()
-				tool := &slowTool{delay: 2 * time.Second}
+				tool := &slowTool{delay: 2 * time.Second, started: make(chan struct{})}
 				p := toolPlan(rt.Layer("idempotent", `{"ttl": "1s", "lease_ttl": "`+leaseTTL+`"}`))
 				deps := runtime.Deps{KV: st.KV, Tools: map[string]runtime.ToolFunc{"refund": tool.fn}}
 				a, b := rt.Build(t, p, deps), rt.Build(t, p, deps)
 				req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": t.Name()}}
-				_, rb := rt.Staggered(t, ctx1, a, b, req, 1200*time.Millisecond) // b calls past ttl, while a runs
+				_, rb := rt.Staggered(t, ctx1, a, b, req, tool.started, 1200*time.Millisecond) // b calls past ttl, while a runs
 				assert.Equal(t, int64(1), tool.calls.Load(), "one execution across both replicas")
 				assert.True(t, rb.Deduped, "the duplicate replays the first call's result")
 			})

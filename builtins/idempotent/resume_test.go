@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -424,13 +425,17 @@ func TestResumedCallJoiningAFailedDuplicate(t *testing.T) {
 				<-release
 				return nil, &runtime.CallError{Kind: runtime.KindPermanent, Message: "order A1 cannot be refunded"}
 			}
+			// The duplicate ends once the resumed call waits for it.
+			var once sync.Once
+			ended := func() { once.Do(func() { close(release) }) }
+			idempotent.OnJoin(w.pl.Layers(plan.StageTool)[0].Middleware.(*idempotent.Idempotent), ended)
+			t.Cleanup(ended) // should the resumed call fail, before the pipeline closes
 			dup := make(chan error, 1)
 			go func() {
 				_, err := w.pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}})
 				dup <- err
 			}()
 			<-entered
-			time.AfterFunc(300*time.Millisecond, func() { close(release) })
 			_, err := w.resume(t)
 			require.NoError(t, err, "the call never started before: the duplicate's outcome answers it")
 			assert.ErrorContains(t, <-dup, "cannot be refunded")

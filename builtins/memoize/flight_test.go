@@ -24,10 +24,15 @@ type slowTool struct {
 	delay time.Duration
 	fail  int64
 	n     atomic.Int64
+	// started, when set, is closed once the first execution starts.
+	started chan struct{}
 }
 
 func (s *slowTool) run(ctx context.Context, _ *runtime.ToolCall) (any, error) {
 	n := s.n.Add(1)
+	if n == 1 && s.started != nil {
+		close(s.started)
+	}
 	select {
 	case <-time.After(s.delay):
 	case <-ctx.Done():
@@ -179,12 +184,12 @@ func TestSingleFlightLeaderOutlivesTTL(t *testing.T) {
 			t.Run(st.Name+"/lease_ttl="+leaseTTL, func(t *testing.T) {
 				// The result lives longer than the waiter's longest poll
 				// (200ms), so it cannot expire unseen.
-				tool := &slowTool{delay: 800 * time.Millisecond}
+				tool := &slowTool{delay: 800 * time.Millisecond, started: make(chan struct{})}
 				cfg := `{"scope": "global", "single_flight": true, "ttl": "300ms", "lease_ttl": "` + leaseTTL + `"}`
 				deps := runtime.Deps{KV: st.KV, Tools: map[string]runtime.ToolFunc{"search": tool.run}}
 				a, b := rt.Build(t, toolPlan(cfg), deps), rt.Build(t, toolPlan(cfg), deps)
 				req := runtime.ToolRequest{Name: "search", Args: map[string]any{"q": t.Name()}}
-				ra, rb := rt.Staggered(t, ctx1, a, b, req, 400*time.Millisecond) // b calls past ttl, while a runs
+				ra, rb := rt.Staggered(t, ctx1, a, b, req, tool.started, 400*time.Millisecond) // b calls past ttl, while a runs
 				assert.Equal(t, int64(1), tool.n.Load(), "one execution across both replicas")
 				assert.Equal(t, "result 1", ra.Value)
 				assert.Equal(t, "result 1", rb.Value, "the second replica shares the leader's result")

@@ -130,13 +130,19 @@
 // its settlement arrives (runtime.SettleMemory), so a settlement whose
 // answer was lost is not charged twice. If every attempt fails, the
 // reservation lapses at the end of its lease and is charged its hold.
+// At most 10,000 settlements wait per store, and at most 32 of them are
+// sent at once: past the 10,000 a settlement is given up at once, logged
+// with its charge and counted (LostSettlements), and a meter with a
+// budget on the store refuses calls before they run, as when the store
+// fails, until fewer wait.
 // The settlements waiting are shared by the meters of the process on the
 // same store: after a reload that keeps the store (same name and
 // declaration) they go on being sent again for the rest of the 30 minutes,
 // so a reload loses no charge. The close of the last pipeline using the
 // store (a shutdown, or a reload that changes the store's declaration)
-// sends those still waiting once more, within 2 seconds all together
-// (the stores of the pipeline's meters at once, not one after the other),
+// sends those still waiting once more, 32 at a time, within 2 seconds all
+// together (the stores of the pipeline's meters at once, not one after the
+// other),
 // before the store closes, and logs each that fails with its charge; a
 // crash sends none. A lost settlement's reservation lapses and is charged
 // its hold: one call, and with on_cross "refuse" its estimate; with

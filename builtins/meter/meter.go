@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -542,11 +544,17 @@ func (m *Meter) reserve(ctx context.Context, at ledgerRef, est *runtime.Ledger) 
 	if b == nil {
 		return "", nil
 	}
+	if n, full := m.resends.full(); full {
+		// The store has not taken the settlements of n calls: one more
+		// call would add one it may not keep.
+		return "", runtime.StoreRefusal(m.name, "budget store unavailable; the call did not run",
+			fmt.Errorf("%d settlements wait to be sent again to the ledger store, the most the process keeps", n))
+	}
 	id := newID()
 	refusal, err := m.budgets.Reserve(ctx, at.key, id, runtime.BudgetLimits{Tokens: b.Tokens, USD: b.USD, Calls: b.Calls, Estimate: est,
 		Lease: m.reservationLease(ctx)}, m.ttl(at))
 	if err != nil {
-		m.retrySettle(context.WithoutCancel(ctx), at, id, runtime.Ledger{}, m.clock.Now().Add(settleRetryFor), 0)
+		m.retrySettle(context.WithoutCancel(ctx), at, id, true, runtime.Ledger{}, m.clock.Now().Add(settleRetryFor), 0)
 		if ctx.Err() != nil {
 			return "", runtime.NotRun(ctx.Err()) // before the call: it did not run
 		}
@@ -643,31 +651,39 @@ func (m *Meter) settle(ctx context.Context, at ledgerRef, id string, charge bool
 	if charge {
 		c = runtime.Ledger{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, USD: usd, Calls: 1}
 	}
-	if id == "" && m.shared {
+	reserved := id != ""
+	if !reserved && m.shared {
 		id = newID()
 	}
 	ctx = context.WithoutCancel(ctx)
 	if err := m.budgets.Settle(ctx, at.key, id, c, m.ttl(at)); err != nil {
 		m.logger.WarnContext(ctx, "meter: settling the call in the ledger store failed; sending it again", "error", err)
-		m.retrySettle(ctx, at, id, c, m.clock.Now().Add(settleRetryFor), settleBackoff)
+		m.retrySettle(ctx, at, id, reserved, c, m.clock.Now().Add(settleRetryFor), settleBackoff)
 	}
 }
 
-// retrySettle sends the settlement of reservation id (charge c) after
-// wait, and again with a doubling wait (settleBackoff up to
-// settleBackoffMax) while it fails, until the deadline until. The store
-// settles a reservation once, however many of these reach it (the answer
-// of one may be what was lost). When every attempt failed the reservation
-// is left to lapse: the store charges it its hold (one call, and the
-// call's estimate with on_cross "refuse") when its lease ends, so the
-// calls ceiling holds and the tokens and usd ceilings miss only what the
-// call charged beyond its estimate.
-func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, c runtime.Ledger, until time.Time, wait time.Duration) {
+// retrySettle sends the settlement of reservation id (charge c; reserved
+// is false for a charge without a reservation) after wait, and again with
+// a doubling wait (settleBackoff up to settleBackoffMax) while it fails,
+// until the deadline until. The store settles a reservation once, however
+// many of these reach it (the answer of one may be what was lost). When
+// every attempt failed the reservation is left to lapse: the store
+// charges it its hold (one call, and the call's estimate with on_cross
+// "refuse") when its lease ends, so the calls ceiling holds and the
+// tokens and usd ceilings miss only what the call charged beyond its
+// estimate. A settlement past the maxResends waiting on the store is
+// given up at once (resendLost: logged and counted); a meter with a
+// budget admits no call meanwhile (reserve).
+func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, reserved bool, c runtime.Ledger, until time.Time, wait time.Duration) {
 	if !m.shared || id == "" {
 		return // process memory does not fail
 	}
-	r := &resend{m: m, ctx: ctx, at: at, id: id, charge: c}
-	if !m.resends.add(r) {
+	r := &resend{m: m, ctx: ctx, at: at, id: id, reserved: reserved, charge: c}
+	switch n, ok := m.resends.add(r); {
+	case n > 0:
+		m.resendLost(r, fmt.Errorf("%d settlements already wait to be sent again to the ledger store, the most the process keeps", n))
+		return
+	case !ok:
 		m.resendLost(r, errors.New("the meter was closed"))
 		return
 	}
@@ -678,11 +694,25 @@ func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, c runt
 // while it fails, until the deadline until (retrySettle). While it is
 // being sent r stays in the resends, marked as sending, so that the
 // Cleanup of the store's last meter waits for it rather than let the
-// process exit with its outcome unknown.
+// process exit with its outcome unknown. At most maxResending settlements
+// of a store are sent at once: one that falls due while as many are being
+// sent waits wait again, its attempt not made (it is not a failure), so
+// that an outage of the store holds that many round trips at a time, not
+// one per settlement waiting.
 func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 	m.clock.AfterFunc(wait, func() {
-		if !m.resends.start(r) {
+		switch m.resends.start(r) {
+		case resendTaken:
 			return // Cleanup sent it, or gave it up
+		case resendBusy:
+			if m.clock.Now().Add(max(wait, settleBackoff)).After(until) {
+				if m.resends.drop(r) {
+					m.resendLost(r, fmt.Errorf("%d settlements were being sent again to the ledger store until its deadline", maxResending))
+				}
+				return
+			}
+			m.resendAfter(r, until, max(wait, settleBackoff))
+			return
 		}
 		err := m.budgets.Settle(r.ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
 		next := min(max(2*wait, settleBackoff), settleBackoffMax)
@@ -697,23 +727,51 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 	})
 }
 
-// resendLost logs a settlement given up on.
+// lostSettlements counts the settlements the process gave up on
+// (resendLost).
+var lostSettlements atomic.Int64
+
+// LostSettlements returns how many settlements the meters of the process
+// gave up on: the store did not take them within settleRetryFor, or by
+// the close of the last pipeline using it, or maxResends others were
+// waiting already. Each was logged with its charge.
+func LostSettlements() int64 { return lostSettlements.Load() }
+
+// resendLost logs and counts a settlement given up on.
 func (m *Meter) resendLost(r *resend, err error) {
-	m.logger.ErrorContext(r.ctx, "meter: the ledger store stayed out of reach; the call's reservation is charged its hold when its lease ends",
-		"error", err, "charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens())
+	lost := lostSettlements.Add(1)
+	then := "the call's reservation is charged its hold when its lease ends"
+	if !r.reserved {
+		then = "the call's charge is lost"
+	}
+	m.logger.ErrorContext(r.ctx, "meter: the ledger store stayed out of reach; "+then,
+		"error", err, "charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens(), "lost_settlements", lost)
 }
 
 // resend is a settlement waiting to be sent again (retrySettle).
 type resend struct {
-	m      *Meter // whose settlement it is
-	ctx    context.Context
-	at     ledgerRef
-	id     string
-	charge runtime.Ledger
+	m        *Meter // whose settlement it is
+	ctx      context.Context
+	at       ledgerRef
+	id       string
+	reserved bool // id is the call's reservation's
+	charge   runtime.Ledger
 	// sending is set while a timer sends it (resendAfter); resends.mu
 	// guards it.
 	sending bool
 }
+
+// maxResends is the most settlements waiting to be sent again a ledger
+// store holds for the process: an outage of the store under load would
+// otherwise grow them (and their timers) without bound. Past it a
+// settlement is given up at once (logged with its charge, counted in
+// LostSettlements), and a meter with a budget on the store refuses calls
+// before they run, as it does when the store fails, until fewer wait.
+var maxResends = 10_000
+
+// maxResending is the most settlements of one ledger store sent at once:
+// by the resends' timers, and by the Cleanup of its last meter.
+const maxResending = 32
 
 // resends holds the settlements waiting to be sent again on one ledger
 // store, for every meter of the process that uses it (joinResends): the
@@ -730,8 +788,9 @@ type resends struct {
 	users  int
 	closed bool
 	// pending holds the settlements waiting, and those being sent
-	// (resend.sending).
+	// (resend.sending); sending counts the latter.
 	pending map[*resend]struct{}
+	sending int
 	// drained is closed once the resends are closed and none is pending
 	// any more (Cleanup waits for it); nil before the close.
 	drained chan struct{}
@@ -807,28 +866,67 @@ func (q *resends) drainedLocked() {
 	}
 }
 
-// add registers r; false once the last meter of the store is closed.
-func (q *resends) add(r *resend) bool {
+// full reports whether maxResends settlements wait (n of them); false
+// for nil resends (ledgers in process memory).
+func (q *resends) full() (n int, full bool) {
+	if q == nil {
+		return 0, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending), !q.closed && len(q.pending) >= maxResends
+}
+
+// add registers r; ok false once the last meter of the store is closed,
+// n the settlements waiting when maxResends of them are (r is not added).
+func (q *resends) add(r *resend) (n int, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return false
+		return 0, false
+	}
+	if len(q.pending) >= maxResends {
+		return len(q.pending), false
 	}
 	if q.pending == nil {
 		q.pending = map[*resend]struct{}{}
 	}
 	q.pending[r] = struct{}{}
-	return true
+	return 0, true
 }
 
-// start marks r as being sent; false when Cleanup took it first.
-func (q *resends) start(r *resend) bool {
+// What start makes of a resend falling due.
+const (
+	resendStarted = iota // it is being sent
+	resendTaken          // Cleanup took it first
+	resendBusy           // maxResending others are being sent
+)
+
+// start marks r as being sent (resendStarted), unless Cleanup took it
+// first or maxResending others are being sent.
+func (q *resends) start(r *resend) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, ok := q.pending[r]; !ok || r.sending {
+		return resendTaken
+	}
+	if q.sending >= maxResending {
+		return resendBusy
+	}
+	r.sending = true
+	q.sending++
+	return resendStarted
+}
+
+// drop removes r, not being sent; false when Cleanup took it first.
+func (q *resends) drop(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if _, ok := q.pending[r]; !ok || r.sending {
 		return false
 	}
-	r.sending = true
+	delete(q.pending, r)
+	q.drainedLocked()
 	return true
 }
 
@@ -842,6 +940,7 @@ func (q *resends) end(r *resend, again bool) (held, queued bool) {
 		return false, false
 	}
 	r.sending = false
+	q.sending--
 	if again && !q.closed {
 		return true, true
 	}
@@ -859,7 +958,7 @@ func (q *resends) abandon() []*resend {
 	for r := range q.pending {
 		out = append(out, r)
 	}
-	q.pending = nil
+	q.pending, q.sending = nil, 0
 	return out
 }
 
@@ -872,9 +971,9 @@ const cleanupSettleTimeout = 2 * time.Second
 // process uses the same ledger store (the next version of the policy, after
 // a reload), the settlements still waiting go on being sent again
 // (retrySettle) and the store stays open for them. The last meter of the
-// store sends them once more, and waits for those a timer is sending at
-// that moment, within cleanupSettleTimeout, before the pipeline closes its
-// stores; one that fails then, or is still being sent at the deadline, is
+// store sends them once more, maxResending at a time, and waits for those
+// a timer is sending at that moment, within cleanupSettleTimeout, before
+// the pipeline closes its stores; one that fails then, or is still being sent at the deadline, is
 // given up and logged with its charge (its reservation is charged its hold
 // when its lease ends).
 func (m *Meter) Cleanup() error {
@@ -886,14 +985,19 @@ func (m *Meter) Cleanup() error {
 		return nil
 	}
 	deadline := time.Now().Add(cleanupSettleTimeout)
+	var sends errgroup.Group
+	sends.SetLimit(maxResending)
 	for _, r := range pending {
-		ctx, cancel := context.WithDeadline(r.ctx, deadline)
-		err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at))
-		cancel()
-		if err != nil {
-			r.m.resendLost(r, err)
-		}
+		sends.Go(func() error {
+			ctx, cancel := context.WithDeadline(r.ctx, deadline)
+			defer cancel()
+			if err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at)); err != nil {
+				r.m.resendLost(r, err)
+			}
+			return nil
+		})
 	}
+	_ = sends.Wait() // each reports its own failure
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -228,16 +229,26 @@ func Collect(ctx context.Context, pl *runtime.Pipeline, req runtime.ChatRequest,
 	return b.String(), resp, err
 }
 
-// Staggered calls req on a and, after delay and while that call may still
-// run, on b (two replicas over one store), and returns both results; an
-// error fails the test.
-func Staggered(t testing.TB, ctx context.Context, a, b *runtime.Pipeline, req runtime.ToolRequest, delay time.Duration) (ra, rb runtime.ToolResult) {
+// Staggered calls req on a and, once started is closed (a's call has
+// reached its tool: it holds whatever b is to find) and delay after that
+// (a store's ttl passing, say), on b (two replicas over one store), and
+// returns both results; an error fails the test.
+func Staggered(t testing.TB, ctx context.Context, a, b *runtime.Pipeline, req runtime.ToolRequest, started <-chan struct{}, delay time.Duration) (ra, rb runtime.ToolResult) {
 	t.Helper()
 	var errA, errB error
 	var wg sync.WaitGroup
-	wg.Go(func() { ra, errA = a.Tool(ctx, req) })
-	time.Sleep(delay)
-	wg.Go(func() { rb, errB = b.Tool(ctx, req) })
+	ended := make(chan struct{})
+	wg.Go(func() {
+		defer close(ended)
+		ra, errA = a.Tool(ctx, req)
+	})
+	select {
+	case <-started:
+		<-time.After(delay)
+		wg.Go(func() { rb, errB = b.Tool(ctx, req) })
+	case <-ended:
+		errB = errors.New("the first call ended before its tool started")
+	}
 	wg.Wait()
 	if errA != nil || errB != nil {
 		t.Errorf("staggered calls: %v, %v", errA, errB)

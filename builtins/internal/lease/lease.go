@@ -16,9 +16,17 @@ import (
 type Group struct {
 	mu      sync.Mutex
 	flights map[string]*flight
-	// joined, when set (by tests), is called with the key each time a
-	// caller starts to wait for a flight.
+	// joined, when set (by tests, OnJoin), is called with the key each
+	// time a caller starts to wait for a flight.
 	joined func(key string)
+}
+
+// OnJoin makes g call f with the key each time a caller starts to wait
+// for a flight of it: a test's way to know a duplicate waits.
+func (g *Group) OnJoin(f func(key string)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.joined = f
 }
 
 type flight struct {
