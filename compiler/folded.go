@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
-	"github.com/google/cel-go/parser"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -105,12 +104,7 @@ func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
 		return
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
-	src := func(e ast.Expr) string {
-		if text, err := parser.Unparse(e, f.info); err == nil {
-			return text
-		}
-		return "the value"
-	}
+	src := f.exprText
 	whole := func(test string) bool { return test == "==" || test == "!=" || test == "in" }
 	report := func(fo fold, target, constant ast.Expr, s, test string, always, live bool, pol int) {
 		why, meant := fo.never(s, whole(test), test == "endsWith")

@@ -485,7 +485,10 @@ func (p *langPage) celSection() {
 		"nor an `int64` holds is refused by layer `tools` before any guard runs ([embedding.md](embedding.md#calls)). " +
 		"An int and a double compare (`==`, `!=`, `<`, `<=`, `>`, `>=`, and a list's elements for `in`) as the numbers they are, where CEL itself rounds the int to a double first: " +
 		"a result's `account_id` of `9007199254740993` (an int) is not equal to an argument's `9007199254740992` (a double), and `9223372036854775807` is below `9223372036854775808.0`; " +
-		"so do the elements of two lists and the values of two maps (`[9007199254740993] != [9007199254740992.0]`). " +
+		"so do the elements of two lists and the values of two maps (an untyped `args.ids` of `[9007199254740993]` is not equal to `[9007199254740992.0]`). " +
+		"That holds where the checker lets the comparison through: `<`, `<=`, `>` and `>=` of an int with a double always, `==`, `!=` and `in` where one side's type is not known before the call " +
+		"(an untyped argument, a tool result, `dyn(...)`). Where both are typed, one an int and the other a double (an argument the schema types `integer` against one it types `number`, or against a constant), " +
+		"`==`, `!=` and `in` are a `cel/type` error, as in CEL, and the error says what to write: `args.amount == double(args.count)`, `args.amount in [100.0, 200.0]`, `args.count != 100`. " +
 		"`string()` writes a double in plain decimal form, as `tool_policy`'s `arg_patterns` read a number (`string(1e6)` is `'1000000'`, not CEL's `'1e+06'`; -0 is `'0'`), " +
 		"so a guard reading an account's digits (`string(args.acct).startsWith('4111')`) reads them however the call spells the number; " +
 		"`double()` of an int, a uint or a decimal string a double does not hold exactly (`9007199254740993`, `'100.000000000000001'`) is an evaluation error, not the neighbour CEL rounds it to. " +
