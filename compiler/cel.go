@@ -240,7 +240,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if checked == nil {
 		return nil
 	}
-	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
+	c.checkOptionalKeys(x, checked, stage, tools, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
 	c.checkLooseMatches(x, field, stage, tools)
 	c.checkFoldedLiterals(x, field)
