@@ -482,7 +482,10 @@ A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the
 retriever attached), run.meta.KEY (what the host gave the run),
 session.meta.KEY in the turn stage, request.params.metadata.KEY in the
-chat stage (what the caller sent), written m.KEY or m['KEY']. Where the key
+chat stage (what the caller sent), a map below the args of an entry scoped
+to tools (args.headers['X-Debug'], headers an object whose keys are free,
+unless each scoped tool's schema requires the key), written m.KEY or
+m['KEY']. Where the key
 is absent the read fails, and the predicate fails as its place does on an
 evaluation error, which the message says: admit fails closed (the item is
 dropped even where the predicate meant to keep it: item.metadata.tier !=
