@@ -244,6 +244,7 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
 	c.checkLooseMatches(x, field, stage, tools)
 	c.checkFoldedLiterals(x, field)
+	c.checkValueTests(x, stage, tools, checked.Reads, field)
 	if stage == predicate.Chat {
 		c.checkToolCallArgs(x)
 	}

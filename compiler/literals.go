@@ -665,3 +665,113 @@ func bodyPolarity(comp ast.ComprehensionExpr, pol int) int {
 	}
 	return 0
 }
+
+// stringTests are the string functions checkValueTests reads, with what a
+// message says a value does that passes them.
+var stringTests = map[string]string{"startsWith": "starts with", "endsWith": "ends with", "contains": "contains", "matches": "matches"}
+
+// passes reports whether the value v passes the test fn (startsWith,
+// endsWith, contains or matches) with the constant s.
+func passes(fn, v, s string, re *regexp.Regexp) bool {
+	switch fn {
+	case "startsWith":
+		return strings.HasPrefix(v, s)
+	case "endsWith":
+		return strings.HasSuffix(v, s)
+	case "contains":
+		return strings.Contains(v, s)
+	}
+	return re.MatchString(v)
+}
+
+// checkValueTests reports each startsWith(), endsWith(), contains() or
+// matches() test, with a constant, of a field whose values are known
+// (knownValues) that none of them passes: args.currency.startsWith('btc')
+// where the schema's enum is USD, EUR and BTC is always false, and a deny
+// with it never fires. Each value is tested as the predicate would test
+// it, so a test one of them passes is never reported. The severity is
+// checkLiterals': a warning where the dead test can only make the
+// predicate of the field given fail closed. A predicate that reads status
+// alone is left to checkStatusOnly, which says what it is for each status,
+// and a when to guard/inert, which says for which calls it holds.
+func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools, reads []string, field string) {
+	tree, ok := predicate.ParseSyntax(x.Source)
+	if !ok || field == "when" {
+		return
+	}
+	f := folder{src: x.Source, info: tree.SourceInfo()}
+	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+		fn, args := call.FunctionName(), call.Args()
+		target, constant := call.Target(), ast.Expr(nil)
+		switch {
+		case stringTests[fn] == "":
+			return
+		case call.IsMemberFunction() && len(args) == 1:
+			constant = args[0]
+		case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
+			target, constant = args[0], args[1]
+		default:
+			return
+		}
+		path, isPath := fieldPath(target)
+		s, lit := stringLiteral(constant)
+		if !isPath || !lit {
+			return
+		}
+		set, ok := c.knownValues(path, stage, tools)
+		if !ok || path == "status" && slices.Equal(reads, []string{"status"}) {
+			return
+		}
+		var re, loose *regexp.Regexp
+		if fn == "matches" {
+			var err error
+			if re, err = regexp.Compile(s); err != nil {
+				return // a syntax error of its own
+			}
+			loose, _ = regexp.Compile("(?i)" + s)
+		}
+		if slices.ContainsFunc(set.values, func(v string) bool { return passes(fn, v, s, re) }) {
+			return
+		}
+		// The spelling a value passes, the case aside.
+		var meant string
+		for _, v := range set.values {
+			if fn == "matches" {
+				if loose != nil && loose.MatchString(v) {
+					meant = "(?i)" + s
+					break
+				}
+				continue
+			}
+			lv, ls := strings.ToLower(v), strings.ToLower(s)
+			if len(lv) != len(v) || !passes(fn, lv, ls, nil) {
+				continue
+			}
+			i := map[string]int{"startsWith": 0, "endsWith": len(lv) - len(ls), "contains": strings.Index(lv, ls)}[fn]
+			meant = v[i : i+len(ls)]
+			break
+		}
+		quoted := make([]string, len(set.values))
+		for i, k := range set.values {
+			quoted[i] = "'" + k + "'"
+		}
+		sev, note := set.sev, ""
+		if closed := closedWhenTrue(field, -pol); closed != "" {
+			sev, note = dsl.Warning, ": "+closed
+		}
+		msg := fmt.Sprintf("%s never %s '%s': it is one of %s (%s%s), so %s.%s('%s') is always false%s",
+			path, stringTests[fn], s, set.what, nameList(quoted), set.why, path, fn, s, note)
+		if stage == invariantStage {
+			msg = "invariant: " + msg
+		}
+		switch {
+		case meant != "":
+			msg += fmt.Sprintf("; did you mean '%s'?", meant)
+		case set.schema && sev == dsl.Error:
+			// As in checkLiterals: what the test was written to catch
+			// the schema refuses already.
+			msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+		}
+		c.report(dsl.Diagnostic{Pos: x.PosAt(f.offset(constant)), Severity: sev, Rule: ruleUnknownValue, Message: msg})
+	}})
+}

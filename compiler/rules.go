@@ -468,15 +468,28 @@ that is neither a declared model nor a declared tool, an audit record's
 tool with an undeclared tool, target.stage with anything but chat or tool,
 or 'refnd' in executions.tools: prove calls only what the policy declares,
 so target.name != 'refnd' || ... is always true and the invariant never
-fires. The result of url_host(), lower() and lowerAscii() is held to its
-form the same way: url_host() returns the host lower-cased, without a
-trailing dot, port or brackets, and lower() (lowerAscii(): its ASCII
-letters) lower-cased, so url_host(args.url) == 'Evil.com', == 'evil.com.'
+fires. A startsWith(), endsWith(), contains() or matches() test with a
+constant, in a deny, a require or an admit, of a field whose values are
+known (any of the above: an argument its schema's enum holds to,
+tool.name, request.model) is tested against each of them, and one that
+none passes is reported as an == would be, with the spelling a value
+passes, the case aside, as its did-you-mean
+(args.currency.startsWith('btc') where the enum is USD, EUR and BTC:
+'BTC'; tool.name.startsWith('Delete') where the tool is delete_file;
+args.currency.matches('^btc$'): '(?i)^btc$'); a when's such test is
+guard/inert's. The result of url_host(), lower(), lowerAscii() and
+upperAscii() is held to its form the same way: url_host() returns the
+host lower-cased, without a trailing dot, port or brackets, lower()
+(lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
+letters upper-cased, so url_host(args.url) == 'Evil.com', == 'evil.com.'
 or in ['https://evil.com'] never holds, nor endsWith('.Evil.com'), nor a
 startsWith() or contains() of a part with a capital (or, for a host, a /,
-?, #, @ or space); the did-you-mean is the constant in that form
-('evil.com'), and the severity follows what the dead test makes of the
-predicate, as above.`},
+?, #, @ or space), nor args.kind.upperAscii() == 'wire', nor a matches()
+whose every match needs a letter of the case the function never writes
+(lower(args.memo).matches('BTC'); a pattern with (?i), or a class
+holding a lower-case letter, may match); the did-you-mean is the constant
+in that form ('evil.com'), and the severity follows what the dead test
+makes of the predicate, as above.`},
 	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map, or an invariant a field the trace may leave out, without testing it first", `
 A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the
