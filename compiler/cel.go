@@ -257,6 +257,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)
 	}
+	if stage == predicate.Tool && schemas != nil {
+		c.checkMixedKindArgs(x, checked.Literals, tools)
+	}
 	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
 		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -774,4 +775,152 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 		}
 		c.report(dsl.Diagnostic{Pos: x.PosAt(f.offset(constant)), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 	}})
+}
+
+// argKinds returns the JSON Schema types the args schemas of tools let the
+// argument at path ("account", "to.id") be, from its type (one or a list)
+// or the branches of an anyOf or oneOf; nil where one of them lets it be
+// any (no type). false where one does not list it (a field below an
+// object without properties, which cel/untyped-args names at the read).
+func (c *Compilation) argKinds(tools []string, path string) ([]string, bool) {
+	var kinds []string
+	untyped := false
+	var add func(raw json.RawMessage) bool
+	add = func(raw json.RawMessage) bool {
+		var s struct {
+			Type  any               `json:"type"`
+			AnyOf []json.RawMessage `json:"anyOf"`
+			OneOf []json.RawMessage `json:"oneOf"`
+		}
+		if json.Unmarshal(raw, &s) != nil {
+			return false
+		}
+		var named []any
+		switch t := s.Type.(type) {
+		case string:
+			named = []any{t}
+		case []any:
+			named = t
+		}
+		for _, n := range named {
+			if n, ok := n.(string); ok && !slices.Contains(kinds, jsonKind(n)) {
+				kinds = append(kinds, jsonKind(n))
+			}
+		}
+		if len(named) > 0 {
+			return true
+		}
+		branches := append(s.AnyOf, s.OneOf...)
+		for _, b := range branches {
+			if !add(b) {
+				return false
+			}
+		}
+		return len(branches) > 0
+	}
+	for _, name := range tools {
+		sub, ok := subSchema(c.Policy.Tools[name].Args, strings.Split(path, "."))
+		if !ok {
+			return nil, false
+		}
+		if !add(sub) {
+			untyped = true
+		}
+	}
+	if untyped {
+		return nil, true
+	}
+	return kinds, true
+}
+
+// spelling returns the constant of another JSON kind that a call may send
+// for the constant l, and that kind: 12345 for '12345', true for 'true',
+// '12345' for 12345; "" when there is none.
+func spelling(l predicate.Literal) (value, kind string) {
+	switch celKind(l.Kind) {
+	case "string":
+		if l.Value == "true" || l.Value == "false" {
+			return l.Value, "boolean"
+		}
+		if _, err := strconv.ParseFloat(l.Value, 64); err == nil && strings.TrimSpace(l.Value) == l.Value {
+			return l.Value, "number"
+		}
+	case "number", "boolean":
+		return "'" + l.Value + "'", "string"
+	}
+	return "", ""
+}
+
+// sameConstant reports whether the literal o is the constant value of the
+// JSON kind given (as spelling returns them).
+func sameConstant(o predicate.Literal, value, kind string) bool {
+	if celKind(o.Kind) != kind {
+		return false
+	}
+	if kind == "string" {
+		return "'"+o.Value+"'" == value
+	}
+	if kind == "number" {
+		a, errA := strconv.ParseFloat(o.Value, 64)
+		b, errB := strconv.ParseFloat(value, 64)
+		return errA == nil && errB == nil && a == b
+	}
+	return o.Value == value
+}
+
+// checkMixedKindArgs warns, for a tool-stage predicate of an entry scoped
+// to tools, about each comparison (==, != or in) of an argument the schema
+// does not give one type, but lets be a number or a string (a type list
+// of both, an anyOf of both, no type), with a constant a call may send in
+// the other kind: args.account == '12345' never holds for
+// {"account": 12345}, so a deny with it lets that call through. A
+// predicate that also compares the argument with the other spelling is
+// left alone.
+func (c *Compilation) checkMixedKindArgs(x *dsl.Expr, literals []predicate.Literal, tools []string) {
+	var reported []int // the in lists reported
+	for _, l := range literals {
+		arg, ok := strings.CutPrefix(l.Path, "args.")
+		if !ok || l.FieldKind != "dyn" || strings.ContainsAny(arg, "[]") || l.Op != "==" && l.Op != "!=" && l.Op != "in" ||
+			l.List > 0 && slices.Contains(reported, l.List) {
+			continue
+		}
+		other, kind := spelling(l)
+		if other == "" {
+			continue
+		}
+		kinds, listed := c.argKinds(tools, arg)
+		if !listed || kinds != nil && (!slices.Contains(kinds, kind) || !slices.Contains(kinds, celKind(l.Kind))) {
+			continue
+		}
+		if slices.ContainsFunc(literals, func(o predicate.Literal) bool { return o.Path == l.Path && sameConstant(o, other, kind) }) {
+			continue
+		}
+		if l.List > 0 {
+			reported = append(reported, l.List)
+		}
+		schema := "the args schema of `" + strings.Join(tools, "`, `") + "`"
+		if len(tools) > 1 {
+			schema = "the args schemas of `" + strings.Join(tools, "`, `") + "`"
+		}
+		may := schema + " gives it no type"
+		if kinds != nil {
+			may = schema + " lets it be " + strings.Join(kinds, " or ")
+		}
+		constant := l.Value
+		if l.Kind == "string" {
+			constant = "'" + l.Value + "'"
+		}
+		test, fix := fmt.Sprintf("%s %s %s", l.Path, l.Op, constant), ""
+		switch l.Op {
+		case "==":
+			fix = fmt.Sprintf("compare both spellings (%s == %s || %s == %s)", l.Path, constant, l.Path, other)
+		case "!=":
+			fix = fmt.Sprintf("compare both spellings (%s != %s && %s != %s)", l.Path, constant, l.Path, other)
+		case "in":
+			test, fix = fmt.Sprintf("the in test with %s", constant), fmt.Sprintf("list both spellings (%s, %s)", constant, other)
+		}
+		c.report(dsl.Warnf(x.PosAt(l.Offset), predicate.RuleUntypedArgs,
+			"%s may be a %s or a %s (%s): %s compares it with a %s only, so a call sending %s as a %s (%s) is not matched; %s, or give the argument one type",
+			l.Path, celKind(l.Kind), kind, may, test, celKind(l.Kind), constant, kind, other, fix))
+	}
 }

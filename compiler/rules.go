@@ -273,7 +273,15 @@ read: a misspelt field is not caught there either, and the field may hold
 a value of any type, so deny: "args.opts.sudo == true" lets
 {opts: {sudo: "true"}} through.
 Declare the object's properties. A map whose values the schema types
-(additionalProperties: {type: "string"}) is not reported. The
+(additionalProperties: {type: "string"}) is not reported. So is, in an
+entry scoped to tools, a comparison (==, != or in) of an argument its
+schema lets be a number or a string (type: ["string", "integer"], an
+anyOf of both, no type at all) with a constant a call may send in the
+other kind: deny: "args.account == '12345'" lets {"account": 12345}
+through, as a number never equals a string (and 'true' a boolean); the
+warning is at the constant, once for an in list, and not given where the
+predicate also compares the argument with the other spelling
+(args.account == '12345' || args.account == 12345). The
 warning is also given for a phase "after" predicate that reads a field of result
 (result.status) where a tool it applies to declares no result_schema:
 declare the tool's result_schema. A predicate that reads result whole
