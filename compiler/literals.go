@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -705,6 +706,13 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 		fn, args := call.FunctionName(), call.Args()
 		target, constant := call.Target(), ast.Expr(nil)
 		switch {
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2 && stage == predicate.Tool:
+			for i := range args {
+				if s, lit := stringLiteral(args[1-i]); lit {
+					c.checkPatternTest(x, f.offset(args[1-i]), args[i], comparisonOps[fn], s, tools, field, pol)
+				}
+			}
+			return
 		case stringTests[fn] == "":
 			return
 		case call.IsMemberFunction() && len(args) == 1:
@@ -720,6 +728,9 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 			return
 		}
 		set, ok := c.knownValues(path, stage, tools)
+		if !ok && fn == "startsWith" && stage == predicate.Tool {
+			c.checkPatternTest(x, f.offset(constant), target, fn, s, tools, field, pol)
+		}
 		if !ok || path == "status" && slices.Equal(reads, []string{"status"}) {
 			return
 		}
@@ -923,4 +934,166 @@ func (c *Compilation) checkMixedKindArgs(x *dsl.Expr, literals []predicate.Liter
 			"%s may be a %s or a %s (%s): %s compares it with a %s only, so a call sending %s as a %s (%s) is not matched; %s, or give the argument one type",
 			l.Path, celKind(l.Kind), kind, may, test, celKind(l.Kind), constant, kind, other, fix))
 	}
+}
+
+// argPatterns returns the compiled patterns the args schemas of tools (an
+// entry's scope) give the string argument at path; false where one of them
+// does not list it, types it otherwise, gives it no pattern, or one that
+// Go's regexp, which checks a call's arguments, does not compile.
+func (c *Compilation) argPatterns(tools []string, path string) ([]*regexp.Regexp, bool) {
+	if len(tools) == 0 || strings.ContainsAny(path, "[]") {
+		return nil, false
+	}
+	var out []*regexp.Regexp
+	for _, name := range tools {
+		t := c.Policy.Tools[name]
+		if t == nil {
+			return nil, false
+		}
+		sub, ok := subSchema(t.Args, strings.Split(path, "."))
+		var s struct {
+			Type    string `json:"type"`
+			Pattern string `json:"pattern"`
+		}
+		if !ok || json.Unmarshal(sub, &s) != nil || s.Type != "string" || s.Pattern == "" {
+			return nil, false
+		}
+		re, err := regexp.Compile(s.Pattern)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, re)
+	}
+	return out, true
+}
+
+// neverPrefix reports whether no string re matches starts with prefix,
+// for a pattern anchored at its start (^): the pattern's program is run
+// over prefix from its start, and where no thread survives it and none
+// reached a match on the way, no value with that prefix matches. A
+// pattern not anchored at its start may match after any prefix: false.
+// Empty-width assertions other than ^ are taken to hold, which can only
+// keep threads alive: never a prefix some value has reported.
+func neverPrefix(re *regexp.Regexp, prefix string) bool {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return false
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil || prog.StartCond()&syntax.EmptyBeginText == 0 {
+		return false
+	}
+	// closure adds pc and what it reaches without reading a rune; it
+	// reports whether that reaches a match.
+	var closure func(set map[uint32]bool, pc uint32, begin bool) bool
+	closure = func(set map[uint32]bool, pc uint32, begin bool) bool {
+		if set[pc] {
+			return false
+		}
+		set[pc] = true
+		in := prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstMatch:
+			return true
+		case syntax.InstAlt, syntax.InstAltMatch:
+			a := closure(set, in.Out, begin)
+			return closure(set, in.Arg, begin) || a
+		case syntax.InstEmptyWidth:
+			if syntax.EmptyOp(in.Arg)&syntax.EmptyBeginText != 0 && !begin {
+				return false
+			}
+			return closure(set, in.Out, begin)
+		case syntax.InstCapture, syntax.InstNop:
+			return closure(set, in.Out, begin)
+		case syntax.InstFail:
+			return false
+		}
+		return false // a rune instruction: it waits for the next rune
+	}
+	cur := map[uint32]bool{}
+	if closure(cur, uint32(prog.Start), true) {
+		return false
+	}
+	for _, r := range prefix {
+		next := map[uint32]bool{}
+		for pc := range cur {
+			in := prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+				if in.MatchRune(r) && closure(next, in.Out, false) {
+					return false
+				}
+			}
+		}
+		if len(next) == 0 {
+			return true
+		}
+		cur = next
+	}
+	return false
+}
+
+// checkPatternTest reports a test (==, != or startsWith) of target, an
+// argument of a scoped entry, with the string s, that no value the
+// pattern of each scoped tool's schema allows passes (argPatterns): a
+// call's arguments are checked against its tool's schema before any layer,
+// so args.iban.startsWith('ir'), iban matching ^[A-Z]{2}..., is always
+// false. off is the constant's offset, pol the test's polarity.
+func (c *Compilation) checkPatternTest(x *dsl.Expr, off int, target ast.Expr, test, s string, tools []string, field string, pol int) {
+	path, isPath := fieldPath(target)
+	arg, isArg := strings.CutPrefix(path, "args.")
+	if !isPath || !isArg {
+		return
+	}
+	if _, known := c.knownValues(path, predicate.Tool, tools); known {
+		return // checkLiterals and checkValueTests test it against its values
+	}
+	pats, ok := c.argPatterns(tools, arg)
+	if !ok {
+		return
+	}
+	never := func(s string) bool {
+		for _, re := range pats {
+			if test == "startsWith" && !neverPrefix(re, s) || test != "startsWith" && re.MatchString(s) {
+				return false
+			}
+		}
+		return true
+	}
+	if !never(s) {
+		return
+	}
+	always := test == "!="
+	if !always {
+		pol = -pol
+	}
+	sev, note := dsl.Error, ""
+	if closed := closedWhenTrue(field, pol); closed != "" {
+		sev, note = dsl.Warning, ": "+closed
+	}
+	var quoted []string
+	for _, re := range pats {
+		if q := "'" + re.String() + "'"; !slices.Contains(quoted, q) {
+			quoted = append(quoted, q)
+		}
+	}
+	schema := "the args schema of `" + strings.Join(tools, "`, `") + "` gives it the pattern " + strings.Join(quoted, ", ")
+	if len(tools) > 1 {
+		schema = "the args schemas of `" + strings.Join(tools, "`, `") + "` give it the patterns " + strings.Join(quoted, ", ")
+	}
+	msg := fmt.Sprintf("%s is never '%s': %s, which '%s' does not match (%s), so %s %s '%s' is always %t%s",
+		path, s, schema, s, argsChecked, path, test, s, always, note)
+	if test == "startsWith" {
+		msg = fmt.Sprintf("%s never starts with '%s': %s, which no value starting with '%s' matches (%s), so %s.startsWith('%s') is always false%s",
+			path, s, schema, s, argsChecked, path, s, note)
+	}
+	switch {
+	case !never(strings.ToUpper(s)):
+		msg += fmt.Sprintf("; did you mean '%s'?", strings.ToUpper(s))
+	case !never(strings.ToLower(s)):
+		msg += fmt.Sprintf("; did you mean '%s'?", strings.ToLower(s))
+	case sev == dsl.Error:
+		msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+	}
+	c.report(dsl.Diagnostic{Pos: x.PosAt(off), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 }

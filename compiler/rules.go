@@ -485,7 +485,15 @@ passes, the case aside, as its did-you-mean
 (args.currency.startsWith('btc') where the enum is USD, EUR and BTC:
 'BTC'; tool.name.startsWith('Delete') where the tool is delete_file;
 args.currency.matches('^btc$'): '(?i)^btc$'); a when's such test is
-guard/inert's. The result of url_host(), lower(), lowerAscii() and
+guard/inert's. In an entry scoped to tools, a string argument whose
+schema gives it a pattern holds only what the pattern matches: an ==
+(or !=) with a constant no scoped tool's pattern matches, and a
+startsWith() of a prefix no value the pattern matches has, where the
+pattern is anchored at its start, are reported the same way
+(args.iban.startsWith('ir') where the pattern is
+^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$: 'IR'); a pattern not anchored at its
+start may match after any prefix, and an assertion other than ^ in it is
+taken to hold. The result of url_host(), lower(), lowerAscii() and
 upperAscii() is held to its form the same way: url_host() returns the
 host lower-cased, without a trailing dot, port or brackets, lower()
 (lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
