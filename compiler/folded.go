@@ -62,21 +62,22 @@ func foldOf(e ast.Expr) (fold, bool) {
 func (f fold) lowered(s string) string {
 	switch {
 	case f.upper:
-		return strings.Map(func(r rune) rune {
-			if r >= 'a' && r <= 'z' {
-				return r + 'A' - 'a'
-			}
-			return r
-		}, s)
+		return shiftASCII(s, 'a', 'A')
 	case f.ascii:
-		return strings.Map(func(r rune) rune {
-			if r >= 'A' && r <= 'Z' {
-				return r + 'a' - 'A'
-			}
-			return r
-		}, s)
+		return shiftASCII(s, 'A', 'a')
 	}
 	return strings.ToLower(s)
+}
+
+// shiftASCII returns s with each ASCII letter of the case that starts at
+// from written in the case that starts at to.
+func shiftASCII(s string, from, to rune) string {
+	return strings.Map(func(r rune) rune {
+		if r >= from && r <= from+'z'-'a' {
+			return r + to - from
+		}
+		return r
+	}, s)
 }
 
 // cased says how the fold writes its value's letters.
