@@ -240,10 +240,11 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	if checked == nil {
 		return nil
 	}
-	c.checkOptionalKeys(x, checked, keyFailure(kind, field, onError))
+	c.checkOptionalKeys(x, checked, stage, tools, keyFailure(kind, field, onError))
 	c.checkLiterals(x, stage, tools, checked.Reads, checked.Literals, field)
 	c.checkLooseMatches(x, field, stage, tools)
 	c.checkFoldedLiterals(x, field)
+	c.checkValueTests(x, stage, tools, checked.Reads, field)
 	if stage == predicate.Chat {
 		c.checkToolCallArgs(x)
 	}
@@ -255,6 +256,9 @@ func (c *Compilation) checkPredicate(x *dsl.Expr, stage predicate.Stage, phase p
 	c.checkMetaKeys(x, stage)
 	if stage == predicate.Tool {
 		c.checkArgNumbers(x, tools, checked.Literals, field)
+	}
+	if stage == predicate.Tool && schemas != nil {
+		c.checkMixedKindArgs(x, checked.Literals, tools)
 	}
 	if stage == predicate.Tool && (len(tools) == 0 && checked.ReadsUntypedArgs || schemas != nil) {
 		c.checkUnscopedArgLiterals(x, checked.Literals, tools, keyFailure(kind, field, onError))

@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp/syntax"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
-	"github.com/google/cel-go/parser"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
 
 // A fold is a function whose result a predicate compares: url_host(),
-// lower() and lowerAscii() return strings of a known form, and a constant
-// not of that form never equals them.
+// lower(), lowerAscii() and upperAscii() return strings of a known form,
+// and a constant not of that form never equals them.
 type fold struct {
 	// call is how the message names the function ("url_host()").
 	call string
@@ -25,10 +27,12 @@ type fold struct {
 	host bool
 	// ascii: only ASCII letters are lower-cased (lowerAscii()).
 	ascii bool
+	// upper: ASCII letters are upper-cased instead (upperAscii()).
+	upper bool
 }
 
-// foldOf returns the fold of e when e is a call of url_host(), lower() or
-// lowerAscii() (lower() of url_host() is a host).
+// foldOf returns the fold of e when e is a call of url_host(), lower(),
+// lowerAscii() or upperAscii() (lower() of url_host() is a host).
 func foldOf(e ast.Expr) (fold, bool) {
 	if e.Kind() != ast.CallKind {
 		return fold{}, false
@@ -47,21 +51,102 @@ func foldOf(e ast.Expr) (fold, bool) {
 			return inner, true
 		}
 		return fold{call: "lowerAscii()", ascii: true}, true
+	case fn == "upperAscii" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return fold{call: "upperAscii()", ascii: true, upper: true}, true
 	}
 	return fold{}, false
 }
 
-// lowered returns s as the fold writes it: lower-cased.
+// lowered returns s as the fold writes it: lower-cased (upper-cased for
+// upperAscii()).
 func (f fold) lowered(s string) string {
-	if f.ascii {
-		return strings.Map(func(r rune) rune {
-			if r >= 'A' && r <= 'Z' {
-				return r + 'a' - 'A'
-			}
-			return r
-		}, s)
+	switch {
+	case f.upper:
+		return shiftASCII(s, 'a', 'A')
+	case f.ascii:
+		return shiftASCII(s, 'A', 'a')
 	}
 	return strings.ToLower(s)
+}
+
+// shiftASCII returns s with each ASCII letter of the case that starts at
+// from written in the case that starts at to.
+func shiftASCII(s string, from, to rune) string {
+	return strings.Map(func(r rune) rune {
+		if r >= from && r <= from+'z'-'a' {
+			return r + to - from
+		}
+		return r
+	}, s)
+}
+
+// cased says how the fold writes its value's letters.
+func (f fold) cased() string {
+	if f.upper {
+		return "upper-cased"
+	}
+	return "lower-cased"
+}
+
+// neverMatches says why a value of the fold never matches the regular
+// expression pattern: each match needs a letter the fold never writes (a
+// capital, for a lower-casing fold); "" when a match may need none, or the
+// pattern does not parse.
+func (f fold) neverMatches(pattern string) string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	if !f.canMatch(re.Simplify()) {
+		letter := "a capital"
+		if f.upper {
+			letter = "a lower-case letter"
+		}
+		return fmt.Sprintf("it returns the value %s, and every match needs %s", f.cased(), letter)
+	}
+	return ""
+}
+
+// canMatch reports whether re may match a string the fold writes (all its
+// letters cased as the fold cases them), counting a class as able to
+// wherever it holds a rune other than the ASCII letters the fold never
+// writes: false only where every match needs such a letter.
+func (f fold) canMatch(re *syntax.Regexp) bool {
+	never := func(r rune) bool { return f.lowered(string(r)) != string(r) && r < utf8.RuneSelf }
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return false
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return true
+		}
+		return !slices.ContainsFunc(re.Rune, never)
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if !never(r) {
+					return true
+				}
+			}
+		}
+		return false
+	case syntax.OpStar, syntax.OpQuest:
+		return true
+	case syntax.OpRepeat:
+		return re.Min == 0 || f.canMatch(re.Sub[0])
+	case syntax.OpPlus, syntax.OpCapture:
+		return f.canMatch(re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !f.canMatch(sub) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpAlternate:
+		return slices.ContainsFunc(re.Sub, f.canMatch)
+	}
+	return true
 }
 
 // never says why a value of the fold never equals s (whole) or never
@@ -86,7 +171,7 @@ func (f fold) never(s string, whole, suffix bool) (why, meant string) {
 		}
 	}
 	if l := f.lowered(s); l != s {
-		return "it returns the value lower-cased", l
+		return "it returns the value " + f.cased(), l
 	}
 	return "", ""
 }
@@ -105,12 +190,7 @@ func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
 		return
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
-	src := func(e ast.Expr) string {
-		if text, err := parser.Unparse(e, f.info); err == nil {
-			return text
-		}
-		return "the value"
-	}
+	src := f.exprText
 	whole := func(test string) bool { return test == "==" || test == "!=" || test == "in" }
 	report := func(fo fold, target, constant ast.Expr, s, test string, always, live bool, pol int) {
 		why, meant := fo.never(s, whole(test), test == "endsWith")
@@ -174,6 +254,24 @@ func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
 						report(fo, args[0], el, s, "in", false, live, pol)
 					}
 				}
+			}
+		case fn == "matches" && (call.IsMemberFunction() && len(args) == 1 || !call.IsMemberFunction() && len(args) == 2):
+			target, pattern := call.Target(), args[0]
+			if !call.IsMemberFunction() {
+				target, pattern = args[0], args[1]
+			}
+			fo, ok := foldOf(target)
+			s, lit := stringLiteral(pattern)
+			if !ok || !lit {
+				break
+			}
+			if why := fo.neverMatches(s); why != "" {
+				sev, note := dsl.Error, ""
+				if closed := closedWhenTrue(field, -pol); closed != "" {
+					sev, note = dsl.Warning, ": "+closed
+				}
+				c.report(dsl.Diagnostic{Pos: x.PosAt(f.offset(pattern)), Severity: sev, Rule: ruleUnknownValue,
+					Message: fmt.Sprintf("%s never returns a value that matches '%s': %s, so %s.matches('%s') is always false%s", fo.call, s, why, src(target), s, note)})
 			}
 		case (fn == "endsWith" || fn == "startsWith" || fn == "contains") && call.IsMemberFunction() && len(args) == 1:
 			if fo, ok := foldOf(call.Target()); ok {

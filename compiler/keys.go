@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,11 +47,23 @@ func keyFailure(kind, field, onError string) string {
 // (item.metadata.KEY, run.meta.KEY, ...) that no presence test guards:
 // where the key is absent the read fails, and the predicate fails as
 // failure says, unless the rest of it decides it (the other side of an ||
-// that is true, of an && that is false).
-func (c *Compilation) checkOptionalKeys(x *dsl.Expr, checked *predicate.Checked, failure string) {
+// that is true, of an && that is false). In a tool-stage predicate whose
+// args are typed (its entry scoped to tools), so is a map below args (an
+// object whose keys are free, args.headers['X-Debug']) or a value the
+// schema leaves untyped, unless every scoped tool's schema requires the
+// key.
+func (c *Compilation) checkOptionalKeys(x *dsl.Expr, checked *predicate.Checked, stage predicate.Stage, tools []string, failure string) {
+	argMaps := stage == predicate.Tool && c.argsSchemas(tools) != nil
+	optional := func(r predicate.KeyRead) bool {
+		if slices.Contains(optionalMaps, r.Map) {
+			return true
+		}
+		arg, ok := strings.CutPrefix(r.Map, "args.")
+		return ok && argMaps && !c.argKeyRequired(tools, arg, r.Key)
+	}
 	var seen []string
 	for _, r := range checked.KeyReads {
-		if !slices.Contains(optionalMaps, r.Map) || r.Tested || slices.Contains(seen, r.Map+"."+r.Key) {
+		if r.Tested || slices.Contains(seen, r.Map+"."+r.Key) || !optional(r) {
 			continue
 		}
 		seen = append(seen, r.Map+"."+r.Key)
@@ -64,6 +77,25 @@ func (c *Compilation) checkOptionalKeys(x *dsl.Expr, checked *predicate.Checked,
 			"where %s has no key %q, reading it fails, and %s, unless the rest of the predicate decides it; test it first (%s || ...) or read %s",
 			r.Map, r.Key, failure, test, read))
 	}
+}
+
+// argKeyRequired reports whether the args schema of each of tools lists key
+// among the required keys of the object at path ("headers",
+// "shipping.extra"); false for a path through a list.
+func (c *Compilation) argKeyRequired(tools []string, path, key string) bool {
+	if strings.ContainsAny(path, "[]") {
+		return false
+	}
+	for _, name := range tools {
+		sub, ok := subSchema(c.Policy.Tools[name].Args, strings.Split(path, "."))
+		var s struct {
+			Required []string `json:"required"`
+		}
+		if !ok || json.Unmarshal(sub, &s) != nil || !slices.Contains(s.Required, key) {
+			return false
+		}
+	}
+	return len(tools) > 0
 }
 
 // isIdent reports whether s is a CEL identifier, so that m.s selects it.

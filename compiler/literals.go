@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -664,4 +666,434 @@ func bodyPolarity(comp ast.ComprehensionExpr, pol int) int {
 		}
 	}
 	return 0
+}
+
+// stringTests are the string functions checkValueTests reads, with what a
+// message says a value does that passes them.
+var stringTests = map[string]string{"startsWith": "starts with", "endsWith": "ends with", "contains": "contains", "matches": "matches"}
+
+// passes reports whether the value v passes the test fn (startsWith,
+// endsWith, contains or matches) with the constant s.
+func passes(fn, v, s string, re *regexp.Regexp) bool {
+	switch fn {
+	case "startsWith":
+		return strings.HasPrefix(v, s)
+	case "endsWith":
+		return strings.HasSuffix(v, s)
+	case "contains":
+		return strings.Contains(v, s)
+	}
+	return re.MatchString(v)
+}
+
+// checkValueTests reports each startsWith(), endsWith(), contains() or
+// matches() test, with a constant, of a field whose values are known
+// (knownValues) that none of them passes: args.currency.startsWith('btc')
+// where the schema's enum is USD, EUR and BTC is always false, and a deny
+// with it never fires. Each value is tested as the predicate would test
+// it, so a test one of them passes is never reported. The severity is
+// checkLiterals': a warning where the dead test can only make the
+// predicate of the field given fail closed. A predicate that reads status
+// alone is left to checkStatusOnly, which says what it is for each status,
+// and a when to guard/inert, which says for which calls it holds.
+func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools, reads []string, field string) {
+	tree, ok := predicate.ParseSyntax(x.Source)
+	if !ok || field == "when" {
+		return
+	}
+	f := folder{src: x.Source, info: tree.SourceInfo()}
+	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+		fn, args := call.FunctionName(), call.Args()
+		target, constant := call.Target(), ast.Expr(nil)
+		switch {
+		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2 && stage == predicate.Tool:
+			for i := range args {
+				if s, lit := stringLiteral(args[1-i]); lit {
+					c.checkPatternTest(x, f.offset(args[1-i]), args[i], comparisonOps[fn], s, tools, field, pol)
+				}
+			}
+			return
+		case stringTests[fn] == "":
+			return
+		case call.IsMemberFunction() && len(args) == 1:
+			constant = args[0]
+		case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
+			target, constant = args[0], args[1]
+		default:
+			return
+		}
+		path, isPath := fieldPath(target)
+		s, lit := stringLiteral(constant)
+		if !isPath || !lit {
+			return
+		}
+		set, ok := c.knownValues(path, stage, tools)
+		if !ok && fn == "startsWith" && stage == predicate.Tool {
+			c.checkPatternTest(x, f.offset(constant), target, fn, s, tools, field, pol)
+		}
+		if !ok || path == "status" && slices.Equal(reads, []string{"status"}) {
+			return
+		}
+		var re, loose *regexp.Regexp
+		if fn == "matches" {
+			var err error
+			if re, err = regexp.Compile(s); err != nil {
+				return // a syntax error of its own
+			}
+			loose, _ = regexp.Compile("(?i)" + s)
+		}
+		if slices.ContainsFunc(set.values, func(v string) bool { return passes(fn, v, s, re) }) {
+			return
+		}
+		// The spelling a value passes, the case aside.
+		var meant string
+		for _, v := range set.values {
+			if fn == "matches" {
+				if loose != nil && loose.MatchString(v) {
+					meant = "(?i)" + s
+					break
+				}
+				continue
+			}
+			lv, ls := strings.ToLower(v), strings.ToLower(s)
+			if len(lv) != len(v) || !passes(fn, lv, ls, nil) {
+				continue
+			}
+			i := map[string]int{"startsWith": 0, "endsWith": len(lv) - len(ls), "contains": strings.Index(lv, ls)}[fn]
+			meant = v[i : i+len(ls)]
+			break
+		}
+		quoted := make([]string, len(set.values))
+		for i, k := range set.values {
+			quoted[i] = "'" + k + "'"
+		}
+		sev, note := set.sev, ""
+		if closed := closedWhenTrue(field, -pol); closed != "" {
+			sev, note = dsl.Warning, ": "+closed
+		}
+		msg := fmt.Sprintf("%s never %s '%s': it is one of %s (%s%s), so %s.%s('%s') is always false%s",
+			path, stringTests[fn], s, set.what, nameList(quoted), set.why, path, fn, s, note)
+		if stage == invariantStage {
+			msg = "invariant: " + msg
+		}
+		switch {
+		case meant != "":
+			msg += fmt.Sprintf("; did you mean '%s'?", meant)
+		case set.schema && sev == dsl.Error:
+			// As in checkLiterals: what the test was written to catch
+			// the schema refuses already.
+			msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+		}
+		c.report(dsl.Diagnostic{Pos: x.PosAt(f.offset(constant)), Severity: sev, Rule: ruleUnknownValue, Message: msg})
+	}})
+}
+
+// argKinds returns the JSON Schema types the args schemas of tools let the
+// argument at path ("account", "to.id") be, from its type (one or a list)
+// or the branches of an anyOf or oneOf; nil where one of them lets it be
+// any (no type). false where one does not list it (a field below an
+// object without properties, which cel/untyped-args names at the read).
+func (c *Compilation) argKinds(tools []string, path string) ([]string, bool) {
+	var kinds []string
+	untyped := false
+	var add func(raw json.RawMessage) bool
+	add = func(raw json.RawMessage) bool {
+		var s struct {
+			Type  any               `json:"type"`
+			AnyOf []json.RawMessage `json:"anyOf"`
+			OneOf []json.RawMessage `json:"oneOf"`
+		}
+		if json.Unmarshal(raw, &s) != nil {
+			return false
+		}
+		var named []any
+		switch t := s.Type.(type) {
+		case string:
+			named = []any{t}
+		case []any:
+			named = t
+		}
+		for _, n := range named {
+			if n, ok := n.(string); ok && !slices.Contains(kinds, jsonKind(n)) {
+				kinds = append(kinds, jsonKind(n))
+			}
+		}
+		if len(named) > 0 {
+			return true
+		}
+		branches := append(s.AnyOf, s.OneOf...)
+		for _, b := range branches {
+			if !add(b) {
+				return false
+			}
+		}
+		return len(branches) > 0
+	}
+	for _, name := range tools {
+		sub, ok := subSchema(c.Policy.Tools[name].Args, strings.Split(path, "."))
+		if !ok {
+			return nil, false
+		}
+		if !add(sub) {
+			untyped = true
+		}
+	}
+	if untyped {
+		return nil, true
+	}
+	return kinds, true
+}
+
+// spelling returns the constant of another JSON kind that a call may send
+// for the constant l, and that kind: 12345 for '12345', true for 'true',
+// '12345' for 12345; "" when there is none.
+func spelling(l predicate.Literal) (value, kind string) {
+	switch celKind(l.Kind) {
+	case "string":
+		if l.Value == "true" || l.Value == "false" {
+			return l.Value, "boolean"
+		}
+		if _, err := strconv.ParseFloat(l.Value, 64); err == nil && strings.TrimSpace(l.Value) == l.Value {
+			return l.Value, "number"
+		}
+	case "number", "boolean":
+		return "'" + l.Value + "'", "string"
+	}
+	return "", ""
+}
+
+// sameConstant reports whether the literal o is the constant value of the
+// JSON kind given (as spelling returns them).
+func sameConstant(o predicate.Literal, value, kind string) bool {
+	if celKind(o.Kind) != kind {
+		return false
+	}
+	if kind == "string" {
+		return "'"+o.Value+"'" == value
+	}
+	if kind == "number" {
+		a, errA := strconv.ParseFloat(o.Value, 64)
+		b, errB := strconv.ParseFloat(value, 64)
+		return errA == nil && errB == nil && a == b
+	}
+	return o.Value == value
+}
+
+// checkMixedKindArgs warns, for a tool-stage predicate of an entry scoped
+// to tools, about each comparison (==, != or in) of an argument the schema
+// does not give one type, but lets be a number or a string (a type list
+// of both, an anyOf of both, no type), with a constant a call may send in
+// the other kind: args.account == '12345' never holds for
+// {"account": 12345}, so a deny with it lets that call through. A
+// predicate that also compares the argument with the other spelling is
+// left alone.
+func (c *Compilation) checkMixedKindArgs(x *dsl.Expr, literals []predicate.Literal, tools []string) {
+	var reported []int // the in lists reported
+	for _, l := range literals {
+		arg, ok := strings.CutPrefix(l.Path, "args.")
+		if !ok || l.FieldKind != "dyn" || strings.ContainsAny(arg, "[]") || l.Op != "==" && l.Op != "!=" && l.Op != "in" ||
+			l.List > 0 && slices.Contains(reported, l.List) {
+			continue
+		}
+		other, kind := spelling(l)
+		if other == "" {
+			continue
+		}
+		kinds, listed := c.argKinds(tools, arg)
+		if !listed || kinds != nil && (!slices.Contains(kinds, kind) || !slices.Contains(kinds, celKind(l.Kind))) {
+			continue
+		}
+		if slices.ContainsFunc(literals, func(o predicate.Literal) bool { return o.Path == l.Path && sameConstant(o, other, kind) }) {
+			continue
+		}
+		if l.List > 0 {
+			reported = append(reported, l.List)
+		}
+		schema := "the args schema of `" + strings.Join(tools, "`, `") + "`"
+		if len(tools) > 1 {
+			schema = "the args schemas of `" + strings.Join(tools, "`, `") + "`"
+		}
+		may := schema + " gives it no type"
+		if kinds != nil {
+			may = schema + " lets it be " + strings.Join(kinds, " or ")
+		}
+		constant := l.Value
+		if l.Kind == "string" {
+			constant = "'" + l.Value + "'"
+		}
+		test, fix := fmt.Sprintf("%s %s %s", l.Path, l.Op, constant), ""
+		switch l.Op {
+		case "==":
+			fix = fmt.Sprintf("compare both spellings (%s == %s || %s == %s)", l.Path, constant, l.Path, other)
+		case "!=":
+			fix = fmt.Sprintf("compare both spellings (%s != %s && %s != %s)", l.Path, constant, l.Path, other)
+		case "in":
+			test, fix = fmt.Sprintf("the in test with %s", constant), fmt.Sprintf("list both spellings (%s, %s)", constant, other)
+		}
+		c.report(dsl.Warnf(x.PosAt(l.Offset), predicate.RuleUntypedArgs,
+			"%s may be a %s or a %s (%s): %s compares it with a %s only, so a call sending %s as a %s (%s) is not matched; %s, or give the argument one type",
+			l.Path, celKind(l.Kind), kind, may, test, celKind(l.Kind), constant, kind, other, fix))
+	}
+}
+
+// argPatterns returns the compiled patterns the args schemas of tools (an
+// entry's scope) give the string argument at path; false where one of them
+// does not list it, types it otherwise, gives it no pattern, or one that
+// Go's regexp, which checks a call's arguments, does not compile.
+func (c *Compilation) argPatterns(tools []string, path string) ([]*regexp.Regexp, bool) {
+	if len(tools) == 0 || strings.ContainsAny(path, "[]") {
+		return nil, false
+	}
+	var out []*regexp.Regexp
+	for _, name := range tools {
+		t := c.Policy.Tools[name]
+		if t == nil {
+			return nil, false
+		}
+		sub, ok := subSchema(t.Args, strings.Split(path, "."))
+		var s struct {
+			Type    string `json:"type"`
+			Pattern string `json:"pattern"`
+		}
+		if !ok || json.Unmarshal(sub, &s) != nil || s.Type != "string" || s.Pattern == "" {
+			return nil, false
+		}
+		re, err := regexp.Compile(s.Pattern)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, re)
+	}
+	return out, true
+}
+
+// neverPrefix reports whether no string re matches starts with prefix,
+// for a pattern anchored at its start (^): the pattern's program is run
+// over prefix from its start, and where no thread survives it and none
+// reached a match on the way, no value with that prefix matches. A
+// pattern not anchored at its start may match after any prefix: false.
+// Empty-width assertions other than ^ are taken to hold, which can only
+// keep threads alive: never a prefix some value has reported.
+func neverPrefix(re *regexp.Regexp, prefix string) bool {
+	parsed, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return false
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil || prog.StartCond()&syntax.EmptyBeginText == 0 {
+		return false
+	}
+	// closure adds pc and what it reaches without reading a rune; it
+	// reports whether that reaches a match.
+	var closure func(set map[uint32]bool, pc uint32, begin bool) bool
+	closure = func(set map[uint32]bool, pc uint32, begin bool) bool {
+		if set[pc] {
+			return false
+		}
+		set[pc] = true
+		in := prog.Inst[pc]
+		switch in.Op {
+		case syntax.InstMatch:
+			return true
+		case syntax.InstAlt, syntax.InstAltMatch:
+			a := closure(set, in.Out, begin)
+			return closure(set, in.Arg, begin) || a
+		case syntax.InstEmptyWidth:
+			if syntax.EmptyOp(in.Arg)&syntax.EmptyBeginText != 0 && !begin {
+				return false
+			}
+			return closure(set, in.Out, begin)
+		case syntax.InstCapture, syntax.InstNop:
+			return closure(set, in.Out, begin)
+		case syntax.InstFail:
+			return false
+		}
+		return false // a rune instruction: it waits for the next rune
+	}
+	cur := map[uint32]bool{}
+	if closure(cur, uint32(prog.Start), true) {
+		return false
+	}
+	for _, r := range prefix {
+		next := map[uint32]bool{}
+		for pc := range cur {
+			in := prog.Inst[pc]
+			switch in.Op {
+			case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+				if in.MatchRune(r) && closure(next, in.Out, false) {
+					return false
+				}
+			}
+		}
+		if len(next) == 0 {
+			return true
+		}
+		cur = next
+	}
+	return false
+}
+
+// checkPatternTest reports a test (==, != or startsWith) of target, an
+// argument of a scoped entry, with the string s, that no value the
+// pattern of each scoped tool's schema allows passes (argPatterns): a
+// call's arguments are checked against its tool's schema before any layer,
+// so args.iban.startsWith('ir'), iban matching ^[A-Z]{2}..., is always
+// false. off is the constant's offset, pol the test's polarity.
+func (c *Compilation) checkPatternTest(x *dsl.Expr, off int, target ast.Expr, test, s string, tools []string, field string, pol int) {
+	path, isPath := fieldPath(target)
+	arg, isArg := strings.CutPrefix(path, "args.")
+	if !isPath || !isArg {
+		return
+	}
+	if _, known := c.knownValues(path, predicate.Tool, tools); known {
+		return // checkLiterals and checkValueTests test it against its values
+	}
+	pats, ok := c.argPatterns(tools, arg)
+	if !ok {
+		return
+	}
+	never := func(s string) bool {
+		for _, re := range pats {
+			if test == "startsWith" && !neverPrefix(re, s) || test != "startsWith" && re.MatchString(s) {
+				return false
+			}
+		}
+		return true
+	}
+	if !never(s) {
+		return
+	}
+	always := test == "!="
+	if !always {
+		pol = -pol
+	}
+	sev, note := dsl.Error, ""
+	if closed := closedWhenTrue(field, pol); closed != "" {
+		sev, note = dsl.Warning, ": "+closed
+	}
+	var quoted []string
+	for _, re := range pats {
+		if q := "'" + re.String() + "'"; !slices.Contains(quoted, q) {
+			quoted = append(quoted, q)
+		}
+	}
+	schema := "the args schema of `" + strings.Join(tools, "`, `") + "` gives it the pattern " + strings.Join(quoted, ", ")
+	if len(tools) > 1 {
+		schema = "the args schemas of `" + strings.Join(tools, "`, `") + "` give it the patterns " + strings.Join(quoted, ", ")
+	}
+	msg := fmt.Sprintf("%s is never '%s': %s, which '%s' does not match (%s), so %s %s '%s' is always %t%s",
+		path, s, schema, s, argsChecked, path, test, s, always, note)
+	if test == "startsWith" {
+		msg = fmt.Sprintf("%s never starts with '%s': %s, which no value starting with '%s' matches (%s), so %s.startsWith('%s') is always false%s",
+			path, s, schema, s, argsChecked, path, s, note)
+	}
+	switch {
+	case !never(strings.ToUpper(s)):
+		msg += fmt.Sprintf("; did you mean '%s'?", strings.ToUpper(s))
+	case !never(strings.ToLower(s)):
+		msg += fmt.Sprintf("; did you mean '%s'?", strings.ToLower(s))
+	case sev == dsl.Error:
+		msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+	}
+	c.report(dsl.Diagnostic{Pos: x.PosAt(off), Severity: sev, Rule: ruleUnknownValue, Message: msg})
 }

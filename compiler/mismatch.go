@@ -10,6 +10,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/parser"
 
 	"github.com/agentc-dev/agentc/runtime/predicate"
 )
@@ -18,6 +19,11 @@ import (
 // different types: found no matching overload for '_==_' applied to
 // '(double, int)'.
 var overloadRE = regexp.MustCompile(`^found no matching overload for '(_==_|_!=_|_<_|_<=_|_>_|_>=_)' applied to '\((int|uint|double|string|bool), (int|uint|double|string|bool)\)'`)
+
+// inOverloadRE matches cel-go's report of an in test of a number in a list
+// of numbers of another type: found no matching overload for '@in'
+// applied to '(double, list(int))'.
+var inOverloadRE = regexp.MustCompile(`^found no matching overload for '(@in)' applied to '\((int|double), list\((int|double)\)\)'`)
 
 // comparisonOps are the CEL operators overloadRE names, as written.
 var comparisonOps = map[string]string{
@@ -32,6 +38,9 @@ var comparisonOps = map[string]string{
 // any other issue, or a comparison of two fields.
 func mismatchHint(src string, offset int, msg string) (at int, hint string, ok bool) {
 	m := overloadRE.FindStringSubmatch(msg)
+	if m == nil {
+		m = inOverloadRE.FindStringSubmatch(msg)
+	}
 	if m == nil {
 		return 0, "", false
 	}
@@ -77,6 +86,12 @@ func mismatchHint(src string, offset int, msg string) (at int, hint string, ok b
 		return 0, "", false
 	}
 	args := call.AsCall().Args()
+	if m[1] == operators.In {
+		return numberInHint(f, call, m[2], m[3])
+	}
+	if args[0].Kind() != ast.LiteralKind && args[1].Kind() != ast.LiteralKind {
+		return numbersHint(f, call, m[1], m[2], m[3])
+	}
 	field, constant, fieldType, constType := args[0], args[1], m[2], m[3]
 	if field.Kind() == ast.LiteralKind {
 		field, constant, fieldType, constType = constant, field, constType, fieldType
@@ -125,12 +140,94 @@ func mismatchHint(src string, offset int, msg string) (at int, hint string, ok b
 	if advice == "" {
 		advice = "compare it with " + celTypePhrase(fieldType)
 	}
-	what := kindArticle[fieldType]
-	if schema := map[string]string{"int": "integer", "double": "number"}[fieldType]; schema != "" && (strings.HasPrefix(name, "args.") || strings.HasPrefix(name, "result.")) {
+	return f.offset(constant), fmt.Sprintf("; %s is %s and %s %s: CEL's %s compares values of one type, so %s",
+		name, typedAs(name, fieldType), text, kindArticle[constType], op, advice), true
+}
+
+// typedAs names the CEL type t of the value written name, with the JSON
+// Schema type it comes from for an argument or a result's field: "a double
+// (a JSON Schema number)".
+func typedAs(name, t string) string {
+	what := kindArticle[t]
+	if schema := map[string]string{"int": "integer", "double": "number"}[t]; schema != "" && (strings.HasPrefix(name, "args.") || strings.HasPrefix(name, "result.")) {
 		what += " (a JSON Schema " + schema + ")"
 	}
-	return f.offset(constant), fmt.Sprintf("; %s is %s and %s %s: CEL's %s compares values of one type, so %s",
-		name, what, text, kindArticle[constType], op, advice), true
+	return what
+}
+
+// exprText writes e as CEL, "the value compared" when it cannot.
+func (f folder) exprText(e ast.Expr) string {
+	if text, err := parser.Unparse(e, f.info); err == nil {
+		return text
+	}
+	return "the value compared"
+}
+
+// numbersHint completes the report of an == or != (fn) of two values that
+// are not constants, an int and a double (leftType, rightType): the int is
+// made a double, the one type both hold (double() of an int a double does
+// not hold exactly is an evaluation error, not its neighbour). ok is false
+// for other types.
+func numbersHint(f folder, call ast.Expr, fn, leftType, rightType string) (at int, hint string, ok bool) {
+	if fn != operators.Equals && fn != operators.NotEquals || !isIntDouble(leftType, rightType) {
+		return 0, "", false
+	}
+	args := call.AsCall().Args()
+	left, right := f.exprText(args[0]), f.exprText(args[1])
+	fixed := left + " " + comparisonOps[fn] + " double(" + right + ")"
+	if leftType == "int" {
+		fixed = "double(" + left + ") " + comparisonOps[fn] + " " + right
+	}
+	return f.opOffset(call), fmt.Sprintf("; %s is %s and %s %s: CEL's %s compares values of one type, so write %s",
+		left, typedAs(left, leftType), right, typedAs(right, rightType), comparisonOps[fn], fixed), true
+}
+
+// isIntDouble reports whether a and b are int and double, in either order.
+func isIntDouble(a, b string) bool {
+	return a == "int" && b == "double" || a == "double" && b == "int"
+}
+
+// numberInHint completes the report of an in test (call) of a value of
+// type valueType in a list of elemType, an int and a double: a list of
+// constants is written in the value's type where each holds it exactly
+// (args.amount in [100.0, 200.0]), or else the int value made a double.
+func numberInHint(f folder, call ast.Expr, valueType, elemType string) (at int, hint string, ok bool) {
+	if !isIntDouble(valueType, elemType) {
+		return 0, "", false
+	}
+	args := call.AsCall().Args()
+	value, list := f.exprText(args[0]), f.exprText(args[1])
+	at, fixed := f.opOffset(call), ""
+	if args[1].Kind() == ast.ListKind {
+		at = f.offset(args[1])
+		var els []string
+		for _, el := range args[1].AsList().Elements() {
+			if el.Kind() != ast.LiteralKind {
+				els = nil
+				break
+			}
+			switch v := el.AsLiteral().(type) {
+			case types.Int:
+				els = append(els, fmt.Sprintf("%d.0", int64(v)))
+			case types.Double:
+				if d := float64(v); d == math.Trunc(d) && math.Abs(d) < 1<<53 {
+					els = append(els, fmt.Sprintf("%d", int64(d)))
+				}
+			}
+		}
+		if len(els) == len(args[1].AsList().Elements()) && len(els) > 0 {
+			fixed = "[" + strings.Join(els, ", ") + "]"
+		}
+	}
+	switch {
+	case fixed != "":
+	case valueType == "int":
+		fixed = "double(" + value + ") in " + list
+	default:
+		return 0, "", false
+	}
+	return at, fmt.Sprintf("; %s is %s and %s a list of %ss: CEL's in compares values of one type, so write %s",
+		value, typedAs(value, valueType), list, elemType, fixed), true
 }
 
 // literalText renders a constant as CEL writes it.

@@ -277,7 +277,15 @@ read: a misspelt field is not caught there either, and the field may hold
 a value of any type, so deny: "args.opts.sudo == true" lets
 {opts: {sudo: "true"}} through.
 Declare the object's properties. A map whose values the schema types
-(additionalProperties: {type: "string"}) is not reported. The
+(additionalProperties: {type: "string"}) is not reported. So is, in an
+entry scoped to tools, a comparison (==, != or in) of an argument its
+schema lets be a number or a string (type: ["string", "integer"], an
+anyOf of both, no type at all) with a constant a call may send in the
+other kind: deny: "args.account == '12345'" lets {"account": 12345}
+through, as a number never equals a string (and 'true' a boolean); the
+warning is at the constant, once for an in list, and not given where the
+predicate also compares the argument with the other spelling
+(args.account == '12345' || args.account == 12345). The
 warning is also given for a phase "after" predicate that reads a field of result
 (result.status) where a tool it applies to declares no result_schema:
 declare the tool's result_schema. A predicate that reads result whole
@@ -479,21 +487,45 @@ that is neither a declared model nor a declared tool, an audit record's
 tool with an undeclared tool, target.stage with anything but chat or tool,
 or 'refnd' in executions.tools: prove calls only what the policy declares,
 so target.name != 'refnd' || ... is always true and the invariant never
-fires. The result of url_host(), lower() and lowerAscii() is held to its
-form the same way: url_host() returns the host lower-cased, without a
-trailing dot, port or brackets, and lower() (lowerAscii(): its ASCII
-letters) lower-cased, so url_host(args.url) == 'Evil.com', == 'evil.com.'
+fires. A startsWith(), endsWith(), contains() or matches() test with a
+constant, in a deny, a require or an admit, of a field whose values are
+known (any of the above: an argument its schema's enum holds to,
+tool.name, request.model) is tested against each of them, and one that
+none passes is reported as an == would be, with the spelling a value
+passes, the case aside, as its did-you-mean
+(args.currency.startsWith('btc') where the enum is USD, EUR and BTC:
+'BTC'; tool.name.startsWith('Delete') where the tool is delete_file;
+args.currency.matches('^btc$'): '(?i)^btc$'); a when's such test is
+guard/inert's. In an entry scoped to tools, a string argument whose
+schema gives it a pattern holds only what the pattern matches: an ==
+(or !=) with a constant no scoped tool's pattern matches, and a
+startsWith() of a prefix no value the pattern matches has, where the
+pattern is anchored at its start, are reported the same way
+(args.iban.startsWith('ir') where the pattern is
+^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$: 'IR'); a pattern not anchored at its
+start may match after any prefix, and an assertion other than ^ in it is
+taken to hold. The result of url_host(), lower(), lowerAscii() and
+upperAscii() is held to its form the same way: url_host() returns the
+host lower-cased, without a trailing dot, port or brackets, lower()
+(lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
+letters upper-cased, so url_host(args.url) == 'Evil.com', == 'evil.com.'
 or in ['https://evil.com'] never holds, nor endsWith('.Evil.com'), nor a
 startsWith() or contains() of a part with a capital (or, for a host, a /,
-?, #, @ or space); the did-you-mean is the constant in that form
-('evil.com'), and the severity follows what the dead test makes of the
-predicate, as above.`},
+?, #, @ or space), nor args.kind.upperAscii() == 'wire', nor a matches()
+whose every match needs a letter of the case the function never writes
+(lower(args.memo).matches('BTC'); a pattern with (?i), or a class
+holding a lower-case letter, may match); the did-you-mean is the constant
+in that form ('evil.com'), and the severity follows what the dead test
+makes of the predicate, as above.`},
 	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map, or an invariant a field the trace may leave out, without testing it first", `
 A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the
 retriever attached), run.meta.KEY (what the host gave the run),
 session.meta.KEY in the turn stage, request.params.metadata.KEY in the
-chat stage (what the caller sent), written m.KEY or m['KEY']. Where the key
+chat stage (what the caller sent), a map below the args of an entry scoped
+to tools (args.headers['X-Debug'], headers an object whose keys are free,
+unless each scoped tool's schema requires the key), written m.KEY or
+m['KEY']. Where the key
 is absent the read fails, and the predicate fails as its place does on an
 evaluation error, which the message says: admit fails closed (the item is
 dropped even where the predicate meant to keep it: item.metadata.tier !=

@@ -80,7 +80,7 @@ func (c *Compilation) checkStateExpr(x *dsl.Expr, op string, valueSchema, stateS
 	if value {
 		field = "set"
 	}
-	c.checkOptionalKeys(x, checked, keyFailure("state", field, ""))
+	c.checkOptionalKeys(x, checked, predicate.State, nil, keyFailure("state", field, ""))
 	if !value {
 		c.checkConstant(x, env, checked, "state", "deny")
 		c.stateValue = valueSchema

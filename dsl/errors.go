@@ -460,7 +460,28 @@ func bytesNote(lit string) string {
 	if len(lit) < 2 || lit[0] != '\'' || lit[len(lit)-1] != '\'' {
 		return ""
 	}
-	return fmt.Sprintf(": single quotes make bytes in CUE, not a string; write \"%s\"", lit[1:len(lit)-1])
+	text := strings.ReplaceAll(lit[1:len(lit)-1], `\'`, "'")
+	const note = ": single quotes make bytes in CUE, not a string; write "
+	switch {
+	case !strings.Contains(text, `"`):
+		return note + `"` + text + `"`
+	case !strings.Contains(text, "'"):
+		// A predicate quoting a string: CEL reads single quotes too.
+		return note + `"` + strings.ReplaceAll(text, `"`, "'") + `" (CEL reads single-quoted strings too) or ` + rawString(text)
+	}
+	return note + rawString(text)
+}
+
+// rawString writes text, as a CUE double-quoted string would read it, as
+// a CUE string in which a double quote needs no escape: #"..."#, with as
+// many # as it takes for text not to end it, and each escape marked with
+// them (\#n).
+func rawString(text string) string {
+	hashes := "#"
+	for strings.Contains(text, `"`+hashes) {
+		hashes += "#"
+	}
+	return hashes + `"` + strings.ReplaceAll(text, `\`, `\`+hashes) + `"` + hashes
 }
 
 // describeType renders a CUE type or value for a message.

@@ -325,7 +325,7 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 		if comp.HasIterVar2() {
 			inner = append(inner, comp.IterVar2())
 		}
-		innerFacts := dropRoots(facts, inner[len(locals):])
+		innerFacts := append(dropRoots(facts, inner[len(locals):]), filteredFacts(comp.IterRange(), comp.IterVar())...)
 		prev, bound := w.binds[comp.IterVar()]
 		if r, ok := w.elemPath(comp.IterRange()); ok && !comp.HasIterVar2() {
 			if w.binds == nil {
@@ -344,6 +344,37 @@ func (w *walker) visit(e ast.Expr, facts, locals []string) {
 		}
 		w.visit(comp.Result(), innerFacts, append(slices.Clone(locals), comp.AccuVar()))
 	}
+}
+
+// filteredFacts returns the paths known present in each element of e, when
+// e is a filter() (or a chain of them) whose condition tests them, written
+// for the comprehension variable v that a macro over e's result binds to
+// its elements: in xs.filter(i, has(i.qty)).exists(x, x.qty > 100), x.qty.
+func filteredFacts(e ast.Expr, v string) []string {
+	if e.Kind() != ast.ComprehensionKind {
+		return nil
+	}
+	comp := e.AsComprehension()
+	step, accu, iter := comp.LoopStep(), comp.AccuVar(), comp.IterVar()
+	isIdent := func(x ast.Expr, name string) bool { return x.Kind() == ast.IdentKind && x.AsIdent() == name }
+	if comp.HasIterVar2() || !isIdent(comp.Result(), accu) || step.Kind() != ast.CallKind || step.AsCall().FunctionName() != operators.Conditional {
+		return nil
+	}
+	args := step.AsCall().Args()
+	if len(args) != 3 || !isIdent(args[2], accu) || args[1].Kind() != ast.CallKind || args[1].AsCall().FunctionName() != operators.Add {
+		return nil
+	}
+	add := args[1].AsCall().Args()
+	if len(add) != 2 || !isIdent(add[0], accu) || add[1].Kind() != ast.ListKind || add[1].AsList().Size() != 1 || !isIdent(add[1].AsList().Elements()[0], iter) {
+		return nil // not a filter: map(x, p, f) keeps f(x), not x
+	}
+	out := filteredFacts(comp.IterRange(), v)
+	for _, p := range presentIfTrue(args[0]) {
+		if p == iter || strings.HasPrefix(p, iter+".") || strings.HasPrefix(p, iter+"[") {
+			out = append(out, v+p[len(iter):])
+		}
+	}
+	return out
 }
 
 func isBind(comp ast.ComprehensionExpr) bool {
