@@ -163,6 +163,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			continue
 		}
 		var layers []plan.Layer
+		var named []*Entry // the entries of layers, one for one
 		for i := 0; it.Next(); i++ {
 			ev := v.LookupPath(cue.MakePath(cue.Str("chains"), cue.Str(stage), cue.Index(i)))
 			if !ev.Exists() {
@@ -173,15 +174,19 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				continue
 			}
 			p.Chains[stage] = append(p.Chains[stage], e)
+			if e.badName {
+				continue // reported by the schema: "" would pass for its use's name
+			}
 			layer := plan.Layer{Use: e.Use}
 			if e.ExplicitName {
 				layer.Name = e.Name
 			}
 			layers = append(layers, layer)
+			named = append(named, e)
 		}
 		// The plan's rule for layer names, so that what vets also loads.
 		for _, d := range plan.Duplicates(layers) {
-			e, prev := p.Chains[stage][d.Index], p.Chains[stage][d.First]
+			e, prev := named[d.Index], named[d.First]
 			if e.ExplicitName {
 				l.errorf(e.NamePos, "schema/invalid-value", "%s.name: entry name %q is already used at %s; names must be unique in a chain", e.Path(), e.Name, where(prev.Pos, e.NamePos))
 			} else {
@@ -236,7 +241,8 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	}
 	e.Name = e.Use
 	if nv := ev.LookupPath(fieldPath("name")); nv.Exists() {
-		e.Name, _ = nv.String()
+		name, err := nv.String()
+		e.Name, e.badName = name, err != nil
 		e.ExplicitName = true
 		e.NamePos = l.userPos(append(path, "name"))
 	} else {
