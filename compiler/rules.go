@@ -614,7 +614,15 @@ that is the condition of a ternary with a constant branch is read as the
 evilexample.com through as the bare test does. So does a URL tested with
 startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
-write startsWith('https://api.example.com/'). A constant written as a
+write startsWith('https://api.example.com/'). So does a prefix test of
+the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
+anchored at its start that also matches the prefix followed by ../, such
+as '^/srv/data/' or '^/srv/data/.*') where no file_check layer covers the
+tool: args.path.startsWith('/srv/data/') lets through
+/srv/data/../../etc/passwd, which names /etc/passwd; test
+path_clean(args.path), the path with . and .. resolved, or add a
+file_check layer (a test beside it of the same path for "..",
+!args.path.contains('..'), is not reported). A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of

@@ -133,6 +133,12 @@
 //	    Cost: 1 + 0.1 per character.
 //	lower(string) -> string
 //	    Unicode lower-casing. Cost: 1 + 0.1 per character.
+//	path_clean(string) -> string
+//	    the path with "." and ".." elements resolved and repeated slashes joined, lexically
+//	    (Go's path.Clean): "/srv/data/../../etc/passwd" is "/etc/passwd", "" is ".". A prefix
+//	    test of a path argument belongs on it: path_clean(args.path).startsWith('/srv/data/').
+//	    It does not follow symbolic links; file_check resolves the real path.
+//	    Cost: 1 + 0.1 per character.
 //	contains_any(string, list(string)) -> bool
 //	    true when the string contains any of the substrings, ignoring case; an empty substring
 //	    matches. Cost: 1 + 0.1*(len(s)+len(subs)) + (0.1*len(s))*(0.1*len(subs)).

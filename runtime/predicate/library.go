@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 const (
 	overloadURLHost     = "url_host_string"
 	overloadLower       = "lower_string"
+	overloadPathClean   = "path_clean_string"
 	overloadContainsAny = "contains_any_string_list_string"
 	overloadMatchesAny  = "matches_any_string_list_string"
 )
@@ -44,6 +46,8 @@ func libraryOptions() []cel.EnvOption {
 			cel.Overload(overloadURLHost, []*cel.Type{str}, str, cel.UnaryBinding(urlHost))),
 		cel.Function("lower",
 			cel.Overload(overloadLower, []*cel.Type{str}, str, cel.UnaryBinding(lower))),
+		cel.Function("path_clean",
+			cel.Overload(overloadPathClean, []*cel.Type{str}, str, cel.UnaryBinding(pathClean))),
 		cel.Function("contains_any",
 			cel.Overload(overloadContainsAny, []*cel.Type{str, strList}, cel.BoolType, cel.BinaryBinding(containsAny))),
 		cel.Function("matches_any",
@@ -163,7 +167,7 @@ func urlHost(v ref.Val) ref.Val {
 		return types.String(host)
 	}
 	if u.Scheme != "file" && host == "" || u.Scheme == "file" && fileHostDiffers(string(s)) {
-		return types.NewErr("url_host: %q has no host to net/url, while a browser or fetch reads one in it (a %s URL without \"//\", with a backslash for a slash, or with three slashes): refused", clip(string(s)), u.Scheme)
+		return types.NewErr("url_host: %q has no host to net/url, while a browser or fetch reads one in it (%s: not followed by \"//\", a backslash for a slash, or a third slash): refused", clip(string(s)), u.Scheme)
 	}
 	if host == "" {
 		return types.String("")
@@ -244,6 +248,17 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// pathClean implements path_clean: the shortest path naming the same file
+// as s, lexically (path.Clean): "." and ".." elements resolved, repeated
+// slashes joined ("/srv/data/../../etc/passwd" is "/etc/passwd", "" is ".").
+func pathClean(v ref.Val) ref.Val {
+	s, ok := v.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(v)
+	}
+	return types.String(path.Clean(string(s)))
 }
 
 // lower implements lower: Unicode lower-casing.
@@ -501,6 +516,7 @@ func staticCostOptions() []checker.CostOption {
 		checker.OverloadCostEstimate(overloads.AddString, concatCost),
 		checker.OverloadCostEstimate(overloadURLHost, linear),
 		checker.OverloadCostEstimate(overloadLower, linear),
+		checker.OverloadCostEstimate(overloadPathClean, linear),
 		checker.OverloadCostEstimate(overloadContainsAny, containsAnyCost),
 		checker.OverloadCostEstimate(overloadMatchesAny, matchesAnyCost),
 	}
@@ -680,6 +696,7 @@ func runtimeCostOptions() []interpreter.CostTrackerOption {
 	opts := []interpreter.CostTrackerOption{
 		interpreter.OverloadCostTracker(overloadURLHost, linear),
 		interpreter.OverloadCostTracker(overloadLower, linear),
+		interpreter.OverloadCostTracker(overloadPathClean, linear),
 		interpreter.OverloadCostTracker(overloadContainsAny, containsAnyCost),
 		interpreter.OverloadCostTracker(overloadMatchesAny, matchesAnyCost),
 		interpreter.OverloadCostTracker("string_replace_string_string", replace),

@@ -94,3 +94,33 @@ func FuzzURLHost(f *testing.F) {
 		require.Empty(t, numericHostProblem(host), "%q: %q", s, host)
 	})
 }
+
+// A guard that tests a path's prefix lets /srv/data/../../etc/passwd
+// through; path_clean() gives the path the file system reaches, lexically
+// (path.Clean), for the prefix to be tested on.
+func TestPathClean(t *testing.T) {
+	ctx := context.Background()
+	env := mustEnv(t, EnvConfig{Stage: Turn})
+	p := mustCompile(t, env, "path_clean(input.text).startsWith('/srv/data/')")
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{
+		{"/srv/data/a.txt", true},
+		{"/srv/data/x/../a.txt", true},
+		{"//srv/data/./a.txt", true},
+		{"/srv/data/../../etc/passwd", false},
+		{"/srv/data/..", false},
+		{"/srv/data", false},
+		{"srv/data/a.txt", false},
+		{"", false},
+	} {
+		got, err := p.Eval(ctx, &TurnVars{Input: TurnInput{Text: tt.path}})
+		require.NoError(t, err, tt.path)
+		assert.Equal(t, tt.want, got, tt.path)
+	}
+	q := mustCompile(t, env, "path_clean(input.text) == '.'")
+	got, err := q.Eval(ctx, &TurnVars{Input: TurnInput{Text: ""}})
+	require.NoError(t, err)
+	assert.Equal(t, true, got)
+}
