@@ -51,7 +51,9 @@ credential written in an MCP server's env, a JSON Schema whose required
 names a property its properties do not describe, or that holds a key that
 is no keyword but close to one that validates, such as maxLenght, or a
 property written beside properties instead of under it: validators ignore
-both, and the check is not made, a state handler that can change nothing:
+both, and the check is not made, a JSON Schema file that gives a key of
+one object twice: encoding/json keeps the last, so a maximum written with
+the first would be dropped unseen, a state handler that can change nothing:
 a redact on a field whose schema holds no string, a truncate on one that
 holds no string and no list, such as an integer, whose value then reaches
 the sinks as it came), or is left open where
@@ -74,6 +76,9 @@ keyword's value outside its enumeration (type: "nubmer": "number", "int":
 "integer"), and a regular expression's construct that RE2 syntax does not
 have, placed at it: a lookbehind or lookahead ((?<=, (?!), a
 backreference (\1), an atomic group or a possessive quantifier.
+A fault in a JSON Schema file the policy names (args: "refund.json") is
+placed at its line and column in that file, with a note of the place the
+policy names it.
 A middleware's own check of its config (a rate_limit's per of "0s", a
 retry's max_delay below its initial_delay) is reported at the field, under
 its path (chains.chat[0].per: must be positive), in the same round as the
@@ -116,7 +121,7 @@ the last given winning, while a predicate reads each by its exact name:
 "args.amount > 100.0", which reads 5, and the tool refunds 500; a call
 giving Amount alone passes every check of amount, the schema's own bounds
 included. The error is at the second property written (for a schema read
-from a file, at the field, the second in sorted order), wherever the
+from a file, at its line in the file), wherever the
 object sits (nested, under items, in a definition). The properties of
 an object's allOf branches (nested allOf too) are the object's, as every
 branch applies to it: orderId in one branch and orderid in another, or
@@ -652,7 +657,15 @@ that is the condition of a ternary with a constant branch is read as the
 evilexample.com through as the bare test does. So does a URL tested with
 startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
-write startsWith('https://api.example.com/'). A constant written as a
+write startsWith('https://api.example.com/'). So does a prefix test of
+the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
+anchored at its start that also matches the prefix followed by ../, such
+as '^/srv/data/' or '^/srv/data/.*') where no file_check layer covers the
+tool: args.path.startsWith('/srv/data/') lets through
+/srv/data/../../etc/passwd, which names /etc/passwd; test
+path_clean(args.path), the path with . and .. resolved, or add a
+file_check layer (a test beside it of the same path for "..",
+!args.path.contains('..'), is not reported). A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,7 +38,7 @@ func TestCaseCollidingProperties(t *testing.T) {
 	assert.Contains(t, diags[0].Message, `tools.refund.args.properties.Amount: differs only in case from the property "amount"`)
 	assert.Equal(t, Error, diags[0].Severity)
 
-	// A schema read from a file: at the field, the names in sorted order.
+	// A schema read from a file: in the file, the names in the file's order.
 	dir := writePolicy(t, map[string]string{
 		"p.cue":      "package p\n\ntools: fetch: {args: \"fetch.json\"}\n",
 		"fetch.json": `{"type": "object", "properties": {"url": {"type": "string"}, "URL": {"type": "string"}}}`,
@@ -46,8 +47,8 @@ func TestCaseCollidingProperties(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, diags, 1, "%v", diags)
 	assert.Equal(t, ruleCaseCollision, diags[0].Rule)
-	assert.Equal(t, 3, diags[0].Pos.Line)
-	assert.Contains(t, diags[0].Message, `tools.fetch.args.properties.url: differs only in case from the property "URL"`)
+	assert.Equal(t, Pos{File: filepath.Join(dir, "fetch.json"), Line: 1, Col: 69}, diags[0].Pos)
+	assert.Contains(t, diags[0].Message, `tools.fetch.args.properties.URL: differs only in case from the property "url"`)
 }
 
 // Properties of one object declared in different allOf branches (or one
@@ -76,7 +77,7 @@ func TestCaseCollidingPropertiesAcrossAllOf(t *testing.T) {
 	require.Len(t, diags, 2)
 	assert.Contains(t, diags[0].Message, `tools.refund.args.allOf[1].properties.orderid: differs only in case from the property "orderId"`)
 
-	// A schema read from a file: at the field.
+	// A schema read from a file: in the file, at the second twin.
 	dir := writePolicy(t, map[string]string{
 		"p.cue":      "package p\n\ntools: fetch: {args: \"fetch.json\"}\n",
 		"fetch.json": `{"type": "object", "allOf": [{"properties": {"url": {"type": "string"}}}, {"properties": {"URL": {"type": "string"}}}]}`,
@@ -85,5 +86,5 @@ func TestCaseCollidingPropertiesAcrossAllOf(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, diags, 1, "%v", diags)
 	assert.Equal(t, ruleCaseCollision, diags[0].Rule)
-	assert.Equal(t, 3, diags[0].Pos.Line)
+	assert.Equal(t, Pos{File: filepath.Join(dir, "fetch.json"), Line: 1, Col: 98}, diags[0].Pos)
 }

@@ -84,12 +84,12 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 		t.PathArgPos = l.userPos([]string{"tools", name, "path_arg"})
 		if av := tv.LookupPath(fieldPath("args")); av.Exists() {
 			t.ArgsPos = l.userPos([]string{"tools", name, "args"})
-			t.Args = l.jsonSchema(av, t.ArgsPos)
+			t.Args = l.jsonSchema([]string{"tools", name, "args"}, av, t.ArgsPos)
 			l.checkArgsSchema(t, av.Kind() == cue.StringKind)
 		}
 		if rv := tv.LookupPath(fieldPath("result_schema")); rv.Exists() {
 			t.ResultSchemaPos = l.userPos([]string{"tools", name, "result_schema"})
-			t.ResultSchema = l.jsonSchema(rv, t.ResultSchemaPos)
+			t.ResultSchema = l.jsonSchema([]string{"tools", name, "result_schema"}, rv, t.ResultSchemaPos)
 			l.checkToolSchema(name, "result_schema", t.ResultSchema, t.ResultSchemaPos, rv.Kind() == cue.StringKind)
 		}
 		l.checkArgRefs(t)
@@ -163,6 +163,7 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 			continue
 		}
 		var layers []plan.Layer
+		var named []*Entry // the entries of layers, one for one
 		for i := 0; it.Next(); i++ {
 			ev := v.LookupPath(cue.MakePath(cue.Str("chains"), cue.Str(stage), cue.Index(i)))
 			if !ev.Exists() {
@@ -173,15 +174,19 @@ func (l *loader) decode(p *Policy, v cue.Value) {
 				continue
 			}
 			p.Chains[stage] = append(p.Chains[stage], e)
+			if e.badName {
+				continue // reported by the schema: "" would pass for its use's name
+			}
 			layer := plan.Layer{Use: e.Use}
 			if e.ExplicitName {
 				layer.Name = e.Name
 			}
 			layers = append(layers, layer)
+			named = append(named, e)
 		}
 		// The plan's rule for layer names, so that what vets also loads.
 		for _, d := range plan.Duplicates(layers) {
-			e, prev := p.Chains[stage][d.Index], p.Chains[stage][d.First]
+			e, prev := named[d.Index], named[d.First]
 			if e.ExplicitName {
 				l.errorf(e.NamePos, "schema/invalid-value", "%s.name: entry name %q is already used at %s; names must be unique in a chain", e.Path(), e.Name, where(prev.Pos, e.NamePos))
 			} else {
@@ -236,7 +241,8 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 	}
 	e.Name = e.Use
 	if nv := ev.LookupPath(fieldPath("name")); nv.Exists() {
-		e.Name, _ = nv.String()
+		name, err := nv.String()
+		e.Name, e.badName = name, err != nil
 		e.ExplicitName = true
 		e.NamePos = l.userPos(append(path, "name"))
 	} else {
@@ -294,7 +300,7 @@ func (l *loader) decodeEntry(p *Policy, stage string, i int, ev cue.Value) *Entr
 			// the layer cannot compile fails vet, not the build.
 			at := slices.Concat(path, []string{sel})
 			if fv.Kind() == cue.StringKind {
-				if raw := l.jsonSchema(fv, l.userPos(at)); raw != nil {
+				if raw := l.jsonSchema(at, fv, l.userPos(at)); raw != nil {
 					_ = json.Unmarshal(raw, &x)
 					l.checkSchema(at, raw, l.userPos(at), true)
 				}
@@ -705,21 +711,17 @@ func jsonSyntaxProblem(data []byte, err error) string {
 	return fmt.Sprintf(" at line %d, column %d: %v", line, col, se)
 }
 
-// jsonSchema returns a JSON Schema given as CUE data, or read from the JSON
-// file a string names (relative to the policy directory).
-func (l *loader) jsonSchema(v cue.Value, pos Pos) json.RawMessage {
+// jsonSchema returns a JSON Schema given as CUE data at path, or read from
+// the JSON file a string names (relative to the policy directory).
+func (l *loader) jsonSchema(path []string, v cue.Value, pos Pos) json.RawMessage {
 	if v.Kind() == cue.StringKind {
 		rel, _ := v.String()
-		b, err := l.readSchemaFile(rel)
-		if err != nil {
-			l.errorf(pos, "schema/bad-reference", "cannot read JSON Schema file %q: %v", rel, err)
+		b := l.readSchemaJSON(path, rel, pos)
+		if b == nil {
 			return nil
 		}
 		var x any
-		if err := json.Unmarshal(b, &x); err != nil {
-			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q is not valid JSON%s", rel, jsonSyntaxProblem(b, err))
-			return nil
-		}
+		_ = json.Unmarshal(b, &x)
 		if _, ok := x.(map[string]any); !ok {
 			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q must hold a JSON object", rel)
 			return nil

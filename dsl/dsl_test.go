@@ -273,6 +273,26 @@ chains: chat: [{use: "retry"}, {use: "retry"}]`)
 	}, msgs)
 }
 
+// A name already reported as not a name is not also reported as used twice,
+// nor taken for its use's name by a later unnamed entry.
+func TestInvalidNameIsNotADuplicate(t *testing.T) {
+	_, diags, _ := loadSnippet(t, `chains: tool: [
+	{use: "guard", deny: "args.x > 500.0"},
+	{use: "guard", deny: "args.x > 100.0"},
+	{use: "guard", name: "refund limit", deny: "args.x > 100.0"},
+]
+chains: chat: [{use: "retry", name: "my retry"}, {use: "retry"}]`)
+	var msgs []string
+	for _, d := range diags {
+		msgs = append(msgs, fmt.Sprintf("%d:%d %s", d.Pos.Line, d.Pos.Col, d.Message))
+	}
+	assert.Equal(t, []string{
+		`5:2 chains.tool[1]: a second unnamed guard entry (the first is at line 4): an unnamed entry is named after its use, and names must be unique in a chain; give it a name`,
+		`6:23 chains.tool[2].name: "refund limit" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`,
+		`8:37 chains.chat[0].name: "my retry" is not a name: a name is ASCII letters, digits and _ . : / -, and starts with a letter or _`,
+	}, msgs)
+}
+
 // An entry without use names the kinds of its chain whose config has its
 // fields, with values of their types.
 func TestMissingUseNamesTheKinds(t *testing.T) {

@@ -175,6 +175,8 @@ type loader struct {
 	// unified is the user's value unified with #Policy, for the fields a
 	// closed definition allows (did-you-mean).
 	unified cue.Value
+	// schemaFiles are the JSON Schema files the policy names, read.
+	schemaFiles []*schemaFile
 }
 
 func (l *loader) errorf(pos Pos, rule, format string, args ...any) {

@@ -302,6 +302,10 @@ type Entry struct {
 
 	path []string
 	ps   *positions
+	// badName is set when the name field does not hold a name (the
+	// schema reports it), so the entry takes no part in the check for
+	// names used twice.
+	badName bool
 }
 
 // WellTyped reports whether the entry's own value, its config with the

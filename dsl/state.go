@@ -33,7 +33,7 @@ func (l *loader) decodeState(p *Policy, v cue.Value) {
 		f.Secret, _ = fv.LookupPath(fieldPath("secret")).Bool()
 		if sch := fv.LookupPath(fieldPath("schema")); sch.Exists() {
 			f.SchemaPos = l.userPos(append(path, "schema"))
-			f.Schema = l.jsonSchema(sch, f.SchemaPos)
+			f.Schema = l.jsonSchema(append(path, "schema"), sch, f.SchemaPos)
 			l.checkSchema(append(path, "schema"), f.Schema, f.SchemaPos, sch.Kind() == cue.StringKind)
 		}
 		for _, op := range []string{"on_set", "on_append"} {

@@ -74,12 +74,8 @@ func (l *loader) checkSchema(path []string, raw []byte, at Pos, fromFile bool) {
 		l.checkKeywords(path, doc, nil, at, fromFile)
 	}
 	for _, f := range schemaFaults(ve) {
-		pos := at
-		if !fromFile {
-			pos = l.userPos(append(slices.Clone(path), jsonpointer.Tokens(f.at)...))
-		}
-		where := fieldName(append(slices.Clone(path), jsonpointer.Tokens(f.at)...))
-		l.errorf(pos, "schema/invalid-value", "%s: not valid JSON Schema: %s%s", where, f.msg, suggestKeywordValue(raw, f))
+		where := append(slices.Clone(path), jsonpointer.Tokens(f.at)...)
+		l.schemaReport(Error, where, l.userPos(where), at, fromFile, "schema/invalid-value", "%s: not valid JSON Schema: %s%s", fieldName(where), f.msg, suggestKeywordValue(raw, f))
 	}
 }
 
@@ -152,11 +148,7 @@ func (l *loader) checkFormat(where []string, m map[string]any, at Pos, fromFile 
 	if best == "" {
 		return
 	}
-	pos := at
-	if !fromFile {
-		pos = l.userPos(where)
-	}
-	l.warnf(pos, "schema/invalid-value", "%s: %q is not a format JSON Schema defines, so no validator knows it; did you mean %q?", fieldName(where), f, best)
+	l.schemaReport(Warning, where, l.userPos(where), at, fromFile, "schema/invalid-value", "%s: %q is not a format JSON Schema defines, so no validator knows it; did you mean %q?", fieldName(where), f, best)
 }
 
 // schemaKeywords are the keywords of JSON Schema (2020-12 and the drafts
@@ -192,12 +184,12 @@ func (l *loader) checkKeywords(path []string, schema any, sub []string, at Pos, 
 				continue
 			}
 			where := slices.Concat(path, sub, []string{k})
-			pos := l.schemaPos(where, at, fromFile)
+			pos := l.schemaPos(where, at)
 			if best := textdist.Closest(k, known); best != "" && slices.Contains(validating, best) {
-				l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it and the check it names is not made; did you mean %q?",
+				l.schemaReport(Error, where, pos, at, fromFile, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it and the check it names is not made; did you mean %q?",
 					fieldName(where), k, best)
 			} else if v, ok := m[k].(map[string]any); ok && isSchemaLike(v) {
-				l.errorf(pos, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it, with the schema it holds; a property is described under properties: write properties: %s: {...}",
+				l.schemaReport(Error, where, pos, at, fromFile, "schema/invalid-value", "%s: %q is not a JSON Schema keyword, so validators ignore it, with the schema it holds; a property is described under properties: write properties: %s: {...}",
 					fieldName(where), k, k)
 			}
 		}
@@ -206,11 +198,8 @@ func (l *loader) checkKeywords(path []string, schema any, sub []string, at Pos, 
 }
 
 // schemaPos returns the position of the key at where, a path into a
-// schema written in CUE (its label), or at for a schema read from a file.
-func (l *loader) schemaPos(where []string, at Pos, fromFile bool) Pos {
-	if fromFile {
-		return at
-	}
+// schema written in CUE (its label).
+func (l *loader) schemaPos(where []string, at Pos) Pos {
 	if p, ok := l.pos.lookup(where, true); ok {
 		return p
 	}
@@ -297,9 +286,15 @@ func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile
 		if len(props) < 2 {
 			return
 		}
-		if !fromFile {
+		pos := func(where []string) Pos {
+			if f := l.schemaFileOf(where, at); fromFile && f != nil {
+				return f.pos(where[len(f.path):])
+			}
+			return l.schemaPos(where, at)
+		}
+		if !fromFile || l.schemaFileOf(path, at) != nil {
 			slices.SortStableFunc(props, func(a, b prop) int {
-				pa, pb := l.schemaPos(a.where, at, false), l.schemaPos(b.where, at, false)
+				pa, pb := pos(a.where), pos(b.where)
 				switch {
 				case pa.Before(pb):
 					return -1
@@ -322,7 +317,7 @@ func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile
 				// same name twice: one property, constrained twice.
 				continue
 			}
-			l.errorf(l.schemaPos(p.where, at, fromFile), ruleCaseCollision,
+			l.schemaReport(Error, p.where, l.schemaPos(p.where, at), at, fromFile, ruleCaseCollision,
 				"%s: differs only in case from the property %q of the same object: a tool that decodes its arguments case-insensitively (Go's encoding/json into a struct) reads both as one field, so a call giving %q passes what checks %q (a guard reading it, the schema's own constraints) and the tool acts on its value; rename one of them",
 				fieldName(p.where), prev.name, p.name, prev.name)
 		}
@@ -496,15 +491,11 @@ func (l *loader) checkRequired(path []string, schema any, sub []string, at Pos, 
 				continue
 			}
 			where := slices.Concat(path, sub, []string{"required", strconv.Itoa(i)})
-			pos := at
-			if !fromFile {
-				pos = l.userPos(where)
-			}
 			has := "none"
 			if len(names) > 0 {
 				has = strings.Join(names, ", ")
 			}
-			l.errorf(pos, "schema/invalid-value", "%s: required names %q, which properties does not describe (it describes %s)%s",
+			l.schemaReport(Error, where, l.userPos(where), at, fromFile, "schema/invalid-value", "%s: required names %q, which properties does not describe (it describes %s)%s",
 				fieldName(where), name, has, suggestName(name, names))
 		}
 	}

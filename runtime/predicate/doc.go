@@ -121,10 +121,24 @@
 //
 //	url_host(string) -> string
 //	    the host of a URL, lower-cased, without port, IPv6 brackets or trailing dot; "" when the
-//	    text has no host (e.g. no scheme); an evaluation error when it does not parse.
+//	    text has no host (e.g. no scheme); an evaluation error when it does not parse. A URL of
+//	    a special scheme (http, https, ws, wss, ftp, file) is also an error, as the egress layer
+//	    refuses it, where a WHATWG parser (a browser, JavaScript's fetch) reads a host that
+//	    net/url does not: "http:/evil.com", "http:evil.com", "http:///evil.com" and
+//	    "http:\\evil.com" are URLs to evil.com to it and hostless to net/url, and
+//	    "http://2852039166/" (any numeric host but a dotted quad), "http://169。254。169。254/"
+//	    (any host not ASCII) and "http://[::ffff:169.254.169.254]/" are URLs to
+//	    169.254.169.254. The error applies the layer's on_error, so a guard reading the host
+//	    blocks the call.
 //	    Cost: 1 + 0.1 per character.
 //	lower(string) -> string
 //	    Unicode lower-casing. Cost: 1 + 0.1 per character.
+//	path_clean(string) -> string
+//	    the path with "." and ".." elements resolved and repeated slashes joined, lexically
+//	    (Go's path.Clean): "/srv/data/../../etc/passwd" is "/etc/passwd", "" is ".". A prefix
+//	    test of a path argument belongs on it: path_clean(args.path).startsWith('/srv/data/').
+//	    It does not follow symbolic links; file_check resolves the real path.
+//	    Cost: 1 + 0.1 per character.
 //	contains_any(string, list(string)) -> bool
 //	    true when the string contains any of the substrings, ignoring case; an empty substring
 //	    matches. Cost: 1 + 0.1*(len(s)+len(subs)) + (0.1*len(s))*(0.1*len(subs)).

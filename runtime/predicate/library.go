@@ -3,7 +3,9 @@ package predicate
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
+	"path"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ import (
 const (
 	overloadURLHost     = "url_host_string"
 	overloadLower       = "lower_string"
+	overloadPathClean   = "path_clean_string"
 	overloadContainsAny = "contains_any_string_list_string"
 	overloadMatchesAny  = "matches_any_string_list_string"
 )
@@ -43,6 +46,8 @@ func libraryOptions() []cel.EnvOption {
 			cel.Overload(overloadURLHost, []*cel.Type{str}, str, cel.UnaryBinding(urlHost))),
 		cel.Function("lower",
 			cel.Overload(overloadLower, []*cel.Type{str}, str, cel.UnaryBinding(lower))),
+		cel.Function("path_clean",
+			cel.Overload(overloadPathClean, []*cel.Type{str}, str, cel.UnaryBinding(pathClean))),
 		cel.Function("contains_any",
 			cel.Overload(overloadContainsAny, []*cel.Type{str, strList}, cel.BoolType, cel.BinaryBinding(containsAny))),
 		cel.Function("matches_any",
@@ -141,7 +146,13 @@ func boundedMatches(sv, pv ref.Val) ref.Val {
 }
 
 // urlHost implements url_host: the host of an absolute URL, lower-cased, without port, brackets
-// or a trailing dot; "" when the URL has no host; an error when it does not parse.
+// or a trailing dot; "" when the URL has no host; an error when it does not parse. A URL of a
+// special scheme (http, https, ws, wss, ftp, file) that net/url reads with no host, or with a
+// host another parser would read as a different one, is an error too, as the egress layer
+// refuses it: a WHATWG parser (a browser, JavaScript's fetch) reads "http:/evil.com",
+// "http:evil.com", "http:///evil.com" and "http:\\evil.com" as URLs to evil.com, and
+// "http://2852039166/", "http://169。254。169。254/" and "http://[::ffff:169.254.169.254]/"
+// as URLs to 169.254.169.254.
 func urlHost(v ref.Val) ref.Val {
 	s, ok := v.(types.String)
 	if !ok {
@@ -152,7 +163,84 @@ func urlHost(v ref.Val) ref.Val {
 		return types.NewErr("url_host: invalid URL: %v", unwrapURLError(err))
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if !isSpecialScheme(u.Scheme) {
+		return types.String(host)
+	}
+	if u.Scheme != "file" && host == "" || u.Scheme == "file" && fileHostDiffers(string(s)) {
+		return types.NewErr("url_host: %q has no host to net/url, while a browser or fetch reads one in it (%s: not followed by \"//\", a backslash for a slash, or a third slash): refused", clip(string(s)), u.Scheme)
+	}
+	if host == "" {
+		return types.String("")
+	}
+	for _, r := range host {
+		if r >= utf8.RuneSelf {
+			return types.NewErr("url_host: host %q is not ASCII, and a browser or fetch maps it to another name (full-width letters and dots to ASCII ones): refused", clip(host))
+		}
+	}
+	if strings.Contains(host, ":") {
+		if a, err := netip.ParseAddr(host); err == nil && a.Is4In6() {
+			return types.NewErr("url_host: host %q is an IPv4 address written as IPv6, which reaches %s: refused", host, a.Unmap())
+		}
+		return types.String(host)
+	}
+	if problem := numericHostProblem(host); problem != "" {
+		return types.NewErr("url_host: %s", problem)
+	}
 	return types.String(host)
+}
+
+// isSpecialScheme reports the schemes a WHATWG URL parser reads a host
+// for even without "//", and whose backslashes it reads as slashes.
+func isSpecialScheme(scheme string) bool {
+	switch scheme {
+	case "http", "https", "ws", "wss", "ftp", "file":
+		return true
+	}
+	return false
+}
+
+// fileHostDiffers reports whether a file URL s (which parsed) has a host to a
+// WHATWG parser that net/url does not read: one whose scheme is followed by
+// two slashes either of which is a backslash ("file:\\host\share",
+// "file:/\host").
+func fileHostDiffers(s string) bool {
+	_, rest, _ := strings.Cut(s, ":")
+	slash := func(i int) bool { return len(rest) > i && (rest[i] == '/' || rest[i] == '\\') }
+	return slash(0) && slash(1) && !strings.HasPrefix(rest, "//")
+}
+
+// numericHostProblem says why host, lower-case ASCII, is refused: its last
+// label is a number (decimal, octal with a leading 0, hex with 0x), which
+// a browser and inet_aton read as an IPv4 address in any of several
+// spellings (2852039166, 0xa9.0xfe.0xa9.0xfe and 0251.254.169.254 are all
+// 169.254.169.254), and the host is not the canonical dotted quad.
+func numericHostProblem(host string) string {
+	labels := strings.Split(host, ".")
+	last := labels[len(labels)-1]
+	if rest, ok := strings.CutPrefix(last, "0x"); ok {
+		last = strings.TrimLeft(rest, "0123456789abcdef")
+	} else {
+		last = strings.TrimLeft(last, "0123456789")
+	}
+	if last != "" || labels[len(labels)-1] == "" {
+		return ""
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Is4() && a.String() == host {
+		return ""
+	}
+	return fmt.Sprintf("numeric host %q is not a dotted quad, and a browser or fetch reads it as an IPv4 address: refused", clip(host))
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	i := 80
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
 }
 
 func unwrapURLError(err error) error {
@@ -160,6 +248,17 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// pathClean implements path_clean: the shortest path naming the same file
+// as s, lexically (path.Clean): "." and ".." elements resolved, repeated
+// slashes joined ("/srv/data/../../etc/passwd" is "/etc/passwd", "" is ".").
+func pathClean(v ref.Val) ref.Val {
+	s, ok := v.(types.String)
+	if !ok {
+		return types.MaybeNoSuchOverloadErr(v)
+	}
+	return types.String(path.Clean(string(s)))
 }
 
 // lower implements lower: Unicode lower-casing.
@@ -417,6 +516,7 @@ func staticCostOptions() []checker.CostOption {
 		checker.OverloadCostEstimate(overloads.AddString, concatCost),
 		checker.OverloadCostEstimate(overloadURLHost, linear),
 		checker.OverloadCostEstimate(overloadLower, linear),
+		checker.OverloadCostEstimate(overloadPathClean, linear),
 		checker.OverloadCostEstimate(overloadContainsAny, containsAnyCost),
 		checker.OverloadCostEstimate(overloadMatchesAny, matchesAnyCost),
 	}
@@ -596,6 +696,7 @@ func runtimeCostOptions() []interpreter.CostTrackerOption {
 	opts := []interpreter.CostTrackerOption{
 		interpreter.OverloadCostTracker(overloadURLHost, linear),
 		interpreter.OverloadCostTracker(overloadLower, linear),
+		interpreter.OverloadCostTracker(overloadPathClean, linear),
 		interpreter.OverloadCostTracker(overloadContainsAny, containsAnyCost),
 		interpreter.OverloadCostTracker(overloadMatchesAny, matchesAnyCost),
 		interpreter.OverloadCostTracker("string_replace_string_string", replace),
