@@ -651,6 +651,10 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	if ac != nil {
 		ac.call.Store(nil)
 	}
+	if err != nil && refusedInDoubt(err) {
+		// Another call's doubt (one the tool made): this call ran.
+		err = MayHaveRun(err)
+	}
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
