@@ -411,7 +411,10 @@ func checkRunID(id string) error {
 	default:
 		return nil
 	}
-	return NotRun(&CallError{Kind: KindPermanent, Message: "the run id " + why})
+	// The caller's request is at fault, not the gateway: status 400, as
+	// an upstream's refusal of the request itself (agentc serve and
+	// examples/service answer 400, not 502).
+	return NotRun(&CallError{Kind: KindPermanent, Status: http.StatusBadRequest, Message: "the run id " + why})
 }
 
 // runID returns the id of the run ctx carries.
