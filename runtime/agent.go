@@ -490,7 +490,20 @@ func reached(ctx context.Context, err error) bool {
 	if c := Classify(err); (c == ClassBlocked || c == ClassBudget) && !errors.Is(err, ErrRan) {
 		return false
 	}
+	if refusedInDoubt(err) {
+		return false
+	}
 	return !DidNotRun(err)
+}
+
+// refusedInDoubt reports whether err refused a call in doubt (an
+// *InDoubtError: an earlier execution may have acted) with nothing run
+// now: neither marked as having run (ErrRan, as an agent turn's
+// *RanCallsError is) nor as having perhaps run now (ErrMayHaveRun). The
+// call is not one the turn ran, whichever layer found it in doubt.
+func refusedInDoubt(err error) bool {
+	var d *InDoubtError
+	return errors.As(err, &d) && !errors.Is(err, ErrRan) && !errors.Is(err, ErrMayHaveRun)
 }
 
 // inAgentCall returns the record key of the tool call of an agent turn
@@ -1571,7 +1584,7 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 			// tool: told it did not run, the model would be misled. In
 			// doubt, unanswered, as a refusal before a layer answered for
 			// it is (resumedUnanswered).
-			return Message{}, false, NotRun(t.pl.callInDoubt(ctx, call, true))
+			return Message{}, false, t.pl.callInDoubt(ctx, call, true)
 		}
 		return answer(notOfferedText, true), false, nil
 	}

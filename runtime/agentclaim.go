@@ -240,12 +240,13 @@ func resumedUnanswered(ctx context.Context, tool, key string, err error) error {
 	if r == nil || r.tool != tool || r.vouched.Load() || r.replayed.Load() || Classify(err) == ClassInDoubt {
 		return err
 	}
-	return NotRun(errors.Join(&InDoubtError{Layer: LayerCheckpoint, Tool: tool, IdempotencyKey: key}, err))
+	return errors.Join(&InDoubtError{Layer: LayerCheckpoint, Tool: tool, IdempotencyKey: key}, err)
 }
 
 // resumedGate refuses, without running it, a resumed call of the tool that
 // no layer answered for: it may have run before. The refusal is in doubt
-// and marked NotRun (nothing ran now).
+// (never DidNotRun: the call may have acted before); nothing ran now, so
+// an agent turn does not count it among the calls it ran (reached).
 func resumedGate(ctx context.Context, c *ToolCall) error {
 	if resumesInFlight.Load() == 0 {
 		return nil
@@ -254,7 +255,7 @@ func resumedGate(ctx context.Context, c *ToolCall) error {
 	if r == nil || r.tool != c.Name || r.vouched.Load() {
 		return nil
 	}
-	return NotRun(&InDoubtError{Layer: LayerCheckpoint, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()})
+	return &InDoubtError{Layer: LayerCheckpoint, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
 }
 
 // withResumedCall marks ctx for a resumed call of tool its turn recorded

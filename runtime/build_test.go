@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -847,6 +848,9 @@ func TestRunIDsAreChecked(t *testing.T) {
 			assert.Contains(t, err.Error(), "the run id ")
 			assert.Equal(t, "permanent", runtime.KindOf(err))
 			assert.True(t, runtime.DidNotRun(err))
+			var ce *runtime.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, http.StatusBadRequest, ce.Status, "the caller's request is at fault")
 		}
 	}
 	assert.Zero(t, model.Calls())

@@ -287,9 +287,14 @@ func NotRun(err error) error {
 // connection was refused before the request was sent (a dial error), and
 // nothing in it says the call ran (ErrRan, or ErrOutcomeUnrecorded unless
 // the call failed of its own: outcomeUnrecorded) or may have
-// (ErrMayHaveRun).
+// (ErrMayHaveRun, or an *InDoubtError: an earlier execution of the call
+// may have acted, even when nothing ran now).
 func DidNotRun(err error) bool {
 	if err == nil || errors.Is(err, ErrRan) || errors.Is(err, ErrMayHaveRun) || outcomeUnrecorded(err) {
+		return false
+	}
+	var d *InDoubtError
+	if errors.As(err, &d) {
 		return false
 	}
 	if errors.Is(err, ErrNotRun) || errors.Is(err, ErrStoreUnavailable) {

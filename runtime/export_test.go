@@ -67,3 +67,6 @@ func MemoryBudgeterQueueCap(b *MemoryBudgeter, key string) int {
 	}
 	return 0
 }
+
+// SetMemoryRateLimiterClock sets the clock of r.
+func SetMemoryRateLimiterClock(r *MemoryRateLimiter, now func() time.Time) { r.now = now }

@@ -411,7 +411,10 @@ func checkRunID(id string) error {
 	default:
 		return nil
 	}
-	return NotRun(&CallError{Kind: KindPermanent, Message: "the run id " + why})
+	// The caller's request is at fault, not the gateway: status 400, as
+	// an upstream's refusal of the request itself (agentc serve and
+	// examples/service answer 400, not 502).
+	return NotRun(&CallError{Kind: KindPermanent, Status: http.StatusBadRequest, Message: "the run id " + why})
 }
 
 // runID returns the id of the run ctx carries.
@@ -653,6 +656,10 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	v, err := fn(tctx, c)
 	if ac != nil {
 		ac.call.Store(nil)
+	}
+	if err != nil && refusedInDoubt(err) {
+		// Another call's doubt (one the tool made): this call ran.
+		err = MayHaveRun(err)
 	}
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)

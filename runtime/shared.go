@@ -353,7 +353,11 @@ func IntervalMicros(interval time.Duration) int64 {
 
 // MemoryRateLimiter is an in-process RateLimiter, safe for concurrent use.
 // Each bucket keeps the interval it was last used with, and is rescaled
-// (RescaleTAT) when a call comes with another.
+// (RescaleTAT) when a call comes with another. It keeps too the time of its
+// clock it was last written at: a clock stepped back since (a host's
+// injected clock set back, a VM restored) moves the bucket's theoretical
+// arrival time back by as much, so that the bucket owes what it owed, not
+// the step as well.
 type MemoryRateLimiter struct {
 	mu   sync.Mutex
 	tats map[string]memBucket
@@ -364,6 +368,8 @@ type MemoryRateLimiter struct {
 type memBucket struct {
 	tat      time.Time
 	interval time.Duration
+	// at is the clock's time the bucket was last written at.
+	at time.Time
 }
 
 // NewMemoryRateLimiter returns an empty MemoryRateLimiter.
@@ -377,10 +383,14 @@ func (r *MemoryRateLimiter) Allow(_ context.Context, key string, interval time.D
 	defer r.mu.Unlock()
 	now := r.now()
 	b, had := r.tats[key]
-	tat := RescaleTAT(b.tat, now, b.interval, interval)
+	tat := b.tat
+	if back := b.at.Sub(now); had && back > 0 {
+		tat = tat.Add(-back)
+	}
+	tat = RescaleTAT(tat, now, b.interval, interval)
 	tat, wait, ok := GCRA(tat, now, interval, burst, maxWait)
-	if ok || (had && b.interval != interval) {
-		r.tats[key] = memBucket{tat, interval}
+	if ok || (had && (b.interval != interval || !tat.Equal(b.tat))) {
+		r.tats[key] = memBucket{tat, interval, now}
 		if len(r.tats) > minSweep*16 {
 			for k, b := range r.tats {
 				if !b.tat.After(now) {

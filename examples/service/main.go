@@ -13,6 +13,17 @@
 //	POST /v1/admit         {"items"}            -> {"admitted"}
 //	POST /v1/runs/{id}/end                      -> 204; the run's per-run state (ledgers) is dropped
 //
+// A named run the client never ends is ended after 15 minutes without a
+// call (policy.cue's settings.run_idle). At most 10,000 named runs are open
+// at once: a request naming a new run past that is refused with 503
+// (kind "too_many_runs", with Retry-After) unless runs idle for 15 minutes
+// can be forgotten to make room.
+//
+// A refund sent again with the same Idempotency-Key header (or, without
+// one, in the same run with the same arguments) is not made again: the
+// policy's idempotent layer answers it from the first one's record
+// ("deduped": true), kept in process memory for an hour.
+//
 // The example authenticates no one: a client that names another client's
 // run id shares that run's budgets, rate limits and idempotency records (a
 // duplicate refund is answered from the other's record). A service in front
@@ -21,7 +32,8 @@
 // scope "key" and idempotency records are the tenant's own), and scopes run
 // ids per tenant, as agentc serve does with its keys (docs/serve.md).
 //
-// A body over 1 MiB is refused with 413, a malformed one with 400.
+// A body over 1 MiB is refused with 413, a malformed one (unknown fields,
+// anything but white space after its JSON value) with 400.
 // Errors are {"error": {"kind","layer","message"}} with status 403 for a
 // blocked call, 402 for a budget ceiling, 409 for a call in doubt, 429 for a rate limit (with
 // Retry-After: the limit's delay, else 1 s), 503 for an open circuit breaker or a
@@ -30,8 +42,11 @@
 // mapping of agentc serve, serve.StatusOf). A client that went away gets no
 // body (499 is logged).
 //
-// Each connection is bounded: headers within 5s, the whole body within 30s,
-// keep-alive idle 120s, 64 KiB of headers, 1,024 connections at once.
+// Limits: each connection is bounded (headers within 5s, the whole body
+// within 30s, keep-alive idle 120s, 64 KiB of headers, 1,024 connections
+// at once); a body is at most 1 MiB; a run id at most 1,024 bytes (400
+// past it); 10,000 named runs open at once, each ended after 15 minutes
+// idle; idempotency records kept an hour.
 //
 // Run it with: go run ./examples/service -plan examples/service/plan.json
 //

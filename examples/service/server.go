@@ -1,30 +1,41 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/serve"
 )
 
 // Server serves the pipeline of one plan over HTTP.
 type Server struct {
-	pl  *runtime.Pipeline
-	mux *http.ServeMux
+	pl   *runtime.Pipeline
+	mux  *http.ServeMux
+	runs *runTracker
 }
 
-// NewServer builds the plan's pipeline with deps.
+// NewServer builds the plan's pipeline with deps. It keeps at most
+// defaultMaxRuns named runs open, forgetting those idle for the plan's
+// settings.run_idle.
 func NewServer(ctx context.Context, p *plan.Plan, deps runtime.Deps) (*Server, error) {
+	idle, err := time.ParseDuration(cmp.Or(p.Settings.RunIdle, plan.DefaultRunIdle))
+	if err != nil {
+		return nil, fmt.Errorf("settings.run_idle: %w", err)
+	}
 	pl, err := runtime.Build(ctx, p, deps)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pl: pl, mux: http.NewServeMux()}
+	s := &Server{pl: pl, mux: http.NewServeMux(), runs: newRunTracker(defaultMaxRuns, idle, pl.ExpireIdleRuns)}
 	s.mux.HandleFunc("POST /v1/chat", s.chat)
 	s.mux.HandleFunc("POST /v1/tools/{name}", s.tool)
 	s.mux.HandleFunc("POST /v1/turn", s.turn)
@@ -45,22 +56,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // thus never share per-run state (a meter's ledger, a rate limit's bucket).
 // The returned end func ends a generated run once the request is done (its
 // state is dropped); a named run spans requests and is ended by its caller
-// (POST /v1/runs/{id}/end).
-func (s *Server) runContext(w http.ResponseWriter, r *http.Request) (context.Context, func()) {
+// (POST /v1/runs/{id}/end), or once idle for settings.run_idle. A request
+// naming a new run when the service keeps defaultMaxRuns open already is
+// answered 503 with Retry-After (ok false).
+func (s *Server) runContext(w http.ResponseWriter, r *http.Request) (ctx context.Context, end func(), ok bool) {
 	id := r.Header.Get("X-Run-ID")
-	end := func() {}
 	if id == "" {
 		id = "anon-" + rand.Text()
 		w.Header().Set("X-Run-ID", id)
 		end = func() { s.pl.EndRun(id) }
+	} else {
+		var err error
+		if end, err = s.runs.begin(id); err != nil {
+			var tm *tooManyRunsError
+			if errors.As(err, &tm) {
+				serve.SetRetryAfter(w.Header(), tm.retryAfter)
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": errorBody{Kind: "too_many_runs", Message: err.Error()}})
+			return nil, nil, false
+		}
 	}
-	return runtime.WithRun(r.Context(), runtime.Run{ID: id, Agent: "service"}), end
+	return runtime.WithRun(r.Context(), runtime.Run{ID: id, Agent: "service"}), end, true
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// One JSON value, nothing after it but white space: a body with
+		// more is malformed, not a request to take the first value of.
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = terr
+			if err == nil {
+				err = errors.New("the body holds more than one JSON value")
+			}
+		}
+	}
+	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": errorBody{Kind: "body_too_large",
@@ -86,7 +119,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	ctx, end := s.runContext(w, r)
+	ctx, end, ok := s.runContext(w, r)
+	if !ok {
+		return
+	}
 	defer end()
 	enc := json.NewEncoder(w)
 	flusher, _ := w.(http.Flusher)
@@ -137,7 +173,10 @@ func (s *Server) tool(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, end := s.runContext(w, r)
+	ctx, end, ok := s.runContext(w, r)
+	if !ok {
+		return
+	}
 	defer end()
 	res, err := s.pl.Tool(ctx, runtime.ToolRequest{Name: r.PathValue("name"), Args: args,
 		IdempotencyKey: r.Header.Get("Idempotency-Key")})
@@ -157,7 +196,10 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &body) {
 		return
 	}
-	ctx, end := s.runContext(w, r)
+	ctx, end, ok := s.runContext(w, r)
+	if !ok {
+		return
+	}
 	defer end()
 	res, err := s.pl.Turn(ctx, runtime.TurnRequest{Input: body.Input}, func(ctx context.Context) (string, error) {
 		resp, err := s.pl.Complete(ctx, runtime.ChatRequest{Model: "primary",
@@ -196,6 +238,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) {
 // returned, so that the layers drop what they keep per run (the meter's
 // ledger). A run spans many requests, so only the caller knows when it ends.
 func (s *Server) endRun(w http.ResponseWriter, r *http.Request) {
+	s.runs.end(r.PathValue("id"))
 	s.pl.EndRun(r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 }
