@@ -69,6 +69,16 @@ func assertNotRun(t *testing.T, err error, pl *runtime.Pipeline, sink *runtime.M
 	assert.Equal(t, charged, l.Calls, "the meter charges only calls that ran")
 }
 
+// callAsync calls req on pl under ctx, its error sent on the channel.
+func callAsync(ctx context.Context, pl *runtime.Pipeline, req runtime.ToolRequest) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := pl.Tool(ctx, req)
+		done <- err
+	}()
+	return done
+}
+
 // TestAWaitingDuplicateCancelledDidNotRun: a duplicate waiting for a claim
 // another process holds, then cancelled (its client gone, the server
 // shutting down), never started the tool: it fails as not run, its audit
@@ -87,11 +97,7 @@ func TestAWaitingDuplicateCancelledDidNotRun(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(ctx1)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := pl.Tool(ctx, req)
-		done <- err
-	}()
+	done := callAsync(ctx, pl, req)
 	select {
 	case <-clock.sleeping: // it waits for the claim held elsewhere
 	case <-time.After(10 * time.Second):
@@ -118,20 +124,12 @@ func TestADuplicateWaitingInThisProcessCancelledDidNotRun(t *testing.T) {
 	pl := rt.Build(t, waitPlan(), runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"pay": pay}})
 	req := runtime.ToolRequest{Name: "pay", Args: map[string]any{"order_id": "C"}}
 
-	led := make(chan error, 1)
-	go func() {
-		_, err := pl.Tool(ctx1, req)
-		led <- err
-	}()
+	led := callAsync(ctx1, pl, req)
 	<-sink.intents
 	<-started
 	ctx, cancel := context.WithCancel(ctx1)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := pl.Tool(ctx, req)
-		done <- err
-	}()
+	done := callAsync(ctx, pl, req)
 	<-sink.intents // past the meter and the audit, on its way to the flight
 	cancel()
 	err := <-done
