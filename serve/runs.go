@@ -212,8 +212,23 @@ const anonPrefix = "anon-"
 // id: the run of its session.
 const mcpRunPrefix = "mcp-"
 
+// endAfter ends the run id of a request without a run id on g's layers on
+// a goroutine of its own, so that the response is not held back by it: a
+// meter drops the run's ledger from its store, a round trip bounded by the
+// store's timeout. The end holds g as a request does, so that g's pipeline
+// is not closed under it and the server's close waits for it. The request
+// holds g when it calls endAfter.
+func endAfter(g *generation, id string) {
+	g.active.Add(1)
+	go func() {
+		defer g.release()
+		g.pl.EndRun(id)
+	}()
+}
+
 // withRun attaches the request's run to ctx. It returns the finish func
-// the handler calls when the request ends: an anonymous run ends then; a
+// the handler calls when the request ends: an anonymous run ends then
+// (endAfter, without holding the response back); a
 // named run is ended by the idle sweep once no request of it has been seen
 // for the idle period.
 func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Request, g *generation, c caller) (context.Context, func(), error) {
@@ -230,7 +245,7 @@ func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		w.Header().Set(RunHeader, id)
 		run.ID = runID(c, id)
 		run.Ephemeral = true // no client can name it: its state goes with it
-		return runtime.WithRun(ctx, run), func() { g.pl.EndRun(run.ID) }, nil
+		return runtime.WithRun(ctx, run), func() { endAfter(g, run.ID) }, nil
 	}
 	if err := validRunID(id); err != nil {
 		return ctx, nil, err

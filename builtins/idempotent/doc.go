@@ -164,7 +164,11 @@
 //     "deduped"; meters do not charge it).
 //  3. A lease held by another caller (in any process) is waited for,
 //     polling with a growing interval and honouring the call's context,
-//     until it holds a result or is released (the other call failed).
+//     until it holds a result or is released (the other call failed). A
+//     duplicate whose context ends while it waits (here, or for a leader in
+//     this process, step 1) fails with the context's error marked
+//     runtime.NotRun: it never started the call, so an audit outside does
+//     not record it in doubt and a meter does not charge it.
 //  4. A free key is leased for lease_ttl with a fencing token, and the
 //     leader runs the inner layers, renewing the lease every third of
 //     lease_ttl. On success the result is published for `ttl` (only while

@@ -498,7 +498,7 @@ func (m *Idempotent) settle(ctx context.Context, c *runtime.ToolCall, key string
 		}
 		// Held elsewhere: wait, then ask again.
 		if err := m.clock.Sleep(ctx, min(d, max(g.Remaining, m.pollMin))); err != nil {
-			return nil, err
+			return nil, runtime.NotRun(err) // it only waited: the call was not started
 		}
 		d = min(2*d, m.pollMax)
 	}

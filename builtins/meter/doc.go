@@ -194,5 +194,6 @@
 // ledgers, their keys holding their names: a tenant's daily budget beside a
 // run's budget is two budgets, each refusing with its own error. Vet
 // reports two meters alike in scope, window and store as duplicates
-// (order/duplicate), not others.
+// (order/duplicate) unless their whens keep them apart (one per model, or
+// one per tenant: run.meta.?tenant.orValue("") == "alpha"), not others.
 package meter

@@ -20,7 +20,12 @@ spends the budget twice, a second cache or rate limit adds nothing but a
 second state. Entries scoped with tools: to different tools never see the
 same call and are not duplicates: that is how one limit per tool is written;
 in the chat chain, entries whose when tells the models apart
-(request.model == 'a', request.model == 'b') are not duplicates either. Nor
+(request.model == 'a', request.model == 'b') are not duplicates either, and
+in any chain neither are entries whose whens each require one value of the
+run to equal a different constant (run.meta.?tenant.orValue('') == 'alpha',
+run.meta.?tenant.orValue('') == 'gamma': the tenant's key picks one; the
+value must be run.id, run.agent or a key of run.meta read with .? and
+orValue, which never fail: a when that fails applies its layer). Nor
 are entries that differ in a field the kind keeps separate state by (its
 distinct_by: a meter's scope, window and store; a rate_limit's scope, per,
 store and limiter), since each does its own job: a per-tenant daily budget
@@ -35,11 +40,11 @@ sustained one per hour two limits.`,
 				}
 				for i := j - 1; i >= 0; i-- {
 					o := chain[i]
-					if o.Use != e.Use || distinct(o, e) || !p.Overlap(o, e) {
+					if o.Use != e.Use || distinct(o, e) || whensApart(o, e) || !p.Overlap(o, e) {
 						continue
 					}
 					p.Reportf(e.Pos, []dsl.Related{at(o, "%s is already here", o.Ref())},
-						"%s appears twice in the %s chain and is not repeatable: every call that reaches both goes through %s twice; remove one, or %s%s",
+						"%s appears twice in the %s chain and is not repeatable: every call that reaches both goes through %s twice; remove one, or %s, or with whens to different values of the run (run.meta.?tenant.orValue('') == 'a', == 'b')%s",
 						e.Use, stage, e.Use, scopeApart(stage), distinctApart(e.Kind))
 					break
 				}

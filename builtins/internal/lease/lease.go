@@ -42,7 +42,7 @@ type flight struct {
 // process; then it waits for that call and returns its outcome with shared
 // true. A leader that panicked or whose own context ended with an error
 // leaves no outcome: a waiter then tries again, and may lead. A waiter
-// whose ctx ends returns ctx.Err().
+// whose ctx ends returns ctx.Err() marked runtime.NotRun: it never ran fn.
 func (g *Group) Do(ctx context.Context, key string, fn func() (any, error)) (v any, err error, shared bool) {
 	for {
 		g.mu.Lock()
@@ -65,7 +65,8 @@ func (g *Group) Do(ctx context.Context, key string, fn func() (any, error)) (v a
 		select {
 		case <-f.done:
 		case <-ctx.Done():
-			return nil, ctx.Err(), false
+			// The waiter only waited: its call was not started here.
+			return nil, runtime.NotRun(ctx.Err()), false
 		}
 		if !f.abandoned {
 			return f.v, f.err, true

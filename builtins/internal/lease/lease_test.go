@@ -95,6 +95,7 @@ func TestGroupWaiterHonoursItsContext(t *testing.T) {
 	defer cancel()
 	_, err, _ := g.Do(ctx, "k", func() (any, error) { return nil, nil })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.True(t, runtime.DidNotRun(err), "a waiter never ran fn")
 }
 
 // renewals is a Leaser that records each renewal and, right after one
