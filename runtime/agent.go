@@ -864,7 +864,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 		// can say that turn's calls never started.
 		delegated := t.pl.delegatedOf(ctx, key, plain)
 		recorded := ok && r.InDoubt || len(delegated) > 0
-		if err := t.pl.callInDoubt(ctx, call, recorded); err != nil {
+		if err := t.pl.callInDoubtAs(ctx, call, recorded, t.plainFirst[key]); err != nil {
 			if intent, ok := t.pl.resumable(ctx, call, recorded, key, plain); ok {
 				// A layer's shared store knows whether it ever started.
 				if t.resumed == nil {
@@ -914,6 +914,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 // again nor answered with the refusal the tool chain would make now). A
 // call whose arguments are not a JSON object never reached a tool.
 func (pl *Pipeline) callInDoubt(ctx context.Context, call ToolUse, recorded bool) error {
+	return pl.callInDoubtAs(ctx, call, recorded, false)
+}
+
+// callInDoubtAs is callInDoubt for a call that its turn recorded with
+// plain digests, before the digest key was set, when plainFirst
+// (agentTurn.plainFirst): the error names the key its tool got then,
+// derived from the plain digest (plainDerivedKey), as a retry of it gets.
+func (pl *Pipeline) callInDoubtAs(ctx context.Context, call ToolUse, recorded, plainFirst bool) error {
 	treq, err := call.Request()
 	e := pl.toolEntry(call.Name)
 	undeclared := e == nil || !e.known
@@ -925,6 +933,9 @@ func (pl *Pipeline) callInDoubt(ctx context.Context, call ToolUse, recorded bool
 		// The key the tool would have got: the one to settle the call by.
 		c.Tool = &e.info
 		pl.keyCall(ctx, c)
+	}
+	if plainFirst {
+		plainDerivedKey(c)
 	}
 	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
 }
@@ -1584,7 +1595,7 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 			// tool: told it did not run, the model would be misled. In
 			// doubt, unanswered, as a refusal before a layer answered for
 			// it is (resumedUnanswered).
-			return Message{}, false, t.pl.callInDoubt(ctx, call, true)
+			return Message{}, false, t.pl.callInDoubtAs(ctx, call, true, ac.plainFirst == call.Name)
 		}
 		return answer(notOfferedText, true), false, nil
 	}

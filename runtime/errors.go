@@ -773,12 +773,15 @@ func IsTransient(err error) bool {
 }
 
 // permanentSQLClasses are the classes of SQLSTATE codes of a failure a
-// PostgreSQL server will answer again to the same statement: a feature
-// not supported (0A), data (22), a constraint (23), the credentials (28),
-// a database or schema that does not exist (3D, 3F), the statement or
-// its privileges (42: a table dropped, a grant missing), a check option
-// (44), a limit of the server's (54).
-var permanentSQLClasses = map[string]bool{"0A": true, "22": true, "23": true, "28": true, "3D": true, "3F": true, "42": true, "44": true, "54": true}
+// PostgreSQL server will answer again to the same statement: data (22), a
+// constraint (23), the credentials (28), a database or schema that does
+// not exist (3D, 3F), the statement or its privileges (42: a table
+// dropped, a grant missing), a check option (44), a limit of the server's
+// (54). Not a feature not supported (0A): a statement the driver cached
+// fails so once its table changed shape ("cached plan must not change
+// result type", a newer build's migration under a replica still running),
+// and the driver prepares it anew when asked again.
+var permanentSQLClasses = map[string]bool{"22": true, "23": true, "28": true, "3D": true, "3F": true, "42": true, "44": true, "54": true}
 
 // permanentRedisReplies start the error replies of a Redis server that it
 // will give again to the same command: credentials refused (NOAUTH,

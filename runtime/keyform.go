@@ -82,7 +82,7 @@ func (pl *Pipeline) keyedFirst(ctx context.Context, call ToolUse) error {
 	if e != nil && e.known && !e.info.SideEffecting {
 		return nil
 	}
-	return pl.callInDoubt(ctx, call, true)
+	return pl.callInDoubtAs(ctx, call, true, false)
 }
 
 // plainFirstInFlight counts the resumed calls running whose first
@@ -104,6 +104,17 @@ func givePlainKey(ctx context.Context, c *ToolCall) {
 	}
 	ac, _ := ctx.Value(agentCallCtxKey{}).(*agentCall)
 	if ac == nil || ac.inTool || ac.plainFirst != c.Name || ac.run != c.Meta.Run.ID {
+		return
+	}
+	plainDerivedKey(c)
+}
+
+// plainDerivedKey gives c, whose digests are keyed, the idempotency key
+// derived from its plain digest when its key is the one derived from its
+// keyed digest (or none yet); a key given by a layer (key_args) or by the
+// caller is kept.
+func plainDerivedKey(c *ToolCall) {
+	if !c.digester.Keyed() || c.Meta.IdempotencyKey != "" && !c.Meta.keyDerived {
 		return
 	}
 	d, err := c.ArgsDigestErr()

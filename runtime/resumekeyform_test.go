@@ -20,11 +20,17 @@ import (
 // (a crash then), and the idempotency key the tool got.
 func keyForm(t *testing.T, keyed bool) (runtime.Checkpoint, string) {
 	t.Helper()
+	return keyFormOf(t, keyed, plan.Tool{SideEffecting: true, RetrySafe: true})
+}
+
+// keyFormOf is keyForm with charge declared as tool.
+func keyFormOf(t *testing.T, keyed bool, tool plan.Tool) (runtime.Checkpoint, string) {
+	t.Helper()
 	charge := use("c1", "charge", `{"order":7,"amount":12}`)
 	model := rt.NewModel(callTools(charge), rt.Response{Deltas: []string{"charged"}})
 	store := runtime.NewMemoryCheckpoints()
 	p := rt.Plan(plan.Chains{Turn: []plan.Layer{rt.Layer("checkpoint", `{"after_tool":true,"keep":0}`)}})
-	p.Tools = map[string]plan.Tool{"charge": {SideEffecting: true, RetrySafe: true}}
+	p.Tools = map[string]plan.Tool{"charge": tool}
 	if keyed {
 		p.Settings.DigestKeyEnv = callKeyEnv
 	}
@@ -57,11 +63,17 @@ func keyForm(t *testing.T, keyed bool) (runtime.Checkpoint, string) {
 // charge tool got.
 func resumeKeyForm(t *testing.T, cp runtime.Checkpoint, keyed bool) (error, []string) {
 	t.Helper()
+	return resumeKeyFormOf(t, cp, keyed, plan.Tool{SideEffecting: true, RetrySafe: true})
+}
+
+// resumeKeyFormOf is resumeKeyForm with charge declared as tool.
+func resumeKeyFormOf(t *testing.T, cp runtime.Checkpoint, keyed bool, tool plan.Tool) (error, []string) {
+	t.Helper()
 	store := runtime.NewMemoryCheckpoints()
 	_, err := store.SaveCheckpoint(context.Background(), cp)
 	require.NoError(t, err)
 	p := rt.Plan(plan.Chains{})
-	p.Tools = map[string]plan.Tool{"charge": {SideEffecting: true, RetrySafe: true}}
+	p.Tools = map[string]plan.Tool{"charge": tool}
 	if keyed {
 		p.Settings.DigestKeyEnv = callKeyEnv
 	}
@@ -124,4 +136,21 @@ func TestAResumedRetrySafeCallKeepsItsKey(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, []string{first}, keys, "keyed %v", keyed)
 	}
+}
+
+// A side-effecting call without a record, of a run saved before the
+// digest key was set, is in doubt when resumed with it: its error named
+// the key derived from the keyed digest of its arguments, which its tool
+// never got, so a person reconciling by it found nothing. It names the
+// key the call ran with, derived from the plain digest.
+func TestAResumedCallInDoubtNamesThePlainKeyItsToolGot(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	refund := plan.Tool{SideEffecting: true}
+	cp, first := keyFormOf(t, false, refund)
+	err, keys := resumeKeyFormOf(t, cp, true, refund)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, "charge", doubt.Tool)
+	assert.Equal(t, first, doubt.IdempotencyKey, "the key its first execution got")
+	assert.Empty(t, keys, "the call does not run")
 }

@@ -50,6 +50,7 @@ const (
 	errBodyTimeout  errCode = "body_timeout"
 	errUnavailable  errCode = "unavailable"
 	errOverloaded   errCode = "overloaded"
+	errStoreRefused errCode = "store_refused"
 )
 
 // exchange is one request in flight: the response writer, recording what
@@ -441,6 +442,10 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
+	if storeRefused(err) {
+		// A 500 the OpenAI and Anthropic SDKs would send again.
+		x.Header().Set("x-should-retry", "false")
+	}
 	e := callError(x.api, status, err)
 	if x.param != nil && e.param != "" {
 		e.param = x.param(e.param)
@@ -570,7 +575,11 @@ func clientMessage(err error) string {
 			causes, withheld = append(causes, e.Error()), append(withheld, transportWithheld)
 			return
 		case *runtime.StoreError:
-			causes, withheld = append(causes, e.Error()), append(withheld, storeWithheld)
+			w := storeWithheld
+			if e.NotRun && runtime.PermanentStoreError(e.Err) {
+				w = storeRefusedWithheld
+			}
+			causes, withheld = append(causes, e.Error()), append(withheld, w)
 			return
 		case maskedText:
 			if inner := errors.Unwrap(e); inner != nil {
@@ -636,6 +645,10 @@ const transportWithheld = "(the cause is in the gateway's log)"
 
 // storeWithheld stands for a store's text in a client message.
 const storeWithheld = "store unavailable " + transportWithheld
+
+// storeRefusedWithheld stands for the text of a store's refusal that
+// asking again would meet as well (storeRefused) in a client message.
+const storeRefusedWithheld = "the store refused the gateway's request and will refuse it again until the store is mended; do not retry " + transportWithheld
 
 // failWith answers e in the route's own error format.
 func (x *exchange) failWith(e errDoc) {

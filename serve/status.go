@@ -22,8 +22,9 @@ const StatusClientClosedRequest = 499
 // circuit breaker 503 (with the delay when one is known), a layer's store that
 // failed or did not answer within its `timeout` 503 with StoreRetryAfter
 // (runtime.ErrStoreUnavailable: the gateway's state, not the model,
-// failed), a call refused or cut by the shutdown 503 with one second, an
-// upstream timeout 504 and any other failure 502.
+// failed), or 500 without a delay when the store refused as it will again
+// (storeRefused), a call refused or cut by the shutdown 503 with one
+// second, an upstream timeout 504 and any other failure 502.
 func StatusOf(err error) (int, time.Duration) {
 	switch runtime.Classify(err) {
 	case runtime.ClassBlocked:
@@ -36,6 +37,9 @@ func StatusOf(err error) (int, time.Duration) {
 	var bo *runtime.BreakerOpenError
 	if errors.As(err, &bo) {
 		return http.StatusServiceUnavailable, max(time.Until(bo.Until), time.Second)
+	}
+	if storeRefused(err) {
+		return http.StatusInternalServerError, 0
 	}
 	if errors.Is(err, runtime.ErrStoreUnavailable) {
 		return http.StatusServiceUnavailable, StoreRetryAfter
@@ -67,13 +71,32 @@ func StatusOf(err error) (int, time.Duration) {
 }
 
 // errorCode names the error of a call in an error body's code: its kind
-// (runtime.KindOf), or unavailable for a call the shutdown refused or cut.
+// (runtime.KindOf), or unavailable for a call the shutdown refused or cut,
+// or store_refused for a layer's store that refused as it will again
+// (storeRefused).
 func errorCode(err error) string {
 	var sd *shuttingDown
 	if errors.As(err, &sd) {
 		return string(errUnavailable)
 	}
+	if storeRefused(err) {
+		return string(errStoreRefused)
+	}
 	return runtime.KindOf(err)
+}
+
+// storeRefused reports whether err is a call a layer refused because its
+// store failed (runtime.ErrStoreUnavailable) with the server's answer that
+// asking again fails the same way (runtime.PermanentStoreError: its tables
+// gone, a privilege or the credentials refused): no outage a retry waits
+// out, but the gateway's state to mend. Classify decides first: a call
+// in doubt, blocked or over budget is answered as such.
+func storeRefused(err error) bool {
+	if runtime.Classify(err) != runtime.ClassFailure || runtime.KindOf(err) != string(runtime.KindStoreUnavailable) {
+		return false
+	}
+	var se *runtime.StoreError
+	return errors.As(err, &se) && se.NotRun && runtime.PermanentStoreError(se.Err)
 }
 
 // DefaultRetryAfter is the Retry-After of a 429 whose cause named no delay

@@ -198,10 +198,11 @@
 //     lease_ttl before the lease may end, or one that found it taken over)
 //     is stopped: its call's context ends, so that the call ends before
 //     another process can take the claim over. A call that fails so is handled as a cancelled one (unless its
-//     error proves it never ran): its claim is ended in doubt, and the
-//     error of a retry_safe tool is marked runtime.ErrStoreUnavailable (a
-//     retry may run it again, taking the claim over), any other's
-//     runtime.MayHaveRun. A result it returns all the same is published
+//     error proves it never ran): its claim is ended in doubt, and its
+//     error is marked runtime.MayHaveRun, a retry_safe tool's too (it had
+//     the call and may have made its effect: a meter outside charges it;
+//     its duplicate takes the claim over and runs under the same
+//     idempotency key). A result it returns all the same is published
 //     only while its token still holds the lease. A lease granted so late
 //     that it may lapse already (a slow store answered after most of
 //     lease_ttl), or a call whose context ended before the inner layers

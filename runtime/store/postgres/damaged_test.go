@@ -50,3 +50,28 @@ func TestADamagedLeaseRecordIsUnreadable(t *testing.T) {
 		})
 	}
 }
+
+// TestADamagedRecordTakenOverIsAClaimAtOnce: a takeover of a damaged
+// record renewed its token and lease end in one statement and repaired
+// its state in another. Between the two, the claim granted looked damaged
+// and held, and another retry_safe caller of the key, finding it so,
+// deleted it and claimed the key itself: the call ran twice at once. The
+// takeover repairs the state in the statement that grants the claim.
+func TestADamagedRecordTakenOverIsAClaimAtOnce(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	schema := pgx.Identifier{s.Schema()}.Sanitize()
+	_, err := s.Pool().Exec(ctx, fmt.Sprintf(`INSERT INTO %s.lease (key, state, token, until) VALUES ('k', 'finished', 7, clock_timestamp() - interval '1 hour')`, schema))
+	require.NoError(t, err)
+	// The statement a takeover makes, alone.
+	var status int
+	err = s.Pool().QueryRow(ctx, fmt.Sprintf(`SELECT status FROM %s.lease_acquire_noted('k', '', NULL, 60000000, 3600000000, true)`, schema)).Scan(&status)
+	require.NoError(t, err)
+	require.Equal(t, int(runtime.LeaseAcquired), status, "taken over")
+	var state string
+	require.NoError(t, s.Pool().QueryRow(ctx, fmt.Sprintf(`SELECT state FROM %s.lease WHERE key = 'k'`, schema)).Scan(&state))
+	assert.Equal(t, "pending", state, "the claim taken over is a claim as soon as it is granted")
+	g, err := s.AcquireAs(ctx, "k", "", nil, time.Minute, time.Hour, true)
+	require.NoError(t, err)
+	assert.Equal(t, runtime.LeaseHeld, g.Status, "another caller waits for the claim")
+}

@@ -31,7 +31,7 @@ const Kind = "postgres"
 const DefaultSchema = "agentc"
 
 // SchemaVersion is the version of the tables this package creates.
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // CompatibleSince is the oldest schema version whose code still works on
 // tables at SchemaVersion: it is stored next to the version, so an older
@@ -561,6 +561,50 @@ BEGIN
 		SELECT l.note INTO found_note FROM %[1]s.lease l WHERE l.key = k;
 	END IF;
 END $$;
+`, `
+-- A claim taken over is pending in the statement that grants it: a row
+-- damaged in the table (a state no build writes) keeps no state of its
+-- own once taken over, so no other caller finds the claim granted damaged
+-- and replaces it while its call runs. The function keeps its arguments
+-- and results: a build at version 11 calls it as before.
+CREATE OR REPLACE FUNCTION %[1]s.lease_claim(k text, lease_us bigint, keep_us bigint, takeover boolean,
+	OUT status int, OUT tok bigint, OUT in_doubt boolean, OUT res bytea, OUT remaining_us bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+	r %[1]s.lease%%ROWTYPE;
+	t timestamptz := clock_timestamp();
+	keep_until timestamptz := CASE WHEN keep_us > 0 THEN t + keep_us * interval '1 microsecond' END;
+BEGIN
+	status := 1; tok := 0; in_doubt := false; remaining_us := 0;
+	DELETE FROM %[1]s.lease WHERE key = k AND expires <= t;
+	INSERT INTO %[1]s.lease (key, state, token, until, expires)
+		VALUES (k, 'pending', nextval('%[1]s.fence'), t + lease_us * interval '1 microsecond', keep_until)
+		ON CONFLICT (key) DO NOTHING RETURNING token INTO tok;
+	IF FOUND THEN
+		status := 0;
+		RETURN;
+	END IF;
+	tok := 0;
+	SELECT * INTO r FROM %[1]s.lease WHERE key = k FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN; -- released meanwhile: held for an instant, ask again
+	END IF;
+	IF r.state = 'done' THEN
+		status := 2; res := r.result;
+		RETURN;
+	END IF;
+	IF r.until > t THEN
+		remaining_us := (extract(epoch FROM r.until - t) * 1000000)::bigint;
+		RETURN;
+	END IF;
+	IF NOT takeover THEN
+		status := 3;
+		RETURN;
+	END IF;
+	UPDATE %[1]s.lease SET state = 'pending', token = nextval('%[1]s.fence'), until = t + lease_us * interval '1 microsecond', expires = keep_until
+		WHERE key = k RETURNING token INTO tok;
+	status := 0; in_doubt := true;
+END $$;
 `}
 
 // Open connects to the database at url, creates or migrates the tables of
@@ -1033,7 +1077,7 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, l
 		g.Result = []byte{}
 	}
 	s.wrote(ctx)
-	if g.Status == runtime.LeaseHeld || g.Status == runtime.LeaseInDoubt || g.Status == runtime.LeaseAcquired && g.InDoubt {
+	if g.Status == runtime.LeaseHeld || g.Status == runtime.LeaseInDoubt {
 		return s.undamaged(ctx, key, owner, note, lease, keep, takeover, g)
 	}
 	return g, nil
@@ -1043,23 +1087,16 @@ func (s *Store) AcquireAs(ctx context.Context, key, owner string, note []byte, l
 // that is neither pending nor done, or a claim without its lease end.
 const damagedLease = `(state NOT IN ('pending', 'done') OR state = 'pending' AND until IS NULL)`
 
-// undamaged checks the row of key that AcquireAs found held or in doubt,
-// or took over in doubt (g), as Redis checks its record before: a row
-// damaged in the table (a state no build writes, a claim without its
-// lease end) may be the claim or the outcome of a call that ran. Asked
-// without a takeover, it is in doubt and the grant says why
-// (Unreadable); a takeover replaces it, in doubt. One round trip more, on
-// those paths only.
+// undamaged checks the row of key that AcquireAs found held or in doubt
+// (g), as Redis checks its record before: a row damaged in the table (a
+// state no build writes, a claim without its lease end) may be the claim
+// or the outcome of a call that ran. Asked without a takeover, it is in
+// doubt and the grant says why (Unreadable); a takeover replaces it, in
+// doubt. One round trip more, on those paths only. (A takeover of a
+// damaged row whose lease end has passed is lease_claim's: it makes the
+// row pending in the statement that grants the claim, schema version 12,
+// so that no caller finds a claim granted damaged.)
 func (s *Store) undamaged(ctx context.Context, key, owner string, note []byte, lease, keep time.Duration, takeover bool, g runtime.LeaseGrant) (runtime.LeaseGrant, error) {
-	if g.Status == runtime.LeaseAcquired {
-		// Taken over: lease_claim renewed the row's token and lease end
-		// whatever its state, which a damaged row keeps, and a publish
-		// of the claim would find it not pending.
-		if _, err := s.pool.Exec(ctx, s.q(`UPDATE §.lease SET state = 'pending' WHERE key = $1 AND token = $2 AND state <> 'pending'`), key, g.Token); err != nil {
-			return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
-		}
-		return g, nil
-	}
 	var (
 		state   string
 		noUntil bool
@@ -1083,7 +1120,10 @@ func (s *Store) undamaged(ctx context.Context, key, owner string, note []byte, l
 	if !takeover {
 		return runtime.LeaseGrant{Status: runtime.LeaseInDoubt, Unreadable: errors.New(why)}, nil
 	}
-	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM §.lease WHERE key = $1 AND `+damagedLease), key); err != nil {
+	// The row is made a claim whose lease ends now, never deleted: a
+	// caller between this and the takeover finds it in doubt, as the
+	// damaged row was, rather than no claim at all.
+	if _, err := s.pool.Exec(ctx, s.q(`UPDATE §.lease SET state = 'pending', until = clock_timestamp() WHERE key = $1 AND `+damagedLease), key); err != nil {
 		return runtime.LeaseGrant{}, fmt.Errorf("postgres lease: %w", err)
 	}
 	g, err = s.AcquireAs(ctx, key, owner, note, lease, keep, takeover)
