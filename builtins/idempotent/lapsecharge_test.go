@@ -58,3 +58,37 @@ func TestAStoppedRetrySafeCallIsChargedAsOneThatMayHaveRun(t *testing.T) {
 	require.Len(t, keys, 2)
 	assert.Equal(t, keys[0], keys[1], "the retry runs under the same idempotency key")
 }
+
+// A duplicate refused in doubt by the idempotent layer (an earlier
+// execution's claim is in doubt) never reached its tool: a meter outside
+// charges the execution that may have run, not the refusal.
+func TestADuplicateRefusedInDoubtIsNotCharged(t *testing.T) {
+	leaser := newStallingLeaser(t)
+	var calls atomic.Int64
+	tool := func(ctx context.Context, c *runtime.ToolCall) (any, error) {
+		calls.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	p := toolPlan(rt.Layer("meter", `{"budget":{"calls":100},"scope":"run"}`), rt.Layer("idempotent", `{"lease_ttl": "300ms"}`))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl := rt.Build(t, p, runtime.Deps{KV: leaser, Tools: map[string]runtime.ToolFunc{"refund": tool}})
+	var m *meter.Meter
+	for _, l := range pl.Layers(plan.StageTool) {
+		if mm, ok := l.Middleware.(*meter.Meter); ok {
+			m = mm
+		}
+	}
+	require.NotNil(t, m)
+	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
+	_, err := pl.Tool(ctx1, req)
+	require.Error(t, err)
+	assert.False(t, runtime.DidNotRun(err), "the stopped call may have run: %v", err)
+	assert.Equal(t, int64(1), m.Ledger("run-1").Calls, "the meter charges the call that may have run")
+
+	_, err = pl.Tool(ctx1, req)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.EqualValues(t, 1, calls.Load(), "the duplicate did not run")
+	assert.Equal(t, int64(1), m.Ledger("run-1").Calls, "the duplicate refused in doubt is not charged")
+}

@@ -528,7 +528,10 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		{name: "ran", err: runtime.Ran(&runtime.BlockedError{Layer: "after", Message: "no"}), charged: 1},
 		{name: "outcome unrecorded", err: &runtime.CallError{Kind: runtime.KindPermanent, Err: runtime.ErrOutcomeUnrecorded}, charged: 1},
 		{name: "not run", sideEffecting: true, cancel: true, err: runtime.NotRun(context.Canceled)},
-		{name: "duplicate in doubt", sideEffecting: true, cancel: true, err: &runtime.InDoubtError{Layer: "idem", Tool: "pay"}},
+		// A tool that returns another call's doubt ran (a duplicate refused
+		// in doubt by an idempotent layer is not charged: see
+		// TestADuplicateRefusedInDoubtIsNotCharged in builtins/idempotent).
+		{name: "tool returned another call's doubt", sideEffecting: true, cancel: true, err: &runtime.InDoubtError{Layer: "idem", Tool: "pay"}, charged: 1},
 		{name: "panicked side-effecting", sideEffecting: true, panics: true, charged: 1},
 		{name: "panicked retry_safe", sideEffecting: true, retrySafe: true, panics: true},
 		{name: "panicked read-only", panics: true},
