@@ -95,7 +95,8 @@ func TestMCPStdioProcessOfAnotherVersionIsRefused(t *testing.T) {
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(stdioDescribedPolicy,
 		sha("alpha-key"), sha("beta-key"), describe, os.Args[0]))), WatchInterval: -1})
 	alpha := connectProxy(t, s.url, "alpha-key", nil)
-	require.Contains(t, callText(t, alpha, "ping", nil), "pong from")
+	before := callText(t, alpha, "ping", nil)
+	require.Contains(t, before, "pong from")
 
 	require.NoError(t, os.WriteFile(describe, []byte("Ping the server twice."), 0o644))
 	beta := connectProxy(t, s.url, "beta-key", nil)
@@ -113,4 +114,14 @@ func TestMCPStdioProcessOfAnotherVersionIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.IsError, "alpha's process of the older version ran: %s", text(t, res))
 	assert.Contains(t, text(t, res), `blocked by mcp: tool "ping" of mcp server "crashy" is not served on this upstream session`)
+
+	// The process of the older version is let go with the refused call:
+	// alpha's retry starts another, of the program as it is now, which
+	// serves ping as scanned. Refused calls kept it alive (each counted as
+	// a call against -idle), so alpha was refused for as long as it called.
+	for range 2 {
+		after := callText(t, alpha, "ping", nil)
+		assert.Contains(t, after, "pong from", "alpha's retry runs on a process of the version served")
+		assert.NotEqual(t, before, after, "not on the process of the older version")
+	}
 }

@@ -114,6 +114,19 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstream
 	case same:
 		return nil
 	}
+	// The session's server is not the one served (another version of a
+	// command, running still): it would refuse this call for as long as it
+	// is held, and a tenant's calls, refused, keep it from idling out.
+	// It is let go (closed with its last call): the caller's next call
+	// opens another, listed as it is opened. The listing session, which
+	// carries the calls of "shared", is listed again instead.
+	if c == u.main {
+		u.mu.Lock()
+		u.markChanged()
+		u.mu.Unlock()
+	} else {
+		u.drop(c)
+	}
 	return &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
 		"tool %q of mcp server %q is not served on this upstream session: the session's server describes it otherwise than the definition scanned and served (a server that restarted, or another version of its command)",
 		t.name, u.name)}
