@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -146,7 +147,10 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 	bodies := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentc_serve_request_body_bytes_in_flight",
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
-	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, m.blocks, m.refusals, m.retries,
+	lost := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentc_serve_meter_settlements_lost_total",
+		Help: "Settlements of meter charges the process gave up sending to their ledger store (each logged with its charge): the store did not take them in time, or too many waited."},
+		func() float64 { return float64(meter.LostSettlements()) })
+	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, lost, m.blocks, m.refusals, m.retries,
 		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.repeated, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
 	for _, c := range m.own {
 		if err := reg.Register(c); err != nil {

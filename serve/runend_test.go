@@ -11,6 +11,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +96,70 @@ func TestTheRunOfARequestWithoutOneEndsAfterItsResponse(t *testing.T) {
 		t.Fatal("the server did not close once the runs' ends were over")
 	}
 	assert.Equal(t, int64(2), ended.Load(), "both runs were ended before the server closed")
+}
+
+// TestTheRunsEndingAfterTheirResponsesAreBounded: each request's run ended
+// on a goroutine of its own after the response, so while the store stalled
+// (each end taking up to its timeout) the goroutines grew with the request
+// rate. Past maxRunEnds under way, a request ends its run itself.
+func TestTheRunsEndingAfterTheirResponsesAreBounded(t *testing.T) {
+	old := maxRunEnds
+	maxRunEnds = 1
+	t.Cleanup(func() { maxRunEnds = old })
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}}, nil,
+		func(o *Options) {
+			src := o.Source
+			o.Source = SourceFunc(func(ctx context.Context) (*Loaded, error) {
+				ld, err := src.Load(ctx)
+				if err == nil {
+					ld.Plan.Chains.Tool = append(ld.Plan.Chains.Tool, plan.Layer{Use: "serve_test_run_probe", Name: "probe"})
+				}
+				return ld, err
+			})
+		})
+	probes.mu.Lock()
+	probe := probes.last
+	probes.mu.Unlock()
+	ending, release := make(chan string, 2), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	probe.mu.Lock()
+	probe.onEnd = func(run string) func() {
+		ending <- run
+		<-release // the store does not answer
+		return func() {}
+	}
+	probe.mu.Unlock()
+	client := g.openai(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	params := openai.ChatCompletionNewParams{Model: "primary", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Hello")}}
+
+	_, err := client.Chat.Completions.New(ctx, params)
+	require.NoError(t, err, "the first run's end waits after the response")
+	<-ending
+	require.Eventually(t, func() bool { return requestsInFlight(g.srv) == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the first request is over")
+
+	second := make(chan error, 1)
+	go func() {
+		_, err := client.Chat.Completions.New(ctx, params)
+		second <- err
+	}()
+	<-ending
+	assert.Equal(t, 1, len(g.srv.runEnds), "one end under way after its response")
+	assert.Equal(t, 1.0, requestsInFlight(g.srv), "the second request ends its run itself, the bound reached")
+	unblock()
+	require.NoError(t, <-second)
+	require.Eventually(t, func() bool { return len(g.srv.runEnds) == 0 }, 10*time.Second, 5*time.Millisecond, "the end under way is over")
+}
+
+// requestsInFlight reads agentc_serve_requests_in_flight.
+func requestsInFlight(s *Server) float64 {
+	var m dto.Metric
+	if err := s.metrics.inflight.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
 }

@@ -212,15 +212,29 @@ const anonPrefix = "anon-"
 // id: the run of its session.
 const mcpRunPrefix = "mcp-"
 
+// maxRunEnds is the most runs' ends under way after their responses
+// (endAfter): while a store stalls each takes up to the store's timeout,
+// and a goroutine each would grow with the request rate.
+var maxRunEnds = 256
+
 // endAfter ends the run id of a request without a run id on g's layers on
 // a goroutine of its own, so that the response is not held back by it: a
 // meter drops the run's ledger from its store, a round trip bounded by the
 // store's timeout. The end holds g as a request does, so that g's pipeline
 // is not closed under it and the server's close waits for it. The request
-// holds g when it calls endAfter.
-func endAfter(g *generation, id string) {
+// holds g when it calls endAfter. While maxRunEnds ends are under way the
+// request ends its run itself, before it returns: a store that stalls
+// then holds the requests back, not a goroutine more per request.
+func (s *Server) endAfter(g *generation, id string) {
+	select {
+	case s.runEnds <- struct{}{}:
+	default:
+		g.pl.EndRun(id)
+		return
+	}
 	g.active.Add(1)
 	go func() {
+		defer func() { <-s.runEnds }()
 		defer g.release()
 		g.pl.EndRun(id)
 	}()
@@ -228,7 +242,7 @@ func endAfter(g *generation, id string) {
 
 // withRun attaches the request's run to ctx. It returns the finish func
 // the handler calls when the request ends: an anonymous run ends then
-// (endAfter, without holding the response back); a
+// (s.endAfter, without holding the response back); a
 // named run is ended by the idle sweep once no request of it has been seen
 // for the idle period.
 func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Request, g *generation, c caller) (context.Context, func(), error) {
@@ -245,7 +259,7 @@ func (s *Server) withRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		w.Header().Set(RunHeader, id)
 		run.ID = runID(c, id)
 		run.Ephemeral = true // no client can name it: its state goes with it
-		return runtime.WithRun(ctx, run), func() { endAfter(g, run.ID) }, nil
+		return runtime.WithRun(ctx, run), func() { s.endAfter(g, run.ID) }, nil
 	}
 	if err := validRunID(id); err != nil {
 		return ctx, nil, err

@@ -268,6 +268,9 @@ type Server struct {
 	mcp     *mcpProxy
 	// hosts checks a request's Host (Options.AllowHosts).
 	hosts *hostRule
+	// runEnds holds a token for each run's end under way after its
+	// response (endAfter), at most maxRunEnds.
+	runEnds chan struct{}
 	// slots holds a token for each request in flight on a bounded route
 	// (Options.MaxInFlight); nil: no bound.
 	slots chan struct{}
@@ -371,7 +374,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// Every line the server writes, the pipeline's layers' included, goes
 	// through the one scrubber of credentials (credential.LogHandler).
 	s := &Server{opts: opts, log: slog.New(credential.LogHandler(opts.Logger.Handler())), memory: opts.Deps.Memory, hosts: hosts,
-		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}}
+		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}, runEnds: make(chan struct{}, maxRunEnds)}
 	if s.metrics, err = newMetrics(opts.Registry, s.bodyBytes.Load); err != nil {
 		return nil, err
 	}

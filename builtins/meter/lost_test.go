@@ -82,7 +82,10 @@ func TestALostSettlementIsChargedOnce(t *testing.T) {
 				require.NoError(t, err, "the call ran; settling it is the meter's own business")
 				require.Eventually(t, func() bool { return m.Ledger("").Calls > 0 }, 10*time.Second, 20*time.Millisecond,
 					"the settlement is sent again once the store answers")
-				time.Sleep(time.Second) // any further attempt would have been sent by now
+				// Once none waits or is being sent, no further attempt
+				// can come.
+				require.Eventually(t, func() bool { return meter.Waiting(m) == 0 }, 10*time.Second, 20*time.Millisecond,
+					"the settlement stops being sent once the store took it")
 				assert.Equal(t, runtime.Ledger{InputTokens: 10, OutputTokens: 5, USD: m.Cost("primary", usage), Calls: 1}, m.Ledger(""), "charged once")
 
 				_, _, err = rt.Collect(context.Background(), built, req, 0)

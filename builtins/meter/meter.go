@@ -964,8 +964,12 @@ func (q *resends) abandon() []*resend {
 
 // cleanupSettleTimeout bounds the last attempt Cleanup makes to send the
 // settlements still waiting, and its wait for those being sent, all of
-// them together.
-const cleanupSettleTimeout = 2 * time.Second
+// them together (a variable for the tests).
+var cleanupSettleTimeout = 2 * time.Second
+
+// cleanupWaits is called as the Cleanup of a store's last meter starts to
+// wait for the settlements being sent (a hook for the tests).
+var cleanupWaits = func() {}
 
 // Cleanup implements runtime.CleanerUpper. While another meter of the
 // process uses the same ledger store (the next version of the policy, after
@@ -998,6 +1002,7 @@ func (m *Meter) Cleanup() error {
 		})
 	}
 	_ = sends.Wait() // each reports its own failure
+	cleanupWaits()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {

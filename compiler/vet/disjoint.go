@@ -77,7 +77,7 @@ func runEqualities(src string) map[string]string {
 }
 
 // constant returns the text of the value of a literal: its type and
-// value, numbers as float64.
+// value, numbers as float64 (-0 as 0).
 func constant(e ast.Expr) (string, bool) {
 	if e.Kind() != ast.LiteralKind {
 		return "", false
@@ -91,6 +91,9 @@ func constant(e ast.Expr) (string, bool) {
 		return "null", true
 	}
 	if n, ok := numberLiteral(e); ok {
+		if n == 0 {
+			n = 0 // -0.0, which CEL holds equal to 0
+		}
 		return "n" + strconv.FormatFloat(n, 'g', -1, 64), true
 	}
 	return "", false
