@@ -702,13 +702,15 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 		return
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
-	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+	var scope locals
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, call: func(call ast.CallExpr, pol int) {
 		fn, args := call.FunctionName(), call.Args()
 		target, constant := call.Target(), ast.Expr(nil)
 		switch {
 		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2 && stage == predicate.Tool:
 			for i := range args {
-				if s, lit := stringLiteral(args[1-i]); lit {
+				path, _ := fieldPath(args[i])
+				if s, lit := stringLiteral(args[1-i]); lit && !scope.shadows(path) {
 					c.checkPatternTest(x, f.offset(args[1-i]), args[i], comparisonOps[fn], s, tools, field, pol)
 				}
 			}
@@ -724,7 +726,7 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 		}
 		path, isPath := fieldPath(target)
 		s, lit := stringLiteral(constant)
-		if !isPath || !lit {
+		if !isPath || !lit || scope.shadows(path) {
 			return
 		}
 		set, ok := c.knownValues(path, stage, tools)
