@@ -846,6 +846,10 @@ func (c *Compilation) argKinds(tools []string, path string) ([]string, bool) {
 	return kinds, true
 }
 
+// jsonNumberRE matches a JSON number, the spelling a call sends a number
+// in (not NaN, Inf, 0x1p-2, +1 or .5, which Go's ParseFloat reads too).
+var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
 // spelling returns the constant of another JSON kind that a call may send
 // for the constant l, and that kind: 12345 for '12345', true for 'true',
 // '12345' for 12345; "" when there is none.
@@ -855,7 +859,7 @@ func spelling(l predicate.Literal) (value, kind string) {
 		if l.Value == "true" || l.Value == "false" {
 			return l.Value, "boolean"
 		}
-		if _, err := strconv.ParseFloat(l.Value, 64); err == nil && strings.TrimSpace(l.Value) == l.Value {
+		if jsonNumberRE.MatchString(l.Value) {
 			return l.Value, "number"
 		}
 	case "number", "boolean":
