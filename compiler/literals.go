@@ -702,13 +702,15 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 		return
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
-	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+	var scope locals
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, call: func(call ast.CallExpr, pol int) {
 		fn, args := call.FunctionName(), call.Args()
 		target, constant := call.Target(), ast.Expr(nil)
 		switch {
 		case (fn == operators.Equals || fn == operators.NotEquals) && len(args) == 2 && stage == predicate.Tool:
 			for i := range args {
-				if s, lit := stringLiteral(args[1-i]); lit {
+				path, _ := fieldPath(args[i])
+				if s, lit := stringLiteral(args[1-i]); lit && !scope.shadows(path) {
 					c.checkPatternTest(x, f.offset(args[1-i]), args[i], comparisonOps[fn], s, tools, field, pol)
 				}
 			}
@@ -724,7 +726,7 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 		}
 		path, isPath := fieldPath(target)
 		s, lit := stringLiteral(constant)
-		if !isPath || !lit {
+		if !isPath || !lit || scope.shadows(path) {
 			return
 		}
 		set, ok := c.knownValues(path, stage, tools)
@@ -844,6 +846,10 @@ func (c *Compilation) argKinds(tools []string, path string) ([]string, bool) {
 	return kinds, true
 }
 
+// jsonNumberRE matches a JSON number, the spelling a call sends a number
+// in (not NaN, Inf, 0x1p-2, +1 or .5, which Go's ParseFloat reads too).
+var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
 // spelling returns the constant of another JSON kind that a call may send
 // for the constant l, and that kind: 12345 for '12345', true for 'true',
 // '12345' for 12345; "" when there is none.
@@ -853,7 +859,7 @@ func spelling(l predicate.Literal) (value, kind string) {
 		if l.Value == "true" || l.Value == "false" {
 			return l.Value, "boolean"
 		}
-		if _, err := strconv.ParseFloat(l.Value, 64); err == nil && strings.TrimSpace(l.Value) == l.Value {
+		if jsonNumberRE.MatchString(l.Value) {
 			return l.Value, "number"
 		}
 	case "number", "boolean":

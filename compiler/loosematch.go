@@ -288,6 +288,37 @@ type polarityHooks struct {
 	// body, when set, is called before a comprehension's loop step is
 	// walked; what it returns is called after.
 	body func(comp ast.ComprehensionExpr) (after func())
+	// scope, when set, is called with the comprehension variables (the
+	// accumulator's, the iteration's; cel.bind's name is an accumulator)
+	// before the parts they are in scope in are walked; what it returns is
+	// called after.
+	scope func(vars []string) (after func())
+}
+
+// locals are the comprehension variables in scope where walkPolarity
+// is, kept by its scope hook (locals.enter).
+type locals []string
+
+// enter is a scope hook: it adds vars until what it returns is called.
+func (l *locals) enter(vars []string) func() {
+	n := len(*l)
+	*l = append(*l, vars...)
+	return func() { *l = (*l)[:n] }
+}
+
+// shadows reports whether the root of path (as fieldPath writes it:
+// "tool.name", "size(args.items)") is a comprehension variable in scope,
+// which names an element or a bound value, not the variable of that name:
+// tool.name in args.targets.exists(tool, tool.name == 'x') is a target's.
+func (l locals) shadows(path string) bool {
+	root := path
+	for strings.HasPrefix(root, "size(") {
+		root = root[len("size("):]
+	}
+	if i := strings.IndexAny(root, ".[)"); i >= 0 {
+		root = root[:i]
+	}
+	return slices.Contains(l, root)
 }
 
 // walkPolarity walks the predicate root, of polarity 1, giving each call
@@ -330,11 +361,25 @@ func walkPolarity(root ast.Expr, h polarityHooks) {
 			walkAll(0, args...)
 		case ast.ComprehensionKind:
 			comp := e.AsComprehension()
-			walkAll(0, comp.IterRange(), comp.AccuInit(), comp.LoopCondition(), comp.Result())
-			if h.body != nil {
-				defer h.body(comp)()
+			walkAll(0, comp.IterRange(), comp.AccuInit())
+			vars := []string{comp.AccuVar(), comp.IterVar()}
+			if comp.HasIterVar2() {
+				vars = append(vars, comp.IterVar2())
 			}
-			walk(comp.LoopStep(), bodyPolarity(comp, pol))
+			inScope := func(vars []string, walk func()) {
+				if h.scope != nil {
+					defer h.scope(vars)()
+				}
+				walk()
+			}
+			inScope(vars, func() { walk(comp.LoopCondition(), 0) })
+			inScope(vars[:1], func() { walk(comp.Result(), 0) })
+			inScope(vars, func() {
+				if h.body != nil {
+					defer h.body(comp)()
+				}
+				walk(comp.LoopStep(), bodyPolarity(comp, pol))
+			})
 		case ast.SelectKind:
 			walk(e.AsSelect().Operand(), 0)
 		case ast.ListKind:

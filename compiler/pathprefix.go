@@ -44,9 +44,17 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	}
 	var tests []test
 	dots := map[string]bool{} // the paths tested for ".."
-	walkPolarity(tree.Expr(), polarityHooks{call: func(call ast.CallExpr, pol int) {
+	var scope locals
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
-		target, pattern := ast.Expr(nil), ""
+		target := call.Target()
+		if !call.IsMemberFunction() && len(args) > 0 {
+			target = args[0]
+		}
+		if scope.shadows(pathKey(target)) {
+			return // a comprehension variable named args
+		}
+		pattern := ""
 		switch fn := call.FunctionName(); {
 		case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
 			if s, ok := stringLiteral(args[0]); ok && strings.Contains(s, "..") {

@@ -172,9 +172,12 @@ func urlHost(v ref.Val) ref.Val {
 	if host == "" {
 		return types.String("")
 	}
-	for _, r := range host {
+	// The host as written: lower-casing makes some letters ASCII (K, the
+	// Kelvin sign, is k; İ is i, where a browser reads i and a dot above,
+	// another name).
+	for _, r := range u.Hostname() {
 		if r >= utf8.RuneSelf {
-			return types.NewErr("url_host: host %q is not ASCII, and a browser or fetch maps it to another name (full-width letters and dots to ASCII ones): refused", clip(host))
+			return types.NewErr("url_host: host %q is not ASCII, and a browser or fetch maps it to another name (full-width letters and dots to ASCII ones, İ to a name that is not i): refused", clip(u.Hostname()))
 		}
 	}
 	if strings.Contains(host, ":") {

@@ -37,6 +37,8 @@ func TestURLHostFailsClosedOnWHATWGSpellings(t *testing.T) {
 		{"http://169.254.43518/", `numeric host "169.254.43518" is not a dotted quad`},
 		{"http://169。254。169。254/", `host "169。254。169。254" is not ASCII`},
 		{"http://ｅvil.com/", `host "ｅvil.com" is not ASCII`},
+		{"http://\u212Aevil.com/", "host \"\u212Aevil.com\" is not ASCII"},
+		{"http://\u0130nternal.com/", "host \"\u0130nternal.com\" is not ASCII"},
 		{"http://[::ffff:169.254.169.254]/", `host "::ffff:169.254.169.254" is an IPv4 address written as IPv6`},
 		{" http://evil.com/x", "url_host: invalid URL"},
 		{"ht\ttp://evil.com/x", "url_host: invalid URL"},
