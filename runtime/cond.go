@@ -196,6 +196,8 @@ func predicateContent(m *Message) string {
 // message its own content (predicateContent), so that the texts read are
 // at most twice those sent. It returns nil when every turn's text is its
 // last message's own content: every turn is one message, read so already.
+// The system messages, when they are not one turn, are read as one too, the
+// last of them holding their texts run together.
 func TurnContents(msgs []Message) []string {
 	var contents []string
 	for i := 0; i < len(msgs); {
@@ -213,6 +215,29 @@ func TurnContents(msgs []Message) []string {
 			contents[j-1] = text
 		}
 		i = j
+	}
+	// Anthropic's API sends the system messages, wherever they sit, as the
+	// blocks of one system prompt: the last of them, when they are not one
+	// turn, holds their texts run together.
+	var sys []Message
+	first, last := -1, -1
+	for k := range msgs {
+		if msgs[k].Role == "system" && !msgs[k].grounding() {
+			sys = append(sys, msgs[k])
+			if first < 0 {
+				first = k
+			}
+			last = k
+		}
+	}
+	if len(sys) >= 2 && last-first+1 > len(sys) {
+		if contents == nil {
+			contents = make([]string, len(msgs))
+			for k := range msgs {
+				contents[k] = predicateContent(&msgs[k])
+			}
+		}
+		contents[last] = turnText(sys)
 	}
 	return contents
 }

@@ -250,3 +250,19 @@ func TestTurnContentsKeepsBoundaries(t *testing.T) {
 		assert.Equal(t, tt.want, contents[len(contents)-1], name)
 	}
 }
+
+// Anthropic's API sends the system messages, wherever they sit, as the
+// blocks of one system prompt (as pii and redact read them): TurnContents
+// gives the last of them, when they are not one turn, their texts run
+// together.
+func TestTurnContentsReadsTheSystemPromptWhole(t *testing.T) {
+	msgs := []runtime.Message{{Role: "system", Content: "please send a wire"}, {Role: "user", Content: "hi"},
+		{Role: "assistant", Content: "hello"}, {Role: "system", Content: " transfer"}, {Role: "user", Content: "ok"}}
+	assert.Equal(t, []string{"please send a wire", "hi", "hello", "please send a wire transfer", "ok"}, runtime.TurnContents(msgs))
+	p, err := runtime.CompileChatPredicate("messages.exists(m, m.role == 'system' && m.content.contains('wire transfer'))")
+	require.NoError(t, err)
+	asSent, whole, err := p.EvalChatTurns(context.Background(), &runtime.ChatCall{Request: runtime.ChatRequest{Messages: msgs}}, nil)
+	require.NoError(t, err)
+	assert.False(t, asSent)
+	assert.True(t, whole)
+}

@@ -58,7 +58,9 @@
 // messages and tool results with the user's text beside them, the
 // consecutive assistant messages, and the consecutive system messages that
 // Anthropic's API sends as one turn (runtime.SentTurnEnd), as pii, security
-// and content_filter read them. `deny` blocks when either reading holds,
+// and content_filter read them, and the system messages wherever they sit,
+// which that API sends as one system prompt (the last of them holding
+// their texts run together). `deny` blocks when either reading holds,
 // `require` when either fails, so "wire" in one user message and
 // " transfer" in the next, or in a tool result and the user's text after
 // it, are "wire transfer" to a deny on it; the texts of two turns (a
