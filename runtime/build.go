@@ -729,9 +729,14 @@ func fold[H any](layers []built[H], terminal H, scoped func(s *scope, layer, nex
 	return h
 }
 
+// scopeChat skips layer for a call its when does not hold for, read as a
+// chat guard reads a call (Predicate.EvalChatTurns): the layer applies when
+// the when holds either as the messages were sent or with a turn's texts
+// run together, so a phrase it looks for cut across the messages of one
+// turn does not skip the layer the model's reading of it calls for.
 func scopeChat(s *scope, layer, next ChatHandler) ChatHandler {
 	return func(ctx context.Context, c *ChatCall, yield func(Delta) bool) error {
-		if s.when != nil && !s.applies(s.when.EvalChat(ctx, c, nil)) {
+		if s.when != nil && !s.applies(s.whenChat(ctx, c)) {
 			return next(ctx, c, yield)
 		}
 		return layer(ctx, c, yield)
@@ -821,6 +826,12 @@ func scopeTurn(s *scope, layer, next TurnHandler) TurnHandler {
 // applies decides a `when`: an evaluation error applies the layer (the safe
 // side for guards) and is logged, once per layer (a predicate that fails
 // usually fails on every call).
+// whenChat evaluates s.when over c: true when it holds either reading.
+func (s *scope) whenChat(ctx context.Context, c *ChatCall) (bool, error) {
+	asSent, whole, err := s.when.EvalChatTurns(ctx, c, nil)
+	return asSent || whole, err
+}
+
 func (s *scope) applies(ok bool, err error) bool {
 	if err != nil {
 		s.warned.Do(func() {

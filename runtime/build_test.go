@@ -879,3 +879,33 @@ func TestRunIDsAreChecked(t *testing.T) {
 	}
 	assert.Equal(t, calls+2, tool.Calls(), "only the calls of the good run ran")
 }
+
+// A chat layer's `when` reads the turns whole as a chat guard does
+// (Predicate.EvalChatTurns): a layer that applies when a phrase is found
+// applies when the phrase is cut across the messages of one turn (two user
+// messages, a tool result and the user's text after it), where the model
+// reads it whole, and is skipped still where neither reading holds.
+func TestChatWhenReadsATurnWhole(t *testing.T) {
+	l := rt.Layer("guard", `{"deny":"true","message":"wire transfers need a person"}`)
+	l.When = &plan.Predicate{Stage: plan.StageChat, Source: "messages.exists(m, m.content.contains('wire transfer'))"}
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{l}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	call := runtime.ToolUse{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	split := func(a, b string) map[string][]runtime.Message {
+		return map[string][]runtime.Message{
+			"two user messages": {{Role: "user", Content: a}, {Role: "user", Content: b}},
+			"a tool message and the user's text": {{Role: "user", Content: "look it up"},
+				{Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+				{Role: "tool", ToolCallID: "c1", Content: a}, {Role: "user", Content: b}},
+		}
+	}
+	for name, msgs := range split("please send a wire", " transfer of 5000") {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+		require.ErrorAs(t, err, new(*runtime.BlockedError), name)
+	}
+	assert.Zero(t, model.Calls())
+	for name, msgs := range split("wire", "transfer") {
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+		require.NoError(t, err, name)
+	}
+}

@@ -189,24 +189,20 @@ func predicateContent(m *Message) string {
 // TurnContents returns the content of each message of msgs as a predicate
 // reads it with the turns whole: the last message of each turn
 // (SentTurnEnd) holds the turn's text run together, as a model reads the
-// blocks of a turn (the texts each of its messages holds, its Content,
-// then each part's HeldText, in order, with nothing between them, a tool
-// result and the user's text after it among them), and every other
+// blocks of a turn (turnText: the texts each of its messages holds, in
+// order, adjacent ones run together, a tool result and the user's text
+// after it among them, and a line break where an image, a thinking block,
+// a tool call or a document stands between two), and every other
 // message its own content (predicateContent), so that the texts read are
 // at most twice those sent. It returns nil when every turn's text is its
 // last message's own content: every turn is one message, read so already.
+// The system messages, when they are not one turn, are read as one too, the
+// last of them holding their texts run together.
 func TurnContents(msgs []Message) []string {
 	var contents []string
 	for i := 0; i < len(msgs); {
 		j := SentTurnEnd(msgs, i)
-		var b strings.Builder
-		for k := i; k < j; k++ {
-			b.WriteString(msgs[k].Content)
-			for _, p := range msgs[k].Parts {
-				b.WriteString(p.HeldText())
-			}
-		}
-		if text := b.String(); contents != nil || text != predicateContent(&msgs[j-1]) {
+		if text := turnText(msgs[i:j]); contents != nil || text != predicateContent(&msgs[j-1]) {
 			if contents == nil {
 				contents = make([]string, len(msgs))
 				for k := range i {
@@ -220,7 +216,84 @@ func TurnContents(msgs []Message) []string {
 		}
 		i = j
 	}
+	// Anthropic's API sends the system messages, wherever they sit, as the
+	// blocks of one system prompt: the last of them, when they are not one
+	// turn, holds their texts run together.
+	var sys []Message
+	first, last := -1, -1
+	for k := range msgs {
+		if msgs[k].Role == "system" && !msgs[k].grounding() {
+			sys = append(sys, msgs[k])
+			if first < 0 {
+				first = k
+			}
+			last = k
+		}
+	}
+	if len(sys) >= 2 && last-first+1 > len(sys) {
+		if contents == nil {
+			contents = make([]string, len(msgs))
+			for k := range msgs {
+				contents[k] = predicateContent(&msgs[k])
+			}
+		}
+		contents[last] = turnText(sys)
+	}
 	return contents
+}
+
+// turnText is the text of turn, the messages of one turn, as a model reads
+// its blocks: adjacent texts (a message's content, its text parts, a tool
+// result, across the messages too) run together, and where something
+// stands between two texts that a message's own content
+// (predicateContent) reads as a boundary, an image, a thinking block, a
+// tool call or a document, a line break does; a tool message is one
+// result, its text parts joined by line breaks.
+func turnText(turn []Message) string {
+	var b strings.Builder
+	apart := false // a boundary stands after the text written
+	put := func(text string) {
+		if text == "" {
+			return
+		}
+		if apart && b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(text)
+		apart = false
+	}
+	for k := range turn {
+		m := &turn[k]
+		if m.Role == "tool" {
+			put(predicateContent(m))
+			continue
+		}
+		put(m.Content)
+		for i := range m.Parts {
+			p := &m.Parts[i]
+			apart = apart || m.callAt(i)
+			if p.plainText() || p.Type == PartToolResult {
+				put(p.Text)
+				continue
+			}
+			apart = true
+			put(p.HeldText())
+			apart = true
+		}
+		apart = apart || m.callAt(len(m.Parts))
+	}
+	return b.String()
+}
+
+// callAt reports whether one of m's tool calls stands before part i
+// (len(m.Parts): after the last).
+func (m *Message) callAt(i int) bool {
+	for k := range m.ToolCalls {
+		if m.CallPlace(k) == i {
+			return true
+		}
+	}
+	return false
 }
 
 // TurnEnd returns the end of the turn msgs[i] starts: j > i such that

@@ -208,3 +208,61 @@ func TestTurnContents(t *testing.T) {
 	assert.False(t, asSent)
 	assert.True(t, whole)
 }
+
+// TurnContents reads the boundaries a message's own content reads
+// (predicateContent): where an image, a thinking block, a tool call or a
+// document stands between two texts of a turn, in one message or across
+// two, a line break does, as it does in m.content, and a tool message's
+// text parts are one result, joined by line breaks; only texts the model
+// reads as adjacent run together.
+func TestTurnContentsKeepsBoundaries(t *testing.T) {
+	text := func(s string) runtime.ContentPart { return runtime.ContentPart{Type: runtime.PartText, Text: s} }
+	image := runtime.ContentPart{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}
+	thinking := runtime.ContentPart{Type: runtime.PartThinking, Text: "t", Signature: "s"}
+	call := runtime.ToolUse{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	// One message: read as its content reads, so no second reading.
+	for name, m := range map[string]runtime.Message{
+		"an image between":   {Role: "user", Parts: []runtime.ContentPart{text("wire"), image, text("transfer")}},
+		"a thinking between": {Role: "assistant", Parts: []runtime.ContentPart{text("wire"), thinking, text("transfer")}},
+		"a document":         {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Document: true, Text: "wire"}, text("transfer")}},
+		"a tool message":     {Role: "tool", ToolCallID: "c1", Parts: []runtime.ContentPart{text("wire"), text("transfer")}},
+	} {
+		assert.Nil(t, runtime.TurnContents([]runtime.Message{m}), name)
+	}
+	tests := map[string]struct {
+		msgs []runtime.Message
+		want string
+	}{
+		"an image ends the first": {[]runtime.Message{{Role: "user", Parts: []runtime.ContentPart{text("wire"), image}},
+			{Role: "user", Content: "transfer"}}, "wire\ntransfer"},
+		"an image starts the second": {[]runtime.Message{{Role: "user", Content: "wire"},
+			{Role: "user", Parts: []runtime.ContentPart{image, text("transfer")}}}, "wire\ntransfer"},
+		"a tool call ends the first": {[]runtime.Message{{Role: "assistant", Content: "wire", ToolCalls: []runtime.ToolUse{call}},
+			{Role: "assistant", Content: "transfer"}}, "wire\ntransfer"},
+		"a tool message's parts": {[]runtime.Message{{Role: "tool", ToolCallID: "c1", Parts: []runtime.ContentPart{text("wire"), text("transfer")}},
+			{Role: "user", Content: " now"}}, "wire\ntransfer now"},
+		"adjacent texts": {[]runtime.Message{{Role: "user", Parts: []runtime.ContentPart{image, text("wire")}},
+			{Role: "user", Content: "transfer"}}, "wiretransfer"},
+	}
+	for name, tt := range tests {
+		contents := runtime.TurnContents(tt.msgs)
+		require.Len(t, contents, len(tt.msgs), name)
+		assert.Equal(t, tt.want, contents[len(contents)-1], name)
+	}
+}
+
+// Anthropic's API sends the system messages, wherever they sit, as the
+// blocks of one system prompt (as pii and redact read them): TurnContents
+// gives the last of them, when they are not one turn, their texts run
+// together.
+func TestTurnContentsReadsTheSystemPromptWhole(t *testing.T) {
+	msgs := []runtime.Message{{Role: "system", Content: "please send a wire"}, {Role: "user", Content: "hi"},
+		{Role: "assistant", Content: "hello"}, {Role: "system", Content: " transfer"}, {Role: "user", Content: "ok"}}
+	assert.Equal(t, []string{"please send a wire", "hi", "hello", "please send a wire transfer", "ok"}, runtime.TurnContents(msgs))
+	p, err := runtime.CompileChatPredicate("messages.exists(m, m.role == 'system' && m.content.contains('wire transfer'))")
+	require.NoError(t, err)
+	asSent, whole, err := p.EvalChatTurns(context.Background(), &runtime.ChatCall{Request: runtime.ChatRequest{Messages: msgs}}, nil)
+	require.NoError(t, err)
+	assert.False(t, asSent)
+	assert.True(t, whole)
+}

@@ -58,14 +58,28 @@
 // messages and tool results with the user's text beside them, the
 // consecutive assistant messages, and the consecutive system messages that
 // Anthropic's API sends as one turn (runtime.SentTurnEnd), as pii, security
-// and content_filter read them. `deny` blocks when either reading holds,
+// and content_filter read them, and the system messages wherever they sit,
+// which that API sends as one system prompt (the last of them holding
+// their texts run together). `deny` blocks when either reading holds,
 // `require` when either fails, so "wire" in one user message and
 // " transfer" in the next, or in a tool result and the user's text after
 // it, are "wire transfer" to a deny on it; the texts of two turns (a
 // user's and the assistant's answer) are never read as one. The roles,
 // names, tool calls and the count of the messages are the same in both
 // readings, and the other messages of the turn keep their own content (so
-// the texts read are at most twice those sent).
+// the texts read are at most twice those sent). The texts of a turn run
+// together where the model reads them as adjacent; where an image, a
+// thinking block, a tool call or a document stands between two, in one
+// message or across two, a line break does, as in a message's own content.
+// What the second reading gives the last message of a turn is the whole
+// turn's text, under that message's role: a `require` bounding a
+// message's size (`messages.all(m, m.content.size() < 4000)`) bounds a
+// turn's, a tool result's text counts as the text of the user message
+// after it (`m.role == 'user'`), and a count of the messages whose content
+// holds a phrase counts a phrase in a turn's earlier messages twice (the
+// texts a turn's messages hold apart are the ones to bound or count: its
+// whole text is read as a deny reads it). A chat layer's `when` reads both
+// ways too, the layer applying when either reading holds.
 //
 // `result` in the tool stage is the result as the tool chain holds it,
 // read as the value the tool's result_schema describes, as output_coerce

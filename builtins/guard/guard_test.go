@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -352,4 +353,35 @@ func TestChatGuardReadsATurnWhole(t *testing.T) {
 	_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{
 		{Role: "user", Content: "please send a wire"}, {Role: "assistant", Content: " transfer of 5000"}, {Role: "user", Content: "ok"}}}, 0)
 	require.NoError(t, err)
+}
+
+// What the guard's doc says the second reading does to predicates meant
+// for each message's own text: the last message of a turn holds the whole
+// turn's text under its role, so a size bound bounds the turn, a tool
+// result's text is the user's, and a count of messages holding a phrase
+// counts a phrase of an earlier message of the turn twice; where an image
+// stands between two texts, a line break does.
+func TestChatGuardSecondReadingAsDocumented(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"ok"}})
+	blocks := func(g string, msgs ...runtime.Message) bool {
+		pl := rt.Build(t, rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Named("g", rt.Layer("guard", g))}}),
+			runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary", Messages: msgs}, 0)
+		return errors.As(err, new(*runtime.BlockedError))
+	}
+	call := runtime.ToolUse{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	user := func(s string) runtime.Message { return runtime.Message{Role: "user", Content: s} }
+	size := `{"require":"messages.all(m, m.content.size() < 10)","message":"too long"}`
+	assert.False(t, blocks(size, user("12345678"), runtime.Message{Role: "assistant", Content: "ok"}, user("12345678")))
+	assert.True(t, blocks(size, user("12345678"), user("12345678")))
+	users := `{"deny":"messages.exists(m, m.role == 'user' && m.content.contains('DROP TABLE'))","message":"no"}`
+	assert.True(t, blocks(users, user("list them"), runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+		runtime.Message{Role: "tool", ToolCallID: "c1", Content: "DROP TABLE ran"}, user("thanks")))
+	twice := `{"deny":"messages.filter(m, m.content.contains('refund')).size() > 1","message":"no"}`
+	assert.False(t, blocks(twice, user("refund"), runtime.Message{Role: "assistant", Content: "ok"}, user("please")))
+	assert.True(t, blocks(twice, user("refund"), user("please")))
+	image := runtime.ContentPart{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}
+	wire := `{"deny":"messages.exists(m, m.content.contains('wire transfer'))","message":"no"}`
+	assert.False(t, blocks(wire, runtime.Message{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "wire "}, image}}, user("transfer")))
+	assert.True(t, blocks(wire, user("wire "), user("transfer")))
 }
