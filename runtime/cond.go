@@ -202,6 +202,14 @@ func TurnContents(msgs []Message) []string {
 	var contents []string
 	for i := 0; i < len(msgs); {
 		j := SentTurnEnd(msgs, i)
+		if j == i+1 && len(msgs[i].Parts) == 0 {
+			// A turn of one message of plain content: read so already.
+			if contents != nil {
+				contents[i] = msgs[i].Content
+			}
+			i = j
+			continue
+		}
 		if text := turnText(msgs[i:j]); contents != nil || text != predicateContent(&msgs[j-1]) {
 			if contents == nil {
 				contents = make([]string, len(msgs))
@@ -219,18 +227,23 @@ func TurnContents(msgs []Message) []string {
 	// Anthropic's API sends the system messages, wherever they sit, as the
 	// blocks of one system prompt: the last of them, when they are not one
 	// turn, holds their texts run together.
-	var sys []Message
-	first, last := -1, -1
+	n, first, last := 0, -1, -1
 	for k := range msgs {
 		if msgs[k].Role == "system" && !msgs[k].grounding() {
-			sys = append(sys, msgs[k])
+			n++
 			if first < 0 {
 				first = k
 			}
 			last = k
 		}
 	}
-	if len(sys) >= 2 && last-first+1 > len(sys) {
+	if n >= 2 && last-first+1 > n {
+		sys := make([]Message, 0, n)
+		for k := first; k <= last; k++ {
+			if msgs[k].Role == "system" && !msgs[k].grounding() {
+				sys = append(sys, msgs[k])
+			}
+		}
 		if contents == nil {
 			contents = make([]string, len(msgs))
 			for k := range msgs {
