@@ -18,7 +18,8 @@ import (
 // Each protective layer alone, on a store that stops answering (a server
 // paused, a network that drops everything) or goes away, fails closed: the
 // tool does not run, and the error is a store failure naming the layer.
-// The timeout leaves room for the healthy first call on a loaded machine.
+// The timeout (2 s) leaves room for the healthy first call on a machine
+// loaded by other work (1 s did not, at a load average of 28).
 func TestEachLayerFailsClosedWhenItsStoreFails(t *testing.T) {
 	layers := map[string]plan.Layer{
 		"audit":          rt.Layer("audit", `{"sink": "shared"}`),
@@ -35,7 +36,7 @@ func TestEachLayerFailsClosedWhenItsStoreFails(t *testing.T) {
 				t.Run(b.kind+"/"+name+"/"+how, func(t *testing.T) {
 					px := storetest.NewProxy(t, b.url)
 					p := rt.Plan(plan.Chains{Tool: []plan.Layer{layer}})
-					p.Stores = map[string]plan.Store{"shared": {Kind: b.kind, URL: px.URL, Prefix: storetest.Prefix(t), Timeout: "1s"}}
+					p.Stores = map[string]plan.Store{"shared": {Kind: b.kind, URL: px.URL, Prefix: storetest.Prefix(t), Timeout: "2s"}}
 					p.Tools = map[string]plan.Tool{"pay": {SideEffecting: true}}
 					var ran atomic.Int32
 					pay := func(context.Context, *runtime.ToolCall) (any, error) {
@@ -59,7 +60,7 @@ func TestEachLayerFailsClosedWhenItsStoreFails(t *testing.T) {
 					require.Error(t, err, "the store fails: the call fails closed")
 					assert.ErrorIs(t, err, runtime.ErrStoreUnavailable)
 					assert.Equal(t, int32(1), ran.Load(), "the tool did not run")
-					assert.Less(t, took, 5*time.Second, "within the store's timeout, not the caller's")
+					assert.Less(t, took, 8*time.Second, "within the store's timeout, not the caller's")
 					t.Logf("%s refused in %v: %v", name, took, err)
 				})
 			}
