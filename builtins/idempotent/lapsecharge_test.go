@@ -36,13 +36,7 @@ func TestAStoppedRetrySafeCallIsChargedAsOneThatMayHaveRun(t *testing.T) {
 	p := toolPlan(rt.Layer("meter", `{"budget":{"calls":100},"scope":"run"}`), rt.Layer("idempotent", `{"lease_ttl": "300ms"}`))
 	p.Tools["refund"] = plan.Tool{SideEffecting: true, RetrySafe: true}
 	pl := rt.Build(t, p, runtime.Deps{KV: leaser, Tools: map[string]runtime.ToolFunc{"refund": tool}})
-	var m *meter.Meter
-	for _, l := range pl.Layers(plan.StageTool) {
-		if mm, ok := l.Middleware.(*meter.Meter); ok {
-			m = mm
-		}
-	}
-	require.NotNil(t, m)
+	m := toolMeter(t, pl)
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	_, err := pl.Tool(ctx1, req)
 	require.Error(t, err)
@@ -73,13 +67,7 @@ func TestADuplicateRefusedInDoubtIsNotCharged(t *testing.T) {
 	p := toolPlan(rt.Layer("meter", `{"budget":{"calls":100},"scope":"run"}`), rt.Layer("idempotent", `{"lease_ttl": "300ms"}`))
 	p.Tools["refund"] = plan.Tool{SideEffecting: true}
 	pl := rt.Build(t, p, runtime.Deps{KV: leaser, Tools: map[string]runtime.ToolFunc{"refund": tool}})
-	var m *meter.Meter
-	for _, l := range pl.Layers(plan.StageTool) {
-		if mm, ok := l.Middleware.(*meter.Meter); ok {
-			m = mm
-		}
-	}
-	require.NotNil(t, m)
+	m := toolMeter(t, pl)
 	req := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "A1"}}
 	_, err := pl.Tool(ctx1, req)
 	require.Error(t, err)
@@ -91,4 +79,16 @@ func TestADuplicateRefusedInDoubtIsNotCharged(t *testing.T) {
 	require.ErrorAs(t, err, &doubt)
 	assert.EqualValues(t, 1, calls.Load(), "the duplicate did not run")
 	assert.Equal(t, int64(1), m.Ledger("run-1").Calls, "the duplicate refused in doubt is not charged")
+}
+
+// toolMeter returns the meter of pl's tool chain.
+func toolMeter(t *testing.T, pl *runtime.Pipeline) *meter.Meter {
+	t.Helper()
+	for _, l := range pl.Layers(plan.StageTool) {
+		if m, ok := l.Middleware.(*meter.Meter); ok {
+			return m
+		}
+	}
+	require.FailNow(t, "no meter in the tool chain")
+	return nil
 }
