@@ -25,20 +25,7 @@ import (
 // the end's round trip (docs/state.md: no call is held longer than the
 // store's timeout). The server's close waits for the ends under way.
 func TestTheRunOfARequestWithoutOneEndsAfterItsResponse(t *testing.T) {
-	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}}, nil,
-		func(o *Options) {
-			src := o.Source
-			o.Source = SourceFunc(func(ctx context.Context) (*Loaded, error) {
-				ld, err := src.Load(ctx)
-				if err == nil {
-					ld.Plan.Chains.Tool = append(ld.Plan.Chains.Tool, plan.Layer{Use: "serve_test_run_probe", Name: "probe"})
-				}
-				return ld, err
-			})
-		})
-	probes.mu.Lock()
-	probe := probes.last
-	probes.mu.Unlock()
+	g, probe := gatewayWithRunProbe(t)
 	ending, release := make(chan string, 2), make(chan struct{})
 	var releaseOnce sync.Once
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
@@ -106,20 +93,7 @@ func TestTheRunsEndingAfterTheirResponsesAreBounded(t *testing.T) {
 	old := maxRunEnds
 	maxRunEnds = 1
 	t.Cleanup(func() { maxRunEnds = old })
-	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}}, nil,
-		func(o *Options) {
-			src := o.Source
-			o.Source = SourceFunc(func(ctx context.Context) (*Loaded, error) {
-				ld, err := src.Load(ctx)
-				if err == nil {
-					ld.Plan.Chains.Tool = append(ld.Plan.Chains.Tool, plan.Layer{Use: "serve_test_run_probe", Name: "probe"})
-				}
-				return ld, err
-			})
-		})
-	probes.mu.Lock()
-	probe := probes.last
-	probes.mu.Unlock()
+	g, probe := gatewayWithRunProbe(t)
 	ending, release := make(chan string, 2), make(chan struct{})
 	var releaseOnce sync.Once
 	unblock := func() { releaseOnce.Do(func() { close(release) }) }
@@ -162,4 +136,24 @@ func requestsInFlight(s *Server) float64 {
 		return -1
 	}
 	return m.GetGauge().GetValue()
+}
+
+// gatewayWithRunProbe returns a gateway of the typical chain answering two
+// requests, with a run probe (runProbe) at the end of its tool chain.
+func gatewayWithRunProbe(t *testing.T) (*gateway, *runProbe) {
+	t.Helper()
+	g := newGateway(t, typicalChain, []reply{{body: transcript(t, "openai", "text.sse")}, {body: transcript(t, "openai", "text.sse")}}, nil,
+		func(o *Options) {
+			src := o.Source
+			o.Source = SourceFunc(func(ctx context.Context) (*Loaded, error) {
+				ld, err := src.Load(ctx)
+				if err == nil {
+					ld.Plan.Chains.Tool = append(ld.Plan.Chains.Tool, plan.Layer{Use: "serve_test_run_probe", Name: "probe"})
+				}
+				return ld, err
+			})
+		})
+	probes.mu.Lock()
+	defer probes.mu.Unlock()
+	return g, probes.last
 }
