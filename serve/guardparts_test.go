@@ -109,6 +109,11 @@ func TestGuardReadsATurnWhole(t *testing.T) {
 			"/v1/messages tool": `{"model": "primary", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
 				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
 				{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": ` + q(a) + `}, {"type": "text", "text": ` + q(b) + `}]}]}`,
+			// The text before the result in the blocks: both providers send
+			// the result first, and the model reads it so.
+			"/v1/messages text before tool": `{"model": "primary", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
+				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
+				{"role": "user", "content": [{"type": "text", "text": ` + q(b) + `}, {"type": "tool_result", "tool_use_id": "c1", "content": ` + q(a) + `}]}]}`,
 			"/v1/responses users": `{"model": "primary", "input": [{"role": "user", "content": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
 			"/v1/responses tool": `{"model": "primary", "input": [{"role": "user", "content": "look"},
 				{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
