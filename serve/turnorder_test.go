@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,32 +17,26 @@ import (
 // block with the text after it, or before it in the blocks), to either
 // model.
 func TestCardCutAcrossAResultAndTheUsersText(t *testing.T) {
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	const result, text = "card on file 4111 1111", "1111 1111, thanks"
 	bodies := func(model string) map[string]string {
 		return map[string]string{
 			"/v1/chat/completions tool": `{"model": "` + model + `", "messages": [{"role": "user", "content": "look"},
 				{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]},
-				{"role": "tool", "tool_call_id": "c1", "content": ` + q(result) + `}, {"role": "user", "content": ` + q(text) + `}]}`,
+				{"role": "tool", "tool_call_id": "c1", "content": ` + quoted(result) + `}, {"role": "user", "content": ` + quoted(text) + `}]}`,
 			"/v1/messages result first": `{"model": "` + model + `", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
 				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
-				{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": ` + q(result) + `}, {"type": "text", "text": ` + q(text) + `}]}]}`,
+				{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": ` + quoted(result) + `}, {"type": "text", "text": ` + quoted(text) + `}]}]}`,
 			"/v1/messages text first": `{"model": "` + model + `", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
 				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
-				{"role": "user", "content": [{"type": "text", "text": ` + q(text) + `}, {"type": "tool_result", "tool_use_id": "c1", "content": ` + q(result) + `}]}]}`,
+				{"role": "user", "content": [{"type": "text", "text": ` + quoted(text) + `}, {"type": "tool_result", "tool_use_id": "c1", "content": ` + quoted(result) + `}]}]}`,
 		}
-	}
-	post := func(g *gateway, what, body string) (int, string) {
-		path, _, _ := strings.Cut(what, " ")
-		code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
-		return code, resp
 	}
 	models := []string{"primary", "backup"}
 	t.Run("block", func(t *testing.T) {
 		g := newGateway(t, `{use: "pii", action: "block"},`, nil, nil)
 		for _, model := range models {
 			for what, body := range bodies(model) {
-				code, resp := post(g, what, body)
+				code, resp := postRoute(t, g, what, body)
 				assert.Equal(t, http.StatusForbidden, code, "%s to %s: %s", what, model, resp)
 			}
 		}
@@ -60,7 +53,7 @@ func TestCardCutAcrossAResultAndTheUsersText(t *testing.T) {
 		g := newGateway(t, `{use: "pii", action: "redact"},`, oa, an)
 		for _, model := range models {
 			for what, body := range bodies(model) {
-				code, resp := post(g, what, body)
+				code, resp := postRoute(t, g, what, body)
 				require.Equal(t, http.StatusOK, code, "%s to %s: %s", what, model, resp)
 			}
 		}
