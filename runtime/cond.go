@@ -261,7 +261,12 @@ func TurnContents(msgs []Message) []string {
 // stands between two texts that a message's own content
 // (predicateContent) reads as a boundary, an image, a thinking block, a
 // tool call or a document, a line break does; a tool message is one
-// result, its text parts joined by line breaks.
+// result, its text parts joined by line breaks. A message's tool_result
+// parts, each with the images of its result after it, are read before its
+// content and its other parts, wherever they sit among them: both
+// providers send them first (Anthropic's API as the first blocks of the
+// user turn, OpenAI's as tool messages before the user's), and pii and
+// redact read a turn in that order too.
 func turnText(turn []Message) string {
 	var b strings.Builder
 	apart := false // a boundary stands after the text written
@@ -281,21 +286,53 @@ func turnText(turn []Message) string {
 			put(predicateContent(m))
 			continue
 		}
-		put(m.Content)
-		for i := range m.Parts {
+		read := func(i int) {
 			p := &m.Parts[i]
 			apart = apart || m.callAt(i)
 			if p.plainText() || p.Type == PartToolResult {
 				put(p.Text)
-				continue
+				return
 			}
 			apart = true
 			put(p.HeldText())
 			apart = true
 		}
+		results := resultParts(m)
+		for i := range m.Parts {
+			if results != nil && results[i] {
+				read(i)
+			}
+		}
+		put(m.Content)
+		for i := range m.Parts {
+			if results == nil || !results[i] {
+				read(i)
+			}
+		}
 		apart = apart || m.callAt(len(m.Parts))
 	}
 	return b.String()
+}
+
+// resultParts returns, for each part of m, whether it is one of its tool
+// results a provider sends before the rest of the message: a tool_result
+// part, and the images of the result that follow it (of its ToolCallID).
+// Nil when m has none.
+func resultParts(m *Message) []bool {
+	var out []bool
+	for i := 0; i < len(m.Parts); i++ {
+		if m.Parts[i].Type != PartToolResult {
+			continue
+		}
+		if out == nil {
+			out = make([]bool, len(m.Parts))
+		}
+		out[i] = true
+		for id := m.Parts[i].ToolCallID; i+1 < len(m.Parts) && m.Parts[i+1].Type == PartImage && m.Parts[i+1].ToolCallID == id; i++ {
+			out[i+1] = true
+		}
+	}
+	return out
 }
 
 // callAt reports whether one of m's tool calls stands before part i

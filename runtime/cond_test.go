@@ -266,3 +266,38 @@ func TestTurnContentsReadsTheSystemPromptWhole(t *testing.T) {
 	assert.False(t, asSent)
 	assert.True(t, whole)
 }
+
+// A provider sends a message's tool_result parts before its own text
+// (Anthropic's API as the first blocks of the user turn, OpenAI's as tool
+// messages before the user's), whatever their place among the parts: the
+// turn's text reads them so, as pii and redact do, and a phrase cut across
+// a result and the user's text is read as the model reads it, the text
+// before or after the result in the parts.
+func TestTurnContentsReadTheResultsFirst(t *testing.T) {
+	result := runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "wire"}
+	text := runtime.ContentPart{Type: runtime.PartText, Text: " transfer"}
+	for name, m := range map[string]runtime.Message{
+		"result first":       {Role: "user", Parts: []runtime.ContentPart{result, text}},
+		"text first":         {Role: "user", Parts: []runtime.ContentPart{text, result}},
+		"content and result": {Role: "user", Content: " transfer", Parts: []runtime.ContentPart{result}},
+	} {
+		assert.Equal(t, []string{"wire transfer"}, runtime.TurnContents([]runtime.Message{m}), name)
+	}
+	// Two results and the text between them: the results, in order, then the text.
+	m := runtime.Message{Role: "user", Parts: []runtime.ContentPart{
+		{Type: runtime.PartToolResult, ToolCallID: "c1", Text: "send a "}, text,
+		{Type: runtime.PartToolResult, ToolCallID: "c2", Text: "wire"}}}
+	assert.Equal(t, []string{"send a wire transfer"}, runtime.TurnContents([]runtime.Message{m}))
+	// An image of a result is read with it, a boundary after its text.
+	m = runtime.Message{Role: "user", Parts: []runtime.ContentPart{text, result,
+		{Type: runtime.PartImage, ToolCallID: "c1", ImageURL: "https://example.com/a.png"}}}
+	assert.Equal(t, []string{"wire\n transfer"}, runtime.TurnContents([]runtime.Message{m}))
+
+	p, err := runtime.CompileChatPredicate("messages.exists(m, m.content.contains('wire transfer'))")
+	require.NoError(t, err)
+	asSent, whole, err := p.EvalChatTurns(context.Background(), &runtime.ChatCall{Request: runtime.ChatRequest{Messages: []runtime.Message{
+		{Role: "user", Parts: []runtime.ContentPart{text, result}}}}}, nil)
+	require.NoError(t, err)
+	assert.False(t, asSent)
+	assert.True(t, whole)
+}

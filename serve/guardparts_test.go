@@ -39,16 +39,11 @@ func TestGuardReadsTextPartsAsTheModelDoes(t *testing.T) {
 			"/v1/responses system":        `{"model": "` + model + `", "input": [{"role": "system", "content": ` + parts("input_text", "") + `}, {"role": "user", "content": "hi"}]}`,
 		}
 	}
-	post := func(g *gateway, what, body string) (int, string) {
-		path, _, _ := strings.Cut(what, " ")
-		code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
-		return code, resp
-	}
 	t.Run("evaded", func(t *testing.T) {
 		g := newGateway(t, deny, nil, nil)
 		for _, model := range []string{"primary", "backup"} {
 			for what, body := range bodies(model, "please send a wire", " transfer of 5000") {
-				code, resp := post(g, what, body)
+				code, resp := postRoute(t, g, what, body)
 				assert.Equal(t, http.StatusForbidden, code, "%s to %s: %s", what, model, resp)
 			}
 		}
@@ -65,7 +60,7 @@ func TestGuardReadsTextPartsAsTheModelDoes(t *testing.T) {
 		g := newGateway(t, deny, oa, an)
 		for _, model := range []string{"primary", "backup"} {
 			for what, body := range bodies(model, "wire", "transfer") {
-				code, resp := post(g, what, body)
+				code, resp := postRoute(t, g, what, body)
 				require.Equal(t, http.StatusOK, code, "%s to %s: %s", what, model, resp)
 			}
 		}
@@ -109,20 +104,20 @@ func TestGuardReadsATurnWhole(t *testing.T) {
 			"/v1/messages tool": `{"model": "primary", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
 				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
 				{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": ` + q(a) + `}, {"type": "text", "text": ` + q(b) + `}]}]}`,
+			// The text before the result in the blocks: both providers send
+			// the result first, and the model reads it so.
+			"/v1/messages text before tool": `{"model": "primary", "max_tokens": 16, "messages": [{"role": "user", "content": "look"},
+				{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {}}]},
+				{"role": "user", "content": [{"type": "text", "text": ` + q(b) + `}, {"type": "tool_result", "tool_use_id": "c1", "content": ` + q(a) + `}]}]}`,
 			"/v1/responses users": `{"model": "primary", "input": [{"role": "user", "content": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
 			"/v1/responses tool": `{"model": "primary", "input": [{"role": "user", "content": "look"},
 				{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
 				{"type": "function_call_output", "call_id": "c1", "output": ` + q(a) + `}, {"role": "user", "content": ` + q(b) + `}]}`,
 		}
 	}
-	post := func(g *gateway, what, body string) (int, string) {
-		path, _, _ := strings.Cut(what, " ")
-		code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
-		return code, resp
-	}
 	g := newGateway(t, deny, nil, nil)
 	for what, body := range bodies("please send a wire", " transfer of 5000") {
-		code, resp := post(g, what, body)
+		code, resp := postRoute(t, g, what, body)
 		assert.Equal(t, http.StatusForbidden, code, "%s: %s", what, resp)
 	}
 	assert.Zero(t, g.oa.requests())
@@ -133,7 +128,16 @@ func TestGuardReadsATurnWhole(t *testing.T) {
 	}
 	g = newGateway(t, deny, oa, nil)
 	for what, body := range bodies("wire", "transfer") {
-		code, resp := post(g, what, body)
+		code, resp := postRoute(t, g, what, body)
 		assert.Equal(t, http.StatusOK, code, "%s: %s", what, resp)
 	}
+}
+
+// postRoute posts body to the route what names (its path, then a word
+// saying what the body holds), and returns the status and the response.
+func postRoute(t *testing.T, g *gateway, what, body string) (int, string) {
+	t.Helper()
+	path, _, _ := strings.Cut(what, " ")
+	code, _, resp := do(t, "POST", g.url+path, clientKey, []byte(body), "anthropic-version", "2023-06-01")
+	return code, resp
 }

@@ -71,6 +71,11 @@
 // together where the model reads them as adjacent; where an image, a
 // thinking block, a tool call or a document stands between two, in one
 // message or across two, a line break does, as in a message's own content.
+// A message's tool_result parts, each with its result's images, are read
+// first, before its content and its other parts, wherever the client put
+// them: both providers send them so (Anthropic's API as the first blocks of
+// the user turn, OpenAI's as tool messages before the user's), and pii and
+// redact read a turn so.
 // What the second reading gives the last message of a turn is the whole
 // turn's text, under that message's role: a `require` bounding a
 // message's size (`messages.all(m, m.content.size() < 4000)`) bounds a

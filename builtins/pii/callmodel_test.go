@@ -274,3 +274,17 @@ func TestChatAcrossAToolResultAndTheUsersText(t *testing.T) {
 	assert.Equal(t, "card 4111 1111", model.seen[0][1].Content)
 	assert.Equal(t, "1111 1111", model.seen[0][2].Content)
 }
+
+// A card one piece of a turn holds whole, which that piece read alone does not hold (a row of
+// four groups joined by tabs is a table's), is masked where the piece before names a card.
+func TestChatCardNamedByThePieceBefore(t *testing.T) {
+	call := runtime.ToolUse{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	msgs := []runtime.Message{{Role: "user", Content: "look"}, {Role: "assistant", ToolCalls: []runtime.ToolUse{call}},
+		{Role: "tool", ToolCallID: "c1", Content: "card on file:"}, {Role: "user", Content: "4111\t1111\t1111\t1111"}}
+	model := &recordingModel{}
+	_, err := chatPipeline(t, `{"action":"redact"}`, model).Complete(context.Background(),
+		runtime.ChatRequest{Model: "primary", Messages: msgs})
+	require.NoError(t, err)
+	assert.Equal(t, "card on file:", model.seen[0][2].Content)
+	assert.Equal(t, "[REDACTED:card]", model.seen[0][3].Content)
+}

@@ -304,14 +304,24 @@ func findCards(text string, add func(Kind, int, int)) {
 			groups, sep, next, alone = cardGroups(buf[:0], text, i)
 			aloneSep = sep
 		}
+		lastTaken := false // a card found takes the run's last group
 		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) &&
 			(!columnSep(sep) || wordBefore(text, groups[0].start, cardWords, false)) {
 			for _, w := range cardWindows(text, groups, sep) {
 				add(KindCard, groups[w.first].start, groups[w.last].end)
+				lastTaken = lastTaken || w.last == len(groups)-1
 			}
 		}
 		if end := mixedCard(text, i); end > 0 {
 			add(KindCard, i, end)
+		}
+		if n := len(groups); sep == ":" && n >= 2 && !lastTaken {
+			// The last group of a run joined by colons that is no card is read again as the
+			// start of a run of its own: a label's number or a time before a colon ("1:",
+			// "12:30:") does not hide the card after it ("1:4111111111111111", "12:30:4111
+			// 1111 1111 1111"), as a word's does not ("id:4111111111111111"). The groups
+			// before it are followed by a colon, and read from there are the same run.
+			next = groups[n-1].start
 		}
 		i = next - 1
 	}

@@ -186,3 +186,33 @@ func TestVisaLengths(t *testing.T) {
 		assert.Equal(t, want, len(s.Find(text)) > 0, text)
 	}
 }
+
+// TestCardAfterANumberAndAColon: a card after a number and a colon, as a list's item or a
+// time labels it ("1:", "131:", "12:30:"), is found as it is after a word and a colon
+// ("id:"), written whole or in its groups; groups joined by colons themselves, as a time's
+// are, stay no card without a word naming one, and the colon runs of TestNumbersAreNoCards
+// stay none.
+func TestCardAfterANumberAndAColon(t *testing.T) {
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for text, card := range map[string]string{
+		"1:4111111111111111":                     "4111111111111111",
+		"131:4111111111111111":                   "4111111111111111",
+		"id:4111111111111111":                    "4111111111111111",
+		"item 2:4111111111111111 ok":             "4111111111111111",
+		"1:4111 1111 1111 1111":                  "4111 1111 1111 1111",
+		"131:4111-1111-1111-1111":                "4111-1111-1111-1111",
+		"12:30:4111111111111111":                 "4111111111111111",
+		"at 12:30:4111 1111 1111 1111":           "4111 1111 1111 1111",
+		"1:٤١١١ ١١١١ ١١١١ ١١١١":                  "٤١١١ ١١١١ ١١١١ ١١١١",
+		"SSN-92.138.109.131:4111 1111 1111 1111": "4111 1111 1111 1111",
+	} {
+		ms := s.Find(text)
+		if assert.Len(t, ms, 1, "%q", text) {
+			assert.Equal(t, card, text[ms[0].Start:ms[0].End], "%q", text)
+		}
+	}
+	for _, text := range []string{"1:4111:1111:1111:1111", "12:30:41:11:11:11:11:11:11", "at 12:30:45 UTC", "ORD-4111:1111:1111:1111"} {
+		assert.Empty(t, s.Find(text), "%q", text)
+	}
+}

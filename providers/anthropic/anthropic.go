@@ -41,6 +41,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	fastjson "github.com/segmentio/encoding/json"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentc-dev/agentc/internal/wire"
 	"github.com/agentc-dev/agentc/runtime"
@@ -140,7 +142,10 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// its parameters' own encoding) and frames the events (pings and error
 	// events included); the events are decoded into event, the few fields
 	// a delta needs, which costs a fraction of decoding the SDK's union.
-	var params anthropic.MessageNewParams
+	// The model and max_tokens are set beside the body too: the SDK's span
+	// reads them from the parameters (gen_ai.request.model,
+	// gen_ai.request.max_tokens), not from the body sent.
+	params := anthropic.MessageNewParams{Model: anthropic.Model(c.cfg.Model), MaxTokens: int64(c.maxTokens(req))}
 	param.SetJSON(body, &params)
 	var raw *http.Response
 	sdk := c.msgs.NewStreaming(ctx, params, requestOptions(req, &raw)...)
@@ -161,7 +166,14 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// closing (wire.Release): the closes deferred here, the SDK's, then
 	// leave it alone.
 	var upstream *releasable
+	// span is the SDK's span of a traced call (the request was sent inside
+	// it), which follows the events as the client decodes them, not as the
+	// SDK would: the client gives it the model that answered.
+	span := trace.SpanFromContext(context.Background())
 	if _, traced := raw.Body.(interface{ Unwrap() io.ReadCloser }); traced || raw.Body == nil {
+		if traced && raw.Request != nil {
+			span = trace.SpanFromContext(raw.Request.Context())
+		}
 		la = wire.NewLookahead(nil, yield)
 	} else {
 		upstream = &releasable{ReadCloser: raw.Body}
@@ -175,7 +187,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
-	return c.consume(ctx, stream, la, func() {
+	return c.consume(ctx, stream, la, span, func() {
 		if upstream != nil {
 			upstream.released = true
 			wire.Release(ctx, upstream.ReadCloser)
@@ -258,7 +270,8 @@ type event struct {
 	Type    string `json:"type"`
 	Index   int64  `json:"index"`
 	Message struct {
-		Usage usage `json:"usage"`
+		Model string `json:"model"`
+		Usage usage  `json:"usage"`
 	} `json:"message"`
 	ContentBlock struct {
 		Type string `json:"type"`
@@ -313,8 +326,10 @@ func (e *event) UnmarshalJSON(data []byte) error {
 // message_stop, as the API ends it: what a server sends after it (events,
 // or nothing, the response held open) is not the message's, and after the
 // last delta of a complete stream consume calls drain. The deltas go
-// through la, whose held delta is passed on before consume returns.
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead, drain func()) error {
+// through la, whose held delta is passed on before consume returns. span,
+// the SDK's span of the call (or one that records nothing), gets the model
+// of message_start (gen_ai.response.model).
+func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead, span trace.Span, drain func()) error {
 	var (
 		deltas  int
 		input   runtime.Usage // from message_start, sent on the first delta
@@ -380,6 +395,9 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		ev := stream.Current()
 		switch ev.Type {
 		case "message_start":
+			if m := ev.Message.Model; m != "" && span.IsRecording() {
+				span.SetAttributes(attribute.String("gen_ai.response.model", m))
+			}
 			u := &ev.Message.Usage
 			input = u.input()
 			output.OutputTokens = int64(u.OutputTokens)

@@ -14,6 +14,15 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 )
 
+// maxTokens is the max_tokens sent with req: its own bound, else the
+// client's (Config.MaxTokens).
+func (c *Client) maxTokens(req *runtime.ChatRequest) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return c.cfg.MaxTokens
+}
+
 // body encodes the request body of req: the JSON the SDK would encode from
 // the same request in its parameter types (sampling parameters included),
 // written straight into a byte slice, as providers/openai does (the SDK's
@@ -45,11 +54,7 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	b = append(b, `{"stream":true,"model":`...)
 	b = wire.AppendString(b, c.cfg.Model)
 	b = append(b, `,"max_tokens":`...)
-	n := int64(c.cfg.MaxTokens)
-	if req.MaxTokens > 0 {
-		n = int64(req.MaxTokens)
-	}
-	b = wire.AppendInt(b, n)
+	b = wire.AppendInt(b, int64(c.maxTokens(req)))
 	b, err := appendMessages(b, req.Messages)
 	if err != nil {
 		return nil, err

@@ -712,8 +712,8 @@ func maskJoined(pieces []string, sep string, find Find, within bool) ([]string, 
 
 // maskItems is maskJoined for the items found in pieces joined by sep. Without within, an
 // item inside one piece is left to the piece itself where find finds it in the piece read
-// alone; one only the pieces read together make (its piece alone reads otherwise: "1:4111
-// 1111 1111 1111" after "SSN-92.138.109.13" reads "131:4111 ...") is masked here.
+// alone; one only the pieces read together make (its piece alone reads otherwise:
+// "4111\t1111\t1111\t1111" is a table's row, after "card on file:" a card) is masked here.
 func maskItems(pieces []string, sep string, items []Item, within bool, find Find) ([]string, []Item) {
 	starts := make([]int, len(pieces))
 	o := 0

@@ -1,0 +1,68 @@
+package anthropic_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// The SDK's span of a call, recorded through the provider a host
+// registers with OpenTelemetry, names the model the request asks for and
+// the max_tokens it sends, as the request's own body does, and the model
+// that answered: the client sends a body it encodes itself, which the
+// span does not read.
+func TestSpanNamesTheModel(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prev)
+		_ = tp.Shutdown(context.Background())
+	})
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	req := hi()
+	req.MaxTokens = 256
+	_, err := ssetest.Collect(t, client(t, s), req)
+	require.NoError(t, err)
+
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range ended[0].Attributes() {
+		attrs[kv.Key] = kv.Value
+	}
+	assert.Equal(t, "claude-sonnet-4-5", attrs["gen_ai.request.model"].AsString())
+	assert.Equal(t, int64(256), attrs["gen_ai.request.max_tokens"].AsInt64())
+	assert.Equal(t, "claude-sonnet-4-5-20250929", attrs["gen_ai.response.model"].AsString())
+	assert.JSONEq(t, `{"stream": true, "model": "claude-sonnet-4-5", "max_tokens": 256,
+		"system": [{"type": "text", "text": "be kind"}], "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}`,
+		string(s.Bodies()[0]), "the body sent is the client's own")
+}
+
+// Without a provider registered the SDK records no span, and the span of
+// the caller's context (a tracing layer's) is left as it is: the model
+// that answered is the SDK span's attribute only.
+func TestCallersSpanIsLeftAlone(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("caller").Start(context.Background(), "chat")
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	req := hi()
+	require.NoError(t, client(t, s).Stream(ctx, &req, func(runtime.Delta) bool { return true }))
+	span.End()
+
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	assert.Empty(t, ended[0].Attributes())
+}
