@@ -504,12 +504,21 @@ args.currency.matches('^btc$'): '(?i)^btc$'); a when's such test is
 guard/inert's. In an entry scoped to tools, a string argument whose
 schema gives it a pattern holds only what the pattern matches: an ==
 (or !=) with a constant no scoped tool's pattern matches, and a
-startsWith() of a prefix no value the pattern matches has, where the
-pattern is anchored at its start, are reported the same way
+startsWith(), endsWith(), contains() or matches() test with a constant
+that no value the pattern matches passes, are reported the same way
 (args.iban.startsWith('ir') where the pattern is
-^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$: 'IR'); a pattern not anchored at its
-start may match after any prefix, and an assertion other than ^ in it is
-taken to hold. The result of url_host(), lower(), lowerAscii() and
+^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$: 'IR'; args.iban.endsWith('x'):
+'X'; args.iban.contains('-'); args.file.endsWith('.PDF') where the
+pattern ends in \.pdf$: '.pdf'; args.iban.matches('^[a-z]')). The
+pattern and the test are each read as a search (a match anywhere in the
+text, ^ and $ at its ends), and the test is reported only where no
+string matches both: so a prefix is decided only by a pattern anchored
+at its start, a suffix by one anchored at its end, a part by one
+anchored at both. What that cannot decide is taken to let a value
+through: an assertion other than ^, $, \A and \z (\b, and ^ or $ under
+(?m)) is taken to hold, two character classes each of more than 4096
+characters to share one, and two patterns whose joint walk passes
+100000 pairs of states to meet. The result of url_host(), lower(), lowerAscii() and
 upperAscii() is held to its form the same way: url_host() returns the
 host lower-cased, without a trailing dot, port or brackets, lower()
 (lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
