@@ -668,13 +668,28 @@ startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
 write startsWith('https://api.example.com/'). So does a prefix test of
 the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
-anchored at its start that also matches the prefix followed by ../, such
-as '^/srv/data/' or '^/srv/data/.*') where no file_check layer covers the
-tool: args.path.startsWith('/srv/data/') lets through
-/srv/data/../../etc/passwd, which names /etc/passwd; test
+anchored at its start that also matches the prefix followed by
+/../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*') where no
+file_check layer covers the tool: args.path.startsWith('/srv/data/')
+lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
-!args.path.contains('..'), is not reported). A constant written as a
+!args.path.contains('..'), is not reported). A path_arg below the top
+of the arguments (/request/path, /files/*/path) is read through its
+object (args.request.path), a constant index (args.files[0].path) or
+the variable of a macro over the list or a filter() of it
+(args.files.all(f, f.path.startsWith('/srv/data/'))). So does a prefix
+test of the URL a tool's url_arg names that reaches past the root of the
+URL's path (startsWith('https://api.example.com/v1/public/'), or a
+pattern anchored at its start that also matches the prefix followed by
+/../../admin or /%2e%2e/%2e%2e/admin), whatever egress allows, as it
+checks the host alone:
+https://api.example.com/v1/public/../../admin, which a WHATWG URL
+parser, fetch and many servers resolve to /admin, and %2e%2e, which
+they read as .., get through; a test beside it of the same URL for ".."
+and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
+reported, and a prefix that ends at the root of the path
+('https://api.example.com/') is not one. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
