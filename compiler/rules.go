@@ -126,7 +126,10 @@ object sits (nested, under items, in a definition). The properties of
 an object's allOf branches (nested allOf too) are the object's, as every
 branch applies to it: orderId in one branch and orderid in another, or
 one beside the object's own properties, are twins too (a name two
-branches both constrain is one property). The tool chain
+branches both constrain is one property), and so, at any depth, are the
+properties of a property two of them declare (line.sku beside the
+object's own properties, line.SKU in a branch), as both schemas
+describe the one value. The tool chain
 refuses a call whose arguments give two such members of one object, and
 agentc serve a proposed call that repeats a key in any case, but a call
 giving the other spelling alone is still let through: rename one of them.`},
