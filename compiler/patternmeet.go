@@ -36,6 +36,9 @@ func patternsMeet(a, b string) bool {
 	push := func(as, bs []uint32) {
 		for _, x := range as {
 			for _, y := range bs {
+				if len(seen) > maxMeetStates {
+					return
+				}
 				if p := (pair{x, y}); !seen[p] {
 					seen[p] = true
 					queue = append(queue, p)

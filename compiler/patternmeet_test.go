@@ -96,3 +96,12 @@ func TestPatternsMeetIsSound(t *testing.T) {
 	}
 	assert.Greater(t, meets, 0)
 }
+
+// Two patterns whose joint walk passes maxMeetStates pairs of states are
+// taken to meet, however they would end: the walk stops there.
+func TestPatternsMeetBounded(t *testing.T) {
+	// No string matches both (the second ends in c), but a string of a
+	// and b leaves either pattern in any of its 400 places.
+	assert.True(t, patternsMeet(`^[ab]*a[ab]{400}$`, `^[ab]*b[ab]{400}c$`))
+	assert.False(t, patternsMeet(`^[ab]*a[ab]{40}$`, `^[ab]*b[ab]{40}c$`))
+}
