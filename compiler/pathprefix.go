@@ -223,7 +223,8 @@ func (k argKeys) of(e ast.Expr) string {
 		}
 	case ast.ComprehensionKind:
 		// A filter() of a list holds elements of it.
-		if comp := e.AsComprehension(); isFilter(comp) {
+		comp := e.AsComprehension()
+		if cond, elem, ok := listStep(comp); ok && cond != nil && identIs(elem, comp.IterVar()) {
 			return k.of(comp.IterRange())
 		}
 	}
@@ -247,22 +248,6 @@ func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
 			delete(k.binds, v)
 		}
 	}
-}
-
-// isFilter reports whether comp is a filter(): its step adds the element
-// it reads to the accumulator where a condition holds.
-func isFilter(comp ast.ComprehensionExpr) bool {
-	step, accu := comp.LoopStep(), comp.AccuVar()
-	isIdent := func(x ast.Expr, name string) bool { return x.Kind() == ast.IdentKind && x.AsIdent() == name }
-	if comp.HasIterVar2() || !isIdent(comp.Result(), accu) || step.Kind() != ast.CallKind || step.AsCall().FunctionName() != operators.Conditional {
-		return false
-	}
-	args := step.AsCall().Args()
-	if len(args) != 3 || !isIdent(args[2], accu) || args[1].Kind() != ast.CallKind || args[1].AsCall().FunctionName() != operators.Add {
-		return false
-	}
-	add := args[1].AsCall().Args()
-	return len(add) == 2 && isIdent(add[0], accu) && add[1].Kind() == ast.ListKind && add[1].AsList().Size() == 1 && isIdent(add[1].AsList().Elements()[0], comp.IterVar())
 }
 
 // reachesPath reports whether the URL prefix reaches past the root of its
