@@ -61,9 +61,9 @@ func (f *schemaFile) pos(tokens []string) Pos {
 
 // readSchemaJSON reads the JSON Schema file rel that the field at path
 // names at pos and keeps it for placing faults. A file that is not JSON,
-// holds JSON that is not an object, or repeats a key of an object (encoding/json keeps the last, so a
-// constraint written with the first would be dropped unseen), is reported
-// and nil returned.
+// holds JSON that is not an object, or repeats a key of an object
+// (encoding/json keeps the last, so a constraint written with the first
+// would be dropped unseen), is reported in the file and nil returned.
 func (l *loader) readSchemaJSON(path []string, rel string, pos Pos) []byte {
 	b, err := l.readSchemaFile(rel)
 	if err != nil {

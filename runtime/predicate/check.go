@@ -210,8 +210,8 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 
 // twoVariableMacros are the macros of cel-go's two-variable
 // comprehensions (all(k, v, p), transformList(i, v, f)), which the
-// environment does not declare.
-// Each is given with the one-variable macro to write instead.
+// environment does not declare, each with the one-variable macro to
+// write instead.
 var twoVariableMacros = map[string]string{"all": "all", "exists": "exists", "existsOne": "exists_one", "exists_one": "exists_one", "transformList": "map", "transformMap": "map", "transformMapEntry": "map"}
 
 // twoVariableCalls reports each call of a two-variable macro in tree, at
