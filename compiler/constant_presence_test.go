@@ -55,3 +55,28 @@ chains: tool: [
 		}
 	}
 }
+
+// Presence tests that look like a test beside its negation but are not
+// one are not constant: two different paths (has(a.b) || !has(a.c)),
+// the same name bound by different macros (each all() tests its own
+// element), a negation in a nested macro whose variable shadows the
+// outer one, and a macro variable that shadows args, whose element field
+// the schema does not require, though args' own field of that name it does.
+func TestConstantPresenceLookalikes(t *testing.T) {
+	dir := writePolicy(t, `package p
+
+tools: refund: {side_effecting: true, args: {type: "object", required: ["amount", "lines", "meta"], properties: {amount: {type: "number"}, meta: {type: "object", properties: {by: {type: "string"}, why: {type: "string"}}}, lines: {type: "array", items: {type: "object", properties: {amount: {type: "number"}, sku: {type: "string"}}}}}}}
+chains: tool: [
+	{use: "guard", name: "paths", tools: ["refund"], deny: "has(args.meta.by) || !has(args.meta.why)"},
+	{use: "guard", name: "macros", tools: ["refund"], deny: "args.lines.all(l, has(l.sku)) || args.lines.all(l, !has(l.sku))"},
+	{use: "guard", name: "nested", tools: ["refund"], deny: "args.lines.exists(l, has(l.sku) && args.lines.exists(l, !has(l.sku)))"},
+	{use: "guard", name: "shadow", tools: ["refund"], deny: "args.lines.exists(args, !has(args.amount))"},
+	{use: "guard", name: "shadow_or", tools: ["refund"], deny: "args.amount > 5.0 && args.lines.exists(args, has(args.amount) || has(args.sku))"},
+	{use: "guard", name: "same", tools: ["refund"], deny: "args.lines.exists(l, has(l.sku) || !has(l.sku))"},
+]
+`)
+	_, got := compileDiagnostics(t, dir, ruleConstant, false)
+	assert.Equal(t, []string{
+		"10:92 cel/constant", // one macro, one variable: !has(l.sku) after has(l.sku)
+	}, got)
+}

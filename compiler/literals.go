@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -730,7 +729,7 @@ func (c *Compilation) checkValueTests(x *dsl.Expr, stage predicate.Stage, tools,
 			return
 		}
 		set, ok := c.knownValues(path, stage, tools)
-		if !ok && fn == "startsWith" && stage == predicate.Tool {
+		if !ok && stage == predicate.Tool {
 			c.checkPatternTest(x, f.offset(constant), target, fn, s, tools, field, pol)
 		}
 		if !ok || path == "status" && slices.Equal(reads, []string{"status"}) {
@@ -973,78 +972,14 @@ func (c *Compilation) argPatterns(tools []string, path string) ([]*regexp.Regexp
 	return out, true
 }
 
-// neverPrefix reports whether no string re matches starts with prefix,
-// for a pattern anchored at its start (^): the pattern's program is run
-// over prefix from its start, and where no thread survives it and none
-// reached a match on the way, no value with that prefix matches. A
-// pattern not anchored at its start may match after any prefix: false.
-// Empty-width assertions other than ^ are taken to hold, which can only
-// keep threads alive: never a prefix some value has reported.
-func neverPrefix(re *regexp.Regexp, prefix string) bool {
-	parsed, err := syntax.Parse(re.String(), syntax.Perl)
-	if err != nil {
-		return false
-	}
-	prog, err := syntax.Compile(parsed.Simplify())
-	if err != nil || prog.StartCond()&syntax.EmptyBeginText == 0 {
-		return false
-	}
-	// closure adds pc and what it reaches without reading a rune; it
-	// reports whether that reaches a match.
-	var closure func(set map[uint32]bool, pc uint32, begin bool) bool
-	closure = func(set map[uint32]bool, pc uint32, begin bool) bool {
-		if set[pc] {
-			return false
-		}
-		set[pc] = true
-		in := prog.Inst[pc]
-		switch in.Op {
-		case syntax.InstMatch:
-			return true
-		case syntax.InstAlt, syntax.InstAltMatch:
-			a := closure(set, in.Out, begin)
-			return closure(set, in.Arg, begin) || a
-		case syntax.InstEmptyWidth:
-			if syntax.EmptyOp(in.Arg)&syntax.EmptyBeginText != 0 && !begin {
-				return false
-			}
-			return closure(set, in.Out, begin)
-		case syntax.InstCapture, syntax.InstNop:
-			return closure(set, in.Out, begin)
-		case syntax.InstFail:
-			return false
-		}
-		return false // a rune instruction: it waits for the next rune
-	}
-	cur := map[uint32]bool{}
-	if closure(cur, uint32(prog.Start), true) {
-		return false
-	}
-	for _, r := range prefix {
-		next := map[uint32]bool{}
-		for pc := range cur {
-			in := prog.Inst[pc]
-			switch in.Op {
-			case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
-				if in.MatchRune(r) && closure(next, in.Out, false) {
-					return false
-				}
-			}
-		}
-		if len(next) == 0 {
-			return true
-		}
-		cur = next
-	}
-	return false
-}
-
-// checkPatternTest reports a test (==, != or startsWith) of target, an
-// argument of a scoped entry, with the string s, that no value the
-// pattern of each scoped tool's schema allows passes (argPatterns): a
-// call's arguments are checked against its tool's schema before any layer,
-// so args.iban.startsWith('ir'), iban matching ^[A-Z]{2}..., is always
-// false. off is the constant's offset, pol the test's polarity.
+// checkPatternTest reports a test of target, an argument of a scoped
+// entry, with the string s (test is ==, !=, startsWith, endsWith,
+// contains or matches), that no value the pattern of each scoped tool's
+// schema allows passes (argPatterns, patternsMeet): a call's arguments
+// are checked against its tool's schema before any layer, so
+// args.iban.startsWith('ir'), iban matching ^[A-Z]{2}..., is always
+// false, and so are endsWith('x'), contains('-') and matches('^[a-z]').
+// off is the constant's offset, pol the test's polarity.
 func (c *Compilation) checkPatternTest(x *dsl.Expr, off int, target ast.Expr, test, s string, tools []string, field string, pol int) {
 	path, isPath := fieldPath(target)
 	arg, isArg := strings.CutPrefix(path, "args.")
@@ -1058,9 +993,31 @@ func (c *Compilation) checkPatternTest(x *dsl.Expr, off int, target ast.Expr, te
 	if !ok {
 		return
 	}
+	if _, err := regexp.Compile(s); test == "matches" && err != nil {
+		return // a syntax error of its own
+	}
+	// testPattern is the pattern of the values that pass the test with s.
+	testPattern := func(s string) string {
+		q := regexp.QuoteMeta(s)
+		switch test {
+		case "startsWith":
+			return "^" + q
+		case "endsWith":
+			return q + "$"
+		case "contains":
+			return q
+		case "matches":
+			return s
+		}
+		return "^" + q + "$"
+	}
 	never := func(s string) bool {
 		for _, re := range pats {
-			if test == "startsWith" && !neverPrefix(re, s) || test != "startsWith" && re.MatchString(s) {
+			if test == "==" || test == "!=" {
+				if re.MatchString(s) {
+					return false
+				}
+			} else if patternsMeet(re.String(), testPattern(s)) {
 				return false
 			}
 		}
@@ -1089,11 +1046,16 @@ func (c *Compilation) checkPatternTest(x *dsl.Expr, off int, target ast.Expr, te
 	}
 	msg := fmt.Sprintf("%s is never '%s': %s, which '%s' does not match (%s), so %s %s '%s' is always %t%s",
 		path, s, schema, s, argsChecked, path, test, s, always, note)
-	if test == "startsWith" {
-		msg = fmt.Sprintf("%s never starts with '%s': %s, which no value starting with '%s' matches (%s), so %s.startsWith('%s') is always false%s",
-			path, s, schema, s, argsChecked, path, s, note)
+	if passing := map[string]string{"startsWith": "starting with", "endsWith": "ending with", "contains": "containing", "matches": "matching"}[test]; passing != "" {
+		msg = fmt.Sprintf("%s never %s '%s': %s, which no value %s '%s' matches (%s), so %s.%s('%s') is always false%s",
+			path, stringTests[test], s, schema, passing, s, argsChecked, path, test, s, note)
 	}
 	switch {
+	case test == "matches":
+		// A pattern changes its meaning with its case (\d, \D).
+		if sev == dsl.Error {
+			msg, sev = msg+"; "+schemaRefuses, dsl.Warning
+		}
 	case !never(strings.ToUpper(s)):
 		msg += fmt.Sprintf("; did you mean '%s'?", strings.ToUpper(s))
 	case !never(strings.ToLower(s)):

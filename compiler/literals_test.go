@@ -3,7 +3,6 @@ package compiler
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -116,30 +115,4 @@ chains: chat: [
 	assert.True(t, strings.HasSuffix(got[1], "; agentc reports the API's 'developer' as 'system': did you mean 'system'?"), got[1])
 	assert.True(t, strings.HasPrefix(got[2], "7:94 cel/unknown-value: request.messages[1].role is never 'usr'"), got[2])
 	assert.Contains(t, got[2], "'usr' in the list never matches (its other values may)", got[2])
-}
-
-// A prefix is reported as one no value of a pattern has only where the
-// pattern is anchored at its start and no value starting with it matches:
-// a match found inside the prefix, or a pattern that may match after any
-// prefix, keeps it possible.
-func TestNeverPrefix(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, prefix string
-		never           bool
-	}{
-		{`^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$`, "ir", true},
-		{`^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$`, "IR", false},
-		{`^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$`, "IR0", false},
-		{`^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$`, "IRX", true},
-		{`[A-Z]+`, "ir", false},
-		{`^ab`, "abc", false},
-		{`^ab$`, "abc", false}, // $ is taken to hold: never said wrongly
-		{`^(?i)ir`, "IR", false},
-		{`^(foo|bar)-`, "baz", true},
-		{`^a*$`, "", false},
-		{`\Aab`, "x", true},
-	} {
-		got := neverPrefix(regexp.MustCompile(tc.pattern), tc.prefix)
-		assert.Equal(t, tc.never, got, "%s %q", tc.pattern, tc.prefix)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/argpath"
@@ -19,14 +20,20 @@ import (
 // matches_any() with a pattern anchored at its start that also matches the
 // prefix followed by ../) that sits where lets says it lets calls through,
 // when no file_check layer covers the tool: /srv/data/../../etc/passwd
-// begins with /srv/data/ and names /etc/passwd. A test of path_clean() of
-// the path, or one beside a test of the same path for "..", is not one.
+// begins with /srv/data/ and names /etc/passwd. So is one of a URL a
+// tool's url_arg names whose prefix reaches into the URL's path
+// ('https://api.example.com/v1/public/'): a URL that goes on with ../ or
+// %2e%2e/ leaves it where it is resolved. A path_arg or url_arg below the
+// top of the arguments (/request/path, /files/*/path) is read through its
+// object, a constant index, or the variable of a macro over its list (or
+// a filter() of it). A test of path_clean() of the path, or one beside a
+// test of the same path for ".." (and, for a URL, for "%"), is not one.
 func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets func(pol int) (string, bool)) {
 	if stage != predicate.Tool {
 		return
 	}
-	paths := c.uncheckedPathArgs(tools)
-	if len(paths) == 0 {
+	named := c.uncheckedPrefixArgs(tools)
+	if len(named) == 0 {
 		return
 	}
 	tree, ok := predicate.ParseSyntax(x.Source)
@@ -35,48 +42,55 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	}
 	f := folder{src: x.Source, info: tree.SourceInfo()}
 	type test struct {
-		at   ast.Expr
-		key  string
-		what string
-		pol  int
+		at      ast.Expr
+		key     string
+		written string
+		what    string
+		pol     int
 		// prefix is the literal prefix the test reads.
 		prefix string
 	}
 	var tests []test
-	dots := map[string]bool{} // the paths tested for ".."
+	// dots and pct hold the paths tested for ".." and for "%".
+	dots, pct := map[string]bool{}, map[string]bool{}
 	var scope locals
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, call: func(call ast.CallExpr, pol int) {
+	keys := argKeys{scope: &scope, binds: map[string]string{}}
+	add := func(at, target ast.Expr, what, prefix string, pol int) {
+		key := keys.of(target)
+		arg, ok := named[key]
+		if !ok || arg.url && !reachesPath(prefix) {
+			return
+		}
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix})
+	}
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {
 			target = args[0]
 		}
-		if scope.shadows(pathKey(target)) {
-			return // a comprehension variable named args
-		}
 		pattern := ""
 		switch fn := call.FunctionName(); {
 		case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
-			if s, ok := stringLiteral(args[0]); ok && strings.Contains(s, "..") {
-				dots[pathKey(call.Target())] = true
+			if s, ok := stringLiteral(args[0]); ok {
+				dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(s, "..")
+				pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(s, "%")
 			}
 			return
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
-			if s, ok := stringLiteral(args[0]); ok && paths[pathKey(call.Target())] != "" {
-				tests = append(tests, test{args[0], pathKey(call.Target()), fmt.Sprintf("startsWith('%s')", s), pol, s})
+			if s, ok := stringLiteral(args[0]); ok {
+				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol)
 			}
 			return
 		case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
-			target = call.Target()
 			pattern, _ = stringLiteral(args[0])
 		case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
-			target = args[0]
 			pattern, _ = stringLiteral(args[1])
 		case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 			for _, el := range args[1].AsList().Elements() {
-				if p, ok := stringLiteral(el); ok && paths[pathKey(args[0])] != "" {
-					if prefix, ok := traversalMatches(p); ok {
-						tests = append(tests, test{el, pathKey(args[0]), fmt.Sprintf("the pattern '%s'", p), pol, prefix})
+				if p, ok := stringLiteral(el); ok {
+					if prefix, ok := traversalMatches(p, named[keys.of(target)].url); ok {
+						add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol)
 					}
 				}
 			}
@@ -84,28 +98,44 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		default:
 			return
 		}
-		if strings.Contains(pattern, `\.\.`) {
-			dots[pathKey(target)] = true
-		} else if prefix, ok := traversalMatches(pattern); ok && paths[pathKey(target)] != "" {
-			tests = append(tests, test{args[len(args)-1], pathKey(target), fmt.Sprintf("the pattern '%s'", pattern), pol, prefix})
+		dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(pattern, `\.\.`)
+		pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(pattern, "%")
+		if prefix, ok := traversalMatches(pattern, named[keys.of(target)].url); ok && !strings.Contains(pattern, `\.\.`) {
+			add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol)
 		}
 	}})
 	for _, t := range tests {
 		outcome, ok := lets(t.pol)
-		if !ok || dots[t.key] {
+		arg := named[t.key]
+		if !ok || dots[t.key] && (!arg.url || pct[t.key]) {
+			continue
+		}
+		if arg.url {
+			c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
+				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full",
+				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, t.written))
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
-			outcome, t.what, t.key, paths[t.key], traversal(t.prefix), t.key))
+			outcome, t.what, t.written, arg.what, traversals(t.prefix, false)[0], t.written))
 	}
 }
 
-// uncheckedPathArgs returns the arguments (args.path) that a path_arg of a
-// tool in scope (every declared tool when scope is empty) names at the top
-// of its arguments, with what the message says of them ("read_file's
-// path_arg names"), leaving out the tools a file_check layer covers.
-func (c *Compilation) uncheckedPathArgs(scope []string) map[string]string {
+// A prefixArg is an argument a path_arg or a url_arg names: what a
+// message says of it ("read_file's path_arg names") and whether it is a
+// URL.
+type prefixArg struct {
+	what string
+	url  bool
+}
+
+// uncheckedPrefixArgs returns the arguments that a path_arg of a tool in
+// scope (every declared tool when scope is empty) names, leaving out the
+// tools a file_check layer covers, and those a url_arg names, by their key
+// (argKeys: args.path, args.request.path, args.files[].path); a path_arg
+// wins over a url_arg naming the same argument.
+func (c *Compilation) uncheckedPrefixArgs(scope []string) map[string]prefixArg {
 	p := c.Policy
 	if len(scope) == 0 {
 		scope = sortedNames(p.Tools)
@@ -118,35 +148,137 @@ func (c *Compilation) uncheckedPathArgs(scope []string) map[string]string {
 		}
 		return false
 	}
-	out := map[string]string{}
-	for _, name := range scope {
-		t := p.Tools[name]
-		if t == nil || covered(name) {
-			continue
-		}
-		for _, ref := range t.PathArgs {
-			a, err := argpath.Parse(ref)
-			if err != nil || len(a.Tokens()) != 1 {
+	out := map[string]prefixArg{}
+	for _, url := range []bool{false, true} {
+		for _, name := range scope {
+			t := p.Tools[name]
+			if t == nil || !url && covered(name) {
 				continue
 			}
-			key := "args." + a.Tokens()[0]
-			if out[key] == "" {
-				out[key] = fmt.Sprintf("%s's path_arg names", name)
+			refs, kind := t.PathArgs, "path_arg"
+			if url {
+				refs, kind = t.URLArgs, "url_arg"
+			}
+			for _, ref := range refs {
+				a, err := argpath.Parse(ref)
+				if err != nil {
+					continue
+				}
+				key := "args"
+				for _, tok := range a.Tokens() {
+					if tok == "*" {
+						key += "[]"
+					} else {
+						key += "." + tok
+					}
+				}
+				if _, seen := out[key]; seen {
+					continue
+				}
+				what := fmt.Sprintf("%s's %s names", name, kind)
+				if len(a.Tokens()) > 1 {
+					what = fmt.Sprintf("%s's %s %s names", name, kind, ref)
+				}
+				out[key] = prefixArg{what, url}
 			}
 		}
 	}
 	return out
 }
 
-// traversal returns a path that begins with prefix and leaves it.
-func traversal(prefix string) string {
-	return strings.TrimSuffix(prefix, "/") + "/../../etc/passwd"
+// argKeys names what an expression reads by its place in the arguments:
+// args.request.path, args.files[].path for a field of an element of
+// args.files, read by an index or as the variable of a macro over the
+// list; "" where it is not a field path of the arguments (a comprehension
+// variable that ranges over something else, or shadows args).
+type argKeys struct {
+	scope *locals
+	// binds holds, by comprehension variable, the key of the elements it
+	// ranges over ("" for none).
+	binds map[string]string
+}
+
+// of returns e's key.
+func (k argKeys) of(e ast.Expr) string {
+	switch e.Kind() {
+	case ast.IdentKind:
+		if key, ok := k.binds[e.AsIdent()]; ok {
+			return key
+		}
+		if k.scope.shadows(e.AsIdent()) {
+			return ""
+		}
+		return e.AsIdent()
+	case ast.SelectKind:
+		if s := e.AsSelect(); !s.IsTestOnly() {
+			if base := k.of(s.Operand()); base != "" {
+				return base + "." + s.FieldName()
+			}
+		}
+	case ast.CallKind:
+		if c := e.AsCall(); c.FunctionName() == operators.Index && len(c.Args()) == 2 {
+			if base := k.of(c.Args()[0]); base != "" {
+				return base + "[]"
+			}
+		}
+	case ast.ComprehensionKind:
+		// A filter() of a list holds elements of it.
+		comp := e.AsComprehension()
+		if cond, elem, ok := listStep(comp); ok && cond != nil && identIs(elem, comp.IterVar()) {
+			return k.of(comp.IterRange())
+		}
+	}
+	return ""
+}
+
+// bind is a body hook of walkPolarity: it binds the comprehension's
+// variable to the key of the elements of its range until what it returns
+// is called.
+func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
+	v := comp.IterVar()
+	prev, had := k.binds[v]
+	k.binds[v] = ""
+	if r := k.of(comp.IterRange()); r != "" {
+		k.binds[v] = r + "[]"
+	}
+	return func() {
+		if had {
+			k.binds[v] = prev
+		} else {
+			delete(k.binds, v)
+		}
+	}
+}
+
+// reachesPath reports whether the URL prefix reaches past the root of its
+// path: https://api.example.com/v1 does, https://api.example.com/ does
+// not, as .. at the root stays there.
+func reachesPath(prefix string) bool {
+	_, rest, ok := strings.Cut(prefix, "://")
+	if !ok {
+		return false
+	}
+	_, path, ok := strings.Cut(rest, "/")
+	return ok && path != ""
+}
+
+// traversals returns the probes of a prefix test: values that begin with
+// prefix and leave it once resolved. A path goes on with /../../etc/passwd;
+// a URL with /../../admin, and with /%2e%2e/%2e%2e/admin, which a WHATWG
+// parser reads as the same.
+func traversals(prefix string, url bool) []string {
+	p := strings.TrimSuffix(prefix, "/")
+	if url {
+		return []string{p + "/../../admin", p + "/%2e%2e/%2e%2e/admin"}
+	}
+	return []string{p + "/../../etc/passwd"}
 }
 
 // traversalMatches returns the literal prefix of the RE2 pattern p when p
-// is anchored at its start with one and also matches it followed by ../
-// ('^/srv/data/', '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$').
-func traversalMatches(p string) (string, bool) {
+// is anchored at its start with one and also matches one of its probes
+// (traversals; those of a URL where url is set): '^/srv/data/',
+// '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$'.
+func traversalMatches(p string, url bool) (string, bool) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
 		return "", false
@@ -162,5 +294,5 @@ func traversalMatches(p string) (string, bool) {
 	if len(prefix) == 0 || err != nil {
 		return "", false
 	}
-	return string(prefix), m.MatchString(traversal(string(prefix)))
+	return string(prefix), slices.ContainsFunc(traversals(string(prefix), url), m.MatchString)
 }

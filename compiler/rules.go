@@ -126,7 +126,10 @@ object sits (nested, under items, in a definition). The properties of
 an object's allOf branches (nested allOf too) are the object's, as every
 branch applies to it: orderId in one branch and orderid in another, or
 one beside the object's own properties, are twins too (a name two
-branches both constrain is one property). The tool chain
+branches both constrain is one property), and so, at any depth, are the
+properties of a property two of them declare (line.sku beside the
+object's own properties, line.SKU in a branch), as both schemas
+describe the one value. The tool chain
 refuses a call whose arguments give two such members of one object, and
 agentc serve a proposed call that repeats a key in any case, but a call
 giving the other spelling alone is still let through: rename one of them.`},
@@ -504,12 +507,21 @@ args.currency.matches('^btc$'): '(?i)^btc$'); a when's such test is
 guard/inert's. In an entry scoped to tools, a string argument whose
 schema gives it a pattern holds only what the pattern matches: an ==
 (or !=) with a constant no scoped tool's pattern matches, and a
-startsWith() of a prefix no value the pattern matches has, where the
-pattern is anchored at its start, are reported the same way
+startsWith(), endsWith(), contains() or matches() test with a constant
+that no value the pattern matches passes, are reported the same way
 (args.iban.startsWith('ir') where the pattern is
-^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$: 'IR'); a pattern not anchored at its
-start may match after any prefix, and an assertion other than ^ in it is
-taken to hold. The result of url_host(), lower(), lowerAscii() and
+^[A-Z]{2}[0-9]{2}[A-Z0-9]{4,30}$: 'IR'; args.iban.endsWith('x'):
+'X'; args.iban.contains('-'); args.file.endsWith('.PDF') where the
+pattern ends in \.pdf$: '.pdf'; args.iban.matches('^[a-z]')). The
+pattern and the test are each read as a search (a match anywhere in the
+text, ^ and $ at its ends), and the test is reported only where no
+string matches both: so a prefix is decided only by a pattern anchored
+at its start, a suffix by one anchored at its end, a part by one
+anchored at both. What that cannot decide is taken to let a value
+through: an assertion other than ^, $, \A and \z (\b, and ^ or $ under
+(?m)) is taken to hold, two character classes each of more than 4096
+characters to share one, and two patterns whose joint walk passes
+100000 pairs of states to meet. The result of url_host(), lower(), lowerAscii() and
 upperAscii() is held to its form the same way: url_host() returns the
 host lower-cased, without a trailing dot, port or brackets, lower()
 (lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
@@ -659,13 +671,28 @@ startsWith('https://api.example.com'), a prefix of
 https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
 write startsWith('https://api.example.com/'). So does a prefix test of
 the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
-anchored at its start that also matches the prefix followed by ../, such
-as '^/srv/data/' or '^/srv/data/.*') where no file_check layer covers the
-tool: args.path.startsWith('/srv/data/') lets through
-/srv/data/../../etc/passwd, which names /etc/passwd; test
+anchored at its start that also matches the prefix followed by
+/../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*') where no
+file_check layer covers the tool: args.path.startsWith('/srv/data/')
+lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
-!args.path.contains('..'), is not reported). A constant written as a
+!args.path.contains('..'), is not reported). A path_arg below the top
+of the arguments (/request/path, /files/*/path) is read through its
+object (args.request.path), a constant index (args.files[0].path) or
+the variable of a macro over the list or a filter() of it
+(args.files.all(f, f.path.startsWith('/srv/data/'))). So does a prefix
+test of the URL a tool's url_arg names that reaches past the root of the
+URL's path (startsWith('https://api.example.com/v1/public/'), or a
+pattern anchored at its start that also matches the prefix followed by
+/../../admin or /%2e%2e/%2e%2e/admin), whatever egress allows, as it
+checks the host alone:
+https://api.example.com/v1/public/../../admin, which a WHATWG URL
+parser, fetch and many servers resolve to /admin, and %2e%2e, which
+they read as .., get through; a test beside it of the same URL for ".."
+and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
+reported, and a prefix that ends at the root of the path
+('https://api.example.com/') is not one. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of

@@ -88,3 +88,32 @@ func TestCaseCollidingPropertiesAcrossAllOf(t *testing.T) {
 	assert.Equal(t, ruleCaseCollision, diags[0].Rule)
 	assert.Equal(t, Pos{File: filepath.Join(dir, "fetch.json"), Line: 1, Col: 98}, diags[0].Pos)
 }
+
+// A property that two parts of an object declare (its own properties and
+// an allOf branch, or two branches, through nested allOf too) is one
+// value that both schemas describe: twins across their properties are an
+// error at the second written, at any depth, once. Twins within one part
+// are reported once, where that part is visited; the same name in two
+// parts is one property.
+func TestCaseCollidingPropertiesOfAPropertyAcrossAllOf(t *testing.T) {
+	_, diags, got := loadSnippet(t, `tools: refund: {args: {
+	type: "object"
+	properties: line: {type: "object", properties: {sku: {type: "string"}, qty: {type: "integer"}}}
+	allOf: [
+		{properties: {line: {properties: {SKU: {type: "string"}, qty: {type: "integer"}}}}},
+		{allOf: [
+			{properties: {meta: {properties: {by: {type: "object", properties: {id: {type: "string"}}}}}}},
+			{properties: {meta: {properties: {by: {properties: {ID: {type: "string"}}}}}}},
+		]},
+		{properties: {other: {properties: {a: {type: "string"}}}}},
+		{properties: {other2: {properties: {A: {type: "string"}}}}},
+	]
+}}
+`)
+	assert.Equal(t, []string{
+		"7:37 schema/case-collision",  // line.SKU, after the object's own line.sku
+		"10:56 schema/case-collision", // meta.by.ID, in the other nested branch
+	}, got)
+	require.Len(t, diags, 2)
+	assert.Contains(t, diags[0].Message, `tools.refund.args.allOf[0].properties.line.properties.SKU: differs only in case from the property "sku"`)
+}

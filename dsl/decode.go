@@ -696,19 +696,20 @@ func (l *loader) labelPos(parent, name string) Pos {
 }
 
 // jsonSyntaxProblem says where in data the fault err found is, and what it
-// is: the offending byte, or the end of a file cut short.
-func jsonSyntaxProblem(data []byte, err error) string {
+// is: the offending byte, or the end of a file cut short; off is its
+// offset (0 where err does not say).
+func jsonSyntaxProblem(data []byte, err error) (off int64, problem string) {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) {
-		return ": " + err.Error()
+		return 0, ": " + err.Error()
 	}
 	if se.Offset >= int64(len(data)) {
 		line, col := jsonwalk.Position(data, int64(len(data)))
-		return fmt.Sprintf(" at line %d, column %d: the file ends before the value does (truncated?)", line, col)
+		return int64(len(data)), fmt.Sprintf(" at line %d, column %d: the file ends before the value does (truncated?)", line, col)
 	}
 	// Offset counts the offending byte.
 	line, col := jsonwalk.Position(data, se.Offset-1)
-	return fmt.Sprintf(" at line %d, column %d: %v", line, col, se)
+	return se.Offset - 1, fmt.Sprintf(" at line %d, column %d: %v", line, col, se)
 }
 
 // jsonSchema returns a JSON Schema given as CUE data at path, or read from
@@ -722,10 +723,6 @@ func (l *loader) jsonSchema(path []string, v cue.Value, pos Pos) json.RawMessage
 		}
 		var x any
 		_ = json.Unmarshal(b, &x)
-		if _, ok := x.(map[string]any); !ok {
-			l.errorf(pos, "schema/invalid-value", "JSON Schema file %q must hold a JSON object", rel)
-			return nil
-		}
 		out, _ := json.Marshal(x)
 		return out
 	}

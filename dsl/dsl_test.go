@@ -381,13 +381,21 @@ tools: refund: args: {type: "object"}
 // A JSON Schema file that is not JSON was reported without the place of
 // the fault in it ("invalid character '}' looking for beginning of object
 // key string"), leaving a reader to hunt for a trailing comma; the line and
-// column in the file are given, and the end of a file cut short.
+// column in the file are given, and the end of a file cut short. The
+// finding is placed there, in the file, with a note of where the policy
+// names it, as the file's other faults are; so is a file holding JSON
+// that is not an object, at its start.
 func TestSchemaFileSyntaxErrorIsPlaced(t *testing.T) {
-	for _, tt := range []struct{ schema, want string }{
+	for _, tt := range []struct {
+		schema, want string
+		line, col    int
+	}{
 		{"{\n  \"type\": \"object\",\n  \"properties\": {\n    \"amount\": {\"type\": \"number\"},\n  }\n}\n",
-			`JSON Schema file "refund.json" is not valid JSON at line 5, column 3: invalid character '}' looking for beginning of object key string`},
+			`JSON Schema file "refund.json" is not valid JSON at line 5, column 3: invalid character '}' looking for beginning of object key string`, 5, 3},
 		{"{\"type\": \"object\"",
-			`JSON Schema file "refund.json" is not valid JSON at line 1, column 18: the file ends before the value does (truncated?)`},
+			`JSON Schema file "refund.json" is not valid JSON at line 1, column 18: the file ends before the value does (truncated?)`, 1, 18},
+		{"\n  [\"type\"]\n",
+			`JSON Schema file "refund.json" must hold a JSON object`, 2, 3},
 	} {
 		dir := writePolicy(t, map[string]string{
 			"p.cue":       "package p\n\ntools: refund: args: \"refund.json\"\n",
@@ -398,5 +406,8 @@ func TestSchemaFileSyntaxErrorIsPlaced(t *testing.T) {
 		require.Len(t, diags, 1)
 		assert.Equal(t, "schema/invalid-value", diags[0].Rule)
 		assert.Equal(t, tt.want, diags[0].Message)
+		assert.Equal(t, Pos{File: filepath.Join(dir, "refund.json"), Line: tt.line, Col: tt.col}, diags[0].Pos)
+		require.Len(t, diags[0].Related, 1)
+		assert.Equal(t, Pos{File: filepath.Join(dir, "p.cue"), Line: 3, Col: 22}, diags[0].Related[0].Pos)
 	}
 }

@@ -1,6 +1,7 @@
 package dsl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -60,20 +61,29 @@ func (f *schemaFile) pos(tokens []string) Pos {
 
 // readSchemaJSON reads the JSON Schema file rel that the field at path
 // names at pos and keeps it for placing faults. A file that is not JSON,
-// or repeats a key of an object (encoding/json keeps the last, so a
-// constraint written with the first would be dropped unseen), is reported
-// and nil returned.
+// holds JSON that is not an object, or repeats a key of an object
+// (encoding/json keeps the last, so a constraint written with the first
+// would be dropped unseen), is reported in the file and nil returned.
 func (l *loader) readSchemaJSON(path []string, rel string, pos Pos) []byte {
 	b, err := l.readSchemaFile(rel)
 	if err != nil {
 		l.errorf(pos, "schema/bad-reference", "cannot read JSON Schema file %q: %v", rel, err)
 		return nil
 	}
-	if err := json.Unmarshal(b, new(json.RawMessage)); err != nil {
-		l.errorf(pos, "schema/invalid-value", "JSON Schema file %q is not valid JSON%s", rel, jsonSyntaxProblem(b, err))
+	f := &schemaFile{path: slices.Clone(path), ref: pos, name: filepath.Join(l.dir, rel), data: b}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		off, problem := jsonSyntaxProblem(b, err)
+		l.diags = append(l.diags, Diagnostic{Pos: f.at(off), Severity: Error, Rule: "schema/invalid-value",
+			Message: fmt.Sprintf("JSON Schema file %q is not valid JSON%s", rel, problem), Related: namedHere(pos)})
 		return nil
 	}
-	f := &schemaFile{path: slices.Clone(path), ref: pos, name: filepath.Join(l.dir, rel), data: b}
+	if _, ok := doc.(map[string]any); !ok {
+		start := len(b) - len(bytes.TrimLeft(b, " \t\r\n"))
+		l.diags = append(l.diags, Diagnostic{Pos: f.at(int64(start)), Severity: Error, Rule: "schema/invalid-value",
+			Message: fmt.Sprintf("JSON Schema file %q must hold a JSON object", rel), Related: namedHere(pos)})
+		return nil
+	}
 	repeated := false
 	w := jsonwalk.Walker{Repeat: func(_ []byte, key string, start, _ int64) bool {
 		l.diags = append(l.diags, Diagnostic{Pos: f.at(start), Severity: Error, Rule: "schema/invalid-value",

@@ -252,46 +252,52 @@ const ruleCaseCollision = "schema/case-collision"
 // too) are the object's as well, since every branch applies to it: a
 // name of one part (the object's own properties, or one branch) twin to a
 // name of another is reported at the object, a twin within one branch
-// where that branch is visited.
+// where that branch is visited. So are the properties of a property two
+// parts declare (line in the object's own properties and in a branch):
+// both schemas describe the one value, and a twin across them is
+// reported, at any depth.
 func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile bool) {
-	eachSchema(schema, nil, func(m map[string]any, sub []string) {
-		// props holds the object's properties, each with its location
-		// (within the field) and the part that declares it: 0 for the
-		// object's own, i for allOf branch i-1.
-		type prop struct {
-			name  string
-			where []string
-			part  int
+	// A prop is a property of an object, with its location (from the
+	// top of the field's value), its schema, and the part that declares
+	// it: 0 for the object's own, i for allOf branch i-1.
+	type prop struct {
+		name   string
+		where  []string
+		schema map[string]any
+		part   int
+	}
+	// collect adds the properties m, at where, declares, through its
+	// allOf branches too, each of the part given, or of its own branch
+	// where split is set.
+	var collect func(props *[]prop, m map[string]any, where []string, part int, split bool)
+	collect = func(props *[]prop, m map[string]any, where []string, part int, split bool) {
+		if ps, ok := m["properties"].(map[string]any); ok {
+			for _, name := range slices.Sorted(maps.Keys(ps)) {
+				sm, _ := ps[name].(map[string]any)
+				*props = append(*props, prop{name, slices.Concat(where, []string{"properties", name}), sm, part})
+			}
 		}
-		var props []prop
-		var collect func(m map[string]any, sub []string, part int, top bool)
-		collect = func(m map[string]any, sub []string, part int, top bool) {
-			if ps, ok := m["properties"].(map[string]any); ok {
-				for _, name := range slices.Sorted(maps.Keys(ps)) {
-					props = append(props, prop{name, slices.Concat(path, sub, []string{"properties", name}), part})
+		branches, _ := m["allOf"].([]any)
+		for i, b := range branches {
+			if bm, ok := b.(map[string]any); ok {
+				p := part
+				if split {
+					p = i + 1
 				}
-			}
-			branches, _ := m["allOf"].([]any)
-			for i, b := range branches {
-				if bm, ok := b.(map[string]any); ok {
-					p := part
-					if top {
-						p = i + 1
-					}
-					collect(bm, slices.Concat(sub, []string{"allOf", strconv.Itoa(i)}), p, false)
-				}
+				collect(props, bm, slices.Concat(where, []string{"allOf", strconv.Itoa(i)}), p, false)
 			}
 		}
-		collect(m, sub, 0, true)
-		if len(props) < 2 {
-			return
+	}
+	pos := func(where []string) Pos {
+		if f := l.schemaFileOf(where, at); fromFile && f != nil {
+			return f.pos(where[len(f.path):])
 		}
-		pos := func(where []string) Pos {
-			if f := l.schemaFileOf(where, at); fromFile && f != nil {
-				return f.pos(where[len(f.path):])
-			}
-			return l.schemaPos(where, at)
-		}
+		return l.schemaPos(where, at)
+	}
+	// check reports each property of props that differs only in case
+	// from one written before it, but where own says the two are left
+	// to another visit.
+	check := func(props []prop, own func(a, b prop) bool) {
 		if !fromFile || l.schemaFileOf(path, at) != nil {
 			slices.SortStableFunc(props, func(a, b prop) int {
 				pa, pb := pos(a.where), pos(b.where)
@@ -312,15 +318,52 @@ func (l *loader) checkCaseCollisions(path []string, schema any, at Pos, fromFile
 				first[k] = p
 				continue
 			}
-			if prev.part == p.part && p.part != 0 || prev.name == p.name {
-				// Within one branch: reported where it is visited. The
-				// same name twice: one property, constrained twice.
+			if own(prev, p) || prev.name == p.name {
+				// The same name twice: one property, constrained twice.
 				continue
 			}
 			l.schemaReport(Error, p.where, l.schemaPos(p.where, at), at, fromFile, ruleCaseCollision,
 				"%s: differs only in case from the property %q of the same object: a tool that decodes its arguments case-insensitively (Go's encoding/json into a struct) reads both as one field, so a call giving %q passes what checks %q (a guard reading it, the schema's own constraints) and the tool acts on its value; rename one of them",
 				fieldName(p.where), prev.name, p.name, prev.name)
 		}
+	}
+	// merged checks, for each name that two parts of props declare, the
+	// object the name's schemas in those parts describe together: its
+	// properties, each of the part that declares its schema, are one
+	// object's, and a twin of two parts is reported there (one of one
+	// part, where that part's schema is visited), and so on down.
+	var merged func(props []prop)
+	merged = func(props []prop) {
+		var names []string
+		parts := map[string][]prop{}
+		for _, p := range props {
+			if p.schema == nil {
+				continue
+			}
+			if _, seen := parts[p.name]; !seen {
+				names = append(names, p.name)
+			}
+			parts[p.name] = append(parts[p.name], p)
+		}
+		for _, name := range names {
+			group := parts[name]
+			if !slices.ContainsFunc(group, func(p prop) bool { return p.part != group[0].part }) {
+				continue
+			}
+			var child []prop
+			for _, p := range group {
+				collect(&child, p.schema, p.where, p.part, false)
+			}
+			check(child, func(a, b prop) bool { return a.part == b.part })
+			merged(child)
+		}
+	}
+	eachSchema(schema, nil, func(m map[string]any, sub []string) {
+		var props []prop
+		collect(&props, m, slices.Concat(path, sub), 0, true)
+		// Within one branch: reported where it is visited.
+		check(slices.Clone(props), func(a, b prop) bool { return a.part == b.part && a.part != 0 })
+		merged(props)
 	})
 }
 

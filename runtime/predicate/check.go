@@ -142,6 +142,9 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 		}
 		return nil, sortIssues(out)
 	}
+	if out := twoVariableCalls(pos, parsed.NativeRep()); out != nil {
+		return nil, out
+	}
 	checked, iss := e.cel.Check(parsed)
 	if iss.Err() != nil {
 		out := pos.celIssues(RuleType, iss)
@@ -203,6 +206,41 @@ func (e *Env) CheckGiven(src string, given []string) (c *Checked, issues []Issue
 	strict, err := e.cel.EstimateCost(checked, &costEstimator{strict: true})
 	c.bounded = err == nil && strict.Max <= e.cfg.CostLimit
 	return c, nil
+}
+
+// twoVariableMacros are the macros of cel-go's two-variable
+// comprehensions (all(k, v, p), transformList(i, v, f)), which the
+// environment does not declare, each with the one-variable macro to
+// write instead.
+var twoVariableMacros = map[string]string{"all": "all", "exists": "exists", "existsOne": "exists_one", "exists_one": "exists_one", "transformList": "map", "transformMap": "map", "transformMapEntry": "map"}
+
+// twoVariableCalls reports each call of a two-variable macro in tree, at
+// its name: the checker would report the name and each variable as an
+// undeclared reference, which does not say that the form is what is
+// missing.
+func twoVariableCalls(pos *positions, tree *ast.AST) []Issue {
+	var out []Issue
+	ast.PreOrderVisit(tree.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		c := e.AsCall()
+		fn, args := c.FunctionName(), c.Args()
+		if !c.IsMemberFunction() || twoVariableMacros[fn] == "" || len(args) < 3 || args[0].Kind() != ast.IdentKind || args[1].Kind() != ast.IdentKind {
+			return
+		}
+		off := 0
+		if r, ok := tree.SourceInfo().GetOffsetRange(e.ID()); ok {
+			off = pos.fromRuneOffset(int(r.Start))
+		}
+		if strings.HasSuffix(pos.src[:off], fn) {
+			off -= len(fn)
+		}
+		out = append(out, pos.issue(RuleType, off, fmt.Sprintf(
+			"%s(%s, %s, ...) binds two variables, a form the agentc CEL environment does not have: its macros (all, exists, exists_one, map, filter) bind one, a list's element or a map's key; write %s(%s, ...) and read the value by its key (m.all(k, m[k] > 0))",
+			fn, args[0].AsIdent(), args[1].AsIdent(), twoVariableMacros[fn], args[1].AsIdent())))
+	}))
+	return sortIssues(out)
 }
 
 // checkText applies the limits on the raw text.

@@ -90,6 +90,9 @@ func TestCheckIssues(t *testing.T) {
 		{"spelt-out duration", "tool.name == 'x' && duration('10 minutes') > duration('1h')", RuleSyntax, 1, 30, "invalid duration in duration()"},
 		{"bad timestamp", "tool.name == 'x' && timestamp('2025-01-31') < timestamp('2025-02-01T00:00:00Z')", RuleSyntax, 1, 31, "invalid timestamp in timestamp()"},
 		{"constructing an input type", "agentc.tool{name: 'x'} == tool", RuleType, 1, 1, "cannot construct agentc.tool"},
+		{"two-variable all", "has(args.lines) && args.lines.all(i, l, l.price > 1.0)", RuleType, 1, 31, "all(i, l, ...) binds two variables"},
+		{"two-variable exists", "has(args.lines) && args.lines.exists(i, l, has(l.price) && l.price > 1.0)", RuleType, 1, 31, "exists(i, l, ...) binds two variables"},
+		{"two-variable transformList", "has(args.lines) && args.lines.transformList(i, l, l.sku).size() > 0", RuleType, 1, 31, "transformList(i, l, ...) binds two variables, a form the agentc CEL environment does not have: its macros (all, exists, exists_one, map, filter) bind one, a list's element or a map's key; write map(l, ...)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
