@@ -162,8 +162,9 @@ func (e *BudgetError) budget() string {
 // InDoubtError reports a side-effecting call whose earlier execution may or
 // may not have happened: the process that held its idempotency lease
 // stopped (crashed, lost its store) after claiming the call and before
-// publishing an outcome. The tool is not retry_safe, so the call is not run
-// again; Classify reports ClassInDoubt, which is final: a person or a
+// publishing an outcome, and the tool is not retry_safe, so the call is not
+// run again; or another reason (Reason) keeps it from running again.
+// Classify reports ClassInDoubt, which is final: a person or a
 // reconciliation job must find out whether the effect happened, using the
 // idempotency key.
 type InDoubtError struct {
@@ -171,16 +172,48 @@ type InDoubtError struct {
 	Layer string
 	// Tool is the tool called.
 	Tool string
-	// IdempotencyKey is the key the earlier execution was given.
+	// IdempotencyKey is the key the earlier execution was given; empty
+	// when it cannot be told (InDoubtKeyFormChanged).
 	IdempotencyKey string
 	// Unreadable, when set, is why the call's idempotency record does not
 	// decode (damaged in the store, or written by another build): whether
 	// an earlier execution ran, or how it ended, cannot be read.
 	Unreadable error
+	// Reason is why the call is in doubt: InDoubtStopped (the zero value)
+	// or InDoubtKeyFormChanged.
+	Reason InDoubtReason
+	// Call, when set, names the call as its run recorded it
+	// (ToolRecord.Call, CallIntent.Calls): an agent turn's resumed call
+	// whose idempotency key cannot be told (InDoubtKeyFormChanged).
+	Call string
 }
 
-// Error names the layer, the tool and the key.
+// InDoubtReason says why a call is in doubt (InDoubtError.Reason).
+type InDoubtReason string
+
+const (
+	// InDoubtStopped: an earlier execution stopped before its outcome
+	// was recorded, and the tool is not retry_safe.
+	InDoubtStopped InDoubtReason = ""
+	// InDoubtKeyFormChanged: the call's run recorded it under a digest
+	// key (settings.digest_key_env) the pipeline no longer has, removed
+	// or changed since its first execution. The idempotency key that
+	// execution got was derived from the keyed digest of its arguments
+	// and cannot be derived again, nor its record matched with its
+	// arguments: run under another key, its tool would take it for a new
+	// call, retry_safe or not. Resumed with the digest key it was saved
+	// with, the run settles the call as it was recorded.
+	InDoubtKeyFormChanged InDoubtReason = "key_form_changed"
+)
+
+// Error names the layer, the tool, the key and why the call is in doubt.
 func (e *InDoubtError) Error() string {
+	if e.Reason == InDoubtKeyFormChanged {
+		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency key form changed since the first execution: the run recorded the call as %s under a digest key (settings.digest_key_env) the pipeline no longer has, "+
+			"so the idempotency key that execution got, derived from the keyed digest of its arguments, cannot be derived again, nor its record matched with its arguments; run under another key, the tool would take it for a new call, so it is not run. "+
+			"Resumed with the digest key it was saved with, the run settles the call as it was recorded",
+			e.Layer, e.Tool, e.Call)
+	}
 	if e.Unreadable != nil {
 		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency record is unreadable (%v), so whether an earlier execution (idempotency key %s) ran cannot be told, and the tool is not retry_safe, so it is not run",
 			e.Layer, e.Tool, e.Unreadable, e.IdempotencyKey)
