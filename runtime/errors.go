@@ -179,8 +179,8 @@ type InDoubtError struct {
 	// decode (damaged in the store, or written by another build): whether
 	// an earlier execution ran, or how it ended, cannot be read.
 	Unreadable error
-	// Reason is why the call is in doubt: InDoubtStopped (the zero value)
-	// or InDoubtKeyFormChanged.
+	// Reason is why the call is in doubt: InDoubtStopped (the zero value),
+	// InDoubtKeyFormChanged or InDoubtNoteUnreadable.
 	Reason InDoubtReason
 	// Call, when set, names the call as its run recorded it
 	// (ToolRecord.Call, CallIntent.Calls): an agent turn's resumed call
@@ -204,6 +204,13 @@ const (
 	// call, retry_safe or not. Resumed with the digest key it was saved
 	// with, the run settles the call as it was recorded.
 	InDoubtKeyFormChanged InDoubtReason = "key_form_changed"
+	// InDoubtNoteUnreadable: an earlier execution stopped before its
+	// outcome was recorded, and the tool is retry_safe, but the claim's
+	// note, the digests of the arguments of the call that made it
+	// (key_args, a supplied key), does not decode (Unreadable says why):
+	// whether the call's arguments are that call's cannot be told, and a
+	// claim is taken over only for the same arguments.
+	InDoubtNoteUnreadable InDoubtReason = "claim_note_unreadable"
 )
 
 // Error names the layer, the tool, the key and why the call is in doubt.
@@ -213,6 +220,11 @@ func (e *InDoubtError) Error() string {
 			"so the idempotency key that execution got, derived from the keyed digest of its arguments, cannot be derived again, nor its record matched with its arguments; run under another key, the tool would take it for a new call, so it is not run. "+
 			"Resumed with the digest key it was saved with, the run settles the call as it was recorded",
 			e.Layer, e.Tool, e.Call)
+	}
+	if e.Reason == InDoubtNoteUnreadable {
+		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the note of its claim, the digests of the arguments it was made with, is unreadable (%v): "+
+			"the tool is retry_safe, but its claim is taken over only by a call of the same arguments, which cannot be told, so it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey, e.Unreadable)
 	}
 	if e.Unreadable != nil {
 		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency record is unreadable (%v), so whether an earlier execution (idempotency key %s) ran cannot be told, and the tool is not retry_safe, so it is not run",
