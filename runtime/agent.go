@@ -868,6 +868,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 		delegated := t.pl.delegatedOf(ctx, key, plain)
 		recorded := ok && r.InDoubt || len(delegated) > 0
 		if err := t.pl.callInDoubtAs(ctx, call, recorded, t.plainFirst[key]); err != nil {
+			if d, isDoubt := err.(*InDoubtError); isDoubt {
+				switch {
+				case ok && r.InDoubt:
+					d.Reason = InDoubtRecorded
+				case len(delegated) > 0:
+					d.Reason = InDoubtDelegated
+				}
+			}
 			if intent, ok := t.pl.resumable(ctx, call, recorded, key, plain); ok {
 				// A layer's shared store knows whether it ever started.
 				if t.resumed == nil {
@@ -940,7 +948,11 @@ func (pl *Pipeline) callInDoubtAs(ctx context.Context, call ToolUse, recorded, p
 	if plainFirst {
 		plainDerivedKey(c)
 	}
-	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
+	d := &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
+	if undeclared {
+		d.Reason = InDoubtUndeclared
+	}
+	return d
 }
 
 func (t *agentTurn) appendOut(out []*Message) {

@@ -180,7 +180,7 @@ type InDoubtError struct {
 	// an earlier execution ran, or how it ended, cannot be read.
 	Unreadable error
 	// Reason is why the call is in doubt: InDoubtStopped (the zero value),
-	// InDoubtKeyFormChanged or InDoubtNoteUnreadable.
+	// or another InDoubtReason.
 	Reason InDoubtReason
 	// Call, when set, names the call as its run recorded it
 	// (ToolRecord.Call, CallIntent.Calls): an agent turn's resumed call
@@ -211,6 +211,18 @@ const (
 	// whether the call's arguments are that call's cannot be told, and a
 	// claim is taken over only for the same arguments.
 	InDoubtNoteUnreadable InDoubtReason = "claim_note_unreadable"
+	// InDoubtRecorded: the call's run recorded it in doubt
+	// (ToolRecord.InDoubt: its outcome unknown, or not recorded), whatever
+	// its tool.
+	InDoubtRecorded InDoubtReason = "recorded_in_doubt"
+	// InDoubtDelegated: the call's tool, whatever it is, ran an agent turn
+	// of the run that started calls that would repeat an effect if made
+	// again (CallIntent.Delegated): run again, the tool would run that
+	// turn anew.
+	InDoubtDelegated InDoubtReason = "delegated"
+	// InDoubtUndeclared: the policy does not declare the call's tool (now),
+	// so nothing says it is free of effect.
+	InDoubtUndeclared InDoubtReason = "undeclared"
 )
 
 // Error names the layer, the tool, the key and why the call is in doubt.
@@ -225,6 +237,17 @@ func (e *InDoubtError) Error() string {
 		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the note of its claim, the digests of the arguments it was made with, is unreadable (%v): "+
 			"the tool is retry_safe, but its claim is taken over only by a call of the same arguments, which cannot be told, so it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey, e.Unreadable)
+	}
+	switch e.Reason {
+	case InDoubtRecorded:
+		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (idempotency key %s) had its effect cannot be told, and it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey)
+	case InDoubtDelegated:
+		return fmt.Sprintf("%s: call of %s is in doubt: its tool ran an agent turn of the run that started calls that would repeat an effect if made again, and an earlier execution (idempotency key %s) has no recorded result, so it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey)
+	case InDoubtUndeclared:
+		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) has no recorded result, and the policy does not declare the tool, so nothing says it is free of effect: it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey)
 	}
 	if e.Unreadable != nil {
 		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency record is unreadable (%v), so whether an earlier execution (idempotency key %s) ran cannot be told, and the tool is not retry_safe, so it is not run",
