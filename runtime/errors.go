@@ -227,18 +227,16 @@ const (
 
 // Error names the layer, the tool, the key and why the call is in doubt.
 func (e *InDoubtError) Error() string {
-	if e.Reason == InDoubtKeyFormChanged {
+	switch e.Reason {
+	case InDoubtKeyFormChanged:
 		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency key form changed since the first execution: the run recorded the call as %s under a digest key (settings.digest_key_env) the pipeline no longer has, "+
 			"so the idempotency key that execution got, derived from the keyed digest of its arguments, cannot be derived again, nor its record matched with its arguments; run under another key, the tool would take it for a new call, so it is not run. "+
 			"Resumed with the digest key it was saved with, the run settles the call as it was recorded",
 			e.Layer, e.Tool, e.Call)
-	}
-	if e.Reason == InDoubtNoteUnreadable {
+	case InDoubtNoteUnreadable:
 		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the note of its claim, the digests of the arguments it was made with, is unreadable (%v): "+
 			"the tool is retry_safe, but its claim is taken over only by a call of the same arguments, which cannot be told, so it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey, e.Unreadable)
-	}
-	switch e.Reason {
 	case InDoubtRecorded:
 		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (idempotency key %s) had its effect cannot be told, and it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey)
