@@ -269,12 +269,18 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResu
 	// the messages that follow their results (a resumed transcript the
 	// caller added to) and the input are appended and the model is called
 	// again.
+	// A turn a tool call of an agent turn of the same run runs is part of
+	// that turn (inAgentCall): the run's transcript is the outer turn's.
+	call, plainCall := pl.inAgentCall(ctx)
 	at, pending, ins, err := pendingCalls(msgs)
 	if err != nil {
 		// Calls sharing an id, not all answered: any of them may be the
-		// one without a result, so each that may have run is in doubt.
+		// one without a result, so each that may have run is in doubt,
+		// as the run recorded it.
+		t := agentTurn{pl: pl, call: call, plainCall: plainCall}
+		records := pl.callRecords(ctx)
 		for _, k := range pending {
-			err = errors.Join(err, pl.callInDoubt(ctx, msgs[at].ToolCalls[k], false))
+			err = errors.Join(err, t.unansweredDoubt(ctx, at, msgs[at].ToolCalls[k], records))
 		}
 		return AgentResult{Messages: msgs}, err
 	}
@@ -313,9 +319,6 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResu
 	// checkpoint's save, wherever the layer stands in the chain), so no
 	// version holds the refused text.
 	first, last := -1, -1
-	// A turn a tool call of an agent turn of the same run runs is part of
-	// that turn (inAgentCall): the run's transcript is the outer turn's.
-	call, plainCall := pl.inAgentCall(ctx)
 	if call == "" {
 		release, err := pl.holdAgent(ctx)
 		if err != nil {
@@ -837,14 +840,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			continue
 		}
 		key, plain := t.key(at, call), t.plainKey(at, call)
-		switch t.firstForm(ctx, at, call, key, plain, records) {
+		switch form, name := t.firstForm(ctx, at, call, key, plain, records); form {
 		case formPlain:
 			if t.plainFirst == nil {
 				t.plainFirst = map[string]bool{}
 			}
 			t.plainFirst[key] = true
 		case formKeyed:
-			if err := t.pl.keyedFirst(ctx, call); err != nil {
+			if err := t.pl.keyedFirst(call, name); err != nil {
 				doubt = append(doubt, err)
 				continue
 			}
@@ -865,6 +868,14 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 		delegated := t.pl.delegatedOf(ctx, key, plain)
 		recorded := ok && r.InDoubt || len(delegated) > 0
 		if err := t.pl.callInDoubtAs(ctx, call, recorded, t.plainFirst[key]); err != nil {
+			if d, isDoubt := err.(*InDoubtError); isDoubt {
+				switch {
+				case ok && r.InDoubt:
+					d.Reason = InDoubtRecorded
+				case len(delegated) > 0:
+					d.Reason = InDoubtDelegated
+				}
+			}
 			if intent, ok := t.pl.resumable(ctx, call, recorded, key, plain); ok {
 				// A layer's shared store knows whether it ever started.
 				if t.resumed == nil {
@@ -937,7 +948,11 @@ func (pl *Pipeline) callInDoubtAs(ctx context.Context, call ToolUse, recorded, p
 	if plainFirst {
 		plainDerivedKey(c)
 	}
-	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
+	d := &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, IdempotencyKey: c.IdempotencyKey()}
+	if undeclared {
+		d.Reason = InDoubtUndeclared
+	}
+	return d
 }
 
 func (t *agentTurn) appendOut(out []*Message) {

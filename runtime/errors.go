@@ -162,8 +162,9 @@ func (e *BudgetError) budget() string {
 // InDoubtError reports a side-effecting call whose earlier execution may or
 // may not have happened: the process that held its idempotency lease
 // stopped (crashed, lost its store) after claiming the call and before
-// publishing an outcome. The tool is not retry_safe, so the call is not run
-// again; Classify reports ClassInDoubt, which is final: a person or a
+// publishing an outcome, and the tool is not retry_safe, so the call is not
+// run again; or another reason (Reason) keeps it from running again.
+// Classify reports ClassInDoubt, which is final: a person or a
 // reconciliation job must find out whether the effect happened, using the
 // idempotency key.
 type InDoubtError struct {
@@ -171,16 +172,81 @@ type InDoubtError struct {
 	Layer string
 	// Tool is the tool called.
 	Tool string
-	// IdempotencyKey is the key the earlier execution was given.
+	// IdempotencyKey is the key the earlier execution was given; empty
+	// when it cannot be told (InDoubtKeyFormChanged).
 	IdempotencyKey string
 	// Unreadable, when set, is why the call's idempotency record does not
 	// decode (damaged in the store, or written by another build): whether
 	// an earlier execution ran, or how it ended, cannot be read.
 	Unreadable error
+	// Reason is why the call is in doubt: InDoubtStopped (the zero value),
+	// or another InDoubtReason.
+	Reason InDoubtReason
+	// Call, when set, names the call as its run recorded it
+	// (ToolRecord.Call, CallIntent.Calls): an agent turn's resumed call
+	// whose idempotency key cannot be told (InDoubtKeyFormChanged).
+	Call string
 }
 
-// Error names the layer, the tool and the key.
+// InDoubtReason says why a call is in doubt (InDoubtError.Reason).
+type InDoubtReason string
+
+const (
+	// InDoubtStopped: an earlier execution stopped before its outcome
+	// was recorded, and the tool is not retry_safe.
+	InDoubtStopped InDoubtReason = ""
+	// InDoubtKeyFormChanged: the call's run recorded it under a digest
+	// key (settings.digest_key_env) the pipeline no longer has, removed
+	// or changed since its first execution. The idempotency key that
+	// execution got was derived from the keyed digest of its arguments
+	// and cannot be derived again, nor its record matched with its
+	// arguments: run under another key, its tool would take it for a new
+	// call, retry_safe or not. Resumed with the digest key it was saved
+	// with, the run settles the call as it was recorded.
+	InDoubtKeyFormChanged InDoubtReason = "key_form_changed"
+	// InDoubtNoteUnreadable: an earlier execution stopped before its
+	// outcome was recorded, and the tool is retry_safe, but the claim's
+	// note, the digests of the arguments of the call that made it
+	// (key_args, a supplied key), does not decode (Unreadable says why):
+	// whether the call's arguments are that call's cannot be told, and a
+	// claim is taken over only for the same arguments.
+	InDoubtNoteUnreadable InDoubtReason = "claim_note_unreadable"
+	// InDoubtRecorded: the call's run recorded it in doubt
+	// (ToolRecord.InDoubt: its outcome unknown, or not recorded), whatever
+	// its tool.
+	InDoubtRecorded InDoubtReason = "recorded_in_doubt"
+	// InDoubtDelegated: the call's tool, whatever it is, ran an agent turn
+	// of the run that started calls that would repeat an effect if made
+	// again (CallIntent.Delegated): run again, the tool would run that
+	// turn anew.
+	InDoubtDelegated InDoubtReason = "delegated"
+	// InDoubtUndeclared: the policy does not declare the call's tool (now),
+	// so nothing says it is free of effect.
+	InDoubtUndeclared InDoubtReason = "undeclared"
+)
+
+// Error names the layer, the tool, the key and why the call is in doubt.
 func (e *InDoubtError) Error() string {
+	switch e.Reason {
+	case InDoubtKeyFormChanged:
+		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency key form changed since the first execution: the run recorded the call as %s under a digest key (settings.digest_key_env) the pipeline no longer has, "+
+			"so the idempotency key that execution got, derived from the keyed digest of its arguments, cannot be derived again, nor its record matched with its arguments; run under another key, the tool would take it for a new call, so it is not run. "+
+			"Resumed with the digest key it was saved with, the run settles the call as it was recorded",
+			e.Layer, e.Tool, e.Call)
+	case InDoubtNoteUnreadable:
+		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the note of its claim, the digests of the arguments it was made with, is unreadable (%v): "+
+			"the tool is retry_safe, but its claim is taken over only by a call of the same arguments, which cannot be told, so it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey, e.Unreadable)
+	case InDoubtRecorded:
+		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (idempotency key %s) had its effect cannot be told, and it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey)
+	case InDoubtDelegated:
+		return fmt.Sprintf("%s: call of %s is in doubt: its tool ran an agent turn of the run that started calls that would repeat an effect if made again, and an earlier execution (idempotency key %s) has no recorded result, so it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey)
+	case InDoubtUndeclared:
+		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) has no recorded result, and the policy does not declare the tool, so nothing says it is free of effect: it is not run again",
+			e.Layer, e.Tool, e.IdempotencyKey)
+	}
 	if e.Unreadable != nil {
 		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency record is unreadable (%v), so whether an earlier execution (idempotency key %s) ran cannot be told, and the tool is not retry_safe, so it is not run",
 			e.Layer, e.Tool, e.Unreadable, e.IdempotencyKey)

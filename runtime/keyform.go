@@ -21,9 +21,10 @@ const (
 	// a digest key (the run was saved before the key was set): its first
 	// execution got the idempotency key derived from its plain digest.
 	formPlain
-	// formKeyed: under a name with keyed digests while the pipeline has
-	// none (the run was saved with a digest key, removed or changed
-	// since): the key its first execution got cannot be derived again.
+	// formKeyed: under a name with keyed digests that the pipeline does
+	// not derive now: with none (the run was saved with a digest key,
+	// removed since), or with another key (changed since): the key its
+	// first execution got cannot be derived again.
 	formKeyed
 )
 
@@ -31,58 +32,84 @@ const (
 // message at, whose record key is key (plain with plain digests, "" without
 // a digest key), when its turn made it: by the name its turn recorded it
 // under (CallIntent.Calls), else by the name of its record (records), the
-// names holding KeyedDigestPrefix with a digest key and not without. A call
-// of a turn a tool runs (t.call) is never recorded so, and is formSame.
-func (t *agentTurn) firstForm(ctx context.Context, at int, call ToolUse, key, plain string, records []ToolRecord) keyForm {
+// names holding KeyedDigestPrefix with a digest key and not without. With
+// formKeyed it returns that name too. A call of a turn a tool runs
+// (t.call) is never recorded so, and is formSame.
+func (t *agentTurn) firstForm(ctx context.Context, at int, call ToolUse, key, plain string, records []ToolRecord) (keyForm, string) {
 	if t.call != "" {
-		return formSame
+		return formSame, ""
 	}
+	// keyed starts a name at the call's place, of its id, whose digest is
+	// keyed: with a digest key, one that is not key was made under
+	// another.
+	keyed := strconv.Itoa(at) + ":" + call.ID + ":" + KeyedDigestPrefix
+	other := func(name string) bool { return name != key && strings.HasPrefix(name, keyed) }
 	if plain != "" {
 		if r, ok := lastRecord(records, call.Name, key, plain); ok {
 			if r.Call == plain {
-				return formPlain
+				return formPlain, ""
 			}
-			return formSame
-		}
-		named, _ := readRunState(t.pl, RunOf(ctx).ID, func(s *RunState) bool {
-			return s.intent != nil && !slices.Contains(s.intent.Calls, key) && slices.Contains(s.intent.Calls, plain)
-		})
-		if named {
-			return formPlain
-		}
-		return formSame
-	}
-	// Without a digest key: a name at the call's place, of its id, whose
-	// digest is keyed.
-	keyed := strconv.Itoa(at) + ":" + call.ID + ":" + KeyedDigestPrefix
-	for _, r := range records {
-		if r.Tool == call.Name && strings.HasPrefix(r.Call, keyed) {
-			return formKeyed
+			return formSame, ""
 		}
 	}
-	named, _ := readRunState(t.pl, RunOf(ctx).ID, func(s *RunState) bool {
-		return s.intent != nil && slices.ContainsFunc(s.intent.Calls, func(c string) bool { return strings.HasPrefix(c, keyed) })
+	type first struct {
+		form keyForm
+		name string
+		ok   bool
+	}
+	f, _ := readRunState(t.pl, RunOf(ctx).ID, func(s *RunState) first {
+		switch {
+		case s.intent == nil:
+			return first{}
+		case slices.Contains(s.intent.Calls, key):
+			return first{form: formSame, ok: true}
+		case plain != "" && slices.Contains(s.intent.Calls, plain):
+			return first{form: formPlain, ok: true}
+		}
+		if i := slices.IndexFunc(s.intent.Calls, other); i >= 0 {
+			return first{form: formKeyed, name: s.intent.Calls[i], ok: true}
+		}
+		return first{}
 	})
-	if named {
-		return formKeyed
+	if f.ok {
+		return f.form, f.name
 	}
-	return formSame
+	for _, r := range records {
+		if r.Tool == call.Name && other(r.Call) {
+			return formKeyed, r.Call
+		}
+	}
+	return formSame, ""
 }
 
-// keyedFirst returns the error of a resumed call that its run recorded with
-// a digest key the pipeline no longer has (formKeyed), when it would run
-// again: a side-effecting call's tool (retry_safe: callInDoubt lets the
-// others of them end in doubt already) tells a retry apart by the
-// idempotency key its first execution got, which was derived from the
-// keyed digest of its arguments and cannot be derived again; run under
-// another key, the tool would take it for another call. It is in doubt
-// (layer checkpoint) and does not run. A read-only call runs again (nil).
-func (pl *Pipeline) keyedFirst(ctx context.Context, call ToolUse) error {
+// keyedFirst returns the error of a resumed call that its run recorded as
+// name with a digest key the pipeline no longer has (formKeyed), when it
+// would run again: a side-effecting call's tool, retry_safe or not, tells
+// a retry apart by the idempotency key its first execution got, which was
+// derived from the keyed digest of its arguments and cannot be derived
+// again (nor its record, if any, be matched with its arguments); run
+// under another key, the tool would take it for another call. It is in
+// doubt (layer checkpoint, InDoubtKeyFormChanged) and does not run. A
+// read-only call runs again (nil).
+func (pl *Pipeline) keyedFirst(call ToolUse, name string) error {
 	e := pl.toolEntry(call.Name)
 	if e != nil && e.known && !e.info.SideEffecting {
 		return nil
 	}
-	return pl.callInDoubtAs(ctx, call, true, false)
+	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name}
+}
+
+// unansweredDoubt returns the error of a resumed call of the assistant
+// message at that may have run and is not settled (its id shared by calls
+// answered in part), as the run recorded it (firstForm): in doubt under
+// the idempotency key its tool got first, or for a key form changed
+// since (keyedFirst); nil for a call that may run again.
+func (t *agentTurn) unansweredDoubt(ctx context.Context, at int, call ToolUse, records []ToolRecord) error {
+	form, name := t.firstForm(ctx, at, call, t.key(at, call), t.plainKey(at, call), records)
+	if form == formKeyed {
+		return t.pl.keyedFirst(call, name)
+	}
+	return t.pl.callInDoubtAs(ctx, call, false, form == formPlain)
 }
 
 // plainFirstInFlight counts the resumed calls running whose first

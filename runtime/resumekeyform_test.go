@@ -154,3 +154,132 @@ func TestAResumedCallInDoubtNamesThePlainKeyItsToolGot(t *testing.T) {
 	assert.Equal(t, first, doubt.IdempotencyKey, "the key its first execution got")
 	assert.Empty(t, keys, "the call does not run")
 }
+
+// A run saved with one digest key and resumed with another: the call's
+// name in the checkpoint holds a digest under the key of before, which
+// the resumed turn took for no name of the call at all, so a retry_safe
+// call ran again under the idempotency key derived from the new key's
+// digest, new to its tool: the charge was made twice. It is in doubt, as
+// once the key is removed.
+func TestAResumedRetrySafeCallIsInDoubtOnceTheDigestKeyIsChanged(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	cp, _ := keyForm(t, true)
+	t.Setenv(callKeyEnv, "another-digest-key-for-the-resumed-run-0123456789")
+	err, keys := resumeKeyForm(t, cp, true)
+	var doubt *runtime.InDoubtError
+	require.ErrorAs(t, err, &doubt)
+	assert.Equal(t, runtime.InDoubtKeyFormChanged, doubt.Reason)
+	assert.Empty(t, keys, "the call does not run")
+}
+
+// A call in doubt because the run recorded it under a digest key the
+// pipeline no longer has named the key derived from the plain digest of
+// its arguments, which its first execution never got, and said its tool
+// was not retry_safe, also of a tool that is: a person reconciling by it
+// found nothing and looked for the wrong cause. The error says the key
+// form changed, names the call as the run recorded it and no idempotency
+// key, which cannot be derived again, whether the call has a record or
+// not and whatever its tool.
+func TestAResumedCallInDoubtAfterTheDigestKeyWasRemovedSaysWhy(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	charge := use("c1", "charge", `{"order":7,"amount":12}`)
+	for _, tc := range []struct {
+		name   string
+		tool   plan.Tool
+		record bool
+	}{
+		{"retry_safe", plan.Tool{SideEffecting: true, RetrySafe: true}, false},
+		{"not retry_safe", plan.Tool{SideEffecting: true}, false},
+		{"retry_safe with a record", plan.Tool{SideEffecting: true, RetrySafe: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp, _ := keyFormOf(t, true, tc.tool)
+			if tc.record {
+				cp.Tools = []runtime.ToolRecord{{Tool: "charge", Call: keyedCallKey(t, 1, charge), Result: "charged"}}
+			}
+			err, keys := resumeKeyFormOf(t, cp, false, tc.tool)
+			var doubt *runtime.InDoubtError
+			require.ErrorAs(t, err, &doubt)
+			assert.Empty(t, keys, "the call does not run")
+			assert.Equal(t, runtime.InDoubtKeyFormChanged, doubt.Reason)
+			assert.Equal(t, keyedCallKey(t, 1, charge), doubt.Call, "the call as the run recorded it")
+			assert.Empty(t, doubt.IdempotencyKey, "the key of the first execution cannot be derived again")
+			msg := err.Error()
+			assert.Contains(t, msg, keyedCallKey(t, 1, charge))
+			assert.Contains(t, msg, "settings.digest_key_env")
+			assert.NotContains(t, msg, "not retry_safe")
+			assert.NotContains(t, msg, "stopped before recording its outcome")
+		})
+	}
+}
+
+// sharedID returns cp with a second call of charge under the id of its
+// call, c1, of other arguments, and a result answering c1: which of the
+// two it answers is not known, so the turn ends before anything runs,
+// each call that may have run in doubt.
+func sharedID(cp runtime.Checkpoint) runtime.Checkpoint {
+	last := &cp.Transcript[len(cp.Transcript)-1]
+	last.ToolCalls = append(last.ToolCalls, use("c1", "charge", `{"order":8,"amount":3}`))
+	cp.Transcript = append(cp.Transcript, runtime.Message{Role: "tool", ToolCallID: "c1", Content: "charged"})
+	return cp
+}
+
+// inDoubtErrors returns every *InDoubtError of err's tree.
+func inDoubtErrors(err error) []*runtime.InDoubtError {
+	var out []*runtime.InDoubtError
+	var walk func(error)
+	walk = func(err error) {
+		if d, ok := err.(*runtime.InDoubtError); ok {
+			out = append(out, d)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// A resumed turn whose calls share an id and are answered in part ends
+// before anything runs, each call that may have run in doubt. Those
+// errors were made without reading how the run recorded the calls: across
+// a switch to a digest key, the call in doubt named the key derived from
+// its keyed digest, not the one its tool got; across the key's removal, a
+// retry_safe call the run recorded with it, whose key cannot be derived
+// again, was not in doubt at all. They are as the settled calls' are.
+func TestCallsSharingAnIdAreInDoubtAsRecordedAcrossTheSwitch(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	charge := use("c1", "charge", `{"order":7,"amount":12}`)
+	t.Run("digest key set", func(t *testing.T) {
+		refund := plan.Tool{SideEffecting: true}
+		cp, first := keyFormOf(t, false, refund)
+		err, keys := resumeKeyFormOf(t, sharedID(cp), true, refund)
+		require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+		assert.Empty(t, keys, "no call runs")
+		var named []string
+		for _, d := range inDoubtErrors(err) {
+			named = append(named, d.IdempotencyKey)
+		}
+		assert.Len(t, named, 2, "both calls are in doubt")
+		assert.Contains(t, named, first, "the recorded call names the key its first execution got")
+	})
+	t.Run("digest key removed", func(t *testing.T) {
+		cp, _ := keyForm(t, true)
+		err, keys := resumeKeyForm(t, sharedID(cp), false)
+		require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+		assert.Empty(t, keys, "no call runs")
+		// The other call, of the same place and id, may be the one the
+		// run recorded so: it is in doubt for the same reason.
+		doubts := inDoubtErrors(err)
+		require.NotEmpty(t, doubts, "the recorded retry_safe call is in doubt")
+		for _, d := range doubts {
+			assert.Equal(t, runtime.InDoubtKeyFormChanged, d.Reason)
+			assert.Equal(t, keyedCallKey(t, 1, charge), d.Call)
+		}
+	})
+}

@@ -279,14 +279,19 @@ func (m *Idempotent) claimNote(c *runtime.ToolCall) []byte {
 // retakes checks that c may take over a claim in doubt whose note is
 // note: one made by a call with c's arguments (compare), or without a
 // note (by a build before notes, or without key_args), which is taken over
-// as before. A note that does not decode leaves the call in doubt.
+// as before. A note that does not decode leaves the call in doubt, saying
+// so (runtime.InDoubtNoteUnreadable).
 func (m *Idempotent) retakes(c *runtime.ToolCall, note []byte) error {
 	if len(note) == 0 {
 		return nil
 	}
 	var d argDigests
-	if err := json.Unmarshal(note, &d); err != nil || d.Args == "" && d.By == nil {
-		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey()}
+	err := json.Unmarshal(note, &d)
+	if err == nil && d.Args == "" && d.By == nil {
+		err = errors.New("it holds no digest")
+	}
+	if err != nil {
+		return &runtime.InDoubtError{Layer: m.name, Tool: c.Name, IdempotencyKey: c.IdempotencyKey(), Reason: runtime.InDoubtNoteUnreadable, Unreadable: err}
 	}
 	if v, diff := m.compare(c, d); v != same {
 		return m.refusal(v, diff, true)

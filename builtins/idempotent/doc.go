@@ -237,7 +237,9 @@
 //     outcome (in doubt), with different arguments (amount)"), the claim
 //     left in doubt. A claim without a note (made by a build before them)
 //     is taken over as before, and keeps the digests of the call that
-//     took it from then on. Any other
+//     took it from then on; one whose note does not decode is not: the
+//     call fails in doubt (*runtime.InDoubtError, Reason
+//     runtime.InDoubtNoteUnreadable, saying the note is unreadable). Any other
 //     tool fails with a *runtime.InDoubtError, which runtime.Classify
 //     reports as final (ClassInDoubt), and stays in doubt for `ttl`.
 //
