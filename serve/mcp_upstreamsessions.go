@@ -315,7 +315,10 @@ func sessionGone(err error) bool {
 // session that found its tools differ from those served or was told of a
 // change (via), else (or when that session has closed meanwhile) on the
 // listing session. The listing is the one the served tools are then built
-// from (listing).
+// from (listing), only while the session it was taken on is still its
+// conn's and in use: a listing answered by a session that ended, was
+// opened again or let go meanwhile describes a session no call is sent
+// on, and the tools are listed on the listing session instead.
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	u.mu.Lock()
 	c := u.via
@@ -324,25 +327,38 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		c = u.main
 	}
 	u.mu.Unlock()
-	tools, err := c.list(ctx)
-	if err != nil && c != u.main && ctx.Err() == nil {
-		c = u.main
-		tools, err = c.list(ctx)
-	}
-	if err == nil {
+	for tries := 0; ; tries++ {
+		tools, cs, err := c.list(ctx)
+		if err != nil && c != u.main && ctx.Err() == nil {
+			c = u.main
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
 		u.mu.Lock()
-		u.listing, u.listedAs = c.tools, c.listing
+		current := c.cs == cs && !c.dropped
+		if current {
+			u.listing, u.listedAs = c.tools, c.listing
+		}
 		u.mu.Unlock()
+		if current {
+			return tools, nil
+		}
+		if tries == 2 {
+			return nil, fmt.Errorf("mcp server %q: listing the tools: the session listed was replaced each time before its listing was answered", u.name)
+		}
+		c = u.main
 	}
-	return tools, err
 }
 
 // list lists the tools on c's session and notes them; a session found gone
-// (the server restarted) is opened again and listed once more.
-func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, error) {
+// (the server restarted) is opened again and listed once more. It returns
+// the session listed.
+func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, *mcp.ClientSession, error) {
 	cs, err := c.session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tools, err := c.listOn(ctx, cs)
 	if err != nil && ctx.Err() == nil && sessionGone(err) {
@@ -351,7 +367,7 @@ func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, error) {
 			tools, err = c.listOn(ctx, cs)
 		}
 	}
-	return tools, err
+	return tools, cs, err
 }
 
 // listOn lists the tools on cs, c's session, and notes them.

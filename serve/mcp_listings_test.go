@@ -1,0 +1,113 @@
+package serve
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime/plan"
+)
+
+// oneListHeld holds the next tools/list srv answers once armed, until
+// released, and answers it with the tools named stale instead of srv's.
+type oneListHeld struct {
+	armed   atomic.Bool
+	held    chan struct{}
+	release chan struct{}
+}
+
+func holdOneList(srv *mcp.Server, stale string) *oneListHeld {
+	h := &oneListHeld{held: make(chan struct{}), release: make(chan struct{})}
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && h.armed.CompareAndSwap(true, false) {
+				close(h.held)
+				select {
+				case <-h.release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcp.ListToolsResult{Tools: []*mcp.Tool{{Name: stale, InputSchema: map[string]any{"type": "object"}}}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return h
+}
+
+func toolNames[T any](tools map[string]T) []string {
+	var names []string
+	for name := range tools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestMCPListingOfAReplacedSessionIsNotRecorded: the tools are listed for
+// a change on a caller's session, and that session ends and is opened
+// again while the listing is under way. The listing it answers describes
+// a session no longer in use: it is not the one recorded, nor the one the
+// served tools are built from; the tools are listed on a session in use.
+func TestMCPListingOfAReplacedSessionIsNotRecorded(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "current", InputSchema: map[string]any{"type": "object"}}, h)
+	hold := holdOneList(srv, "stale")
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: ts.URL}}, t.TempDir(), nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, 0, nil)
+	require.NoError(t, err)
+	t.Cleanup(ups.close)
+	web := ups.servers["web"]
+
+	ctx := withUpstreamCaller(context.Background(), upstreamCaller{session: "s1", tenant: "alpha"})
+	conn, release, err := web.take(ctx)
+	require.NoError(t, err)
+	defer release()
+	first, err := conn.session(ctx)
+	require.NoError(t, err)
+
+	hold.armed.Store(true)
+	web.mu.Lock()
+	web.via = conn
+	web.mu.Unlock()
+	type listed struct {
+		tools []*mcp.Tool
+		err   error
+	}
+	done := make(chan listed, 1)
+	go func() {
+		tools, err := web.listTools(ctx)
+		done <- listed{tools, err}
+	}()
+	<-hold.held
+	conn.lost(first) // the session ended under the listing
+	second, err := conn.session(ctx)
+	require.NoError(t, err)
+	require.NotSame(t, first, second, "the session was opened again")
+	close(hold.release)
+	got := <-done
+	require.NoError(t, got.err)
+
+	var names []string
+	for _, tool := range got.tools {
+		names = append(names, tool.Name)
+	}
+	assert.Equal(t, []string{"current"}, names, "the tools served are listed on a session in use")
+	web.mu.Lock()
+	defer web.mu.Unlock()
+	assert.Equal(t, []string{"current"}, toolNames(web.listing), "the listing recorded is of a session in use")
+}
