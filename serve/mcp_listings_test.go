@@ -2,13 +2,16 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -110,4 +113,58 @@ func TestMCPListingOfAReplacedSessionIsNotRecorded(t *testing.T) {
 	web.mu.Lock()
 	defer web.mu.Unlock()
 	assert.Equal(t, []string{"current"}, toolNames(web.listing), "the listing recorded is of a session in use")
+}
+
+// TestMCPToolBackAfterAFailedRebuild: an upstream changes a tool and
+// adds one whose name another server serves, so the new list cannot be
+// served: the changed tool is refused and no longer listed. Once the
+// upstream is fixed (the clash removed; the tool as changed, or as it was
+// before) and says so, the tool is listed, scanned and called again,
+// without a restart.
+func TestMCPToolBackAfterAFailedRebuild(t *testing.T) {
+	for _, fix := range []string{"kept", "reverted"} {
+		t.Run(fix, func(t *testing.T) {
+			h := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
+			}
+			serve := func(srv *mcp.Server) string {
+				ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+				t.Cleanup(ts.Close)
+				return ts.URL
+			}
+			tool := func(name, desc string) *mcp.Tool {
+				return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
+			}
+			a := mcp.NewServer(&mcp.Implementation{Name: "a", Version: "1"}, nil)
+			a.AddTool(tool("x", "Version one."), h)
+			b := mcp.NewServer(&mcp.Implementation{Name: "b", Version: "1"}, nil)
+			b.AddTool(tool("y", "Why."), h)
+			s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: {a: url: %q, b: url: %q}
+`, sha("agent-key"), serve(a), serve(b)))), WatchInterval: -1})
+			cs := connectProxy(t, s.url, "agent-key", nil)
+			require.Equal(t, "ran x", callText(t, cs, "x", nil))
+
+			a.AddTool(tool("x", "Version two."), h)
+			a.AddTool(tool("y", "A clash."), h)
+			require.Eventually(t, func() bool {
+				return strings.Contains(s.logs.String(), "mcp upstream tools changed but could not be served")
+			}, 10*time.Second, 10*time.Millisecond)
+			assert.Equal(t, []string{"y"}, listedTools(t, cs), "the changed tool is no longer listed")
+
+			if fix == "reverted" {
+				a.AddTool(tool("x", "Version one."), h)
+			}
+			a.RemoveTools("y")
+			require.Eventually(t, func() bool {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
+				return err == nil && !res.IsError && text(t, res) == "ran x"
+			}, 10*time.Second, 20*time.Millisecond, "x is served again once the upstream is fixed")
+			assert.Equal(t, []string{"x", "y"}, listedTools(t, cs))
+			want := map[string]string{"kept": "Version two.", "reverted": "Version one."}[fix]
+			assert.Equal(t, want, listedDescriptions(t, cs)["x"])
+		})
+	}
 }

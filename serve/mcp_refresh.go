@@ -148,11 +148,14 @@ func (u *upstreamServer) serves(t *upstreamTool) bool {
 	return ok && sameTool(cur, t.tool)
 }
 
-// setServed makes tools, by the upstream's name, the definitions served.
-func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) {
+// setServed makes tools, by the upstream's name, the definitions served,
+// and reports whether they differ from those served before.
+func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	changed := !sameTools(u.served, tools)
 	u.served, u.stale = tools, false
+	return changed
 }
 
 // served returns the definitions of up's tools that u serves (not
@@ -266,7 +269,12 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	}
 	added, removed, changed := g.mcp.toolChanges(up, tools)
 	if len(added)+len(removed)+len(changed) == 0 {
-		up.setServed(g.mcp.served(up))
+		// The list is the one the generation serves: tools a failed
+		// listing or a change that could not be served took from the
+		// clients are theirs again.
+		if up.setServed(g.mcp.served(up)) {
+			s.mcp.sync(g)
+		}
 		return
 	}
 	next, err := g.mcp.successor(up, tools)
