@@ -130,6 +130,8 @@ type upstreamServer struct {
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time
+	// waiting counts the calls waiting for the tools to be listed again.
+	waiting atomic.Int32
 	// progress holds, by the token the proxy gave an upstream call, the
 	// relay of the call's progress to its client (mcp_progress.go).
 	progress     sync.Map
@@ -1470,6 +1472,9 @@ func objectSchema(s any) bool {
 // recorded) is an error result that says so ("in_doubt by LAYER: ...").
 func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := p.s
+	// A call of a tool whose upstream's tools are being listed again
+	// takes the generation serving the new list.
+	s.awaitList(ctx, req.Params.Name)
 	g := s.acquire()
 	defer g.release()
 	if s.closed.Load() {

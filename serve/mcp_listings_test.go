@@ -168,3 +168,48 @@ mcp: servers: {a: url: %q, b: url: %q}
 		})
 	}
 }
+
+// TestMCPCallDuringAnAnnouncedChangeWaitsForIt: an upstream says its
+// tools changed (a tool's description) and a call of the changed tool
+// comes while the new list is being listed and scanned: the call waits
+// for the new list and runs on it, where it was refused for holding the
+// list replaced (the client's retry ran).
+func TestMCPCallDuringAnAnnouncedChangeWaitsForIt(t *testing.T) {
+	h := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "x", Description: "Version one.", InputSchema: map[string]any{"type": "object"}}, h)
+	lists := holdLists(srv)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: up: url: %q
+`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	t.Cleanup(lists.free)
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	require.Equal(t, "ran x", callText(t, cs, "x", nil))
+	up := s.srv.cur.Load().mcp.servers["up"]
+
+	lists.hold()
+	srv.AddTool(&mcp.Tool{Name: "x", Description: "Version two.", InputSchema: map[string]any{"type": "object"}}, h)
+	lists.waitHeld(t)
+	type called struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan called, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
+		done <- called{res, err}
+	}()
+	require.Eventually(t, func() bool { return up.waiting.Load() > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+	lists.free()
+	got := <-done
+	require.NoError(t, got.err)
+	assert.False(t, got.res.IsError, "the call was refused: %s", text(t, got.res))
+	assert.Equal(t, "ran x", text(t, got.res))
+	assert.Equal(t, "Version two.", listedDescriptions(t, cs)["x"])
+}

@@ -96,9 +96,13 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstream
 	pending := u.pending
 	u.mu.Unlock()
 	if pending != nil {
+		u.waiting.Add(1)
 		select {
 		case <-pending:
 		case <-ctx.Done():
+		}
+		u.waiting.Add(-1)
+		if ctx.Err() != nil {
 			return runtime.NotRun(ctx.Err())
 		}
 	}
@@ -336,4 +340,39 @@ func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []
 		}
 	}
 	return names
+}
+
+// awaitList waits, before a call of the tool name takes a generation,
+// until the tools of the upstream serving it are no longer being listed
+// again (at most connectTimeout, or until ctx ends): the call then runs
+// on the new list, or is refused by it, where taking the generation that
+// list replaces would have it refused for holding a list no longer
+// served (admit).
+func (s *Server) awaitList(ctx context.Context, name string) {
+	g := s.acquire()
+	var up *upstreamServer
+	if g.mcp != nil {
+		if t := g.mcp.tools[name]; t != nil {
+			up = t.up
+		}
+	}
+	g.release()
+	if up == nil {
+		return
+	}
+	up.mu.Lock()
+	pending := up.pending
+	up.mu.Unlock()
+	if pending == nil {
+		return
+	}
+	up.waiting.Add(1)
+	defer up.waiting.Add(-1)
+	timer := time.NewTimer(connectTimeout)
+	defer timer.Stop()
+	select {
+	case <-pending:
+	case <-ctx.Done():
+	case <-timer.C:
+	}
 }
