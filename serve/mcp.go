@@ -124,6 +124,13 @@ type upstreamServer struct {
 	listings uint64
 	listing  map[string]*mcp.Tool
 	listedAs uint64
+	// replaced holds the fingerprints (listingPrint) of the lists served
+	// and replaced since, oldest first: a listing has one served again
+	// only when announced (wasReplaced). announced is set when the server
+	// said its tools changed, or its listing session was opened again
+	// after it ended, since the last listing for a change.
+	replaced  []string
+	announced bool
 	// refreshed is when the last listing for a change started
 	// (refreshLoop).
 	refreshed time.Time
@@ -160,6 +167,7 @@ func (u *upstreamServer) connect(ctx context.Context, c *upstreamConn) (*mcp.Cli
 				if !c.dropped {
 					u.via = c
 				}
+				u.announced = true
 				u.markChanged()
 			}()
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -212,4 +213,111 @@ mcp: servers: up: url: %q
 	assert.False(t, got.res.IsError, "the call was refused: %s", text(t, got.res))
 	assert.Equal(t, "ran x", text(t, got.res))
 	assert.Equal(t, "Version two.", listedDescriptions(t, cs)["x"])
+}
+
+// rollout serves two versions of an upstream at one URL, as a load
+// balancer does during a rollout: a new session goes to the version next
+// names, and stays on it.
+type rollout struct {
+	next     atomic.Value // "old" or "new"
+	handlers map[string]http.Handler
+	mu       sync.Mutex
+	sessions map[string]string // session id: version
+}
+
+func newRollout(t *testing.T, old, new *mcp.Server) (*rollout, string) {
+	t.Helper()
+	r := &rollout{sessions: map[string]string{}, handlers: map[string]http.Handler{
+		"old": mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return old }, nil),
+		"new": mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return new }, nil),
+	}}
+	r.next.Store("old")
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		id := req.Header.Get("Mcp-Session-Id")
+		r.mu.Lock()
+		version, ok := r.sessions[id]
+		r.mu.Unlock()
+		if !ok {
+			version = r.next.Load().(string)
+		}
+		r.handlers[version].ServeHTTP(&sessionNoted{ResponseWriter: w, r: r, version: version}, req)
+	}))
+	t.Cleanup(ts.Close)
+	return r, ts.URL
+}
+
+// sessionNoted notes which version opened the session its response names.
+type sessionNoted struct {
+	http.ResponseWriter
+	r       *rollout
+	version string
+}
+
+func (w *sessionNoted) WriteHeader(code int) {
+	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+		w.r.mu.Lock()
+		w.r.sessions[id] = w.version
+		w.r.mu.Unlock()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionNoted) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestMCPRolloutDoesNotFlipTheList: an upstream is rolled out behind one
+// URL, its old and new versions describing a tool differently, and the
+// client sessions' upstream sessions land on either. The list served
+// followed whichever session was opened last, flipping between the two
+// versions (a generation and a list_changed to every client each time).
+// It follows the new version once, and does not go back to a list it
+// replaced: a session of the old version is refused the changed tool
+// (never calling a definition not scanned), the unchanged tool runs on it.
+func TestMCPRolloutDoesNotFlipTheList(t *testing.T) {
+	h := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
+	}
+	version := func(desc string) *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+		srv.AddTool(&mcp.Tool{Name: "x", Description: desc, InputSchema: map[string]any{"type": "object"}}, h)
+		srv.AddTool(&mcp.Tool{Name: "same", Description: "Unchanged.", InputSchema: map[string]any{"type": "object"}}, h)
+		return srv
+	}
+	lb, url := newRollout(t, version("Version one."), version("Version two."))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: up: url: %q
+`, sha("agent-key"), url))), WatchInterval: -1})
+	call := func(name string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := connectProxy(t, s.url, "agent-key", nil).CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		require.NoError(t, err)
+		return res
+	}
+	watcher := connectProxy(t, s.url, "agent-key", nil)
+	require.Equal(t, "ran x", text(t, call("x")))
+
+	lb.next.Store("new")
+	call("x") // the new version's session has the new list listed, scanned and served
+	require.Eventually(t, func() bool { return listedDescriptions(t, watcher)["x"] == "Version two." }, 10*time.Second, 10*time.Millisecond)
+	served := s.srv.cur.Load().n
+	require.Equal(t, "ran x", text(t, call("x")))
+
+	lb.next.Store("old")
+	for range 3 {
+		res := call("x")
+		require.True(t, res.IsError, "the old version's x ran: %s", text(t, res))
+		assert.Contains(t, text(t, res), `blocked by mcp: tool "x" of mcp server "up" is not served on this upstream session`)
+		assert.Equal(t, "ran same", text(t, call("same")), "the tool both versions describe alike runs")
+	}
+	assert.Equal(t, "Version two.", listedDescriptions(t, watcher)["x"], "the list served stays the new version's")
+	assert.Equal(t, served, s.srv.cur.Load().n, "no generation went back to the old list")
+	assert.Contains(t, s.logs.String(), "mcp upstream session lists the tools as a list served before and replaced")
+
+	lb.next.Store("new")
+	assert.Equal(t, "ran x", text(t, call("x")))
 }

@@ -184,15 +184,22 @@ func sameTool(a, b *mcp.Tool) bool {
 	return erra == nil && errb == nil && bytes.Equal(ja, jb)
 }
 
+// listed returns the definitions of up's tools u was built from, withheld
+// or not, by the upstream's name.
+func (u *upstreams) listed(up *upstreamServer) map[string]*mcp.Tool {
+	out := map[string]*mcp.Tool{}
+	for _, t := range u.tools {
+		if t.up == up {
+			out[t.name] = t.tool
+		}
+	}
+	return out
+}
+
 // toolChanges compares tools, up's new list, with those u lists for it:
 // the upstream names added, removed and changed.
 func (u *upstreams) toolChanges(up *upstreamServer, tools []*mcp.Tool) (added, removed, changed []string) {
-	old := map[string]*mcp.Tool{}
-	for _, t := range u.tools {
-		if t.up == up {
-			old[t.name] = t.tool
-		}
-	}
+	old := u.listed(up)
 	for _, t := range tools {
 		prev, ok := old[t.Name]
 		switch {
@@ -263,6 +270,13 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	if s.closed.Load() || g == nil || g.mcp.servers[up.name] != up {
 		return // closed, or a reload connected again
 	}
+	if errors.Is(err, errListReplaced) {
+		if up.setServed(g.mcp.served(up)) {
+			s.mcp.sync(g)
+		}
+		s.log.Warn(replacedListMsg, "server", up.name, "session", "listing")
+		return
+	}
 	if err != nil {
 		up.setServed(nil)
 		up.mu.Lock()
@@ -313,6 +327,9 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 			withheld++
 		}
 	}
+	up.mu.Lock()
+	up.replace(g.mcp.listed(up))
+	up.mu.Unlock()
 	s.install(ng)
 	s.log.Info("mcp upstream tools changed; listed and scanned again", "server", up.name, "generation", ng.n,
 		"added", added, "removed", removed, "changed", changed, "tools", len(tools), "withheld", withheld)

@@ -2,9 +2,12 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,13 +227,18 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			// listed on it again, scanned and served (or withheld) before
 			// its call reaches one (admit).
 			c.note(cs, tools)
-			if !sameTools(c.tools, u.listing) {
+			switch {
+			case sameTools(c.tools, u.listing):
+			case u.wasReplaced(c.tools):
+				u.log.Warn(replacedListMsg, "server", u.name, "session", c.label)
+			default:
 				u.via = c
 				u.markChanged()
 			}
 		case again:
 			// A server that restarted may serve other tools: they are
 			// listed and scanned again before a call reaches one.
+			u.announced = true
 			u.markChanged()
 		}
 	}
@@ -318,11 +326,17 @@ func sessionGone(err error) bool {
 // from (listing), only while the session it was taken on is still its
 // conn's and in use: a listing answered by a session that ended, was
 // opened again or let go meanwhile describes a session no call is sent
-// on, and the tools are listed on the listing session instead.
+// on, and the tools are listed on the listing session instead. Unless the
+// server announced the change (announced), a caller's session that lists
+// a list served and replaced since is of a version the server moved on
+// from: the listing session is listed instead, and when it lists such a
+// list too, the error is errListReplaced.
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	u.mu.Lock()
 	c := u.via
 	u.via = nil
+	announced := u.announced
+	u.announced = false
 	if c == nil || c.dropped {
 		c = u.main
 	}
@@ -338,17 +352,64 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		}
 		u.mu.Lock()
 		current := c.cs == cs && !c.dropped
-		if current {
+		replaced := current && !announced && u.wasReplaced(c.tools)
+		if current && !replaced {
 			u.listing, u.listedAs = c.tools, c.listing
 		}
 		u.mu.Unlock()
-		if current {
+		switch {
+		case current && !replaced:
 			return tools, nil
-		}
-		if tries == 2 {
+		case replaced && c == u.main:
+			return nil, fmt.Errorf("mcp server %q: %w", u.name, errListReplaced)
+		case tries == 2:
 			return nil, fmt.Errorf("mcp server %q: listing the tools: the session listed was replaced each time before its listing was answered", u.name)
 		}
 		c = u.main
+	}
+}
+
+// errListReplaced is a listing of a list served and replaced since.
+var errListReplaced = errors.New("the tools are listed as a list served before and replaced")
+
+// replacedListMsg logs a session that lists a list served and replaced
+// since.
+const replacedListMsg = "mcp upstream session lists the tools as a list served before and replaced; the list served stays, and the tools the session describes otherwise are refused on it"
+
+// maxReplaced bounds the lists a server remembers as replaced.
+const maxReplaced = 64
+
+// listingPrint returns the fingerprint of a listing, by name.
+func listingPrint(tools map[string]*mcp.Tool) string {
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+// wasReplaced reports whether tools, a listing by name, are a list the
+// server served and replaced since: unless the server announced it, the
+// session listing it is of a version the server moved on from (one still
+// running in a rollout, another version of a command), and serving its
+// list again would flip the list served with each session opened on
+// either version. Called with mu held.
+func (u *upstreamServer) wasReplaced(tools map[string]*mcp.Tool) bool {
+	p := listingPrint(tools)
+	return p != "" && slices.Contains(u.replaced, p)
+}
+
+// replace notes that old, the list served, is replaced. Called with mu
+// held.
+func (u *upstreamServer) replace(old map[string]*mcp.Tool) {
+	p := listingPrint(old)
+	if p == "" || slices.Contains(u.replaced, p) {
+		return
+	}
+	u.replaced = append(u.replaced, p)
+	if len(u.replaced) > maxReplaced {
+		u.replaced = slices.Delete(u.replaced, 0, 1)
 	}
 }
 
