@@ -48,6 +48,24 @@ func holdOneList(srv *mcp.Server, stale string) *oneListHeld {
 	return h
 }
 
+// ran answers a call of a tool with "ran" and its name.
+func ran(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
+}
+
+// serveUpstream serves srv on a loopback port and returns its URL.
+func serveUpstream(t *testing.T, srv *mcp.Server) string {
+	t.Helper()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// objectTool is a tool taking any object, described as desc.
+func objectTool(name, desc string) *mcp.Tool {
+	return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
+}
+
 func toolNames[T any](tools map[string]T) []string {
 	var names []string
 	for name := range tools {
@@ -64,14 +82,10 @@ func toolNames[T any](tools map[string]T) []string {
 // served tools are built from; the tools are listed on a session in use.
 func TestMCPListingOfAReplacedSessionIsNotRecorded(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
-	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-	}
-	srv.AddTool(&mcp.Tool{Name: "current", InputSchema: map[string]any{"type": "object"}}, h)
+	srv.AddTool(objectTool("current", ""), ran)
 	hold := holdOneList(srv, "stale")
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: ts.URL}}, t.TempDir(), nil,
+	url := serveUpstream(t, srv)
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: url}}, t.TempDir(), nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, 0, nil)
 	require.NoError(t, err)
 	t.Cleanup(ups.close)
@@ -125,38 +139,27 @@ func TestMCPListingOfAReplacedSessionIsNotRecorded(t *testing.T) {
 func TestMCPToolBackAfterAFailedRebuild(t *testing.T) {
 	for _, fix := range []string{"kept", "reverted"} {
 		t.Run(fix, func(t *testing.T) {
-			h := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
-			}
-			serve := func(srv *mcp.Server) string {
-				ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-				t.Cleanup(ts.Close)
-				return ts.URL
-			}
-			tool := func(name, desc string) *mcp.Tool {
-				return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
-			}
 			a := mcp.NewServer(&mcp.Implementation{Name: "a", Version: "1"}, nil)
-			a.AddTool(tool("x", "Version one."), h)
+			a.AddTool(objectTool("x", "Version one."), ran)
 			b := mcp.NewServer(&mcp.Implementation{Name: "b", Version: "1"}, nil)
-			b.AddTool(tool("y", "Why."), h)
+			b.AddTool(objectTool("y", "Why."), ran)
 			s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 keys: agent: {sha256: %q}
 mcp: servers: {a: url: %q, b: url: %q}
-`, sha("agent-key"), serve(a), serve(b)))), WatchInterval: -1})
+`, sha("agent-key"), serveUpstream(t, a), serveUpstream(t, b)))), WatchInterval: -1})
 			cs := connectProxy(t, s.url, "agent-key", nil)
 			require.Equal(t, "ran x", callText(t, cs, "x", nil))
 
-			a.AddTool(tool("x", "Version two."), h)
-			a.AddTool(tool("y", "A clash."), h)
+			a.AddTool(objectTool("x", "Version two."), ran)
+			a.AddTool(objectTool("y", "A clash."), ran)
 			require.Eventually(t, func() bool {
 				return strings.Contains(s.logs.String(), "mcp upstream tools changed but could not be served")
 			}, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, []string{"y"}, listedTools(t, cs), "the changed tool is no longer listed")
 
 			if fix == "reverted" {
-				a.AddTool(tool("x", "Version one."), h)
+				a.AddTool(objectTool("x", "Version one."), ran)
 			}
 			a.RemoveTools("y")
 			require.Eventually(t, func() bool {
@@ -176,26 +179,22 @@ mcp: servers: {a: url: %q, b: url: %q}
 // for the new list and runs on it, where it was refused for holding the
 // list replaced (the client's retry ran).
 func TestMCPCallDuringAnAnnouncedChangeWaitsForIt(t *testing.T) {
-	h := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
-	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "x", Description: "Version one.", InputSchema: map[string]any{"type": "object"}}, h)
+	srv.AddTool(objectTool("x", "Version one."), ran)
 	lists := holdLists(srv)
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
+	url := serveUpstream(t, srv)
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 keys: agent: {sha256: %q}
 mcp: servers: up: url: %q
-`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+`, sha("agent-key"), url))), WatchInterval: -1})
 	t.Cleanup(lists.free)
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	require.Equal(t, "ran x", callText(t, cs, "x", nil))
 	up := s.srv.cur.Load().mcp.servers["up"]
 
 	lists.hold()
-	srv.AddTool(&mcp.Tool{Name: "x", Description: "Version two.", InputSchema: map[string]any{"type": "object"}}, h)
+	srv.AddTool(objectTool("x", "Version two."), ran)
 	lists.waitHeld(t)
 	type called struct {
 		res *mcp.CallToolResult
@@ -277,13 +276,10 @@ func (w *sessionNoted) Flush() {
 // replaced: a session of the old version is refused the changed tool
 // (never calling a definition not scanned), the unchanged tool runs on it.
 func TestMCPRolloutDoesNotFlipTheList(t *testing.T) {
-	h := func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
-	}
 	version := func(desc string) *mcp.Server {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
-		srv.AddTool(&mcp.Tool{Name: "x", Description: desc, InputSchema: map[string]any{"type": "object"}}, h)
-		srv.AddTool(&mcp.Tool{Name: "same", Description: "Unchanged.", InputSchema: map[string]any{"type": "object"}}, h)
+		srv.AddTool(objectTool("x", desc), ran)
+		srv.AddTool(objectTool("same", "Unchanged."), ran)
 		return srv
 	}
 	lb, url := newRollout(t, version("Version one."), version("Version two."))
