@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -316,4 +317,40 @@ mcp: servers: up: url: %q
 
 	lb.next.Store("new")
 	assert.Equal(t, "ran x", text(t, call("x")))
+}
+
+// TestMCPCallAfterAFailedListingWaitsForTheNext: an upstream says its
+// tools changed (on its one session) and its listing fails, so its calls are refused until it
+// is listed again, which the next call starts. That call waits for the
+// listing it started and runs on the new list, where it was refused for
+// holding the list replaced.
+func TestMCPCallAfterAFailedListingWaitsForTheNext(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	srv.AddTool(objectTool("x", "Version one."), ran)
+	var fails atomic.Int32 // the next listings that fail
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && fails.Add(-1) >= 0 {
+				return nil, errors.New("listing failed")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: up: {url: %q, session: "shared"}
+`, sha("agent-key"), serveUpstream(t, srv)))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	require.Equal(t, "ran x", callText(t, cs, "x", nil))
+
+	fails.Store(1)
+	srv.AddTool(objectTool("x", "Version two."), ran)
+	require.Eventually(t, func() bool {
+		return strings.Contains(s.logs.String(), "mcp upstream tools could not be listed again")
+	}, 10*time.Second, 10*time.Millisecond)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, "ran x", text(t, res))
+	assert.Equal(t, "Version two.", listedDescriptions(t, cs)["x"])
 }

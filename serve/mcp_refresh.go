@@ -88,14 +88,7 @@ func (u *upstreamServer) refreshLoop() {
 // runtime.NotRun, so that idempotent releases its claim and audit records
 // it failed, not in doubt.
 func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstreamConn, cs *mcp.ClientSession) error {
-	u.mu.Lock()
-	if u.stale && !u.running {
-		u.stale = false
-		u.markChanged()
-	}
-	pending := u.pending
-	u.mu.Unlock()
-	if pending != nil {
+	if pending := u.listingUnderWay(); pending != nil {
 		u.waiting.Add(1)
 		select {
 		case <-pending:
@@ -134,6 +127,19 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstream
 	return &runtime.BlockedError{Layer: LayerMCP, Message: fmt.Sprintf(
 		"tool %q of mcp server %q is not served on this upstream session: the session's server describes it otherwise than the definition scanned and served (a server that restarted, or another version of its command)",
 		t.name, u.name)}
+}
+
+// listingUnderWay returns the channel closed once the tools being listed
+// again are served, nil when they are not being listed: the listing a
+// call starts when the last one failed (stale) among them.
+func (u *upstreamServer) listingUnderWay() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stale && !u.running {
+		u.stale = false
+		u.markChanged()
+	}
+	return u.pending
 }
 
 // notServed is the refusal of a call of t, whose definition is not the
@@ -361,7 +367,8 @@ func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []
 
 // awaitList waits, before a call of the tool name takes a generation,
 // until the tools of the upstream serving it are no longer being listed
-// again (at most connectTimeout, or until ctx ends): the call then runs
+// again (the listing the call starts after one failed among them; at most
+// connectTimeout, or until ctx ends): the call then runs
 // on the new list, or is refused by it, where taking the generation that
 // list replaces would have it refused for holding a list no longer
 // served (admit).
@@ -377,9 +384,7 @@ func (s *Server) awaitList(ctx context.Context, name string) {
 	if up == nil {
 		return
 	}
-	up.mu.Lock()
-	pending := up.pending
-	up.mu.Unlock()
+	pending := up.listingUnderWay()
 	if pending == nil {
 		return
 	}
