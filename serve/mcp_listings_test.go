@@ -67,7 +67,8 @@ func objectTool(name, desc string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
 }
 
-func toolNames[T any](tools map[string]T) []string {
+// toolNames returns the names of a listing, sorted.
+func toolNames(tools map[string]*mcp.Tool) []string {
 	var names []string
 	for name := range tools {
 		names = append(names, name)
