@@ -124,12 +124,21 @@ type upstreamServer struct {
 	listings uint64
 	listing  map[string]*mcp.Tool
 	listedAs uint64
+	// replaced holds the fingerprints (listingPrint) of the lists served
+	// and replaced since, oldest first: a listing has one served again
+	// only when announced (wasReplaced). announced is set when the server
+	// said its tools changed, or its listing session was opened again
+	// after it ended, since the last listing for a change.
+	replaced  []string
+	announced bool
 	// refreshed is when the last listing for a change started
 	// (refreshLoop).
 	refreshed time.Time
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time
+	// waiting counts the calls waiting for the tools to be listed again.
+	waiting atomic.Int32
 	// progress holds, by the token the proxy gave an upstream call, the
 	// relay of the call's progress to its client (mcp_progress.go).
 	progress     sync.Map
@@ -158,6 +167,7 @@ func (u *upstreamServer) connect(ctx context.Context, c *upstreamConn) (*mcp.Cli
 				if !c.dropped {
 					u.via = c
 				}
+				u.announced = true
 				u.markChanged()
 			}()
 		}
@@ -1470,6 +1480,9 @@ func objectSchema(s any) bool {
 // recorded) is an error result that says so ("in_doubt by LAYER: ...").
 func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := p.s
+	// A call of a tool whose upstream's tools are being listed again
+	// takes the generation serving the new list.
+	s.awaitList(ctx, req.Params.Name)
 	g := s.acquire()
 	defer g.release()
 	if s.closed.Load() {

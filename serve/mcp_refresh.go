@@ -88,17 +88,14 @@ func (u *upstreamServer) refreshLoop() {
 // runtime.NotRun, so that idempotent releases its claim and audit records
 // it failed, not in doubt.
 func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstreamConn, cs *mcp.ClientSession) error {
-	u.mu.Lock()
-	if u.stale && !u.running {
-		u.stale = false
-		u.markChanged()
-	}
-	pending := u.pending
-	u.mu.Unlock()
-	if pending != nil {
+	if pending := u.listingUnderWay(); pending != nil {
+		u.waiting.Add(1)
 		select {
 		case <-pending:
 		case <-ctx.Done():
+		}
+		u.waiting.Add(-1)
+		if ctx.Err() != nil {
 			return runtime.NotRun(ctx.Err())
 		}
 	}
@@ -132,6 +129,19 @@ func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstream
 		t.name, u.name)}
 }
 
+// listingUnderWay returns the channel closed once the tools being listed
+// again are served, nil when they are not being listed: the listing a
+// call starts when the last one failed (stale) among them.
+func (u *upstreamServer) listingUnderWay() <-chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.stale && !u.running {
+		u.stale = false
+		u.markChanged()
+	}
+	return u.pending
+}
+
 // notServed is the refusal of a call of t, whose definition is not the
 // one served.
 func (u *upstreamServer) notServed(t *upstreamTool) error {
@@ -148,11 +158,14 @@ func (u *upstreamServer) serves(t *upstreamTool) bool {
 	return ok && sameTool(cur, t.tool)
 }
 
-// setServed makes tools, by the upstream's name, the definitions served.
-func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) {
+// setServed makes tools, by the upstream's name, the definitions served,
+// and reports whether they differ from those served before.
+func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	changed := !sameTools(u.served, tools)
 	u.served, u.stale = tools, false
+	return changed
 }
 
 // served returns the definitions of up's tools that u serves (not
@@ -177,15 +190,22 @@ func sameTool(a, b *mcp.Tool) bool {
 	return erra == nil && errb == nil && bytes.Equal(ja, jb)
 }
 
+// listed returns the definitions of up's tools u was built from, withheld
+// or not, by the upstream's name.
+func (u *upstreams) listed(up *upstreamServer) map[string]*mcp.Tool {
+	out := map[string]*mcp.Tool{}
+	for _, t := range u.tools {
+		if t.up == up {
+			out[t.name] = t.tool
+		}
+	}
+	return out
+}
+
 // toolChanges compares tools, up's new list, with those u lists for it:
 // the upstream names added, removed and changed.
 func (u *upstreams) toolChanges(up *upstreamServer, tools []*mcp.Tool) (added, removed, changed []string) {
-	old := map[string]*mcp.Tool{}
-	for _, t := range u.tools {
-		if t.up == up {
-			old[t.name] = t.tool
-		}
-	}
+	old := u.listed(up)
 	for _, t := range tools {
 		prev, ok := old[t.Name]
 		switch {
@@ -256,6 +276,13 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	if s.closed.Load() || g == nil || g.mcp.servers[up.name] != up {
 		return // closed, or a reload connected again
 	}
+	if errors.Is(err, errListReplaced) {
+		if up.setServed(g.mcp.served(up)) {
+			s.mcp.sync(g)
+		}
+		s.log.Warn(replacedListMsg, "server", up.name, "session", "listing")
+		return
+	}
 	if err != nil {
 		up.setServed(nil)
 		up.mu.Lock()
@@ -266,7 +293,12 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	}
 	added, removed, changed := g.mcp.toolChanges(up, tools)
 	if len(added)+len(removed)+len(changed) == 0 {
-		up.setServed(g.mcp.served(up))
+		// The list is the one the generation serves: tools a failed
+		// listing or a change that could not be served took from the
+		// clients are theirs again.
+		if up.setServed(g.mcp.served(up)) {
+			s.mcp.sync(g)
+		}
 		return
 	}
 	next, err := g.mcp.successor(up, tools)
@@ -301,6 +333,9 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 			withheld++
 		}
 	}
+	up.mu.Lock()
+	up.replace(g.mcp.listed(up))
+	up.mu.Unlock()
 	s.install(ng)
 	s.log.Info("mcp upstream tools changed; listed and scanned again", "server", up.name, "generation", ng.n,
 		"added", added, "removed", removed, "changed", changed, "tools", len(tools), "withheld", withheld)
@@ -328,4 +363,38 @@ func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []
 		}
 	}
 	return names
+}
+
+// awaitList waits, before a call of the tool name takes a generation,
+// until the tools of the upstream serving it are no longer being listed
+// again (the listing the call starts after one failed among them; at most
+// connectTimeout, or until ctx ends): the call then runs
+// on the new list, or is refused by it, where taking the generation that
+// list replaces would have it refused for holding a list no longer
+// served (admit).
+func (s *Server) awaitList(ctx context.Context, name string) {
+	g := s.acquire()
+	var up *upstreamServer
+	if g.mcp != nil {
+		if t := g.mcp.tools[name]; t != nil {
+			up = t.up
+		}
+	}
+	g.release()
+	if up == nil {
+		return
+	}
+	pending := up.listingUnderWay()
+	if pending == nil {
+		return
+	}
+	up.waiting.Add(1)
+	defer up.waiting.Add(-1)
+	timer := time.NewTimer(connectTimeout)
+	defer timer.Stop()
+	select {
+	case <-pending:
+	case <-ctx.Done():
+	case <-timer.C:
+	}
 }

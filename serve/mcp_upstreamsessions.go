@@ -2,9 +2,12 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,13 +227,18 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			// listed on it again, scanned and served (or withheld) before
 			// its call reaches one (admit).
 			c.note(cs, tools)
-			if !sameTools(c.tools, u.listing) {
+			switch {
+			case sameTools(c.tools, u.listing):
+			case u.wasReplaced(c.tools):
+				u.log.Warn(replacedListMsg, "server", u.name, "session", c.label)
+			default:
 				u.via = c
 				u.markChanged()
 			}
 		case again:
 			// A server that restarted may serve other tools: they are
 			// listed and scanned again before a call reaches one.
+			u.announced = true
 			u.markChanged()
 		}
 	}
@@ -315,34 +323,103 @@ func sessionGone(err error) bool {
 // session that found its tools differ from those served or was told of a
 // change (via), else (or when that session has closed meanwhile) on the
 // listing session. The listing is the one the served tools are then built
-// from (listing).
+// from (listing), only while the session it was taken on is still its
+// conn's and in use: a listing answered by a session that ended, was
+// opened again or let go meanwhile describes a session no call is sent
+// on, and the tools are listed on the listing session instead. Unless the
+// server announced the change (announced), a caller's session that lists
+// a list served and replaced since is of a version the server moved on
+// from: the listing session is listed instead, and when it lists such a
+// list too, the error is errListReplaced.
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	u.mu.Lock()
 	c := u.via
 	u.via = nil
+	announced := u.announced
+	u.announced = false
 	if c == nil || c.dropped {
 		c = u.main
 	}
 	u.mu.Unlock()
-	tools, err := c.list(ctx)
-	if err != nil && c != u.main && ctx.Err() == nil {
-		c = u.main
-		tools, err = c.list(ctx)
-	}
-	if err == nil {
+	for tries := 0; ; tries++ {
+		tools, cs, err := c.list(ctx)
+		if err != nil && c != u.main && ctx.Err() == nil {
+			c = u.main
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
 		u.mu.Lock()
-		u.listing, u.listedAs = c.tools, c.listing
+		current := c.cs == cs && !c.dropped
+		replaced := current && !announced && u.wasReplaced(c.tools)
+		if current && !replaced {
+			u.listing, u.listedAs = c.tools, c.listing
+		}
 		u.mu.Unlock()
+		switch {
+		case current && !replaced:
+			return tools, nil
+		case replaced && c == u.main:
+			return nil, fmt.Errorf("mcp server %q: %w", u.name, errListReplaced)
+		case tries == 2:
+			return nil, fmt.Errorf("mcp server %q: listing the tools: the session listed was replaced each time before its listing was answered", u.name)
+		}
+		c = u.main
 	}
-	return tools, err
+}
+
+// errListReplaced is a listing of a list served and replaced since.
+var errListReplaced = errors.New("the tools are listed as a list served before and replaced")
+
+// replacedListMsg logs a session that lists a list served and replaced
+// since.
+const replacedListMsg = "mcp upstream session lists the tools as a list served before and replaced; the list served stays, and the tools the session describes otherwise are refused on it"
+
+// maxReplaced bounds the lists a server remembers as replaced.
+const maxReplaced = 64
+
+// listingPrint returns the fingerprint of a listing, by name.
+func listingPrint(tools map[string]*mcp.Tool) string {
+	b, err := json.Marshal(tools)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+// wasReplaced reports whether tools, a listing by name, are a list the
+// server served and replaced since: unless the server announced it, the
+// session listing it is of a version the server moved on from (one still
+// running in a rollout, another version of a command), and serving its
+// list again would flip the list served with each session opened on
+// either version. Called with mu held.
+func (u *upstreamServer) wasReplaced(tools map[string]*mcp.Tool) bool {
+	p := listingPrint(tools)
+	return p != "" && slices.Contains(u.replaced, p)
+}
+
+// replace notes that old, the list served, is replaced. Called with mu
+// held.
+func (u *upstreamServer) replace(old map[string]*mcp.Tool) {
+	p := listingPrint(old)
+	if p == "" || slices.Contains(u.replaced, p) {
+		return
+	}
+	u.replaced = append(u.replaced, p)
+	if len(u.replaced) > maxReplaced {
+		u.replaced = slices.Delete(u.replaced, 0, 1)
+	}
 }
 
 // list lists the tools on c's session and notes them; a session found gone
-// (the server restarted) is opened again and listed once more.
-func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, error) {
+// (the server restarted) is opened again and listed once more. It returns
+// the session listed.
+func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, *mcp.ClientSession, error) {
 	cs, err := c.session(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tools, err := c.listOn(ctx, cs)
 	if err != nil && ctx.Err() == nil && sessionGone(err) {
@@ -351,7 +428,7 @@ func (c *upstreamConn) list(ctx context.Context) ([]*mcp.Tool, error) {
 			tools, err = c.listOn(ctx, cs)
 		}
 	}
-	return tools, err
+	return tools, cs, err
 }
 
 // listOn lists the tools on cs, c's session, and notes them.
