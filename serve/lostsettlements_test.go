@@ -81,4 +81,8 @@ func TestMetricsCountTheGatewaysOwnLostSettlements(t *testing.T) {
 	assert.Equal(t, int64(1), metricAt(t, a, lost), "the gateway counts its meter's loss, after the reload too")
 	assert.Zero(t, metricAt(t, a, unconfirmed))
 	assert.Zero(t, metricAt(t, b, lost), "the other gateway lost nothing")
+	a.srv.settlements.mu.Lock()
+	live := len(a.srv.settlements.live)
+	a.srv.settlements.mu.Unlock()
+	assert.Zero(t, live, "the replaced policy's meter, done, is kept only as its count")
 }

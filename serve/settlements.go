@@ -24,6 +24,7 @@ type settlements struct {
 func (s *settlements) add(pl *runtime.Pipeline) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.foldLocked()
 	for _, stage := range plan.Stages {
 		for _, l := range pl.Layers(stage) {
 			if m, ok := l.Middleware.(*meter.Meter); ok {
@@ -38,6 +39,18 @@ func (s *settlements) add(pl *runtime.Pipeline) {
 func (s *settlements) counts() (lost, unconfirmed int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.foldLocked()
+	lost, unconfirmed = s.lost, s.unconfirmed
+	for _, m := range s.live {
+		lost += m.LostSettlements()
+		unconfirmed += m.UnconfirmedSettlements()
+	}
+	return lost, unconfirmed
+}
+
+// foldLocked adds the counts of the meters done to the sums and stops
+// reading them, so that reloads do not pile meters up. s.mu is held.
+func (s *settlements) foldLocked() {
 	s.live = slices.DeleteFunc(s.live, func(m *meter.Meter) bool {
 		if !m.Done() {
 			return false
@@ -46,10 +59,4 @@ func (s *settlements) counts() (lost, unconfirmed int64) {
 		s.unconfirmed += m.UnconfirmedSettlements()
 		return true
 	})
-	lost, unconfirmed = s.lost, s.unconfirmed
-	for _, m := range s.live {
-		lost += m.LostSettlements()
-		unconfirmed += m.UnconfirmedSettlements()
-	}
-	return lost, unconfirmed
 }
