@@ -147,7 +147,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64, settled *settl
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
 	lost := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentc_serve_meter_settlements_lost_total",
-		Help: "Settlements of the server's meter charges given up sending to their ledger store (each logged with its charge): the store did not take them in time, or too many waited."},
+		Help: "Settlements of the server's meter charges given up sending to their ledger store (each logged with its charge): the store did not take them in time, or too many waited, or one a close stopped waiting for failed afterwards."},
 		func() float64 { n, _ := settled.counts(); return float64(n) })
 	unconfirmed := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentc_serve_meter_settlements_unconfirmed_total",
 		Help: "Settlements of the server's meter charges still being sent to their ledger store when a close stopped waiting for them (each logged with its charge): the store may have taken them; one that then fails is counted lost too."},

@@ -266,3 +266,52 @@ func TestASettlementLandingAfterTheCloseIsNotLost(t *testing.T) {
 		})
 	}
 }
+
+// stallingSettle is a ledger store whose first settlement fails, as
+// against a store out of reach, and whose later ones get no answer until
+// their context ends.
+type stallingSettle struct {
+	runtime.Budgeter
+	settles atomic.Int64
+}
+
+func (s *stallingSettle) Close() error { return nil }
+
+func (s *stallingSettle) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	if s.settles.Add(1) == 1 {
+		return errors.New("dial tcp: connection refused")
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The close's own attempt at a settlement waiting, cut short by its
+// deadline, may have reached the store (only the answer was not
+// awaited): it is unconfirmed, not lost.
+func TestTheClosesAttemptCutShortIsUnconfirmed(t *testing.T) {
+	usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "x", Usage: usage})
+		return nil
+	})
+	pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	meter.SetCleanupTimeout(t, 50*time.Millisecond)
+	var logs rt.LogBuffer
+	// The virtual clock never advances: the settlement waits for the close.
+	built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": &stallingSettle{Budgeter: storetest.Redis(t)}},
+		Clock:    runtime.NewVirtualClock(time.Now()), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	_, _, err = rt.Collect(context.Background(), built, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, meter.Waiting(m))
+
+	require.NoError(t, built.Close())
+	assert.Equal(t, 1, strings.Count(logs.String(), "it is unconfirmed"), "logged as unconfirmed: %s", logs.String())
+	assert.NotContains(t, logs.String(), "stayed out of reach")
+	assert.Equal(t, int64(1), m.UnconfirmedSettlements())
+	assert.Zero(t, m.LostSettlements())
+	assert.True(t, m.Done(), "the close's attempt has ended")
+}
