@@ -121,6 +121,37 @@ func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
 				assert.True(t, m.Done(), "its counts change no more")
 			})
 
+			// A settlement still being sent when the close stopped
+			// waiting for it was logged and counted as lost, though it
+			// reached the store a moment later: the metric and the log
+			// said lost while the ledger had the charge. The close now
+			// logs it as unconfirmed, with its charge, and counts it lost
+			// only if its send then fails (above).
+			t.Run("landed after the close", func(t *testing.T) {
+				meter.SetCleanupTimeout(t, 50*time.Millisecond) // the send is held past it
+				g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 1, entered: make(chan struct{}), release: make(chan struct{})}
+				defer g.released.Do(func() { close(g.release) })
+				var logs rt.LogBuffer
+				before := ledger.Ledger("").Calls
+				built, resent := run(g, 1, &logs)
+				m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+				require.NoError(t, built.Close())
+				out := logs.String()
+				assert.NotContains(t, out, "stayed out of reach", "not lost: its outcome is not known yet")
+				assert.Equal(t, 1, strings.Count(out, "it is unconfirmed"), "logged as unconfirmed: %s", out)
+				assert.NotContains(t, out, "charge_usd=0 ", "with its charge")
+				assert.Equal(t, int64(1), m.UnconfirmedSettlements())
+				assert.False(t, m.Done(), "its send is still out")
+
+				g.pass.Store(true)
+				g.released.Do(func() { close(g.release) }) // it lands after the close
+				<-resent
+				assert.Equal(t, before+1, ledger.Ledger("").Calls, "the store has the charge")
+				assert.Zero(t, m.LostSettlements(), "it is not counted lost")
+				assert.NotContains(t, logs.String(), "stayed out of reach")
+				assert.True(t, m.Done(), "its counts change no more")
+			})
+
 			t.Run("settled", func(t *testing.T) {
 				// Two settlements wait: the close sends one (which lets
 				// the one in flight reach the store) and waits for the
@@ -202,69 +233,6 @@ func TestClosingWaitsForEveryStoreAtOnce(t *testing.T) {
 	}
 	require.NoError(t, <-closed)
 	assert.Equal(t, 2, strings.Count(logs.String(), "the ledger store stayed out of reach"), "each charge is logged as lost: %s", logs.String())
-}
-
-// A settlement still being sent again when the close stopped waiting for
-// it was logged and counted as lost, though it reached the store a moment
-// later: the metric and the log said lost while the ledger had the charge.
-// The close now logs it as unconfirmed, with its charge, and counts it
-// lost only if its send then fails.
-func TestASettlementLandingAfterTheCloseIsNotLost(t *testing.T) {
-	for _, store := range []string{"redis", "postgres"} {
-		t.Run(store, func(t *testing.T) {
-			var direct runtime.StoreBackend
-			if store == "redis" {
-				direct = storetest.Redis(t)
-			} else {
-				direct = storetest.Postgres(t)
-			}
-			usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
-			model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
-				yield(runtime.Delta{Text: "x", Usage: usage})
-				return nil
-			})
-			pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
-			pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
-			req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
-			reader := rt.Build(t, pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-				Backends: map[string]runtime.StoreBackend{"shared": direct}})
-			ledger := reader.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
-
-			g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 1, entered: make(chan struct{}), release: make(chan struct{})}
-			defer g.released.Do(func() { close(g.release) })
-			meter.SetCleanupTimeout(t, 50*time.Millisecond) // the send is held past it
-			var logs rt.LogBuffer
-			clock := runtime.NewVirtualClock(time.Now())
-			built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-				Backends: map[string]runtime.StoreBackend{"shared": g}, Clock: clock, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			require.NoError(t, err)
-			m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
-			_, _, err = rt.Collect(context.Background(), built, req, 0)
-			require.NoError(t, err)
-			resent := make(chan struct{})
-			go func() {
-				defer close(resent)
-				clock.Advance(time.Second) // the resend falls due, and is held in flight
-			}()
-			<-g.entered
-
-			require.NoError(t, built.Close())
-			out := logs.String()
-			assert.NotContains(t, out, "stayed out of reach", "not lost: its outcome is not known yet")
-			assert.Equal(t, 1, strings.Count(out, "it is unconfirmed"), "logged as unconfirmed: %s", out)
-			assert.NotContains(t, out, "charge_usd=0 ", "with its charge")
-			assert.Equal(t, int64(1), m.UnconfirmedSettlements())
-			assert.False(t, m.Done(), "its send is still out")
-
-			g.pass.Store(true)
-			g.released.Do(func() { close(g.release) }) // it lands after the close
-			<-resent
-			assert.Equal(t, int64(1), ledger.Ledger("").Calls, "the store has the charge")
-			assert.Zero(t, m.LostSettlements(), "it is not counted lost")
-			assert.True(t, m.Done(), "its counts change no more")
-			assert.NotContains(t, logs.String(), "stayed out of reach")
-		})
-	}
 }
 
 // stallingSettle is a ledger store whose first settlement fails, as
