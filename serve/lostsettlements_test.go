@@ -3,15 +3,16 @@ package serve
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -27,39 +28,61 @@ func (refusingSettle) Settle(context.Context, string, string, runtime.Ledger, ti
 	return errors.New("dial tcp: connection refused")
 }
 
-// The settlements a meter gave up on were only logged and returned by
-// meter.LostSettlements, which a scrape could not see: /metrics now counts
-// them.
-func TestMetricsCountTheLostSettlements(t *testing.T) {
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, "package gw\nmodels: one: {}\n"))})
-	lostAt := func() int64 {
-		for _, line := range strings.Split(scrape(t, s.url), "\n") {
-			if v, ok := strings.CutPrefix(line, "agentc_serve_meter_settlements_lost_total "); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err, line)
-				return n
-			}
+// metricAt returns the value of the unlabelled metric name in s's
+// /metrics.
+func metricAt(t *testing.T, s *served, name string) int64 {
+	t.Helper()
+	for _, line := range strings.Split(scrape(t, s.url), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err, line)
+			return n
 		}
-		require.FailNow(t, "no agentc_serve_meter_settlements_lost_total in /metrics")
-		return 0
 	}
-	before := lostAt()
+	require.FailNow(t, "metric not in /metrics", name)
+	return 0
+}
 
-	// A pipeline whose ledger store takes no settlement: its close gives
-	// the call's up.
+// The settlements a meter gave up on were counted for the whole process,
+// and /metrics read that count: two gateways in one process (or a host's
+// pipelines beside one) each reported the other's losses as theirs. Each
+// gateway now counts those of the meters it built, across its reloads.
+func TestMetricsCountTheGatewaysOwnLostSettlements(t *testing.T) {
 	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
 		yield(runtime.Delta{Text: "x", Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}})
 		return nil
 	})
-	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"a","scope":"global"}`)}})
-	p.Stores = map[string]plan.Store{"a": {Kind: "memory"}}
-	built, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
-		Backends: map[string]runtime.StoreBackend{"a": refusingSettle{storetest.Redis(t)}}})
-	require.NoError(t, err)
-	_, _, err = rt.Collect(context.Background(), built, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
-	require.NoError(t, err)
-	require.NoError(t, built.Close())
-	require.Equal(t, before+1, meter.LostSettlements(), "the close gave the settlement up")
+	metered := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"a","scope":"global"}`)}})
+	metered.Stores = map[string]plan.Store{"a": {Kind: "memory"}}
+	bare := rt.Plan(plan.Chains{})
+	gateway := func() (*served, *atomic.Pointer[plan.Plan]) {
+		var cur atomic.Pointer[plan.Plan]
+		cur.Store(metered)
+		return startServer(t, Options{WatchInterval: -1,
+			Source: SourceFunc(func(context.Context) (*Loaded, error) { return &Loaded{Plan: cur.Load()}, nil }),
+			Models: func(context.Context, *plan.Plan) (map[string]runtime.ModelClient, error) {
+				return map[string]runtime.ModelClient{"primary": model}, nil
+			},
+			Deps: runtime.Deps{Backends: map[string]runtime.StoreBackend{"a": refusingSettle{storetest.Redis(t)}}}}), &cur
+	}
+	a, policy := gateway()
+	b, _ := gateway()
+	const lost, unconfirmed = "agentc_serve_meter_settlements_lost_total", "agentc_serve_meter_settlements_unconfirmed_total"
 
-	assert.Equal(t, before+1, lostAt(), "the scrape counts it")
+	code, _, body := do(t, "POST", a.url+"/v1/chat/completions", "", chatBody("primary", "hi", false))
+	require.Equal(t, http.StatusOK, code, body)
+	// A reload to a policy without the meter closes the last pipeline on
+	// its store: the close gives the call's settlement up.
+	policy.Store(bare)
+	require.NoError(t, a.srv.Reload(context.Background()))
+	require.Eventually(t, func() bool { return strings.Contains(a.logs.String(), "the ledger store stayed out of reach") }, 30*time.Second, 10*time.Millisecond,
+		"the old policy's close gave the settlement up")
+
+	assert.Equal(t, int64(1), metricAt(t, a, lost), "the gateway counts its meter's loss, after the reload too")
+	assert.Zero(t, metricAt(t, a, unconfirmed))
+	assert.Zero(t, metricAt(t, b, lost), "the other gateway lost nothing")
+	a.srv.settlements.mu.Lock()
+	live := len(a.srv.settlements.live)
+	a.srv.settlements.mu.Unlock()
+	assert.Zero(t, live, "the replaced policy's meter, done, is kept only as its count")
 }

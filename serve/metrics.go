@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/agentc-dev/agentc/builtins/meter"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -95,7 +94,7 @@ func (m *metrics) observeRequest(route, model string, code int, d float64) {
 // the bytes of request bodies in flight (Server.bodyBytes). A registry
 // that already holds a collector of the server's metrics (another
 // server's, not closed) is an error, and nothing is left registered.
-func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, error) {
+func newMetrics(reg *prometheus.Registry, bodyBytes func() int64, settled *settlements) (*metrics, error) {
 	m := &metrics{
 		registry: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_requests_total",
@@ -148,9 +147,12 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64) (*metrics, err
 		Help: "Bytes of request bodies held by the calls in flight: what Options.MaxInFlightBytes bounds."},
 		func() float64 { return float64(bodyBytes()) })
 	lost := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentc_serve_meter_settlements_lost_total",
-		Help: "Settlements of meter charges the process gave up sending to their ledger store (each logged with its charge): the store did not take them in time, or too many waited."},
-		func() float64 { return float64(meter.LostSettlements()) })
-	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, lost, m.blocks, m.refusals, m.retries,
+		Help: "Settlements of the server's meter charges given up sending to their ledger store (each logged with its charge): the store did not take them in time, or too many waited, or one a close stopped waiting for failed afterwards."},
+		func() float64 { n, _ := settled.counts(); return float64(n) })
+	unconfirmed := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentc_serve_meter_settlements_unconfirmed_total",
+		Help: "Settlements of the server's meter charges still being sent to their ledger store when a close stopped waiting for them (each logged with its charge): the store may have taken them; one that then fails is counted lost too."},
+		func() float64 { _, n := settled.counts(); return float64(n) })
+	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, lost, unconfirmed, m.blocks, m.refusals, m.retries,
 		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.repeated, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
 	for _, c := range m.own {
 		if err := reg.Register(c); err != nil {

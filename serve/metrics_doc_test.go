@@ -33,7 +33,7 @@ func TestMetricsTableMatchesRegistry(t *testing.T) {
 	}
 	require.NotEmpty(t, documented, "the metrics table of docs/serve.md")
 
-	m, err := newMetrics(prometheus.NewRegistry(), func() int64 { return 0 })
+	m, err := newMetrics(prometheus.NewRegistry(), func() int64 { return 0 }, &settlements{})
 	require.NoError(t, err)
 	descRE := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
 	registered := map[string][]string{}

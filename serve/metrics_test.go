@@ -16,7 +16,7 @@ import (
 // their labels past the bound of the series held.
 func TestObserveRequestCountsEachSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := newMetrics(reg, func() int64 { return 0 })
+	m, err := newMetrics(reg, func() int64 { return 0 }, &settlements{})
 	require.NoError(t, err)
 	for range 3 {
 		m.observeRequest("chat", "primary", 200, 0.001)

@@ -292,6 +292,9 @@ type Server struct {
 	// that leaves a store's declaration alone keeps its data (a memory
 	// store) and its connections.
 	stores *runtime.StorePool
+	// settlements sums the settlement counts of the meters of every
+	// pipeline built (agentc_serve_meter_settlements_*).
+	settlements settlements
 
 	// reloadMu serializes loads; it guards the watched files and
 	// toolsServed.
@@ -375,7 +378,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	// through the one scrubber of credentials (credential.LogHandler).
 	s := &Server{opts: opts, log: slog.New(credential.LogHandler(opts.Logger.Handler())), memory: opts.Deps.Memory, hosts: hosts,
 		tenantCalls: map[string]int{}, tenantBytes: map[string]*tenantBody{}, runEnds: make(chan struct{}, maxRunEnds)}
-	if s.metrics, err = newMetrics(opts.Registry, s.bodyBytes.Load); err != nil {
+	if s.metrics, err = newMetrics(opts.Registry, s.bodyBytes.Load, &s.settlements); err != nil {
 		return nil, err
 	}
 	if opts.MaxInFlight > 0 {
@@ -649,6 +652,7 @@ func (s *Server) assemble(ctx context.Context, p *plan.Plan, kr *keyring, deps r
 		ups.close()
 		return nil, err
 	}
+	s.settlements.add(pl)
 	ups.scan(ctx, pl, s.log)
 	g := &generation{plan: p, pl: pl, keys: kr, mcp: ups, deps: base, modelIDs: modelIDs(p), done: make(chan struct{}), log: s.log,
 		withholdCache: s.opts.CacheUsage.withholds(kr), tenants: kr.tenants()}

@@ -104,13 +104,13 @@ func TestAStoreOutageKeepsABoundedBacklog(t *testing.T) {
 		var logs rt.LogBuffer
 		srv, m, built := build(t, `{"store":"shared","scope":"global"}`, &logs)
 		srv.kill()
-		lost := meter.LostSettlements()
+		lost := m.LostSettlements()
 		for range calls {
 			_, _, err := rt.Collect(context.Background(), built, req, 0)
 			require.NoError(t, err, "a meter without a budget lets the call run")
 		}
 		assert.Equal(t, limit, meter.Waiting(m), "the settlements waiting stop at the bound")
-		assert.Equal(t, int64(calls-limit), meter.LostSettlements()-lost, "each settlement past the bound is counted")
+		assert.Equal(t, int64(calls-limit), m.LostSettlements()-lost, "each settlement past the bound is counted")
 		assert.Equal(t, calls-limit, strings.Count(logs.String(), "the call's charge is lost"), "and logged")
 		assert.Contains(t, logs.String(), fmt.Sprintf("%d settlements already wait to be sent again", limit))
 
@@ -127,7 +127,7 @@ func TestAStoreOutageKeepsABoundedBacklog(t *testing.T) {
 		var logs rt.LogBuffer
 		srv, m, built := build(t, `{"budget":{"calls":1000000},"store":"shared","scope":"global"}`, &logs)
 		srv.kill()
-		lost := meter.LostSettlements()
+		lost := m.LostSettlements()
 		full := 0
 		for range calls {
 			_, _, err := rt.Collect(context.Background(), built, req, 0)
@@ -139,7 +139,7 @@ func TestAStoreOutageKeepsABoundedBacklog(t *testing.T) {
 		}
 		assert.Equal(t, limit, meter.Waiting(m), "the releases of the reservations tried stop at the bound")
 		assert.Equal(t, calls-limit, full, "past it the meter does not even try the store")
-		assert.Zero(t, meter.LostSettlements()-lost, "no settlement is given up")
+		assert.Zero(t, m.LostSettlements()-lost, "no settlement is given up")
 
 		srv.start()
 		require.Eventually(t, func() bool { return meter.Waiting(m) == 0 }, 30*time.Second, 20*time.Millisecond,

@@ -132,7 +132,7 @@
 // reservation lapses at the end of its lease and is charged its hold.
 // At most 10,000 settlements wait per store, and at most 32 of them are
 // sent at once: past the 10,000 a settlement is given up at once, logged
-// with its charge and counted (LostSettlements), and a meter with a
+// with its charge and counted (Meter.LostSettlements), and a meter with a
 // budget on the store refuses calls before they run, as when the store
 // fails, until fewer wait.
 // The settlements waiting are shared by the meters of the process on the
@@ -143,7 +143,10 @@
 // sends those still waiting once more, 32 at a time, within 2 seconds all
 // together (the stores of the pipeline's meters at once, not one after the
 // other),
-// before the store closes, and logs each that fails with its charge; a
+// before the store closes, and logs each that fails with its charge
+// (Meter.LostSettlements); one still being sent at the deadline may yet reach
+// the store: it is logged with its charge as unconfirmed
+// (Meter.UnconfirmedSettlements), and counted lost only if its send then fails. A
 // crash sends none. A lost settlement's reservation lapses and is charged
 // its hold: one call, and with on_cross "refuse" its estimate; with
 // on_cross "allow" the call's tokens and cost are lost.

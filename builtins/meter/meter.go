@@ -114,6 +114,12 @@ type Meter struct {
 	resends *resends
 	// left is set once Cleanup has left resends.
 	left atomic.Bool
+	// lost and unconfirmed count the meter's settlements given up on
+	// (resendLost) and those whose outcome the close did not wait for
+	// (resendUnconfirmed); open counts those in resends, waiting or
+	// being sent, and those the close stopped waiting for, until each
+	// ends (Done).
+	lost, unconfirmed, open atomic.Int64
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
@@ -687,6 +693,7 @@ func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, reserv
 		m.resendLost(r, errors.New("the meter was closed"))
 		return
 	}
+	m.open.Add(1)
 	m.resendAfter(r, until, wait)
 }
 
@@ -708,6 +715,7 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 			if m.clock.Now().Add(max(wait, settleBackoff)).After(until) {
 				if m.resends.drop(r) {
 					m.resendLost(r, fmt.Errorf("%d settlements were being sent again to the ledger store until its deadline", maxResending))
+					r.ended()
 				}
 				return
 			}
@@ -717,35 +725,70 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 		err := m.budgets.Settle(r.ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
 		next := min(max(2*wait, settleBackoff), settleBackoffMax)
 		again := err != nil && !m.clock.Now().Add(next).After(until)
-		held, queued := m.resends.end(r, again)
-		switch {
+		switch held, queued := m.resends.end(r, again); {
 		case queued:
 			m.resendAfter(r, until, next)
-		case held && err != nil:
+			return
+		case !held: // the close stopped waiting for it
+			m.resendEndedLate(r, err)
+		case err != nil:
 			m.resendLost(r, err)
 		}
+		r.ended()
 	})
 }
 
-// lostSettlements counts the settlements the process gave up on
-// (resendLost).
-var lostSettlements atomic.Int64
-
-// LostSettlements returns how many settlements the meters of the process
+// LostSettlements returns how many settlements of the meter's calls it
 // gave up on: the store did not take them within settleRetryFor, or by
 // the close of the last pipeline using it, or maxResends others were
-// waiting already. Each was logged with its charge.
-func LostSettlements() int64 { return lostSettlements.Load() }
+// waiting already. Each was logged with its charge. A meter counts its
+// own (a host that builds several pipelines sums theirs), and goes on
+// counting after its pipeline closed while a later pipeline on the same
+// store sends its settlements again (Done).
+func (m *Meter) LostSettlements() int64 { return m.lost.Load() }
+
+// UnconfirmedSettlements returns how many settlements of the meter's
+// calls were still being sent when the close of the last pipeline using
+// their store stopped waiting for them: each was logged with its charge,
+// and may have reached the store. One whose send then fails (while the
+// process still runs) is counted lost too; one that lands is logged so.
+func (m *Meter) UnconfirmedSettlements() int64 { return m.unconfirmed.Load() }
+
+// Done reports whether the meter's counts (LostSettlements,
+// UnconfirmedSettlements) can change no more: it was cleaned up and none
+// of its settlements waits or is being sent.
+func (m *Meter) Done() bool {
+	return m.resends == nil || m.left.Load() && m.open.Load() == 0
+}
 
 // resendLost logs and counts a settlement given up on.
 func (m *Meter) resendLost(r *resend, err error) {
-	lost := lostSettlements.Add(1)
+	lost := m.lost.Add(1)
 	then := "the call's reservation is charged its hold when its lease ends"
 	if !r.reserved {
 		then = "the call's charge is lost"
 	}
 	m.logger.ErrorContext(r.ctx, "meter: the ledger store stayed out of reach; "+then,
 		"error", err, "charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens(), "lost_settlements", lost)
+}
+
+// resendUnconfirmed logs and counts a settlement still being sent when
+// the close stopped waiting for it: its outcome is not known.
+func (m *Meter) resendUnconfirmed(r *resend, err error) {
+	n := m.unconfirmed.Add(1)
+	m.logger.WarnContext(r.ctx, "meter: the close stopped waiting for a settlement being sent to the ledger store; it is unconfirmed: the store may have taken it",
+		"error", err, "charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens(), "unconfirmed_settlements", n)
+}
+
+// resendEndedLate records the outcome of a settlement the close had
+// stopped waiting for (resendUnconfirmed): lost when its send failed.
+func (m *Meter) resendEndedLate(r *resend, err error) {
+	if err != nil {
+		m.resendLost(r, err)
+		return
+	}
+	m.logger.InfoContext(r.ctx, "meter: an unconfirmed settlement reached the ledger store after the close",
+		"charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens())
 }
 
 // resend is a settlement waiting to be sent again (retrySettle).
@@ -760,6 +803,10 @@ type resend struct {
 	// guards it.
 	sending bool
 }
+
+// ended counts r out of its meter's open settlements: its outcome is
+// final (settled, or counted).
+func (r *resend) ended() { r.m.open.Add(-1) }
 
 // maxResends is the most settlements waiting to be sent again a ledger
 // store holds for the process: an outage of the store under load would
@@ -995,7 +1042,12 @@ func (m *Meter) Cleanup() error {
 		sends.Go(func() error {
 			ctx, cancel := context.WithDeadline(r.ctx, deadline)
 			defer cancel()
-			if err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at)); err != nil {
+			defer r.ended()
+			switch err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at)); {
+			case err != nil && ctx.Err() != nil:
+				// Cut short by the deadline: it may have reached the store.
+				r.m.resendUnconfirmed(r, err)
+			case err != nil:
 				r.m.resendLost(r, err)
 			}
 			return nil
@@ -1008,8 +1060,10 @@ func (m *Meter) Cleanup() error {
 	select {
 	case <-drained:
 	case <-t.C:
+		// Those still being sent end on their own: counted lost then
+		// if they fail (resendEndedLate).
 		for _, r := range m.resends.abandon() {
-			r.m.resendLost(r, errors.New("the process closed the store while the settlement was being sent again"))
+			r.m.resendUnconfirmed(r, errors.New("the process closed the store while the settlement was being sent again"))
 		}
 	}
 	return nil

@@ -110,12 +110,46 @@ func TestClosingWaitsForTheSettlementBeingSent(t *testing.T) {
 				built, resent := run(g, 1, &logs)
 				require.NoError(t, built.Close())
 				out := logs.String()
-				assert.Equal(t, 1, strings.Count(out, "the ledger store stayed out of reach"), "the charge is logged as lost: %s", out)
+				assert.Equal(t, 1, strings.Count(out, "it is unconfirmed"), "the charge is logged, its outcome unknown: %s", out)
 				assert.Contains(t, out, "charge_usd=")
 				assert.NotContains(t, out, "charge_usd=0 ", "with its charge")
-				g.released.Do(func() { close(g.release) }) // its answer comes after the close
+				g.released.Do(func() { close(g.release) }) // its answer, a failure, comes after the close
 				<-resent
-				assert.Equal(t, 1, strings.Count(logs.String(), "the ledger store stayed out of reach"), "logged once")
+				assert.Equal(t, 1, strings.Count(logs.String(), "the ledger store stayed out of reach"), "logged as lost once it failed")
+				m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+				assert.Equal(t, int64(1), m.LostSettlements(), "counted lost")
+				assert.True(t, m.Done(), "its counts change no more")
+			})
+
+			// A settlement still being sent when the close stopped
+			// waiting for it was logged and counted as lost, though it
+			// reached the store a moment later: the metric and the log
+			// said lost while the ledger had the charge. The close now
+			// logs it as unconfirmed, with its charge, and counts it lost
+			// only if its send then fails (above).
+			t.Run("landed after the close", func(t *testing.T) {
+				meter.SetCleanupTimeout(t, 50*time.Millisecond) // the send is held past it
+				g := &gatedSettle{Budgeter: direct.(runtime.Budgeter), fail: 1, entered: make(chan struct{}), release: make(chan struct{})}
+				defer g.released.Do(func() { close(g.release) })
+				var logs rt.LogBuffer
+				before := ledger.Ledger("").Calls
+				built, resent := run(g, 1, &logs)
+				m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+				require.NoError(t, built.Close())
+				out := logs.String()
+				assert.NotContains(t, out, "stayed out of reach", "not lost: its outcome is not known yet")
+				assert.Equal(t, 1, strings.Count(out, "it is unconfirmed"), "logged as unconfirmed: %s", out)
+				assert.NotContains(t, out, "charge_usd=0 ", "with its charge")
+				assert.Equal(t, int64(1), m.UnconfirmedSettlements())
+				assert.False(t, m.Done(), "its send is still out")
+
+				g.pass.Store(true)
+				g.released.Do(func() { close(g.release) }) // it lands after the close
+				<-resent
+				assert.Equal(t, before+1, ledger.Ledger("").Calls, "the store has the charge")
+				assert.Zero(t, m.LostSettlements(), "it is not counted lost")
+				assert.NotContains(t, logs.String(), "stayed out of reach")
+				assert.True(t, m.Done(), "its counts change no more")
 			})
 
 			t.Run("settled", func(t *testing.T) {
@@ -199,4 +233,53 @@ func TestClosingWaitsForEveryStoreAtOnce(t *testing.T) {
 	}
 	require.NoError(t, <-closed)
 	assert.Equal(t, 2, strings.Count(logs.String(), "the ledger store stayed out of reach"), "each charge is logged as lost: %s", logs.String())
+}
+
+// stallingSettle is a ledger store whose first settlement fails, as
+// against a store out of reach, and whose later ones get no answer until
+// their context ends.
+type stallingSettle struct {
+	runtime.Budgeter
+	settles atomic.Int64
+}
+
+func (s *stallingSettle) Close() error { return nil }
+
+func (s *stallingSettle) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	if s.settles.Add(1) == 1 {
+		return errors.New("dial tcp: connection refused")
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The close's own attempt at a settlement waiting, cut short by its
+// deadline, may have reached the store (only the answer was not
+// awaited): it is unconfirmed, not lost.
+func TestTheClosesAttemptCutShortIsUnconfirmed(t *testing.T) {
+	usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "x", Usage: usage})
+		return nil
+	})
+	pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	meter.SetCleanupTimeout(t, 50*time.Millisecond)
+	var logs rt.LogBuffer
+	// The virtual clock never advances: the settlement waits for the close.
+	built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": &stallingSettle{Budgeter: storetest.Redis(t)}},
+		Clock:    runtime.NewVirtualClock(time.Now()), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	_, _, err = rt.Collect(context.Background(), built, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, meter.Waiting(m))
+
+	require.NoError(t, built.Close())
+	assert.Equal(t, 1, strings.Count(logs.String(), "it is unconfirmed"), "logged as unconfirmed: %s", logs.String())
+	assert.NotContains(t, logs.String(), "stayed out of reach")
+	assert.Equal(t, int64(1), m.UnconfirmedSettlements())
+	assert.Zero(t, m.LostSettlements())
+	assert.True(t, m.Done(), "the close's attempt has ended")
 }
