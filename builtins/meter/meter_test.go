@@ -521,7 +521,11 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		{name: "failed", sideEffecting: true, err: errors.New("declined")},
 		{name: "cancelled side-effecting", sideEffecting: true, cancel: true, err: context.Canceled, charged: 1},
 		{name: "cancelled before the call", sideEffecting: true, before: true, err: context.Canceled},
-		{name: "cancelled retry_safe", sideEffecting: true, retrySafe: true, cancel: true, err: context.Canceled},
+		// retry_safe makes a retry of the same call safe, not a new call
+		// free: a caller cancelling each new call would run effects past
+		// the ceiling.
+		{name: "cancelled retry_safe", sideEffecting: true, retrySafe: true, cancel: true, err: context.Canceled, charged: 1},
+		{name: "timed out retry_safe", sideEffecting: true, retrySafe: true, err: &runtime.CallError{Kind: runtime.KindTimeout, Message: "504"}, charged: 1},
 		{name: "cancelled read-only", cancel: true, err: context.Canceled},
 		{name: "timed out side-effecting", sideEffecting: true, err: &runtime.CallError{Kind: runtime.KindTimeout, Message: "504"}, charged: 1},
 		{name: "may have run", err: runtime.MayHaveRun(errors.New("connection lost")), charged: 1},
@@ -533,7 +537,7 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		// TestADuplicateRefusedInDoubtIsNotCharged in builtins/idempotent).
 		{name: "tool returned another call's doubt", sideEffecting: true, cancel: true, err: &runtime.InDoubtError{Layer: "idem", Tool: "pay"}, charged: 1},
 		{name: "panicked side-effecting", sideEffecting: true, panics: true, charged: 1},
-		{name: "panicked retry_safe", sideEffecting: true, retrySafe: true, panics: true},
+		{name: "panicked retry_safe", sideEffecting: true, retrySafe: true, panics: true, charged: 1},
 		{name: "panicked read-only", panics: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
