@@ -353,7 +353,10 @@ func (p *Pass) inertRerouted(e *dsl.Entry) {
 		}
 	}
 	what := e.Ref() + " only runs " + in.Ref() + " again"
-	if e.Use == "hedge" {
+	switch {
+	case e.Use == "fallback" && len(named) == 1:
+		what = e.Ref() + " only passes its calls on to " + in.Ref()
+	case e.Use == "hedge":
 		what = e.Ref() + " races " + in.Ref() + " against itself"
 	}
 	switch len(lost) {
