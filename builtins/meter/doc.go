@@ -45,10 +45,14 @@
 // effect, and were not served from a cache or a stored outcome: a call that
 // returned without error, one that ran and whose result could not be used
 // (runtime.ErrRan), one whose outcome is unknown (runtime.ErrMayHaveRun,
-// runtime.ErrOutcomeUnrecorded), and a call of a side-effecting tool not
-// declared retry_safe that was cancelled, timed out or panicked while it ran, as
-// idempotent and audit treat it (so a client that cancels each call once the
-// tool has it does not make effects past the ceiling). A call that failed
+// runtime.ErrOutcomeUnrecorded), and a call of a side-effecting tool that
+// was cancelled, timed out or panicked while it ran, retry_safe or not (so a
+// client that cancels each call once the tool has it does not make effects
+// past the ceiling: retry_safe makes a retry of the same call safe, not a
+// new call free). The ledger counts executions, not idempotency keys: a
+// duplicate that runs again under its key (a retry_safe tool's, taking
+// over a claim in doubt) is charged again, and one answered from a
+// stored outcome is not. A call that failed
 // otherwise, was proved not to have run (runtime.DidNotRun), had its context
 // ended before it began, or is a duplicate in doubt (*runtime.InDoubtError)
 // is not charged. Only the `calls` ceiling applies.

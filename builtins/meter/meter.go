@@ -1396,7 +1396,7 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 				// effect (idempotent leaves its key in doubt), and is
 				// charged; any other call's reservation is released.
 				release()
-				m.settle(ctx, l, reserved, !ended && c.Tool != nil && c.Tool.SideEffecting && !c.Tool.RetrySafe, runtime.Usage{}, 0)
+				m.settle(ctx, l, reserved, !ended && c.Tool != nil && c.Tool.SideEffecting, runtime.Usage{}, 0)
 			}
 		}()
 		inner := ctx
@@ -1415,9 +1415,9 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // returned without error, or it ran and its result could not be used
 // (runtime.ErrRan), or it may have made its effect: its outcome is unknown
 // (runtime.ErrMayHaveRun, runtime.ErrOutcomeUnrecorded), or it is a
-// side-effecting tool not declared retry_safe that was cancelled or timed
-// out while it ran, as idempotent and audit treat it (as is one that
-// panicked, see WrapTool). Otherwise a client
+// side-effecting tool that was cancelled or timed out while it ran (as is
+// one that panicked, see WrapTool), retry_safe or not: retry_safe makes a
+// retry of the same call safe, not a new call free. Otherwise a client
 // cancelling each call once the tool had it would make effects without
 // end under a calls ceiling. A call served from a cache or a stored
 // outcome (Meta.Cached), a duplicate in doubt (its first execution is the
@@ -1431,7 +1431,7 @@ func toolRan(ctx context.Context, c *runtime.ToolCall, err error, ended bool) bo
 		return true
 	}
 	var dup *runtime.InDoubtError
-	if ended || errors.As(err, &dup) || runtime.DidNotRun(err) || c.Tool == nil || !c.Tool.SideEffecting || c.Tool.RetrySafe {
+	if ended || errors.As(err, &dup) || runtime.DidNotRun(err) || c.Tool == nil || !c.Tool.SideEffecting {
 		return false
 	}
 	return runtime.Classify(err) == runtime.ClassFailure && (ctx.Err() != nil || runtime.KindOf(err) == string(runtime.KindTimeout))

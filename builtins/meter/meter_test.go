@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/hedge"
+	_ "github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/builtins/meter"
+	_ "github.com/agentc-dev/agentc/builtins/retry"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -521,7 +523,11 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		{name: "failed", sideEffecting: true, err: errors.New("declined")},
 		{name: "cancelled side-effecting", sideEffecting: true, cancel: true, err: context.Canceled, charged: 1},
 		{name: "cancelled before the call", sideEffecting: true, before: true, err: context.Canceled},
-		{name: "cancelled retry_safe", sideEffecting: true, retrySafe: true, cancel: true, err: context.Canceled},
+		// retry_safe makes a retry of the same call safe, not a new call
+		// free: a caller cancelling each new call would run effects past
+		// the ceiling.
+		{name: "cancelled retry_safe", sideEffecting: true, retrySafe: true, cancel: true, err: context.Canceled, charged: 1},
+		{name: "timed out retry_safe", sideEffecting: true, retrySafe: true, err: &runtime.CallError{Kind: runtime.KindTimeout, Message: "504"}, charged: 1},
 		{name: "cancelled read-only", cancel: true, err: context.Canceled},
 		{name: "timed out side-effecting", sideEffecting: true, err: &runtime.CallError{Kind: runtime.KindTimeout, Message: "504"}, charged: 1},
 		{name: "may have run", err: runtime.MayHaveRun(errors.New("connection lost")), charged: 1},
@@ -533,7 +539,7 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 		// TestADuplicateRefusedInDoubtIsNotCharged in builtins/idempotent).
 		{name: "tool returned another call's doubt", sideEffecting: true, cancel: true, err: &runtime.InDoubtError{Layer: "idem", Tool: "pay"}, charged: 1},
 		{name: "panicked side-effecting", sideEffecting: true, panics: true, charged: 1},
-		{name: "panicked retry_safe", sideEffecting: true, retrySafe: true, panics: true},
+		{name: "panicked retry_safe", sideEffecting: true, retrySafe: true, panics: true, charged: 1},
 		{name: "panicked read-only", panics: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -566,4 +572,52 @@ func TestAToolCallThatMayHaveRunIsCharged(t *testing.T) {
 			assert.Equal(t, tc.charged, m.Ledger("r").Calls)
 		})
 	}
+}
+
+// TestNewRetrySafeCallsCancelledWhileRunningKeepTheCallsCeiling: a caller
+// that cancels each new call of a side-effecting retry_safe tool once the
+// tool has it, under meter{calls: 2} > idempotent > retry, makes two
+// effects, not one per call: retry_safe makes a retry of the same call
+// safe, not a new call free.
+func TestNewRetrySafeCallsCancelledWhileRunningKeepTheCallsCeiling(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Layer("meter", `{"budget":{"calls":2},"scope":"run"}`),
+		rt.Layer("idempotent", `{}`),
+		rt.Layer("retry", `{"max_attempts":3}`),
+	}})
+	p.Tools = map[string]plan.Tool{"transfer": {SideEffecting: true, RetrySafe: true}}
+	var ran atomic.Int64
+	started := make(chan struct{})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{
+		"transfer": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			ran.Add(1)
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}})
+	require.NoError(t, err)
+	var refused int
+	for i := range 6 {
+		ctx, cancel := context.WithCancel(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}))
+		returned := make(chan struct{})
+		go func() {
+			select {
+			case <-started:
+				cancel()
+			case <-returned:
+			}
+		}()
+		_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "transfer", Args: map[string]any{"to": "acct", "amount": float64(i + 1)}})
+		close(returned)
+		cancel()
+		var be *runtime.BudgetError
+		if errors.As(err, &be) {
+			refused++
+		}
+	}
+	assert.Equal(t, int64(2), ran.Load(), "two transfers ran: the calls ceiling")
+	assert.Equal(t, 4, refused, "the other four were refused before they ran")
+	m := pl.Layers(plan.StageTool)[0].Middleware.(*meter.Meter)
+	assert.Equal(t, int64(2), m.Ledger("r").Calls)
 }

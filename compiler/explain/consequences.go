@@ -34,7 +34,7 @@ func reservations(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 			continue
 		}
 		if es := reinvokers(a, chain[e.Index+1:], ""); len(es) > 0 {
-			n, why := worstCase(es)
+			n, why := worstCase(a, es)
 			out = append(out, fmt.Sprintf("%s reserves each call's estimate %s times, the most model calls it can charge for one call (%s)", e.Ref(), vet.Calls(n), why))
 		}
 	}
@@ -105,7 +105,7 @@ func ownCalls(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 			es = append(es, r)
 		}
 		if len(es) > 0 {
-			n, why := worstCase(es)
+			n, why := worstCase(a, es)
 			if maybe {
 				line += fmt.Sprintf("; a failing one may reach the model up to %s times (%s), as the when of %s decides", vet.Calls(n), why, list(decide))
 			} else {
@@ -130,15 +130,19 @@ func reinvokers(a *vet.Analysis, chain []*dsl.Entry, tool string) []*dsl.Entry {
 }
 
 // worstCase returns the product of the attempts of es (saturated, see
-// vet.CallProduct) and its first factors.
-func worstCase(es []*dsl.Entry) (int, string) {
+// vet.CallProduct) and its first factors. A fallback or hedge whose models
+// one inside it replaces (vet.Analysis.ReroutedInside) counts attempts,
+// not models: they go to the inner layer's models.
+func worstCase(a *vet.Analysis, es []*dsl.Entry) (int, string) {
 	attempts := make([]int, len(es))
 	var factors []string
 	for i, e := range es {
 		k := vet.Attempts(e)
 		attempts[i] = k
 		unit := "attempts"
-		if e.Use == "fallback" || e.Use == "hedge" {
+		if in := a.ReroutedInside(e); in != nil {
+			unit = "attempts rerouted by " + in.Ref()
+		} else if e.Use == "fallback" || e.Use == "hedge" {
 			unit = "models"
 		}
 		factors = append(factors, fmt.Sprintf("%s %d %s", e.Ref(), k, unit))
@@ -153,7 +157,7 @@ func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		if len(es) == 0 {
 			return []string{once + ": no layer re-invokes it"}
 		}
-		n, why := worstCase(es)
+		n, why := worstCase(a, es)
 		return []string{fmt.Sprintf("a failing call reaches the model up to %s times (%s)", vet.Calls(n), why)}
 	}
 	// Tool chain: group the declared tools by their worst case.
@@ -179,7 +183,7 @@ func executions(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 			continue
 		}
 		es := reinvokers(a, chain, name)
-		n, why := worstCase(es)
+		n, why := worstCase(a, es)
 		g := byWhy[why]
 		if g == nil {
 			g = &group{n: n, why: why}
@@ -257,7 +261,7 @@ func auditRecords(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		per := map[string]string{"tool": "logical tool call", "turn": "turn", "chat": "model call"}[stage]
 		switch {
 		case len(outside) > 0:
-			n, why := worstCase(outside)
+			n, why := worstCase(a, outside)
 			out = append(out, fmt.Sprintf("%s writes one record per attempt: up to %s for one %s (%s); trail: %q", au.Ref(), vet.Calls(n), per, why, trail))
 		case len(inside) > 0:
 			out = append(out, fmt.Sprintf("%s writes one record per %s: %s inside it re-invokes without new records, and the record notes the attempts; trail: %q", au.Ref(), per, list(refs(inside)), trail))

@@ -17,9 +17,13 @@ more than the cache key (the run, the agent, the time, a policy changed since
 the answer was stored) is bypassed. Put such checks outside caches. Checks of
 the output alone (output_coerce, judge, a guard with phase: "after") may sit
 inside a cache: an output they refuse is an error, never stored as an answer,
-so every stored answer has passed them (idempotent stores a tool result a
-guard blocked as the call's error: the tool ran, so a duplicate gets the
-block again instead of running it). pii is left out for memoize and
+so every stored answer has passed them for the call that stored it
+(idempotent stores a tool result a guard blocked as the call's error: the
+tool ran, so a duplicate gets the block again instead of running it). A hit
+is served to any caller whose call has the same key, without running them:
+one whose when, deny or require reads the caller (run.meta, run.id,
+request.params.metadata) where the cache does not key on it decided for
+another caller, an error (order/caller-check-inside-cache). pii is left out for memoize and
 idempotent: it checks nothing but the call and its result, which the cache
 keys and stores, and inside such a cache it masks what the cache stores
 (order/cache-inside-redact); it stays outside semantic_memoize, whose

@@ -100,6 +100,17 @@ on only when a model fails at once. A warning at the hedge's delay, with
 the retry's attempt_timeout as the related position; make delay shorter,
 or place the hedge outside the retry.
 
+A fallback or hedge sets the model of each call it makes, and so does one
+inside it: a fallback or hedge inside another whose when holds for every
+model the outer one names replaces that model with its own, so the outer
+layer's models are never called as named. A fallback to primary and
+backup over a hedge of primary and third never calls backup (falling
+over only runs the hedge again); a hedge of primary and backup over a
+fallback to x and y races the fallback against itself, x against x. An
+error at the outer layer's models, with the inner layer as the related
+position; list the models in one layer, or give the inner one a when
+that leaves the outer one's models to it.
+
 A chat-chain layer of any kind whose when holds for the calls of some
 declared model but of none that reaches it never acts: a fallback or hedge
 outside it replaces the model a call names with its own models
@@ -159,6 +170,7 @@ tool.`,
 			case "hedge":
 				p.inertHedge(e, p.Policy.Chains["chat"][:i])
 			}
+			p.inertRerouted(e)
 		}
 		p.inertUncheckedArgs("egress", "url_arg", "URLs", func(t *dsl.Tool) string { return t.URLArg })
 		p.inertUncheckedArgs("file_check", "path_arg", "paths", func(t *dsl.Tool) string { return t.PathArg })
@@ -321,6 +333,69 @@ func (p *Pass) inertChatWhen(e *dsl.Entry) {
 	p.Report(dsl.Diagnostic{Pos: e.FieldPos("when"), Severity: dsl.Error, Related: rel,
 		Message: fmt.Sprintf("the when of %s is false for the calls of every model that reaches it (%s): the layers outside it replace the model a call names, so %s never acts; make its when hold for the models it is meant for, or move it outside the fallback or hedge",
 			e.Ref(), andList(models), e.Ref())})
+}
+
+// inertRerouted reports a fallback or hedge whose models are replaced by
+// those of a fallback or hedge inside it that applies to every call it
+// makes (Analysis.ReroutedInside): the models it names are never called
+// as named, and it only runs the inner layer again (a fallback) or races
+// it against itself (a hedge).
+func (p *Pass) inertRerouted(e *dsl.Entry) {
+	in := p.ReroutedInside(e)
+	if in == nil {
+		return
+	}
+	named, own := stringList(e.Fields["models"]), slices.Compact(slices.Clone(stringList(in.Fields["models"])))
+	var lost []string
+	for _, m := range named {
+		if !slices.Contains(own, m) && !slices.Contains(lost, m) {
+			lost = append(lost, m)
+		}
+	}
+	what := e.Ref() + " only runs " + in.Ref() + " again"
+	switch {
+	case e.Use == "fallback" && len(named) == 1:
+		what = e.Ref() + " only passes its calls on to " + in.Ref()
+	case e.Use == "hedge":
+		what = e.Ref() + " races " + in.Ref() + " against itself"
+	}
+	switch len(lost) {
+	case 0:
+	case 1:
+		what = lost[0] + " is never called, and " + what
+	default:
+		what = andList(lost) + " are never called, and " + what
+	}
+	p.Report(dsl.Diagnostic{Pos: e.FieldPos("models"), Severity: dsl.Error,
+		Related: []dsl.Related{at(in, "%s is here, inside %s: it calls %s", in.Ref(), e.Ref(), andList(own))},
+		Message: fmt.Sprintf("%s names %s, but %s inside it sends every call to its own models (%s), whatever model the call names: %s; list the models in one layer, or give %s a when that leaves the models of %s to it",
+			e.Ref(), andList(named), in.Ref(), andList(own), what, in.Ref(), e.Ref())})
+}
+
+// ReroutedInside returns the first fallback or hedge inside the chat
+// entry e, itself a fallback or hedge, whose when holds for every model a
+// call e makes can name where it sits: it replaces the model e set with its
+// own on each of e's calls, so none of e's models is called as named. Nil
+// when there is none, or e is neither a fallback nor a hedge.
+func (a *Analysis) ReroutedInside(e *dsl.Entry) *dsl.Entry {
+	if e.Use != "fallback" && e.Use != "hedge" {
+		return nil
+	}
+	chain := a.Policy.Chains["chat"]
+	named := stringList(e.Fields["models"])
+	for _, in := range chain[e.Index+1:] {
+		if in.Use != "fallback" && in.Use != "hedge" {
+			continue
+		}
+		all := true
+		for _, m := range a.reroute(chain[e.Index+1:in.Index], named) {
+			all = all && a.ChatWhen(in, m) == Always
+		}
+		if all {
+			return in
+		}
+	}
+	return nil
 }
 
 // inertChatWhenNoModel reports a chat entry whose when is false for the

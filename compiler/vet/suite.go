@@ -22,6 +22,7 @@ var Suite = []*Rule{
 	PathCheckOutsideFileCheck,
 	RecordOutsideRedact,
 	GuardInsideCache,
+	CallerCheckInsideCache,
 	CacheInsideRedact,
 	TracingOutermost,
 	OwnCallRecursion,

@@ -37,6 +37,7 @@ var designRules = map[string]dsl.Severity{
 	"order/path-check-outside-file-check": dsl.Error,
 	"order/record-outside-redact":         dsl.Warning,
 	"order/guard-inside-cache":            dsl.Warning,
+	"order/caller-check-inside-cache":     dsl.Error,
 	"order/cache-inside-redact":           dsl.Warning,
 	"order/tracing-outermost":             dsl.Warning,
 	"order/own-call-recursion":            dsl.Error,

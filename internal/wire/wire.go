@@ -214,27 +214,49 @@ func contextLength(apiType, msg string) bool {
 	return false
 }
 
+// MaxRetryAfter is the longest delay RetryAfter returns: a response may ask
+// for any (20 digits of seconds, a date thousands of years ahead), and a
+// longer one is read as this one, never as no delay.
+const MaxRetryAfter = 24 * time.Hour
+
 // RetryAfter returns the delay an HTTP response asks for: retry-after-ms
-// (milliseconds), else retry-after (seconds, or an HTTP date); 0 when
-// neither holds a usable value.
+// (milliseconds), else retry-after (seconds, or an HTTP date), at most
+// MaxRetryAfter; 0 when neither holds a usable value.
 func RetryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && ms < 1e12 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if ms, err := parseDelay(v); err == nil && ms > 0 {
+			return capDelay(ms, time.Millisecond)
 		}
 	}
 	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil {
-			if s > 0 && s < 1e9 {
-				return time.Duration(s * float64(time.Second))
+		if s, err := parseDelay(v); err == nil {
+			if s > 0 {
+				return capDelay(s, time.Second)
 			}
 			return 0
 		}
 		if t, err := http.ParseTime(v); err == nil && t.After(now) {
-			return t.Sub(now)
+			return min(t.Sub(now), MaxRetryAfter)
 		}
 	}
 	return 0
+}
+
+// parseDelay is the number v, +Inf for a number too large for a float64.
+func parseDelay(v string) (float64, error) {
+	n, err := strconv.ParseFloat(v, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return n, nil
+	}
+	return n, err
+}
+
+// capDelay is n units, at most MaxRetryAfter (n > 0; +Inf is the most).
+func capDelay(n float64, unit time.Duration) time.Duration {
+	if n >= float64(MaxRetryAfter/unit) {
+		return MaxRetryAfter
+	}
+	return time.Duration(n * float64(unit))
 }
 
 // Event classifies an error event of the stream (OpenAI's `{"error": ...}`

@@ -500,14 +500,15 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 	if err := stream.Err(); err != nil {
 		return fail(billed(c.failure(ctx, err, deltas)))
 	}
-	if !stopped {
+	// The response is complete once message_stop arrived after the
+	// message_delta that gives its stop reason and output count: without
+	// that delta, the stream has lost how the answer ended and what it
+	// billed.
+	if !stopped || finish == "" {
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
 		return fail(billed(c.call.Truncated(deltas)))
-	}
-	if finish == "" {
-		finish = runtime.FinishStop
 	}
 	last := runtime.Delta{FinishReason: finish, StopSequence: stopSeq, Usage: input.Sub(sent)}
 	last.Usage.OutputTokens, last.Usage.ReasoningTokens = output.OutputTokens, output.ReasoningTokens

@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/internal/ssetest"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // A server that holds the response open after message_stop (a proxy that
@@ -37,4 +39,30 @@ func TestEventsAfterMessageStopAreNotRead(t *testing.T) {
 	assert.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
 	assert.Equal(t, "stop", ds[len(ds)-1].FinishReason)
 	assert.EqualValues(t, 15, sum(ds).OutputTokens)
+}
+
+// A stream that reaches message_stop without a message_delta has no stop
+// reason and no output count: it is truncated, as a stream that never
+// reached message_stop, not a complete answer ending in "stop" (which a
+// memoize would keep and a meter would charge no output for). The error
+// carries no output count, so the runtime estimates the output from the
+// text that arrived.
+func TestMessageStopWithoutAStopReasonIsTruncated(t *testing.T) {
+	var kept []string
+	for _, e := range ssetest.Events(ssetest.Transcript(t, "text.sse")) {
+		if !strings.HasPrefix(e, "event: message_delta") {
+			kept = append(kept, e)
+		}
+	}
+	s := ssetest.New(t, ssetest.Reply{Body: strings.Join(kept, "")})
+	ds, err := ssetest.Collect(t, client(t, s), hi())
+	assert.Equal(t, "Hello! How can I help you today?", ssetest.Text(ds))
+	for _, d := range ds {
+		assert.Empty(t, d.FinishReason, "no delta finishes the answer")
+	}
+	ce := ssetest.CallError(t, err, testKey)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "the stream ended before the response was complete (after 3 deltas)")
+	assert.Equal(t, runtime.Usage{InputTokens: 472}, sum(ds), "the input rode on the first delta")
+	assert.Zero(t, ce.Usage.OutputTokens, "no output count was reported: the runtime estimates it")
 }
