@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -185,4 +188,43 @@ func TestReloadFailedOnAnUpstreamsSettingsIsNotTriedAgain(t *testing.T) {
 		s.srv.reloadMu.Unlock()
 	}
 	assert.NotContains(t, s.logs.String(), "retry_in=")
+}
+
+// claimedRedis is a redis kind whose stores a policy declares without a
+// prefix, so that the policy claims them, opened in a namespace of the
+// test's own rather than the server's default.
+const claimedRedis = "test.claimed-redis"
+
+var claimedNamespace string
+
+func init() {
+	runtime.RegisterStoreKind(claimedRedis, func(ctx context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
+		return redis.Open(ctx, s.URL, claimedNamespace)
+	})
+}
+
+// TestAKeyRevokedWhileAClaimedStoreIsDownIsRefusedAtOnce: a change that
+// revokes a key and leaves the store's declaration and the policy's name
+// alone applies while the store, claimed by the policy, is out of reach:
+// the revoked key is refused at once, the other served.
+func TestAKeyRevokedWhileAClaimedStoreIsDownIsRefusedAtOnce(t *testing.T) {
+	proxy := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+	setReloadRetry(t, time.Hour, time.Hour)
+	claimedNamespace = storetest.Prefix(t)
+	policy := func(keys ...string) string {
+		src := retryPolicy(proxy.URL, "none", "2s", keys...)
+		return strings.Replace(strings.Replace(src, `kind: "redis"`, `kind: "`+claimedRedis+`"`, 1), `prefix: "none", `, "", 1)
+	}
+	dir := writePolicy(t, policy("app1", "app2"))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	code, _, body := do(t, "GET", s.url+"/v1/models", "app2-key", nil)
+	require.Equal(t, 200, code, body)
+
+	proxy.Cut()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("app1")), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	code, _, _ = do(t, "GET", s.url+"/v1/models", "app2-key", nil)
+	assert.Equal(t, 401, code, "the revoked key is refused while the store is down")
+	code, _, body = do(t, "GET", s.url+"/v1/models", "app1-key", nil)
+	assert.Equal(t, 200, code, body)
 }
