@@ -39,6 +39,11 @@ type Loaded struct {
 	Plan *plan.Plan
 	// Dir resolves the plan's relative paths (runtime.Deps.Dir).
 	Dir string
+	// PosDir is the policy's directory as the log names files in ("pol"
+	// where the policy's diagnostics say pol/policy.cue): the plan's
+	// positions the log gives are joined to it (plan.PosIn). Empty leaves
+	// them relative to the policy's directory, as the plan has them.
+	PosDir string
 	// Files are watched for changes: a change reloads the policy. Files in
 	// WatchDirs are watched too, new ones included.
 	Files     []string
@@ -423,7 +428,7 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 	s.watched, s.watchDirs = takeFingerprint(ld.Files, ld.WatchDirs), ld.WatchDirs
 	if !first {
 		s.watched = s.watched.asBefore(before)
-		if err := s.checkStateChanges(s.cur.Load().plan, ld.Plan); err != nil {
+		if err := s.checkStateChanges(s.cur.Load().plan, ld.Plan, ld.PosDir); err != nil {
 			return nil, err
 		}
 	}
@@ -446,8 +451,8 @@ var ErrStateReset = errors.New("serve: the change starts idempotency records afr
 // kept by any layer: an idempotent layer removed), unless AllowStateReset.
 // The chains the gateway has never run hold no state, and are not
 // compared: the turn chain, and the tool chain until a generation that
-// runs tools has served.
-func (s *Server) checkStateChanges(old, next *plan.Plan) error {
+// runs tools has served. The layers' positions are joined to posDir.
+func (s *Server) checkStateChanges(old, next *plan.Plan, posDir string) error {
 	if s.runsTools(old) {
 		s.toolsServed = true
 	}
@@ -459,7 +464,7 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		if !ran(c.Stage) {
 			continue
 		}
-		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
+		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", plan.PosIn(posDir, c.Pos),
 			"fields", c.Fields, "tool", c.Tool, "detail", c.Message())
 		switch {
 		case c.Repeats && c.Removed && len(c.Fields) == 0:
@@ -472,7 +477,7 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		if !ran(c.Stage) {
 			continue
 		}
-		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
+		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", plan.PosIn(posDir, c.Pos),
 			"tools", c.Tools, "detail", c.Message())
 	}
 	if len(repeats) == 0 {
