@@ -3,6 +3,7 @@ package serve
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -313,8 +314,12 @@ type Server struct {
 	// retry is the next attempt of a reload that failed for a reason that
 	// may pass without a change of the files (transientReload), under
 	// reloadMu; nil when none is due.
-	retry  *reloadRetry
-	closed atomic.Bool
+	retry *reloadRetry
+	// revoked are the hashes of the keys of the serving policy that the
+	// last reload failing for such a reason removes (revokeRemovedKeys):
+	// refused until a reload applies. Nil when none.
+	revoked atomic.Pointer[map[[sha256.Size]byte]bool]
+	closed  atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -435,8 +440,56 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 	g, err := s.build(ctx, ld)
 	if err == nil {
 		s.warnUntraced(ld.Plan)
+	} else if !first && transientReload(err) {
+		s.revokeRemovedKeys(ld.Plan)
 	}
 	return g, err
+}
+
+// revokeRemovedKeys refuses, until a reload applies, the keys of the
+// serving policy that next, a policy whose reload failed for a reason
+// that may pass (a store or an MCP server out of reach), no longer has
+// (removed, or given another secret): the previous policy serves on, but a
+// key revoked is not left working while the store is down. A next that
+// declares no keys, or whose keys cannot be read, revokes nothing.
+// reloadMu is held.
+func (s *Server) revokeRemovedKeys(next *plan.Plan) {
+	cur := s.cur.Load()
+	kr, err := newKeyring(next.Keys, s.opts.LookupEnv)
+	if cur == nil || err != nil || kr.open() {
+		return
+	}
+	kept := make(map[[sha256.Size]byte]bool, len(kr.keys))
+	for _, k := range kr.keys {
+		kept[k.hash] = true
+	}
+	revoked := map[[sha256.Size]byte]bool{}
+	var names []string
+	for _, k := range cur.keys.keys {
+		if !kept[k.hash] {
+			revoked[k.hash] = true
+			names = append(names, k.name)
+		}
+	}
+	if len(revoked) == 0 {
+		s.revoked.Store(nil)
+		return
+	}
+	s.revoked.Store(&revoked)
+	s.log.Warn("keys the failed reload removes are refused until it applies", "keys", names)
+}
+
+// matchKey returns the key of the generation g that presented is, unless
+// a failed reload revoked it (revokeRemovedKeys).
+func (s *Server) matchKey(g *generation, presented string) (*virtualKey, bool) {
+	k, ok := g.keys.match(presented)
+	if !ok {
+		return nil, false
+	}
+	if r := s.revoked.Load(); r != nil && (*r)[k.hash] {
+		return nil, false
+	}
+	return k, true
 }
 
 // ErrStateReset marks a reload refused because its change would start
@@ -843,6 +896,7 @@ func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 		return err
 	}
 	s.install(g)
+	s.revoked.Store(nil)
 	s.metrics.reloads.WithLabelValues("ok").Inc()
 	s.log.Info("reloaded", "policy", g.plan.Policy, "generation", g.n)
 	return nil
