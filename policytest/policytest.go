@@ -316,8 +316,15 @@ func decodeCase(fields map[string]json.RawMessage) (testCase, []error) {
 			errs = append(errs, fmt.Errorf("unknown field %q%s (a case has %s)", k, dsl.SuggestName(k, caseFields), strings.Join(caseFields, ", ")))
 			continue
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", k, strings.TrimPrefix(err.Error(), "json: ")))
+		// A want's problems are each placed on their own.
+		list := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			list = j.Unwrap()
+		}
+		for _, err := range list {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %v", k, strings.TrimPrefix(err.Error(), "json: ")))
+			}
 		}
 	}
 	return t, errs

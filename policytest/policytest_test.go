@@ -116,6 +116,23 @@ func TestDiscoverErrorsInOrder(t *testing.T) {
 	}
 }
 
+// A want value of the wrong type where the check of a want's values looks
+// (a step's outcome, stage, error kind) is reported at its place, and the
+// rest of the want is still checked: a misspelt outcome beside it is
+// refused too.
+func TestWantValueOfTheWrongTypeIsReportedWithTheRest(t *testing.T) {
+	dir := write(t, map[string]string{"a_test.cue": "package p\n\ntests: a: {\n\tscenario: steps: []\n\twant: steps: [{outcome: 3}, {outcome: \"okk\", stage: true}, {error: kind: [1]}]\n}\n"})
+	_, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	at := filepath.Join(dir, "a_test.cue")
+	assert.Equal(t, []string{
+		at + `:5:17: test "a": want: steps[0].outcome: a number (3), where a string is expected`,
+		at + `:5:31: test "a": want: steps[1].outcome: "okk" is not an outcome (ok, blocked, budget, in_doubt, error, crash); did you mean "ok"?`,
+		at + `:5:47: test "a": want: steps[1].stage: true, where a string is expected`,
+		at + `:5:69: test "a": want: steps[2].error.kind: a list, where a string is expected`,
+	}, strings.Split(err.Error(), "\n"))
+}
+
 // A JSON test file that repeats a key is refused: the second want would
 // replace the first unseen.
 func TestDiscoverRepeatedKey(t *testing.T) {

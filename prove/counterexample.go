@@ -287,7 +287,7 @@ func plainArgs(schema json.RawMessage) map[string]any {
 // invariant is among them.
 func Replay(ctx context.Context, p *plan.Plan, sc *scenario.Scenario, opts Options) ([]string, error) {
 	registerProbe()
-	inv, err := compileInvariants(p)
+	inv, err := compileInvariants(p, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

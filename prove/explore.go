@@ -32,7 +32,9 @@ type Options struct {
 	// Copies is the largest number of concurrent duplicate deliveries of a
 	// tool call explored (1 or 2; default 2).
 	Copies int
-	// Dir resolves the plan's relative paths (file_check roots).
+	// Dir resolves the plan's relative paths (file_check roots), and is
+	// joined to the positions of the policy's invariants in messages
+	// (plan.PosIn): the policy's directory as the command was given it.
 	Dir string
 	// MaxStates stops the exploration once this many states (runs) were
 	// run, over every target (0: no bound): at each depth the targets take
@@ -318,7 +320,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("prove: copies %d: at most 2 concurrent deliveries are explored", opts.Copies)
 	}
 	registerProbe()
-	inv, err := compileInvariants(p)
+	inv, err := compileInvariants(p, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

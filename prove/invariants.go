@@ -49,7 +49,9 @@ type invariants struct {
 	custom  []customInvariant
 }
 
-func compileInvariants(p *plan.Plan) (*invariants, error) {
+// compileInvariants compiles the plan's invariants; dir, the policy's
+// directory, is joined to their positions (plan.PosIn).
+func compileInvariants(p *plan.Plan, dir string) (*invariants, error) {
 	in := &invariants{off: map[string]bool{}, maxExec: map[string]int{}}
 	if p.Invariants == nil {
 		return in, nil
@@ -65,11 +67,12 @@ func compileInvariants(p *plan.Plan) (*invariants, error) {
 	}
 	for _, id := range sortedKeys(p.Invariants.Custom) {
 		c := p.Invariants.Custom[id]
+		pos := plan.PosIn(dir, c.Pos)
 		prg, iss := invariant.Compile(c.Expr)
 		if len(iss) > 0 {
-			return nil, fmt.Errorf("prove: %s: invariant %s: %s", c.Pos, id, iss[0].Message)
+			return nil, fmt.Errorf("prove: %s: invariant %s: %s", pos, id, iss[0].Message)
 		}
-		in.custom = append(in.custom, customInvariant{id: id, pos: c.Pos, expr: c.Expr, prg: prg})
+		in.custom = append(in.custom, customInvariant{id: id, pos: pos, expr: c.Expr, prg: prg})
 	}
 	return in, nil
 }

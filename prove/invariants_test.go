@@ -210,3 +210,16 @@ invariants: custom: one_read: "target.name != 'file_read' || executions.tools.fi
 	assert.Equal(t, "one_read", r.Violations[0].Invariant)
 	assert.Len(t, r.Violations[0].Script, 2)
 }
+
+// A custom invariant's violation names its place with the policy's
+// directory, as vet and the rest of the command line name a position:
+// `prove examples/...` tells which policy's file it is.
+func TestCustomInvariantViolationNamesThePolicyDirectory(t *testing.T) {
+	p, dir := policyPlan(t, `tools: pay: {side_effecting: true, args: {type: "object", properties: id: {type: "string", maxLength: 8}}}
+invariants: custom: never: "executions.tools.pay <= 0"
+`)
+	r := exploreP(t, p, dir, 1)
+	require.NotEmpty(t, r.Violations)
+	assert.Equal(t, "never", r.Violations[0].Invariant)
+	assert.True(t, strings.HasPrefix(r.Violations[0].Message, filepath.Join(dir, "policy.cue")+":4:"), r.Violations[0].Message)
+}

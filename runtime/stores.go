@@ -264,6 +264,9 @@ type StorePool struct {
 type pooledStore struct {
 	b    StoreBackend
 	refs int
+	// claimedBy is the policy a pipeline built on b claimed it for
+	// (claimStore), "" before a claim succeeded.
+	claimedBy string
 }
 
 // NewStorePool returns an empty pool.
@@ -295,6 +298,25 @@ func (sp *StorePool) take(key string) StoreBackend {
 		return e.b
 	}
 	return nil
+}
+
+// claimed reports whether the backend open under key was claimed for
+// policy by a pipeline built on it.
+func (sp *StorePool) claimed(key, policy string) bool {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	e := sp.open[key]
+	return e != nil && policy != "" && e.claimedBy == policy
+}
+
+// setClaimed records that the backend open under key was claimed for
+// policy.
+func (sp *StorePool) setClaimed(key, policy string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if e := sp.open[key]; e != nil {
+		e.claimedBy = policy
+	}
 }
 
 // add holds b, just opened, under key, and returns the backend to use: b,
@@ -393,11 +415,19 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	if pool != nil && declared {
 		closeIt = func() error { return pool.release(key) }
 	}
-	// A store taken from the pool is claimed again: the new version of
-	// the policy may have another package name.
-	if err := pl.claimStore(ctx, name, ps, b); err != nil {
-		_ = closeIt()
-		return nil, err
+	// A store taken from the pool is claimed again when the new version of
+	// the policy has another package name. One the same policy claimed
+	// already is not: the claim would find that policy's name, and a
+	// change that leaves the store's state alone (a key revoked) so does
+	// not wait for the store to answer.
+	if pool == nil || !declared || !pool.claimed(key, pl.plan.Policy) {
+		if err := pl.claimStore(ctx, name, ps, b); err != nil {
+			_ = closeIt()
+			return nil, err
+		}
+		if pool != nil && declared {
+			pool.setClaimed(key, pl.plan.Policy)
+		}
 	}
 	pl.openStore(name, b)
 	if pool != nil && declared {

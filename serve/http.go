@@ -240,7 +240,7 @@ func (s *Server) authenticate(x *exchange) bool {
 		x.fail(http.StatusUnauthorized, errUnauthorized, "missing API key: send Authorization: Bearer KEY, x-api-key: KEY or api-key: KEY")
 		return false
 	}
-	k, ok := x.g.keys.match(presented)
+	k, ok := x.s.matchKey(x.g, presented)
 	if !ok {
 		x.Header().Set("WWW-Authenticate", `Bearer realm="agentc", error="invalid_token"`)
 		x.fail(http.StatusUnauthorized, errUnauthorized, "unknown API key")

@@ -1522,7 +1522,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 		}
-		k, ok := g.keys.match(presented)
+		k, ok := s.matchKey(g, presented)
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "unknown API key"}
 		}

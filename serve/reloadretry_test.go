@@ -13,6 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -59,14 +62,15 @@ func TestReloadFailedOnAStoreIsTriedAgain(t *testing.T) {
 	require.ErrorContains(t, err, "open store")
 	assert.Contains(t, s.logs.String(), "reload failed; still serving the previous policy")
 	assert.Contains(t, s.logs.String(), "retry_in=")
-	code, _, _ = do(t, "GET", s.url+"/v1/models", "app2-key", nil)
+	code, _, _ = do(t, "GET", s.url+"/v1/models", "app1-key", nil)
 	assert.Equal(t, 200, code, "the previous policy serves while the store is down")
+	before := s.srv.cur.Load().n
 
 	proxy.Restore()
-	require.Eventually(t, func() bool {
-		code, _, _ := do(t, "GET", s.url+"/v1/models", "app2-key", nil)
-		return code == 401
-	}, 10*time.Second, 10*time.Millisecond, "the revoked key is refused once the store answers")
+	require.Eventually(t, func() bool { return s.srv.cur.Load().n > before }, 10*time.Second, 10*time.Millisecond,
+		"the reload applies once the store answers")
+	code, _, _ = do(t, "GET", s.url+"/v1/models", "app2-key", nil)
+	assert.Equal(t, 401, code, "the revoked key is refused")
 	code, _, body = do(t, "GET", s.url+"/v1/models", "app1-key", nil)
 	assert.Equal(t, 200, code, body)
 	assert.Contains(t, s.logs.String(), "trying the failed reload again")
@@ -185,4 +189,88 @@ func TestReloadFailedOnAnUpstreamsSettingsIsNotTriedAgain(t *testing.T) {
 		s.srv.reloadMu.Unlock()
 	}
 	assert.NotContains(t, s.logs.String(), "retry_in=")
+}
+
+// claimedRedis is a redis kind whose stores a policy declares without a
+// prefix, so that the policy claims them, opened in a namespace of the
+// test's own rather than the server's default.
+const claimedRedis = "test.claimed-redis"
+
+var claimedNamespace string
+
+func init() {
+	runtime.RegisterStoreKind(claimedRedis, func(ctx context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
+		return redis.Open(ctx, s.URL, claimedNamespace)
+	})
+}
+
+// TestAKeyRevokedWhileAClaimedStoreIsDownIsRefusedAtOnce: a change that
+// revokes a key and leaves the store's declaration and the policy's name
+// alone applies while the store, claimed by the policy, is out of reach:
+// the revoked key is refused at once, the other served.
+func TestAKeyRevokedWhileAClaimedStoreIsDownIsRefusedAtOnce(t *testing.T) {
+	proxy := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+	setReloadRetry(t, time.Hour, time.Hour)
+	claimedNamespace = storetest.Prefix(t)
+	policy := func(keys ...string) string {
+		src := retryPolicy(proxy.URL, "none", "2s", keys...)
+		return strings.Replace(strings.Replace(src, `kind: "redis"`, `kind: "`+claimedRedis+`"`, 1), `prefix: "none", `, "", 1)
+	}
+	dir := writePolicy(t, policy("app1", "app2"))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	code, _, body := do(t, "GET", s.url+"/v1/models", "app2-key", nil)
+	require.Equal(t, 200, code, body)
+
+	proxy.Cut()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("app1")), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	code, _, _ = do(t, "GET", s.url+"/v1/models", "app2-key", nil)
+	assert.Equal(t, 401, code, "the revoked key is refused while the store is down")
+	code, _, body = do(t, "GET", s.url+"/v1/models", "app1-key", nil)
+	assert.Equal(t, 200, code, body)
+}
+
+// TestAKeyRemovedByAReloadThatFailsOnAStoreIsRefused: a reload that
+// revokes a key and declares a store differently fails while the store is
+// out of reach; the key it removes is refused at once all the same, the
+// keys it keeps served by the previous policy. A reload that fails for
+// another reason (a file that does not compile) keeps the refusal, one
+// that applies leaves the keys to the new policy.
+func TestAKeyRemovedByAReloadThatFailsOnAStoreIsRefused(t *testing.T) {
+	proxy := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
+	setReloadRetry(t, time.Hour, time.Hour)
+	prefix := storetest.Prefix(t)
+	dir := writePolicy(t, retryPolicy(proxy.URL, prefix, "2s", "app1", "app2", "app3"))
+	s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+	status := func(key string) int {
+		code, _, _ := do(t, "GET", s.url+"/v1/models", key, nil)
+		return code
+	}
+	require.Equal(t, 200, status("app2-key"))
+	write := func(src string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(src), 0o644))
+	}
+
+	proxy.Cut()
+	write(retryPolicy(proxy.URL, prefix, "1s", "app1", "app3"))
+	require.ErrorContains(t, s.srv.Reload(context.Background()), "open store")
+	assert.Equal(t, 401, status("app2-key"), "the key the failed reload removes is refused")
+	assert.Equal(t, 200, status("app1-key"), "the previous policy serves the others")
+	assert.Contains(t, s.logs.String(), "keys the failed reload removes are refused until it applies")
+	assert.Contains(t, s.logs.String(), "keys=[app2]")
+
+	write("package gw\nmodels: {")
+	require.Error(t, s.srv.Reload(context.Background()))
+	assert.Equal(t, 401, status("app2-key"), "a reload that fails on the policy keeps the refusal")
+
+	write(retryPolicy(proxy.URL, prefix, "1s", "app1"))
+	require.ErrorContains(t, s.srv.Reload(context.Background()), "open store")
+	assert.Equal(t, 401, status("app3-key"), "each failed reload refuses what it removes")
+	assert.Equal(t, 401, status("app2-key"))
+
+	proxy.Restore()
+	write(retryPolicy(proxy.URL, prefix, "1s", "app1", "app2"))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	assert.Equal(t, 200, status("app2-key"), "the policy that applies decides")
+	assert.Equal(t, 401, status("app3-key"))
 }

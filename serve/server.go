@@ -3,6 +3,7 @@ package serve
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,11 @@ type Loaded struct {
 	Plan *plan.Plan
 	// Dir resolves the plan's relative paths (runtime.Deps.Dir).
 	Dir string
+	// PosDir is the policy's directory as the log names files in ("pol"
+	// where the policy's diagnostics say pol/policy.cue): the plan's
+	// positions the log gives are joined to it (plan.PosIn). Empty leaves
+	// them relative to the policy's directory, as the plan has them.
+	PosDir string
 	// Files are watched for changes: a change reloads the policy. Files in
 	// WatchDirs are watched too, new ones included.
 	Files     []string
@@ -311,8 +317,12 @@ type Server struct {
 	// retry is the next attempt of a reload that failed for a reason that
 	// may pass without a change of the files (transientReload), under
 	// reloadMu; nil when none is due.
-	retry  *reloadRetry
-	closed atomic.Bool
+	retry *reloadRetry
+	// revoked are the hashes of the keys of the serving policy that the
+	// last reload failing for such a reason removes (revokeRemovedKeys):
+	// refused until a reload applies. Nil when none.
+	revoked atomic.Pointer[map[[sha256.Size]byte]bool]
+	closed  atomic.Bool
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -426,15 +436,63 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 	s.watched, s.watchDirs = takeFingerprint(ld.Files, ld.WatchDirs), ld.WatchDirs
 	if !first {
 		s.watched = s.watched.asBefore(before)
-		if err := s.checkStateChanges(s.cur.Load().plan, ld.Plan); err != nil {
+		if err := s.checkStateChanges(s.cur.Load().plan, ld.Plan, ld.PosDir); err != nil {
 			return nil, err
 		}
 	}
 	g, err := s.build(ctx, ld)
 	if err == nil {
 		s.warnUntraced(ld.Plan)
+	} else if !first && transientReload(err) {
+		s.revokeRemovedKeys(ld.Plan)
 	}
 	return g, err
+}
+
+// revokeRemovedKeys refuses, until a reload applies, the keys of the
+// serving policy that next, a policy whose reload failed for a reason
+// that may pass (a store or an MCP server out of reach), no longer has
+// (removed, or given another secret): the previous policy serves on, but a
+// key revoked is not left working while the store is down. A next that
+// declares no keys, or whose keys cannot be read, revokes nothing.
+// reloadMu is held.
+func (s *Server) revokeRemovedKeys(next *plan.Plan) {
+	cur := s.cur.Load()
+	kr, err := newKeyring(next.Keys, s.opts.LookupEnv)
+	if cur == nil || err != nil || kr.open() {
+		return
+	}
+	kept := make(map[[sha256.Size]byte]bool, len(kr.keys))
+	for _, k := range kr.keys {
+		kept[k.hash] = true
+	}
+	revoked := map[[sha256.Size]byte]bool{}
+	var names []string
+	for _, k := range cur.keys.keys {
+		if !kept[k.hash] {
+			revoked[k.hash] = true
+			names = append(names, k.name)
+		}
+	}
+	if len(revoked) == 0 {
+		s.revoked.Store(nil)
+		return
+	}
+	s.revoked.Store(&revoked)
+	s.log.Warn("keys the failed reload removes are refused until it applies", "keys", names)
+}
+
+// matchKey returns the key of the generation g that presented is, unless
+// a failed reload revoked it (revokeRemovedKeys).
+func (s *Server) matchKey(g *generation, presented string) (*virtualKey, bool) {
+	k, ok := g.keys.match(presented)
+	if !ok {
+		return nil, false
+	}
+	if r := s.revoked.Load(); r != nil && (*r)[k.hash] {
+		return nil, false
+	}
+	return k, true
 }
 
 // ErrStateReset marks a reload refused because its change would start
@@ -449,8 +507,8 @@ var ErrStateReset = errors.New("serve: the change starts idempotency records afr
 // kept by any layer: an idempotent layer removed), unless AllowStateReset.
 // The chains the gateway has never run hold no state, and are not
 // compared: the turn chain, and the tool chain until a generation that
-// runs tools has served.
-func (s *Server) checkStateChanges(old, next *plan.Plan) error {
+// runs tools has served. The layers' positions are joined to posDir.
+func (s *Server) checkStateChanges(old, next *plan.Plan, posDir string) error {
 	if s.runsTools(old) {
 		s.toolsServed = true
 	}
@@ -462,7 +520,7 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		if !ran(c.Stage) {
 			continue
 		}
-		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
+		s.log.Warn("the policy change leaves shared state behind", "stage", c.Stage, "layer", c.Layer, "pos", plan.PosIn(posDir, c.Pos),
 			"fields", c.Fields, "tool", c.Tool, "detail", c.Message())
 		switch {
 		case c.Repeats && c.Removed && len(c.Fields) == 0:
@@ -475,7 +533,7 @@ func (s *Server) checkStateChanges(old, next *plan.Plan) error {
 		if !ran(c.Stage) {
 			continue
 		}
-		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", c.Pos,
+		s.log.Warn("the policy change may narrow what a layer deduplicates", "stage", c.Stage, "layer", c.Layer, "pos", plan.PosIn(posDir, c.Pos),
 			"tools", c.Tools, "detail", c.Message())
 	}
 	if len(repeats) == 0 {
@@ -842,6 +900,7 @@ func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 		return err
 	}
 	s.install(g)
+	s.revoked.Store(nil)
 	s.metrics.reloads.WithLabelValues("ok").Inc()
 	s.log.Info("reloaded", "policy", g.plan.Policy, "generation", g.n)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -298,4 +299,26 @@ chains: tool: [{use: "idempotent", key_args: %s}]
 	assert.NotContains(t, s.logs.String(), "tool-chain layers that act only on a call that runs")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(policy("", `["order_id", "amount"]`)), 0o644))
 	require.ErrorIs(t, s.srv.Reload(context.Background()), ErrStateReset)
+}
+
+// TestStateChangeLogNamesThePolicyDirectory: the layer a change leaves
+// state behind of is named at its position with the policy's directory as
+// the source names it (Loaded.PosDir), as the reload's diagnostics are.
+func TestStateChangeLogNamesThePolicyDirectory(t *testing.T) {
+	upstream, _ := inProcessUpstream(t)
+	dir := writePolicy(t, keyArgsPolicy(upstream, `["order_id"]`))
+	src := SourceFunc(func(ctx context.Context) (*Loaded, error) {
+		ld, err := cueSource(dir).Load(ctx)
+		if ld != nil {
+			ld.PosDir = "pol"
+		}
+		return ld, err
+	})
+	s := startServer(t, Options{Source: src, WatchInterval: -1, AllowStateReset: true})
+	refundOnce(t, s.url, "first")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(strings.Replace(keyArgsPolicy(upstream, `["order_id"]`), `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)), 0o644))
+	require.NoError(t, s.srv.Reload(context.Background()))
+	logs := s.logs.String()
+	assert.Contains(t, logs, "the policy change leaves shared state behind")
+	assert.Regexp(t, `pos=`+regexp.QuoteMeta(filepath.Join("pol", "policy.cue"))+`:\d+:\d+ `, logs)
 }

@@ -22,15 +22,16 @@ const maxPlanDifferences = 20
 
 // checkPlan compares the plan in file with built, the plan of policy, and
 // reports each difference by JSON pointer: exitOK when they are the same
-// plan (whatever the layout of the file), exitProblems when they differ or
-// the file is not a plan, exitUsage when it cannot be read.
+// plan (whatever the layout of the file), exitProblems when they differ,
+// exitUsage when the file cannot be read or does not load as a plan (as
+// vet -baseline).
 func checkPlan(env *cliEnv, file, policy string, built *plan.Plan) int {
 	deployed, err := plan.Load(file)
 	if err != nil {
 		var pe *plan.Error
 		if errors.As(err, &pe) {
 			fmt.Fprintf(env.stderr, "agentc: %v\n", pe)
-			return exitProblems
+			return exitUsage
 		}
 		return fail(env, "build -check: %v", err)
 	}

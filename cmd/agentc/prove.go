@@ -230,7 +230,7 @@ func layerPlace(env *cliEnv, c *compiler.Compilation, le *runtime.LayerError) st
 	if le.Pos == "" || filepath.IsAbs(le.Pos) || c.Policy == nil {
 		return le.Pos
 	}
-	return rel(env, filepath.Join(c.Policy.Dir, filepath.FromSlash(le.Pos)))
+	return rel(env, plan.PosIn(c.Policy.Dir, le.Pos))
 }
 
 // proveProgressEvery is how often a long exploration says how far it has

@@ -312,6 +312,9 @@ func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 			ld.Files = c.Policy.Files
 			ld.Dir = c.Policy.Dir
 		}
+		// The log names the plan's positions as the diagnostics name
+		// their files: from the working directory.
+		ld.PosDir = rel(env, ld.Dir)
 		if st, err := os.Stat(path); err == nil && st.IsDir() {
 			ld.WatchDirs = []string{filepath.Clean(path)}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -513,4 +514,28 @@ func TestServeAddressInUse(t *testing.T) {
 		assert.Equal(t, exitUsage, rc, "%v", args)
 		assert.Contains(t, stderr.String(), "serve: "+flag+" "+busy.Addr().String()+": another process listens there (an agentc serve still running?): stop it, or give "+flag+" another address", "%v", args)
 	}
+}
+
+// TestServePolicySourceNamesPositionsAsVet: serve's log names a plan's
+// position (a layer whose state a change leaves behind) with the policy's
+// directory as vet names its files, relative to the working directory; a
+// built plan, whose positions are relative to a directory it does not
+// name, keeps them as they are.
+func TestServePolicySourceNamesPositionsAsVet(t *testing.T) {
+	wd := t.TempDir()
+	pol := filepath.Join(wd, "pol")
+	require.NoError(t, os.MkdirAll(pol, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pol, "policy.cue"), []byte("package p\nmodels: primary: {provider: \"openai\", model: \"m\", api_key_env: \"AGENTC_TEST_SERVE_KEY\"}\n"), 0o644))
+	env := &cliEnv{stdout: io.Discard, stderr: io.Discard, wd: wd}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ld, err := policySource(pol, env, logger).Load(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "pol", ld.PosDir)
+
+	var stdout, stderr strings.Builder
+	planFile := filepath.Join(wd, "plan.json")
+	require.Equal(t, exitOK, Main(context.Background(), []string{"build", "-o", planFile, pol}, &stdout, &stderr), stderr.String())
+	ld, err = policySource(planFile, env, logger).Load(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, ld.PosDir)
 }

@@ -59,8 +59,10 @@ type Options struct {
 	// Rules are the rule descriptors (default compiler.Rules()).
 	Rules []compiler.Rule
 	// SrcRoot is the absolute directory relative file names are relative
-	// to; it becomes the %SRCROOT% base of the run's artifact locations.
-	// Empty leaves %SRCROOT% undefined.
+	// to; it becomes the %SRCROOT% base of the run's artifact locations,
+	// or, when a file lies outside it (../policies/p.cue), the nearest
+	// directory above it that holds every file, so that no location climbs
+	// out of %SRCROOT%. Empty leaves %SRCROOT% undefined.
 	SrcRoot string
 	// ReadFile reads a diagnostic's file, to convert its byte columns to
 	// code points; nil, or a failing read, keeps the byte columns.
@@ -171,7 +173,7 @@ func New(ds dsl.Diagnostics, opts Options) *Log {
 	if docs == "" {
 		docs = DocsURL
 	}
-	w := &writer{opts: opts, lines: map[string][]string{}}
+	w := &writer{opts: opts, lines: map[string][]string{}, root: srcRootOf(ds, opts.SrcRoot)}
 	driver := Driver{Name: "agentc", Version: opts.ToolVersion, InformationURI: InformationURI, Rules: []Descriptor{}}
 	index := map[string]int{}
 	add := func(d Descriptor) {
@@ -214,8 +216,8 @@ func New(ds dsl.Diagnostics, opts Options) *Log {
 		run.Results = append(run.Results, res)
 	}
 	run.Tool.Driver.Rules = driver.Rules
-	if opts.SrcRoot != "" {
-		u := fileURI(opts.SrcRoot)
+	if w.root != "" {
+		u := fileURI(w.root)
 		if !strings.HasSuffix(u, "/") {
 			u += "/"
 		}
@@ -290,6 +292,45 @@ func level(s dsl.Severity) string {
 type writer struct {
 	opts  Options
 	lines map[string][]string // file -> its lines, nil when unreadable
+	// root is %SRCROOT%: opts.SrcRoot, or the directory above it that
+	// holds every relative file of the log ("" when SrcRoot is).
+	root string
+}
+
+// srcRootOf returns the directory that becomes %SRCROOT% for the files of
+// ds, relative ones read from dir: dir, or the nearest directory above it
+// that holds them all.
+func srcRootOf(ds dsl.Diagnostics, dir string) string {
+	if dir == "" {
+		return ""
+	}
+	root := filepath.Clean(dir)
+	hold := func(file string) {
+		if file == "" || file == "-" || filepath.IsAbs(file) {
+			return
+		}
+		abs := filepath.Join(dir, file)
+		for !within(root, abs) {
+			up := filepath.Dir(root)
+			if up == root {
+				return
+			}
+			root = up
+		}
+	}
+	for _, d := range ds {
+		hold(d.Pos.File)
+		for _, r := range d.Related {
+			hold(r.Pos.File)
+		}
+	}
+	return root
+}
+
+// within reports whether file is dir or below it.
+func within(dir, file string) bool {
+	rel, err := filepath.Rel(dir, file)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // location returns the SARIF location of p; ok is false when p names no
@@ -312,6 +353,11 @@ func (w *writer) location(p dsl.Pos) (Location, bool) {
 func (w *writer) artifact(file string) ArtifactLocation {
 	if filepath.IsAbs(file) {
 		return ArtifactLocation{URI: fileURI(file)}
+	}
+	if w.root != "" {
+		if rel, err := filepath.Rel(w.root, filepath.Join(w.opts.SrcRoot, file)); err == nil {
+			file = rel
+		}
 	}
 	return ArtifactLocation{URI: relURI(file), URIBaseID: srcRoot}
 }

@@ -197,3 +197,30 @@ func TestFlow(t *testing.T) {
 	assert.Equal(t, "one two three\n\nfour", sarif.Flow("\none\ntwo  three\n\n\nfour\n"))
 	assert.Equal(t, "", sarif.Flow(" \n "))
 }
+
+// TestSrcRootHoldsFilesAboveIt: vet run in a subdirectory (ci/) on policies
+// beside it (../policies/...) writes %SRCROOT% as the directory that holds
+// both and every uri below it, never one climbing out of %SRCROOT% with
+// "..", which code-scanning tools cannot place in the checkout; the log is
+// still valid.
+func TestSrcRootHoldsFilesAboveIt(t *testing.T) {
+	dir := t.TempDir()
+	ci := filepath.Join(dir, "repo", "ci")
+	ds := dsl.Diagnostics{
+		{Pos: dsl.Pos{File: filepath.FromSlash("../policies/bad/policy.cue"), Line: 4, Col: 2}, Severity: dsl.Error, Rule: "cue/syntax", Message: "here",
+			Related: []dsl.Related{{Pos: dsl.Pos{File: filepath.FromSlash("local/policy.cue"), Line: 1, Col: 1}, Message: "and here"}}},
+		{Pos: dsl.Pos{File: filepath.FromSlash("./../policies/b c/policy.cue"), Line: 2, Col: 1}, Severity: dsl.Warning, Rule: "cue/syntax", Message: "there"},
+	}
+	log := sarif.New(ds, sarif.Options{SrcRoot: ci})
+	run := log.Runs[0]
+	assert.Equal(t, "file://"+filepath.ToSlash(filepath.Join(dir, "repo"))+"/", run.OriginalURIBaseIDs["%SRCROOT%"].URI)
+	require.Len(t, run.Results, 2)
+	at := func(l sarif.Location) sarif.ArtifactLocation { return l.PhysicalLocation.ArtifactLocation }
+	assert.Equal(t, sarif.ArtifactLocation{URI: "policies/bad/policy.cue", URIBaseID: "%SRCROOT%"}, at(run.Results[0].Locations[0]))
+	assert.Equal(t, sarif.ArtifactLocation{URI: "ci/local/policy.cue", URIBaseID: "%SRCROOT%"}, at(run.Results[0].RelatedLocations[0]))
+	assert.Equal(t, sarif.ArtifactLocation{URI: "policies/b%20c/policy.cue", URIBaseID: "%SRCROOT%"}, at(run.Results[1].Locations[0]))
+
+	var b bytes.Buffer
+	require.NoError(t, sarif.Write(&b, ds, sarif.Options{SrcRoot: ci}))
+	assert.NoError(t, validate(t, compileSchema(t), b.Bytes()))
+}

@@ -217,7 +217,9 @@ func mismatch(tok json.Token, t reflect.Type) (got, want string) {
 
 // CheckWant reports the first field of want, the expected subset of a
 // run's result (a test case's want, a conformance case's want/run.json),
-// that the result's format does not have, with a did-you-mean. A misspelt
+// that the result's format does not have, with a did-you-mean; or every
+// step's outcome, stage and error kind the result never has (errors.Join:
+// one error a line, each starting with its place). A misspelt
 // field would otherwise be compared as missing, or, with null or [],
 // pass as an absence that was never checked.
 func CheckWant(want []byte) error {
@@ -240,8 +242,8 @@ func CheckWant(want []byte) error {
 	if u != nil {
 		return errors.New(u.message())
 	}
-	if err := checkWantValues(want); err != nil {
-		return err
+	if errs := checkWantValues(want); len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	// executions and calls list every declared model and tool with its
 	// count: null there would match a name that is not listed (a misspelt
@@ -343,43 +345,71 @@ var (
 // checkWantValues refuses a want whose steps expect an outcome or a stage
 // the result never has, or an error kind close to one it has (a misspelt
 // "block"): the case could only fail, with a difference that does not say
-// the want is wrong.
-func checkWantValues(want []byte) error {
-	var w struct {
-		Steps []wantStep `json:"steps"`
-	}
-	if json.Unmarshal(want, &w) != nil {
+// the want is wrong. A value there that is not a string is refused too, and
+// the rest is still checked: every problem is returned.
+func checkWantValues(want []byte) []error {
+	var w map[string]any
+	dec := json.NewDecoder(bytes.NewReader(want))
+	dec.UseNumber()
+	if dec.Decode(&w) != nil {
 		return nil // the walk above reports what is not the result's
 	}
-	return checkWantSteps("steps", w.Steps)
+	return checkWantSteps("steps", w["steps"])
 }
 
-type wantStep struct {
-	Outcome *string `json:"outcome"`
-	Stage   *string `json:"stage"`
-	Error   *struct {
-		Kind *string `json:"kind"`
-	} `json:"error"`
-	Steps []wantStep `json:"steps"`
-}
-
-func checkWantSteps(path string, steps []wantStep) error {
-	for i, st := range steps {
+// checkWantSteps checks the want's steps at path, a list of objects (what
+// is not is compared with the result, which reports it).
+func checkWantSteps(path string, steps any) []error {
+	list, _ := steps.([]any)
+	var errs []error
+	for i, st := range list {
 		at := fmt.Sprintf("%s[%d]", path, i)
-		if v := st.Outcome; v != nil && !slices.Contains(outcomes, *v) {
-			return fmt.Errorf("%s.outcome: %q is not an outcome (%s)%s", at, *v, strings.Join(outcomes, ", "), didYouMean(*v, outcomes))
+		step, _ := st.(map[string]any)
+		if err := checkWantValue(at+".outcome", step["outcome"], "an outcome", outcomes, true); err != nil {
+			errs = append(errs, err)
 		}
-		if v := st.Stage; v != nil && !slices.Contains(stages, *v) {
-			return fmt.Errorf("%s.stage: %q is not a stage (%s)%s", at, *v, strings.Join(stages, ", "), didYouMean(*v, stages))
+		if err := checkWantValue(at+".stage", step["stage"], "a stage", stages, true); err != nil {
+			errs = append(errs, err)
 		}
-		if st.Error != nil && st.Error.Kind != nil {
-			if v := *st.Error.Kind; !slices.Contains(errorKinds, v) && didYouMean(v, errorKinds) != "" {
-				return fmt.Errorf("%s.error.kind: %q is not an error kind%s", at, v, didYouMean(v, errorKinds))
+		if e, ok := step["error"].(map[string]any); ok {
+			// A host's error may carry a kind of its own: only one close
+			// to a known kind is refused.
+			if err := checkWantValue(at+".error.kind", e["kind"], "an error kind", errorKinds, false); err != nil {
+				errs = append(errs, err)
 			}
 		}
-		if err := checkWantSteps(at+".steps", st.Steps); err != nil {
-			return err
+		errs = append(errs, checkWantSteps(at+".steps", step["steps"])...)
+	}
+	return errs
+}
+
+// checkWantValue refuses v, the want's value at path, when it is not a
+// string, or, being one, not one of known: any other (all), or one close to
+// one of them (!all). A null or absent value is not checked.
+func checkWantValue(path string, v any, what string, known []string, all bool) error {
+	if v == nil {
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		var tok json.Token = v
+		switch v.(type) {
+		case map[string]any:
+			tok = json.Delim('{')
+		case []any:
+			tok = json.Delim('[')
 		}
+		got, want := mismatch(tok, reflect.TypeFor[string]())
+		return fmt.Errorf("%s: %s, where %s is expected", path, got, want)
+	}
+	if slices.Contains(known, s) {
+		return nil
+	}
+	if all {
+		return fmt.Errorf("%s: %q is not %s (%s)%s", path, s, what, strings.Join(known, ", "), didYouMean(s, known))
+	}
+	if hint := didYouMean(s, known); hint != "" {
+		return fmt.Errorf("%s: %q is not %s%s", path, s, what, hint)
 	}
 	return nil
 }

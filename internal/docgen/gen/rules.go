@@ -133,7 +133,10 @@ whole chains and the tools that reach them, which an entry with an error leaves 
   short and full description, default level, and a help URI at the rule's section of this page)
   and every diagnostic as a result with its level (` + "`error`" + ` or ` + "`warning`" + `), message, file, line and
   column (` + "`columnKind`" + ` is ` + "`unicodeCodePoints`" + `), and the related positions as related locations.
-  Relative file names are relative to ` + "`%SRCROOT%`" + `, the directory agentc ran in. A policy's own
+  Relative file names are relative to ` + "`%SRCROOT%`" + `, the directory agentc ran in, or, when a
+  file lies outside it (` + "`agentc vet -format sarif ../policies/...`" + ` run in ` + "`ci/`" + `), the nearest
+  directory above it that holds every file, so that no location climbs out of ` + "`%SRCROOT%`" + `
+  (` + "`policies/bad/policy.cue`" + `, ` + "`%SRCROOT%`" + ` the checkout). A policy's own
   constraint gets a descriptor of its own, ` + "`order/<id>`" + `. The log is checked against the official
   SARIF 2.1.0 JSON Schema in agentc's tests.
 
