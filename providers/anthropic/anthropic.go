@@ -117,7 +117,7 @@ func New(cfg Config) (*Client, error) {
 		option.WithBaseURL(base),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(0),
-		option.WithMiddleware(capErrorBody, carryTrace),
+		option.WithMiddleware(capErrorBody, carryTrace, sentRequest),
 	}
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
@@ -167,8 +167,9 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// leave it alone.
 	var upstream *releasable
 	// span is the SDK's span of a traced call (the request was sent inside
-	// it), which follows the events as the client decodes them, not as the
-	// SDK would: the client gives it the model that answered.
+	// it, and sentRequest leaves that request on the response), which
+	// follows the events as the client decodes them, not as the SDK would:
+	// the client gives it the model that answered.
 	span := trace.SpanFromContext(context.Background())
 	if _, traced := raw.Body.(interface{ Unwrap() io.ReadCloser }); traced || raw.Body == nil {
 		if traced && raw.Request != nil {
@@ -596,6 +597,19 @@ func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response
 func carryTrace(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	req.Header = wire.CarryTrace(req.Context(), req.Header)
 	return next(req)
+}
+
+// sentRequest is an SDK middleware that leaves on the response the request
+// of the attempt as the SDK sends it, in the context of the SDK's span of
+// the call: a host's HTTP instrumentation sends a copy in a span of its
+// own, which the response would carry, and Stream gives the SDK's span the
+// model that answered.
+func sentRequest(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if res != nil {
+		res.Request = req
+	}
+	return res, err
 }
 
 // capBody is an SDK middleware that fails the read of a successful
