@@ -132,3 +132,41 @@ func TestSpanNamesTheModelUnderHTTPInstrumentation(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"anthropic.messages.create": "claude-sonnet-4-5-20250929"}, models)
 }
+
+// unwrapTransport answers with a body that can be unwrapped, as some
+// HTTP clients' wrappers are.
+type unwrapTransport struct{ next http.RoundTripper }
+
+func (t unwrapTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	res.Body = unwrapBody{ReadCloser: res.Body}
+	return res, nil
+}
+
+type unwrapBody struct{ io.ReadCloser }
+
+func (b unwrapBody) Unwrap() io.ReadCloser { return b.ReadCloser }
+
+// Without a provider registered, the caller's span is left alone whatever
+// the host's HTTP client wraps the body in: the SDK sent the request in
+// the caller's context, where it made no span of its own.
+func TestCallersSpanIsLeftAloneUnderAWrappedBody(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("caller").Start(context.Background(), "chat")
+	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
+	hc := &http.Client{Transport: unwrapTransport{next: http.DefaultTransport}}
+	c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: s.URL, HTTPClient: hc})
+	require.NoError(t, err)
+	req := hi()
+	require.NoError(t, c.Stream(ctx, &req, func(runtime.Delta) bool { return true }))
+	span.End()
+
+	ended := rec.Ended()
+	require.Len(t, ended, 1)
+	assert.Empty(t, ended[0].Attributes())
+}
