@@ -25,14 +25,7 @@ import (
 // that answered: the client sends a body it encodes itself, which the
 // span does not read.
 func TestSpanNamesTheModel(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prev)
-		_ = tp.Shutdown(context.Background())
-	})
+	rec, _ := registeredProvider(t)
 	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
 	req := hi()
 	req.MaxTokens = 256
@@ -105,14 +98,7 @@ func (b spanBody) Close() error {
 // span a host's HTTP instrumentation starts inside it: the response's
 // request is the one the instrumentation sent, in its own span.
 func TestSpanNamesTheModelUnderHTTPInstrumentation(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(prev)
-		_ = tp.Shutdown(context.Background())
-	})
+	rec, tp := registeredProvider(t)
 	s := ssetest.New(t, ssetest.Reply{Body: ssetest.Transcript(t, "text.sse")})
 	hc := &http.Client{Transport: tracedTransport{tracer: tp.Tracer("http"), next: http.DefaultTransport}}
 	c, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: testKey, BaseURL: s.URL, HTTPClient: hc})
@@ -169,4 +155,18 @@ func TestCallersSpanIsLeftAloneUnderAWrappedBody(t *testing.T) {
 	ended := rec.Ended()
 	require.Len(t, ended, 1)
 	assert.Empty(t, ended[0].Attributes())
+}
+
+// registeredProvider registers with OpenTelemetry, for the test, a provider
+// whose spans rec records.
+func registeredProvider(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prev)
+		_ = tp.Shutdown(context.Background())
+	})
+	return rec, tp
 }
