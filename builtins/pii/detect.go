@@ -285,6 +285,7 @@ func (g digitGroup) len() int { return g.end - g.start }
 func findCards(text string, add func(Kind, int, int)) {
 	var buf [16]digitGroup
 	alone, aloneSep := -1, ""
+	again := -1 // the start of a colon run's last group, read again (below)
 	for i := 0; i < len(text); i++ {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
@@ -304,16 +305,26 @@ func findCards(text string, add func(Kind, int, int)) {
 			groups, sep, next, alone = cardGroups(buf[:0], text, i)
 			aloneSep = sep
 		}
-		lastTaken := false // a card found takes the run's last group
+		var windows []cardWindow
 		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) &&
 			(!columnSep(sep) || wordBefore(text, groups[0].start, cardWords, false)) {
-			for _, w := range cardWindows(text, groups, sep) {
-				add(KindCard, groups[w.first].start, groups[w.last].end)
-				lastTaken = lastTaken || w.last == len(groups)-1
-			}
+			windows = cardWindows(text, groups, sep)
 		}
-		if end := mixedCard(text, i); end > 0 {
-			add(KindCard, i, end)
+		mixed := mixedCard(text, i)
+		if i == again && len(groups) >= 2 && (len(windows) == 0 || windows[0].first > 0) && mixed == 0 {
+			// The group read again starts no card: the run after it is read as it reads
+			// without it ("12:30:41 4111 11111111 1111" is a time and a card whose groups are
+			// of any length, which the whole run read from "41" is not).
+			i = groups[1].start - 1
+			continue
+		}
+		lastTaken := false // a card found takes the run's last group
+		for _, w := range windows {
+			add(KindCard, groups[w.first].start, groups[w.last].end)
+			lastTaken = lastTaken || w.last == len(groups)-1
+		}
+		if mixed > 0 {
+			add(KindCard, i, mixed)
 		}
 		if n := len(groups); sep == ":" && n >= 2 && !lastTaken {
 			// The last group of a run joined by colons that is no card is read again as the
@@ -321,7 +332,7 @@ func findCards(text string, add func(Kind, int, int)) {
 			// "12:30:") does not hide the card after it ("1:4111111111111111", "12:30:4111
 			// 1111 1111 1111"), as a word's does not ("id:4111111111111111"). The groups
 			// before it are followed by a colon, and read from there are the same run.
-			next = groups[n-1].start
+			next, again = groups[n-1].start, groups[n-1].start
 		}
 		i = next - 1
 	}

@@ -216,3 +216,22 @@ func TestCardAfterANumberAndAColon(t *testing.T) {
 		assert.Empty(t, s.Find(text), "%q", text)
 	}
 }
+
+// TestCardAfterATimeAndASpace: a colon run's last group, read again as the start of a run of
+// its own (TestCardAfterANumberAndAColon), does not hide a card the run after it holds read
+// without it: the groups of a card of any length from three digits joined by one space or a
+// dash, and one copied out of a form's fields, after a time and a space, are found as they
+// are alone.
+func TestCardAfterATimeAndASpace(t *testing.T) {
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for _, card := range []string{"4111 11111111 1111", "4111-11111111-1111", "4111 1111-1111 1111", "4111 1111 1111 1111"} {
+		for _, before := range []string{"at 12:30:41 ", "12:30 ", "1:2 ", "step 1:30 "} {
+			text := before + card + " end"
+			ms := s.Find(text)
+			if assert.Len(t, ms, 1, "%q", text) {
+				assert.Equal(t, card, text[ms[0].Start:ms[0].End], "%q", text)
+			}
+		}
+	}
+}

@@ -167,12 +167,17 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	// leave it alone.
 	var upstream *releasable
 	// span is the SDK's span of a traced call (the request was sent inside
-	// it), which follows the events as the client decodes them, not as the
-	// SDK would: the client gives it the model that answered.
+	// it, and carryTrace leaves that request on the response), which
+	// follows the events as the client decodes them, not as the SDK would:
+	// the client gives it the model that answered. The caller's span is
+	// not the SDK's: where the SDK made none (no provider registered), a
+	// body the host's HTTP client wraps may look traced all the same.
 	span := trace.SpanFromContext(context.Background())
 	if _, traced := raw.Body.(interface{ Unwrap() io.ReadCloser }); traced || raw.Body == nil {
 		if traced && raw.Request != nil {
-			span = trace.SpanFromContext(raw.Request.Context())
+			if s := trace.SpanFromContext(raw.Request.Context()); !s.SpanContext().Equal(trace.SpanContextFromContext(ctx)) {
+				span = s
+			}
 		}
 		la = wire.NewLookahead(nil, yield)
 	} else {
@@ -593,10 +598,17 @@ func capErrorBody(req *http.Request, next option.MiddlewareNext) (*http.Response
 // carryTrace is an SDK middleware that has the request carry the trace of
 // the call (wire.CarryTrace): the SDK sends the trace context only through
 // the propagator registered with OpenTelemetry, which none may be. The
-// request is the SDK's copy for this attempt.
+// request is the SDK's copy for this attempt, in the context of the SDK's
+// span of the call, and it is left on the response: a host's HTTP
+// instrumentation sends a copy in a span of its own, which the response
+// would carry, and Stream gives the SDK's span the model that answered.
 func carryTrace(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	req.Header = wire.CarryTrace(req.Context(), req.Header)
-	return next(req)
+	res, err := next(req)
+	if res != nil {
+		res.Request = req
+	}
+	return res, err
 }
 
 // capBody is an SDK middleware that fails the read of a successful
