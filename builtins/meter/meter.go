@@ -731,8 +731,13 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 			return
 		case !held: // the close stopped waiting for it
 			m.resendEndedLate(r, err)
-		case err != nil:
-			m.resendLost(r, err)
+		default:
+			if err != nil {
+				m.resendLost(r, err)
+			}
+			// Only now, its outcome logged, may the close waiting for
+			// it return.
+			m.resends.finish(r)
 		}
 		r.ended()
 	})
@@ -799,9 +804,10 @@ type resend struct {
 	id       string
 	reserved bool // id is the call's reservation's
 	charge   runtime.Ledger
-	// sending is set while a timer sends it (resendAfter); resends.mu
-	// guards it.
-	sending bool
+	// sending is set while a timer sends it (resendAfter), finishing
+	// once that send was its last and its outcome is being logged;
+	// resends.mu guards both.
+	sending, finishing bool
 }
 
 // ended counts r out of its meter's open settlements: its outcome is
@@ -892,7 +898,7 @@ func (q *resends) leave() ([]*resend, <-chan struct{}) {
 	q.drained = make(chan struct{})
 	out := make([]*resend, 0, len(q.pending))
 	for r := range q.pending {
-		if !r.sending {
+		if !r.sending && !r.finishing {
 			out = append(out, r)
 			delete(q.pending, r)
 		}
@@ -954,7 +960,7 @@ const (
 func (q *resends) start(r *resend) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.pending[r]; !ok || r.sending {
+	if _, ok := q.pending[r]; !ok || r.sending || r.finishing {
 		return resendTaken
 	}
 	if q.sending >= maxResending {
@@ -969,7 +975,7 @@ func (q *resends) start(r *resend) int {
 func (q *resends) drop(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.pending[r]; !ok || r.sending {
+	if _, ok := q.pending[r]; !ok || r.sending || r.finishing {
 		return false
 	}
 	delete(q.pending, r)
@@ -978,8 +984,10 @@ func (q *resends) drop(r *resend) bool {
 }
 
 // end ends the sending of r: with again it waits for the next (queued),
-// unless the resends were closed meanwhile; else it is dropped. held is
-// false when Cleanup gave r up (and logged it) while it was being sent.
+// unless the resends were closed meanwhile; else it is finishing, held
+// until its outcome is logged (finish), so that a close waiting for it
+// returns with its outcome known. held is false when Cleanup gave r up
+// (and logged it) while it was being sent.
 func (q *resends) end(r *resend, again bool) (held, queued bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -991,9 +999,16 @@ func (q *resends) end(r *resend, again bool) (held, queued bool) {
 	if again && !q.closed {
 		return true, true
 	}
+	r.finishing = true
+	return true, false
+}
+
+// finish drops r, whose last send ended and whose outcome was logged.
+func (q *resends) finish(r *resend) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	delete(q.pending, r)
 	q.drainedLocked()
-	return true, false
 }
 
 // abandon drops and returns what is still pending once Cleanup stops
@@ -1003,7 +1018,9 @@ func (q *resends) abandon() []*resend {
 	defer q.mu.Unlock()
 	out := make([]*resend, 0, len(q.pending))
 	for r := range q.pending {
-		out = append(out, r)
+		if !r.finishing { // its own outcome is being logged
+			out = append(out, r)
+		}
 	}
 	q.pending, q.sending = nil, 0
 	return out
