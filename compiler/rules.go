@@ -519,9 +519,9 @@ string matches both: so a prefix is decided only by a pattern anchored
 at its start, a suffix by one anchored at its end, a part by one
 anchored at both. What that cannot decide is taken to let a value
 through: an assertion other than ^, $, \A and \z (\b, and ^ or $ under
-(?m)) is taken to hold, two character classes each of more than 4096
-characters to share one, and two patterns whose joint walk passes
-100000 pairs of states to meet. The result of url_host(), lower(), lowerAscii() and
+(?m)) is taken to hold, and two patterns whose joint walk takes more
+than 200000 steps (a pair of states looked at, an instruction followed,
+a range of characters compared) to meet. The result of url_host(), lower(), lowerAscii() and
 upperAscii() is held to its form the same way: url_host() returns the
 host lower-cased, without a trailing dot, port or brackets, lower()
 (lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
