@@ -681,7 +681,13 @@ file_check layer (a test beside it of the same path for "..",
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list or a filter() of it
-(args.files.all(f, f.path.startsWith('/srv/data/'))). So does a prefix
+(args.files.all(f, f.path.startsWith('/srv/data/'))). Such a prefix test
+of a path is reported on the side that blocks too, as a path names a
+file under the prefix without beginning with it: deny:
+"args.path.startsWith('/etc/')" lets through /srv/../etc/passwd, and,
+beside a test of the path for "..", /./etc/passwd and //etc/passwd;
+test path_clean(args.path) or add a file_check layer (a prefix of / or
+./ alone, or one beginning with ~ or ., is not one). So does a prefix
 test of the URL a tool's url_arg names that reaches past the root of the
 URL's path (startsWith('https://api.example.com/v1/public/'), or a
 pattern anchored at its start that also matches the prefix followed by
@@ -699,9 +705,10 @@ makes, and the variable of exists() or all() over a list of constants
 them. A warning at the constant,
 where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
-under one. The same test on the side that blocks (deny:
-"args.cmd.matches('rm -rf')") blocks more values than written, never
-fewer, and is not reported; nor is a test beside a conjunct that pins
+under one, and for a path's prefix test also where it blocks. The same
+test on the side that blocks (deny: "args.cmd.matches('rm -rf')")
+blocks more values than written, never fewer, and is not reported (but
+for the path's prefix, which the path need not begin with); nor is a test beside a conjunct that pins
 the host of the URL it reads (args.url.startsWith('https://api.example.com')
 && url_host(args.url) == 'api.example.com'), nor one in the when of a
 layer whose skipping lets nothing through (retry, fallback, hedge,
