@@ -264,15 +264,17 @@ func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
 }
 
 // reachesPath reports whether the URL prefix reaches past the root of its
-// path: https://api.example.com/v1 does, https://api.example.com/ does
-// not, as .. at the root stays there.
+// path and ends in it: https://api.example.com/v1 does,
+// https://api.example.com/ does not, as .. at the root stays there, nor
+// does https://api.example.com/search?q=, as what follows it is the
+// query's, not the path's.
 func reachesPath(prefix string) bool {
 	_, rest, ok := strings.Cut(prefix, "://")
 	if !ok {
 		return false
 	}
 	_, path, ok := strings.Cut(rest, "/")
-	return ok && path != ""
+	return ok && path != "" && !strings.ContainsAny(path, "?#")
 }
 
 // namesBelowRoot reports whether a path prefix names something below the

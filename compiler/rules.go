@@ -698,7 +698,9 @@ parser, fetch and many servers resolve to /admin, and %2e%2e, which
 they read as .., get through; a test beside it of the same URL for ".."
 and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
 reported, and a prefix that ends at the root of the path
-('https://api.example.com/') is not one. A constant written as a
+('https://api.example.com/') is not one, nor one that reaches into the
+query or fragment ('https://api.example.com/search?q='), after which a
+../ is no part of the path. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
