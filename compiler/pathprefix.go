@@ -31,7 +31,8 @@ import (
 // A prefix test of a path (not a URL) that sits where blocks says it
 // holds calls back is reported too: /srv/../etc/passwd names /etc/passwd
 // without beginning with /etc/, and /./etc/passwd gets past a test for
-// ".." beside it.
+// ".." beside it; but not one beside a test of path_clean() of the path
+// with the same prefix, which holds for those.
 func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets, blocks func(pol int) (string, bool)) {
 	if stage != predicate.Tool {
 		return
@@ -62,7 +63,14 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	dots, pct := map[string]bool{}, map[string]bool{}
 	var scope locals
 	keys := argKeys{scope: &scope, binds: map[string]string{}}
+	// cleaned holds the prefixes tested on path_clean() of a path, by
+	// the path's key and the prefix.
+	cleaned := map[[2]string]bool{}
 	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool) {
+		if target.Kind() == ast.CallKind && target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1 {
+			cleaned[[2]string{keys.of(target.AsCall().Args()[0]), prefix}] = true
+			return
+		}
 		key := keys.of(target)
 		arg, ok := named[key]
 		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
@@ -113,7 +121,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		arg := named[t.key]
 		outcome, ok := lets(t.pol)
 		if !ok {
-			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) {
+			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !cleaned[[2]string{t.key, t.prefix}] {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
 					outcome, t.what, t.written, arg.what, aside(t.prefix, dots[t.key]), t.written))

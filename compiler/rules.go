@@ -687,7 +687,8 @@ file under the prefix without beginning with it: deny:
 "args.path.startsWith('/etc/')" lets through /srv/../etc/passwd, and,
 beside a test of the path for "..", /./etc/passwd and //etc/passwd;
 test path_clean(args.path) or add a file_check layer (a prefix of / or
-./ alone, or one beginning with ~ or ., is not one). So does a prefix
+./ alone, or one beginning with ~ or ., is not one, nor is a test beside
+one of path_clean() of the same path with the same prefix). So does a prefix
 test of the URL a tool's url_arg names that reaches past the root of the
 URL's path (startsWith('https://api.example.com/v1/public/'), or a
 pattern anchored at its start that also matches the prefix followed by
