@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -51,6 +52,9 @@ type Compilation struct {
 	// stateValue is the schema of the value a state handler's predicate
 	// reads, while checkStateExpr checks one (knownValues).
 	stateValue json.RawMessage
+	// argRegexps holds the schema patterns argPatterns compiled, by
+	// source (nil for one Go does not compile).
+	argRegexps map[string]*regexp.Regexp
 }
 
 // exprPlace is where an expression is written, and what it says.

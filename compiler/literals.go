@@ -963,8 +963,15 @@ func (c *Compilation) argPatterns(tools []string, path string) ([]*regexp.Regexp
 		if !ok || json.Unmarshal(sub, &s) != nil || s.Type != "string" || s.Pattern == "" {
 			return nil, false
 		}
-		re, err := regexp.Compile(s.Pattern)
-		if err != nil {
+		re, seen := c.argRegexps[s.Pattern]
+		if !seen {
+			re, _ = regexp.Compile(s.Pattern)
+			if c.argRegexps == nil {
+				c.argRegexps = map[string]*regexp.Regexp{}
+			}
+			c.argRegexps[s.Pattern] = re
+		}
+		if re == nil {
 			return nil, false
 		}
 		out = append(out, re)
@@ -1011,13 +1018,24 @@ func (c *Compilation) checkPatternTest(x *dsl.Expr, off int, target ast.Expr, te
 		}
 		return "^" + q + "$"
 	}
-	never := func(s string) bool {
+	// searches holds each pattern's program, compiled once for the
+	// spellings never tries (nil where Go does not compile it).
+	var searches []*search
+	if test != "==" && test != "!=" {
 		for _, re := range pats {
+			sr, _ := newSearch(re.String())
+			searches = append(searches, sr)
+		}
+	}
+	never := func(s string) bool {
+		for i, re := range pats {
 			if test == "==" || test == "!=" {
 				if re.MatchString(s) {
 					return false
 				}
-			} else if patternsMeet(re.String(), testPattern(s)) {
+				continue
+			}
+			if ts, ok := newSearch(testPattern(s)); !ok || searches[i] == nil || searches[i].meets(ts) {
 				return false
 			}
 		}

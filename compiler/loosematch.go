@@ -44,19 +44,25 @@ type looseTest struct {
 // holds to) selects among them, whatever it is anchored to: no caller
 // writes another, and it is not reported.
 func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predicate.Stage, tools []string) {
-	var lets func(pol int) (string, bool)
+	// lets says where a test lets calls through, blocks where it holds
+	// them back (or applies a when's layer).
+	var lets, blocks func(pol int) (string, bool)
 	switch field {
 	case "require":
 		lets = func(pol int) (string, bool) { return "the require lets the call through", pol > 0 }
+		blocks = func(pol int) (string, bool) { return "the require blocks the call", pol < 0 }
 	case "admit":
 		lets = func(pol int) (string, bool) { return "admit keeps the item", pol > 0 }
+		blocks = func(pol int) (string, bool) { return "admit drops the item", pol < 0 }
 	case "deny":
 		lets = func(pol int) (string, bool) { return "the deny lets the call through", pol < 0 }
+		blocks = func(pol int) (string, bool) { return "the deny blocks the call", pol > 0 }
 	case "when":
 		if c.skipsHarmlessly(x) {
 			return
 		}
 		lets = func(pol int) (string, bool) { return "the when skips the layer", pol < 0 }
+		blocks = func(pol int) (string, bool) { return "the when applies the layer", pol > 0 }
 	default:
 		return
 	}
@@ -73,7 +79,7 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predica
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
 	}
-	c.checkPathPrefixes(x, stage, tools, lets)
+	c.checkPathPrefixes(x, stage, tools, lets, blocks)
 }
 
 // harmlessSkips are the builtins whose layer, skipped, lets nothing

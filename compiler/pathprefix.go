@@ -28,7 +28,12 @@ import (
 // object, a constant index, or the variable of a macro over its list (or
 // a filter() of it). A test of path_clean() of the path, or one beside a
 // test of the same path for ".." (and, for a URL, for "%"), is not one.
-func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets func(pol int) (string, bool)) {
+// A prefix test of a path (not a URL) that sits where blocks says it
+// holds calls back is reported too: /srv/../etc/passwd names /etc/passwd
+// without beginning with /etc/, and /./etc/passwd gets past a test for
+// ".." beside it; but not one beside a test of path_clean() of the path
+// with the same prefix, which holds for those.
+func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets, blocks func(pol int) (string, bool)) {
 	if stage != predicate.Tool {
 		return
 	}
@@ -47,21 +52,31 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		written string
 		what    string
 		pol     int
-		// prefix is the literal prefix the test reads.
+		// prefix is the literal prefix the test reads; leaves says that
+		// the test also holds for a value that goes on with a traversal
+		// out of it (traversals).
 		prefix string
+		leaves bool
 	}
 	var tests []test
 	// dots and pct hold the paths tested for ".." and for "%".
 	dots, pct := map[string]bool{}, map[string]bool{}
 	var scope locals
 	keys := argKeys{scope: &scope, binds: map[string]string{}}
-	add := func(at, target ast.Expr, what, prefix string, pol int) {
-		key := keys.of(target)
-		arg, ok := named[key]
-		if !ok || arg.url && !reachesPath(prefix) {
+	// cleaned holds the prefixes tested on path_clean() of a path, by
+	// the path's key and the prefix.
+	cleaned := map[[2]string]bool{}
+	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool) {
+		if target.Kind() == ast.CallKind && target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1 {
+			cleaned[[2]string{keys.of(target.AsCall().Args()[0]), prefix}] = true
 			return
 		}
-		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix})
+		key := keys.of(target)
+		arg, ok := named[key]
+		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
+			return
+		}
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves})
 	}
 	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
@@ -79,7 +94,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			return
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
 			if s, ok := stringLiteral(args[0]); ok {
-				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol)
+				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol, true)
 			}
 			return
 		case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
@@ -89,9 +104,8 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 			for _, el := range args[1].AsList().Elements() {
 				if p, ok := stringLiteral(el); ok {
-					if prefix, ok := traversalMatches(p, named[keys.of(target)].url); ok {
-						add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol)
-					}
+					prefix, leaves := traversalMatches(p, named[keys.of(target)].url)
+					add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol, leaves)
 				}
 			}
 			return
@@ -100,14 +114,21 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		}
 		dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(pattern, `\.\.`)
 		pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(pattern, "%")
-		if prefix, ok := traversalMatches(pattern, named[keys.of(target)].url); ok && !strings.Contains(pattern, `\.\.`) {
-			add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol)
-		}
+		prefix, leaves := traversalMatches(pattern, named[keys.of(target)].url)
+		add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol, leaves && !strings.Contains(pattern, `\.\.`))
 	}})
 	for _, t := range tests {
-		outcome, ok := lets(t.pol)
 		arg := named[t.key]
-		if !ok || dots[t.key] && (!arg.url || pct[t.key]) {
+		outcome, ok := lets(t.pol)
+		if !ok {
+			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !cleaned[[2]string{t.key, t.prefix}] {
+				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
+					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
+					outcome, t.what, t.written, arg.what, aside(t.prefix, dots[t.key]), t.written))
+			}
+			continue
+		}
+		if !t.leaves || dots[t.key] && (!arg.url || pct[t.key]) {
 			continue
 		}
 		if arg.url {
@@ -251,15 +272,39 @@ func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
 }
 
 // reachesPath reports whether the URL prefix reaches past the root of its
-// path: https://api.example.com/v1 does, https://api.example.com/ does
-// not, as .. at the root stays there.
+// path and ends in it: https://api.example.com/v1 does,
+// https://api.example.com/ does not, as .. at the root stays there, nor
+// does https://api.example.com/search?q=, as what follows it is the
+// query's, not the path's.
 func reachesPath(prefix string) bool {
 	_, rest, ok := strings.Cut(prefix, "://")
 	if !ok {
 		return false
 	}
 	_, path, ok := strings.Cut(rest, "/")
-	return ok && path != ""
+	return ok && path != "" && !strings.ContainsAny(path, "?#")
+}
+
+// namesBelowRoot reports whether a path prefix names something below the
+// root or the working directory (/etc/, secrets/): a path can name it
+// without beginning with it. / and ./ are what every path of their kind
+// begins with, and ~ and . begin names a tool may read otherwise.
+func namesBelowRoot(prefix string) bool {
+	name := strings.TrimLeft(prefix, "/")
+	return name != "" && !strings.HasPrefix(name, "~") && !strings.HasPrefix(name, ".")
+}
+
+// aside returns the start of a path that names what prefix does without
+// beginning with it: /srv/../etc/ for /etc/, or /./etc/ where dots says
+// the path is also tested for "..", and ./secrets/ for secrets/.
+func aside(prefix string, dots bool) string {
+	switch {
+	case !strings.HasPrefix(prefix, "/"):
+		return "./" + prefix
+	case dots:
+		return "/." + prefix
+	}
+	return "/srv/.." + prefix
 }
 
 // traversals returns the probes of a prefix test: values that begin with

@@ -60,17 +60,19 @@ func TestPatternsMeet(t *testing.T) {
 }
 
 // patternsMeet is never false where a string matches both: every pair
-// of a set of patterns is checked against every string of up to six
-// characters over their alphabet, and a pair some string matches both
-// must meet.
+// of a set of patterns (case folding, the Kelvin sign a folded k
+// matches, Unicode classes, . beside a line break, (?m), an empty
+// pattern) is checked against every string of up to four characters over
+// their alphabet, and a pair some string matches both must meet.
 func TestPatternsMeetIsSound(t *testing.T) {
-	pats := []string{`^a`, `a$`, `^a+$`, `b`, `^(ab)+$`, `^a*b?$`, `a-b`, `^[ab]{2}$`, `-$`, `^-`, `(?i)^A`, `^[^a]*$`, `\bb`, `^$`, `a|^b`, `(?m)^b`, `^.{3}$`}
+	pats := []string{`^a`, `a$`, `^a+$`, `b`, `^(ab)+$`, `^a*b?$`, `a-b`, `^[ab]{2}$`, `-$`, `^-`, `(?i)^A`, `^[^a]*$`, `\bb`, `^$`, `a|^b`, `(?m)^b`, `^.{3}$`,
+		`(?i)k`, `\x{212A}`, `^k*$`, `^[[:upper:]]+$`, `\p{Lu}$`, `^.$`, `(?s)^.$`, `\n`, `^[^\n]+$`, `(?m)a$`, `\Bk`, `^(?:a|\n){2,3}$`, ``}
 	var strs []string
 	var grow func(s string)
 	grow = func(s string) {
 		strs = append(strs, s)
-		if len(s) < 6 {
-			for _, c := range []string{"a", "b", "-", "A"} {
+		if len(s) < 4 {
+			for _, c := range []string{"a", "b", "-", "A", "k", "\u212a", "\n"} {
 				grow(s + c)
 			}
 		}
@@ -97,11 +99,20 @@ func TestPatternsMeetIsSound(t *testing.T) {
 	assert.Greater(t, meets, 0)
 }
 
-// Two patterns whose joint walk passes maxMeetStates pairs of states are
+// Two patterns whose joint walk takes more than meetBudget steps are
 // taken to meet, however they would end: the walk stops there.
 func TestPatternsMeetBounded(t *testing.T) {
 	// No string matches both (the second ends in c), but a string of a
 	// and b leaves either pattern in any of its 400 places.
 	assert.True(t, patternsMeet(`^[ab]*a[ab]{400}$`, `^[ab]*b[ab]{400}c$`))
 	assert.False(t, patternsMeet(`^[ab]*a[ab]{40}$`, `^[ab]*b[ab]{40}c$`))
+	// Few pairs of states, but a state of the first reaches a thousand
+	// others without reading a character: the walk counts those too,
+	// and stops (it took seconds to find that no string matches both).
+	assert.True(t, patternsMeet(`^(?:a?){1000}a{1000}$`, `^(?:a{45})*b`))
+	assert.False(t, patternsMeet(`^(?:a?){10}a{10}$`, `^(?:a{5})*b`))
+	// Two classes of thousands of characters each are compared by their
+	// ranges: disjoint, they share none.
+	assert.False(t, patternsMeet(`^[\x{1000}-\x{2fff}]+$`, `[\x{3000}-\x{4fff}]`))
+	assert.True(t, patternsMeet(`^[\x{1000}-\x{2fff}]+$`, `[\x{2fff}-\x{4fff}]`))
 }

@@ -519,9 +519,9 @@ string matches both: so a prefix is decided only by a pattern anchored
 at its start, a suffix by one anchored at its end, a part by one
 anchored at both. What that cannot decide is taken to let a value
 through: an assertion other than ^, $, \A and \z (\b, and ^ or $ under
-(?m)) is taken to hold, two character classes each of more than 4096
-characters to share one, and two patterns whose joint walk passes
-100000 pairs of states to meet. The result of url_host(), lower(), lowerAscii() and
+(?m)) is taken to hold, and two patterns whose joint walk takes more
+than 200000 steps (a pair of states looked at, an instruction followed,
+a range of characters compared) to meet. The result of url_host(), lower(), lowerAscii() and
 upperAscii() is held to its form the same way: url_host() returns the
 host lower-cased, without a trailing dot, port or brackets, lower()
 (lowerAscii(): its ASCII letters) lower-cased and upperAscii() its ASCII
@@ -681,7 +681,14 @@ file_check layer (a test beside it of the same path for "..",
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list or a filter() of it
-(args.files.all(f, f.path.startsWith('/srv/data/'))). So does a prefix
+(args.files.all(f, f.path.startsWith('/srv/data/'))). Such a prefix test
+of a path is reported on the side that blocks too, as a path names a
+file under the prefix without beginning with it: deny:
+"args.path.startsWith('/etc/')" lets through /srv/../etc/passwd, and,
+beside a test of the path for "..", /./etc/passwd and //etc/passwd;
+test path_clean(args.path) or add a file_check layer (a prefix of / or
+./ alone, or one beginning with ~ or ., is not one, nor is a test beside
+one of path_clean() of the same path with the same prefix). So does a prefix
 test of the URL a tool's url_arg names that reaches past the root of the
 URL's path (startsWith('https://api.example.com/v1/public/'), or a
 pattern anchored at its start that also matches the prefix followed by
@@ -692,16 +699,19 @@ parser, fetch and many servers resolve to /admin, and %2e%2e, which
 they read as .., get through; a test beside it of the same URL for ".."
 and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
 reported, and a prefix that ends at the root of the path
-('https://api.example.com/') is not one. A constant written as a
+('https://api.example.com/') is not one, nor one that reaches into the
+query or fragment ('https://api.example.com/search?q='), after which a
+../ is no part of the path. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
 them. A warning at the constant,
 where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
-under one. The same test on the side that blocks (deny:
-"args.cmd.matches('rm -rf')") blocks more values than written, never
-fewer, and is not reported; nor is a test beside a conjunct that pins
+under one, and for a path's prefix test also where it blocks. The same
+test on the side that blocks (deny: "args.cmd.matches('rm -rf')")
+blocks more values than written, never fewer, and is not reported (but
+for the path's prefix, which the path need not begin with); nor is a test beside a conjunct that pins
 the host of the URL it reads (args.url.startsWith('https://api.example.com')
 && url_host(args.url) == 'api.example.com'), nor one in the when of a
 layer whose skipping lets nothing through (retry, fallback, hedge,
