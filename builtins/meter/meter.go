@@ -731,13 +731,8 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 			return
 		case !held: // the close stopped waiting for it
 			m.resendEndedLate(r, err)
-		default:
-			if err != nil {
-				m.resendLost(r, err)
-			}
-			// Only now, its outcome logged, may the close waiting for
-			// it return.
-			m.resends.finish(r)
+		case err != nil:
+			m.resendLost(r, err)
 		}
 		r.ended()
 	})
@@ -804,10 +799,9 @@ type resend struct {
 	id       string
 	reserved bool // id is the call's reservation's
 	charge   runtime.Ledger
-	// sending is set while a timer sends it (resendAfter), finishing
-	// once that send was its last and its outcome is being logged;
-	// resends.mu guards both.
-	sending, finishing bool
+	// sending is set while a timer sends it (resendAfter); resends.mu
+	// guards it.
+	sending bool
 }
 
 // ended counts r out of its meter's open settlements: its outcome is
@@ -898,7 +892,7 @@ func (q *resends) leave() ([]*resend, <-chan struct{}) {
 	q.drained = make(chan struct{})
 	out := make([]*resend, 0, len(q.pending))
 	for r := range q.pending {
-		if !r.sending && !r.finishing {
+		if !r.sending {
 			out = append(out, r)
 			delete(q.pending, r)
 		}
@@ -960,7 +954,7 @@ const (
 func (q *resends) start(r *resend) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.pending[r]; !ok || r.sending || r.finishing {
+	if _, ok := q.pending[r]; !ok || r.sending {
 		return resendTaken
 	}
 	if q.sending >= maxResending {
@@ -975,7 +969,7 @@ func (q *resends) start(r *resend) int {
 func (q *resends) drop(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.pending[r]; !ok || r.sending || r.finishing {
+	if _, ok := q.pending[r]; !ok || r.sending {
 		return false
 	}
 	delete(q.pending, r)
@@ -984,10 +978,8 @@ func (q *resends) drop(r *resend) bool {
 }
 
 // end ends the sending of r: with again it waits for the next (queued),
-// unless the resends were closed meanwhile; else it is finishing, held
-// until its outcome is logged (finish), so that a close waiting for it
-// returns with its outcome known. held is false when Cleanup gave r up
-// (and logged it) while it was being sent.
+// unless the resends were closed meanwhile; else it is dropped. held is
+// false when Cleanup gave r up (and logged it) while it was being sent.
 func (q *resends) end(r *resend, again bool) (held, queued bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -999,16 +991,9 @@ func (q *resends) end(r *resend, again bool) (held, queued bool) {
 	if again && !q.closed {
 		return true, true
 	}
-	r.finishing = true
-	return true, false
-}
-
-// finish drops r, whose last send ended and whose outcome was logged.
-func (q *resends) finish(r *resend) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	delete(q.pending, r)
 	q.drainedLocked()
+	return true, false
 }
 
 // abandon drops and returns what is still pending once Cleanup stops
@@ -1018,9 +1003,7 @@ func (q *resends) abandon() []*resend {
 	defer q.mu.Unlock()
 	out := make([]*resend, 0, len(q.pending))
 	for r := range q.pending {
-		if !r.finishing { // its own outcome is being logged
-			out = append(out, r)
-		}
+		out = append(out, r)
 	}
 	q.pending, q.sending = nil, 0
 	return out
