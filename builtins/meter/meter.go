@@ -1070,9 +1070,11 @@ var cleanupWaits = func() {}
 // (retrySettle) and the store stays open for them. The last meter of the
 // store sends them once more, maxResending at a time, and waits for those
 // a timer is sending at that moment, within cleanupSettleTimeout, before
-// the pipeline closes its stores; one that fails then, or is still being sent at the deadline, is
-// given up and logged with its charge (its reservation is charged its hold
-// when its lease ends).
+// the pipeline closes its stores. One that fails then, or whose turn to be
+// sent comes only after the deadline, is given up and logged with its
+// charge (its reservation is charged its hold when its lease ends); one
+// still being sent at the deadline is unconfirmed (resendUnconfirmed):
+// it may yet reach the store.
 func (m *Meter) Cleanup() error {
 	if m.resends == nil || !m.left.CompareAndSwap(false, true) {
 		return nil
@@ -1089,6 +1091,11 @@ func (m *Meter) Cleanup() error {
 			ctx, cancel := context.WithDeadline(r.ctx, deadline)
 			defer cancel()
 			defer r.ended()
+			if ctx.Err() != nil {
+				// Its turn came after the deadline: never sent.
+				r.m.resendLost(r, errors.New("the close's wait ended before the settlement could be sent once more"))
+				return nil
+			}
 			switch err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at)); {
 			case err != nil && ctx.Err() != nil:
 				// Cut short by the deadline: it may have reached the store.

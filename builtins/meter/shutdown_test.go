@@ -283,3 +283,61 @@ func TestTheClosesAttemptCutShortIsUnconfirmed(t *testing.T) {
 	assert.Zero(t, m.LostSettlements())
 	assert.True(t, m.Done(), "the close's attempt has ended")
 }
+
+// stallingClose is a ledger store out of reach for the calls' own
+// settlements (which fail at once), whose answer to the close's (those
+// with a deadline) never comes before their deadline; late counts those
+// of the close that came with their deadline already passed.
+type stallingClose struct {
+	runtime.Budgeter
+	late atomic.Int64
+}
+
+func (s *stallingClose) Close() error { return nil }
+
+func (s *stallingClose) Settle(ctx context.Context, key, id string, c runtime.Ledger, ttl time.Duration) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("dial tcp: connection refused")
+	}
+	if ctx.Err() != nil {
+		s.late.Add(1)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// The close sends the settlements waiting MaxResending at a time: one
+// whose turn came after the deadline was never sent, yet it was logged
+// as unconfirmed ("the store may have taken it") like those whose round
+// trip the deadline cut. It is lost, and logged so.
+func TestASettlementTheCloseNeverSentIsLost(t *testing.T) {
+	usage := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		yield(runtime.Delta{Text: "x", Usage: usage})
+		return nil
+	})
+	pl := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"shared","scope":"global"}`)}})
+	pl.Stores = map[string]plan.Store{"shared": {Kind: "memory"}}
+	meter.SetCleanupTimeout(t, 50*time.Millisecond)
+	var logs rt.LogBuffer
+	store := &stallingClose{Budgeter: storetest.Redis(t)}
+	// The virtual clock never advances: the settlements wait for the close.
+	built, err := runtime.Build(context.Background(), pl, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"shared": store},
+		Clock:    runtime.NewVirtualClock(time.Now()), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	m := built.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	const calls = meter.MaxResending + 1
+	for range calls {
+		_, _, err = rt.Collect(context.Background(), built, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+		require.NoError(t, err)
+	}
+	require.Equal(t, calls, meter.Waiting(m))
+
+	require.NoError(t, built.Close())
+	assert.Zero(t, store.late.Load(), "nothing is sent past the deadline")
+	assert.Equal(t, int64(meter.MaxResending), m.UnconfirmedSettlements(), "those whose round trip the deadline cut")
+	assert.Equal(t, int64(1), m.LostSettlements(), "the one never sent")
+	assert.Equal(t, 1, strings.Count(logs.String(), "the ledger store stayed out of reach"), logs.String())
+	assert.True(t, m.Done())
+}
