@@ -723,6 +723,7 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 				if m.resends.drop(r) {
 					m.resendLost(r, fmt.Errorf("%d settlements were being sent again to the ledger store until its deadline", maxResending))
 					r.ended()
+					m.resends.recorded()
 				}
 				return
 			}
@@ -732,16 +733,21 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 		err := m.budgets.Settle(r.ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
 		next := min(max(2*wait, settleBackoff), settleBackoffMax)
 		again := err != nil && !m.clock.Now().Add(next).After(until)
-		switch held, queued := m.resends.end(r, again); {
-		case queued:
+		held, queued := m.resends.end(r, again)
+		if queued {
 			m.resendAfter(r, until, next)
 			return
+		}
+		switch {
 		case !held: // the close stopped waiting for it
 			m.resendEndedLate(r, err)
 		case err != nil:
 			m.resendLost(r, err)
 		}
 		r.ended()
+		if held {
+			m.resends.recorded()
+		}
 	})
 }
 
@@ -884,8 +890,12 @@ type resends struct {
 	// (resend.sending); sending counts the latter.
 	pending map[*resend]struct{}
 	sending int
+	// recording counts the settlements taken out of pending (end, drop)
+	// whose outcome their sender has yet to log and count (recorded).
+	recording int
 	// drained is closed once the resends are closed and none is pending
-	// any more (Cleanup waits for it); nil before the close.
+	// any more, nor being recorded (Cleanup waits for it); nil before the
+	// close.
 	drained chan struct{}
 }
 
@@ -947,10 +957,10 @@ func (q *resends) leave() ([]*resend, <-chan struct{}) {
 	return out, q.drained
 }
 
-// drainedLocked closes q.drained once q is closed and nothing is pending.
-// q.mu is held.
+// drainedLocked closes q.drained once q is closed and nothing is pending
+// or being recorded. q.mu is held.
 func (q *resends) drainedLocked() {
-	if q.closed && len(q.pending) == 0 && q.drained != nil {
+	if q.closed && len(q.pending) == 0 && q.recording == 0 && q.drained != nil {
 		select {
 		case <-q.drained:
 		default:
@@ -1012,6 +1022,7 @@ func (q *resends) start(r *resend) int {
 }
 
 // drop removes r, not being sent; false when Cleanup took it first.
+// When true the caller records its loss, then calls recorded.
 func (q *resends) drop(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -1019,13 +1030,14 @@ func (q *resends) drop(r *resend) bool {
 		return false
 	}
 	delete(q.pending, r)
-	q.drainedLocked()
+	q.recording++
 	return true
 }
 
 // end ends the sending of r: with again it waits for the next (queued),
-// unless the resends were closed meanwhile; else it is dropped. held is
-// false when Cleanup gave r up (and logged it) while it was being sent.
+// unless the resends were closed meanwhile; else it is dropped, and the
+// caller records its outcome, then calls recorded. held is false when
+// Cleanup gave r up (and logged it) while it was being sent.
 func (q *resends) end(r *resend, again bool) (held, queued bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -1038,8 +1050,19 @@ func (q *resends) end(r *resend, again bool) (held, queued bool) {
 		return true, true
 	}
 	delete(q.pending, r)
-	q.drainedLocked()
+	q.recording++
 	return true, false
+}
+
+// recorded notes that the outcome of a settlement drop or end took out
+// of q is logged and counted: the close that waits for q's settlements
+// returns only then, so that the process never ends with a loss neither
+// logged nor counted.
+func (q *resends) recorded() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.recording--
+	q.drainedLocked()
 }
 
 // abandon drops and returns what is still pending once Cleanup stops
