@@ -81,8 +81,44 @@ func TestMetricsCountTheGatewaysOwnLostSettlements(t *testing.T) {
 	assert.Equal(t, int64(1), metricAt(t, a, lost), "the gateway counts its meter's loss, after the reload too")
 	assert.Zero(t, metricAt(t, a, unconfirmed))
 	assert.Zero(t, metricAt(t, b, lost), "the other gateway lost nothing")
-	a.srv.settlements.mu.Lock()
-	live := len(a.srv.settlements.live)
-	a.srv.settlements.mu.Unlock()
-	assert.Zero(t, live, "the replaced policy's meter, done, is kept only as its count")
+}
+
+// The server read each meter until it was done (cleaned up, nothing of
+// its own waiting or being sent) and then kept only its count; but a call
+// still running when its pipeline closed (Pipeline.Close does not wait for
+// it: a request the shutdown cut lets go of its generation) settles after
+// that, and the settlement it could not send was counted by its meter
+// after the server had stopped reading it. Each meter now adds its counts
+// to the server's as they happen.
+func TestASettlementLostAfterItsPipelineClosedIsCounted(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	model := runtime.ModelFunc(func(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		close(entered)
+		<-release
+		yield(runtime.Delta{Text: "x", Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}})
+		return nil
+	})
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"usd":1},"store":"a","scope":"global"}`)}})
+	p.Stores = map[string]plan.Store{"a": {Kind: "memory"}}
+	built, err := runtime.Build(context.Background(), p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Backends: map[string]runtime.StoreBackend{"a": refusingSettle{storetest.Redis(t)}}})
+	require.NoError(t, err)
+	var s settlements
+	s.add(built)
+
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := rt.Collect(context.Background(), built, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+		done <- err
+	}()
+	<-entered
+	require.NoError(t, built.Close(), "the close does not wait for the call")
+	lost, _ := s.counts() // a scrape while the call still runs
+	require.Zero(t, lost)
+	close(release)
+	require.NoError(t, <-done)
+
+	lost, unconfirmed := s.counts()
+	assert.Equal(t, int64(1), lost, "the settlement the call could not send after the close is counted")
+	assert.Zero(t, unconfirmed)
 }

@@ -147,7 +147,8 @@
 // sends those still waiting once more, 32 at a time, within 2 seconds all
 // together (the stores of the pipeline's meters at once, not one after the
 // other),
-// before the store closes, and logs each that fails with its charge
+// before the store closes, and logs each that fails, or whose turn to be
+// sent comes only after the 2 seconds, with its charge
 // (Meter.LostSettlements); one still being sent at the deadline may yet reach
 // the store: it is logged with its charge as unconfirmed
 // (Meter.UnconfirmedSettlements), and counted lost only if its send then fails. A

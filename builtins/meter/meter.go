@@ -120,6 +120,10 @@ type Meter struct {
 	// being sent, and those the close stopped waiting for, until each
 	// ends (Done).
 	lost, unconfirmed, open atomic.Int64
+	// tally, when set (CountInto), is added each count as well; countMu
+	// guards it, and orders its setting with the counts.
+	countMu sync.Mutex
+	tally   *Tally
 	// tenants maps the runs seen to their tenant (scope "key"), until
 	// they end.
 	tenants sync.Map
@@ -685,15 +689,18 @@ func (m *Meter) retrySettle(ctx context.Context, at ledgerRef, id string, reserv
 		return // process memory does not fail
 	}
 	r := &resend{m: m, ctx: ctx, at: at, id: id, reserved: reserved, charge: c}
+	// Counted open before it is added: the close may take it at once.
+	m.open.Add(1)
 	switch n, ok := m.resends.add(r); {
 	case n > 0:
 		m.resendLost(r, fmt.Errorf("%d settlements already wait to be sent again to the ledger store, the most the process keeps", n))
+		r.ended()
 		return
 	case !ok:
 		m.resendLost(r, errors.New("the meter was closed"))
+		r.ended()
 		return
 	}
-	m.open.Add(1)
 	m.resendAfter(r, until, wait)
 }
 
@@ -716,6 +723,7 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 				if m.resends.drop(r) {
 					m.resendLost(r, fmt.Errorf("%d settlements were being sent again to the ledger store until its deadline", maxResending))
 					r.ended()
+					m.resends.recorded()
 				}
 				return
 			}
@@ -725,16 +733,21 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 		err := m.budgets.Settle(r.ctx, r.at.key, r.id, r.charge, m.ttl(r.at))
 		next := min(max(2*wait, settleBackoff), settleBackoffMax)
 		again := err != nil && !m.clock.Now().Add(next).After(until)
-		switch held, queued := m.resends.end(r, again); {
-		case queued:
+		held, queued := m.resends.end(r, again)
+		if queued {
 			m.resendAfter(r, until, next)
 			return
+		}
+		switch {
 		case !held: // the close stopped waiting for it
 			m.resendEndedLate(r, err)
 		case err != nil:
 			m.resendLost(r, err)
 		}
 		r.ended()
+		if held {
+			m.resends.recorded()
+		}
 	})
 }
 
@@ -742,9 +755,10 @@ func (m *Meter) resendAfter(r *resend, until time.Time, wait time.Duration) {
 // gave up on: the store did not take them within settleRetryFor, or by
 // the close of the last pipeline using it, or maxResends others were
 // waiting already. Each was logged with its charge. A meter counts its
-// own (a host that builds several pipelines sums theirs), and goes on
-// counting after its pipeline closed while a later pipeline on the same
-// store sends its settlements again (Done).
+// own (a host that builds several pipelines sums theirs, CountInto), and
+// goes on counting after its pipeline closed while a later pipeline on
+// the same store sends its settlements again (Done), or a call still
+// running at the close settles.
 func (m *Meter) LostSettlements() int64 { return m.lost.Load() }
 
 // UnconfirmedSettlements returns how many settlements of the meter's
@@ -754,16 +768,54 @@ func (m *Meter) LostSettlements() int64 { return m.lost.Load() }
 // process still runs) is counted lost too; one that lands is logged so.
 func (m *Meter) UnconfirmedSettlements() int64 { return m.unconfirmed.Load() }
 
-// Done reports whether the meter's counts (LostSettlements,
-// UnconfirmedSettlements) can change no more: it was cleaned up and none
-// of its settlements waits or is being sent.
+// Done reports whether the meter was cleaned up and none of its
+// settlements waits or is being sent: its counts (LostSettlements,
+// UnconfirmedSettlements) change no more, unless a call that was still
+// running when its pipeline closed (Pipeline.Close does not wait for the
+// calls in flight) settles afterwards. A host that sums the counts of the
+// meters it built has them added as they happen (CountInto) rather than
+// reading a meter until it is done.
 func (m *Meter) Done() bool {
 	return m.resends == nil || m.left.Load() && m.open.Load() == 0
 }
 
+// Tally sums the settlement counts of the meters counted into it
+// (CountInto): a host that builds pipelines again and again (a reload)
+// keeps one Tally, not the meters. Its counts never go down.
+type Tally struct{ lost, unconfirmed atomic.Int64 }
+
+// Lost returns the sum of the meters' LostSettlements.
+func (t *Tally) Lost() int64 { return t.lost.Load() }
+
+// Unconfirmed returns the sum of the meters' UnconfirmedSettlements.
+func (t *Tally) Unconfirmed() int64 { return t.unconfirmed.Load() }
+
+// CountInto adds the meter's counts so far to t, and each later one as it
+// is made, whenever that is (after the meter's close too). Given another
+// Tally later, the meter counts into that one instead (its counts so far
+// added to it as well).
+func (m *Meter) CountInto(t *Tally) {
+	m.countMu.Lock()
+	defer m.countMu.Unlock()
+	t.lost.Add(m.lost.Load())
+	t.unconfirmed.Add(m.unconfirmed.Load())
+	m.tally = t
+}
+
+// count adds one to n, the meter's lost or unconfirmed count, and to
+// the same count of its tally (CountInto); it returns the meter's.
+func (m *Meter) count(n *atomic.Int64, ofTally func(*Tally) *atomic.Int64) int64 {
+	m.countMu.Lock()
+	defer m.countMu.Unlock()
+	if m.tally != nil {
+		ofTally(m.tally).Add(1)
+	}
+	return n.Add(1)
+}
+
 // resendLost logs and counts a settlement given up on.
 func (m *Meter) resendLost(r *resend, err error) {
-	lost := m.lost.Add(1)
+	lost := m.count(&m.lost, func(t *Tally) *atomic.Int64 { return &t.lost })
 	then := "the call's reservation is charged its hold when its lease ends"
 	if !r.reserved {
 		then = "the call's charge is lost"
@@ -775,7 +827,7 @@ func (m *Meter) resendLost(r *resend, err error) {
 // resendUnconfirmed logs and counts a settlement still being sent when
 // the close stopped waiting for it: its outcome is not known.
 func (m *Meter) resendUnconfirmed(r *resend, err error) {
-	n := m.unconfirmed.Add(1)
+	n := m.count(&m.unconfirmed, func(t *Tally) *atomic.Int64 { return &t.unconfirmed })
 	m.logger.WarnContext(r.ctx, "meter: the close stopped waiting for a settlement being sent to the ledger store; it is unconfirmed: the store may have taken it",
 		"error", err, "charge_usd", r.charge.USD, "charge_tokens", r.charge.Tokens(), "unconfirmed_settlements", n)
 }
@@ -838,8 +890,12 @@ type resends struct {
 	// (resend.sending); sending counts the latter.
 	pending map[*resend]struct{}
 	sending int
+	// recording counts the settlements taken out of pending (end, drop)
+	// whose outcome their sender has yet to log and count (recorded).
+	recording int
 	// drained is closed once the resends are closed and none is pending
-	// any more (Cleanup waits for it); nil before the close.
+	// any more, nor being recorded (Cleanup waits for it); nil before the
+	// close.
 	drained chan struct{}
 }
 
@@ -901,10 +957,10 @@ func (q *resends) leave() ([]*resend, <-chan struct{}) {
 	return out, q.drained
 }
 
-// drainedLocked closes q.drained once q is closed and nothing is pending.
-// q.mu is held.
+// drainedLocked closes q.drained once q is closed and nothing is pending
+// or being recorded. q.mu is held.
 func (q *resends) drainedLocked() {
-	if q.closed && len(q.pending) == 0 && q.drained != nil {
+	if q.closed && len(q.pending) == 0 && q.recording == 0 && q.drained != nil {
 		select {
 		case <-q.drained:
 		default:
@@ -966,6 +1022,7 @@ func (q *resends) start(r *resend) int {
 }
 
 // drop removes r, not being sent; false when Cleanup took it first.
+// When true the caller records its loss, then calls recorded.
 func (q *resends) drop(r *resend) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -973,13 +1030,14 @@ func (q *resends) drop(r *resend) bool {
 		return false
 	}
 	delete(q.pending, r)
-	q.drainedLocked()
+	q.recording++
 	return true
 }
 
 // end ends the sending of r: with again it waits for the next (queued),
-// unless the resends were closed meanwhile; else it is dropped. held is
-// false when Cleanup gave r up (and logged it) while it was being sent.
+// unless the resends were closed meanwhile; else it is dropped, and the
+// caller records its outcome, then calls recorded. held is false when
+// Cleanup gave r up (and logged it) while it was being sent.
 func (q *resends) end(r *resend, again bool) (held, queued bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -992,8 +1050,19 @@ func (q *resends) end(r *resend, again bool) (held, queued bool) {
 		return true, true
 	}
 	delete(q.pending, r)
-	q.drainedLocked()
+	q.recording++
 	return true, false
+}
+
+// recorded notes that the outcome of a settlement drop or end took out
+// of q is logged and counted: the close that waits for q's settlements
+// returns only then, so that the process never ends with a loss neither
+// logged nor counted.
+func (q *resends) recorded() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.recording--
+	q.drainedLocked()
 }
 
 // abandon drops and returns what is still pending once Cleanup stops
@@ -1024,9 +1093,11 @@ var cleanupWaits = func() {}
 // (retrySettle) and the store stays open for them. The last meter of the
 // store sends them once more, maxResending at a time, and waits for those
 // a timer is sending at that moment, within cleanupSettleTimeout, before
-// the pipeline closes its stores; one that fails then, or is still being sent at the deadline, is
-// given up and logged with its charge (its reservation is charged its hold
-// when its lease ends).
+// the pipeline closes its stores. One that fails then, or whose turn to be
+// sent comes only after the deadline, is given up and logged with its
+// charge (its reservation is charged its hold when its lease ends); one
+// still being sent at the deadline is unconfirmed (resendUnconfirmed):
+// it may yet reach the store.
 func (m *Meter) Cleanup() error {
 	if m.resends == nil || !m.left.CompareAndSwap(false, true) {
 		return nil
@@ -1043,6 +1114,11 @@ func (m *Meter) Cleanup() error {
 			ctx, cancel := context.WithDeadline(r.ctx, deadline)
 			defer cancel()
 			defer r.ended()
+			if ctx.Err() != nil {
+				// Its turn came after the deadline: never sent.
+				r.m.resendLost(r, errors.New("the close's wait ended before the settlement could be sent once more"))
+				return nil
+			}
 			switch err := r.m.budgets.Settle(ctx, r.at.key, r.id, r.charge, r.m.ttl(r.at)); {
 			case err != nil && ctx.Err() != nil:
 				// Cut short by the deadline: it may have reached the store.

@@ -8,8 +8,10 @@
 // together admit at most rate·t/per + burst calls.
 //
 // With mode "wait" a call without a free slot reserves the next one and
-// waits for it; a wait that would outlast the context's deadline is refused
-// at once (a rate limited error wrapping context.DeadlineExceeded), and a
+// waits for it; a wait that would outlast the context's deadline (the time
+// left to it read on the wall clock, as the context counts it, whatever
+// Deps.Clock) is refused at once (a rate limited error wrapping
+// context.DeadlineExceeded), and a
 // call whose context ends while it waits fails with the context's error
 // (its reserved slot is not given back). With mode "reject" it fails at once
 // with a rate limited *runtime.CallError whose RetryAfter says when a slot

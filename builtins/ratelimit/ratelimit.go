@@ -197,7 +197,9 @@ func (r *RateLimit) Take(ctx context.Context, run runtime.Run) error {
 	if r.Mode == "wait" {
 		maxWait = time.Duration(math.MaxInt64)
 		if dl, ok := ctx.Deadline(); ok {
-			maxWait = max(dl.Sub(r.clock.Now()), 0)
+			// The time left on the deadline's own clock, the wall clock,
+			// not on the layer's, which a host may have set apart from it.
+			maxWait = max(time.Until(dl), 0)
 		}
 	}
 	wait, ok, err := r.limiter.Allow(ctx, r.key(run), r.interval, r.Burst, maxWait)
