@@ -137,6 +137,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		}
 		s.observeChat(x, &p, &resp, err)
 		err = placed(x.g.pl, plan.StageChat, err)
+		// The upstream's id comes back with an error as with an answer:
+		// a refused request's is the one its support asks for.
+		served.setHeader(x.Header())
 		if err == nil {
 			err = s.admitProposals(ctx, x.g.pl, &p.req, resp.ToolCalls, made)
 		}
@@ -151,7 +154,6 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			return
 		}
 		dropCalls(&resp, &p.blocks, drop)
-		served.setHeader(x.Header())
 		if x.g.withholdCache {
 			resp.Usage = withholdCacheUsage(resp.Usage)
 		}
@@ -179,6 +181,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	switch {
 	case x.cut():
 	case err != nil && !w.started():
+		served.setHeader(x.Header())
 		x.failErr(err)
 	case err != nil:
 		x.err = err

@@ -346,6 +346,55 @@ func (c Call) Truncated(afterDeltas int) error {
 		"%s %s: the stream ended before the response was complete (after %d deltas)", c.Provider, c.Model, afterDeltas)}
 }
 
+// Accepted returns err, the failure of a call the upstream accepted (it
+// answered 2xx) and that then failed before any delta: a stream cut before
+// its first event, one whose event cannot be read, a body that is no
+// stream (NotAStream). The provider has read, and bills, the prompt: a
+// *runtime.CallError whose Usage reports no input is given
+// runtime.EstimateInput(req) as its input, which the chat terminal
+// charges. A failure after a delta is estimated by the chat terminal from
+// what arrived; an error event of the stream is the upstream's own account
+// of the failure, and the usage it announced is what it bills.
+func Accepted(err error, req *runtime.ChatRequest, afterDeltas int) error {
+	var ce *runtime.CallError
+	if afterDeltas == 0 && errors.As(err, &ce) && ce.Usage.InputTokens == 0 {
+		ce.Usage.Add(runtime.EstimateInput(req))
+	}
+	return err
+}
+
+// EventStream reports whether h, the header of a 2xx answer to a streaming
+// request, announces a stream of server-sent events: its Content-Type is
+// text/event-stream, or absent (a server that names none is read as the
+// stream it was asked for).
+func EventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	return mt == "" || strings.EqualFold(mt, "text/event-stream")
+}
+
+// maxContentType is the most of a Content-Type a message quotes.
+const maxContentType = 100
+
+// MaxWholeBody is the most of a body that is no stream (NotAStream) read
+// for the usage it reports; the rest is not read.
+const MaxWholeBody = 1 << 20
+
+// NotAStream is the failure of a streaming request the upstream answered
+// 2xx with a body of contentType that is no stream of server-sent events
+// (a compatible server that ignores "stream": true answers the whole
+// response as JSON). It is permanent: the upstream answers the same way
+// again. usage is what the body reports the call billed; none reported,
+// the input is estimated (Accepted).
+func (c Call) NotAStream(contentType string, usage runtime.Usage) *runtime.CallError {
+	if len(contentType) > maxContentType {
+		contentType = strings.ToValidUTF8(contentType[:maxContentType], "") + "…"
+	}
+	return &runtime.CallError{Kind: runtime.KindPermanent, Usage: usage, Err: c.wrap(nil,
+		"%s %s: the upstream answered the streaming request with %q, not a stream of server-sent events (text/event-stream)", c.Provider, c.Model, contentType)}
+}
+
 // Base64 returns the standard base64 encoding of b.
 func Base64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 

@@ -152,6 +152,9 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 		return c.call.Truncated(0)
 	}
 	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("request-id"))
+	if !wire.EventStream(raw.Header) {
+		return wire.Accepted(c.call.NotAStream(raw.Header.Get("Content-Type"), wholeUsage(raw.Body)), req, 0)
+	}
 	// The events are decoded from the body through a lookahead, which
 	// marks the deltas the next one follows at once (runtime.Delta.More),
 	// unless the SDK traces the body's events (it decodes such a body
@@ -175,7 +178,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
-	return c.consume(ctx, stream, la, func() {
+	return c.consume(ctx, req, stream, la, func() {
 		if upstream != nil {
 			upstream.released = true
 			wire.Release(ctx, upstream.ReadCloser)
@@ -314,7 +317,7 @@ func (e *event) UnmarshalJSON(data []byte) error {
 // or nothing, the response held open) is not the message's, and after the
 // last delta of a complete stream consume calls drain. The deltas go
 // through la, whose held delta is passed on before consume returns.
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead, drain func()) error {
+func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *ssestream.Stream[event], la *wire.Lookahead, drain func()) error {
 	var (
 		deltas  int
 		input   runtime.Usage // from message_start, sent on the first delta
@@ -480,13 +483,19 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		return nil // the body's read failed as the consumer had stopped
 	}
 	if err := stream.Err(); err != nil {
-		return fail(billed(c.failure(ctx, err, deltas)))
+		failed := billed(c.failure(ctx, err, deltas))
+		if !streamEvent(err) {
+			// Cut, or unreadable: the prompt was read and billed
+			// (wire.Accepted).
+			failed = wire.Accepted(failed, req, deltas)
+		}
+		return fail(failed)
 	}
 	if !stopped {
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
-		return fail(billed(c.call.Truncated(deltas)))
+		return fail(wire.Accepted(billed(c.call.Truncated(deltas)), req, deltas))
 	}
 	if finish == "" {
 		finish = runtime.FinishStop
@@ -512,14 +521,40 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 			if apiErr.Response != nil {
 				h = apiErr.Response.Header
 			}
+			// The upstream's id of a failed request is the one its
+			// support asks for.
+			runtime.ReportUpstreamRequestID(ctx, h.Get("request-id"))
 			return c.call.HTTP(err, apiErr.StatusCode, h, wire.Body{Type: string(apiErr.Type()), Message: apiErr.Message})
 		}
 		return c.call.Event(err, wire.Body{Type: string(apiErr.Type()), Message: apiErr.Message}, deltas)
 	}
-	if strings.HasPrefix(err.Error(), "received error while streaming") {
+	if streamEvent(err) {
 		return c.call.Event(err, wire.Body{Message: strings.TrimPrefix(err.Error(), "received error while streaming: ")}, deltas)
 	}
 	return c.call.Transport(ctx, err, deltas)
+}
+
+// streamEvent reports whether err, the failure of a stream the upstream
+// answered, is an error event of the stream (the SDK's error of its type,
+// or its own "received error while streaming").
+func streamEvent(err error) bool {
+	var apiErr *anthropic.Error
+	return errors.As(err, &apiErr) || strings.HasPrefix(err.Error(), "received error while streaming")
+}
+
+// wholeUsage reads body, a whole message answered in place of a stream,
+// and closes it: the usage it reports, zero when none.
+func wholeUsage(body io.ReadCloser) runtime.Usage {
+	defer body.Close()
+	var whole struct {
+		Usage usage `json:"usage"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(body, wire.MaxWholeBody))
+	_ = json.Unmarshal(b, &whole)
+	u := whole.Usage.input()
+	u.OutputTokens = int64(whole.Usage.OutputTokens)
+	u.ReasoningTokens = int64(whole.Usage.OutputTokensDetails.ThinkingTokens)
+	return u
 }
 
 // FinishPauseTurn is the finish reason of a turn the API paused

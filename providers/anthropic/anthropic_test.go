@@ -436,3 +436,16 @@ func TestNoRedirectToAnotherOrigin(t *testing.T) {
 	}, hi())
 	assert.Nil(t, host.CheckRedirect, "the host's client is not changed")
 }
+
+// TestAcceptedThenFailedIsCharged: a stream cut before its first event, or
+// a whole message answered to a streaming request, was billed the prompt
+// (and what the answer reports).
+func TestAcceptedThenFailedIsCharged(t *testing.T) {
+	ssetest.AssertAcceptedThenFailedIsCharged(t, testKey, newClient(t), hi(),
+		`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":80,"cache_read_input_tokens":20,"output_tokens":50}}`,
+		runtime.Usage{InputTokens: 100, OutputTokens: 50, CachedInputTokens: 20})
+}
+
+func TestRequestIDOnError(t *testing.T) {
+	ssetest.AssertRequestIDOnError(t, newClient(t), hi(), "request-id")
+}
