@@ -250,3 +250,14 @@ func TestBudgetErrorPrintsFiguresReadably(t *testing.T) {
 	e = &runtime.BudgetError{Layer: "meter", Resource: "tokens", Spent: 2e9, Limit: 1e9}
 	assert.Equal(t, "budget exhausted at meter: tokens ceiling 1000000000 reached (spent 2000000000)", e.Error())
 }
+
+// A negative count in a usage report is absurd, not nothing: the sum
+// becomes the largest count, which a meter refuses as absurd usage, where
+// it was dropped and the call charged as if it had reported none of it.
+func TestANegativeCountIsAbsurd(t *testing.T) {
+	u := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+	u.Add(runtime.Usage{InputTokens: -5, OutputTokens: 7, CachedInputTokens: -1})
+	assert.Equal(t, runtime.Usage{InputTokens: math.MaxInt64, OutputTokens: 12, CachedInputTokens: math.MaxInt64}, u)
+	u.Add(runtime.Usage{InputTokens: 3})
+	assert.Equal(t, int64(math.MaxInt64), u.InputTokens, "it stays absurd")
+}

@@ -504,7 +504,7 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	err = pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, StopSequence: c.StopSequence, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
-	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage)) {
+	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage || c.Charges[0].Metered)) {
 		resp.Charges = slices.Clone(c.Charges)
 	}
 	resp.OwnCharges = c.owned.list()

@@ -902,10 +902,16 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	// its own model's prices: a fallback's failed attempts and a hedge's
 	// cancelled racers cost money too, and not at the served model's, and
 	// so do the calls layers made of their own (a judge's verdicts, a
-	// summary), which a meter charges, a cached answer's included.
+	// summary), which a meter charges, a cached answer's included. A call
+	// whose usage a meter found absurd counts what the meter charged
+	// (runtime.Charge.Metered), as its tokens do.
 	spend := func(charges []runtime.Charge) {
 		for _, ch := range charges {
-			if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
+			usd := ch.USD
+			if !ch.Metered {
+				usd = meter.Cost(x.g.plan.Models[ch.Model], ch.Usage)
+			}
+			if usd > 0 {
 				m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
 			}
 		}

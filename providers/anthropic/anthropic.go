@@ -247,8 +247,7 @@ type usage struct {
 // input returns the input counts of u: Anthropic's input_tokens leaves
 // out the tokens read from the prompt cache and those written to it, which
 // Usage.InputTokens counts. The sum saturates at math.MaxInt64: absurd
-// counts stay absurd instead of wrapping negative, which the meter would
-// count as unreported.
+// counts stay the largest count instead of wrapping negative.
 func (u *usage) input() runtime.Usage {
 	read, written := int64(u.CacheReadInputTokens), int64(u.CacheCreationInputTokens)
 	return runtime.Usage{InputTokens: runtime.SaturatingAdd(runtime.SaturatingAdd(int64(u.InputTokens), read), written),

@@ -405,7 +405,7 @@ func newClient(t *testing.T) func(string) runtime.ModelClient {
 
 // An absurd usage report stays absurd: a count beyond int64 (1e300) is the
 // largest count, not zero, and input counts whose sum passes int64 saturate
-// instead of wrapping negative (which the meter counts as unreported), so
+// instead of wrapping negative, so
 // that the meter refuses the call as absurd usage (fail closed) rather
 // than estimating it cheap.
 func TestAbsurdUsageStaysAbsurd(t *testing.T) {
