@@ -395,6 +395,28 @@ func (c Call) NotAStream(contentType string, usage runtime.Usage) *runtime.CallE
 		"%s %s: the upstream answered the streaming request with %q, not a stream of server-sent events (text/event-stream)", c.Provider, c.Model, contentType)}
 }
 
+// Unhonoured is a field of a request a model's provider cannot honour,
+// refused before the request is sent: Field as the runtime's request
+// names it (OpenAI's Chat Completions name: reasoning_effort), its Value,
+// Why it cannot be honoured, and Remedy, what the request may ask instead
+// ("" none). A route of another API names the field its own way (Named).
+type Unhonoured struct {
+	Field, Value, Why, Remedy string
+}
+
+func (u *Unhonoured) Error() string { return u.Named(u.Field, true) }
+
+// Named is u's message with the field named field, and its remedy when
+// remedy is set (a route that names the field its own way may have no
+// field for the remedy).
+func (u *Unhonoured) Named(field string, remedy bool) string {
+	s := fmt.Sprintf("the request sets %s %q, which %s", field, u.Value, u.Why)
+	if remedy && u.Remedy != "" {
+		s += " (" + u.Remedy + ")"
+	}
+	return s
+}
+
 // Base64 returns the standard base64 encoding of b.
 func Base64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
