@@ -1043,6 +1043,20 @@ type servedModel struct {
 	// wire is the provider of a client built from the model's provider
 	// ("openai", "anthropic"); "" for a client the host passed.
 	wire string
+	// bound is the max_tokens the plan declares for the model (0: none).
+	bound int
+}
+
+// DefaultMaxTokens implements runtime.OutputBounder: the bound the client
+// sends with a request that sets none (a Claude model's 4096), else the
+// plan's. Without it the wrapped client's bound was hidden: a cut at the
+// output limit was said to be the provider's default, and a meter refusing
+// crossings estimated no output for such a request.
+func (m *servedModel) DefaultMaxTokens() int {
+	if b, ok := m.client.(runtime.OutputBounder); ok {
+		return b.DefaultMaxTokens()
+	}
+	return m.bound
 }
 
 // clientWireKey is the context key of the API a chat route's client speaks
