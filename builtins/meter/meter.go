@@ -1270,7 +1270,9 @@ func responseFormat(chain []plan.Layer) *runtime.ResponseFormat {
 }
 
 // absurd names the first count of u that is negative or above
-// MaxCallTokens, or returns "".
+// MaxCallTokens, or returns "". A count of math.MaxInt64 was reported
+// negative or beyond int64 (runtime.Usage.Add, wire.Count), not as that
+// number: it is named so.
 func absurd(u runtime.Usage) string {
 	for _, f := range []struct {
 		name string
@@ -1278,7 +1280,10 @@ func absurd(u runtime.Usage) string {
 	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
 		{"cached_input_tokens", u.CachedInputTokens}, {"reasoning_tokens", u.ReasoningTokens},
 		{"cache_write_input_tokens", u.CacheWriteInputTokens}, {"cache_write_1h_input_tokens", u.CacheWrite1hInputTokens}} {
-		if f.n < 0 || f.n > MaxCallTokens {
+		switch {
+		case f.n == math.MaxInt64:
+			return f.name + " negative or beyond 2^63-1"
+		case f.n < 0 || f.n > MaxCallTokens:
 			return fmt.Sprintf("%s %d", f.name, f.n)
 		}
 	}
