@@ -9,6 +9,7 @@ package wire
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -380,6 +381,15 @@ const maxContentType = 100
 // MaxWholeBody is the most of a body that is no stream (NotAStream) read
 // for the usage it reports; the rest is not read.
 const MaxWholeBody = 1 << 20
+
+// ReadWhole decodes into v the JSON of body, a whole answer in place of a
+// stream (NotAStream), read up to MaxWholeBody, and closes body. What does
+// not decode leaves v as it is.
+func ReadWhole(body io.ReadCloser, v any) {
+	defer body.Close()
+	b, _ := io.ReadAll(io.LimitReader(body, MaxWholeBody))
+	_ = json.Unmarshal(b, v)
+}
 
 // NotAStream is the failure of a streaming request the upstream answered
 // 2xx with a body of contentType that is no stream of server-sent events

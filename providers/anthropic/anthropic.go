@@ -544,12 +544,10 @@ func streamEvent(err error) bool {
 // wholeUsage reads body, a whole message answered in place of a stream,
 // and closes it: the usage it reports, zero when none.
 func wholeUsage(body io.ReadCloser) runtime.Usage {
-	defer body.Close()
 	var whole struct {
 		Usage usage `json:"usage"`
 	}
-	b, _ := io.ReadAll(io.LimitReader(body, wire.MaxWholeBody))
-	_ = json.Unmarshal(b, &whole)
+	wire.ReadWhole(body, &whole)
 	u := whole.Usage.input()
 	u.OutputTokens = int64(whole.Usage.OutputTokens)
 	u.ReasoningTokens = int64(whole.Usage.OutputTokensDetails.ThinkingTokens)

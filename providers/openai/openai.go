@@ -179,12 +179,10 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 // wholeUsage reads body, a whole chat.completion answered in place of a
 // stream, and closes it: the usage it reports, zero when none.
 func wholeUsage(body io.ReadCloser) runtime.Usage {
-	defer body.Close()
 	var whole struct {
 		Usage chunkUsage `json:"usage"`
 	}
-	b, _ := io.ReadAll(io.LimitReader(body, wire.MaxWholeBody))
-	_ = json.Unmarshal(b, &whole)
+	wire.ReadWhole(body, &whole)
 	return whole.Usage.usage()
 }
 
