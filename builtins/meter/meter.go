@@ -1334,8 +1334,9 @@ func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, 
 	}
 	if b := m.Budget; b != nil && (b.Tokens != nil || b.USD != nil) {
 		// What brings the ledger to each ceiling; unread, the ceiling
-		// itself, which brings it there at least.
-		spent, err := m.budgets.LedgerOf(ctx, at.key)
+		// itself, which brings it there at least. Read whether or not the
+		// caller is still there, as the settlement is made.
+		spent, err := m.budgets.LedgerOf(context.WithoutCancel(ctx), at.key)
 		if err != nil {
 			spent = runtime.Ledger{}
 		}
