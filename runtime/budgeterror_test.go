@@ -237,3 +237,27 @@ func TestMemoryBudgeterGivesBackTheRoomOfABurst(t *testing.T) {
 	assert.Less(t, held, int64(4<<20), "a ledger remembering 10 reservations holds %d bytes", held)
 	require.NoError(t, b.Settle(ctx, "k", "t", runtime.Ledger{Calls: 1}, 0))
 }
+
+// A budget's figures read as money and counts: "spent 1.0000001e+06" was
+// a million dollars in exponent form, and a sum of prices carries float
+// noise (0.30000000000000004). Dollars are shown to the millionth, counts
+// whole, neither in exponent form.
+func TestBudgetErrorPrintsFiguresReadably(t *testing.T) {
+	e := &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 1.0000001e+06, Limit: 1000}
+	assert.Equal(t, "budget exhausted at meter: usd ceiling 1000 reached (spent 1000000.1)", e.Error())
+	e = &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 0.3, Limit: 0.25, Estimate: 0.0000123, Pending: 0.05}
+	assert.Equal(t, "budget exhausted at meter: usd ceiling 0.25 would be crossed (spent 0.3, 0.05 reserved by calls in flight, the call is estimated at 0.000012)", e.Error())
+	e = &runtime.BudgetError{Layer: "meter", Resource: "tokens", Spent: 2e9, Limit: 1e9}
+	assert.Equal(t, "budget exhausted at meter: tokens ceiling 1000000000 reached (spent 2000000000)", e.Error())
+}
+
+// A negative count in a usage report is absurd, not nothing: the sum
+// becomes the largest count, which a meter refuses as absurd usage, where
+// it was dropped and the call charged as if it had reported none of it.
+func TestANegativeCountIsAbsurd(t *testing.T) {
+	u := runtime.Usage{InputTokens: 10, OutputTokens: 5}
+	u.Add(runtime.Usage{InputTokens: -5, OutputTokens: 7, CachedInputTokens: -1})
+	assert.Equal(t, runtime.Usage{InputTokens: math.MaxInt64, OutputTokens: 12, CachedInputTokens: math.MaxInt64}, u)
+	u.Add(runtime.Usage{InputTokens: 3})
+	assert.Equal(t, int64(math.MaxInt64), u.InputTokens, "it stays absurd")
+}

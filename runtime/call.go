@@ -745,16 +745,26 @@ func (u Usage) Total() int64 { return clampedSum(u.InputTokens, u.OutputTokens) 
 // IsZero reports whether u counts nothing.
 func (u Usage) IsZero() bool { return u == Usage{} }
 
-// Add adds v to u. A negative count in v adds nothing (a provider never
-// credits tokens back) and the sums saturate at math.MaxInt64 instead of
-// wrapping negative.
+// Add adds v to u. The sums saturate at math.MaxInt64 instead of wrapping
+// negative. A negative count in v is absurd (a provider never credits
+// tokens back): its sum becomes math.MaxInt64, which a meter refuses as
+// absurd usage, rather than taking nothing from it.
 func (u *Usage) Add(v Usage) {
-	u.InputTokens = SaturatingAdd(u.InputTokens, v.InputTokens)
-	u.OutputTokens = SaturatingAdd(u.OutputTokens, v.OutputTokens)
-	u.CachedInputTokens = SaturatingAdd(u.CachedInputTokens, v.CachedInputTokens)
-	u.ReasoningTokens = SaturatingAdd(u.ReasoningTokens, v.ReasoningTokens)
-	u.CacheWriteInputTokens = SaturatingAdd(u.CacheWriteInputTokens, v.CacheWriteInputTokens)
-	u.CacheWrite1hInputTokens = SaturatingAdd(u.CacheWrite1hInputTokens, v.CacheWrite1hInputTokens)
+	u.InputTokens = addCount(u.InputTokens, v.InputTokens)
+	u.OutputTokens = addCount(u.OutputTokens, v.OutputTokens)
+	u.CachedInputTokens = addCount(u.CachedInputTokens, v.CachedInputTokens)
+	u.ReasoningTokens = addCount(u.ReasoningTokens, v.ReasoningTokens)
+	u.CacheWriteInputTokens = addCount(u.CacheWriteInputTokens, v.CacheWriteInputTokens)
+	u.CacheWrite1hInputTokens = addCount(u.CacheWrite1hInputTokens, v.CacheWrite1hInputTokens)
+}
+
+// addCount returns a+b for the counts of a usage report: a negative b is
+// absurd, and makes the sum math.MaxInt64.
+func addCount(a, b int64) int64 {
+	if b < 0 {
+		return math.MaxInt64
+	}
+	return SaturatingAdd(a, b)
 }
 
 // SaturatingAdd returns a+b for a count: a negative b adds nothing, and the
@@ -1252,6 +1262,12 @@ type Charge struct {
 	Model string
 	// Usage is what the call billed, estimated where it reported none.
 	Usage Usage
+	// Metered marks the charge a meter settled in place of the call's
+	// usage when it reported absurd usage: Usage is then the tokens the
+	// ledger was charged, and USD the dollars, which need not be Usage at
+	// the model's prices (a ledger charged to its ceilings).
+	Metered bool
+	USD     float64
 }
 
 // Adopt copies the stream state of a finished clone (the winner of a race)

@@ -272,3 +272,32 @@ func (capOutput) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func init() {
 	runtime.Register(runtime.Module{ID: "test.capoutput", Stages: []plan.Stage{plan.StageChat}, New: func() runtime.Middleware { return capOutput{} }})
 }
+
+// boundedModel is a model client that sends max_tokens n with a request
+// that sets none, as the Anthropic client does.
+type boundedModel struct {
+	runtime.ModelClient
+	n int
+}
+
+func (b boundedModel) DefaultMaxTokens() int { return b.n }
+
+// TestTheTokenLimitMessageNamesTheBoundSent: a request without max_tokens
+// to a client that sends its own bound (a Claude model's 4096) was told
+// "the request asks for 0; 0 is the provider's default": the limit the
+// model reached was the bound the client sent, which the message names.
+func TestTheTokenLimitMessageNamesTheBoundSent(t *testing.T) {
+	for name, tc := range map[string]struct {
+		model     runtime.ModelClient
+		want, not string
+	}{
+		"client's bound": {boundedModel{rt.NewModel(cutAnswer(runtime.FinishLength)), 4096}, "the request sets none, and the model's client sent its default, 4096", "asks for 0"},
+		"server's bound": {rt.NewModel(cutAnswer(runtime.FinishLength)), "the request sets none: the provider's default bounds the answer", "asks for 0"},
+	} {
+		pl := rt.Build(t, rt.Plan(plan.Chains{}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": tc.model}})
+		_, err := pl.Complete(context.Background(), runtime.ChatRequest{Model: "primary", Tools: lookupTools})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), tc.want, name)
+		assert.NotContains(t, err.Error(), tc.not, name)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"reflect"
@@ -132,15 +133,24 @@ func (e *BudgetError) RetryAfter() time.Duration {
 func (e *BudgetError) Message() string {
 	var pending string
 	if e.Pending > 0 {
-		pending = ", " + strconv.FormatFloat(e.Pending, 'g', -1, 64) + " reserved by calls in flight"
+		pending = ", " + e.figure(e.Pending) + " reserved by calls in flight"
 	}
 	if e.Estimate > 0 {
 		return fmt.Sprintf("%s ceiling %s would be crossed (spent %s%s, the call is estimated at %s)%s", e.Resource,
-			strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending,
-			strconv.FormatFloat(e.Estimate, 'g', -1, 64), e.budget())
+			e.figure(e.Limit), e.figure(e.Spent), pending, e.figure(e.Estimate), e.budget())
 	}
 	return fmt.Sprintf("%s ceiling %s reached (spent %s%s)%s", e.Resource,
-		strconv.FormatFloat(e.Limit, 'g', -1, 64), strconv.FormatFloat(e.Spent, 'g', -1, 64), pending, e.budget())
+		e.figure(e.Limit), e.figure(e.Spent), pending, e.budget())
+}
+
+// figure prints v, an amount of e's resource, without an exponent:
+// dollars to the millionth (a sum of prices carries float noise), counts
+// whole.
+func (e *BudgetError) figure(v float64) string {
+	if e.Resource == "usd" {
+		v = math.Round(v*1e6) / 1e6
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // budget names the budget refused: "; per-key budget of the 24h window

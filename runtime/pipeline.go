@@ -100,19 +100,38 @@ func (c *ChatCall) wholeCalls(calls []ToolUse) ([]ToolUse, error) {
 			continue
 		}
 		if c.FinishReason == FinishLength {
-			asked := fmt.Sprintf("the request asks for %d; 0 is the provider's default", c.Request.MaxTokens)
-			if c.askedMaxTokens != c.Request.MaxTokens {
-				asked = fmt.Sprintf("the request asks for %d, which the policy caps to %d; 0 is the provider's default", c.askedMaxTokens, c.Request.MaxTokens)
-			}
 			return nil, &CallError{Kind: KindPermanent, Status: http.StatusBadRequest, Message: fmt.Sprintf(
 				"model %s: the model reached its output limit (finish reason length) inside the arguments of its call of %s, which are not complete JSON: raise max_tokens (%s)",
-				c.Request.Model, call.Name, asked)}
+				c.Request.Model, call.Name, c.boundSent())}
 		}
 		return nil, &CallError{Kind: KindTransient, Message: fmt.Sprintf(
 			"model %s: the upstream's answer is broken: the model's call of %s holds arguments that are not complete JSON (the answer was cut inside them)",
 			c.Request.Model, call.Name)}
 	}
 	return calls, nil
+}
+
+// boundSent says which output bound the model reached: the request's
+// max_tokens (and what the client asked, when the policy capped it), or,
+// for a request that sets none, the bound the model's client sent in its
+// place (OutputBounder: a Claude model's 4096), else the provider's own.
+func (c *ChatCall) boundSent() string {
+	switch {
+	case c.Request.MaxTokens > 0 && c.askedMaxTokens <= 0:
+		return fmt.Sprintf("the request sets none, and the policy sets %d", c.Request.MaxTokens)
+	case c.Request.MaxTokens > 0 && c.askedMaxTokens != c.Request.MaxTokens:
+		return fmt.Sprintf("the request asks for %d, which the policy caps to %d", c.askedMaxTokens, c.Request.MaxTokens)
+	case c.Request.MaxTokens > 0:
+		return fmt.Sprintf("the request asks for %d", c.Request.MaxTokens)
+	}
+	if c.tok != nil {
+		if pl := c.tok.pl.Load(); pl != nil {
+			if b, ok := pl.model(c.Request.Model).(OutputBounder); ok && b.DefaultMaxTokens() > 0 {
+				return fmt.Sprintf("the request sets none, and the model's client sent its default, %d", b.DefaultMaxTokens())
+			}
+		}
+	}
+	return "the request sets none: the provider's default bounds the answer"
 }
 
 // CutJSON reports whether args, which are not valid JSON, are a prefix of
@@ -485,7 +504,7 @@ func (pl *Pipeline) Stream(ctx context.Context, req ChatRequest, yield func(Delt
 	err = pl.chat(ctx, c, yield)
 	resp := ChatResponse{Model: c.Served, Usage: c.Usage, FinishReason: c.FinishReason, StopSequence: c.StopSequence, Attempts: c.Meta.Attempts,
 		Deltas: c.Deltas, Cached: c.Meta.Cached, Annotations: c.Annotations}
-	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage)) {
+	if len(c.Charges) > 1 || (len(c.Charges) == 1 && (c.Charges[0].Model != c.Served || c.Charges[0].Usage != c.Usage || c.Charges[0].Metered)) {
 		resp.Charges = slices.Clone(c.Charges)
 	}
 	resp.OwnCharges = c.owned.list()

@@ -137,6 +137,9 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 		}
 		s.observeChat(x, &p, &resp, err)
 		err = placed(x.g.pl, plan.StageChat, err)
+		// The upstream's id comes back with an error as with an answer:
+		// a refused request's is the one its support asks for.
+		served.setHeader(x.Header())
 		if err == nil {
 			err = s.admitProposals(ctx, x.g.pl, &p.req, resp.ToolCalls, made)
 		}
@@ -151,7 +154,6 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			return
 		}
 		dropCalls(&resp, &p.blocks, drop)
-		served.setHeader(x.Header())
 		if x.g.withholdCache {
 			resp.Usage = withholdCacheUsage(resp.Usage)
 		}
@@ -179,6 +181,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	switch {
 	case x.cut():
 	case err != nil && !w.started():
+		served.setHeader(x.Header())
 		x.failErr(err)
 	case err != nil:
 		x.err = err
@@ -899,10 +902,16 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	// its own model's prices: a fallback's failed attempts and a hedge's
 	// cancelled racers cost money too, and not at the served model's, and
 	// so do the calls layers made of their own (a judge's verdicts, a
-	// summary), which a meter charges, a cached answer's included.
+	// summary), which a meter charges, a cached answer's included. A call
+	// whose usage a meter found absurd counts what the meter charged
+	// (runtime.Charge.Metered), as its tokens do.
 	spend := func(charges []runtime.Charge) {
 		for _, ch := range charges {
-			if usd := meter.Cost(x.g.plan.Models[ch.Model], ch.Usage); usd > 0 {
+			usd := ch.USD
+			if !ch.Metered {
+				usd = meter.Cost(x.g.plan.Models[ch.Model], ch.Usage)
+			}
+			if usd > 0 {
 				m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
 			}
 		}
@@ -1034,6 +1043,20 @@ type servedModel struct {
 	// wire is the provider of a client built from the model's provider
 	// ("openai", "anthropic"); "" for a client the host passed.
 	wire string
+	// bound is the max_tokens the plan declares for the model (0: none).
+	bound int
+}
+
+// DefaultMaxTokens implements runtime.OutputBounder: the bound the client
+// sends with a request that sets none (a Claude model's 4096), else the
+// plan's. Without it the wrapped client's bound was hidden: a cut at the
+// output limit was said to be the provider's default, and a meter refusing
+// crossings estimated no output for such a request.
+func (m *servedModel) DefaultMaxTokens() int {
+	if b, ok := m.client.(runtime.OutputBounder); ok {
+		return b.DefaultMaxTokens()
+	}
+	return m.bound
 }
 
 // clientWireKey is the context key of the API a chat route's client speaks

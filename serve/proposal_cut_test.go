@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -130,6 +131,22 @@ func TestProposedCallCutAtTheTokenLimit(t *testing.T) {
 	assert.Contains(t, oerr.RawJSON(), "raise max_tokens")
 	assert.Equal(t, 1, g.oa.requests())
 	assert.Zero(t, g.an.requests())
+}
+
+// TestProposedCallCutAtTheClientsBound: a request without max_tokens to a
+// Claude model, whose client sends 4096, was told it asked for 0 and that
+// 0 is the provider's default. The 400 names the bound sent.
+func TestProposedCallCutAtTheClientsBound(t *testing.T) {
+	cut := strings.Replace(anCallSSE("", "get_weather", `{"location":"Par`), `"stop_reason":"tool_use"`, `"stop_reason":"max_tokens"`, 1)
+	g := newGatewayWith(t, proposalDecls, `{use: "tracing"}`, nil, []reply{{body: cut}})
+	_, err := g.openai(t).Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "backup",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("go")},
+		Tools:    []openai.ChatCompletionToolUnionParam{proposalTool("get_weather")}})
+	var oerr *openai.Error
+	require.ErrorAs(t, err, &oerr)
+	assert.Equal(t, http.StatusBadRequest, oerr.StatusCode)
+	assert.Contains(t, oerr.RawJSON(), "the request sets none, and the model's client sent its default, 4096")
+	assert.Contains(t, g.an.body(0), `"max_tokens":4096`)
 }
 
 // TestProposedCallMalformedIsNotCalledCut: arguments the model wrote

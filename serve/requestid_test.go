@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,4 +55,26 @@ func headerBytes(h http.Header) int {
 		}
 	}
 	return n
+}
+
+// The upstream's id of a request it refused comes back too: the case its
+// support asks for it. Whole and streamed, on both routes.
+func TestUpstreamRequestIDOnErrors(t *testing.T) {
+	refused := func(status int, id string) reply {
+		return reply{status: status, header: map[string]string{"x-request-id": id, "request-id": id},
+			body: `{"type":"error","error":{"type":"invalid_request_error","message":"no"}}`}
+	}
+	g := newGateway(t, `{use: "tracing"}`, []reply{refused(400, "req_oa_1"), refused(429, "req_oa_2")},
+		[]reply{refused(400, "req_an_1"), refused(429, "req_an_2")})
+	for i, stream := range []bool{false, true} {
+		oa := fmt.Sprintf(`{"model":"primary","stream":%t,"messages":[{"role":"user","content":"hi"}]}`, stream)
+		code, h, body := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(oa))
+		require.GreaterOrEqual(t, code, 400, body)
+		assert.Equal(t, fmt.Sprintf("req_oa_%d", i+1), h.Get("x-request-id"), body)
+
+		an := fmt.Sprintf(`{"model":"backup","max_tokens":64,"stream":%t,"messages":[{"role":"user","content":"hi"}]}`, stream)
+		code, h, body = do(t, "POST", g.url+"/v1/messages", clientKey, []byte(an), "anthropic-version", "2023-06-01")
+		require.GreaterOrEqual(t, code, 400, body)
+		assert.Equal(t, fmt.Sprintf("req_an_%d", i+1), h.Get("request-id"), body)
+	}
 }

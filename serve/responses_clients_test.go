@@ -224,3 +224,35 @@ func TestResponsesCutItemIncomplete(t *testing.T) {
 	require.Len(t, r.Output, 1)
 	assert.Equal(t, "incomplete", string(r.Output[0].Status))
 }
+
+// TestResponsesReasoningEffortOnAClaudeModel: the 400 named
+// reasoning_effort and suggested thinking: {type: enabled, ...}, neither a
+// field of the Responses API. It names reasoning.effort, as the client
+// wrote it, in its message and its param, and suggests nothing the route
+// has no field for. text.verbosity is named so too.
+func TestResponsesReasoningEffortOnAClaudeModel(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	for _, stream := range []string{"false", "true"} {
+		for field, body := range map[string]string{
+			"reasoning.effort": `"reasoning": {"effort": "low"}`,
+			"text.verbosity":   `"text": {"verbosity": "low"}`,
+		} {
+			code, _, resp := do(t, "POST", g.url+"/v1/responses", clientKey, []byte(`{"model": "backup", "input": "hi", "stream": `+stream+`, `+body+`}`))
+			require.Equal(t, http.StatusBadRequest, code, resp)
+			var e struct {
+				Error struct {
+					Message string
+					Param   *string
+				}
+			}
+			require.NoError(t, json.Unmarshal([]byte(resp), &e), resp)
+			assert.Contains(t, e.Error.Message, `the request sets `+field+` "low", which an Anthropic model cannot honour`)
+			assert.NotContains(t, e.Error.Message, "thinking")
+			assert.NotContains(t, e.Error.Message, "reasoning_effort")
+			if assert.NotNil(t, e.Error.Param, resp) {
+				assert.Equal(t, field, *e.Error.Param)
+			}
+		}
+	}
+	assert.Zero(t, g.an.requests())
+}

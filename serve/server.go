@@ -634,7 +634,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	maps.Copy(models, provided)
 	deps.Models = make(map[string]runtime.ModelClient, len(models))
 	for name, c := range models {
-		sm := &servedModel{name: name, client: c}
+		sm := &servedModel{name: name, client: c, bound: p.Models[name].MaxTokens}
 		if _, ok := provided[name]; ok {
 			sm.wire = p.Models[name].Provider
 		}

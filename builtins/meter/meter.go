@@ -1245,7 +1245,7 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 			model = c.Request.Model
 		}
 		if bad := absurd(u); bad != "" {
-			return m.absurdUsage(ctx, l, reserved, model, u, bad, err)
+			return m.absurdUsage(ctx, l, reserved, c, charged{usage: u0, discarded: d0, charges: n0}, model, u, bad, err)
 		}
 		m.settle(ctx, l, reserved, true, u, m.price(charges, u, model))
 		return err
@@ -1400,7 +1400,9 @@ func responseFormat(chain []plan.Layer) *runtime.ResponseFormat {
 }
 
 // absurd names the first count of u that is negative or above
-// MaxCallTokens, or returns "".
+// MaxCallTokens, or returns "". A count of math.MaxInt64 was reported
+// negative or beyond int64 (runtime.Usage.Add, wire.Count), not as that
+// number: it is named so.
 func absurd(u runtime.Usage) string {
 	for _, f := range []struct {
 		name string
@@ -1408,19 +1410,34 @@ func absurd(u runtime.Usage) string {
 	}{{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens},
 		{"cached_input_tokens", u.CachedInputTokens}, {"reasoning_tokens", u.ReasoningTokens},
 		{"cache_write_input_tokens", u.CacheWriteInputTokens}, {"cache_write_1h_input_tokens", u.CacheWrite1hInputTokens}} {
-		if f.n < 0 || f.n > MaxCallTokens {
+		switch {
+		case f.n == math.MaxInt64:
+			return f.name + " negative or beyond 2^63-1"
+		case f.n < 0 || f.n > MaxCallTokens:
 			return fmt.Sprintf("%s %d", f.name, f.n)
 		}
 	}
 	return ""
 }
 
-// absurdUsage settles a call whose usage is absurd. Each absurd count is
-// charged as MaxCallTokens (a negative one as well: usage is never credited
-// back). Closed: the ledger is charged up to its ceilings, so no further call
-// of the ledger is admitted, and the call fails with a machinery error. Open:
-// the clamped usage is charged, logged, and the call's own outcome stands.
-func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, model string, u runtime.Usage, bad string, callErr error) error {
+// charged is where a call stood when the meter passed it on: its usage,
+// what it had discarded and its number of charges.
+type charged struct {
+	usage, discarded runtime.Usage
+	charges          int
+}
+
+// absurdUsage settles c, a call whose usage u is absurd. Each absurd count
+// is charged as MaxCallTokens (a negative one as well: usage is never
+// credited back). Closed: the ledger is charged up to its ceilings (what
+// brings it to each ceiling, nothing where it is there already; a resource
+// without a ceiling as open charges it), so no further call of the ledger
+// is admitted, and the call fails with a machinery error. Open: the
+// clamped usage is charged, logged, and the call's own outcome stands.
+// Either way the call reports what was charged (its usage and one metered
+// charge, runtime.Charge.Metered), which the layers above it and a host's
+// metrics read, not the absurd report.
+func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, c *runtime.ChatCall, before charged, model string, u runtime.Usage, bad string, callErr error) error {
 	clamp := func(n int64) int64 {
 		if n < 0 || n > MaxCallTokens {
 			return MaxCallTokens
@@ -1433,20 +1450,35 @@ func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, 
 		CacheWrite1hInputTokens: min(clamp(u.CacheWrite1hInputTokens), clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
 		ReasoningTokens:         min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
 	usd := m.Cost(model, u)
+	report := func() {
+		c.Usage = before.usage
+		c.Usage.Add(u)
+		c.Discarded = before.discarded
+		c.Charges = append(c.Charges[:min(before.charges, len(c.Charges))], runtime.Charge{Model: model, Usage: u, Metered: true, USD: usd})
+	}
 	if m.OnError == "open" {
 		m.logger.WarnContext(ctx, "meter: the model reported absurd usage; charged at the per-call cap", "model", model, "usage", bad)
 		m.settle(ctx, at, reserved, true, u, usd)
+		report()
 		return callErr
 	}
-	if b := m.Budget; b != nil {
+	if b := m.Budget; b != nil && (b.Tokens != nil || b.USD != nil) {
+		// What brings the ledger to each ceiling; unread, the ceiling
+		// itself, which brings it there at least. Read whether or not the
+		// caller is still there, as the settlement is made.
+		spent, err := m.budgets.LedgerOf(context.WithoutCancel(ctx), at.key)
+		if err != nil {
+			spent = runtime.Ledger{}
+		}
 		if b.Tokens != nil {
-			u.InputTokens = max(u.InputTokens, *b.Tokens)
+			u = runtime.Usage{InputTokens: max(*b.Tokens-spent.Tokens(), 0)}
 		}
 		if b.USD != nil {
-			usd = max(usd, *b.USD)
+			usd = max(*b.USD-spent.USD, 0)
 		}
 	}
 	m.settle(ctx, at, reserved, true, u, usd)
+	report()
 	m.logger.ErrorContext(ctx, "meter: the model reported absurd usage; the call fails and the ledger is charged to its ceiling", "model", model, "usage", bad)
 	return &runtime.CallError{Kind: runtime.KindPermanent, Layer: m.name,
 		Message: fmt.Sprintf("model %s reported absurd usage (%s; at most %d per call)", model, bad, MaxCallTokens)}

@@ -151,7 +151,7 @@ func TestAbsurdUsageFailsClosedAndExhaustsTheLedger(t *testing.T) {
 	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
 	_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "reported absurd usage (input_tokens 9223372036854775807")
+	assert.Contains(t, err.Error(), "reported absurd usage (input_tokens negative or beyond 2^63-1")
 	got := m.Ledger("r")
 	assert.Positive(t, got.InputTokens, "the ledger never wraps negative")
 	assert.GreaterOrEqual(t, got.Tokens(), int64(1000))
@@ -171,22 +171,51 @@ func TestAbsurdUsageOpenChargesTheCap(t *testing.T) {
 	assert.Equal(t, 3*meter.MaxCallTokens, m.Ledger("").InputTokens)
 }
 
-func TestNegativeUsageIsNeverCredited(t *testing.T) {
-	model := rt.NewModel(
-		rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 10, OutputTokens: 5}},
-		rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: -1_000_000, OutputTokens: -7}},
-	)
-	pl, m := build(t, `{"scope":"global"}`, model)
-	for range 2 {
-		_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
-		require.NoError(t, err)
-	}
+// A negative count is absurd usage, as a count above the cap is: it was
+// dropped before the meter saw it, so a report of -5 input tokens and 50
+// output tokens was charged the output alone, not even the input's
+// estimate. Closed, the call fails and the ledger is charged to its
+// ceiling; open, the negative count is charged as the cap.
+func TestNegativeUsageIsAbsurd(t *testing.T) {
+	negative := rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: -5, OutputTokens: 50}}
+	pl, m := build(t, `{"budget":{"usd":1},"scope":"global"}`, rt.NewModel(negative))
+	_, _, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorContains(t, err, "reported absurd usage (input_tokens negative or beyond 2^63-1")
+	assert.InDelta(t, 1.0, m.Ledger("").USD, 1e-9, "charged to the ceiling")
+
+	pl, m = build(t, `{"scope":"global","on_error":"open"}`, rt.NewModel(negative))
+	_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
 	got := m.Ledger("")
-	// The negative report counts as no report: the runtime estimates the
-	// output from the text that arrived (one token for "x"), never less.
-	assert.Equal(t, int64(10), got.InputTokens)
-	assert.Equal(t, int64(6), got.OutputTokens)
-	assert.Equal(t, int64(2), got.Calls)
+	assert.Equal(t, meter.MaxCallTokens, got.InputTokens)
+	assert.Equal(t, int64(50), got.OutputTokens)
+	assert.Equal(t, runtime.Usage{InputTokens: meter.MaxCallTokens, OutputTokens: 50}, resp.Usage, "the response reports what was charged")
+}
+
+// Closed, absurd usage charged the ledger the usage clamped to the cap
+// (a billion tokens, a million dollars at $1000/Mtok) where the docs say
+// "to its ceilings", and the call's usage and charges, which the gateway's
+// metrics count, kept the raw figures. The ledger now ends at each ceiling,
+// and the call reports what was charged.
+func TestAbsurdUsageChargesTheLedgerToItsCeilings(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 100}},
+		rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 2_000_000_000}})
+	pl, m := build(t, `{"budget":{"usd":100,"tokens":1000},"scope":"run"}`, model)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, _, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	_, resp, err := rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorContains(t, err, "reported absurd usage (input_tokens 2000000000")
+	got := m.Ledger("r")
+	assert.InDelta(t, 100.0, got.USD, 1e-9)
+	assert.Equal(t, int64(1000), got.Tokens())
+	assert.Equal(t, runtime.Usage{InputTokens: 900}, resp.Usage)
+	require.Len(t, resp.Charges, 1)
+	assert.True(t, resp.Charges[0].Metered)
+	assert.InDelta(t, 100.0-0.0003, resp.Charges[0].USD, 1e-9)
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary"}, 0)
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be)
 }
 
 func TestMemoryBudgeterSaturates(t *testing.T) {

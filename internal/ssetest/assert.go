@@ -356,3 +356,54 @@ func AssertSentLikeSDK(t *testing.T, transcript string, cases map[string]runtime
 		})
 	}
 }
+
+// AssertAcceptedThenFailedIsCharged asserts that a client of the server at
+// a URL (newClient), streaming req, charges the prompt of a call the
+// upstream accepted (200) and that failed before any delta: a stream cut
+// before its first event is a transient failure carrying
+// runtime.EstimateInput(req) as its usage (runtime.CallError.Usage); a
+// whole JSON answer in place of the stream is a permanent failure that says
+// so, carrying the usage the answer reports (whole, reported), or the
+// estimate when it reports none.
+func AssertAcceptedThenFailedIsCharged(t *testing.T, key string, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest, whole string, reported runtime.Usage) {
+	t.Helper()
+	estimate := runtime.EstimateInput(&req)
+	require.Positive(t, estimate.InputTokens)
+	s := New(t, Reply{Body: ""})
+	_, err := Collect(t, newClient(s.URL), req)
+	ce := CallError(t, err, key)
+	assert.Equal(t, runtime.KindTransient, ce.Kind)
+	assert.Contains(t, err.Error(), "the stream ended before the response was complete (after 0 deltas)")
+	assert.Equal(t, estimate, ce.Usage, "the prompt the upstream read is charged")
+
+	asJSON := map[string]string{"Content-Type": "application/json"}
+	s = New(t, Reply{Header: asJSON, Body: whole}, Reply{Header: asJSON, Body: `{"id":"x"}`})
+	for _, want := range []runtime.Usage{reported, estimate} {
+		_, err = Collect(t, newClient(s.URL), req)
+		ce = CallError(t, err, key)
+		assert.Equal(t, runtime.KindPermanent, ce.Kind, "the upstream answers the same way again")
+		assert.Contains(t, err.Error(), `answered the streaming request with "application/json", not a stream of server-sent events (text/event-stream)`)
+		assert.Equal(t, want, ce.Usage)
+	}
+}
+
+// requestIDs notes the upstream request ids reported to it.
+type requestIDs struct{ ids []string }
+
+func (r *requestIDs) NoteUpstreamRequestID(id string) { r.ids = append(r.ids, id) }
+
+// AssertRequestIDOnError asserts that a client of the server at a URL
+// (newClient), streaming req, reports the upstream's id of a request it
+// refused (header: x-request-id, request-id) as it reports that of an
+// answered one.
+func AssertRequestIDOnError(t *testing.T, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest, header string) {
+	t.Helper()
+	for _, status := range []int{http.StatusBadRequest, http.StatusTooManyRequests, http.StatusInternalServerError} {
+		s := New(t, Reply{Status: status, Header: map[string]string{header: "req_err_789"}, Body: `{"error":{"type":"invalid_request_error","message":"no"}}`})
+		var ids requestIDs
+		ctx := runtime.WithUpstreamRequestID(context.Background(), &ids)
+		err := newClient(s.URL).Stream(ctx, &req, func(runtime.Delta) bool { return true })
+		require.Error(t, err)
+		assert.Equal(t, []string{"req_err_789"}, ids.ids, "status %d", status)
+	}
+}

@@ -9,8 +9,8 @@ import (
 // int64 does, but for a number beyond the int64 range (1e300,
 // 9223372036854775808), which is absurd usage rather than none: it decodes
 // as the nearest int64 (math.MaxInt64, math.MinInt64), so that the meter
-// refuses it as absurd (a positive one) or counts the call unreported (a
-// negative one) instead of reading it as zero, a cheap call. An integer in
+// refuses it as absurd usage (a negative count is absurd too:
+// runtime.Usage.Add) instead of reading it as zero, a cheap call. An integer in
 // exponent form (1e2) is that integer. A value that is not an integer (2.5,
 // a string, an object) reads as zero, as the SDKs read a field of another
 // type, and the rest of the value is still decoded.

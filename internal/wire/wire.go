@@ -9,6 +9,7 @@ package wire
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -366,6 +367,86 @@ func (c Call) Transport(ctx context.Context, err error, afterDeltas int) error {
 func (c Call) Truncated(afterDeltas int) error {
 	return &runtime.CallError{Kind: runtime.KindTransient, Err: c.wrap(nil,
 		"%s %s: the stream ended before the response was complete (after %d deltas)", c.Provider, c.Model, afterDeltas)}
+}
+
+// Accepted returns err, the failure of a call the upstream accepted (it
+// answered 2xx) and that then failed before any delta: a stream cut before
+// its first event, one whose event cannot be read, a body that is no
+// stream (NotAStream). The provider has read, and bills, the prompt: a
+// *runtime.CallError whose Usage reports no input is given
+// runtime.EstimateInput(req) as its input, which the chat terminal
+// charges. A failure after a delta is estimated by the chat terminal from
+// what arrived; an error event of the stream is the upstream's own account
+// of the failure, and the usage it announced is what it bills.
+func Accepted(err error, req *runtime.ChatRequest, afterDeltas int) error {
+	var ce *runtime.CallError
+	if afterDeltas == 0 && errors.As(err, &ce) && ce.Usage.InputTokens == 0 {
+		ce.Usage.Add(runtime.EstimateInput(req))
+	}
+	return err
+}
+
+// EventStream reports whether h, the header of a 2xx answer to a streaming
+// request, announces a stream of server-sent events: its Content-Type is
+// text/event-stream, or absent (a server that names none is read as the
+// stream it was asked for).
+func EventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	return mt == "" || strings.EqualFold(mt, "text/event-stream")
+}
+
+// maxContentType is the most of a Content-Type a message quotes.
+const maxContentType = 100
+
+// MaxWholeBody is the most of a body that is no stream (NotAStream) read
+// for the usage it reports; the rest is not read.
+const MaxWholeBody = 1 << 20
+
+// ReadWhole decodes into v the JSON of body, a whole answer in place of a
+// stream (NotAStream), read up to MaxWholeBody, and closes body. What does
+// not decode leaves v as it is.
+func ReadWhole(body io.ReadCloser, v any) {
+	defer body.Close()
+	b, _ := io.ReadAll(io.LimitReader(body, MaxWholeBody))
+	_ = json.Unmarshal(b, v)
+}
+
+// NotAStream is the failure of a streaming request the upstream answered
+// 2xx with a body of contentType that is no stream of server-sent events
+// (a compatible server that ignores "stream": true answers the whole
+// response as JSON). It is permanent: the upstream answers the same way
+// again. usage is what the body reports the call billed; none reported,
+// the input is estimated (Accepted).
+func (c Call) NotAStream(contentType string, usage runtime.Usage) *runtime.CallError {
+	if len(contentType) > maxContentType {
+		contentType = strings.ToValidUTF8(contentType[:maxContentType], "") + "…"
+	}
+	return &runtime.CallError{Kind: runtime.KindPermanent, Usage: usage, Err: c.wrap(nil,
+		"%s %s: the upstream answered the streaming request with %q, not a stream of server-sent events (text/event-stream)", c.Provider, c.Model, contentType)}
+}
+
+// Unhonoured is a field of a request a model's provider cannot honour,
+// refused before the request is sent: Field as the runtime's request
+// names it (OpenAI's Chat Completions name: reasoning_effort), its Value,
+// Why it cannot be honoured, and Remedy, what the request may ask instead
+// ("" none). A route of another API names the field its own way (Named).
+type Unhonoured struct {
+	Field, Value, Why, Remedy string
+}
+
+func (u *Unhonoured) Error() string { return u.Named(u.Field, true) }
+
+// Named is u's message with the field named field, and its remedy when
+// remedy is set (a route that names the field its own way may have no
+// field for the remedy).
+func (u *Unhonoured) Named(field string, remedy bool) string {
+	s := fmt.Sprintf("the request sets %s %q, which %s", field, u.Value, u.Why)
+	if remedy && u.Remedy != "" {
+		s += " (" + u.Remedy + ")"
+	}
+	return s
 }
 
 // Base64 returns the standard base64 encoding of b.

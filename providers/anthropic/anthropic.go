@@ -157,6 +157,9 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 		return c.call.Truncated(0)
 	}
 	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("request-id"))
+	if !wire.EventStream(raw.Header) {
+		return wire.Accepted(c.call.NotAStream(raw.Header.Get("Content-Type"), wholeUsage(raw.Body)), req, 0)
+	}
 	// The events are decoded from the body through a lookahead, which
 	// marks the deltas the next one follows at once (runtime.Delta.More),
 	// unless the SDK traces the body's events (it decodes such a body
@@ -192,7 +195,7 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	}
 	stream := ssestream.NewStream[event](ssestream.NewDecoder(raw), nil)
 	defer stream.Close()
-	return c.consume(ctx, stream, la, span, func() {
+	return c.consume(ctx, req, stream, la, span, func() {
 		if upstream != nil {
 			upstream.released = true
 			wire.Release(ctx, upstream.ReadCloser)
@@ -261,8 +264,7 @@ type usage struct {
 // input returns the input counts of u: Anthropic's input_tokens leaves
 // out the tokens read from the prompt cache and those written to it, which
 // Usage.InputTokens counts. The sum saturates at math.MaxInt64: absurd
-// counts stay absurd instead of wrapping negative, which the meter would
-// count as unreported.
+// counts stay the largest count instead of wrapping negative.
 func (u *usage) input() runtime.Usage {
 	read, written := int64(u.CacheReadInputTokens), int64(u.CacheCreationInputTokens)
 	return runtime.Usage{InputTokens: runtime.SaturatingAdd(runtime.SaturatingAdd(int64(u.InputTokens), read), written),
@@ -334,7 +336,7 @@ func (e *event) UnmarshalJSON(data []byte) error {
 // through la, whose held delta is passed on before consume returns. span,
 // the SDK's span of the call (or one that records nothing), gets the model
 // of message_start (gen_ai.response.model).
-func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], la *wire.Lookahead, span trace.Span, drain func()) error {
+func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *ssestream.Stream[event], la *wire.Lookahead, span trace.Span, drain func()) error {
 	var (
 		deltas  int
 		input   runtime.Usage // from message_start, sent on the first delta
@@ -503,7 +505,13 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		return nil // the body's read failed as the consumer had stopped
 	}
 	if err := stream.Err(); err != nil {
-		return fail(billed(c.failure(ctx, err, deltas)))
+		failed := billed(c.failure(ctx, err, deltas))
+		if !streamEvent(err) {
+			// Cut, or unreadable: the prompt was read and billed
+			// (wire.Accepted).
+			failed = wire.Accepted(failed, req, deltas)
+		}
+		return fail(failed)
 	}
 	// The response is complete once message_stop arrived after the
 	// message_delta that gives its stop reason and output count: without
@@ -513,7 +521,7 @@ func (c *Client) consume(ctx context.Context, stream *ssestream.Stream[event], l
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
-		return fail(billed(c.call.Truncated(deltas)))
+		return fail(wire.Accepted(billed(c.call.Truncated(deltas)), req, deltas))
 	}
 	last := runtime.Delta{FinishReason: finish, StopSequence: stopSeq, Usage: input.Sub(sent)}
 	last.Usage.OutputTokens, last.Usage.ReasoningTokens = output.OutputTokens, output.ReasoningTokens
@@ -536,14 +544,38 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 			if apiErr.Response != nil {
 				h = apiErr.Response.Header
 			}
+			// The upstream's id of a failed request is the one its
+			// support asks for.
+			runtime.ReportUpstreamRequestID(ctx, h.Get("request-id"))
 			return c.call.HTTP(err, apiErr.StatusCode, h, wire.Body{Type: string(apiErr.Type()), Message: apiErr.Message})
 		}
 		return c.call.Event(err, wire.Body{Type: string(apiErr.Type()), Message: apiErr.Message}, deltas)
 	}
-	if strings.HasPrefix(err.Error(), "received error while streaming") {
+	if streamEvent(err) {
 		return c.call.Event(err, wire.Body{Message: strings.TrimPrefix(err.Error(), "received error while streaming: ")}, deltas)
 	}
 	return c.call.Transport(ctx, err, deltas)
+}
+
+// streamEvent reports whether err, the failure of a stream the upstream
+// answered, is an error event of the stream (the SDK's error of its type,
+// or its own "received error while streaming").
+func streamEvent(err error) bool {
+	var apiErr *anthropic.Error
+	return errors.As(err, &apiErr) || strings.HasPrefix(err.Error(), "received error while streaming")
+}
+
+// wholeUsage reads body, a whole message answered in place of a stream,
+// and closes it: the usage it reports, zero when none.
+func wholeUsage(body io.ReadCloser) runtime.Usage {
+	var whole struct {
+		Usage usage `json:"usage"`
+	}
+	wire.ReadWhole(body, &whole)
+	u := whole.Usage.input()
+	u.OutputTokens = int64(whole.Usage.OutputTokens)
+	u.ReasoningTokens = int64(whole.Usage.OutputTokensDetails.ThinkingTokens)
+	return u
 }
 
 // FinishPauseTurn is the finish reason of a turn the API paused

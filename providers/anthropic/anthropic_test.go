@@ -405,7 +405,7 @@ func newClient(t *testing.T) func(string) runtime.ModelClient {
 
 // An absurd usage report stays absurd: a count beyond int64 (1e300) is the
 // largest count, not zero, and input counts whose sum passes int64 saturate
-// instead of wrapping negative (which the meter counts as unreported), so
+// instead of wrapping negative, so
 // that the meter refuses the call as absurd usage (fail closed) rather
 // than estimating it cheap.
 func TestAbsurdUsageStaysAbsurd(t *testing.T) {
@@ -435,4 +435,17 @@ func TestNoRedirectToAnotherOrigin(t *testing.T) {
 		return c
 	}, hi())
 	assert.Nil(t, host.CheckRedirect, "the host's client is not changed")
+}
+
+// TestAcceptedThenFailedIsCharged: a stream cut before its first event, or
+// a whole message answered to a streaming request, was billed the prompt
+// (and what the answer reports).
+func TestAcceptedThenFailedIsCharged(t *testing.T) {
+	ssetest.AssertAcceptedThenFailedIsCharged(t, testKey, newClient(t), hi(),
+		`{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","usage":{"input_tokens":80,"cache_read_input_tokens":20,"output_tokens":50}}`,
+		runtime.Usage{InputTokens: 100, OutputTokens: 50, CachedInputTokens: 20})
+}
+
+func TestRequestIDOnError(t *testing.T) {
+	ssetest.AssertRequestIDOnError(t, newClient(t), hi(), "request-id")
 }

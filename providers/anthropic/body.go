@@ -31,13 +31,14 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	if req.ReasoningEffort != "" {
 		// OpenAI's reasoning control: an Anthropic model thinks on a
 		// token budget (thinking), which no effort level names.
-		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets reasoning_effort %q, which an Anthropic model cannot honour (ask for extended thinking with thinking: {type: enabled, budget_tokens: N})", req.ReasoningEffort))
+		return nil, runtime.ProviderRefused(&wire.Unhonoured{Field: "reasoning_effort", Value: req.ReasoningEffort, Why: "an Anthropic model cannot honour",
+			Remedy: "ask for extended thinking with thinking: {type: enabled, budget_tokens: N}"})
 	}
 	if req.Verbosity != "" {
 		// OpenAI's control of the answer's length, which no parameter of
 		// the Messages API sets: served without it, the answer would run
 		// at a length the client did not ask for.
-		return nil, runtime.ProviderRefused(fmt.Errorf("the request sets verbosity %q, which an Anthropic model cannot honour", req.Verbosity))
+		return nil, runtime.ProviderRefused(&wire.Unhonoured{Field: "verbosity", Value: req.Verbosity, Why: "an Anthropic model cannot honour"})
 	}
 	if rf := req.ResponseFormat; rf != nil && (rf.Type == runtime.FormatJSONObject || rf.Type == runtime.FormatJSONSchema && len(rf.Schema) == 0) {
 		// An Anthropic model's structured output follows a JSON schema;

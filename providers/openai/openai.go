@@ -26,6 +26,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -152,6 +153,10 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	if raw == nil || raw.Body == nil {
 		return c.call.Truncated(0)
 	}
+	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
+	if !wire.EventStream(raw.Header) {
+		return wire.Accepted(c.call.NotAStream(raw.Header.Get("Content-Type"), wholeUsage(raw.Body)), req, 0)
+	}
 	// A complete stream's body is released to a drain that owns its
 	// closing (wire.Release); closing it here would cut the drain short.
 	released := false
@@ -160,16 +165,25 @@ func (c *Client) Stream(ctx context.Context, req *runtime.ChatRequest, yield fun
 	upstream := raw.Body
 	la := wire.NewLookahead(upstream, yield)
 	events := wire.NewEvents(la.Body())
-	runtime.ReportUpstreamRequestID(ctx, raw.Header.Get("x-request-id"))
 	defer func() {
 		if !released {
 			_ = upstream.Close()
 		}
 	}()
-	return c.consume(ctx, events, func() {
+	return c.consume(ctx, req, events, func() {
 		released = true
 		wire.Release(ctx, upstream)
 	}, la)
+}
+
+// wholeUsage reads body, a whole chat.completion answered in place of a
+// stream, and closes it: the usage it reports, zero when none.
+func wholeUsage(body io.ReadCloser) runtime.Usage {
+	var whole struct {
+		Usage chunkUsage `json:"usage"`
+	}
+	wire.ReadWhole(body, &whole)
+	return whole.Usage.usage()
 }
 
 // chunk is what the client reads of a chat.completion.chunk.
@@ -221,6 +235,12 @@ type chunkUsage struct {
 	} `json:"completion_tokens_details"`
 }
 
+// usage returns u as the runtime counts it.
+func (u *chunkUsage) usage() runtime.Usage {
+	return runtime.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens),
+		CachedInputTokens: int64(u.PromptTokensDetails.CachedTokens), ReasoningTokens: int64(u.CompletionTokensDetails.ReasoningTokens)}
+}
+
 // decode decodes data into c, reusing the choices' backing array, as
 // encoding/json does. decodeFast decodes a chunk of the usual shape; any
 // other goes to segmentio's decoder, several times faster than
@@ -254,7 +274,7 @@ func (c *chunk) reset() {
 // or [DONE] that follow it) is truncated. After the last delta of a
 // complete stream it calls drain. The deltas go through la, whose held
 // delta is passed on before consume returns.
-func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(), la *wire.Lookahead) error {
+func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, events *wire.Events, drain func(), la *wire.Lookahead) error {
 	var (
 		deltas   int
 		finish   string
@@ -273,6 +293,9 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 		}
 		return err
 	}
+	// cut returns the failure err of the stream the upstream accepted,
+	// charged the prompt when it failed before any delta (wire.Accepted).
+	cut := func(err error) error { return fail(wire.Accepted(err, req, deltas)) }
 	for events.Next() {
 		if err := ctx.Err(); err != nil {
 			return fail(err)
@@ -284,15 +307,14 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 		}
 		if err := chunk.decode(data); err != nil {
 			if _, ok := err.(*json.UnmarshalTypeError); !ok {
-				return fail(c.failure(ctx, err, deltas))
+				return cut(c.failure(ctx, err, deltas))
 			}
 		}
 		if chunk.Error != nil {
 			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ssestream.Event{Type: events.Type(), Data: bytes.Clone(data)}}, deltas))
 		}
 		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
-			usage = runtime.Usage{InputTokens: int64(u.PromptTokens), OutputTokens: int64(u.CompletionTokens),
-				CachedInputTokens: int64(u.PromptTokensDetails.CachedTokens), ReasoningTokens: int64(u.CompletionTokensDetails.ReasoningTokens)}
+			usage = u.usage()
 			hasUsage = true
 		}
 		for i := range chunk.Choices {
@@ -334,7 +356,7 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 		return nil // the body's read failed as the consumer had stopped
 	}
 	if err := events.Err(); err != nil {
-		return fail(c.failure(ctx, err, deltas))
+		return cut(c.failure(ctx, err, deltas))
 	}
 	// The response is complete once its finish reason arrived. The OpenAI
 	// API always ends with the usage (stream_options.include_usage) and
@@ -344,7 +366,7 @@ func (c *Client) consume(ctx context.Context, events *wire.Events, drain func(),
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
-		return fail(c.call.Truncated(deltas))
+		return cut(c.call.Truncated(deltas))
 	}
 	if refused && finish == runtime.FinishStop {
 		// A refusal is not an answer: it ends as Anthropic's refusal does.
@@ -369,6 +391,9 @@ func (c *Client) failure(ctx context.Context, err error, deltas int) error {
 		if apiErr.Response != nil {
 			h = apiErr.Response.Header
 		}
+		// The upstream's id of a failed request is the one its support
+		// asks for.
+		runtime.ReportUpstreamRequestID(ctx, h.Get("x-request-id"))
 		return c.call.HTTP(err, apiErr.StatusCode, h, wire.Body{Type: apiErr.Type, Code: apiErr.Code, Param: apiErr.Param, Message: apiErr.Message})
 	}
 	var se *ssestream.StreamError

@@ -454,3 +454,16 @@ func TestNoRedirectToAnotherOrigin(t *testing.T) {
 	}, hi())
 	assert.Nil(t, host.CheckRedirect, "the host's client is not changed")
 }
+
+// TestAcceptedThenFailedIsCharged: a stream cut before its first event, or
+// a whole chat.completion answered to a streaming request, was billed the
+// prompt (and what the answer reports).
+func TestAcceptedThenFailedIsCharged(t *testing.T) {
+	ssetest.AssertAcceptedThenFailedIsCharged(t, testKey, newClient(t), hi(),
+		`{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":50,"prompt_tokens_details":{"cached_tokens":20}}}`,
+		runtime.Usage{InputTokens: 100, OutputTokens: 50, CachedInputTokens: 20})
+}
+
+func TestRequestIDOnError(t *testing.T) {
+	ssetest.AssertRequestIDOnError(t, newClient(t), hi(), "x-request-id")
+}
