@@ -1480,22 +1480,9 @@ func objectSchema(s any) bool {
 // recorded) is an error result that says so ("in_doubt by LAYER: ...").
 func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := p.s
-	// A call of a tool whose upstream's tools are being listed again
-	// takes the generation serving the new list.
-	s.awaitList(ctx, req.Params.Name)
-	g := s.acquire()
-	defer g.release()
-	if s.closed.Load() {
-		// g is the last generation, retired and perhaps closed: the call
-		// is refused as a request reaching the server after Close is.
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errClosed.Error()}
-	}
 	var h http.Header
 	if req.Extra != nil {
 		h = req.Extra.Header
-	}
-	if err := progressTokenErr(req); err != nil {
-		return nil, err
 	}
 	// The SDK runs the call on the session's context, which holds the
 	// trace of the POST that opened the session: the call's spans join
@@ -1514,8 +1501,22 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			post.joined.Store(&sc)
 		}
 	}
-	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
+	ctx, cancel := p.boundTo(withProgress(withListWait(ctx), req), h)
 	defer cancel()
+	// A call of a tool whose upstream's tools are being listed again
+	// takes the generation serving the new list; it waits on the call's
+	// context, which its client's going away and the shutdown cut end.
+	waitErr := s.awaitList(ctx, req.Params.Name)
+	g := s.acquire()
+	defer g.release()
+	if s.closed.Load() {
+		// g is the last generation, retired and perhaps closed: the call
+		// is refused as a request reaching the server after Close is.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errClosed.Error()}
+	}
+	if err := progressTokenErr(req); err != nil {
+		return nil, err
+	}
 	c := caller{}
 	if !g.keys.open() {
 		presented, err := presentedKey(h)
@@ -1564,6 +1565,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// first (as a proposed call's are on the chat routes).
 	var res runtime.ToolResult
 	err = repeatedKeyError(req.Params.Arguments, "the arguments of "+name, "the MCP server")
+	if err == nil {
+		err = waitErr
+	}
 	if err == nil {
 		res, err = g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -354,4 +355,84 @@ mcp: servers: up: {url: %q, session: "shared"}
 	require.NoError(t, err)
 	assert.Equal(t, "ran x", text(t, res))
 	assert.Equal(t, "Version two.", listedDescriptions(t, cs)["x"])
+}
+
+// TestMCPCallWaitingForAListingIsCutAtShutdown: a call waiting for its
+// upstream's tools to be listed again (the listing held), of a tool
+// listed or of one not listed (which has the upstream list again),
+// waited on the SDK's context, which the shutdown cut does not end: it
+// held the shutdown past its cut, and was never answered. It is answered
+// at the cut.
+func TestMCPCallWaitingForAListingIsCutAtShutdown(t *testing.T) {
+	for _, tool := range []string{"x", "z"} {
+		t.Run(tool, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+			srv.AddTool(objectTool("x", "Version one."), ran)
+			lists := holdLists(srv)
+			t.Cleanup(lists.free)
+			s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: up: url: %q
+`, sha("agent-key"), serveUpstream(t, srv)))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+			// A client as the SDK makes it by default, which keeps its
+			// session while the event stream ends before the answer is read.
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{key: "agent-key"}}}, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			require.Equal(t, "ran x", callText(t, cs, "x", nil))
+			up := s.srv.cur.Load().mcp.servers["up"]
+
+			lists.hold()
+			srv.AddTool(objectTool("x", "Version two."), ran)
+			lists.waitHeld(t)
+			type called struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan called, 1)
+			go func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+				done <- called{res, err}
+			}()
+			require.Eventually(t, func() bool { return up.waiting.Load() > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+			require.NoError(t, s.stop(), "the waiting call does not outlast the cut")
+			lists.free()
+			got := <-done
+			if tool == "z" {
+				// Not listed: the SDK's refusal of an unknown tool.
+				require.Error(t, got.err)
+				assert.Contains(t, got.err.Error(), `unknown tool "z"`)
+				return
+			}
+			require.NoError(t, got.err)
+			require.True(t, got.res.IsError)
+			assert.Contains(t, text(t, got.res), "shutting down")
+		})
+	}
+}
+
+// TestMCPCallWaitsForListingsOnceInAll: a call waited for its upstream's
+// tools to be listed again before its tool chain ran (30 s at most), and
+// again, as long as its context let it, when it was sent: the two waits
+// share the call's time to wait, and a call that has spent it is refused,
+// not sent, while the listing is still under way.
+func TestMCPCallWaitsForListingsOnceInAll(t *testing.T) {
+	u := &upstreamServer{name: "up", pending: make(chan struct{})}
+	ctx := withListWait(context.Background())
+	ctx.Value(listWaitKey{}).(*listWait).left.Store(0) // spent waiting before the chain ran
+	done := make(chan error, 1)
+	go func() { done <- u.admit(ctx, &upstreamTool{name: "x"}, nil, nil) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call waits for the listing again")
+	}
+	require.Error(t, err)
+	assert.True(t, runtime.DidNotRun(err), "the call was not sent: %v", err)
+	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
+	assert.Contains(t, err.Error(), `mcp server "up": its tools were still being listed again`)
+	assert.Zero(t, u.waiting.Load())
 }
