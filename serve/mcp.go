@@ -118,12 +118,12 @@ type upstreamServer struct {
 	// whose server said its list changed.
 	via *upstreamConn
 	// listings numbers the listings taken on the server's sessions
-	// (upstreamConn.listed); listing holds, by name, the tools of the one
-	// the served tools were last built or checked from, numbered
-	// listedAs.
-	listings uint64
-	listing  map[string]*mcp.Tool
-	listedAs uint64
+	// (upstreamConn.listed); listedAs numbers the one the served tools
+	// were last built or checked from, and listedPrint is its fingerprint
+	// (listingPrint), which a new session's listing is compared with.
+	listings    uint64
+	listedAs    uint64
+	listedPrint string
 	// replaced holds the fingerprints (listingPrint) of the lists served
 	// and replaced since, oldest first: a listing has one served again
 	// only when announced (wasReplaced). announced is set when the server
@@ -502,9 +502,10 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, &upstreamError{fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))}
 		}
+		print := listingPrint(byName(tools))
 		up.mu.Lock()
 		up.main.note(cs, tools)
-		up.listing, up.listedAs = up.main.tools, up.main.listing
+		up.listedAs, up.listedPrint = up.main.listing, print
 		up.mu.Unlock()
 		listed = append(listed, serverTools{up: up, tools: tools})
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))

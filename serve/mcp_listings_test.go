@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,16 +67,6 @@ func objectTool(name, desc string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
 }
 
-// toolNames returns the names of a listing, sorted.
-func toolNames(tools map[string]*mcp.Tool) []string {
-	var names []string
-	for name := range tools {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // TestMCPListingOfAReplacedSessionIsNotRecorded: the tools are listed for
 // a change on a caller's session, and that session ends and is opened
 // again while the listing is under way. The listing it answers describes
@@ -130,7 +119,7 @@ func TestMCPListingOfAReplacedSessionIsNotRecorded(t *testing.T) {
 	assert.Equal(t, []string{"current"}, names, "the tools served are listed on a session in use")
 	web.mu.Lock()
 	defer web.mu.Unlock()
-	assert.Equal(t, []string{"current"}, toolNames(web.listing), "the listing recorded is of a session in use")
+	assert.Equal(t, listingPrint(byName(got.tools)), web.listedPrint, "the listing recorded is of a session in use")
 }
 
 // TestMCPToolBackAfterAFailedRebuild: an upstream changes a tool and

@@ -155,10 +155,12 @@ func (u *upstreamServer) serves(t *upstreamTool) bool {
 // and reports whether they differ from those served before.
 func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) bool {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	changed := !sameTools(u.served, tools)
+	old := u.served
 	u.served, u.stale = tools, false
-	return changed
+	u.mu.Unlock()
+	// Compared without mu: the definitions may be large, and neither map
+	// is written once served.
+	return !sameTools(old, tools)
 }
 
 // served returns the definitions of up's tools that u serves (not
@@ -326,8 +328,9 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 			withheld++
 		}
 	}
+	replaced := listingPrint(g.mcp.listed(up)) // without mu: a listing may be large
 	up.mu.Lock()
-	up.replace(g.mcp.listed(up))
+	up.replace(replaced)
 	up.mu.Unlock()
 	s.install(ng)
 	s.log.Info("mcp upstream tools changed; listed and scanned again", "server", up.name, "generation", ng.n,
