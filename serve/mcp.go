@@ -137,8 +137,6 @@ type upstreamServer struct {
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time
-	// waiting counts the calls waiting for the tools to be listed again.
-	waiting atomic.Int32
 	// progress holds, by the token the proxy gave an upstream call, the
 	// relay of the call's progress to its client (mcp_progress.go).
 	progress     sync.Map

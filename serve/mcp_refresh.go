@@ -415,8 +415,11 @@ func (u *upstreamServer) awaitListing(ctx context.Context) error {
 		return nil
 	}
 	w, _ := withListWait(ctx).Value(listWaitKey{}).(*listWait)
-	u.waiting.Add(1)
-	defer u.waiting.Add(-1)
+	if u.m != nil {
+		waits := u.m.listWaits.WithLabelValues(u.name)
+		waits.Inc()
+		defer waits.Dec()
+	}
 	start := time.Now()
 	defer func() { w.left.Add(-int64(time.Since(start))) }()
 	timer := time.NewTimer(max(time.Duration(w.left.Load()), 0))
