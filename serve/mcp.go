@@ -500,10 +500,10 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, &upstreamError{fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))}
 		}
-		print := listingPrint(byName(tools))
+		fp := listingPrint(byName(tools))
 		up.mu.Lock()
 		up.main.note(cs, tools)
-		up.listedAs, up.listedPrint = up.main.listing, print
+		up.listedAs, up.listedPrint = up.main.listing, fp
 		up.mu.Unlock()
 		listed = append(listed, serverTools{up: up, tools: tools})
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))

@@ -60,6 +60,29 @@ func listWaits(s *served, server string) float64 {
 	return m.GetGauge().GetValue()
 }
 
+// called is the answer to a tool call.
+type called struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// callDuringAChange has srv, upstream "up" of s, change x's description
+// and its listing held, then calls tool on cs, and returns the call's
+// answer once the call waits for the listing.
+func callDuringAChange(t *testing.T, s *served, srv *mcp.Server, lists *listHold, cs *mcp.ClientSession, tool string) <-chan called {
+	t.Helper()
+	lists.hold()
+	srv.AddTool(objectTool("x", "Version two."), ran)
+	lists.waitHeld(t)
+	done := make(chan called, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		done <- called{res, err}
+	}()
+	require.Eventually(t, func() bool { return listWaits(s, "up") > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+	return done
+}
+
 // ran answers a call of a tool with "ran" and its name.
 func ran(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
@@ -195,19 +218,7 @@ mcp: servers: up: url: %q
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	require.Equal(t, "ran x", callText(t, cs, "x", nil))
 
-	lists.hold()
-	srv.AddTool(objectTool("x", "Version two."), ran)
-	lists.waitHeld(t)
-	type called struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan called, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
-		done <- called{res, err}
-	}()
-	require.Eventually(t, func() bool { return listWaits(s, "up") > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+	done := callDuringAChange(t, s, srv, lists, cs, "x")
 	lists.free()
 	got := <-done
 	require.NoError(t, got.err)
@@ -382,19 +393,7 @@ mcp: servers: up: url: %q
 			t.Cleanup(func() { _ = cs.Close() })
 			require.Equal(t, "ran x", callText(t, cs, "x", nil))
 
-			lists.hold()
-			srv.AddTool(objectTool("x", "Version two."), ran)
-			lists.waitHeld(t)
-			type called struct {
-				res *mcp.CallToolResult
-				err error
-			}
-			done := make(chan called, 1)
-			go func() {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
-				done <- called{res, err}
-			}()
-			require.Eventually(t, func() bool { return listWaits(s, "up") > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+			done := callDuringAChange(t, s, srv, lists, cs, tool)
 			require.NoError(t, s.stop(), "the waiting call does not outlast the cut")
 			lists.free()
 			got := <-done

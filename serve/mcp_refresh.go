@@ -83,11 +83,9 @@ func (u *upstreamServer) refreshLoop() {
 }
 
 // admit waits until the server's tools are not being listed again
-// (awaitListing), then refuses a call of t unless t's definition is the one served and cs,
-// c's session that the call is sent on, lists it so (describes). A call
-// whose context ends while it waits was never sent: its error is marked
-// runtime.NotRun, so that idempotent releases its claim and audit records
-// it failed, not in doubt.
+// (awaitListing), then refuses a call of t unless t's definition is the
+// one served and cs, c's session that the call is sent on, lists it so
+// (describes).
 func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstreamConn, cs *mcp.ClientSession) error {
 	if err := u.awaitListing(ctx); err != nil {
 		return err

@@ -199,7 +199,7 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 	}
 	cs, err := u.connect(ctx, c)
 	var tools []*mcp.Tool
-	var print string
+	var fp string
 	if err == nil && c != u.main {
 		// A caller's session is listed before its first call: its server
 		// may not be the one the served tools were listed on (it restarted
@@ -209,7 +209,7 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			err = fmt.Errorf("mcp server %q: listing the tools of the new session (%s): %w", u.name, c.label, u.secrets.err(err))
 		} else {
 			// Without mu: a listing may be large.
-			print = listingPrint(byName(tools))
+			fp = listingPrint(byName(tools))
 		}
 	}
 	u.mu.Lock()
@@ -232,8 +232,8 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			// its call reaches one (admit).
 			c.note(cs, tools)
 			switch {
-			case print != "" && print == u.listedPrint:
-			case u.wasReplaced(print):
+			case fp != "" && fp == u.listedPrint:
+			case u.wasReplaced(fp):
 				u.log.Warn(replacedListMsg, "server", u.name, "session", c.label)
 			default:
 				u.via = c
@@ -327,10 +327,10 @@ func sessionGone(err error) bool {
 // session that found its tools differ from those served or was told of a
 // change (via), else (or when that session has closed meanwhile) on the
 // listing session. The listing is the one the served tools are then built
-// from (listedAs, listedPrint), only while the session it was taken on is still its
-// conn's and in use: a listing answered by a session that ended, was
-// opened again or let go meanwhile describes a session no call is sent
-// on, and the tools are listed on the listing session instead. Unless the
+// from (listedAs, listedPrint), only while the session it was taken on
+// is still its conn's and in use: a listing answered by a session that
+// ended, was opened again or let go meanwhile describes a session no call
+// is sent on, and the tools are listed on the listing session instead. Unless the
 // server announced the change (announced), a caller's session that lists
 // a list served and replaced since is of a version the server moved on
 // from: the listing session is listed instead, and when it lists such a
@@ -354,12 +354,12 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		print := listingPrint(byName(tools)) // without mu: a listing may be large
+		fp := listingPrint(byName(tools)) // without mu: a listing may be large
 		u.mu.Lock()
 		current := c.cs == cs && !c.dropped
-		replaced := current && !announced && u.wasReplaced(print)
+		replaced := current && !announced && u.wasReplaced(fp)
 		if current && !replaced {
-			u.listedAs, u.listedPrint = c.listing, print
+			u.listedAs, u.listedPrint = c.listing, fp
 		}
 		u.mu.Unlock()
 		switch {
