@@ -432,3 +432,41 @@ func TestMCPCallWaitsForListingsOnceInAll(t *testing.T) {
 	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
 	assert.Contains(t, err.Error(), `mcp server "up": its tools were still being listed again`)
 }
+
+// TestMCPAnnouncedListSurvivesAFailedListing: the server announced its
+// tools changed, to a list served and replaced before, and the listing
+// for the announcement failed. The announcement was forgotten with it:
+// the next listing found the list replaced and kept refusing its tools,
+// the server having said nothing wrong. It is listed as announced.
+func TestMCPAnnouncedListSurvivesAFailedListing(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	srv.AddTool(objectTool("x", "Version one."), ran)
+	var fails atomic.Int32 // the next listings that fail
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && fails.Add(-1) >= 0 {
+				return nil, errors.New("listing failed")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: serveUpstream(t, srv)}}, t.TempDir(), nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, 0, nil)
+	require.NoError(t, err)
+	t.Cleanup(ups.close)
+	web := ups.servers["web"]
+
+	web.mu.Lock()
+	web.replace(web.listedPrint) // served before, and replaced since
+	web.announced = true
+	web.mu.Unlock()
+	fails.Store(1)
+	_, err = web.listTools(context.Background())
+	require.Error(t, err, "the listing fails")
+	require.NotErrorIs(t, err, errListReplaced)
+
+	tools, err := web.listTools(context.Background())
+	require.NoError(t, err, "the list announced is listed")
+	require.Len(t, tools, 1)
+	assert.Equal(t, "Version one.", tools[0].Description)
+}

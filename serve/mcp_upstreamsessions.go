@@ -334,7 +334,8 @@ func sessionGone(err error) bool {
 // server announced the change (announced), a caller's session that lists
 // a list served and replaced since is of a version the server moved on
 // from: the listing session is listed instead, and when it lists such a
-// list too, the error is errListReplaced.
+// list too, the error is errListReplaced. An announcement stands until a
+// listing is taken.
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	u.mu.Lock()
 	c := u.via
@@ -345,6 +346,15 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		c = u.main
 	}
 	u.mu.Unlock()
+	listed := false
+	defer func() {
+		if announced && !listed {
+			// The announcement stands for the next listing.
+			u.mu.Lock()
+			u.announced = true
+			u.mu.Unlock()
+		}
+	}()
 	for tries := 0; ; tries++ {
 		tools, cs, err := c.list(ctx)
 		if err != nil && c != u.main && ctx.Err() == nil {
@@ -364,6 +374,7 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		u.mu.Unlock()
 		switch {
 		case current && !replaced:
+			listed = true
 			return tools, nil
 		case replaced && c == u.main:
 			return nil, fmt.Errorf("mcp server %q: %w", u.name, errListReplaced)
