@@ -83,6 +83,21 @@ func callDuringAChange(t *testing.T, s *served, srv *mcp.Server, lists *listHold
 	return done
 }
 
+// failLists has srv fail as many of its next tools/list requests as the
+// count returned is set to.
+func failLists(srv *mcp.Server) *atomic.Int32 {
+	var fails atomic.Int32
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && fails.Add(-1) >= 0 {
+				return nil, errors.New("listing failed")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return &fails
+}
+
 // ran answers a call of a tool with "ran" and its name.
 func ran(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
@@ -339,15 +354,7 @@ mcp: servers: up: url: %q
 func TestMCPCallAfterAFailedListingWaitsForTheNext(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	srv.AddTool(objectTool("x", "Version one."), ran)
-	var fails atomic.Int32 // the next listings that fail
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && fails.Add(-1) >= 0 {
-				return nil, errors.New("listing failed")
-			}
-			return next(ctx, method, req)
-		}
-	})
+	fails := failLists(srv) // the next listings that fail
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 keys: agent: {sha256: %q}
@@ -441,15 +448,7 @@ func TestMCPCallWaitsForListingsOnceInAll(t *testing.T) {
 func TestMCPAnnouncedListSurvivesAFailedListing(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	srv.AddTool(objectTool("x", "Version one."), ran)
-	var fails atomic.Int32 // the next listings that fail
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && fails.Add(-1) >= 0 {
-				return nil, errors.New("listing failed")
-			}
-			return next(ctx, method, req)
-		}
-	})
+	fails := failLists(srv) // the next listings that fail
 	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: serveUpstream(t, srv)}}, t.TempDir(), nil,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, 0, nil)
 	require.NoError(t, err)
