@@ -118,12 +118,12 @@ type upstreamServer struct {
 	// whose server said its list changed.
 	via *upstreamConn
 	// listings numbers the listings taken on the server's sessions
-	// (upstreamConn.listed); listing holds, by name, the tools of the one
-	// the served tools were last built or checked from, numbered
-	// listedAs.
-	listings uint64
-	listing  map[string]*mcp.Tool
-	listedAs uint64
+	// (upstreamConn.listed); listedAs numbers the one the served tools
+	// were last built or checked from, and listedPrint is its fingerprint
+	// (listingPrint), which a new session's listing is compared with.
+	listings    uint64
+	listedAs    uint64
+	listedPrint string
 	// replaced holds the fingerprints (listingPrint) of the lists served
 	// and replaced since, oldest first: a listing has one served again
 	// only when announced (wasReplaced). announced is set when the server
@@ -137,8 +137,6 @@ type upstreamServer struct {
 	// relisted is when a call of a tool not listed last had the tools
 	// listed again (relist).
 	relisted time.Time
-	// waiting counts the calls waiting for the tools to be listed again.
-	waiting atomic.Int32
 	// progress holds, by the token the proxy gave an upstream call, the
 	// relay of the call's progress to its client (mcp_progress.go).
 	progress     sync.Map
@@ -502,9 +500,10 @@ func connectUpstreams(ctx context.Context, servers map[string]plan.MCPServer, di
 			u.close()
 			return nil, &upstreamError{fmt.Errorf("mcp server %q: list tools: %w", name, up.secrets.err(err))}
 		}
+		fp := listingPrint(byName(tools))
 		up.mu.Lock()
 		up.main.note(cs, tools)
-		up.listing, up.listedAs = up.main.tools, up.main.listing
+		up.listedAs, up.listedPrint = up.main.listing, fp
 		up.mu.Unlock()
 		listed = append(listed, serverTools{up: up, tools: tools})
 		log.Info("mcp upstream connected", "server", name, "tools", len(tools))
@@ -1480,22 +1479,9 @@ func objectSchema(s any) bool {
 // recorded) is an error result that says so ("in_doubt by LAYER: ...").
 func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	s := p.s
-	// A call of a tool whose upstream's tools are being listed again
-	// takes the generation serving the new list.
-	s.awaitList(ctx, req.Params.Name)
-	g := s.acquire()
-	defer g.release()
-	if s.closed.Load() {
-		// g is the last generation, retired and perhaps closed: the call
-		// is refused as a request reaching the server after Close is.
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errClosed.Error()}
-	}
 	var h http.Header
 	if req.Extra != nil {
 		h = req.Extra.Header
-	}
-	if err := progressTokenErr(req); err != nil {
-		return nil, err
 	}
 	// The SDK runs the call on the session's context, which holds the
 	// trace of the POST that opened the session: the call's spans join
@@ -1514,8 +1500,22 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			post.joined.Store(&sc)
 		}
 	}
-	ctx, cancel := p.boundTo(withProgress(ctx, req), h)
+	ctx, cancel := p.boundTo(withProgress(withListWait(ctx), req), h)
 	defer cancel()
+	// A call of a tool whose upstream's tools are being listed again
+	// takes the generation serving the new list; it waits on the call's
+	// context, which its client's going away and the shutdown cut end.
+	waitErr := s.awaitList(ctx, req.Params.Name)
+	g := s.acquire()
+	defer g.release()
+	if s.closed.Load() {
+		// g is the last generation, retired and perhaps closed: the call
+		// is refused as a request reaching the server after Close is.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errClosed.Error()}
+	}
+	if err := progressTokenErr(req); err != nil {
+		return nil, err
+	}
 	c := caller{}
 	if !g.keys.open() {
 		presented, err := presentedKey(h)
@@ -1564,6 +1564,9 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// first (as a proposed call's are on the chat routes).
 	var res runtime.ToolResult
 	err = repeatedKeyError(req.Params.Arguments, "the arguments of "+name, "the MCP server")
+	if err == nil {
+		err = waitErr
+	}
 	if err == nil {
 		res, err = g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,9 +15,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
@@ -49,6 +50,54 @@ func holdOneList(srv *mcp.Server, stale string) *oneListHeld {
 	return h
 }
 
+// listWaits returns the calls of s waiting for the tools of the upstream
+// server to be listed again.
+func listWaits(s *served, server string) float64 {
+	var m dto.Metric
+	if s.srv.metrics.listWaits.WithLabelValues(server).Write(&m) != nil {
+		return 0
+	}
+	return m.GetGauge().GetValue()
+}
+
+// called is the answer to a tool call.
+type called struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// callDuringAChange has srv, upstream "up" of s, change x's description
+// and its listing held, then calls tool on cs, and returns the call's
+// answer once the call waits for the listing.
+func callDuringAChange(t *testing.T, s *served, srv *mcp.Server, lists *listHold, cs *mcp.ClientSession, tool string) <-chan called {
+	t.Helper()
+	lists.hold()
+	srv.AddTool(objectTool("x", "Version two."), ran)
+	lists.waitHeld(t)
+	done := make(chan called, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		done <- called{res, err}
+	}()
+	require.Eventually(t, func() bool { return listWaits(s, "up") > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+	return done
+}
+
+// failLists has srv fail as many of its next tools/list requests as the
+// count returned is set to.
+func failLists(srv *mcp.Server) *atomic.Int32 {
+	var fails atomic.Int32
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && fails.Add(-1) >= 0 {
+				return nil, errors.New("listing failed")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return &fails
+}
+
 // ran answers a call of a tool with "ran" and its name.
 func ran(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran " + req.Params.Name}}}, nil
@@ -65,16 +114,6 @@ func serveUpstream(t *testing.T, srv *mcp.Server) string {
 // objectTool is a tool taking any object, described as desc.
 func objectTool(name, desc string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}}
-}
-
-// toolNames returns the names of a listing, sorted.
-func toolNames(tools map[string]*mcp.Tool) []string {
-	var names []string
-	for name := range tools {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // TestMCPListingOfAReplacedSessionIsNotRecorded: the tools are listed for
@@ -129,7 +168,7 @@ func TestMCPListingOfAReplacedSessionIsNotRecorded(t *testing.T) {
 	assert.Equal(t, []string{"current"}, names, "the tools served are listed on a session in use")
 	web.mu.Lock()
 	defer web.mu.Unlock()
-	assert.Equal(t, []string{"current"}, toolNames(web.listing), "the listing recorded is of a session in use")
+	assert.Equal(t, listingPrint(byName(got.tools)), web.listedPrint, "the listing recorded is of a session in use")
 }
 
 // TestMCPToolBackAfterAFailedRebuild: an upstream changes a tool and
@@ -193,21 +232,8 @@ mcp: servers: up: url: %q
 	t.Cleanup(lists.free)
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	require.Equal(t, "ran x", callText(t, cs, "x", nil))
-	up := s.srv.cur.Load().mcp.servers["up"]
 
-	lists.hold()
-	srv.AddTool(objectTool("x", "Version two."), ran)
-	lists.waitHeld(t)
-	type called struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan called, 1)
-	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
-		done <- called{res, err}
-	}()
-	require.Eventually(t, func() bool { return up.waiting.Load() > 0 }, 10*time.Second, 5*time.Millisecond, "the call waits for the new list")
+	done := callDuringAChange(t, s, srv, lists, cs, "x")
 	lists.free()
 	got := <-done
 	require.NoError(t, got.err)
@@ -328,15 +354,7 @@ mcp: servers: up: url: %q
 func TestMCPCallAfterAFailedListingWaitsForTheNext(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	srv.AddTool(objectTool("x", "Version one."), ran)
-	var fails atomic.Int32 // the next listings that fail
-	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && fails.Add(-1) >= 0 {
-				return nil, errors.New("listing failed")
-			}
-			return next(ctx, method, req)
-		}
-	})
+	fails := failLists(srv) // the next listings that fail
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 keys: agent: {sha256: %q}
@@ -354,4 +372,100 @@ mcp: servers: up: {url: %q, session: "shared"}
 	require.NoError(t, err)
 	assert.Equal(t, "ran x", text(t, res))
 	assert.Equal(t, "Version two.", listedDescriptions(t, cs)["x"])
+}
+
+// TestMCPCallWaitingForAListingIsCutAtShutdown: a call waiting for its
+// upstream's tools to be listed again (the listing held), of a tool
+// listed or of one not listed (which has the upstream list again),
+// waited on the SDK's context, which the shutdown cut does not end: it
+// held the shutdown past its cut, and was never answered. It is answered
+// at the cut.
+func TestMCPCallWaitingForAListingIsCutAtShutdown(t *testing.T) {
+	for _, tool := range []string{"x", "z"} {
+		t.Run(tool, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+			srv.AddTool(objectTool("x", "Version one."), ran)
+			lists := holdLists(srv)
+			t.Cleanup(lists.free)
+			s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: up: url: %q
+`, sha("agent-key"), serveUpstream(t, srv)))), ShutdownTimeout: 100 * time.Millisecond, WatchInterval: -1})
+			// A client as the SDK makes it by default, which keeps its
+			// session while the event stream ends before the answer is read.
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: s.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{key: "agent-key"}}}, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = cs.Close() })
+			require.Equal(t, "ran x", callText(t, cs, "x", nil))
+
+			done := callDuringAChange(t, s, srv, lists, cs, tool)
+			require.NoError(t, s.stop(), "the waiting call does not outlast the cut")
+			lists.free()
+			got := <-done
+			if tool == "z" {
+				// Not listed: the SDK's refusal of an unknown tool.
+				require.Error(t, got.err)
+				assert.Contains(t, got.err.Error(), `unknown tool "z"`)
+				return
+			}
+			require.NoError(t, got.err)
+			require.True(t, got.res.IsError)
+			assert.Contains(t, text(t, got.res), "shutting down")
+		})
+	}
+}
+
+// TestMCPCallWaitsForListingsOnceInAll: a call waited for its upstream's
+// tools to be listed again before its tool chain ran (30 s at most), and
+// again, as long as its context let it, when it was sent: the two waits
+// share the call's time to wait, and a call that has spent it is refused,
+// not sent, while the listing is still under way.
+func TestMCPCallWaitsForListingsOnceInAll(t *testing.T) {
+	u := &upstreamServer{name: "up", pending: make(chan struct{})}
+	ctx := withListWait(context.Background())
+	ctx.Value(listWaitKey{}).(*listWait).left.Store(0) // spent waiting before the chain ran
+	done := make(chan error, 1)
+	go func() { done <- u.admit(ctx, &upstreamTool{name: "x"}, nil, nil) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call waits for the listing again")
+	}
+	require.Error(t, err)
+	assert.True(t, runtime.DidNotRun(err), "the call was not sent: %v", err)
+	assert.Equal(t, runtime.ClassFailure, runtime.Classify(err))
+	assert.Contains(t, err.Error(), `mcp server "up": its tools were still being listed again`)
+}
+
+// TestMCPAnnouncedListSurvivesAFailedListing: the server announced its
+// tools changed, to a list served and replaced before, and the listing
+// for the announcement failed. The announcement was forgotten with it:
+// the next listing found the list replaced and kept refusing its tools,
+// the server having said nothing wrong. It is listed as announced.
+func TestMCPAnnouncedListSurvivesAFailedListing(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	srv.AddTool(objectTool("x", "Version one."), ran)
+	fails := failLists(srv) // the next listings that fail
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: serveUpstream(t, srv)}}, t.TempDir(), nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, nil, 0, nil)
+	require.NoError(t, err)
+	t.Cleanup(ups.close)
+	web := ups.servers["web"]
+
+	web.mu.Lock()
+	web.replace(web.listedPrint) // served before, and replaced since
+	web.announced = true
+	web.mu.Unlock()
+	fails.Store(1)
+	_, err = web.listTools(context.Background())
+	require.Error(t, err, "the listing fails")
+	require.NotErrorIs(t, err, errListReplaced)
+
+	tools, err := web.listTools(context.Background())
+	require.NoError(t, err, "the list announced is listed")
+	require.Len(t, tools, 1)
+	assert.Equal(t, "Version one.", tools[0].Description)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,23 +82,13 @@ func (u *upstreamServer) refreshLoop() {
 	}
 }
 
-// admit waits until the server's tools are not being listed again, then
-// refuses a call of t unless t's definition is the one served and cs,
-// c's session that the call is sent on, lists it so (describes). A call
-// whose context ends while it waits was never sent: its error is marked
-// runtime.NotRun, so that idempotent releases its claim and audit records
-// it failed, not in doubt.
+// admit waits until the server's tools are not being listed again
+// (awaitListing), then refuses a call of t unless t's definition is the
+// one served and cs, c's session that the call is sent on, lists it so
+// (describes).
 func (u *upstreamServer) admit(ctx context.Context, t *upstreamTool, c *upstreamConn, cs *mcp.ClientSession) error {
-	if pending := u.listingUnderWay(); pending != nil {
-		u.waiting.Add(1)
-		select {
-		case <-pending:
-		case <-ctx.Done():
-		}
-		u.waiting.Add(-1)
-		if ctx.Err() != nil {
-			return runtime.NotRun(ctx.Err())
-		}
+	if err := u.awaitListing(ctx); err != nil {
+		return err
 	}
 	if !u.serves(t) {
 		return u.notServed(t)
@@ -162,10 +153,12 @@ func (u *upstreamServer) serves(t *upstreamTool) bool {
 // and reports whether they differ from those served before.
 func (u *upstreamServer) setServed(tools map[string]*mcp.Tool) bool {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	changed := !sameTools(u.served, tools)
+	old := u.served
 	u.served, u.stale = tools, false
-	return changed
+	u.mu.Unlock()
+	// Compared without mu: the definitions may be large, and neither map
+	// is written once served.
+	return !sameTools(old, tools)
 }
 
 // served returns the definitions of up's tools that u serves (not
@@ -333,8 +326,9 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 			withheld++
 		}
 	}
+	replaced := listingPrint(g.mcp.listed(up)) // without mu: a listing may be large
 	up.mu.Lock()
-	up.replace(g.mcp.listed(up))
+	up.replace(replaced)
 	up.mu.Unlock()
 	s.install(ng)
 	s.log.Info("mcp upstream tools changed; listed and scanned again", "server", up.name, "generation", ng.n,
@@ -367,12 +361,13 @@ func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []
 
 // awaitList waits, before a call of the tool name takes a generation,
 // until the tools of the upstream serving it are no longer being listed
-// again (the listing the call starts after one failed among them; at most
-// connectTimeout, or until ctx ends): the call then runs
-// on the new list, or is refused by it, where taking the generation that
-// list replaces would have it refused for holding a list no longer
-// served (admit).
-func (s *Server) awaitList(ctx context.Context, name string) {
+// again (awaitListing; the listing the call starts after one failed
+// among them): the call then runs on the new list, or is refused by it,
+// where taking the generation that list replaces would have it refused
+// for holding a list no longer served (admit). A call that cannot wait
+// longer (ctx ended, or its time to wait spent) is refused, not run: its
+// error is the refusal, before its tool chain runs.
+func (s *Server) awaitList(ctx context.Context, name string) error {
 	g := s.acquire()
 	var up *upstreamServer
 	if g.mcp != nil {
@@ -382,19 +377,63 @@ func (s *Server) awaitList(ctx context.Context, name string) {
 	}
 	g.release()
 	if up == nil {
-		return
+		return nil
 	}
-	pending := up.listingUnderWay()
+	return up.awaitListing(ctx)
+}
+
+// listWaitKey is the context key of a call's listWait.
+type listWaitKey struct{}
+
+// listWait is the time a call has left to wait for its upstream's tools
+// to be listed again, shared by its waits (before its tool chain runs,
+// and as it is sent): connectTimeout in all.
+type listWait struct{ left atomic.Int64 }
+
+// withListWait returns ctx carrying the time its call has left to wait
+// for listings: connectTimeout, unless ctx carries one already.
+func withListWait(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(listWaitKey{}).(*listWait); ok {
+		return ctx
+	}
+	w := &listWait{}
+	w.left.Store(int64(connectTimeout))
+	return context.WithValue(ctx, listWaitKey{}, w)
+}
+
+// awaitListing waits until u's tools are not being listed again (nil at
+// once when they are not), at most the time the call on ctx has left to
+// wait for listings (withListWait; connectTimeout for a call that carries
+// none). A call whose ctx ends, or whose time is spent, while it waits
+// was never sent: its error is marked runtime.NotRun, so that idempotent
+// releases its claim and audit records it failed, not in doubt.
+func (u *upstreamServer) awaitListing(ctx context.Context) error {
+	pending := u.listingUnderWay()
 	if pending == nil {
-		return
+		return nil
 	}
-	up.waiting.Add(1)
-	defer up.waiting.Add(-1)
-	timer := time.NewTimer(connectTimeout)
+	w, _ := withListWait(ctx).Value(listWaitKey{}).(*listWait)
+	if u.m != nil {
+		waits := u.m.listWaits.WithLabelValues(u.name)
+		waits.Inc()
+		defer waits.Dec()
+	}
+	start := time.Now()
+	defer func() { w.left.Add(-int64(time.Since(start))) }()
+	timer := time.NewTimer(max(time.Duration(w.left.Load()), 0))
 	defer timer.Stop()
 	select {
 	case <-pending:
+		return nil
 	case <-ctx.Done():
+		return runtime.NotRun(ctx.Err())
 	case <-timer.C:
+		select {
+		case <-pending:
+			return nil
+		default:
+		}
+		return runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
+			"mcp server %q: its tools were still being listed again after the call waited %s for them: the call was not sent", u.name, connectTimeout)})
 	}
 }

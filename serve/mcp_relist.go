@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,17 @@ var relistEvery = 5 * time.Second
 func (p *mcpProxy) listsUnknown(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil && !p.lists(r.Params.Name) {
-			p.s.relistFor(ctx, r.Params.Name)
+			// The call's waits for listings share its time to wait
+			// (withListWait), and end when its client goes away or the
+			// shutdown cuts it (boundTo).
+			ctx = withListWait(ctx)
+			var h http.Header
+			if r.Extra != nil {
+				h = r.Extra.Header
+			}
+			wctx, cancel := p.boundTo(ctx, h)
+			p.s.relistFor(wctx, r.Params.Name)
+			cancel()
 		}
 		return next(ctx, method, req)
 	}
@@ -68,7 +79,8 @@ func (s *Server) relistFor(ctx context.Context, name string) {
 
 // relist lists u's tools again, unless it did so for a tool not listed
 // within relistEvery, and waits until the listing under way, if any, is
-// done or ctx ends.
+// done, or ctx ends, or the call's time to wait for listings is spent
+// (awaitListing).
 func (u *upstreamServer) relist(ctx context.Context) {
 	u.mu.Lock()
 	if u.pending == nil {
@@ -77,13 +89,6 @@ func (u *upstreamServer) relist(ctx context.Context) {
 			u.markChanged()
 		}
 	}
-	pending := u.pending
 	u.mu.Unlock()
-	if pending == nil {
-		return
-	}
-	select {
-	case <-pending:
-	case <-ctx.Done():
-	}
+	_ = u.awaitListing(ctx)
 }

@@ -199,6 +199,7 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 	}
 	cs, err := u.connect(ctx, c)
 	var tools []*mcp.Tool
+	var fp string
 	if err == nil && c != u.main {
 		// A caller's session is listed before its first call: its server
 		// may not be the one the served tools were listed on (it restarted
@@ -206,6 +207,9 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 		if tools, err = UpstreamTools(ctx, cs); err != nil {
 			_ = cs.Close()
 			err = fmt.Errorf("mcp server %q: listing the tools of the new session (%s): %w", u.name, c.label, u.secrets.err(err))
+		} else {
+			// Without mu: a listing may be large.
+			fp = listingPrint(byName(tools))
 		}
 	}
 	u.mu.Lock()
@@ -228,8 +232,8 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 			// its call reaches one (admit).
 			c.note(cs, tools)
 			switch {
-			case sameTools(c.tools, u.listing):
-			case u.wasReplaced(c.tools):
+			case fp != "" && fp == u.listedPrint:
+			case u.wasReplaced(fp):
 				u.log.Warn(replacedListMsg, "server", u.name, "session", c.label)
 			default:
 				u.via = c
@@ -323,14 +327,15 @@ func sessionGone(err error) bool {
 // session that found its tools differ from those served or was told of a
 // change (via), else (or when that session has closed meanwhile) on the
 // listing session. The listing is the one the served tools are then built
-// from (listing), only while the session it was taken on is still its
-// conn's and in use: a listing answered by a session that ended, was
-// opened again or let go meanwhile describes a session no call is sent
-// on, and the tools are listed on the listing session instead. Unless the
+// from (listedAs, listedPrint), only while the session it was taken on
+// is still its conn's and in use: a listing answered by a session that
+// ended, was opened again or let go meanwhile describes a session no call
+// is sent on, and the tools are listed on the listing session instead. Unless the
 // server announced the change (announced), a caller's session that lists
 // a list served and replaced since is of a version the server moved on
 // from: the listing session is listed instead, and when it lists such a
-// list too, the error is errListReplaced.
+// list too, the error is errListReplaced. An announcement stands until a
+// listing is taken.
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	u.mu.Lock()
 	c := u.via
@@ -341,6 +346,15 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		c = u.main
 	}
 	u.mu.Unlock()
+	listed := false
+	defer func() {
+		if announced && !listed {
+			// The announcement stands for the next listing.
+			u.mu.Lock()
+			u.announced = true
+			u.mu.Unlock()
+		}
+	}()
 	for tries := 0; ; tries++ {
 		tools, cs, err := c.list(ctx)
 		if err != nil && c != u.main && ctx.Err() == nil {
@@ -350,15 +364,17 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
+		fp := listingPrint(byName(tools)) // without mu: a listing may be large
 		u.mu.Lock()
 		current := c.cs == cs && !c.dropped
-		replaced := current && !announced && u.wasReplaced(c.tools)
+		replaced := current && !announced && u.wasReplaced(fp)
 		if current && !replaced {
-			u.listing, u.listedAs = c.tools, c.listing
+			u.listedAs, u.listedPrint = c.listing, fp
 		}
 		u.mu.Unlock()
 		switch {
 		case current && !replaced:
+			listed = true
 			return tools, nil
 		case replaced && c == u.main:
 			return nil, fmt.Errorf("mcp server %q: %w", u.name, errListReplaced)
@@ -379,7 +395,9 @@ const replacedListMsg = "mcp upstream session lists the tools as a list served b
 // maxReplaced bounds the lists a server remembers as replaced.
 const maxReplaced = 64
 
-// listingPrint returns the fingerprint of a listing, by name.
+// listingPrint returns the fingerprint of a listing, by name: two
+// listings are the same (sameTools) when their fingerprints are, and not
+// "" (a listing that cannot be encoded).
 func listingPrint(tools map[string]*mcp.Tool) string {
 	b, err := json.Marshal(tools)
 	if err != nil {
@@ -389,21 +407,20 @@ func listingPrint(tools map[string]*mcp.Tool) string {
 	return string(sum[:])
 }
 
-// wasReplaced reports whether tools, a listing by name, are a list the
-// server served and replaced since: unless the server announced it, the
-// session listing it is of a version the server moved on from (one still
-// running in a rollout, another version of a command), and serving its
-// list again would flip the list served with each session opened on
-// either version. Called with mu held.
-func (u *upstreamServer) wasReplaced(tools map[string]*mcp.Tool) bool {
-	p := listingPrint(tools)
+// wasReplaced reports whether the listing whose fingerprint is p
+// (listingPrint) is a list the server served and replaced since: unless
+// the server announced it, the session listing it is of a version the
+// server moved on from (one still running in a rollout, another version
+// of a command), and serving its list again would flip the list served
+// with each session opened on either version. Called with mu held (the
+// fingerprint taken without it: a listing may be large).
+func (u *upstreamServer) wasReplaced(p string) bool {
 	return p != "" && slices.Contains(u.replaced, p)
 }
 
-// replace notes that old, the list served, is replaced. Called with mu
-// held.
-func (u *upstreamServer) replace(old map[string]*mcp.Tool) {
-	p := listingPrint(old)
+// replace notes that the list served, whose fingerprint is p
+// (listingPrint), is replaced. Called with mu held.
+func (u *upstreamServer) replace(p string) {
 	if p == "" || slices.Contains(u.replaced, p) {
 		return
 	}
@@ -449,10 +466,16 @@ func (c *upstreamConn) note(cs *mcp.ClientSession, tools []*mcp.Tool) {
 		return
 	}
 	c.u.listings++
-	c.tools, c.listing = make(map[string]*mcp.Tool, len(tools)), c.u.listings
+	c.tools, c.listing = byName(tools), c.u.listings
+}
+
+// byName returns a listing by name (of a name listed twice, the last).
+func byName(tools []*mcp.Tool) map[string]*mcp.Tool {
+	out := make(map[string]*mcp.Tool, len(tools))
 	for _, t := range tools {
-		c.tools[t.Name] = t
+		out[t.Name] = t
 	}
+	return out
 }
 
 // describes reports whether cs, c's session, lists t as it is served. A

@@ -40,8 +40,11 @@ type metrics struct {
 	// max_sessions.
 	upstreamSessions *prometheus.GaugeVec
 	upstreamRefused  *prometheus.CounterVec
-	registry         *prometheus.Registry
-	generation       prometheus.Gauge
+	// listWaits counts the calls waiting for an upstream MCP server's
+	// tools to be listed again (awaitListing).
+	listWaits  *prometheus.GaugeVec
+	registry   *prometheus.Registry
+	generation prometheus.Gauge
 	// own lists the server's collectors, without the Go and process
 	// ones: the metrics docs/serve.md lists.
 	own []prometheus.Collector
@@ -138,6 +141,9 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64, settled *settl
 		upstreamRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_mcp_upstream_sessions_refused_total",
 			Help: "Tool calls refused because their upstream MCP server had max_sessions sessions open, or their tenant its share of them, and the call needed another, by server."},
 			[]string{"server"}),
+		listWaits: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "agentc_serve_mcp_calls_waiting_for_list",
+			Help: "Tool calls waiting for their upstream MCP server's tools to be listed again (a change it announced, a new session that lists them otherwise, a call of a tool not listed), each 30 s at most in all, by server."},
+			[]string{"server"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentc_serve_reloads_total",
 			Help: "Policy reloads by result (ok, failed, refused)."}, []string{"result"}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentc_serve_policy_generation",
@@ -153,7 +159,7 @@ func newMetrics(reg *prometheus.Registry, bodyBytes func() int64, settled *settl
 		Help: "Settlements of the server's meter charges still being sent to their ledger store when a close stopped waiting for them (each logged with its charge): the store may have taken them; one that then fails is counted lost too."},
 		func() float64 { _, n := settled.counts(); return float64(n) })
 	m.own = []prometheus.Collector{m.requests, m.latency, m.inflight, m.calls, bodies, lost, unconfirmed, m.blocks, m.refusals, m.retries,
-		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.repeated, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.reloads, m.generation}
+		m.fallbacks, m.spendUSD, m.tokens, m.toolCalls, m.repeated, m.storeErrs, m.withheld, m.upstreamSessions, m.upstreamRefused, m.listWaits, m.reloads, m.generation}
 	for _, c := range m.own {
 		if err := reg.Register(c); err != nil {
 			m.unregister()
