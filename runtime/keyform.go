@@ -101,15 +101,22 @@ func (pl *Pipeline) keyedFirst(call ToolUse, name string) error {
 
 // unansweredDoubt returns the error of a resumed call of the assistant
 // message at that may have run and is not settled (its id shared by calls
-// answered in part), as the run recorded it (firstForm): in doubt under
-// the idempotency key its tool got first, or for a key form changed
+// answered in part), as the run recorded it (firstForm, recordedDoubt):
+// in doubt under the idempotency key its tool got first, whatever its
+// tool when recorded in doubt or when its tool ran an agent turn that
+// started calls that would repeat an effect, or for a key form changed
 // since (keyedFirst); nil for a call that may run again.
 func (t *agentTurn) unansweredDoubt(ctx context.Context, at int, call ToolUse, records []ToolRecord) error {
-	form, name := t.firstForm(ctx, at, call, t.key(at, call), t.plainKey(at, call), records)
+	key, plain := t.key(at, call), t.plainKey(at, call)
+	form, name := t.firstForm(ctx, at, call, key, plain, records)
 	if form == formKeyed {
 		return t.pl.keyedFirst(call, name)
 	}
-	return t.pl.callInDoubtAs(ctx, call, false, form == formPlain)
+	delegated, _, err := t.recordedDoubt(ctx, call, key, plain, form == formPlain, records)
+	if err == nil {
+		return nil
+	}
+	return delegatedDoubt(err, call, delegated)
 }
 
 // plainFirstInFlight counts the resumed calls running whose first

@@ -283,3 +283,40 @@ func TestCallsSharingAnIdAreInDoubtAsRecordedAcrossTheSwitch(t *testing.T) {
 		}
 	})
 }
+
+// Calls sharing an id and answered in part end the turn before anything
+// runs, each that may have run in doubt. A retry_safe call the run
+// recorded in doubt, or whose tool ran an agent turn that started a
+// payment, was read as one without a record, which may run again, and
+// left out: the error hid the doubt the settled call would have had. It
+// is in doubt as the run recorded it.
+func TestCallsSharingAnIdAreInDoubtWhenRecordedInDoubtOrDelegated(t *testing.T) {
+	charge := use("c1", "charge", `{"order":7,"amount":12}`)
+	for _, tc := range []struct {
+		name   string
+		cp     func(runtime.Checkpoint) runtime.Checkpoint
+		reason runtime.InDoubtReason
+		says   string
+	}{
+		{"recorded in doubt", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			cp.Tools = []runtime.ToolRecord{{Tool: "charge", Call: callKey(1, charge), InDoubt: true, Error: "in doubt"}}
+			return cp
+		}, runtime.InDoubtRecorded, "recorded it in doubt"},
+		{"delegated", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			cp.Calls.Delegated = map[string][]runtime.DelegatedCall{callKey(1, charge): {{Tool: "pay", Call: callKey(1, charge) + "/1:p1:0123456789abcdef"}}}
+			return cp
+		}, runtime.InDoubtDelegated, "pay (" + callKey(1, charge) + "/1:p1:0123456789abcdef)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp, _ := keyForm(t, false)
+			err, keys := resumeKeyForm(t, tc.cp(sharedID(cp)), false)
+			require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+			assert.Empty(t, keys, "no call runs")
+			doubts := inDoubtErrors(err)
+			require.Len(t, doubts, 1, "the call the run recorded so is in doubt")
+			assert.Equal(t, tc.reason, doubts[0].Reason)
+			assert.NotEmpty(t, doubts[0].IdempotencyKey)
+			assert.Contains(t, err.Error(), tc.says)
+		})
+	}
+}
