@@ -277,7 +277,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResu
 		// Calls sharing an id, not all answered: any of them may be the
 		// one without a result, so each that may have run is in doubt,
 		// as the run recorded it.
-		t := agentTurn{pl: pl, call: call, plainCall: plainCall}
+		t := agentTurn{pl: pl, call: call, plainCall: plainCall, msgs: msgs}
 		records := pl.callRecords(ctx)
 		for _, k := range pending {
 			err = errors.Join(err, t.unansweredDoubt(ctx, at, msgs[at].ToolCalls[k], records))

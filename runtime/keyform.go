@@ -71,15 +71,46 @@ func (t *agentTurn) firstForm(ctx context.Context, at int, call ToolUse, key, pl
 		}
 		return first{}
 	})
-	if f.ok {
-		return f.form, f.name
-	}
-	for _, r := range records {
-		if r.Tool == call.Name && other(r.Call) {
-			return formKeyed, r.Call
+	if !f.ok {
+		for _, r := range records {
+			if r.Tool == call.Name && other(r.Call) {
+				f = first{form: formKeyed, name: r.Call, ok: true}
+				break
+			}
 		}
 	}
-	return formSame, ""
+	if f.form == formKeyed && plain != "" && t.sameDigestKey(ctx, at, records) {
+		// Named under the pipeline's digest key, with other arguments:
+		// the call as the transcript has it (edited since) is not one
+		// the run recorded.
+		return formSame, ""
+	}
+	return f.form, f.name
+}
+
+// sameDigestKey reports whether the run of ctx recorded a call of the
+// assistant message at under the name the pipeline gives it now, with
+// its digest key (CallIntent.Calls, records): the run was saved with that
+// key, and a keyed name of a call's place and id that is not its name now
+// was made with other arguments (the transcript edited since), not under
+// another key.
+func (t *agentTurn) sameDigestKey(ctx context.Context, at int, records []ToolRecord) bool {
+	if at < 0 || at >= len(t.msgs) {
+		return false
+	}
+	names := make(map[string]bool, len(t.msgs[at].ToolCalls))
+	for _, c := range t.msgs[at].ToolCalls {
+		names[t.key(at, c)] = true
+	}
+	for _, r := range records {
+		if names[r.Call] {
+			return true
+		}
+	}
+	named, _ := readRunState(t.pl, RunOf(ctx).ID, func(s *RunState) bool {
+		return s.intent != nil && slices.ContainsFunc(s.intent.Calls, func(n string) bool { return names[n] })
+	})
+	return named
 }
 
 // keyedFirst returns the error of a resumed call that its run recorded as
@@ -96,7 +127,10 @@ func (pl *Pipeline) keyedFirst(call ToolUse, name string) error {
 	if e != nil && e.known && !e.info.SideEffecting {
 		return nil
 	}
-	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name}
+	// With a digest key, the name may have been made under it, with
+	// arguments edited since, when nothing shows the key the same
+	// (sameDigestKey): the error says either may have changed.
+	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name, orEdited: pl.digester.Keyed()}
 }
 
 // unansweredDoubt returns the error of a resumed call of the assistant

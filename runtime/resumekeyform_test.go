@@ -320,3 +320,51 @@ func TestCallsSharingAnIdAreInDoubtWhenRecordedInDoubtOrDelegated(t *testing.T) 
 		})
 	}
 }
+
+// edited returns cp with the arguments of its call, c1, replaced (a host
+// edited the transcript), and, when also, a second call of charge, c2,
+// that the run recorded under its name, keyed with the digest key.
+func edited(t *testing.T, cp runtime.Checkpoint, also bool) runtime.Checkpoint {
+	last := &cp.Transcript[len(cp.Transcript)-1]
+	last.ToolCalls[0].Arguments = []byte(`{"order":7,"amount":13}`)
+	if also {
+		c2 := use("c2", "charge", `{"order":8,"amount":3}`)
+		last.ToolCalls = append(last.ToolCalls, c2)
+		cp.Calls.Calls = append(cp.Calls.Calls, keyedCallKey(t, 1, c2))
+	}
+	return cp
+}
+
+// A run saved with the digest key and resumed with the same one, the
+// call's arguments edited in between: the run's name of the call, keyed
+// with the key, differs from the one the pipeline gives it now, which was
+// read as a digest key changed since, and the call was in doubt, saying
+// so. When another call of the message is named as it was recorded, the
+// key is the same: the edited call is one the run did not record, and a
+// retry_safe one runs, as it does without a digest key. Otherwise which
+// of the two changed cannot be told: in doubt, its error saying either
+// may have.
+func TestAResumedCallWhoseArgumentsWereEditedIsNotTakenForAChangedKey(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	t.Run("the key shown the same", func(t *testing.T) {
+		cp, _ := keyForm(t, true)
+		err, keys := resumeKeyForm(t, edited(t, cp, true), true)
+		require.NoError(t, err)
+		assert.Len(t, keys, 2, "both calls run: neither was recorded as the transcript has it")
+	})
+	t.Run("the key not shown", func(t *testing.T) {
+		cp, _ := keyForm(t, true)
+		err, keys := resumeKeyForm(t, edited(t, cp, false), true)
+		var doubt *runtime.InDoubtError
+		require.ErrorAs(t, err, &doubt)
+		assert.Empty(t, keys, "the call does not run")
+		assert.Equal(t, runtime.InDoubtKeyFormChanged, doubt.Reason)
+		assert.Contains(t, err.Error(), "or its arguments were edited")
+	})
+	t.Run("without a digest key", func(t *testing.T) {
+		cp, _ := keyForm(t, false)
+		err, keys := resumeKeyForm(t, edited(t, cp, false), false)
+		require.NoError(t, err)
+		assert.Len(t, keys, 1, "the edited call runs")
+	})
+}
