@@ -847,7 +847,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			}
 			t.plainFirst[key] = true
 		case formKeyed:
-			if err := t.pl.keyedFirst(call, name); err != nil {
+			if err := t.keyedFirst(ctx, call, name, records); err != nil {
 				doubt = append(doubt, err)
 				continue
 			}

@@ -184,7 +184,9 @@ type InDoubtError struct {
 	Reason InDoubtReason
 	// Call, when set, names the call as its run recorded it
 	// (ToolRecord.Call, CallIntent.Calls): an agent turn's resumed call
-	// whose idempotency key cannot be told (InDoubtKeyFormChanged).
+	// whose idempotency key cannot be told, its run saved under a digest
+	// key the pipeline no longer has (InDoubtKeyFormChanged; for a
+	// read-only tool's call, InDoubtRecorded or InDoubtDelegated).
 	Call string
 	// orEdited: with InDoubtKeyFormChanged, the pipeline has a digest key,
 	// and the run's name of the call may have been made under it with the
@@ -250,11 +252,11 @@ func (e *InDoubtError) Error() string {
 			"the tool is retry_safe, but its claim is taken over only by a call of the same arguments, which cannot be told, so it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey, e.Unreadable)
 	case InDoubtRecorded:
-		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (idempotency key %s) had its effect cannot be told, and it is not run again",
-			e.Layer, e.Tool, e.IdempotencyKey)
+		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (%s) had its effect cannot be told, and it is not run again",
+			e.Layer, e.Tool, e.earlier())
 	case InDoubtDelegated:
-		return fmt.Sprintf("%s: call of %s is in doubt: its tool ran an agent turn of the run that started calls that would repeat an effect if made again, and an earlier execution (idempotency key %s) has no recorded result, so it is not run again",
-			e.Layer, e.Tool, e.IdempotencyKey)
+		return fmt.Sprintf("%s: call of %s is in doubt: its tool ran an agent turn of the run that started calls that would repeat an effect if made again, and an earlier execution (%s) has no recorded result, so it is not run again",
+			e.Layer, e.Tool, e.earlier())
 	case InDoubtUndeclared:
 		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) has no recorded result, and the policy does not declare the tool, so nothing says it is free of effect: it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey)
@@ -265,6 +267,15 @@ func (e *InDoubtError) Error() string {
 	}
 	return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again",
 		e.Layer, e.Tool, e.IdempotencyKey)
+}
+
+// earlier names the earlier execution of e's call: by its idempotency
+// key, or, when that cannot be told, as its run recorded the call (Call).
+func (e *InDoubtError) earlier() string {
+	if e.IdempotencyKey == "" && e.Call != "" {
+		return "recorded as " + e.Call + " under a digest key (settings.digest_key_env) the pipeline no longer has, so its idempotency key cannot be derived again"
+	}
+	return "idempotency key " + e.IdempotencyKey
 }
 
 // ErrOutcomeUnrecorded is in the error of a call that ran to its end but

@@ -121,16 +121,29 @@ func (t *agentTurn) sameDigestKey(ctx context.Context, at int, records []ToolRec
 // again (nor its record, if any, be matched with its arguments); run
 // under another key, the tool would take it for another call. It is in
 // doubt (layer checkpoint, InDoubtKeyFormChanged) and does not run. A
-// read-only call runs again (nil).
-func (pl *Pipeline) keyedFirst(call ToolUse, name string) error {
-	e := pl.toolEntry(call.Name)
-	if e != nil && e.known && !e.info.SideEffecting {
+// read-only call runs again (nil), unless the run recorded it, under
+// name, in doubt (InDoubtRecorded) or as a call whose tool ran an agent
+// turn that started calls that would repeat an effect (InDoubtDelegated):
+// run again, the tool would run that turn anew. Those calls are named.
+func (t *agentTurn) keyedFirst(ctx context.Context, call ToolUse, name string, records []ToolRecord) error {
+	r, recorded := lastRecord(records, call.Name, name, "")
+	delegated := t.pl.delegatedOf(ctx, name, "")
+	d := &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name}
+	e := t.pl.toolEntry(call.Name)
+	switch {
+	case e == nil || !e.known || e.info.SideEffecting:
+		// With a digest key, the name may have been made under it, with
+		// arguments edited since, when nothing shows the key the same
+		// (sameDigestKey): the error says either may have changed.
+		d.orEdited = t.pl.digester.Keyed()
+	case recorded && r.InDoubt:
+		d.Reason = InDoubtRecorded
+	case len(delegated) > 0:
+		d.Reason = InDoubtDelegated
+	default:
 		return nil
 	}
-	// With a digest key, the name may have been made under it, with
-	// arguments edited since, when nothing shows the key the same
-	// (sameDigestKey): the error says either may have changed.
-	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name, orEdited: pl.digester.Keyed()}
+	return delegatedDoubt(d, call, delegated)
 }
 
 // unansweredDoubt returns the error of a resumed call of the assistant
@@ -144,7 +157,7 @@ func (t *agentTurn) unansweredDoubt(ctx context.Context, at int, call ToolUse, r
 	key, plain := t.key(at, call), t.plainKey(at, call)
 	form, name := t.firstForm(ctx, at, call, key, plain, records)
 	if form == formKeyed {
-		return t.pl.keyedFirst(call, name)
+		return t.keyedFirst(ctx, call, name, records)
 	}
 	delegated, _, err := t.recordedDoubt(ctx, call, key, plain, form == formPlain, records)
 	if err == nil {

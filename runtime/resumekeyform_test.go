@@ -368,3 +368,50 @@ func TestAResumedCallWhoseArgumentsWereEditedIsNotTakenForAChangedKey(t *testing
 		assert.Len(t, keys, 1, "the edited call runs")
 	})
 }
+
+// A read-only call the run recorded under a digest key the pipeline no
+// longer has runs again, its key form aside: its tool is free of effect.
+// But one whose tool ran an agent turn that started a payment, or that
+// the run recorded in doubt, was looked up under its name now, which
+// holds neither, and ran again: the agent turn anew, whose model could
+// make the payment again. It is in doubt, as under its name of before.
+func TestAResumedReadOnlyCallThatDelegatedIsInDoubtAcrossTheDigestKey(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	lookup := plan.Tool{}
+	charge := use("c1", "charge", `{"order":7,"amount":12}`)
+	for _, tc := range []struct {
+		name   string
+		cp     func(runtime.Checkpoint) runtime.Checkpoint
+		reason runtime.InDoubtReason
+		says   string
+	}{
+		{"delegated", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			name := keyedCallKey(t, 1, charge)
+			cp.Calls.Delegated = map[string][]runtime.DelegatedCall{name: {{Tool: "pay", Call: name + "/1:p1:hmac-sha256:0123456789abcdef"}}}
+			return cp
+		}, runtime.InDoubtDelegated, "pay (" + keyedCallKey(t, 1, charge) + "/1:p1:hmac-sha256:0123456789abcdef)"},
+		{"recorded in doubt", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			cp.Tools = []runtime.ToolRecord{{Tool: "charge", Call: keyedCallKey(t, 1, charge), InDoubt: true, Error: "in doubt"}}
+			return cp
+		}, runtime.InDoubtRecorded, "recorded it in doubt"},
+	} {
+		for _, resumed := range []string{"removed", "changed"} {
+			t.Run(tc.name+"/"+resumed, func(t *testing.T) {
+				cp, _ := keyFormOf(t, true, lookup)
+				keyed := resumed == "changed"
+				if keyed {
+					t.Setenv(callKeyEnv, "another-digest-key-for-the-resumed-run-0123456789")
+				}
+				err, keys := resumeKeyFormOf(t, tc.cp(cp), keyed, lookup)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt)
+				assert.Empty(t, keys, "the call does not run again")
+				assert.Equal(t, tc.reason, doubt.Reason)
+				assert.Equal(t, keyedCallKey(t, 1, charge), doubt.Call, "the call as the run recorded it")
+				assert.Empty(t, doubt.IdempotencyKey, "the key of the first execution cannot be derived again")
+				assert.Contains(t, err.Error(), tc.says)
+				assert.Contains(t, err.Error(), keyedCallKey(t, 1, charge))
+			})
+		}
+	}
+}
