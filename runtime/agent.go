@@ -277,7 +277,7 @@ func (pl *Pipeline) RunAgent(ctx context.Context, req AgentRequest) (_ AgentResu
 		// Calls sharing an id, not all answered: any of them may be the
 		// one without a result, so each that may have run is in doubt,
 		// as the run recorded it.
-		t := agentTurn{pl: pl, call: call, plainCall: plainCall}
+		t := agentTurn{pl: pl, call: call, plainCall: plainCall, msgs: msgs}
 		records := pl.callRecords(ctx)
 		for _, k := range pending {
 			err = errors.Join(err, t.unansweredDoubt(ctx, at, msgs[at].ToolCalls[k], records))
@@ -847,7 +847,7 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			}
 			t.plainFirst[key] = true
 		case formKeyed:
-			if err := t.pl.keyedFirst(call, name); err != nil {
+			if err := t.keyedFirst(ctx, call, name, records); err != nil {
 				doubt = append(doubt, err)
 				continue
 			}
@@ -861,21 +861,8 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 			}
 			continue
 		}
-		r, ok := lastRecord(records, call.Name, key, plain)
-		// A call whose tool ran an agent turn that started a call that
-		// would repeat an effect is as a call recorded in doubt: no layer
-		// can say that turn's calls never started.
-		delegated := t.pl.delegatedOf(ctx, key, plain)
-		recorded := ok && r.InDoubt || len(delegated) > 0
-		if err := t.pl.callInDoubtAs(ctx, call, recorded, t.plainFirst[key]); err != nil {
-			if d, isDoubt := err.(*InDoubtError); isDoubt {
-				switch {
-				case ok && r.InDoubt:
-					d.Reason = InDoubtRecorded
-				case len(delegated) > 0:
-					d.Reason = InDoubtDelegated
-				}
-			}
+		delegated, recorded, err := t.recordedDoubt(ctx, call, key, plain, t.plainFirst[key], records)
+		if err != nil {
 			if intent, ok := t.pl.resumable(ctx, call, recorded, key, plain); ok {
 				// A layer's shared store knows whether it ever started.
 				if t.resumed == nil {
@@ -914,6 +901,29 @@ func (t *agentTurn) settle(ctx context.Context, at int, pending []int) error {
 	// The live turn ran the step's other calls and ended on the refusal
 	// (on_block end_turn); so does this one.
 	return blockErr
+}
+
+// recordedDoubt returns the *InDoubtError of a call without a record
+// answering it, whose record key is key (plain its key of before a digest
+// key), or nil (callInDoubtAs, plainFirst as there), and whether the run
+// recorded it so that it is in doubt whatever its tool (recorded): a
+// record in doubt (InDoubtRecorded), or a tool that ran an agent turn
+// that started calls that would repeat an effect (delegated, those
+// calls; InDoubtDelegated), which no layer can say never started.
+func (t *agentTurn) recordedDoubt(ctx context.Context, call ToolUse, key, plain string, plainFirst bool, records []ToolRecord) (delegated []DelegatedCall, recorded bool, err error) {
+	r, ok := lastRecord(records, call.Name, key, plain)
+	delegated = t.pl.delegatedOf(ctx, key, plain)
+	recorded = ok && r.InDoubt || len(delegated) > 0
+	err = t.pl.callInDoubtAs(ctx, call, recorded, plainFirst)
+	if d, isDoubt := err.(*InDoubtError); isDoubt {
+		switch {
+		case ok && r.InDoubt:
+			d.Reason = InDoubtRecorded
+		case len(delegated) > 0:
+			d.Reason = InDoubtDelegated
+		}
+	}
+	return delegated, recorded, err
 }
 
 // callInDoubt returns the *InDoubtError (layer checkpoint) of a call

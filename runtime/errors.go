@@ -194,8 +194,14 @@ type InDoubtError struct {
 	Reason InDoubtReason
 	// Call, when set, names the call as its run recorded it
 	// (ToolRecord.Call, CallIntent.Calls): an agent turn's resumed call
-	// whose idempotency key cannot be told (InDoubtKeyFormChanged).
+	// whose idempotency key cannot be told, its run saved under a digest
+	// key the pipeline no longer has (InDoubtKeyFormChanged; for a
+	// read-only tool's call, InDoubtRecorded or InDoubtDelegated).
 	Call string
+	// orEdited: with InDoubtKeyFormChanged, the pipeline has a digest key,
+	// and the run's name of the call may have been made under it with the
+	// call's arguments edited since, which cannot be told apart.
+	orEdited bool
 }
 
 // InDoubtReason says why a call is in doubt (InDoubtError.Reason).
@@ -212,7 +218,11 @@ const (
 	// and cannot be derived again, nor its record matched with its
 	// arguments: run under another key, its tool would take it for a new
 	// call, retry_safe or not. Resumed with the digest key it was saved
-	// with, the run settles the call as it was recorded.
+	// with, the run settles the call as it was recorded. With a digest key
+	// now, the run's name of the call may also have been made under it
+	// with arguments edited since (the error says so) when no other call
+	// of its message shows the key the same; when one does, the edited
+	// call is one the run did not record, and is not in doubt for this.
 	InDoubtKeyFormChanged InDoubtReason = "key_form_changed"
 	// InDoubtNoteUnreadable: an earlier execution stopped before its
 	// outcome was recorded, and the tool is retry_safe, but the claim's
@@ -239,20 +249,24 @@ const (
 func (e *InDoubtError) Error() string {
 	switch e.Reason {
 	case InDoubtKeyFormChanged:
-		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency key form changed since the first execution: the run recorded the call as %s under a digest key (settings.digest_key_env) the pipeline no longer has, "+
+		edited := ""
+		if e.orEdited {
+			edited = " (or its arguments were edited since the run recorded it under the same key: which of the two cannot be told)"
+		}
+		return fmt.Sprintf("%s: call of %s is in doubt: its idempotency key form changed since the first execution: the run recorded the call as %s under a digest key (settings.digest_key_env) the pipeline no longer has%s, "+
 			"so the idempotency key that execution got, derived from the keyed digest of its arguments, cannot be derived again, nor its record matched with its arguments; run under another key, the tool would take it for a new call, so it is not run. "+
 			"Resumed with the digest key it was saved with, the run settles the call as it was recorded",
-			e.Layer, e.Tool, e.Call)
+			e.Layer, e.Tool, e.Call, edited)
 	case InDoubtNoteUnreadable:
 		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the note of its claim, the digests of the arguments it was made with, is unreadable (%v): "+
 			"the tool is retry_safe, but its claim is taken over only by a call of the same arguments, which cannot be told, so it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey, e.Unreadable)
 	case InDoubtRecorded:
-		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (idempotency key %s) had its effect cannot be told, and it is not run again",
-			e.Layer, e.Tool, e.IdempotencyKey)
+		return fmt.Sprintf("%s: call of %s is in doubt: its run recorded it in doubt (its outcome unknown, or not recorded), so whether an earlier execution (%s) had its effect cannot be told, and it is not run again",
+			e.Layer, e.Tool, e.earlier())
 	case InDoubtDelegated:
-		return fmt.Sprintf("%s: call of %s is in doubt: its tool ran an agent turn of the run that started calls that would repeat an effect if made again, and an earlier execution (idempotency key %s) has no recorded result, so it is not run again",
-			e.Layer, e.Tool, e.IdempotencyKey)
+		return fmt.Sprintf("%s: call of %s is in doubt: its tool ran an agent turn of the run that started calls that would repeat an effect if made again, and an earlier execution (%s) has no recorded result, so it is not run again",
+			e.Layer, e.Tool, e.earlier())
 	case InDoubtUndeclared:
 		return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) has no recorded result, and the policy does not declare the tool, so nothing says it is free of effect: it is not run again",
 			e.Layer, e.Tool, e.IdempotencyKey)
@@ -263,6 +277,15 @@ func (e *InDoubtError) Error() string {
 	}
 	return fmt.Sprintf("%s: call of %s is in doubt: an earlier execution (idempotency key %s) stopped before recording its outcome, and the tool is not retry_safe, so it is not run again",
 		e.Layer, e.Tool, e.IdempotencyKey)
+}
+
+// earlier names the earlier execution of e's call: by its idempotency
+// key, or, when that cannot be told, as its run recorded the call (Call).
+func (e *InDoubtError) earlier() string {
+	if e.IdempotencyKey == "" && e.Call != "" {
+		return "recorded as " + e.Call + " under a digest key (settings.digest_key_env) the pipeline no longer has, so its idempotency key cannot be derived again"
+	}
+	return "idempotency key " + e.IdempotencyKey
 }
 
 // ErrOutcomeUnrecorded is in the error of a call that ran to its end but

@@ -71,15 +71,46 @@ func (t *agentTurn) firstForm(ctx context.Context, at int, call ToolUse, key, pl
 		}
 		return first{}
 	})
-	if f.ok {
-		return f.form, f.name
-	}
-	for _, r := range records {
-		if r.Tool == call.Name && other(r.Call) {
-			return formKeyed, r.Call
+	if !f.ok {
+		for _, r := range records {
+			if r.Tool == call.Name && other(r.Call) {
+				f = first{form: formKeyed, name: r.Call, ok: true}
+				break
+			}
 		}
 	}
-	return formSame, ""
+	if f.form == formKeyed && plain != "" && t.sameDigestKey(ctx, at, records) {
+		// Named under the pipeline's digest key, with other arguments:
+		// the call as the transcript has it (edited since) is not one
+		// the run recorded.
+		return formSame, ""
+	}
+	return f.form, f.name
+}
+
+// sameDigestKey reports whether the run of ctx recorded a call of the
+// assistant message at under the name the pipeline gives it now, with
+// its digest key (CallIntent.Calls, records): the run was saved with that
+// key, and a keyed name of a call's place and id that is not its name now
+// was made with other arguments (the transcript edited since), not under
+// another key.
+func (t *agentTurn) sameDigestKey(ctx context.Context, at int, records []ToolRecord) bool {
+	if at < 0 || at >= len(t.msgs) {
+		return false
+	}
+	names := make(map[string]bool, len(t.msgs[at].ToolCalls))
+	for _, c := range t.msgs[at].ToolCalls {
+		names[t.key(at, c)] = true
+	}
+	for _, r := range records {
+		if names[r.Call] {
+			return true
+		}
+	}
+	named, _ := readRunState(t.pl, RunOf(ctx).ID, func(s *RunState) bool {
+		return s.intent != nil && slices.ContainsFunc(s.intent.Calls, func(n string) bool { return names[n] })
+	})
+	return named
 }
 
 // keyedFirst returns the error of a resumed call that its run recorded as
@@ -90,26 +121,49 @@ func (t *agentTurn) firstForm(ctx context.Context, at int, call ToolUse, key, pl
 // again (nor its record, if any, be matched with its arguments); run
 // under another key, the tool would take it for another call. It is in
 // doubt (layer checkpoint, InDoubtKeyFormChanged) and does not run. A
-// read-only call runs again (nil).
-func (pl *Pipeline) keyedFirst(call ToolUse, name string) error {
-	e := pl.toolEntry(call.Name)
-	if e != nil && e.known && !e.info.SideEffecting {
+// read-only call runs again (nil), unless the run recorded it, under
+// name, in doubt (InDoubtRecorded) or as a call whose tool ran an agent
+// turn that started calls that would repeat an effect (InDoubtDelegated):
+// run again, the tool would run that turn anew. Those calls are named.
+func (t *agentTurn) keyedFirst(ctx context.Context, call ToolUse, name string, records []ToolRecord) error {
+	r, recorded := lastRecord(records, call.Name, name, "")
+	delegated := t.pl.delegatedOf(ctx, name, "")
+	d := &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name}
+	e := t.pl.toolEntry(call.Name)
+	switch {
+	case e == nil || !e.known || e.info.SideEffecting:
+		// With a digest key, the name may have been made under it, with
+		// arguments edited since, when nothing shows the key the same
+		// (sameDigestKey): the error says either may have changed.
+		d.orEdited = t.pl.digester.Keyed()
+	case recorded && r.InDoubt:
+		d.Reason = InDoubtRecorded
+	case len(delegated) > 0:
+		d.Reason = InDoubtDelegated
+	default:
 		return nil
 	}
-	return &InDoubtError{Layer: LayerCheckpoint, Tool: call.Name, Reason: InDoubtKeyFormChanged, Call: name}
+	return delegatedDoubt(d, call, delegated)
 }
 
 // unansweredDoubt returns the error of a resumed call of the assistant
 // message at that may have run and is not settled (its id shared by calls
-// answered in part), as the run recorded it (firstForm): in doubt under
-// the idempotency key its tool got first, or for a key form changed
+// answered in part), as the run recorded it (firstForm, recordedDoubt):
+// in doubt under the idempotency key its tool got first, whatever its
+// tool when recorded in doubt or when its tool ran an agent turn that
+// started calls that would repeat an effect, or for a key form changed
 // since (keyedFirst); nil for a call that may run again.
 func (t *agentTurn) unansweredDoubt(ctx context.Context, at int, call ToolUse, records []ToolRecord) error {
-	form, name := t.firstForm(ctx, at, call, t.key(at, call), t.plainKey(at, call), records)
+	key, plain := t.key(at, call), t.plainKey(at, call)
+	form, name := t.firstForm(ctx, at, call, key, plain, records)
 	if form == formKeyed {
-		return t.pl.keyedFirst(call, name)
+		return t.keyedFirst(ctx, call, name, records)
 	}
-	return t.pl.callInDoubtAs(ctx, call, false, form == formPlain)
+	delegated, _, err := t.recordedDoubt(ctx, call, key, plain, form == formPlain, records)
+	if err == nil {
+		return nil
+	}
+	return delegatedDoubt(err, call, delegated)
 }
 
 // plainFirstInFlight counts the resumed calls running whose first

@@ -283,3 +283,135 @@ func TestCallsSharingAnIdAreInDoubtAsRecordedAcrossTheSwitch(t *testing.T) {
 		}
 	})
 }
+
+// Calls sharing an id and answered in part end the turn before anything
+// runs, each that may have run in doubt. A retry_safe call the run
+// recorded in doubt, or whose tool ran an agent turn that started a
+// payment, was read as one without a record, which may run again, and
+// left out: the error hid the doubt the settled call would have had. It
+// is in doubt as the run recorded it.
+func TestCallsSharingAnIdAreInDoubtWhenRecordedInDoubtOrDelegated(t *testing.T) {
+	charge := use("c1", "charge", `{"order":7,"amount":12}`)
+	for _, tc := range []struct {
+		name   string
+		cp     func(runtime.Checkpoint) runtime.Checkpoint
+		reason runtime.InDoubtReason
+		says   string
+	}{
+		{"recorded in doubt", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			cp.Tools = []runtime.ToolRecord{{Tool: "charge", Call: callKey(1, charge), InDoubt: true, Error: "in doubt"}}
+			return cp
+		}, runtime.InDoubtRecorded, "recorded it in doubt"},
+		{"delegated", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			cp.Calls.Delegated = map[string][]runtime.DelegatedCall{callKey(1, charge): {{Tool: "pay", Call: callKey(1, charge) + "/1:p1:0123456789abcdef"}}}
+			return cp
+		}, runtime.InDoubtDelegated, "pay (" + callKey(1, charge) + "/1:p1:0123456789abcdef)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp, _ := keyForm(t, false)
+			err, keys := resumeKeyForm(t, tc.cp(sharedID(cp)), false)
+			require.ErrorIs(t, err, runtime.ErrUnansweredToolCall)
+			assert.Empty(t, keys, "no call runs")
+			doubts := inDoubtErrors(err)
+			require.Len(t, doubts, 1, "the call the run recorded so is in doubt")
+			assert.Equal(t, tc.reason, doubts[0].Reason)
+			assert.NotEmpty(t, doubts[0].IdempotencyKey)
+			assert.Contains(t, err.Error(), tc.says)
+		})
+	}
+}
+
+// edited returns cp with the arguments of its call, c1, replaced (a host
+// edited the transcript), and, when also, a second call of charge, c2,
+// that the run recorded under its name, keyed with the digest key.
+func edited(t *testing.T, cp runtime.Checkpoint, also bool) runtime.Checkpoint {
+	last := &cp.Transcript[len(cp.Transcript)-1]
+	last.ToolCalls[0].Arguments = []byte(`{"order":7,"amount":13}`)
+	if also {
+		c2 := use("c2", "charge", `{"order":8,"amount":3}`)
+		last.ToolCalls = append(last.ToolCalls, c2)
+		cp.Calls.Calls = append(cp.Calls.Calls, keyedCallKey(t, 1, c2))
+	}
+	return cp
+}
+
+// A run saved with the digest key and resumed with the same one, the
+// call's arguments edited in between: the run's name of the call, keyed
+// with the key, differs from the one the pipeline gives it now, which was
+// read as a digest key changed since, and the call was in doubt, saying
+// so. When another call of the message is named as it was recorded, the
+// key is the same: the edited call is one the run did not record, and a
+// retry_safe one runs, as it does without a digest key. Otherwise which
+// of the two changed cannot be told: in doubt, its error saying either
+// may have.
+func TestAResumedCallWhoseArgumentsWereEditedIsNotTakenForAChangedKey(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	t.Run("the key shown the same", func(t *testing.T) {
+		cp, _ := keyForm(t, true)
+		err, keys := resumeKeyForm(t, edited(t, cp, true), true)
+		require.NoError(t, err)
+		assert.Len(t, keys, 2, "both calls run: neither was recorded as the transcript has it")
+	})
+	t.Run("the key not shown", func(t *testing.T) {
+		cp, _ := keyForm(t, true)
+		err, keys := resumeKeyForm(t, edited(t, cp, false), true)
+		var doubt *runtime.InDoubtError
+		require.ErrorAs(t, err, &doubt)
+		assert.Empty(t, keys, "the call does not run")
+		assert.Equal(t, runtime.InDoubtKeyFormChanged, doubt.Reason)
+		assert.Contains(t, err.Error(), "or its arguments were edited")
+	})
+	t.Run("without a digest key", func(t *testing.T) {
+		cp, _ := keyForm(t, false)
+		err, keys := resumeKeyForm(t, edited(t, cp, false), false)
+		require.NoError(t, err)
+		assert.Len(t, keys, 1, "the edited call runs")
+	})
+}
+
+// A read-only call the run recorded under a digest key the pipeline no
+// longer has runs again, its key form aside: its tool is free of effect.
+// But one whose tool ran an agent turn that started a payment, or that
+// the run recorded in doubt, was looked up under its name now, which
+// holds neither, and ran again: the agent turn anew, whose model could
+// make the payment again. It is in doubt, as under its name of before.
+func TestAResumedReadOnlyCallThatDelegatedIsInDoubtAcrossTheDigestKey(t *testing.T) {
+	t.Setenv(callKeyEnv, testDigestKey)
+	lookup := plan.Tool{}
+	charge := use("c1", "charge", `{"order":7,"amount":12}`)
+	for _, tc := range []struct {
+		name   string
+		cp     func(runtime.Checkpoint) runtime.Checkpoint
+		reason runtime.InDoubtReason
+		says   string
+	}{
+		{"delegated", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			name := keyedCallKey(t, 1, charge)
+			cp.Calls.Delegated = map[string][]runtime.DelegatedCall{name: {{Tool: "pay", Call: name + "/1:p1:hmac-sha256:0123456789abcdef"}}}
+			return cp
+		}, runtime.InDoubtDelegated, "pay (" + keyedCallKey(t, 1, charge) + "/1:p1:hmac-sha256:0123456789abcdef)"},
+		{"recorded in doubt", func(cp runtime.Checkpoint) runtime.Checkpoint {
+			cp.Tools = []runtime.ToolRecord{{Tool: "charge", Call: keyedCallKey(t, 1, charge), InDoubt: true, Error: "in doubt"}}
+			return cp
+		}, runtime.InDoubtRecorded, "recorded it in doubt"},
+	} {
+		for _, resumed := range []string{"removed", "changed"} {
+			t.Run(tc.name+"/"+resumed, func(t *testing.T) {
+				cp, _ := keyFormOf(t, true, lookup)
+				keyed := resumed == "changed"
+				if keyed {
+					t.Setenv(callKeyEnv, "another-digest-key-for-the-resumed-run-0123456789")
+				}
+				err, keys := resumeKeyFormOf(t, tc.cp(cp), keyed, lookup)
+				var doubt *runtime.InDoubtError
+				require.ErrorAs(t, err, &doubt)
+				assert.Empty(t, keys, "the call does not run again")
+				assert.Equal(t, tc.reason, doubt.Reason)
+				assert.Equal(t, keyedCallKey(t, 1, charge), doubt.Call, "the call as the run recorded it")
+				assert.Empty(t, doubt.IdempotencyKey, "the key of the first execution cannot be derived again")
+				assert.Contains(t, err.Error(), tc.says)
+				assert.Contains(t, err.Error(), keyedCallKey(t, 1, charge))
+			})
+		}
+	}
+}

@@ -24,6 +24,9 @@ type errDoc struct {
 	// typ and param, when set, are the upstream's own, in place of the
 	// type the status maps to and of a null param.
 	typ, param string
+	// reason is why a call in doubt is (runtime.InDoubtError.Reason),
+	// "" for the zero reason and for other failures.
+	reason string
 }
 
 // ownError is the errDoc of a failure of the gateway's own.
@@ -37,6 +40,9 @@ func ownError(status int, code, layer, msg string) errDoc {
 // format can hold without misleading its client (upstreamDetail).
 func callError(a api, status int, err error) errDoc {
 	e := ownError(status, errorCode(err), runtime.LayerOf(err), clientMessage(err))
+	if d := (*runtime.InDoubtError)(nil); errors.As(err, &d) {
+		e.reason = string(d.Reason)
+	}
 	e.upstreamDetail(a, err)
 	e.msg = relayed(e.msg, maxRelayedMessage)
 	e.typ, e.param = relayed(e.typ, maxRelayedField), relayed(e.param, maxRelayedField)
@@ -167,8 +173,8 @@ func providerOf(a api) string {
 // body is e as the error document of API a: OpenAI's
 // {"error":{"message","type","code","param"}} and Anthropic's
 // {"type":"error","error":{"type","message"}}, both with the gateway's
-// class (kind, and Anthropic's code) and the layer that refused the call
-// when there is one.
+// class (kind, and Anthropic's code), the layer that refused the call
+// when there is one, and why a call in doubt is when a reason is given.
 func (e errDoc) body(a api) any {
 	type openAIError struct {
 		Message string  `json:"message"`
@@ -177,6 +183,7 @@ func (e errDoc) body(a api) any {
 		Param   *string `json:"param"`
 		Kind    string  `json:"kind"`
 		Layer   string  `json:"layer,omitempty"`
+		Reason  string  `json:"reason,omitempty"`
 	}
 	type anthropicError struct {
 		Type    string `json:"type"`
@@ -184,13 +191,14 @@ func (e errDoc) body(a api) any {
 		Code    string `json:"code,omitempty"`
 		Kind    string `json:"kind,omitempty"`
 		Layer   string `json:"layer,omitempty"`
+		Reason  string `json:"reason,omitempty"`
 	}
 	if a == apiAnthropic {
 		typ := e.typ
 		if typ == "" {
 			typ = anthropicErrorType(e.status)
 		}
-		return map[string]any{"type": "error", "error": anthropicError{Type: typ, Message: e.msg, Code: e.kind, Kind: e.kind, Layer: e.layer}}
+		return map[string]any{"type": "error", "error": anthropicError{Type: typ, Message: e.msg, Code: e.kind, Kind: e.kind, Layer: e.layer, Reason: e.reason}}
 	}
 	typ := e.typ
 	if typ == "" {
@@ -200,5 +208,5 @@ func (e errDoc) body(a api) any {
 	if e.param != "" {
 		param = &e.param
 	}
-	return map[string]any{"error": openAIError{Message: e.msg, Type: typ, Code: e.code, Param: param, Kind: e.kind, Layer: e.layer}}
+	return map[string]any{"error": openAIError{Message: e.msg, Type: typ, Code: e.code, Param: param, Kind: e.kind, Layer: e.layer, Reason: e.reason}}
 }

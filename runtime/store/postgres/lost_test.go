@@ -167,51 +167,65 @@ func TestAClaimsWritesSurviveACutConnection(t *testing.T) {
 // not get through either, or reaches the statement in its commit) commits
 // after the client gave up on it. The append sent again on another
 // connection looked for the row before that commit, found none and added
-// it: one logical record, two rows (in about half the tries). The second
-// append waits for the first one's transaction and adds nothing once it
-// committed.
+// it: one logical record, two rows. The second append waits for the
+// first one's transaction and adds nothing once it committed. The first
+// INSERT is held at a gate the test opens, not for a time: a test slowed
+// down under load did not find it on the server before it committed.
 func TestAnAuditAppendSentAgainWhileTheFirstCommitsWritesOneRow(t *testing.T) {
 	direct, s, p := viaProxy(t, 10*time.Second)
 	ctx := context.Background()
 	schema := direct.Schema()
-	// The first INSERT of a run "slow..." holds its transaction open for
-	// most of a second after its row is in, a cancel request
-	// notwithstanding; the one sent again does not.
+	// The first INSERT of a run "slow..." holds its transaction open after
+	// its row is in until the test opens the gate (an advisory lock the
+	// test holds), a cancel request notwithstanding; the one sent again
+	// does not wait there.
+	gate := `hashtext('` + schema + ` gate')`
 	_, err := direct.Pool().Exec(ctx, `CREATE FUNCTION `+schema+`.slow_audit() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.run_id LIKE 'slow%' AND pg_try_advisory_xact_lock(hashtext('`+schema+` ' || NEW.run_id)) THEN
 				BEGIN
-					PERFORM pg_sleep(0.6);
+					PERFORM pg_advisory_xact_lock(`+gate+`);
 				EXCEPTION WHEN query_canceled THEN
-					PERFORM pg_sleep(0.6);
+					PERFORM pg_advisory_xact_lock(`+gate+`);
 				END;
 			END IF;
 			RETURN NEW;
 		END $$;
 		CREATE TRIGGER slow_audit AFTER INSERT ON `+schema+`.audit FOR EACH ROW EXECUTE FUNCTION `+schema+`.slow_audit()`)
 	require.NoError(t, err)
-	sleeping := func() int {
+	// waiting counts the audit INSERTs running that wait on a lock of
+	// kind event (advisory: the first, at the gate), or all of them ("").
+	waiting := func(event string) int {
 		var n int
-		require.NoError(t, direct.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'
-			AND query LIKE 'INSERT INTO `+schema+`.audit%'`).Scan(&n))
+		require.NoError(t, direct.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active'
+			AND ($1 = '' OR wait_event_type = 'Lock' AND wait_event = $1) AND query LIKE 'INSERT INTO `+schema+`.audit%'`, event).Scan(&n))
 		return n
 	}
+	keeper, err := pgx.Connect(ctx, storetest.ServerURL(t, storetest.PostgresEnv))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = keeper.Close(context.Background()) })
 
 	for i := range 6 {
+		_, err := keeper.Exec(ctx, `SELECT pg_advisory_lock(`+gate+`)`)
+		require.NoError(t, err, "the gate is closed")
 		run := fmt.Sprintf("slow%d", i)
 		done := make(chan error, 1)
 		go func() {
 			done <- s.Append(ctx, runtime.AuditRecord{Time: time.Unix(100, 0), Layer: "audit", Tool: "refund",
 				Phase: runtime.PhaseOutcome, Decision: runtime.DecisionOK, RunID: run, Attempts: 1})
 		}()
-		require.Eventually(t, func() bool { return sleeping() == 1 }, 10*time.Second, 5*time.Millisecond,
-			"the first INSERT runs on the server")
+		require.Eventually(t, func() bool { return waiting("advisory") == 1 }, 10*time.Second, 5*time.Millisecond,
+			"the first INSERT runs on the server, its row in, at the gate")
 		p.Drop()
+		// The gate opens: the first INSERT commits, before or after the
+		// one sent again looks for its row.
+		_, err = keeper.Exec(ctx, `SELECT pg_advisory_unlock(`+gate+`)`)
+		require.NoError(t, err)
 		require.NoError(t, <-done, "the server is up: the record is written")
 
 		// Once the first INSERT's transaction ended, the trail holds the
 		// record once.
-		require.Eventually(t, func() bool { return sleeping() == 0 }, 10*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return waiting("") == 0 }, 10*time.Second, 5*time.Millisecond)
 		recs, err := direct.Records(ctx, run)
 		require.NoError(t, err)
 		require.Len(t, recs, 1, "one logical record, one row (try %d)", i)
