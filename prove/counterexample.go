@@ -1,6 +1,7 @@
 package prove
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -287,7 +288,7 @@ func plainArgs(schema json.RawMessage) map[string]any {
 // invariant is among them.
 func Replay(ctx context.Context, p *plan.Plan, sc *scenario.Scenario, opts Options) ([]string, error) {
 	registerProbe()
-	inv, err := compileInvariants(p, opts.Dir)
+	inv, err := compileInvariants(p, cmp.Or(opts.PosDir, opts.Dir))
 	if err != nil {
 		return nil, err
 	}

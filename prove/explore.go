@@ -1,6 +1,7 @@
 package prove
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,10 +33,13 @@ type Options struct {
 	// Copies is the largest number of concurrent duplicate deliveries of a
 	// tool call explored (1 or 2; default 2).
 	Copies int
-	// Dir resolves the plan's relative paths (file_check roots), and is
-	// joined to the positions of the policy's invariants in messages
-	// (plan.PosIn): the policy's directory as the command was given it.
+	// Dir resolves the plan's relative paths (file_check roots).
 	Dir string
+	// PosDir is joined to the positions of the policy's invariants in
+	// messages (plan.PosIn): the policy's directory as the messages name
+	// its files (from the working directory, as vet names them); empty:
+	// Dir.
+	PosDir string
 	// MaxStates stops the exploration once this many states (runs) were
 	// run, over every target (0: no bound): at each depth the targets take
 	// what is left in their order, so that the same states are run every
@@ -320,7 +324,7 @@ func Explore(ctx context.Context, p *plan.Plan, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("prove: copies %d: at most 2 concurrent deliveries are explored", opts.Copies)
 	}
 	registerProbe()
-	inv, err := compileInvariants(p, opts.Dir)
+	inv, err := compileInvariants(p, cmp.Or(opts.PosDir, opts.Dir))
 	if err != nil {
 		return nil, err
 	}

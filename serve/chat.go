@@ -410,9 +410,10 @@ func (s *Server) refused(pl *runtime.Pipeline, stage plan.Stage, err error) erro
 // placed returns err, when it is a refusal by a layer of stage's chain of
 // pl whose name another layer of the policy has too (a pii layer in the
 // chat chain and one in the tool chain), with the layer's place:
-// "blocked by pii (chains.tool[0] at policy.cue:9:3): ...". The chain
-// alone is named when it holds several layers of that name. Otherwise it
-// returns err.
+// "blocked by pii (chains.tool[0]): ...". The chain alone is named when it
+// holds several layers of that name. Otherwise it returns err. The
+// layer's position in the policy's files is not given: the message is the
+// client's, and the place names the layer in the policy all the same.
 func placed(pl *runtime.Pipeline, stage plan.Stage, err error) error {
 	b, ok := err.(*runtime.BlockedError)
 	if !ok || b.At != "" || pl == nil || pl.Plan() == nil {
@@ -429,9 +430,6 @@ func placed(pl *runtime.Pipeline, stage plan.Stage, err error) error {
 			if st == stage {
 				inStage++
 				at = fmt.Sprintf("chains.%s[%d]", st, i)
-				if l.Pos != "" {
-					at += " at " + l.Pos
-				}
 			}
 		}
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +110,26 @@ func TestMCPToolNameClashOnListChangeNamesEveryServer(t *testing.T) {
 	}
 	assert.Regexp(t, `tool \\"lookup\\" is served by both \\"a\\" and \\"c\\" \(declared at policy\.cue:4:\d+ and policy\.cue:6:\d+\); give one of them a prefix`, line)
 	assert.Regexp(t, `tool \\"stock\\" is served by both \\"b\\" and \\"c\\" \(declared at policy\.cue:5:\d+ and policy\.cue:6:\d+\); give one of them a prefix`, line)
+}
+
+// TestMCPToolNameClashNamesThePolicyDirectory: the clash named the
+// servers' declarations relative to the policy's directory (policy.cue:4:7)
+// where the log and the reload's diagnostics name the directory too
+// (Loaded.PosDir).
+func TestMCPToolNameClashNamesThePolicyDirectory(t *testing.T) {
+	_, a := clashUpstream(t, "lookup")
+	_, b := clashUpstream(t, "lookup")
+	_, c := clashUpstream(t, "ping")
+	dir := writePolicy(t, fmt.Sprintf(threeServersPolicy, a, b, c))
+	src := SourceFunc(func(ctx context.Context) (*Loaded, error) {
+		ld, err := cueSource(dir).Load(ctx)
+		if ld != nil {
+			ld.PosDir = "pol"
+		}
+		return ld, err
+	})
+	_, err := New(context.Background(), Options{Source: src, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.Error(t, err)
+	at := regexp.QuoteMeta(filepath.Join("pol", "policy.cue"))
+	assert.Regexp(t, `^`+at+`:5:\d+: mcp: tool "lookup" is served by both "a" and "b" \(declared at `+at+`:4:\d+ and `+at+`:5:\d+\)`, err.Error())
 }

@@ -430,18 +430,20 @@ func TestProposedCallGivenAnotherIDByAHostsLayer(t *testing.T) {
 // TestRefusalNamesTheChainOfASameNamedLayer: a pii layer named "pii" in
 // the chat chain and another in the tool chain refused a proposed call as
 // "blocked by pii:", which did not tell which of them did. The 403 now
-// names the chain, the layer's place in it and its position in the
-// policy when the name is not the layer's alone.
+// names the chain and the layer's place in it when the name is not the
+// layer's alone; not its position in the policy's files, which are the
+// operator's and not the client's to read.
 func TestRefusalNamesTheChainOfASameNamedLayer(t *testing.T) {
 	const email = `{"to":"john.doe@example.com","body":"hi"}`
 	for _, tc := range []struct{ chat, tools, want string }{
-		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["email"]}`, `blocked by pii (chains.tool[0] at policy.cue:`},
-		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["phone"]}`, `blocked by pii (chains.chat[0] at policy.cue:`},
+		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["email"]}`, `blocked by pii (chains.tool[0]): `},
+		{`{use: "pii", action: "redact", kinds: ["email"]},`, `{use: "pii", kinds: ["phone"]}`, `blocked by pii (chains.chat[0]): `},
 	} {
 		got, _ := proposedEverywhere(t, tc.chat, tc.tools, email)
 		require.Len(t, got, 6)
 		for route, out := range got {
 			assert.Contains(t, out, tc.want, route)
+			assert.NotContains(t, out, "policy.cue", route)
 		}
 	}
 	// A name one layer has alone is not annotated.

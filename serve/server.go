@@ -640,7 +640,14 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 		}
 		deps.Models[name] = sm
 	}
-	ups, err := connectUpstreams(ctx, p.MCPServers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP, s.opts.RunIdle, s.metrics)
+	// A server's position names the policy's directory, as the log does:
+	// a tool name two servers serve is reported at their declarations.
+	servers := make(map[string]plan.MCPServer, len(p.MCPServers))
+	for name, sp := range p.MCPServers {
+		sp.Pos = plan.PosIn(ld.PosDir, sp.Pos)
+		servers[name] = sp
+	}
+	ups, err := connectUpstreams(ctx, servers, ld.Dir, s.opts.LookupEnv, s.log, s.opts.MaxToolResultBytes, s.refreshMCP, s.opts.RunIdle, s.metrics)
 	if err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func cmdProve(ctx context.Context, env *cliEnv, args []string) int {
 			continue
 		}
 		dir := policyDir(paths[0])
-		r, err := prove.Explore(ctx, p, prove.Options{Depth: *k, Dir: dir, MaxStates: *maxStates, Timeout: *timeout,
+		r, err := prove.Explore(ctx, p, prove.Options{Depth: *k, Dir: dir, PosDir: rel(env, dir), MaxStates: *maxStates, Timeout: *timeout,
 			ProgressEvery: proveProgressEvery, Progress: func(pr prove.Progress) {
 				fmt.Fprintf(env.stderr, "agentc: %s: %d states, running scripts of length %d, %d of %d targets explored to k=%d, %s so far\n",
 					label, pr.States, pr.Depth, pr.Done, pr.Targets, *k, pr.Elapsed.Round(time.Second))

@@ -175,3 +175,23 @@ chains: tool: [{use: "audit"}]
 	assert.Contains(t, stdout.String(), `"clean": false`)
 	assert.Contains(t, stdout.String(), `"target": "tool refund"`)
 }
+
+// TestProveNamesAnInvariantAsVetNamesItsFile: a custom invariant's
+// violation named the policy's file as the command was given it, absolute
+// for an absolute path, where vet names it from the working directory.
+func TestProveNamesAnInvariantAsVetNamesItsFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pol"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pol", "policy.cue"), []byte(`package p
+
+tools: pay: {side_effecting: true, args: {type: "object", properties: id: {type: "string", maxLength: 8}}}
+invariants: custom: never: "executions.tools.pay <= 0"
+`), 0o644))
+	t.Chdir(dir)
+	for _, path := range []string{"pol", filepath.Join(dir, "pol")} {
+		var stdout, stderr strings.Builder
+		code := Main(context.Background(), []string{"prove", "-k", "1", "-o", t.TempDir(), path}, &stdout, &stderr)
+		assert.Equal(t, exitProblems, code, stdout.String()+stderr.String())
+		assert.Contains(t, stdout.String(), "violated never: "+filepath.Join("pol", "policy.cue")+":4:", path)
+	}
+}
