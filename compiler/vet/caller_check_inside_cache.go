@@ -31,8 +31,11 @@ blocks an intern (run.meta.key == 'intern') lets the intern have what the
 analyst's call stored; a pii whose when masks e-mail addresses for
 interns only serves the intern the analyst's answer in clear. An error at
 the read, unless the cache keys its entries on what is read: the tenant
-(run.meta.tenant) with scope "key" or "run", the run (run.id) with scope
-"run", or for idempotent the tenant, and the run unless key_args is set.
+with scope "key" or "run", the run (run.id) with scope "run", or for
+idempotent the tenant, and the run unless key_args is set. A cache keys on
+the run's tenant, which is run.meta.tenant under agentc serve, for a policy
+that declares keys (and no turn chain); a host embedding agentc sets
+run.meta as it likes, so elsewhere a read of run.meta.tenant is reported.
 Move the check outside the cache, where it runs on every hit (a pii or
 redact outside then leaves the cache storing in clear:
 order/cache-inside-redact), or give the cache a scope that keys on what
@@ -102,13 +105,17 @@ func (p *Pass) callerCheckInsideCache(cache, check *dsl.Entry) {
 			continue
 		}
 		for _, r := range callerReads(x.Source) {
-			if cacheKeysOn(cache, r.path) {
+			if cacheKeysOn(cache, r.path) && (r.path != "run.meta.tenant" || p.servedMeta()) {
 				continue
 			}
 			keyed, advice := cacheKeying(cache, r.path)
+			keyed = "without it (" + keyed + ")"
+			if cacheKeysOn(cache, r.path) {
+				keyed = "on the run's tenant, not on run.meta.tenant (agentc serve sets both from the key it admitted, for a policy that declares keys; a host embedding agentc sets run.meta as it likes)"
+			}
 			p.Report(dsl.Diagnostic{Pos: x.PosAt(r.offset), Severity: dsl.Error,
 				Related: []dsl.Related{at(cache, "%s is here, outside %s", cache.Ref(), check.Ref())},
-				Message: fmt.Sprintf("%s reads %s in its %s, but sits inside %s, which keys its entries without it (%s): a hit serves one caller the answer another caller's call stored, without running %s; move %s outside %s%s",
+				Message: fmt.Sprintf("%s reads %s in its %s, but sits inside %s, which keys its entries %s: a hit serves one caller the answer another caller's call stored, without running %s; move %s outside %s%s",
 					check.Ref(), r.path, field, cache.Ref(), keyed, check.Ref(), check.Ref(), cache.Ref(), advice)})
 			return
 		}
@@ -173,9 +180,17 @@ func cacheScope(cache *dsl.Entry) string {
 	return "run"
 }
 
+// servedMeta reports whether the policy is agentc serve's (it declares
+// keys, and has no turn chain, which only a host embedding agentc runs),
+// where run.meta.tenant is the run's tenant: serve sets both from the key
+// it admitted. A host sets run.meta as it likes.
+func (p *Pass) servedMeta() bool {
+	return len(p.Policy.Keys) > 0 && len(p.Policy.Chains["turn"]) == 0
+}
+
 // cacheKeysOn reports whether the cache keys its entries on the caller's
 // path: the tenant (runtime.Run.Tenant, which agentc serve sets as
-// run.meta.tenant) and the run id, as its scope has it.
+// run.meta.tenant, see servedMeta) and the run id, as its scope has it.
 func cacheKeysOn(cache *dsl.Entry, path string) bool {
 	scope := cacheScope(cache)
 	if cache.Use == "idempotent" {
