@@ -3,6 +3,7 @@ package vet
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/common/ast"
@@ -36,6 +37,9 @@ idempotent the tenant, and the run unless key_args is set. A cache keys on
 the run's tenant, which is run.meta.tenant under agentc serve, for a policy
 that declares keys (and no turn chain); a host embedding agentc sets
 run.meta as it likes, so elsewhere a read of run.meta.tenant is reported.
+Nor is a read reported that the cache's when pins to one value (a term of
+its top-level && such as run.meta.?key.orValue('') == 'analyst'): every
+caller the cache serves has that value.
 Move the check outside the cache, where it runs on every hit (a pii or
 redact outside then leaves the cache storing in clear:
 order/cache-inside-redact), or give the cache a scope that keys on what
@@ -105,7 +109,7 @@ func (p *Pass) callerCheckInsideCache(cache, check *dsl.Entry) {
 			continue
 		}
 		for _, r := range callerReads(x.Source) {
-			if cacheKeysOn(cache, r.path) && (r.path != "run.meta.tenant" || p.servedMeta()) {
+			if cacheKeysOn(cache, r.path) && (r.path != "run.meta.tenant" || p.servedMeta()) || cachePins(cache, r.path) {
 				continue
 			}
 			keyed, advice := cacheKeying(cache, r.path)
@@ -170,6 +174,51 @@ func callerReads(src string) []callerPathAt {
 	}
 	slices.SortFunc(out, func(a, b callerPathAt) int { return a.offset - b.offset })
 	return out
+}
+
+// cachePins reports whether the cache's when requires the caller's path
+// to hold one value (a term of its top-level &&: run.id == 'r',
+// run.meta.?key.orValue("") == 'analyst', the default another value than
+// the constant, so that the key is there): every call the cache keeps or
+// serves has that value, so a check inside decided for each caller a hit
+// serves as for the one whose call was stored. A string or bool constant
+// only: a number equals a value of another type (1 == 1.0), which a check
+// could tell apart.
+func cachePins(cache *dsl.Entry, path string) bool {
+	if cache.When == nil {
+		return false
+	}
+	for expr, c := range runEqualities(cache.When.Source) {
+		if c == "" || c[0] != 's' && c[0] != 'b' {
+			continue
+		}
+		if expr == path && (path == "run.id" || path == "run.agent") {
+			return true
+		}
+		key, def, ok := metaEquality(expr)
+		if ok && "run.meta."+key == path && def != c {
+			return true
+		}
+	}
+	return false
+}
+
+// metaEquality splits the canonical text runValue gives a key of run.meta
+// read with a default into the key and the default's text.
+func metaEquality(expr string) (key, def string, ok bool) {
+	rest, ok := strings.CutPrefix(expr, "run.meta[?")
+	if !ok {
+		return "", "", false
+	}
+	quoted, def, ok := strings.Cut(rest, "].orValue(")
+	if !ok || !strings.HasSuffix(def, ")") {
+		return "", "", false
+	}
+	key, err := strconv.Unquote(quoted)
+	if err != nil {
+		return "", "", false
+	}
+	return key, strings.TrimSuffix(def, ")"), true
 }
 
 // cacheScope is a memoize or semantic_memoize entry's scope.
