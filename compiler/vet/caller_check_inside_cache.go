@@ -83,18 +83,20 @@ func checksOutput(e *dsl.Entry) bool {
 // cacheKeeps reports whether the cache serves hits for calls check applies
 // to: in the chat chain when their whens meet, in the tool chain for a
 // tool both apply to that the cache keeps (memoize and semantic_memoize
-// the tools that are not side_effecting, idempotent those that are).
+// the tools that are neither side_effecting nor secret_result, idempotent
+// the side-effecting ones).
 func (p *Pass) cacheKeeps(cache, check *dsl.Entry) bool {
 	if cache.Stage == "chat" {
 		return p.Overlap(cache, check)
 	}
+	idem := cache.Use == "idempotent"
 	for _, name := range p.toolNames() {
 		t := p.Policy.Tools[name]
-		if t != nil && t.SideEffecting == (cache.Use == "idempotent") && p.Applies(cache, name) && p.Applies(check, name) {
+		if t != nil && t.SideEffecting == idem && (idem || !t.SecretResult) && p.Applies(cache, name) && p.Applies(check, name) {
 			return true
 		}
 	}
-	return cache.Use == "idempotent" && p.UndeclaredToolsRun() && p.Applies(cache, "") && p.Applies(check, "")
+	return idem && p.UndeclaredToolsRun() && p.Applies(cache, "") && p.Applies(check, "")
 }
 
 // callerCheckInsideCache reports the first read of the caller in check's
