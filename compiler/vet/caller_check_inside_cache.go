@@ -33,7 +33,9 @@ analyst's call stored; a pii whose when masks e-mail addresses for
 interns only serves the intern the analyst's answer in clear. An error at
 the read, unless the cache keys its entries on what is read: the tenant
 with scope "key" or "run", the run (run.id) with scope "run", or for
-idempotent the tenant, and the run unless key_args is set. A cache keys on
+idempotent the tenant (not the run: a call whose caller gives an
+idempotency key, as agentc serve's Idempotency-Key header does, is keyed
+on that key, in whichever run it comes). A cache keys on
 the run's tenant, which is run.meta.tenant under agentc serve, for a policy
 that declares keys (and no turn chain); a host embedding agentc sets
 run.meta as it likes, so elsewhere a read of run.meta.tenant is reported.
@@ -245,10 +247,9 @@ func (p *Pass) servedMeta() bool {
 func cacheKeysOn(cache *dsl.Entry, path string) bool {
 	scope := cacheScope(cache)
 	if cache.Use == "idempotent" {
-		scope = "run"
-		if cache.Fields["key_args"] != nil {
-			scope = "key"
-		}
+		// Every call is keyed on its tenant; on its run only when its
+		// caller gives no idempotency key, which vet cannot know.
+		scope = "key"
 	}
 	switch path {
 	case "run.meta.tenant":
@@ -264,13 +265,9 @@ func cacheKeysOn(cache *dsl.Entry, path string) bool {
 func cacheKeying(cache *dsl.Entry, path string) (keyed, advice string) {
 	if cache.Use == "idempotent" {
 		if cache.Fields["key_args"] != nil {
-			keyed = "key_args: the named arguments, across runs"
-			if path == "run.id" {
-				advice = ", or key it on the run (without key_args)"
-			}
-			return keyed, advice
+			return "key_args: the named arguments, across runs", ""
 		}
-		return "the tenant, the run, the tool and its arguments", ""
+		return "the tenant, the tool and the idempotency key the caller gives, or without one the run and the arguments", ""
 	}
 	scope := cacheScope(cache)
 	keyed = fmt.Sprintf("scope %q: %s", scope, map[string]string{"run": "one cache per run", "key": "one cache per tenant", "global": "one cache for every caller"}[scope])
