@@ -1417,6 +1417,38 @@ type ToolCall struct {
 	// call, ran an agent turn that started a call that would repeat an
 	// effect (Delegated).
 	delegated int32
+	// seen holds the keys of FirstSeen (callMarks guards it).
+	seen map[any]struct{}
+}
+
+// callMarks guards ToolCall.seen: a layer's attempts of one call may end
+// on goroutines of their own.
+var callMarks sync.Mutex
+
+// FirstSeen reports whether key is new to c, and records it: a layer that
+// a layer outside it (retry) runs again for the same call sees the same
+// *ToolCall each time, and can tell an attempt of a call it has seen from
+// a new call (a meter charges a retry_safe call once, however many times
+// it is run again). A layer uses a key of its own (a pointer to itself).
+func (c *ToolCall) FirstSeen(key any) bool {
+	callMarks.Lock()
+	defer callMarks.Unlock()
+	if _, ok := c.seen[key]; ok {
+		return false
+	}
+	if c.seen == nil {
+		c.seen = map[any]struct{}{}
+	}
+	c.seen[key] = struct{}{}
+	return true
+}
+
+// Seen reports whether FirstSeen recorded key for c.
+func (c *ToolCall) Seen(key any) bool {
+	callMarks.Lock()
+	defer callMarks.Unlock()
+	_, ok := c.seen[key]
+	return ok
 }
 
 // Delegated reports whether the tool, running for c, ran an agent turn

@@ -49,10 +49,13 @@
 // was cancelled, timed out or panicked while it ran, retry_safe or not (so a
 // client that cancels each call once the tool has it does not make effects
 // past the ceiling: retry_safe makes a retry of the same call safe, not a
-// new call free). The ledger counts executions, not idempotency keys: a
-// duplicate that runs again under its key (a retry_safe tool's, taking
-// over a claim in doubt) is charged again, and one answered from a
-// stored outcome is not. A call that failed
+// new call free). A retry_safe call is charged once, however many times a
+// layer outside the meter (retry) runs it again: the tool dedupes its
+// attempts by their idempotency key, and an attempt after the charge is
+// neither charged nor refused by the ceiling the first one reached.
+// Otherwise the ledger counts executions, not idempotency keys: a new call
+// that runs again under a key (a retry_safe tool's, taking over a claim in
+// doubt) is charged again, and one answered from a stored outcome is not. A call that failed
 // otherwise, was proved not to have run (runtime.DidNotRun), had its context
 // ended before it began, or is a duplicate in doubt (*runtime.InDoubtError)
 // is not charged. Only the `calls` ceiling applies.

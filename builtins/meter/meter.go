@@ -1491,6 +1491,22 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
+		// A retry_safe call is charged once: a layer outside the meter
+		// (retry) that runs it again after it was charged (it timed out
+		// while it ran) runs the same call, which the tool dedupes by its
+		// idempotency key, so it makes its effect once at most. The
+		// attempts after the charge are neither reserved nor charged, and
+		// the ceiling the first one reached does not refuse them.
+		once := c.Tool != nil && c.Tool.SideEffecting && c.Tool.RetrySafe
+		if once && c.Seen(m) {
+			return next(ctx, c)
+		}
+		charge := func(ran bool) bool {
+			if ran && once {
+				c.FirstSeen(m)
+			}
+			return ran
+		}
 		reserved, err := m.reserve(ctx, l, nil)
 		if err != nil {
 			return nil, err
@@ -1504,7 +1520,7 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 				// effect (idempotent leaves its key in doubt), and is
 				// charged; any other call's reservation is released.
 				release()
-				m.settle(ctx, l, reserved, !ended && c.Tool != nil && c.Tool.SideEffecting, runtime.Usage{}, 0)
+				m.settle(ctx, l, reserved, charge(!ended && c.Tool != nil && c.Tool.SideEffecting), runtime.Usage{}, 0)
 			}
 		}()
 		inner := ctx
@@ -1514,7 +1530,7 @@ func (m *Meter) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		v, err := next(inner, c)
 		release()
 		settled = true
-		m.settle(ctx, l, reserved, toolRan(ctx, c, err, ended), runtime.Usage{}, 0)
+		m.settle(ctx, l, reserved, charge(toolRan(ctx, c, err, ended)), runtime.Usage{}, 0)
 		return v, err
 	}
 }

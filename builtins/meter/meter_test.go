@@ -650,3 +650,40 @@ func TestNewRetrySafeCallsCancelledWhileRunningKeepTheCallsCeiling(t *testing.T)
 	m := pl.Layers(plan.StageTool)[0].Middleware.(*meter.Meter)
 	assert.Equal(t, int64(2), m.Ledger("r").Calls)
 }
+
+// TestARetryOfARetrySafeCallIsChargedOnce: under retry > meter{calls: 1},
+// a retry_safe side-effecting call that times out twice, then succeeds, is
+// one call: the tool dedupes its attempts by their idempotency key, so it
+// made its effect once at most. It is charged once, and its retries are
+// not refused by the ceiling its first attempt reached; a new call is.
+func TestARetryOfARetrySafeCallIsChargedOnce(t *testing.T) {
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{
+		rt.Layer("retry", `{"max_attempts":3,"initial_delay":"1ms","max_delay":"1ms"}`),
+		rt.Layer("meter", `{"budget":{"calls":1},"scope":"run"}`),
+	}})
+	p.Tools = map[string]plan.Tool{"transfer": {SideEffecting: true, RetrySafe: true}}
+	keys := map[string]int{}
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Tools: map[string]runtime.ToolFunc{
+		"transfer": func(_ context.Context, c *runtime.ToolCall) (any, error) {
+			keys[c.IdempotencyKey()]++
+			if keys[c.IdempotencyKey()] < 3 {
+				return nil, &runtime.CallError{Kind: runtime.KindTimeout, Message: "504"}
+			}
+			return "done", nil
+		},
+	}})
+	require.NoError(t, err)
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	v, err := pl.Tool(ctx, runtime.ToolRequest{Name: "transfer", Args: map[string]any{"amount": float64(1)}})
+	require.NoError(t, err)
+	assert.Equal(t, "done", v.Value)
+	assert.Len(t, keys, 1, "the attempts share one idempotency key")
+	m := pl.Layers(plan.StageTool)[1].Middleware.(*meter.Meter)
+	assert.Equal(t, int64(1), m.Ledger("r").Calls, "one logical call, charged once")
+
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "transfer", Args: map[string]any{"amount": float64(2)}})
+	var be *runtime.BudgetError
+	require.ErrorAs(t, err, &be, "a new call is past the ceiling")
+	assert.Len(t, keys, 1, "and never ran")
+	assert.Equal(t, int64(1), m.Ledger("r").Calls)
+}
