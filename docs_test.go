@@ -325,7 +325,7 @@ func TestDocsGoSnippetsCompile(t *testing.T) {
 			strings.Contains(l, "imported and not used") {
 			continue
 		}
-		assert.Fail(t, "a Go block of the docs does not compile", "%s", l)
+		assert.Fail(t, "a Go block of the docs, or a name of the API their text quotes, does not compile", "%s", l)
 	}
 }
 
