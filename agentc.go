@@ -28,6 +28,8 @@ type PolicyError struct {
 	Diagnostics dsl.Diagnostics
 }
 
+// Error counts the errors and lists each with its position, as agentc vet
+// prints them; the warnings are in Diagnostics only.
 func (e *PolicyError) Error() string {
 	var b strings.Builder
 	errs, _ := e.Diagnostics.Count()
@@ -43,8 +45,9 @@ func (e *PolicyError) Error() string {
 // Load compiles the policy at path (a directory or .cue files, as agentc
 // vet takes them) and builds its pipeline with deps. When deps.Dir is empty
 // the policy's relative paths resolve against its directory. A policy with
-// errors returns a *PolicyError; warnings do not stop it. The caller closes
-// the pipeline.
+// errors returns a *PolicyError; warnings do not stop it, and Load does not
+// return them (agentc vet prints them; compiler.Compile returns them with
+// the plan). The caller closes the pipeline.
 func Load(ctx context.Context, path string, deps runtime.Deps) (*runtime.Pipeline, error) {
 	c, err := compiler.Compile(ctx, []string{path}, compiler.Options{})
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"os/exec"
@@ -267,7 +270,8 @@ func snippetSource(name, page string, line int, block string) string {
 // TestDocsGoSnippetsCompile type-checks every Go block of the pages
 // written by hand (README.md and docs/) against the current API, as a
 // reader who copies one into a host would: each names functions, types,
-// fields and methods that exist, with the arguments they take. The blocks
+// fields and methods that exist, with the arguments they take. So it does
+// for the names of the API the pages' text quotes (docNamesSource). The blocks
 // are fragments: the host's variables (ctx, pipe, models...) are declared
 // beforehand, and a variable the block declares without using it is fine.
 func TestDocsGoSnippetsCompile(t *testing.T) {
@@ -305,6 +309,12 @@ func TestDocsGoSnippetsCompile(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(pkgs), 15, "the Go blocks found")
+	names, n := docNamesSource(t, root, pages)
+	require.Greater(t, n, 200, "the names of the API found in the pages' text")
+	file := filepath.Join(dir, "names.go")
+	require.NoError(t, os.WriteFile(file, []byte(names), 0o644))
+	overlay[filepath.Join(root, "internal", "docsnippets", "names", "names.go")] = file
+	pkgs = append(pkgs, "./internal/docsnippets/names")
 	ov, err := json.Marshal(map[string]any{"Replace": overlay})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "overlay.json"), ov, 0o644))
@@ -315,6 +325,148 @@ func TestDocsGoSnippetsCompile(t *testing.T) {
 			strings.Contains(l, "imported and not used") {
 			continue
 		}
-		assert.Fail(t, "a Go block of the docs does not compile", "%s", l)
+		assert.Fail(t, "a Go block of the docs, or a name of the API their text quotes, does not compile", "%s", l)
 	}
+}
+
+// docPackages are the packages whose names the pages' text quotes, by the
+// name it qualifies them with, and their directories.
+var docPackages = map[string]string{
+	"agentc":    ".",
+	"compiler":  "compiler",
+	"runtime":   "runtime",
+	"plan":      "runtime/plan",
+	"grounding": "runtime/grounding",
+	"redis":     "runtime/store/redis",
+	"storetest": "runtime/store/storetest",
+	"egress":    "builtins/egress",
+	"serve":     "serve",
+}
+
+// docNameRE is a name of the API quoted in a page's text: pkg.Name, or
+// pkg.Type.Member, anywhere in a code span; Type.Member (a type of
+// runtime's) when it opens the span.
+var (
+	codeSpanRE = regexp.MustCompile("`([^`\n]+)`")
+	docNameRE  = regexp.MustCompile(`(?:^|[^\w.])(agentc|compiler|runtime|plan|grounding|redis|storetest|egress|serve)\.([A-Z]\w*)(?:\.([A-Z]\w*))?\b`)
+	typeNameRE = regexp.MustCompile(`^([A-Z]\w*)\.([A-Z]\w*)\b`)
+)
+
+// exportedDecls returns the exported top-level names the package in dir
+// declares outside its tests: whether each is a type (a generic one is left
+// out, as is a generic function: neither can be named without its
+// arguments).
+func exportedDecls(t *testing.T, dir string) map[string]bool {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	decls := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range af.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.IsExported() && d.Type.TypeParams == nil {
+					decls[d.Name.Name] = false
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() && s.TypeParams == nil {
+							decls[s.Name.Name] = true
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								decls[n.Name] = false
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return decls
+}
+
+// docNamesSource makes a Go file that refers to every name of the API the
+// pages' code spans quote (runtime.Classify, Pipeline.EndRun,
+// grounding.Template.Delimiters), each under a //line directive naming the
+// page's line, so that a name renamed or removed without its page fails to
+// compile there. A pkg.Name its package does not declare is referred to all
+// the same (the compiler names it); a Type.Member whose Type is not one of
+// runtime's is not taken for a name of the API. It returns the file and how
+// many names it holds.
+func docNamesSource(t *testing.T, root string, pages []string) (string, int) {
+	decls := map[string]map[string]bool{}
+	for name, dir := range docPackages {
+		decls[name] = exportedDecls(t, filepath.Join(root, dir))
+	}
+	var b strings.Builder
+	b.WriteString("package names\n\nimport (\n")
+	for _, name := range slices.Sorted(maps.Keys(docPackages)) {
+		path := "github.com/agentc-dev/agentc"
+		if dir := docPackages[name]; dir != "." {
+			path += "/" + dir
+		}
+		fmt.Fprintf(&b, "\t%s %q\n", name, path)
+	}
+	b.WriteString(")\n")
+	seen := map[string]bool{}
+	refer := func(page string, line int, pkg, name, member string) {
+		ref := pkg + "." + name + "." + member
+		if seen[ref] {
+			return
+		}
+		seen[ref] = true
+		fmt.Fprintf(&b, "\n//line %s:%d\n", page, line)
+		switch {
+		case decls[pkg][name] && member != "":
+			fmt.Fprintf(&b, "var _ = func(v %s.%s) { _ = v.%s }\n", pkg, name, member)
+		case decls[pkg][name]:
+			fmt.Fprintf(&b, "var _ *%s.%s\n", pkg, name)
+		case member != "":
+			fmt.Fprintf(&b, "var _ = %s.%s.%s\n", pkg, name, member)
+		default:
+			fmt.Fprintf(&b, "var _ = %s.%s\n", pkg, name)
+		}
+	}
+	for _, page := range pages {
+		text, err := os.ReadFile(filepath.Join(root, page))
+		require.NoError(t, err)
+		// Leave the fenced blocks out: the Go ones are compiled whole, and
+		// the others are not Go.
+		prose := regexp.MustCompile("(?ms)^[ \t]*```.*?^[ \t]*```[ \t]*$").ReplaceAllStringFunc(string(text), func(s string) string {
+			return strings.Repeat("\n", strings.Count(s, "\n"))
+		})
+		for _, m := range codeSpanRE.FindAllStringSubmatchIndex(prose, -1) {
+			span := prose[m[2]:m[3]]
+			line := strings.Count(prose[:m[0]], "\n") + 1
+			for _, n := range docNameRE.FindAllStringSubmatch(span, -1) {
+				refer(page, line, n[1], n[2], n[3])
+			}
+			if n := typeNameRE.FindStringSubmatch(span); n != nil && decls["runtime"][n[1]] {
+				refer(page, line, "runtime", n[1], n[2])
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(docPackages)) {
+		fmt.Fprintf(&b, "\nvar _ = %s.%s\n", name, firstDecl(decls[name]))
+	}
+	return b.String(), len(seen)
+}
+
+// firstDecl is a value the package declares, so that its import is used.
+func firstDecl(decls map[string]bool) string {
+	for _, name := range slices.Sorted(maps.Keys(decls)) {
+		if !decls[name] {
+			return name
+		}
+	}
+	return ""
 }

@@ -690,13 +690,16 @@ type LayerError struct {
 	// Pos is the layer's position in the policy (plan.Layer.Pos; empty
 	// when the plan has none).
 	Pos string
+	// Err is why the layer did not build.
 	Err error
 }
 
+// Error names the layer by its chain and place, then why it did not build.
 func (e *LayerError) Error() string {
 	return fmt.Sprintf("build chains.%s[%d] %q: %v", e.Stage, e.Index, e.Name, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *LayerError) Unwrap() error { return e.Err }
 
 // scope holds the generic conditions of a layer: `when` and `tools`.

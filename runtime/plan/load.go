@@ -46,10 +46,12 @@ func planSchema() (*jsonschema.Schema, error) {
 // "<json pointer> (line L, col C): <message>" (a fault of the JSON
 // syntax as "line L, col C: not JSON: <message>").
 type Error struct {
+	// Source names the plan: Load's path, Decode's source.
 	Source   string
 	Problems []string
 }
 
+// Error names the plan, then each problem on a line of its own.
 func (e *Error) Error() string {
 	return fmt.Sprintf("invalid plan %s:\n\t%s", e.Source, strings.Join(e.Problems, "\n\t"))
 }
