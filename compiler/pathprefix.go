@@ -144,9 +144,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			continue
 		}
 		if arg.url {
+			host, path, _ := urlPrefixParts(t.prefix)
 			c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full",
-				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, t.written))
+				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it, write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full",
+				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, host, t.written, path, t.written, t.written))
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,

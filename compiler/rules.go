@@ -696,7 +696,10 @@ pattern anchored at its start that also matches the prefix followed by
 checks the host alone:
 https://api.example.com/v1/public/../../admin, which a WHATWG URL
 parser, fetch and many servers resolve to /admin, and %2e%2e, which
-they read as .., get through; a test beside it of the same URL for ".."
+they read as .., get through; test url_host(args.url) ==
+'api.example.com' && url_path(args.url).startsWith('/v1/public/'), the
+host and the path as a server routes it (a test of url_path() is not
+reported); a test beside it of the same URL for ".."
 and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
 reported, and a prefix that ends at the root of the path
 ('https://api.example.com/') is not one, nor one that reaches into the
@@ -709,8 +712,7 @@ https://api.example.com/v1/x/../admin, https://API.example.com/v1/admin,
 https://api.example.com:443/v1/admin, https://u@api.example.com/v1/admin
 and https://api.example.com/v1/%61dmin; test
 url_host(args.url) == 'api.example.com' &&
-url_path(args.url).startsWith('/v1/admin'), the host and the path as a
-server routes it (a test of url_path() is not reported). A constant written as a
+url_path(args.url).startsWith('/v1/admin'). A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
