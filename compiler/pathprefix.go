@@ -32,7 +32,12 @@ import (
 // holds calls back is reported too: /srv/../etc/passwd names /etc/passwd
 // without beginning with /etc/, and /./etc/passwd gets past a test for
 // ".." beside it; but not one beside a test of path_clean() of the path
-// with the same prefix, which holds for those.
+// with the same prefix, which holds for those. So is a prefix test of a
+// URL reaching into its path on the side that blocks:
+// https://api.example.com/v1/x/../admin, https://API.example.com/v1/admin
+// and https://api.example.com:443/v1/%61dmin reach /v1/admin without
+// beginning with https://api.example.com/v1/admin; url_host() and
+// url_path() of the URL are the test that holds for them.
 func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets, blocks func(pol int) (string, bool)) {
 	if stage != predicate.Tool {
 		return
@@ -121,6 +126,13 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		arg := named[t.key]
 		outcome, ok := lets(t.pol)
 		if !ok {
+			if outcome, ok := blocks(t.pol); ok && arg.url {
+				host, path, example := urlPrefixParts(t.prefix)
+				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
+					"%s on %s, a prefix test of %s, the URL %s: it does not hold for a URL a server routes to the same path without beginning with the prefix, such as %s (or one with the host in capitals, a port, user info, %%2e%%2e for .., or %%61 for a), and egress checks the host alone; test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it",
+					outcome, t.what, t.written, arg.what, example, t.written, host, t.written, path))
+				continue
+			}
 			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !cleaned[[2]string{t.key, t.prefix}] {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
@@ -132,9 +144,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			continue
 		}
 		if arg.url {
+			host, path, _ := urlPrefixParts(t.prefix)
 			c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full",
-				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, t.written))
+				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it, write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full",
+				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, host, t.written, path, t.written, t.written))
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
@@ -283,6 +296,30 @@ func reachesPath(prefix string) bool {
 	}
 	_, path, ok := strings.Cut(rest, "/")
 	return ok && path != "" && !strings.ContainsAny(path, "?#")
+}
+
+// urlPrefixParts returns the host and the path of a URL prefix that
+// reaches into its path (reachesPath), the host as url_host() returns it,
+// and a URL a server routes below the prefix's path without beginning
+// with it: api.example.com, /v1/admin and
+// https://api.example.com/v1/x/../admin for
+// https://api.example.com/v1/admin.
+func urlPrefixParts(prefix string) (host, path, example string) {
+	scheme, rest, _ := strings.Cut(prefix, "://")
+	authority, path, _ := strings.Cut(rest, "/")
+	path = "/" + path
+	host = authority
+	if i := strings.LastIndexByte(host, '@'); i >= 0 {
+		host = host[i+1:]
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.HasSuffix(host, "]") {
+		host = host[:i]
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	dir := strings.TrimSuffix(path, "/")
+	i := strings.LastIndexByte(dir, '/')
+	example = scheme + "://" + authority + dir[:i] + "/x/.." + path[i:]
+	return host, path, example
 }
 
 // namesBelowRoot reports whether a path prefix names something below the

@@ -696,22 +696,33 @@ pattern anchored at its start that also matches the prefix followed by
 checks the host alone:
 https://api.example.com/v1/public/../../admin, which a WHATWG URL
 parser, fetch and many servers resolve to /admin, and %2e%2e, which
-they read as .., get through; a test beside it of the same URL for ".."
+they read as .., get through; test url_host(args.url) ==
+'api.example.com' && url_path(args.url).startsWith('/v1/public/'), the
+host and the path as a server routes it (a test of url_path() is not
+reported); a test beside it of the same URL for ".."
 and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
 reported, and a prefix that ends at the root of the path
 ('https://api.example.com/') is not one, nor one that reaches into the
 query or fragment ('https://api.example.com/search?q='), after which a
-../ is no part of the path. A constant written as a
+../ is no part of the path. Such a prefix test of a URL is reported on
+the side that blocks too, as a URL reaches the path a server routes
+without beginning with the prefix: deny:
+"args.url.startsWith('https://api.example.com/v1/admin')" lets through
+https://api.example.com/v1/x/../admin, https://API.example.com/v1/admin,
+https://api.example.com:443/v1/admin, https://u@api.example.com/v1/admin
+and https://api.example.com/v1/%61dmin; test
+url_host(args.url) == 'api.example.com' &&
+url_path(args.url).startsWith('/v1/admin'). A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
 them. A warning at the constant,
 where the test lets calls through: in a require, or admit (which keeps an
 item), under no negation; in a deny, or a when (which skips its layer),
-under one, and for a path's prefix test also where it blocks. The same
+under one, and for a path's or a URL's prefix test also where it blocks. The same
 test on the side that blocks (deny: "args.cmd.matches('rm -rf')")
 blocks more values than written, never fewer, and is not reported (but
-for the path's prefix, which the path need not begin with); nor is a test beside a conjunct that pins
+for the path's or the URL's prefix, which the value need not begin with); nor is a test beside a conjunct that pins
 the host of the URL it reads (args.url.startsWith('https://api.example.com')
 && url_host(args.url) == 'api.example.com'), nor one in the when of a
 layer whose skipping lets nothing through (retry, fallback, hedge,

@@ -27,6 +27,7 @@ const (
 	overloadURLHost     = "url_host_string"
 	overloadLower       = "lower_string"
 	overloadPathClean   = "path_clean_string"
+	overloadURLPath     = "url_path_string"
 	overloadContainsAny = "contains_any_string_list_string"
 	overloadMatchesAny  = "matches_any_string_list_string"
 )
@@ -44,6 +45,8 @@ func libraryOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.Function("url_host",
 			cel.Overload(overloadURLHost, []*cel.Type{str}, str, cel.UnaryBinding(urlHost))),
+		cel.Function("url_path",
+			cel.Overload(overloadURLPath, []*cel.Type{str}, str, cel.UnaryBinding(urlPath))),
 		cel.Function("lower",
 			cel.Overload(overloadLower, []*cel.Type{str}, str, cel.UnaryBinding(lower))),
 		cel.Function("path_clean",
@@ -158,38 +161,48 @@ func urlHost(v ref.Val) ref.Val {
 	if !ok {
 		return types.MaybeNoSuchOverloadErr(v)
 	}
-	u, err := url.Parse(string(s))
+	_, host, err := parseURL("url_host", string(s))
 	if err != nil {
-		return types.NewErr("url_host: invalid URL: %v", unwrapURLError(err))
+		return err
+	}
+	return types.String(host)
+}
+
+// parseURL parses s as url_host reads it, returning the URL and its host,
+// or the evaluation error of fn (url_host, url_path) that refuses it.
+func parseURL(fn, s string) (*url.URL, string, ref.Val) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, "", types.NewErr("%s: invalid URL: %v", fn, unwrapURLError(err))
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if !isSpecialScheme(u.Scheme) {
-		return types.String(host)
+		return u, host, nil
 	}
-	if u.Scheme != "file" && host == "" || u.Scheme == "file" && fileHostDiffers(string(s)) {
-		return types.NewErr("url_host: %q has no host to net/url, while a browser or fetch reads one in it (%s: not followed by \"//\", a backslash for a slash, or a third slash): refused", clip(string(s)), u.Scheme)
+	if u.Scheme != "file" && host == "" || u.Scheme == "file" && fileHostDiffers(s) {
+		return nil, "", types.NewErr("%s: %q has no host to net/url, while a browser or fetch reads one in it (%s: not followed by \"//\", a backslash for a slash, or a third slash): refused", fn, clip(s), u.Scheme)
 	}
 	if host == "" {
-		return types.String("")
+		return u, "", nil
 	}
 	// The host as written: lower-casing makes some letters ASCII (K, the
 	// Kelvin sign, is k; İ is i, where a browser reads i and a dot above,
 	// another name).
 	for _, r := range u.Hostname() {
 		if r >= utf8.RuneSelf {
-			return types.NewErr("url_host: host %q is not ASCII, and a browser or fetch maps it to another name (full-width letters and dots to ASCII ones, İ to a name that is not i): refused", clip(u.Hostname()))
+			return nil, "", types.NewErr("%s: host %q is not ASCII, and a browser or fetch maps it to another name (full-width letters and dots to ASCII ones, İ to a name that is not i): refused", fn, clip(u.Hostname()))
 		}
 	}
 	if strings.Contains(host, ":") {
 		if a, err := netip.ParseAddr(host); err == nil && a.Is4In6() {
-			return types.NewErr("url_host: host %q is an IPv4 address written as IPv6, which reaches %s: refused", host, a.Unmap())
+			return nil, "", types.NewErr("%s: host %q is an IPv4 address written as IPv6, which reaches %s: refused", fn, host, a.Unmap())
 		}
-		return types.String(host)
+		return u, host, nil
 	}
 	if problem := numericHostProblem(host); problem != "" {
-		return types.NewErr("url_host: %s", problem)
+		return nil, "", types.NewErr("%s: %s", fn, problem)
 	}
-	return types.String(host)
+	return u, host, nil
 }
 
 // isSpecialScheme reports the schemes a WHATWG URL parser reads a host
@@ -518,6 +531,7 @@ func staticCostOptions() []checker.CostOption {
 		checker.OverloadCostEstimate(overloads.EndsWithString, affixCost),
 		checker.OverloadCostEstimate(overloads.AddString, concatCost),
 		checker.OverloadCostEstimate(overloadURLHost, linear),
+		checker.OverloadCostEstimate(overloadURLPath, linear),
 		checker.OverloadCostEstimate(overloadLower, linear),
 		checker.OverloadCostEstimate(overloadPathClean, linear),
 		checker.OverloadCostEstimate(overloadContainsAny, containsAnyCost),
@@ -698,6 +712,7 @@ func runtimeCostOptions() []interpreter.CostTrackerOption {
 	}
 	opts := []interpreter.CostTrackerOption{
 		interpreter.OverloadCostTracker(overloadURLHost, linear),
+		interpreter.OverloadCostTracker(overloadURLPath, linear),
 		interpreter.OverloadCostTracker(overloadLower, linear),
 		interpreter.OverloadCostTracker(overloadPathClean, linear),
 		interpreter.OverloadCostTracker(overloadContainsAny, containsAnyCost),
