@@ -1417,8 +1417,11 @@ type ToolCall struct {
 	// call, ran an agent turn that started a call that would repeat an
 	// effect (Delegated).
 	delegated int32
-	// seen holds the keys of FirstSeen (callMarks guards it).
-	seen map[any]struct{}
+	// seen holds the keys of FirstSeen, the first two in place so that
+	// the one meter of a typical chain allocates nothing (callMarks
+	// guards both).
+	seen     [2]any
+	seenMore []any
 }
 
 // callMarks guards ToolCall.seen: a layer's attempts of one call may end
@@ -1433,13 +1436,16 @@ var callMarks sync.Mutex
 func (c *ToolCall) FirstSeen(key any) bool {
 	callMarks.Lock()
 	defer callMarks.Unlock()
-	if _, ok := c.seen[key]; ok {
+	if c.seenLocked(key) {
 		return false
 	}
-	if c.seen == nil {
-		c.seen = map[any]struct{}{}
+	for i := range c.seen {
+		if c.seen[i] == nil {
+			c.seen[i] = key
+			return true
+		}
 	}
-	c.seen[key] = struct{}{}
+	c.seenMore = append(c.seenMore, key)
 	return true
 }
 
@@ -1447,8 +1453,22 @@ func (c *ToolCall) FirstSeen(key any) bool {
 func (c *ToolCall) Seen(key any) bool {
 	callMarks.Lock()
 	defer callMarks.Unlock()
-	_, ok := c.seen[key]
-	return ok
+	return c.seenLocked(key)
+}
+
+// seenLocked reports whether FirstSeen recorded key; callMarks is held.
+func (c *ToolCall) seenLocked(key any) bool {
+	for _, k := range c.seen {
+		if k == key {
+			return key != nil
+		}
+	}
+	for _, k := range c.seenMore {
+		if k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Delegated reports whether the tool, running for c, ran an agent turn
