@@ -13,6 +13,7 @@ package agentc
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	_ "github.com/agentc-dev/agentc/builtins/all" // the standard middlewares
@@ -47,7 +48,9 @@ func (e *PolicyError) Error() string {
 // the policy's relative paths resolve against its directory. A policy with
 // errors returns a *PolicyError; warnings do not stop it, and Load does not
 // return them (agentc vet prints them; compiler.Compile returns them with
-// the plan). The caller closes the pipeline.
+// the plan): it logs each through deps.Logger, when one is given, as one
+// line at level warn with its position ("pos", file:line:col), rule and
+// message. The caller closes the pipeline.
 func Load(ctx context.Context, path string, deps runtime.Deps) (*runtime.Pipeline, error) {
 	c, err := compiler.Compile(ctx, []string{path}, compiler.Options{})
 	if err != nil {
@@ -56,8 +59,30 @@ func Load(ctx context.Context, path string, deps runtime.Deps) (*runtime.Pipelin
 	if c.Plan == nil {
 		return nil, &PolicyError{Diagnostics: c.Diagnostics}
 	}
+	if deps.Logger != nil {
+		logWarnings(ctx, deps.Logger, c.Diagnostics)
+	}
 	if deps.Dir == "" && c.Policy != nil {
 		deps.Dir = c.Policy.Dir
 	}
 	return runtime.Build(ctx, c.Plan, deps)
+}
+
+// logWarnings logs each warning of ds as one line: its related positions,
+// if any, join in one attribute.
+func logWarnings(ctx context.Context, log *slog.Logger, ds dsl.Diagnostics) {
+	for _, d := range ds {
+		if d.Severity != dsl.Warning {
+			continue
+		}
+		attrs := []any{"pos", d.Pos.String(), "rule", d.Rule, "message", d.Message}
+		if len(d.Related) > 0 {
+			rel := make([]string, len(d.Related))
+			for i, r := range d.Related {
+				rel[i] = r.Pos.String() + ": " + r.Message
+			}
+			attrs = append(attrs, "related", strings.Join(rel, "; "))
+		}
+		log.WarnContext(ctx, "policy warning", attrs...)
+	}
 }

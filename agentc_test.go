@@ -1,11 +1,14 @@
 package agentc_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,4 +94,29 @@ func ExampleLoad() {
 	resp, err := pipe.Complete(ctx, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}})
 	fmt.Println(resp.Text, resp.Model, err)
 	// Output: hello primary <nil>
+}
+
+// TestLoadLogsTheWarnings: a policy that compiled with warnings built
+// without a word of them, though agentc vet prints them. Load logs each
+// through Deps.Logger, one line with its position and rule.
+func TestLoadLogsTheWarnings(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.cue"), []byte("package p\nchains: chat: [\n\t{use: \"retry\", name: \"outer\", max_attempts: 2},\n\t{use: \"retry\", name: \"inner\", max_attempts: 2},\n]\n"), 0o644))
+	var buf bytes.Buffer
+	pipe, err := agentc.Load(context.Background(), dir, runtime.Deps{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	require.NoError(t, err)
+	require.NoError(t, pipe.Close())
+	var warned []string
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Contains(line, "order/nested-retry") {
+			warned = append(warned, line)
+		}
+	}
+	require.Len(t, warned, 1, "one line per warning: %s", buf.String())
+	assert.Contains(t, warned[0], "level=WARN")
+	assert.Contains(t, warned[0], "p.cue:4:")
+
+	pipe, err = agentc.Load(context.Background(), dir, runtime.Deps{})
+	require.NoError(t, err, "without a logger, the warnings are not logged")
+	require.NoError(t, pipe.Close())
 }

@@ -543,7 +543,7 @@ func (pl *Pipeline) holdAgent(ctx context.Context) (func(), error) {
 	}
 	release, ok := pl.hold(c.outermost)
 	if !ok {
-		return nil, fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy)
+		return nil, NotRun(fmt.Errorf("agent: run %q: %w (one agent turn of a run at a time while its transcript is recorded, in a turn's body too)", c.Meta.Run.ID, ErrRunBusy))
 	}
 	return release, nil
 }

@@ -19,7 +19,8 @@ import (
 // turn (a refund made, gone from the run's history). While a turn of a
 // recorded run is under way, another turn of the run is refused before
 // anything runs (ErrRunBusy); the first goes on, and the run takes turns
-// again once it returned.
+// again once it returned. The refusal proves the turn did not run (DidNotRun),
+// as a call after Close does.
 func TestConcurrentTurnsOnOneRecordedRun(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
@@ -46,8 +47,10 @@ func TestConcurrentTurnsOnOneRecordedRun(t *testing.T) {
 	_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "second"})
 	require.ErrorIs(t, err, runtime.ErrRunBusy)
 	assert.Contains(t, err.Error(), `"r1"`)
+	assert.True(t, runtime.DidNotRun(err), "the refused turn ran nothing: %v", err)
 	_, err = pl.Turn(ctx, runtime.TurnRequest{Input: "third"}, func(context.Context) (string, error) { return "x", nil })
 	require.ErrorIs(t, err, runtime.ErrRunBusy, "a host's own turn of the run too")
+	assert.True(t, runtime.DidNotRun(err), "the refused turn ran nothing: %v", err)
 	assert.Equal(t, int32(1), calls.Load(), "the refused turn made no model call")
 	close(release)
 	require.NoError(t, <-done)

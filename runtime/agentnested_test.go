@@ -191,6 +191,7 @@ func TestConcurrentAgentTurnsOfOneHostTurn(t *testing.T) {
 		<-started
 		_, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "second"})
 		assert.ErrorIs(t, err, runtime.ErrRunBusy)
+		assert.True(t, runtime.DidNotRun(err), "the refused agent turn ran nothing: %v", err)
 		close(release)
 		require.NoError(t, <-done)
 		res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Messages: pl.Transcript(ctx), Input: "third"})

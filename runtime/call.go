@@ -1923,8 +1923,8 @@ func refs(list []string, one string) []string {
 // run is recorded (a checkpoint layer, or a Checkpointer): two turns of one
 // run at once would each record the run's transcript, the later
 // overwriting the earlier, and a checkpoint would save a run that lacks a
-// turn whose tools ran. Nothing of the refused turn runs; it may be tried
-// again once the other returned.
+// turn whose tools ran. Nothing of the refused turn runs (DidNotRun
+// holds, as for ErrClosed); it may be tried again once the other returned.
 var ErrRunBusy = errors.New("another turn of the run is under way")
 
 // OfferedTools returns the names of the tools a turn of params offers the

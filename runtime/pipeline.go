@@ -1163,7 +1163,7 @@ func (pl *Pipeline) holdTurn(runID string, nested bool) (func(), error) {
 	}
 	release, ok := pl.hold(runID)
 	if !ok {
-		return nil, fmt.Errorf("turn: run %q: %w (one turn of a run at a time while its transcript is recorded)", runID, ErrRunBusy)
+		return nil, NotRun(fmt.Errorf("turn: run %q: %w (one turn of a run at a time while its transcript is recorded)", runID, ErrRunBusy))
 	}
 	return release, nil
 }

@@ -48,6 +48,11 @@
 // past it); 10,000 named runs open at once, each ended after 15 minutes
 // idle; idempotency records kept an hour.
 //
+// Shutdown (an interrupt): the service stops taking requests and gives the
+// calls in flight 30 s to finish (shutdownDrain), then cancels those still
+// running and waits for them to return; only then is the pipeline closed,
+// so that no call finds its stores closed.
+//
 // Run it with: go run ./examples/service -plan examples/service/plan.json
 //
 // policy.cue is the policy plan.json is built from: after a change to it,
@@ -69,6 +74,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/netutil"
@@ -92,8 +98,9 @@ func main() {
 }
 
 // run serves the plan at planPath on addr until ctx ends, then lets the
-// requests in flight finish (up to 5s) before the pipeline is closed. It
-// returns the listener's error, if any, after the same cleanup.
+// calls in flight finish (shutdownDrain, then cancels them and waits for
+// them to return) before the pipeline is closed. It returns the listener's
+// error, if any, after the same cleanup.
 func run(ctx context.Context, planPath, addr string) error {
 	p, err := plan.Load(planPath)
 	if err != nil {
@@ -105,6 +112,7 @@ func run(ctx context.Context, planPath, addr string) error {
 	if err != nil {
 		return err
 	}
+	// Deferred, so it runs after serveUntil returned: once no call is left.
 	defer func() {
 		if err := srv.Close(); err != nil {
 			slog.Error("close pipeline", "error", err)
@@ -115,27 +123,101 @@ func run(ctx context.Context, planPath, addr string) error {
 	if err != nil {
 		return err
 	}
-	hs := newHTTPServer(srv, defaultLimits)
+	slog.Info("serving", "addr", addr, "policy", p.Policy)
+	return serveUntil(ctx, srv, netutil.LimitListener(ln, defaultLimits.MaxConns), shutdownDrain)
+}
+
+// shutdownDrain is how long a shutdown waits for the calls in flight
+// before it cancels them.
+const shutdownDrain = 30 * time.Second
+
+// serveUntil serves h on ln until ctx ends (or serving fails), then stops
+// taking requests and returns only once no handler is running: the
+// pipeline's stores must outlive its calls (runtime.Pipeline.Close does
+// not wait for them, and an outcome an audit or idempotent layer can no
+// longer record leaves its call in doubt). The calls in flight have drain
+// to finish; then their contexts are cancelled, and serveUntil waits for them
+// to return. It returns the listener's error, if any.
+func serveUntil(ctx context.Context, h http.Handler, ln net.Listener, drain time.Duration) error {
+	base, cancelCalls := context.WithCancel(context.Background())
+	defer cancelCalls()
+	calls := newInflight()
+	hs := newHTTPServer(calls.wrap(h), defaultLimits)
+	hs.BaseContext = func(net.Listener) context.Context { return base }
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	shutdownDone := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		shutdown, cancel := context.WithTimeout(context.Background(), drain)
 		defer cancel()
 		shutdownDone <- hs.Shutdown(shutdown)
 	}()
-	slog.Info("serving", "addr", addr, "policy", p.Policy)
-	serveErr := hs.Serve(netutil.LimitListener(ln, defaultLimits.MaxConns))
+	serveErr := hs.Serve(ln)
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
-	// Shutdown returns once the requests in flight are done (or its
-	// timeout passed): only then may the pipeline be closed. A server that
-	// failed to listen is shut down too, so the wait ends.
+	// A server that failed to listen is shut down too, so the wait ends.
 	stop()
 	if err := <-shutdownDone; err != nil {
-		slog.Error("shutdown", "error", err)
+		slog.Error("shutdown: calls still running after the drain are cancelled", "drain", drain, "error", err)
 	}
+	// Shutdown returned once the requests in flight were done, or when
+	// the drain ended: then their contexts are cancelled, and the calls
+	// still running are waited for; none starts after.
+	cancelCalls()
+	calls.closeAndWait()
+	_ = hs.Close()
 	return serveErr
+}
+
+// inflight counts the handlers running; once closed, it refuses new ones.
+type inflight struct {
+	mu     sync.Mutex
+	idle   *sync.Cond
+	n      int
+	closed bool
+}
+
+func newInflight() *inflight {
+	f := &inflight{}
+	f.idle = sync.NewCond(&f.mu)
+	return f
+}
+
+// wrap runs h for each request while f is open; a request that arrives
+// after closeAndWait began is answered 503.
+func (f *inflight) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			w.Header().Set("Connection", "close")
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		f.n++
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.n--
+			if f.n == 0 {
+				f.idle.Broadcast()
+			}
+			f.mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// closeAndWait refuses new requests and returns once none is running.
+func (f *inflight) closeAndWait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for f.n > 0 {
+		f.idle.Wait()
+	}
 }
 
 // limits bound what one client can hold: the time to send the headers and
