@@ -1254,13 +1254,20 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 
 // price returns the cost of u, the usage of a call: each model call's
 // charge at its own model's rates (a fallback's failed primary, a hedge's
-// losing racer), and what no charge accounts for (usage a layer added
+// losing racer), a meter's charge for absurd usage at what that meter
+// charged (runtime.Charge.Metered), and what no charge accounts for (usage a layer added
 // itself) at the rates of model, the one that served.
 func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) float64 {
 	var usd float64
 	rest := u
 	for _, ch := range charges {
-		usd += m.Cost(ch.Model, ch.Usage)
+		if ch.Metered {
+			// What a meter inside charged for absurd usage: its dollars
+			// are not the tokens at the model's rates.
+			usd += ch.USD
+		} else {
+			usd += m.Cost(ch.Model, ch.Usage)
+		}
 		rest = rest.Sub(ch.Usage)
 	}
 	rest = runtime.Usage{InputTokens: max(rest.InputTokens, 0), OutputTokens: max(rest.OutputTokens, 0),
