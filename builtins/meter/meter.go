@@ -1255,8 +1255,8 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // price returns the cost of u, the usage of a call: each model call's
 // charge at its own model's rates (a fallback's failed primary, a hedge's
 // losing racer), a meter's charge for absurd usage at what that meter
-// charged (runtime.Charge.Metered), and what no charge accounts for (usage a layer added
-// itself) at the rates of model, the one that served.
+// charged (runtime.Charge.Metered), and what no charge accounts for
+// (usage a layer added itself) at the rates of model, the one that served.
 func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) float64 {
 	var usd float64
 	rest := u

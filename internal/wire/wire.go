@@ -419,9 +419,9 @@ func ReadWhole(body io.ReadCloser, v any) {
 // NotAStream is the failure of a streaming request the upstream answered
 // 2xx with a body of contentType, JSON, that is no stream of server-sent
 // events (a compatible server that ignores "stream": true answers the
-// whole response as JSON: EventStream). It is permanent: the upstream answers the same way
-// again. usage is what the body reports the call billed; none reported,
-// the input is estimated (Accepted).
+// whole response as JSON: EventStream). It is permanent: the upstream
+// answers the same way again. usage is what the body reports the call
+// billed; none reported, the input is estimated (Accepted).
 func (c Call) NotAStream(contentType string, usage runtime.Usage) *runtime.CallError {
 	if len(contentType) > maxContentType {
 		contentType = strings.ToValidUTF8(contentType[:maxContentType], "") + "…"
