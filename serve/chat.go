@@ -902,12 +902,15 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	// so do the calls layers made of their own (a judge's verdicts, a
 	// summary), which a meter charges, a cached answer's included. A call
 	// whose usage a meter found absurd counts what the meter charged
-	// (runtime.Charge.Metered), as its tokens do.
+	// (runtime.Charge.Metered), as its tokens do; absurd usage no meter
+	// settled counts as on_error "open" charges it (meter.Capped), not
+	// raw: 2^63-1 tokens would add trillions of dollars to a counter that
+	// never comes down.
 	spend := func(charges []runtime.Charge) {
 		for _, ch := range charges {
 			usd := ch.USD
 			if !ch.Metered {
-				usd = meter.Cost(x.g.plan.Models[ch.Model], ch.Usage)
+				usd = meter.Cost(x.g.plan.Models[ch.Model], meter.Capped(ch.Usage))
 			}
 			if usd > 0 {
 				m.spendUSD.WithLabelValues(tenant, ch.Model).Add(usd)
@@ -933,8 +936,9 @@ func (s *Server) observeChat(x *exchange, p *chatParams, resp *runtime.ChatRespo
 	if resp.Usage.IsZero() || err != nil && resp.Deltas == 0 {
 		return
 	}
-	m.tokens.WithLabelValues(tenant, model, "input").Add(float64(resp.Usage.InputTokens))
-	m.tokens.WithLabelValues(tenant, model, "output").Add(float64(resp.Usage.OutputTokens))
+	served := meter.Capped(resp.Usage)
+	m.tokens.WithLabelValues(tenant, model, "input").Add(float64(served.InputTokens))
+	m.tokens.WithLabelValues(tenant, model, "output").Add(float64(served.OutputTokens))
 }
 
 // resolveModel returns the policy's name of the model a request names: a

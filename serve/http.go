@@ -453,12 +453,15 @@ func (x *exchange) failErr(err error) {
 	var u *wire.Unhonoured
 	if x.param != nil && errors.As(err, &u) {
 		// A field the model cannot honour, named as the route spells it
-		// (reasoning.effort on the Responses API), without a remedy
-		// the route may have no field for.
-		if f := x.param(u.Field); f != "" && f != u.Field {
-			e.msg = strings.Replace(e.msg, u.Error(), u.Named(f, false), 1)
-			e.param = f
+		// (reasoning.effort on the Responses API), without a remedy: the
+		// remedy names a field of the Messages API (thinking), which an
+		// OpenAI route has none for.
+		f := x.param(u.Field)
+		if f == "" {
+			f = u.Field
 		}
+		e.msg = strings.Replace(e.msg, u.Error(), u.Named(f, false), 1)
+		e.param = f
 	}
 	x.failWith(e)
 }

@@ -256,3 +256,28 @@ func TestResponsesReasoningEffortOnAClaudeModel(t *testing.T) {
 	}
 	assert.Zero(t, g.an.requests())
 }
+
+// TestChatCompletionsReasoningEffortOnAClaudeModel: the 400 suggested
+// thinking: {type: enabled, ...}, which the Chat Completions route refuses
+// as a field it does not carry. It names reasoning_effort and suggests
+// nothing the route has no field for.
+func TestChatCompletionsReasoningEffortOnAClaudeModel(t *testing.T) {
+	g := newGateway(t, typicalChain, nil, nil)
+	for _, stream := range []string{"false", "true"} {
+		code, _, resp := do(t, "POST", g.url+"/v1/chat/completions", clientKey, []byte(`{"model": "backup", "stream": `+stream+`, "reasoning_effort": "low", "messages": [{"role": "user", "content": "hi"}]}`))
+		require.Equal(t, http.StatusBadRequest, code, resp)
+		var e struct {
+			Error struct {
+				Message string
+				Param   *string
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(resp), &e), resp)
+		assert.Contains(t, e.Error.Message, `the request sets reasoning_effort "low", which an Anthropic model cannot honour`)
+		assert.NotContains(t, e.Error.Message, "thinking")
+		if assert.NotNil(t, e.Error.Param, resp) {
+			assert.Equal(t, "reasoning_effort", *e.Error.Param)
+		}
+	}
+	assert.Zero(t, g.an.requests())
+}

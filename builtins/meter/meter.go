@@ -1254,13 +1254,20 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 
 // price returns the cost of u, the usage of a call: each model call's
 // charge at its own model's rates (a fallback's failed primary, a hedge's
-// losing racer), and what no charge accounts for (usage a layer added
-// itself) at the rates of model, the one that served.
+// losing racer), a meter's charge for absurd usage at what that meter
+// charged (runtime.Charge.Metered), and what no charge accounts for
+// (usage a layer added itself) at the rates of model, the one that served.
 func (m *Meter) price(charges []runtime.Charge, u runtime.Usage, model string) float64 {
 	var usd float64
 	rest := u
 	for _, ch := range charges {
-		usd += m.Cost(ch.Model, ch.Usage)
+		if ch.Metered {
+			// What a meter inside charged for absurd usage: its dollars
+			// are not the tokens at the model's rates.
+			usd += ch.USD
+		} else {
+			usd += m.Cost(ch.Model, ch.Usage)
+		}
 		rest = rest.Sub(ch.Usage)
 	}
 	rest = runtime.Usage{InputTokens: max(rest.InputTokens, 0), OutputTokens: max(rest.OutputTokens, 0),
@@ -1420,6 +1427,33 @@ func absurd(u runtime.Usage) string {
 	return ""
 }
 
+// Capped returns u, a call's usage, as a meter with on_error "open"
+// charges it when it is absurd: each negative count or count above
+// MaxCallTokens at MaxCallTokens (the parts of a count, its cached and
+// reasoning tokens, at most the count). Usage with no absurd count is
+// returned as it is. What no meter settled is counted so by a host's
+// metrics.
+func Capped(u runtime.Usage) runtime.Usage {
+	if absurd(u) == "" {
+		return u
+	}
+	return capped(u)
+}
+
+func capped(u runtime.Usage) runtime.Usage {
+	clamp := func(n int64) int64 {
+		if n < 0 || n > MaxCallTokens {
+			return MaxCallTokens
+		}
+		return n
+	}
+	return runtime.Usage{InputTokens: clamp(u.InputTokens), OutputTokens: clamp(u.OutputTokens),
+		CachedInputTokens:       min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
+		CacheWriteInputTokens:   min(clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
+		CacheWrite1hInputTokens: min(clamp(u.CacheWrite1hInputTokens), clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
+		ReasoningTokens:         min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
+}
+
 // charged is where a call stood when the meter passed it on: its usage,
 // what it had discarded and its number of charges.
 type charged struct {
@@ -1438,17 +1472,7 @@ type charged struct {
 // charge, runtime.Charge.Metered), which the layers above it and a host's
 // metrics read, not the absurd report.
 func (m *Meter) absurdUsage(ctx context.Context, at ledgerRef, reserved string, c *runtime.ChatCall, before charged, model string, u runtime.Usage, bad string, callErr error) error {
-	clamp := func(n int64) int64 {
-		if n < 0 || n > MaxCallTokens {
-			return MaxCallTokens
-		}
-		return n
-	}
-	u = runtime.Usage{InputTokens: clamp(u.InputTokens), OutputTokens: clamp(u.OutputTokens),
-		CachedInputTokens:       min(clamp(u.CachedInputTokens), clamp(u.InputTokens)),
-		CacheWriteInputTokens:   min(clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
-		CacheWrite1hInputTokens: min(clamp(u.CacheWrite1hInputTokens), clamp(u.CacheWriteInputTokens), clamp(u.InputTokens)),
-		ReasoningTokens:         min(clamp(u.ReasoningTokens), clamp(u.OutputTokens))}
+	u = capped(u)
 	usd := m.Cost(model, u)
 	report := func() {
 		c.Usage = before.usage

@@ -687,3 +687,28 @@ func TestARetryOfARetrySafeCallIsChargedOnce(t *testing.T) {
 	assert.Len(t, keys, 1, "and never ran")
 	assert.Equal(t, int64(1), m.Ledger("r").Calls)
 }
+
+// An outer meter around one that found the usage absurd priced the tokens
+// the inner one charged at the model's rates and not the dollars it
+// charged (runtime.Charge.Metered): charged to a tokens ceiling of 1000,
+// the inner ledger took the clamped usage's $3000, the outer $0.003. Now
+// the outer charges what the inner one did.
+func TestNestedMeterChargesWhatTheInnerMeterCharged(t *testing.T) {
+	model := rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 2_000_000_000}})
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Named("outer", rt.Layer("meter", `{"scope":"global"}`)),
+		rt.Named("inner", rt.Layer("meter", `{"budget":{"tokens":1000},"scope":"global"}`)),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	outer := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	inner := pl.Layers(plan.StageChat)[1].Middleware.(*meter.Meter)
+	_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.ErrorContains(t, err, "reported absurd usage")
+	require.Len(t, resp.Charges, 1)
+	require.True(t, resp.Charges[0].Metered)
+	in, out := inner.Ledger(""), outer.Ledger("")
+	assert.Equal(t, int64(1000), in.Tokens())
+	assert.Equal(t, in.Tokens(), out.Tokens())
+	assert.InDelta(t, resp.Charges[0].USD, in.USD, 1e-9)
+	assert.InDelta(t, in.USD, out.USD, 1e-9, "the outer meter charges the dollars the inner one did")
+}

@@ -407,3 +407,19 @@ func AssertRequestIDOnError(t *testing.T, newClient func(url string) runtime.Mod
 		assert.Equal(t, []string{"req_err_789"}, ids.ids, "status %d", status)
 	}
 }
+
+// AssertStreamContentTypes asserts that a client of the server at a URL
+// (newClient), streaming req, reads as the stream it asked for a stream of
+// the package's testdata/text.sse answered with a Content-Type of another
+// spelling (a charset, capitals) or text/plain, the type Go's server
+// sniffs for a stream whose handler set none: only a JSON body is no
+// stream (NotAStream).
+func AssertStreamContentTypes(t *testing.T, newClient func(url string) runtime.ModelClient, req runtime.ChatRequest) {
+	t.Helper()
+	for _, ct := range []string{"text/event-stream; charset=utf-8", "Text/Event-Stream", "text/plain; charset=utf-8", "application/octet-stream"} {
+		s := New(t, Reply{Header: map[string]string{"Content-Type": ct}, Body: Transcript(t, "text.sse")})
+		ds, err := Collect(t, newClient(s.URL), req)
+		require.NoError(t, err, ct)
+		assert.NotEmpty(t, Text(ds), ct)
+	}
+}

@@ -387,14 +387,17 @@ func Accepted(err error, req *runtime.ChatRequest, afterDeltas int) error {
 }
 
 // EventStream reports whether h, the header of a 2xx answer to a streaming
-// request, announces a stream of server-sent events: its Content-Type is
-// text/event-stream, or absent (a server that names none is read as the
-// stream it was asked for).
+// request, may be read as the stream of server-sent events asked for: its
+// Content-Type is not JSON (application/json, or a type ending +json),
+// which a compatible server that ignores "stream": true answers with
+// (NotAStream). Any other type is read as the stream: text/event-stream
+// in any spelling, none, or another a server names by mistake (Go's
+// server sniffs text/plain for a handler that sets none), whose body,
+// when it holds no events, ends as a stream cut before its first.
 func EventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	mt, _, _ := strings.Cut(ct, ";")
-	mt = strings.TrimSpace(mt)
-	return mt == "" || strings.EqualFold(mt, "text/event-stream")
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt != "application/json" && !strings.HasSuffix(mt, "+json")
 }
 
 // maxContentType is the most of a Content-Type a message quotes.
@@ -414,11 +417,11 @@ func ReadWhole(body io.ReadCloser, v any) {
 }
 
 // NotAStream is the failure of a streaming request the upstream answered
-// 2xx with a body of contentType that is no stream of server-sent events
-// (a compatible server that ignores "stream": true answers the whole
-// response as JSON). It is permanent: the upstream answers the same way
-// again. usage is what the body reports the call billed; none reported,
-// the input is estimated (Accepted).
+// 2xx with a body of contentType, JSON, that is no stream of server-sent
+// events (a compatible server that ignores "stream": true answers the
+// whole response as JSON: EventStream). It is permanent: the upstream
+// answers the same way again. usage is what the body reports the call
+// billed; none reported, the input is estimated (Accepted).
 func (c Call) NotAStream(contentType string, usage runtime.Usage) *runtime.CallError {
 	if len(contentType) > maxContentType {
 		contentType = strings.ToValidUTF8(contentType[:maxContentType], "") + "…"

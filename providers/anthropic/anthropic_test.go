@@ -449,3 +449,7 @@ func TestAcceptedThenFailedIsCharged(t *testing.T) {
 func TestRequestIDOnError(t *testing.T) {
 	ssetest.AssertRequestIDOnError(t, newClient(t), hi(), "request-id")
 }
+
+func TestStreamContentTypes(t *testing.T) {
+	ssetest.AssertStreamContentTypes(t, newClient(t), hi())
+}
