@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,6 +62,58 @@ func TestAKeyRemovedByAReloadThatFailsIsRefused(t *testing.T) {
 			assert.Equal(t, 401, status("other-key"), "files that do not load keep the refusal")
 			assert.Equal(t, 200, status("agent-key"))
 			assert.Contains(t, s.logs.String(), "the keys of policy files that do not load are not known")
+		})
+	}
+}
+
+// TestMCPSessionsOfARevokedKeyAreClosed: the MCP sessions of a key a
+// reload removes are closed at once, whether the reload applies or is
+// refused; the sessions of the key it keeps stay open.
+func TestMCPSessionsOfARevokedKeyAreClosed(t *testing.T) {
+	for name, edit := range map[string]func(string) string{
+		"applied": func(src string) string { return src },
+		"refused": func(src string) string {
+			return strings.Replace(src, `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			upstream, _ := inProcessUpstream(t)
+			dir := writePolicy(t, revokePolicy(upstream, true))
+			s := startServer(t, Options{Source: cueSource(dir), WatchInterval: -1})
+			kept := connectProxy(t, s.url, "agent-key", nil)
+			told := make(chan any, 1)
+			gone := connectProxyWith(t, s.url, "other-key", nil, &mcp.ClientOptions{
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					select {
+					case told <- req.Params.Data:
+					default:
+					}
+				}})
+			require.NoError(t, gone.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "error"}))
+			live := liveSessionIDs(s.srv.mcp.server)
+			require.True(t, live[kept.ID()])
+			require.True(t, live[gone.ID()])
+
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(edit(revokePolicy(upstream, false))), 0o644))
+			err := s.srv.Reload(context.Background())
+			if name == "applied" {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, ErrStateReset)
+			}
+			live = liveSessionIDs(s.srv.mcp.server)
+			assert.False(t, live[gone.ID()], "the revoked key's session is closed")
+			assert.True(t, live[kept.ID()], "the kept key's session stays open")
+			assert.Contains(t, s.logs.String(), "mcp sessions of revoked keys closed")
+			select {
+			case data := <-told:
+				assert.Contains(t, fmt.Sprint(data), "API key of this session was revoked")
+			case <-time.After(10 * time.Second):
+				t.Error("the revoked session was not told why it closed")
+			}
+			res, err := kept.CallTool(context.Background(), &mcp.CallToolParams{Name: "lookup", Arguments: map[string]any{"order_id": "A1"}})
+			require.NoError(t, err)
+			assert.False(t, res.IsError)
 		})
 	}
 }

@@ -492,6 +492,23 @@ func (s *Server) revokeRemovedKeys(next *plan.Plan) {
 	}
 	s.revoked.Store(&revoked)
 	s.log.Warn("keys the failed reload removes are refused until it applies", "keys", names)
+	s.closeRevokedSessions(revoked)
+}
+
+// removedKeys returns the hashes of the keys of old that next does not
+// have (removed, or given another secret).
+func removedKeys(old, next *keyring) map[[sha256.Size]byte]bool {
+	kept := make(map[[sha256.Size]byte]bool, len(next.keys))
+	for _, k := range next.keys {
+		kept[k.hash] = true
+	}
+	removed := map[[sha256.Size]byte]bool{}
+	for _, k := range old.keys {
+		if !kept[k.hash] {
+			removed[k.hash] = true
+		}
+	}
+	return removed
 }
 
 // matchKey returns the key of the generation g that presented is, unless
@@ -918,8 +935,13 @@ func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 		s.log.Error("reload failed; still serving the previous policy", attrs...)
 		return err
 	}
+	old := s.cur.Load()
 	s.install(g)
 	s.revoked.Store(nil)
+	if !g.keys.open() {
+		// Under a policy without keys every session serves anyone.
+		s.closeRevokedSessions(removedKeys(old.keys, g.keys))
+	}
 	s.metrics.reloads.WithLabelValues("ok").Inc()
 	s.log.Info("reloaded", "policy", g.plan.Policy, "generation", g.n)
 	return nil
