@@ -23,6 +23,12 @@ func revokePolicy(upstream string, withOther bool) string {
 	return src
 }
 
+// widenKeyArgs changes the key_args of revokePolicy: a change refused as
+// starting idempotency records afresh.
+func widenKeyArgs(src string) string {
+	return strings.Replace(src, `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)
+}
+
 // TestAKeyRemovedByAReloadThatFailsIsRefused: a reload that removes a key
 // is refused or fails for a reason other than a store or an MCP server out
 // of reach (a change starting idempotency records afresh, a model's
@@ -30,9 +36,7 @@ func revokePolicy(upstream string, withOther bool) string {
 // previous policy serving the key it keeps.
 func TestAKeyRemovedByAReloadThatFailsIsRefused(t *testing.T) {
 	for name, edit := range map[string]func(string) string{
-		"refused": func(src string) string {
-			return strings.Replace(src, `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)
-		},
+		"refused": widenKeyArgs,
 		"failed": func(src string) string {
 			return src + "models: one: {provider: \"openai\", model: \"gpt-4.1-mini\", api_key_env: \"AGENTC_TEST_UNSET_KEY\"}\n"
 		},
@@ -72,9 +76,7 @@ func TestAKeyRemovedByAReloadThatFailsIsRefused(t *testing.T) {
 func TestMCPSessionsOfARevokedKeyAreClosed(t *testing.T) {
 	for name, edit := range map[string]func(string) string{
 		"applied": func(src string) string { return src },
-		"refused": func(src string) string {
-			return strings.Replace(src, `key_args: ["order_id"]`, `key_args: ["order_id", "amount"]`, 1)
-		},
+		"refused": widenKeyArgs,
 	} {
 		t.Run(name, func(t *testing.T) {
 			upstream, _ := inProcessUpstream(t)
