@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1726,8 +1727,16 @@ func (s *Server) mcpHandler(x *exchange) {
 		defer func() {
 			// A session opened (an initialize answered with its id).
 			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-				closeSessions(s.mcp.server, s.mcp.sessions.opened(x.caller.key, id, time.Now(),
+				presented, _ := presentedKey(r.Header)
+				closeSessions(s.mcp.server, s.mcp.sessions.opened(x.caller.key, sha256.Sum256([]byte(presented)), id, time.Now(),
 					func() map[string]bool { return liveSessionIDs(s.mcp.server) }))
+				// A reload that revoked the key while the session opened
+				// closed the key's sessions noted before this one.
+				if g := s.cur.Load(); x.caller.key != "" && !g.keys.open() {
+					if _, ok := s.matchKey(g, presented); !ok {
+						closeSessions(s.mcp.server, []string{id})
+					}
+				}
 			}
 		}()
 	}

@@ -431,45 +431,57 @@ func (s *Server) load(ctx context.Context) (*generation, error) {
 	ld, err := s.opts.Source.Load(ctx)
 	if err != nil {
 		s.watched = before
+		if !first {
+			s.log.Warn("the keys of policy files that do not load are not known: the keys the serving policy admits stay admitted, and those a failed reload refused stay refused, until the files load")
+		}
 		return nil, err
 	}
 	s.watched, s.watchDirs = takeFingerprint(ld.Files, ld.WatchDirs), ld.WatchDirs
 	if !first {
 		s.watched = s.watched.asBefore(before)
 		if err := s.checkStateChanges(s.cur.Load().plan, ld.Plan, ld.PosDir); err != nil {
+			s.revokeRemovedKeys(ld.Plan)
 			return nil, err
 		}
 	}
 	g, err := s.build(ctx, ld)
 	if err == nil {
 		s.warnUntraced(ld.Plan)
-	} else if !first && transientReload(err) {
+	} else if !first {
 		s.revokeRemovedKeys(ld.Plan)
 	}
 	return g, err
 }
 
 // revokeRemovedKeys refuses, until a reload applies, the keys of the
-// serving policy that next, a policy whose reload failed for a reason
-// that may pass (a store or an MCP server out of reach), no longer has
-// (removed, or given another secret): the previous policy serves on, but a
-// key revoked is not left working while the store is down. A next that
-// declares no keys, or whose keys cannot be read, revokes nothing.
-// reloadMu is held.
+// serving policy that next, a policy whose reload failed or was refused
+// (a store or an MCP server out of reach, a variable unset, a change that
+// starts idempotency records afresh), no longer has (removed, or given
+// another secret): the previous policy serves on, but a key revoked is not
+// left working while the reload waits. A next that declares no keys
+// revokes nothing; a key of next that cannot be read (its variable unset)
+// keeps the serving key of its name. reloadMu is held.
 func (s *Server) revokeRemovedKeys(next *plan.Plan) {
 	cur := s.cur.Load()
-	kr, err := newKeyring(next.Keys, s.opts.LookupEnv)
-	if cur == nil || err != nil || kr.open() {
+	if cur == nil || len(next.Keys) == 0 {
 		return
 	}
-	kept := make(map[[sha256.Size]byte]bool, len(kr.keys))
-	for _, k := range kr.keys {
-		kept[k.hash] = true
+	// Each key is read alone: one whose variable is unset (which fails
+	// the reload) keeps the serving key of its name, the others are read.
+	kept := make(map[[sha256.Size]byte]bool, len(next.Keys))
+	keptNames := map[string]bool{}
+	for name, k := range next.Keys {
+		kr, err := newKeyring(map[string]plan.Key{name: k}, s.opts.LookupEnv)
+		if err != nil {
+			keptNames[name] = true
+			continue
+		}
+		kept[kr.keys[0].hash] = true
 	}
 	revoked := map[[sha256.Size]byte]bool{}
 	var names []string
 	for _, k := range cur.keys.keys {
-		if !kept[k.hash] {
+		if !kept[k.hash] && !keptNames[k.name] {
 			revoked[k.hash] = true
 			names = append(names, k.name)
 		}
@@ -480,6 +492,23 @@ func (s *Server) revokeRemovedKeys(next *plan.Plan) {
 	}
 	s.revoked.Store(&revoked)
 	s.log.Warn("keys the failed reload removes are refused until it applies", "keys", names)
+	s.closeRevokedSessions(revoked)
+}
+
+// removedKeys returns the hashes of the keys of old that next does not
+// have (removed, or given another secret).
+func removedKeys(old, next *keyring) map[[sha256.Size]byte]bool {
+	kept := make(map[[sha256.Size]byte]bool, len(next.keys))
+	for _, k := range next.keys {
+		kept[k.hash] = true
+	}
+	removed := map[[sha256.Size]byte]bool{}
+	for _, k := range old.keys {
+		if !kept[k.hash] {
+			removed[k.hash] = true
+		}
+	}
+	return removed
 }
 
 // matchKey returns the key of the generation g that presented is, unless
@@ -906,8 +935,13 @@ func (s *Server) reload(ctx context.Context, r *reloadRetry) error {
 		s.log.Error("reload failed; still serving the previous policy", attrs...)
 		return err
 	}
+	old := s.cur.Load()
 	s.install(g)
 	s.revoked.Store(nil)
+	if !g.keys.open() {
+		// Under a policy without keys every session serves anyone.
+		s.closeRevokedSessions(removedKeys(old.keys, g.keys))
+	}
 	s.metrics.reloads.WithLabelValues("ok").Inc()
 	s.log.Info("reloaded", "policy", g.plan.Policy, "generation", g.n)
 	return nil
