@@ -1,12 +1,14 @@
 package predicate
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"golang.org/x/text/unicode/norm"
 )
 
 // urlPath implements url_path: the path of a URL as a server routes it,
@@ -21,10 +23,13 @@ import (
 // resolve otherwise where its empty segments are kept (as a WHATWG parser
 // and Express keep them: "/v1//../admin"), an encoded slash or backslash
 // (%2F, %5C), an encoded percent sign before two hex digits (%252e, read
-// as . where decoded twice), a ";" (Tomcat and Spring drop a path
-// parameter from a segment: "/v1/..;/admin" is "/admin" to them), an
-// encoded control character (%00, %0A), a decoded path that is not UTF-8,
-// and a URL without a path of its own (mailto:x).
+// as . where decoded twice), a ";" or %3B (Tomcat and Spring drop a path
+// parameter from a segment: "/v1/..;/admin" is "/admin" to them, and
+// "/v1/..%3B/admin" behind a server that decodes the path), an encoded
+// control character (%00, %0A), a decoded path that is not UTF-8, a
+// character a server mapping Unicode to ASCII reads as a dot, slash,
+// backslash, ";" or "%" (U+FF0E, U+2215), and a URL without a path of its
+// own (mailto:x).
 func urlPath(v ref.Val) ref.Val {
 	s, ok := v.(types.String)
 	if !ok {
@@ -64,6 +69,8 @@ func routedPath(s string, u *url.URL) (string, string) {
 		for j := strings.IndexByte(seg, '%'); j >= 0; j = strings.IndexByte(seg, '%') {
 			c := unhex(seg[j+1])<<4 | unhex(seg[j+2])
 			switch {
+			case c == ';':
+				return "", "its path holds an encoded \";\" (%3B), a path parameter to Tomcat and Spring behind a server that decodes the path (\"..%3B\" is \"..\" to them)"
 			case c == '/' || c == '\\':
 				return "", "its path holds an encoded slash or backslash (%2F, %5C), which one server reads as a separator and another as part of a name"
 			case c == '%' && len(seg) >= j+5 && ishex(seg[j+3]) && ishex(seg[j+4]):
@@ -76,6 +83,9 @@ func routedPath(s string, u *url.URL) (string, string) {
 		dec, _ := url.PathUnescape(segs[i])
 		if !utf8.ValidString(dec) {
 			return "", "its decoded path is not UTF-8"
+		}
+		if r, like, ok := lookalikeSeparator(dec); ok {
+			return "", fmt.Sprintf("its path holds %U, which a server that maps Unicode to ASCII (NFKC, a best-fit code page) reads as %q", r, like)
 		}
 		segs[i] = dec
 	}
@@ -146,6 +156,31 @@ func joinSlashes(p string) string {
 		p = strings.ReplaceAll(p, "//", "/")
 	}
 	return p
+}
+
+// lookalikeSeparator returns the first rune of s, decoded, that is not
+// ASCII and that a server mapping Unicode to ASCII reads as a character
+// that splits or steers a path (a dot, a slash, a backslash, a ";" or a
+// "%"), with what it reads: one whose compatibility form (NFKC) holds
+// such a character (U+FF0E FULLWIDTH FULL STOP, U+2025 TWO DOT LEADER), or
+// a slash a best-fit code page maps to "/" or "\\" (U+2215 DIVISION
+// SLASH, U+2044 FRACTION SLASH).
+func lookalikeSeparator(s string) (rune, string, bool) {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			continue
+		}
+		switch r {
+		case '\u2215', '\u2044', '\u29f8':
+			return r, "/", true
+		case '\u2216', '\u29f9':
+			return r, `\`, true
+		}
+		if k := norm.NFKC.String(string(r)); strings.ContainsAny(k, `./\;%`) {
+			return r, k, true
+		}
+	}
+	return 0, "", false
 }
 
 func ishex(c byte) bool {
