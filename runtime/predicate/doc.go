@@ -143,7 +143,7 @@
 //	    servers read in more than one way is an error: dot segments that resolve otherwise
 //	    where the empty segments are kept, as a WHATWG parser and Express keep them
 //	    ("/v1/x//../admin"); an encoded slash or backslash (%2F, %5C); an encoded percent sign
-//	    before two hex digits ("%252e", a dot where decoded twice); a ";", or %3B, which a
+//	    before two hex digits ("%252e" or "%25%32%65", a dot where decoded twice); a ";", or %3B, which a
 //	    server in front decodes to one (Tomcat and Spring drop a path parameter from each
 //	    segment, so "/v1/..;/admin" is "/admin" to them); an encoded control character (%00,
 //	    %0A); a decoded path that is not UTF-8; a character that a server mapping Unicode to

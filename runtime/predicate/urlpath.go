@@ -73,14 +73,16 @@ func routedPath(s string, u *url.URL) (string, string) {
 				return "", "its path holds an encoded \";\" (%3B), a path parameter to Tomcat and Spring behind a server that decodes the path (\"..%3B\" is \"..\" to them)"
 			case c == '/' || c == '\\':
 				return "", "its path holds an encoded slash or backslash (%2F, %5C), which one server reads as a separator and another as part of a name"
-			case c == '%' && len(seg) >= j+5 && ishex(seg[j+3]) && ishex(seg[j+4]):
-				return "", "its path holds an encoded percent sign before two hex digits (%25), read as another character where decoded twice"
 			case c < 0x20 || c == 0x7f:
 				return "", "its path holds an encoded control character, at which some servers end the path"
 			}
 			seg = seg[j+3:]
 		}
 		dec, _ := url.PathUnescape(segs[i])
+		if hexEscape(dec) {
+			// %252e, or %25%32%65: decoded once, an escape still.
+			return "", "its path holds an encoded percent sign before two hex digits (%25), read as another character where decoded twice"
+		}
 		if !utf8.ValidString(dec) {
 			return "", "its decoded path is not UTF-8"
 		}
@@ -181,6 +183,17 @@ func lookalikeSeparator(s string) (rune, string, bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// hexEscape reports whether s holds a "%" before two hex digits.
+func hexEscape(s string) bool {
+	for i := strings.IndexByte(s, '%'); i >= 0; i = strings.IndexByte(s, '%') {
+		if len(s) >= i+3 && ishex(s[i+1]) && ishex(s[i+2]) {
+			return true
+		}
+		s = s[i+1:]
+	}
+	return false
 }
 
 func ishex(c byte) bool {
