@@ -27,9 +27,9 @@ import (
 // parameter from a segment: "/v1/..;/admin" is "/admin" to them, and
 // "/v1/..%3B/admin" behind a server that decodes the path), an encoded
 // control character (%00, %0A), a decoded path that is not UTF-8, a
-// character a server mapping Unicode to ASCII reads as a dot, slash,
-// backslash, ";" or "%" (U+FF0E, U+2215), and a URL without a path of its
-// own (mailto:x).
+// character a server mapping Unicode to ASCII reads as ASCII (U+FF0E, a
+// fullwidth dot; U+2215, a division slash; U+FF41, a fullwidth a), and a
+// URL without a path of its own (mailto:x).
 func urlPath(v ref.Val) ref.Val {
 	s, ok := v.(types.String)
 	if !ok {
@@ -86,7 +86,7 @@ func routedPath(s string, u *url.URL) (string, string) {
 		if !utf8.ValidString(dec) {
 			return "", "its decoded path is not UTF-8"
 		}
-		if r, like, ok := lookalikeSeparator(dec); ok {
+		if r, like, ok := asciiLookalike(dec); ok {
 			return "", fmt.Sprintf("its path holds %U, which a server that maps Unicode to ASCII (NFKC, a best-fit code page) reads as %q", r, like)
 		}
 		segs[i] = dec
@@ -160,14 +160,13 @@ func joinSlashes(p string) string {
 	return p
 }
 
-// lookalikeSeparator returns the first rune of s, decoded, that is not
-// ASCII and that a server mapping Unicode to ASCII reads as a character
-// that splits or steers a path (a dot, a slash, a backslash, a ";" or a
-// "%"), with what it reads: one whose compatibility form (NFKC) holds
-// such a character (U+FF0E FULLWIDTH FULL STOP, U+2025 TWO DOT LEADER), or
-// a slash a best-fit code page maps to "/" or "\\" (U+2215 DIVISION
-// SLASH, U+2044 FRACTION SLASH).
-func lookalikeSeparator(s string) (rune, string, bool) {
+// asciiLookalike returns the first rune of s, decoded, that is not ASCII
+// and that a server mapping Unicode to ASCII reads as ASCII, with what it
+// reads: one whose compatibility form (NFKC) holds an ASCII character
+// (U+FF0E FULLWIDTH FULL STOP is ".", U+2025 TWO DOT LEADER "..", U+FF41
+// FULLWIDTH LATIN SMALL LETTER A "a"), or a slash a best-fit code page
+// maps to "/" or "\\" (U+2215 DIVISION SLASH, U+2044 FRACTION SLASH).
+func asciiLookalike(s string) (rune, string, bool) {
 	for _, r := range s {
 		if r < utf8.RuneSelf {
 			continue
@@ -178,8 +177,11 @@ func lookalikeSeparator(s string) (rune, string, bool) {
 		case '\u2216', '\u29f9':
 			return r, `\`, true
 		}
-		if k := norm.NFKC.String(string(r)); strings.ContainsAny(k, `./\;%`) {
-			return r, k, true
+		k := norm.NFKC.String(string(r))
+		for _, c := range k {
+			if c < utf8.RuneSelf {
+				return r, k, true
+			}
 		}
 	}
 	return 0, "", false
