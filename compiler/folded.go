@@ -203,11 +203,7 @@ func pathNever(s, test string) (why, meant string) {
 		return "it returns the path alone, without the scheme and host", meant
 	}
 	if strings.Contains(s, "//") {
-		meant = s
-		for strings.Contains(meant, "//") {
-			meant = strings.ReplaceAll(meant, "//", "/")
-		}
-		return "it joins repeated slashes", meant
+		return "it joins repeated slashes", joinSlashes(s)
 	}
 	if strings.Contains(s, ";") {
 		return "it refuses a path holding \";\"", ""

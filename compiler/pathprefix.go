@@ -324,10 +324,15 @@ func urlPrefixParts(prefix string) (host, path, example string) {
 	if dec, err := url.PathUnescape(path); err == nil {
 		path = dec
 	}
-	for strings.Contains(path, "//") {
-		path = strings.ReplaceAll(path, "//", "/")
+	return host, joinSlashes(path), example
+}
+
+// joinSlashes joins the repeated slashes of p, as url_path() does.
+func joinSlashes(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
 	}
-	return host, path, example
+	return p
 }
 
 // namesBelowRoot reports whether a path prefix names something below the
