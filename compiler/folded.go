@@ -190,13 +190,13 @@ func (f fold) never(s, test string) (why, meant string) {
 }
 
 // pathNever says why url_path() never passes test with s, as never does:
-// it returns the path alone (no scheme and host), its repeated slashes
-// joined, its "." and ".." segments resolved, and refuses a ";". A "." or
+// it returns the path alone (no scheme and host), decoded, its repeated
+// slashes joined, its "." and ".." segments resolved, and refuses a ";"
+// and a "%" before two hex digits. A "." or
 // ".." at an end of s that the path may go on from ("/v1/.." as a prefix,
 // of "/v1/..x") is not a segment.
 func pathNever(s, test string) (why, meant string) {
 	if scheme, rest, ok := strings.Cut(s, "://"); ok && scheme != "" && !strings.Contains(scheme, "/") {
-		meant = ""
 		if _, p, ok := strings.Cut(rest, "/"); ok {
 			meant = "/" + p
 		}
@@ -207,6 +207,10 @@ func pathNever(s, test string) (why, meant string) {
 	}
 	if strings.Contains(s, ";") {
 		return "it refuses a path holding \";\"", ""
+	}
+	if dec, err := url.PathUnescape(s); err == nil && dec != s {
+		// s holds an escape, "%" and two hex digits.
+		return "it returns the path decoded, and refuses one still holding an escape", dec
 	}
 	segs := strings.Split(s, "/")
 	lo, hi := 0, len(segs)
