@@ -29,9 +29,12 @@ type fold struct {
 	ascii bool
 	// upper: ASCII letters are upper-cased instead (upperAscii()).
 	upper bool
+	// path: the result is a URL's path as a server routes it, its case
+	// kept, without "//", a "." or ".." segment or a ";" (url_path()).
+	path bool
 }
 
-// foldOf returns the fold of e when e is a call of url_host(), lower(),
+// foldOf returns the fold of e when e is a call of url_host(), url_path(), lower(),
 // lowerAscii() or upperAscii() (lower() of url_host() is a host).
 func foldOf(e ast.Expr) (fold, bool) {
 	if e.Kind() != ast.CallKind {
@@ -41,6 +44,8 @@ func foldOf(e ast.Expr) (fold, bool) {
 	switch fn := c.FunctionName(); {
 	case fn == "url_host" && (len(c.Args()) == 1 && !c.IsMemberFunction() || len(c.Args()) == 0 && c.IsMemberFunction()):
 		return fold{call: "url_host()", host: true}, true
+	case fn == "url_path" && (len(c.Args()) == 1 && !c.IsMemberFunction() || len(c.Args()) == 0 && c.IsMemberFunction()):
+		return fold{call: "url_path()", path: true}, true
 	case fn == "lower" && len(c.Args()) == 1 && !c.IsMemberFunction():
 		if inner, ok := foldOf(c.Args()[0]); ok && inner.host {
 			return inner, true
@@ -93,6 +98,9 @@ func (f fold) cased() string {
 // capital, for a lower-casing fold); "" when a match may need none, or the
 // pattern does not parse.
 func (f fold) neverMatches(pattern string) string {
+	if f.path {
+		return ""
+	}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return ""
@@ -149,10 +157,15 @@ func (f fold) canMatch(re *syntax.Regexp) bool {
 	return true
 }
 
-// never says why a value of the fold never equals s (whole) or never
-// holds it (a prefix, a suffix or a part: !whole), with the constant it
-// was likely meant as ("" when none); "" when it may.
-func (f fold) never(s string, whole, suffix bool) (why, meant string) {
+// never says why a value of the fold never passes test (==, !=, in:
+// equals s; startsWith, endsWith, contains: holds it), with the constant
+// it was likely meant as ("" when none); "" when it may.
+func (f fold) never(s, test string) (why, meant string) {
+	whole := test == "==" || test == "!=" || test == "in"
+	suffix := test == "endsWith"
+	if f.path {
+		return pathNever(s, test)
+	}
 	if f.host {
 		if i := strings.IndexAny(s, "/?#@[] \t\r\n"); i >= 0 {
 			why = fmt.Sprintf("a host holds no %q", s[i:i+1])
@@ -176,8 +189,47 @@ func (f fold) never(s string, whole, suffix bool) (why, meant string) {
 	return "", ""
 }
 
-// checkFoldedLiterals reports each comparison of a url_host(), lower() or
-// lowerAscii() result with a string constant it never equals, and each
+// pathNever says why url_path() never passes test with s, as never does:
+// it returns the path alone (no scheme and host), decoded, its repeated
+// slashes joined, its "." and ".." segments resolved, and refuses a ";"
+// and a "%" before two hex digits. A "." or
+// ".." at an end of s that the path may go on from ("/v1/.." as a prefix,
+// of "/v1/..x") is not a segment.
+func pathNever(s, test string) (why, meant string) {
+	if scheme, rest, ok := strings.Cut(s, "://"); ok && scheme != "" && !strings.Contains(scheme, "/") {
+		if _, p, ok := strings.Cut(rest, "/"); ok {
+			meant = "/" + p
+		}
+		return "it returns the path alone, without the scheme and host", meant
+	}
+	if strings.Contains(s, "//") {
+		return "it joins repeated slashes", joinSlashes(s)
+	}
+	if strings.Contains(s, ";") {
+		return "it refuses a path holding \";\"", ""
+	}
+	if dec, err := url.PathUnescape(s); err == nil && dec != s {
+		// s holds an escape, "%" and two hex digits.
+		return "it returns the path decoded, and refuses one still holding an escape", dec
+	}
+	segs := strings.Split(s, "/")
+	lo, hi := 0, len(segs)
+	if test == "startsWith" || test == "contains" {
+		hi--
+	}
+	if test == "endsWith" || test == "contains" {
+		lo++
+	}
+	for _, seg := range segs[max(lo, 0):max(hi, lo, 0)] {
+		if seg == "." || seg == ".." {
+			return "it resolves . and .. segments", ""
+		}
+	}
+	return "", ""
+}
+
+// checkFoldedLiterals reports each comparison of a url_host(), url_path(),
+// lower() or lowerAscii() result with a string constant it never equals, and each
 // endsWith(), startsWith() or contains() test of one with a constant it
 // never holds: url_host(args.url) == 'Evil.com' is always false (the host
 // is lower-cased), so a deny with it never fires. The severity follows
@@ -193,7 +245,7 @@ func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
 	src := f.exprText
 	whole := func(test string) bool { return test == "==" || test == "!=" || test == "in" }
 	report := func(fo fold, target, constant ast.Expr, s, test string, always, live bool, pol int) {
-		why, meant := fo.never(s, whole(test), test == "endsWith")
+		why, meant := fo.never(s, test)
 		if why == "" {
 			return
 		}
@@ -245,7 +297,7 @@ func (c *Compilation) checkFoldedLiterals(x *dsl.Expr, field string) {
 				live := false
 				for _, el := range els {
 					s, lit := stringLiteral(el)
-					if why, _ := fo.never(s, true, false); !lit || why == "" {
+					if why, _ := fo.never(s, "in"); !lit || why == "" {
 						live = true
 					}
 				}

@@ -49,3 +49,45 @@ chains: tool: [
 		}
 	}
 }
+
+// url_path() returns the path alone, decoded, its repeated slashes
+// joined, its dot segments resolved and no ";": a deny testing it for a
+// constant with a scheme, a "//", a whole "." or ".." segment, a ";" or an
+// escape never fires (an error). A constant whose "." or ".." may go on in the path (a
+// startsWith() ending in "/..": "/..x") is not reported, nor capitals,
+// which url_path() keeps.
+func TestFoldedURLPathLiterals(t *testing.T) {
+	got := argValueFindings(t, `package p
+
+tools: fetch: {
+	url_arg: "url"
+	args: {type: "object", required: ["url"], properties: {url: {type: "string"}}}
+}
+chains: tool: [
+	{use: "guard", name: "g1", tools: ["fetch"], deny: "url_path(args.url).startsWith('https://api.example.com/v1/admin')"},
+	{use: "guard", name: "g2", tools: ["fetch"], deny: "url_path(args.url).startsWith('/v1//admin')"},
+	{use: "guard", name: "g3", tools: ["fetch"], deny: "url_path(args.url) == '/v1/x/../admin'"},
+	{use: "guard", name: "g4", tools: ["fetch"], deny: "url_path(args.url).contains('/./')"},
+	{use: "guard", name: "g5", tools: ["fetch"], deny: "url_path(args.url).endsWith('/..')"},
+	{use: "guard", name: "g6", tools: ["fetch"], deny: "url_path(args.url).contains(';')"},
+	{use: "guard", name: "g7", tools: ["fetch"], require: "url_path(args.url) in ['/v1/public', '/v1//public']"},
+	{use: "guard", name: "g8", tools: ["fetch"], deny: "url_path(args.url).startsWith('/v1/%61dmin')"},
+	{use: "guard", name: "ok", tools: ["fetch"], deny: "url_path(args.url).startsWith('/V1/Admin') || url_path(args.url).startsWith('/v1/public/..') || url_path(args.url).endsWith('x..') || url_path(args.url).contains('..') || url_path(args.url) == '/v1/admin/' || url_path(args.url).matches('^/V1/')"},
+]
+`)
+	want := []string{
+		"8 error: url_path() never returns a value that holds 'https://api.example.com/v1/admin': it returns the path alone, without the scheme and host, so url_path(args.url).startsWith('https://api.example.com/v1/admin') is always false; did you mean '/v1/admin'?",
+		"9 error: url_path() never returns a value that holds '/v1//admin': it joins repeated slashes, so url_path(args.url).startsWith('/v1//admin') is always false; did you mean '/v1/admin'?",
+		"10 error: url_path() never returns a value that is '/v1/x/../admin': it resolves . and .. segments, so url_path(args.url) == '/v1/x/../admin' is always false",
+		"11 error: url_path() never returns a value that holds '/./': it resolves . and .. segments",
+		"12 error: url_path() never returns a value that holds '/..': it resolves . and .. segments",
+		"13 error: url_path() never returns a value that holds ';': it refuses a path holding \";\"",
+		"14 warning: url_path() never returns a value that is '/v1//public': it joins repeated slashes, so '/v1//public' in the list never matches (its other values may); did you mean '/v1/public'?",
+		"15 error: url_path() never returns a value that holds '/v1/%61dmin': it returns the path decoded, and refuses one still holding an escape, so url_path(args.url).startsWith('/v1/%61dmin') is always false; did you mean '/v1/admin'?",
+	}
+	if assert.Len(t, got, len(want), strings.Join(got, "\n")) {
+		for i, w := range want {
+			assert.True(t, strings.HasPrefix(got[i], w), "got %s\nwant %s", got[i], w)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -300,10 +301,10 @@ func reachesPath(prefix string) bool {
 
 // urlPrefixParts returns the host and the path of a URL prefix that
 // reaches into its path (reachesPath), the host as url_host() returns it,
-// and a URL a server routes below the prefix's path without beginning
-// with it: api.example.com, /v1/admin and
-// https://api.example.com/v1/x/../admin for
-// https://api.example.com/v1/admin.
+// the path as url_path() returns it (decoded, its slashes joined), and a
+// URL a server routes below the prefix's path without beginning with it:
+// api.example.com, /v1/admin and https://api.example.com/v1/x/../admin
+// for https://api.example.com/v1/admin.
 func urlPrefixParts(prefix string) (host, path, example string) {
 	scheme, rest, _ := strings.Cut(prefix, "://")
 	authority, path, _ := strings.Cut(rest, "/")
@@ -319,7 +320,19 @@ func urlPrefixParts(prefix string) (host, path, example string) {
 	dir := strings.TrimSuffix(path, "/")
 	i := strings.LastIndexByte(dir, '/')
 	example = scheme + "://" + authority + dir[:i] + "/x/.." + path[i:]
-	return host, path, example
+	// The path as url_path() returns it: decoded, repeated slashes joined.
+	if dec, err := url.PathUnescape(path); err == nil {
+		path = dec
+	}
+	return host, joinSlashes(path), example
+}
+
+// joinSlashes joins the repeated slashes of p, as url_path() does.
+func joinSlashes(p string) string {
+	for strings.Contains(p, "//") {
+		p = strings.ReplaceAll(p, "//", "/")
+	}
+	return p
 }
 
 // namesBelowRoot reports whether a path prefix names something below the

@@ -533,7 +533,14 @@ whose every match needs a letter of the case the function never writes
 (lower(args.memo).matches('BTC'); a pattern with (?i), or a class
 holding a lower-case letter, may match); the did-you-mean is the constant
 in that form ('evil.com'), and the severity follows what the dead test
-makes of the predicate, as above.`},
+makes of the predicate, as above. So is url_path(), which returns the
+path alone, decoded, its repeated slashes joined, its . and .. segments
+resolved and never a ";": url_path(args.url).startsWith('https://api.example.com/v1/admin'),
+startsWith('/v1//admin'), startsWith('/v1/%61dmin'), == '/v1/x/../admin',
+contains('/../') and contains(';') never hold (did you mean '/v1/admin'?); a . or .. at an
+end of the constant that the path may go on from (startsWith('/v1/..'),
+of /v1/..x) is not a segment, and capitals are not reported, as
+url_path() keeps them.`},
 	{ruleUncheckedKey, dsl.Warning, "a predicate reads a key of an optional map, or an invariant a field the trace may leave out, without testing it first", `
 A predicate reads a key of a map whose keys nothing guarantees, where no
 presence test guards the read: item.metadata.KEY in admit (whatever the

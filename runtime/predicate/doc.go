@@ -134,8 +134,9 @@
 //	url_path(string) -> string
 //	    the path of a URL as a server routes it, from the parse url_host reads, and an
 //	    evaluation error wherever url_host is one. The path is percent-decoded
-//	    ("/v1/%61dmin" is "/v1/admin"; the result may hold any character but "/" decoded), its
-//	    dot segments resolved after decoding (RFC 3986 5.2.4: "/v1/x/../admin" and
+//	    ("/v1/%61dmin" is "/v1/admin"; the result may hold any character decoded but "/",
+//	    ";" and those below, and keeps "é" and "日"), its dot segments resolved after
+//	    decoding (RFC 3986 5.2.4: "/v1/x/../admin" and
 //	    "/v1/x/%2e%2e/admin" are "/v1/admin"; "/v1/admin/.." is "/v1/"), and its repeated
 //	    slashes joined ("/v1//admin" is "/v1/admin"), as nginx, Go's net/http and Spring route
 //	    it; the query and fragment are left out. In a URL of a special scheme a backslash is a
@@ -143,9 +144,12 @@
 //	    servers read in more than one way is an error: dot segments that resolve otherwise
 //	    where the empty segments are kept, as a WHATWG parser and Express keep them
 //	    ("/v1/x//../admin"); an encoded slash or backslash (%2F, %5C); an encoded percent sign
-//	    before two hex digits ("%252e", a dot where decoded twice); a ";" (Tomcat and Spring
-//	    drop a path parameter from each segment, so "/v1/..;/admin" is "/admin" to them); an
-//	    encoded control character (%00, %0A); a decoded path that is not UTF-8; a URL with no
+//	    before two hex digits ("%252e" or "%25%32%65", a dot where decoded twice); a ";", or %3B, which a
+//	    server in front decodes to one (Tomcat and Spring drop a path parameter from each
+//	    segment, so "/v1/..;/admin" is "/admin" to them); an encoded control character (%00,
+//	    %0A); a decoded path that is not UTF-8; a character that a server mapping Unicode to
+//	    ASCII (NFKC, a best-fit code page) reads as ASCII (U+FF0E FULLWIDTH FULL STOP is ".",
+//	    U+2215 DIVISION SLASH "/", U+FF41 FULLWIDTH LATIN SMALL LETTER A "a"); a URL with no
 //	    hierarchical path ("mailto:x"). The letters keep their case: for a server that routes
 //	    paths ignoring it, test lower(url_path(...)). A prefix test of a URL argument belongs
 //	    on it and url_host: url_host(args.url) == 'api.example.com' &&

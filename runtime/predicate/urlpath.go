@@ -1,12 +1,14 @@
 package predicate
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"golang.org/x/text/unicode/norm"
 )
 
 // urlPath implements url_path: the path of a URL as a server routes it,
@@ -21,10 +23,13 @@ import (
 // resolve otherwise where its empty segments are kept (as a WHATWG parser
 // and Express keep them: "/v1//../admin"), an encoded slash or backslash
 // (%2F, %5C), an encoded percent sign before two hex digits (%252e, read
-// as . where decoded twice), a ";" (Tomcat and Spring drop a path
-// parameter from a segment: "/v1/..;/admin" is "/admin" to them), an
-// encoded control character (%00, %0A), a decoded path that is not UTF-8,
-// and a URL without a path of its own (mailto:x).
+// as . where decoded twice), a ";" or %3B (Tomcat and Spring drop a path
+// parameter from a segment: "/v1/..;/admin" is "/admin" to them, and
+// "/v1/..%3B/admin" behind a server that decodes the path), an encoded
+// control character (%00, %0A), a decoded path that is not UTF-8, a
+// character a server mapping Unicode to ASCII reads as ASCII (U+FF0E, a
+// fullwidth dot; U+2215, a division slash; U+FF41, a fullwidth a), and a
+// URL without a path of its own (mailto:x).
 func urlPath(v ref.Val) ref.Val {
 	s, ok := v.(types.String)
 	if !ok {
@@ -64,18 +69,25 @@ func routedPath(s string, u *url.URL) (string, string) {
 		for j := strings.IndexByte(seg, '%'); j >= 0; j = strings.IndexByte(seg, '%') {
 			c := unhex(seg[j+1])<<4 | unhex(seg[j+2])
 			switch {
+			case c == ';':
+				return "", "its path holds an encoded \";\" (%3B), a path parameter to Tomcat and Spring behind a server that decodes the path (\"..%3B\" is \"..\" to them)"
 			case c == '/' || c == '\\':
 				return "", "its path holds an encoded slash or backslash (%2F, %5C), which one server reads as a separator and another as part of a name"
-			case c == '%' && len(seg) >= j+5 && ishex(seg[j+3]) && ishex(seg[j+4]):
-				return "", "its path holds an encoded percent sign before two hex digits (%25), read as another character where decoded twice"
 			case c < 0x20 || c == 0x7f:
 				return "", "its path holds an encoded control character, at which some servers end the path"
 			}
 			seg = seg[j+3:]
 		}
 		dec, _ := url.PathUnescape(segs[i])
+		if hexEscape(dec) {
+			// %252e, or %25%32%65: decoded once, an escape still.
+			return "", "its path holds an encoded percent sign before two hex digits (%25), read as another character where decoded twice"
+		}
 		if !utf8.ValidString(dec) {
 			return "", "its decoded path is not UTF-8"
+		}
+		if r, like, ok := asciiLookalike(dec); ok {
+			return "", fmt.Sprintf("its path holds %U, which a server that maps Unicode to ASCII (NFKC, a best-fit code page) reads as %q", r, like)
 		}
 		segs[i] = dec
 	}
@@ -146,6 +158,44 @@ func joinSlashes(p string) string {
 		p = strings.ReplaceAll(p, "//", "/")
 	}
 	return p
+}
+
+// asciiLookalike returns the first rune of s, decoded, that is not ASCII
+// and that a server mapping Unicode to ASCII reads as ASCII, with what it
+// reads: one whose compatibility form (NFKC) holds an ASCII character
+// (U+FF0E FULLWIDTH FULL STOP is ".", U+2025 TWO DOT LEADER "..", U+FF41
+// FULLWIDTH LATIN SMALL LETTER A "a"), or a slash a best-fit code page
+// maps to "/" or "\\" (U+2215 DIVISION SLASH, U+2044 FRACTION SLASH).
+func asciiLookalike(s string) (rune, string, bool) {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			continue
+		}
+		switch r {
+		case '\u2215', '\u2044', '\u29f8':
+			return r, "/", true
+		case '\u2216', '\u29f9':
+			return r, `\`, true
+		}
+		k := norm.NFKC.String(string(r))
+		for _, c := range k {
+			if c < utf8.RuneSelf {
+				return r, k, true
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// hexEscape reports whether s holds a "%" before two hex digits.
+func hexEscape(s string) bool {
+	for i := strings.IndexByte(s, '%'); i >= 0; i = strings.IndexByte(s, '%') {
+		if len(s) >= i+3 && ishex(s[i+1]) && ishex(s[i+2]) {
+			return true
+		}
+		s = s[i+1:]
+	}
+	return false
 }
 
 func ishex(c byte) bool {

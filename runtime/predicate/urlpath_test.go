@@ -47,9 +47,24 @@ func TestURLPathBlocksEverySpellingOfAPrefix(t *testing.T) {
 		{url: "https://api.example.com/v1/x%2f..%2fadmin", wantErr: "encoded slash or backslash"},
 		{url: "https://api.example.com/v1/x%5C..%5Cadmin", wantErr: "encoded slash or backslash"},
 		{url: "https://api.example.com/v1/x/%252e%252e/admin", wantErr: "encoded percent sign"},
+		{url: "https://api.example.com/v1/x/%25%32%65%25%32%65/admin", wantErr: "encoded percent sign"},
+		{url: "https://api.example.com/v1/x/%252%65%25%32e/admin", wantErr: "encoded percent sign"},
+		{url: "https://api.example.com/v1%25%32%66admin", wantErr: "encoded percent sign"},
 		{url: "https://api.example.com/v1/x/..;/admin", wantErr: `holds a ";"`},
 		{url: "https://api.example.com/v1;x/admin", wantErr: `holds a ";"`},
 		{url: "https://api.example.com/v1/admin%00.txt", wantErr: "encoded control character"},
+		{url: "https://api.example.com/v1/x/..%3b/admin", wantErr: `holds an encoded ";"`},
+		{url: "https://api.example.com/v1/x/%2e%2e%3B/admin", wantErr: `holds an encoded ";"`},
+		{url: "https://api.example.com/v1/x/\uff0e\uff0e/admin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x/%EF%BC%8E%EF%BC%8E/admin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x\uff0f..\uff0fadmin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x\u2215..\u2215admin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x\u2044..\u2044admin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x/\u2025/admin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x/\ufe52\ufe52/admin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/x\uff3c..\uff3cadmin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/v1/\uff41dmin", wantErr: "maps Unicode to ASCII"},
+		{url: "https://api.example.com/\u2174\u2160/admin", wantErr: "maps Unicode to ASCII"},
 		{url: "https://api.example.com/v1/x/%0a/../admin", wantErr: "encoded control character"},
 		{url: "https://api.example.com/v1/%c0%ae%c0%ae/admin", wantErr: "not UTF-8"},
 		{url: "https://api.example.com/v1/%zzadmin", wantErr: "url_path: invalid URL"},
@@ -104,7 +119,7 @@ func TestURLPathBlocksEverySpellingOfAPrefix(t *testing.T) {
 func FuzzURLPath(f *testing.F) {
 	for _, s := range []string{"https://api.example.com/v1/x/../admin", "https://api.example.com/v1/%61dmin",
 		"https://api.example.com/v1/x/%2e%2e/admin", `http://h/v1\..\admin`, "http://h/v1//../admin",
-		"http://h/v1%2Fadmin", "http://h/..;/admin", "http://h/%252e", "http://h/%00", "file:///etc/../x",
+		"http://h/v1%2Fadmin", "http://h/..;/admin", "http://h/%252e", "http://h/%25%32%65", "http://h/%00", "http://h/..%3B/admin", "http://h/%EF%BC%8E%EF%BC%8E/admin", "file:///etc/../x",
 		"foo://h/a/../b", "a/../../b", "mailto:x", "http://h/a/b/.."} {
 		f.Add(s)
 	}
@@ -121,6 +136,12 @@ func FuzzURLPath(f *testing.F) {
 		}
 		p := string(v.(types.String))
 		require.NotContains(t, p, "//", "%q: %q", s, p)
+		require.NotContains(t, p, ";", "%q: %q", s, p)
+		// Decoded again, the path is the same: no "%" before two hex digits.
+		again, err := url.PathUnescape(p)
+		require.True(t, err != nil || again == p, "%q: %q", s, p)
+		_, _, lookalike := asciiLookalike(p)
+		require.False(t, lookalike, "%q: %q", s, p)
 		for _, seg := range strings.Split(p, "/") {
 			require.NotEqual(t, "..", seg, "%q: %q", s, p)
 			require.NotEqual(t, ".", seg, "%q: %q", s, p)
