@@ -297,15 +297,14 @@ func turnText(turn []Message) string {
 			put(p.HeldText())
 			apart = true
 		}
-		results := resultParts(m)
 		for i := range m.Parts {
-			if results != nil && results[i] {
+			if m.resultPart(i) {
 				read(i)
 			}
 		}
 		put(m.Content)
 		for i := range m.Parts {
-			if results == nil || !results[i] {
+			if !m.resultPart(i) {
 				read(i)
 			}
 		}
@@ -314,25 +313,23 @@ func turnText(turn []Message) string {
 	return b.String()
 }
 
-// resultParts returns, for each part of m, whether it is one of its tool
-// results a provider sends before the rest of the message: a tool_result
-// part, and the images of the result that follow it (of its ToolCallID).
-// Nil when m has none.
-func resultParts(m *Message) []bool {
-	var out []bool
-	for i := 0; i < len(m.Parts); i++ {
-		if m.Parts[i].Type != PartToolResult {
-			continue
-		}
-		if out == nil {
-			out = make([]bool, len(m.Parts))
-		}
-		out[i] = true
-		for id := m.Parts[i].ToolCallID; i+1 < len(m.Parts) && m.Parts[i+1].Type == PartImage && m.Parts[i+1].ToolCallID == id; i++ {
-			out[i+1] = true
-		}
+// resultPart reports whether part i of m is one of its tool results a
+// provider sends before the rest of the message: a tool_result part, or an
+// image of the result it follows (of its ToolCallID, with only such images
+// between them).
+func (m *Message) resultPart(i int) bool {
+	p := &m.Parts[i]
+	if p.Type == PartToolResult {
+		return true
 	}
-	return out
+	if p.Type != PartImage {
+		return false
+	}
+	k := i - 1
+	for k >= 0 && m.Parts[k].Type == PartImage && m.Parts[k].ToolCallID == p.ToolCallID {
+		k--
+	}
+	return k >= 0 && m.Parts[k].Type == PartToolResult && m.Parts[k].ToolCallID == p.ToolCallID
 }
 
 // callAt reports whether one of m's tool calls stands before part i
