@@ -535,8 +535,10 @@ holding a lower-case letter, may match); the did-you-mean is the constant
 in that form ('evil.com'), and the severity follows what the dead test
 makes of the predicate, as above. So is url_path(), which returns the
 path alone, decoded, its repeated slashes joined, its . and .. segments
-resolved and never a ";": url_path(args.url).startsWith('https://api.example.com/v1/admin'),
-startsWith('/v1//admin'), startsWith('/v1/%61dmin'), == '/v1/x/../admin',
+resolved, its backslashes read as slashes, and never a ";" nor a segment
+that ends in a dot or a space or holds ":$": url_path(args.url).startsWith('https://api.example.com/v1/admin'),
+startsWith('/v1//admin'), startsWith('/v1/%61dmin'), startsWith('/v1\\admin'),
+startsWith('/v1/admin./'), == '/v1/x/../admin', == '/v1/admin::$DATA',
 contains('/../') and contains(';') never hold (did you mean '/v1/admin'?); a . or .. at an
 end of the constant that the path may go on from (startsWith('/v1/..'),
 of /v1/..x) is not a segment, and capitals are not reported, as
