@@ -63,28 +63,79 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		// out of it (traversals).
 		prefix string
 		leaves bool
+		// dots and pct say that a conjunct beside the test, where the
+		// predicate lets calls through, tests the path for ".." and for
+		// "%"; cleaned that one tests path_clean() of it for the prefix.
+		dots, pct, cleaned bool
 	}
 	var tests []test
-	// dots and pct hold the paths tested for ".." and for "%".
-	dots, pct := map[string]bool{}, map[string]bool{}
+	side := -1
+	if _, ok := lets(1); ok {
+		side = 1
+	}
+	// dots, pct and cleaned count, by the path's key (and the prefix),
+	// the conjuncts beside the tests being walked that test a path for
+	// "..", for "%", or path_clean() of it for a prefix (besideTests).
+	dots, pct, cleaned := map[string]int{}, map[string]int{}, map[[2]string]int{}
 	var scope locals
 	keys := argKeys{scope: &scope, binds: map[string]string{}}
-	// cleaned holds the prefixes tested on path_clean() of a path, by
-	// the path's key and the prefix.
-	cleaned := map[[2]string]bool{}
 	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool) {
-		if target.Kind() == ast.CallKind && target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1 {
-			cleaned[[2]string{keys.of(target.AsCall().Args()[0]), prefix}] = true
-			return
-		}
 		key := keys.of(target)
 		arg, ok := named[key]
 		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
 			return
 		}
-		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves})
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves,
+			dots[key] > 0, pct[key] > 0, cleaned[[2]string{key, prefix}] > 0})
 	}
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, call: func(call ast.CallExpr, pol int) {
+	junction := func(e ast.Expr, pol int) func() {
+		var undo []func()
+		count := func(m map[string]int, k string) {
+			m[k]++
+			undo = append(undo, func() { m[k]-- })
+		}
+		lettingConjuncts(e, pol, side, func(call ast.CallExpr, lets bool) {
+			args := call.Args()
+			if lets || len(args) == 0 {
+				// A test that holds where the call is let through
+				// excuses nothing.
+				return
+			}
+			target, s := call.Target(), ""
+			switch fn := call.FunctionName(); {
+			case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
+				s, _ = stringLiteral(args[0])
+				s = strings.ReplaceAll(s, "..", `\.\.`)
+			case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
+				s, _ = stringLiteral(args[0])
+			case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
+				target = args[0]
+				s, _ = stringLiteral(args[1])
+			case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1 && target.Kind() == ast.CallKind &&
+				target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1:
+				if prefix, ok := stringLiteral(args[0]); ok {
+					k := [2]string{keys.of(target.AsCall().Args()[0]), prefix}
+					cleaned[k]++
+					undo = append(undo, func() { cleaned[k]-- })
+				}
+				return
+			default:
+				return
+			}
+			if strings.Contains(s, `\.\.`) {
+				count(dots, keys.of(target))
+			}
+			if strings.Contains(s, "%") {
+				count(pct, keys.of(target))
+			}
+		})
+		return func() {
+			for _, u := range undo {
+				u()
+			}
+		}
+	}
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {
@@ -92,12 +143,6 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		}
 		pattern := ""
 		switch fn := call.FunctionName(); {
-		case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
-			if s, ok := stringLiteral(args[0]); ok {
-				dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(s, "..")
-				pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(s, "%")
-			}
-			return
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
 			if s, ok := stringLiteral(args[0]); ok {
 				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol, true)
@@ -118,8 +163,6 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		default:
 			return
 		}
-		dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(pattern, `\.\.`)
-		pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(pattern, "%")
 		prefix, leaves := traversalMatches(pattern, named[keys.of(target)].url)
 		add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol, leaves && !strings.Contains(pattern, `\.\.`))
 	}})
@@ -134,14 +177,14 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 					outcome, t.what, t.written, arg.what, example, t.written, host, t.written, path))
 				continue
 			}
-			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !cleaned[[2]string{t.key, t.prefix}] {
+			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !t.cleaned {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
-					outcome, t.what, t.written, arg.what, aside(t.prefix, dots[t.key]), t.written))
+					outcome, t.what, t.written, arg.what, aside(t.prefix, t.dots), t.written))
 			}
 			continue
 		}
-		if !t.leaves || dots[t.key] && (!arg.url || pct[t.key]) {
+		if !t.leaves || t.dots && (!arg.url || t.pct) {
 			continue
 		}
 		if arg.url {

@@ -686,7 +686,12 @@ file_check layer covers the tool: args.path.startsWith('/srv/data/')
 lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
-!args.path.contains('..'), is not reported). A path_arg below the top
+!args.path.contains('..'), is not reported; beside it is a conjunct of
+it where the predicate lets the call through, so one in another branch,
+args.path.startsWith('/srv/data/') || args.path.contains('..'), or one
+a disjunct can make moot, && (!args.path.contains('..') || args.note ==
+'x'), excuses nothing, and so for each test said to be beside another
+below). A path_arg below the top
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list or a filter() of it
