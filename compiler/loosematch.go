@@ -189,6 +189,13 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				continue
 			}
 			if ok {
+				if prefix, m := literalPrefix(p); prefix != "" && pathValued(target) {
+					if sibling, loose := siblingProbe(prefix, m.MatchString); loose {
+						what := fmt.Sprintf("the pattern '%s'", p)
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(prefix, sibling, what)})
+						continue
+					}
+				}
 				if host, loose := looseHostSuffix(p); loose && isHostOf(target, isPinned) {
 					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 						why: fmt.Sprintf("the pattern '%s', which also matches a host such as %s, whose name only ends like it; begin the name at a label boundary ('(^|\\.)...$') or anchor the pattern at both ends", p, host)})
@@ -238,6 +245,13 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 				for _, el := range args[1].AsList().Elements() {
 					pattern(args[0], el, pol)
+				}
+			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && pathValued(c.Target()):
+				for _, k := range consts(args[0]) {
+					if sibling, loose := siblingProbe(k.s, nil); loose && !strings.Contains(k.s, "://") {
+						what := fmt.Sprintf("startsWith('%s')", k.s)
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(k.s, sibling, what)})
+					}
 				}
 			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
 				for _, k := range consts(args[0]) {
@@ -663,6 +677,24 @@ func hostOf(e ast.Expr) (ast.Expr, bool) {
 		return hostOf(c.Target())
 	}
 	return nil, false
+}
+
+// pathValued reports whether e is a path: url_path() or path_clean() of
+// a value, or lower() of one.
+func pathValued(e ast.Expr) bool {
+	if e.Kind() != ast.CallKind {
+		return false
+	}
+	c := e.AsCall()
+	switch fn := c.FunctionName(); {
+	case fn == "url_path" || fn == "path_clean":
+		return len(c.Args()) == 1 && !c.IsMemberFunction() || len(c.Args()) == 0 && c.IsMemberFunction()
+	case fn == "lower" && len(c.Args()) == 1:
+		return pathValued(c.Args()[0])
+	case fn == "lowerAscii" && c.IsMemberFunction():
+		return pathValued(c.Target())
+	}
+	return false
 }
 
 // isHostOf reports whether e is the host of a URL (hostOf) that pinned

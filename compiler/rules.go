@@ -726,7 +726,23 @@ https://api.example.com/v1/x/../admin, https://API.example.com/v1/admin,
 https://api.example.com:443/v1/admin, https://u@api.example.com/v1/admin
 and https://api.example.com/v1/%61dmin; test
 url_host(args.url) == 'api.example.com' &&
-url_path(args.url).startsWith('/v1/admin'). A constant written as a
+url_path(args.url).startsWith('/v1/admin'). So does a prefix test of a
+path whose constant does not end in a / where it lets calls through:
+url_path(args.url).startsWith('/v1/public') lets through /v1/publicity
+and /v1/public-secrets, paths beside /v1/public rather than below it, and
+path_clean(args.path).startsWith('/srv/data') /srv/data-secrets; write
+startsWith('/v1/public/'), or == '/v1/public' ||
+startsWith('/v1/public/') where /v1/public itself is meant. That holds
+for a test of url_path() or path_clean() (or lower() of one) whatever it
+reads, in any stage, for a pattern anchored at its start that matches
+its literal prefix followed by -secrets ('^/v1/public.*'; '^/v1/public(/.*)?$'
+is tight), and for the path a path_arg names (a file_check layer or not,
+as a sibling inside its roots passes it) or the URL a url_arg names
+tested as they are, in the one warning that reports their traversals or,
+where tests beside it excuse those, alone; the root and a prefix that
+names none below it (~, .) are not one. On the side that blocks
+(deny: "url_path(args.url).startsWith('/v1/admin')", which also blocks
+/v1/administrators) it blocks more than written and is not reported. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of
