@@ -3,6 +3,7 @@ package compiler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,15 +14,36 @@ import (
 // "LINE SEVERITY: MESSAGE".
 func argValueFindings(t *testing.T, src string) []string {
 	t.Helper()
+	return ruleFindings(t, src, ruleUnknownValue)
+}
+
+// ruleFindings compiles src and lists its findings of rule as "LINE
+// SEVERITY: MESSAGE".
+func ruleFindings(t *testing.T, src, rule string) []string {
+	t.Helper()
 	c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
 	require.NoError(t, err)
 	var got []string
 	for _, d := range c.Diagnostics {
-		if d.Rule == ruleUnknownValue {
+		if d.Rule == rule {
 			got = append(got, fmt.Sprintf("%d %s: %s", d.Pos.Line, d.Severity, d.Message))
 		}
 	}
 	return got
+}
+
+// assertPrefixes asserts that got holds as many findings as want, each
+// beginning with its want.
+func assertPrefixes(t *testing.T, got, want []string) bool {
+	t.Helper()
+	if !assert.Len(t, got, len(want), strings.Join(got, "\n")) {
+		return false
+	}
+	ok := true
+	for i, w := range want {
+		ok = assert.True(t, strings.HasPrefix(got[i], w), "got %s\nwant %s", got[i], w) && ok
+	}
+	return ok
 }
 
 const payTools = `package p

@@ -191,8 +191,9 @@ func (f fold) never(s, test string) (why, meant string) {
 
 // pathNever says why url_path() never passes test with s, as never does:
 // it returns the path alone (no scheme and host), decoded, its repeated
-// slashes joined, its "." and ".." segments resolved, and refuses a ";"
-// and a "%" before two hex digits. A "." or
+// slashes joined, its "." and ".." segments resolved and its backslashes
+// read as slashes, and refuses a ";", a "%" before two hex digits and a
+// segment that ends in a dot or a space or holds ":$". A "." or
 // ".." at an end of s that the path may go on from ("/v1/.." as a prefix,
 // of "/v1/..x") is not a segment.
 func pathNever(s, test string) (why, meant string) {
@@ -212,6 +213,9 @@ func pathNever(s, test string) (why, meant string) {
 		// s holds an escape, "%" and two hex digits.
 		return "it returns the path decoded, and refuses one still holding an escape", dec
 	}
+	if strings.Contains(s, `\`) {
+		return "it reads a backslash as a slash (and refuses one in a URL of another scheme)", joinSlashes(strings.ReplaceAll(s, `\`, "/"))
+	}
 	segs := strings.Split(s, "/")
 	lo, hi := 0, len(segs)
 	if test == "startsWith" || test == "contains" {
@@ -223,6 +227,27 @@ func pathNever(s, test string) (why, meant string) {
 	for _, seg := range segs[max(lo, 0):max(hi, lo, 0)] {
 		if seg == "." || seg == ".." {
 			return "it resolves . and .. segments", ""
+		}
+	}
+	// A segment's end is the constant's where the path cannot go on from
+	// it: all but the last of a startsWith() or contains() constant.
+	for i, seg := range segs {
+		if strings.Contains(seg, ":$") {
+			for i, seg := range segs {
+				segs[i], _, _ = strings.Cut(seg, ":")
+			}
+			return "it refuses a segment holding \":$\", an NTFS stream to a Windows server", strings.Join(segs, "/")
+		}
+		if i == len(segs)-1 && (test == "startsWith" || test == "contains") || seg == "." || seg == ".." {
+			continue
+		}
+		if strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ") {
+			for i, seg := range segs {
+				if seg != "." && seg != ".." && (i < len(segs)-1 || test != "startsWith" && test != "contains") {
+					segs[i] = strings.TrimRight(seg, ". ")
+				}
+			}
+			return "it refuses a segment that ends in a dot or a space, which a Windows server drops", strings.Join(segs, "/")
 		}
 	}
 	return "", ""

@@ -164,32 +164,16 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 	// calls through.
 	pins := func(e ast.Expr, pol int) []string {
 		var out []string
-		var add func(e ast.Expr, lets bool)
-		add = func(e ast.Expr, lets bool) {
-			if e.Kind() != ast.CallKind {
-				return
-			}
-			c := e.AsCall()
+		lettingConjuncts(e, pol, side, func(c ast.CallExpr, lets bool) {
 			a := c.Args()
-			switch fn := c.FunctionName(); {
-			case fn == operators.LogicalNot:
-				add(a[0], !lets)
-			case fn == operators.LogicalAnd || fn == operators.LogicalOr:
-				if (fn == operators.LogicalAnd) == lets {
-					add(a[0], lets)
-					add(a[1], lets)
-				}
-			case len(a) == 2 && (lets && (fn == operators.Equals || fn == operators.In) || !lets && fn == operators.NotEquals):
+			if fn := c.FunctionName(); len(a) == 2 && (lets && (fn == operators.Equals || fn == operators.In) || !lets && fn == operators.NotEquals) {
 				for i, operand := range a {
 					if t, ok := hostOf(operand); ok && pathKey(t) != "" && constant(a[1-i]) {
 						out = append(out, pathKey(t))
 					}
 				}
 			}
-		}
-		if pol != 0 {
-			add(e, pol*side > 0)
-		}
+		})
 		return out
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
@@ -205,6 +189,13 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				continue
 			}
 			if ok {
+				if prefix, m := literalPrefix(p); prefix != "" && pathValued(target) {
+					if sibling, loose := siblingProbe(prefix, m.MatchString); loose {
+						what := fmt.Sprintf("the pattern '%s'", p)
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(prefix, sibling, what)})
+						continue
+					}
+				}
 				if host, loose := looseHostSuffix(p); loose && isHostOf(target, isPinned) {
 					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 						why: fmt.Sprintf("the pattern '%s', which also matches a host such as %s, whose name only ends like it; begin the name at a label boundary ('(^|\\.)...$') or anchor the pattern at both ends", p, host)})
@@ -255,6 +246,13 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				for _, el := range args[1].AsList().Elements() {
 					pattern(args[0], el, pol)
 				}
+			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && pathValued(c.Target()):
+				for _, k := range consts(args[0]) {
+					if sibling, loose := siblingProbe(k.s, nil); loose && !strings.Contains(k.s, "://") {
+						what := fmt.Sprintf("startsWith('%s')", k.s)
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(k.s, sibling, what)})
+					}
+				}
 			case fn == "endsWith" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
 				for _, k := range consts(args[0]) {
 					if s := k.s; s != "" && isLabelByte(s[0]) {
@@ -281,6 +279,37 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 	})
 	slices.SortFunc(out, func(a, b looseTest) int { return a.offset - b.offset })
 	return out
+}
+
+// lettingConjuncts calls visit with each call (but !, && and ||) that is
+// a conjunct of e, of polarity pol, where the predicate lets calls
+// through (side is the polarity that does, as for looseTests), with
+// whether it holds there (lets) or fails there: e's conjuncts where e
+// must hold to let calls through, its disjuncts where it must fail, and
+// so on below a negation. A test in another branch (a disjunct beside
+// the one that lets the call through) is not one.
+func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets bool)) {
+	var add func(e ast.Expr, lets bool)
+	add = func(e ast.Expr, lets bool) {
+		if e.Kind() != ast.CallKind {
+			return
+		}
+		c := e.AsCall()
+		switch fn := c.FunctionName(); fn {
+		case operators.LogicalNot:
+			add(c.Args()[0], !lets)
+		case operators.LogicalAnd, operators.LogicalOr:
+			if (fn == operators.LogicalAnd) == lets {
+				add(c.Args()[0], lets)
+				add(c.Args()[1], lets)
+			}
+		default:
+			visit(c, lets)
+		}
+	}
+	if pol != 0 {
+		add(e, pol*side > 0)
+	}
 }
 
 // polarityHooks are what walkPolarity calls as it walks a predicate.
@@ -648,6 +677,24 @@ func hostOf(e ast.Expr) (ast.Expr, bool) {
 		return hostOf(c.Target())
 	}
 	return nil, false
+}
+
+// pathValued reports whether e is a path: url_path() or path_clean() of
+// a value, or lower() of one.
+func pathValued(e ast.Expr) bool {
+	if e.Kind() != ast.CallKind {
+		return false
+	}
+	c := e.AsCall()
+	switch fn := c.FunctionName(); {
+	case fn == "url_path" || fn == "path_clean":
+		return len(c.Args()) == 1 && !c.IsMemberFunction() || len(c.Args()) == 0 && c.IsMemberFunction()
+	case fn == "lower" && len(c.Args()) == 1:
+		return pathValued(c.Args()[0])
+	case fn == "lowerAscii" && c.IsMemberFunction():
+		return pathValued(c.Target())
+	}
+	return false
 }
 
 // isHostOf reports whether e is the host of a URL (hostOf) that pinned

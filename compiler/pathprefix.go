@@ -43,7 +43,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	if stage != predicate.Tool {
 		return
 	}
-	named := c.uncheckedPrefixArgs(tools)
+	named := c.prefixArgs(tools)
 	if len(named) == 0 {
 		return
 	}
@@ -63,28 +63,82 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		// out of it (traversals).
 		prefix string
 		leaves bool
+		// sibling is a path (or URL) beside the one prefix names, not
+		// below it, that the test also holds for (siblingProbe).
+		sibling string
+		// dots and pct say that a conjunct beside the test, where the
+		// predicate lets calls through, tests the path for ".." and for
+		// "%"; cleaned that one tests path_clean() of it for the prefix.
+		dots, pct, cleaned bool
 	}
 	var tests []test
-	// dots and pct hold the paths tested for ".." and for "%".
-	dots, pct := map[string]bool{}, map[string]bool{}
+	side := -1
+	if _, ok := lets(1); ok {
+		side = 1
+	}
+	// dots, pct and cleaned count, by the path's key (and the prefix),
+	// the conjuncts beside the tests being walked that test a path for
+	// "..", for "%", or path_clean() of it for a prefix (besideTests).
+	dots, pct, cleaned := map[string]int{}, map[string]int{}, map[[2]string]int{}
 	var scope locals
 	keys := argKeys{scope: &scope, binds: map[string]string{}}
-	// cleaned holds the prefixes tested on path_clean() of a path, by
-	// the path's key and the prefix.
-	cleaned := map[[2]string]bool{}
-	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool) {
-		if target.Kind() == ast.CallKind && target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1 {
-			cleaned[[2]string{keys.of(target.AsCall().Args()[0]), prefix}] = true
-			return
-		}
+	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool, sibling string) {
 		key := keys.of(target)
 		arg, ok := named[key]
 		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
 			return
 		}
-		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves})
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
+			dots[key] > 0, pct[key] > 0, cleaned[[2]string{key, prefix}] > 0})
 	}
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, call: func(call ast.CallExpr, pol int) {
+	junction := func(e ast.Expr, pol int) func() {
+		var undo []func()
+		count := func(m map[string]int, k string) {
+			m[k]++
+			undo = append(undo, func() { m[k]-- })
+		}
+		lettingConjuncts(e, pol, side, func(call ast.CallExpr, lets bool) {
+			args := call.Args()
+			if lets || len(args) == 0 {
+				// A test that holds where the call is let through
+				// excuses nothing.
+				return
+			}
+			target, s := call.Target(), ""
+			switch fn := call.FunctionName(); {
+			case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
+				s, _ = stringLiteral(args[0])
+				s = strings.ReplaceAll(s, "..", `\.\.`)
+			case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
+				s, _ = stringLiteral(args[0])
+			case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
+				target = args[0]
+				s, _ = stringLiteral(args[1])
+			case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1 && target.Kind() == ast.CallKind &&
+				target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1:
+				if prefix, ok := stringLiteral(args[0]); ok {
+					k := [2]string{keys.of(target.AsCall().Args()[0]), prefix}
+					cleaned[k]++
+					undo = append(undo, func() { cleaned[k]-- })
+				}
+				return
+			default:
+				return
+			}
+			if strings.Contains(s, `\.\.`) {
+				count(dots, keys.of(target))
+			}
+			if strings.Contains(s, "%") {
+				count(pct, keys.of(target))
+			}
+		})
+		return func() {
+			for _, u := range undo {
+				u()
+			}
+		}
+	}
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {
@@ -92,15 +146,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		}
 		pattern := ""
 		switch fn := call.FunctionName(); {
-		case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
-			if s, ok := stringLiteral(args[0]); ok {
-				dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(s, "..")
-				pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(s, "%")
-			}
-			return
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
 			if s, ok := stringLiteral(args[0]); ok {
-				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol, true)
+				sibling, _ := siblingProbe(s, nil)
+				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol, true, sibling)
 			}
 			return
 		case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
@@ -110,22 +159,35 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 			for _, el := range args[1].AsList().Elements() {
 				if p, ok := stringLiteral(el); ok {
-					prefix, leaves := traversalMatches(p, named[keys.of(target)].url)
-					add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol, leaves)
+					prefix, leaves, sibling := traversalMatches(p, named[keys.of(target)].url)
+					add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol, leaves, sibling)
 				}
 			}
 			return
 		default:
 			return
 		}
-		dots[keys.of(target)] = dots[keys.of(target)] || strings.Contains(pattern, `\.\.`)
-		pct[keys.of(target)] = pct[keys.of(target)] || strings.Contains(pattern, "%")
-		prefix, leaves := traversalMatches(pattern, named[keys.of(target)].url)
-		add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol, leaves && !strings.Contains(pattern, `\.\.`))
+		prefix, leaves, sibling := traversalMatches(pattern, named[keys.of(target)].url)
+		add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol, leaves && !strings.Contains(pattern, `\.\.`), sibling)
 	}})
 	for _, t := range tests {
 		arg := named[t.key]
 		outcome, ok := lets(t.pol)
+		kind := map[bool]string{true: "URL", false: "path"}[arg.url]
+		// beside is what the message of a test that lets calls through
+		// says of a prefix that does not end in a /.
+		beside := ""
+		if ok && t.sibling != "" {
+			beside = "; it " + siblingAdvice(t.prefix, t.sibling, t.what)
+		}
+		if arg.checked || ok && (!t.leaves || t.dots && (!arg.url || t.pct)) {
+			// Its traversals are a file_check layer's, or excused.
+			if beside != "" {
+				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
+					"%s on %s, a prefix test of %s, the %s %s: %s", outcome, t.what, t.written, kind, arg.what, beside[2:]))
+			}
+			continue
+		}
 		if !ok {
 			if outcome, ok := blocks(t.pol); ok && arg.url {
 				host, path, example := urlPrefixParts(t.prefix)
@@ -134,43 +196,46 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 					outcome, t.what, t.written, arg.what, example, t.written, host, t.written, path))
 				continue
 			}
-			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !cleaned[[2]string{t.key, t.prefix}] {
+			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !t.cleaned {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
-					outcome, t.what, t.written, arg.what, aside(t.prefix, dots[t.key]), t.written))
+					outcome, t.what, t.written, arg.what, aside(t.prefix, t.dots), t.written))
 			}
-			continue
-		}
-		if !t.leaves || dots[t.key] && (!arg.url || pct[t.key]) {
 			continue
 		}
 		if arg.url {
 			host, path, _ := urlPrefixParts(t.prefix)
+			if !strings.HasSuffix(path, "/") {
+				path += "/"
+			}
 			c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it, write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full",
-				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, host, t.written, path, t.written, t.written))
+				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it, write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full%s",
+				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, host, t.written, path, t.written, t.written, beside))
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
-			outcome, t.what, t.written, arg.what, traversals(t.prefix, false)[0], t.written))
+			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
+			outcome, t.what, t.written, arg.what, traversals(t.prefix, false)[0], t.written, beside))
 	}
 }
 
 // A prefixArg is an argument a path_arg or a url_arg names: what a
-// message says of it ("read_file's path_arg names") and whether it is a
-// URL.
+// message says of it ("read_file's path_arg names"), whether it is a
+// URL, and whether a file_check layer covers every tool in scope that
+// names it (a path's).
 type prefixArg struct {
-	what string
-	url  bool
+	what    string
+	url     bool
+	checked bool
 }
 
-// uncheckedPrefixArgs returns the arguments that a path_arg of a tool in
-// scope (every declared tool when scope is empty) names, leaving out the
-// tools a file_check layer covers, and those a url_arg names, by their key
-// (argKeys: args.path, args.request.path, args.files[].path); a path_arg
-// wins over a url_arg naming the same argument.
-func (c *Compilation) uncheckedPrefixArgs(scope []string) map[string]prefixArg {
+// prefixArgs returns the arguments that a path_arg of a tool in scope
+// (every declared tool when scope is empty) names, checked where a
+// file_check layer covers each tool that names it, and those a url_arg
+// names, by their key (argKeys: args.path, args.request.path,
+// args.files[].path); a path_arg wins over a url_arg naming the same
+// argument.
+func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 	p := c.Policy
 	if len(scope) == 0 {
 		scope = sortedNames(p.Tools)
@@ -184,10 +249,11 @@ func (c *Compilation) uncheckedPrefixArgs(scope []string) map[string]prefixArg {
 		return false
 	}
 	out := map[string]prefixArg{}
-	for _, url := range []bool{false, true} {
+	for _, pass := range []struct{ url, checked bool }{{false, false}, {false, true}, {true, false}} {
+		url := pass.url
 		for _, name := range scope {
 			t := p.Tools[name]
-			if t == nil || !url && covered(name) {
+			if t == nil || !url && covered(name) != pass.checked {
 				continue
 			}
 			refs, kind := t.PathArgs, "path_arg"
@@ -214,7 +280,7 @@ func (c *Compilation) uncheckedPrefixArgs(scope []string) map[string]prefixArg {
 				if len(a.Tokens()) > 1 {
 					what = fmt.Sprintf("%s's %s %s names", name, kind, ref)
 				}
-				out[key] = prefixArg{what, url}
+				out[key] = prefixArg{what, url, pass.checked}
 			}
 		}
 	}
@@ -370,13 +436,27 @@ func traversals(prefix string, url bool) []string {
 }
 
 // traversalMatches returns the literal prefix of the RE2 pattern p when p
-// is anchored at its start with one and also matches one of its probes
-// (traversals; those of a URL where url is set): '^/srv/data/',
-// '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$'.
-func traversalMatches(p string, url bool) (string, bool) {
+// is anchored at its start with one, whether p also matches one of its
+// probes (traversals; those of a URL where url is set): '^/srv/data/',
+// '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$', and a path beside
+// the prefix that p matches (siblingProbe): /srv/data-secrets for
+// '^/srv/data.*'.
+func traversalMatches(p string, url bool) (prefix string, leaves bool, sibling string) {
+	prefix, m := literalPrefix(p)
+	if prefix == "" {
+		return "", false, ""
+	}
+	sibling, _ = siblingProbe(prefix, m.MatchString)
+	return prefix, slices.ContainsFunc(traversals(prefix, url), m.MatchString), sibling
+}
+
+// literalPrefix returns the literal prefix of the RE2 pattern p, where p
+// is anchored at its start with one ('/srv/data/' for '^/srv/data/.*'),
+// and p compiled.
+func literalPrefix(p string) (string, *regexp.Regexp) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
-		return "", false
+		return "", nil
 	}
 	var prefix []rune
 	for _, s := range re.Sub[1:] {
@@ -387,7 +467,33 @@ func traversalMatches(p string, url bool) (string, bool) {
 	}
 	m, err := regexp.Compile(p)
 	if len(prefix) == 0 || err != nil {
+		return "", nil
+	}
+	return string(prefix), m
+}
+
+// siblingProbe returns a path beside the one prefix names, not below it,
+// that a prefix test with it holds for (and match, when set, matches):
+// /v1/public-secrets for /v1/public, where prefix names something below
+// the root (namesBelowRoot) and does not end in a /.
+func siblingProbe(prefix string, match func(string) bool) (string, bool) {
+	if strings.HasSuffix(prefix, "/") || !namesBelowRoot(prefix) {
 		return "", false
 	}
-	return string(prefix), slices.ContainsFunc(traversals(string(prefix), url), m.MatchString)
+	probe := prefix + "-secrets"
+	if match != nil && !match(probe) {
+		return "", false
+	}
+	return probe, true
+}
+
+// siblingAdvice says that a prefix test (what: startsWith('/v1/public'),
+// the pattern '^/v1/public.*') also holds for sibling, a path beside the
+// one prefix names, and what to write.
+func siblingAdvice(prefix, sibling, what string) string {
+	fix := fmt.Sprintf("end the prefix with a / ('%s/'), or write == '%s' || startsWith('%s/') where %s itself is meant", prefix, prefix, prefix, prefix)
+	if !strings.HasPrefix(what, "startsWith") {
+		fix = fmt.Sprintf("end the prefix with a / ('%s/'), or follow it with (/|$)", prefix)
+	}
+	return fmt.Sprintf("also holds for %s, beside %s rather than below it, as the prefix does not end in a /; %s", sibling, prefix, fix)
 }

@@ -535,8 +535,10 @@ holding a lower-case letter, may match); the did-you-mean is the constant
 in that form ('evil.com'), and the severity follows what the dead test
 makes of the predicate, as above. So is url_path(), which returns the
 path alone, decoded, its repeated slashes joined, its . and .. segments
-resolved and never a ";": url_path(args.url).startsWith('https://api.example.com/v1/admin'),
-startsWith('/v1//admin'), startsWith('/v1/%61dmin'), == '/v1/x/../admin',
+resolved, its backslashes read as slashes, and never a ";" nor a segment
+that ends in a dot or a space or holds ":$": url_path(args.url).startsWith('https://api.example.com/v1/admin'),
+startsWith('/v1//admin'), startsWith('/v1/%61dmin'), startsWith('/v1\\admin'),
+startsWith('/v1/admin./'), == '/v1/x/../admin', == '/v1/admin::$DATA',
 contains('/../') and contains(';') never hold (did you mean '/v1/admin'?); a . or .. at an
 end of the constant that the path may go on from (startsWith('/v1/..'),
 of /v1/..x) is not a segment, and capitals are not reported, as
@@ -684,7 +686,12 @@ file_check layer covers the tool: args.path.startsWith('/srv/data/')
 lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
-!args.path.contains('..'), is not reported). A path_arg below the top
+!args.path.contains('..'), is not reported; beside it is a conjunct of
+it where the predicate lets the call through, so one in another branch,
+args.path.startsWith('/srv/data/') || args.path.contains('..'), or one
+a disjunct can make moot, && (!args.path.contains('..') || args.note ==
+'x'), excuses nothing, and so for each test said to be beside another
+below). A path_arg below the top
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list or a filter() of it
@@ -719,7 +726,23 @@ https://api.example.com/v1/x/../admin, https://API.example.com/v1/admin,
 https://api.example.com:443/v1/admin, https://u@api.example.com/v1/admin
 and https://api.example.com/v1/%61dmin; test
 url_host(args.url) == 'api.example.com' &&
-url_path(args.url).startsWith('/v1/admin'). A constant written as a
+url_path(args.url).startsWith('/v1/admin'). So does a prefix test of a
+path whose constant does not end in a / where it lets calls through:
+url_path(args.url).startsWith('/v1/public') lets through /v1/publicity
+and /v1/public-secrets, paths beside /v1/public rather than below it, and
+path_clean(args.path).startsWith('/srv/data') /srv/data-secrets; write
+startsWith('/v1/public/'), or == '/v1/public' ||
+startsWith('/v1/public/') where /v1/public itself is meant. That holds
+for a test of url_path() or path_clean() (or lower() of one) whatever it
+reads, in any stage, for a pattern anchored at its start that matches
+its literal prefix followed by -secrets ('^/v1/public.*'; '^/v1/public(/.*)?$'
+is tight), and for the path a path_arg names (a file_check layer or not,
+as a sibling inside its roots passes it) or the URL a url_arg names
+tested as they are, in the one warning that reports their traversals or,
+where tests beside it excuse those, alone; the root and a prefix that
+names none below it (~, .) are not one. On the side that blocks
+(deny: "url_path(args.url).startsWith('/v1/admin')", which also blocks
+/v1/administrators) it blocks more than written and is not reported. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
 makes, and the variable of exists() or all() over a list of constants
 (['example.com', 'example.org'].exists(d, ...endsWith(d))) as each of

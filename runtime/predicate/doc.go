@@ -140,14 +140,19 @@
 //	    "/v1/x/%2e%2e/admin" are "/v1/admin"; "/v1/admin/.." is "/v1/"), and its repeated
 //	    slashes joined ("/v1//admin" is "/v1/admin"), as nginx, Go's net/http and Spring route
 //	    it; the query and fragment are left out. In a URL of a special scheme a backslash is a
-//	    slash, as a WHATWG parser (a browser, fetch) reads it, and the empty path is "/". What
+//	    slash, as a WHATWG parser (a browser, fetch) reads it, and the empty path is "/"; in a
+//	    URL of another scheme, or of none (a relative one, which a parser resolves against a
+//	    base of any scheme), a backslash is an error. What
 //	    servers read in more than one way is an error: dot segments that resolve otherwise
 //	    where the empty segments are kept, as a WHATWG parser and Express keep them
 //	    ("/v1/x//../admin"); an encoded slash or backslash (%2F, %5C); an encoded percent sign
 //	    before two hex digits ("%252e" or "%25%32%65", a dot where decoded twice); a ";", or %3B, which a
 //	    server in front decodes to one (Tomcat and Spring drop a path parameter from each
 //	    segment, so "/v1/..;/admin" is "/admin" to them); an encoded control character (%00,
-//	    %0A); a decoded path that is not UTF-8; a character that a server mapping Unicode to
+//	    %0A); a segment that ends in a dot or a space, or holds ":$", which a Windows server
+//	    (IIS) reads as another name ("/admin./", "/admin%20/" and "/x/..%20/" are "/admin/"
+//	    and "/" to it, "/admin::$DATA" is "/admin", an NTFS stream), so "/wiki/D.C." is an
+//	    error too; a decoded path that is not UTF-8; a character that a server mapping Unicode to
 //	    ASCII (NFKC, a best-fit code page) reads as ASCII (U+FF0E FULLWIDTH FULL STOP is ".",
 //	    U+2215 DIVISION SLASH "/", U+FF41 FULLWIDTH LATIN SMALL LETTER A "a"); a URL with no
 //	    hierarchical path ("mailto:x"). The letters keep their case: for a server that routes

@@ -26,7 +26,9 @@ import (
 // as . where decoded twice), a ";" or %3B (Tomcat and Spring drop a path
 // parameter from a segment: "/v1/..;/admin" is "/admin" to them, and
 // "/v1/..%3B/admin" behind a server that decodes the path), an encoded
-// control character (%00, %0A), a decoded path that is not UTF-8, a
+// control character (%00, %0A), a segment that ends in a dot or a space
+// or holds ":$" (windowsAlias), a backslash in a URL of another scheme or
+// of none (a relative one), a decoded path that is not UTF-8, a
 // character a server mapping Unicode to ASCII reads as ASCII (U+FF0E, a
 // fullwidth dot; U+2215, a division slash; U+FF41, a fullwidth a), and a
 // URL without a path of its own (mailto:x).
@@ -60,6 +62,8 @@ func routedPath(s string, u *url.URL) (string, string) {
 	special := isSpecialScheme(u.Scheme)
 	if special {
 		raw = strings.ReplaceAll(raw, `\`, "/")
+	} else if strings.Contains(raw, `\`) {
+		return "", "its path holds a backslash, a slash to a WHATWG parser where the URL's scheme is http, https, ws, wss, ftp or file (or a relative one is resolved against such a URL) and to a Windows server, a character of a name elsewhere"
 	}
 	if strings.Contains(raw, ";") {
 		return "", "its path holds a \";\", a path parameter that Tomcat and Spring drop from a segment (\"..;\" is \"..\" to them)"
@@ -88,6 +92,9 @@ func routedPath(s string, u *url.URL) (string, string) {
 		}
 		if r, like, ok := asciiLookalike(dec); ok {
 			return "", fmt.Sprintf("its path holds %U, which a server that maps Unicode to ASCII (NFKC, a best-fit code page) reads as %q", r, like)
+		}
+		if why := windowsAlias(dec); why != "" {
+			return "", why
 		}
 		segs[i] = dec
 	}
@@ -122,6 +129,22 @@ func rawPath(s string, u *url.URL) string {
 		rest = rest[2+i:]
 	}
 	return rest
+}
+
+// windowsAlias says why a Windows server (IIS, a file share) reads the
+// decoded segment seg as another name, or "": one that ends in a dot or
+// a space, which Windows drops ("admin." and "admin " are admin, ".. "
+// is ..), and one holding ":$", which names an NTFS stream of a file or a
+// directory ("admin::$DATA" is admin's content, "admin:$i30:$INDEX_ALLOCATION"
+// the directory admin).
+func windowsAlias(seg string) string {
+	if seg != "." && seg != ".." && (strings.HasSuffix(seg, ".") || strings.HasSuffix(seg, " ")) {
+		return fmt.Sprintf("its path holds a segment that ends in a dot or a space (%q), which a Windows server drops (\"admin.\" and \"admin \" are admin to it, \".. \" is ..)", clip(seg))
+	}
+	if strings.Contains(seg, ":$") {
+		return fmt.Sprintf("its path holds \":$\" (%q), an NTFS stream to a Windows server (\"admin::$DATA\" is admin)", clip(seg))
+	}
+	return ""
 }
 
 // resolveDots returns the segments of a path, decoded, with its dot

@@ -67,6 +67,16 @@ func TestURLPathBlocksEverySpellingOfAPrefix(t *testing.T) {
 		{url: "https://api.example.com/\u2174\u2160/admin", wantErr: "maps Unicode to ASCII"},
 		{url: "https://api.example.com/v1/x/%0a/../admin", wantErr: "encoded control character"},
 		{url: "https://api.example.com/v1/%c0%ae%c0%ae/admin", wantErr: "not UTF-8"},
+		{url: "https://api.example.com/v1/admin./", wantErr: "ends in a dot or a space"},
+		{url: "https://api.example.com/v1/admin../x", wantErr: "ends in a dot or a space"},
+		{url: "https://api.example.com/v1/admin%20/", wantErr: "ends in a dot or a space"},
+		{url: "https://api.example.com/v1/admin%2e%20", wantErr: "ends in a dot or a space"},
+		{url: "https://api.example.com/v1/x/..%20/admin", wantErr: "ends in a dot or a space"},
+		{url: "https://api.example.com/v1/x/.../admin", wantErr: "ends in a dot or a space"},
+		{url: "https://api.example.com/v1/admin::$DATA", wantErr: `":$"`},
+		{url: "https://api.example.com/v1/admin:$i30:$INDEX_ALLOCATION/x", wantErr: `":$"`},
+		{url: "https://api.example.com/v1/admin%3A%3A%24DATA", wantErr: `":$"`},
+		{url: `foo://api.example.com/v1/x\..\admin`, wantErr: "backslash"},
 		{url: "https://api.example.com/v1/%zzadmin", wantErr: "url_path: invalid URL"},
 		{url: "https:/api.example.com/v1/admin", wantErr: "url_path: \"https:/api.example.com/v1/admin\" has no host to net/url"},
 		{url: "https://0x7f.1/v1/admin", wantErr: "is not a dotted quad"},
@@ -94,7 +104,7 @@ func TestURLPathBlocksEverySpellingOfAPrefix(t *testing.T) {
 		{"https://api.example.com", "/"},
 		{"https://api.example.com?q=1", "/"},
 		{"file:///etc/./passwd", "/etc/passwd"},
-		{`foo://h/a\..\b`, `/a\..\b`},
+		{"https://api.example.com/v1/public/a.b/v1.2/x:y", "/v1/public/a.b/v1.2/x:y"},
 		{"foo://h", ""},
 		{"/v1/x/../public", "/v1/public"},
 	} {
@@ -108,6 +118,12 @@ func TestURLPathBlocksEverySpellingOfAPrefix(t *testing.T) {
 	if assert.True(t, types.IsError(v)) {
 		assert.Contains(t, v.(*types.Err).Error(), "no path a server routes")
 	}
+	// A relative URL resolved against an http one reads its backslashes
+	// as slashes: "/v1/x/../admin".
+	v = urlPath(types.String(`/v1/x\..\admin`))
+	if assert.True(t, types.IsError(v)) {
+		assert.Contains(t, v.(*types.Err).Error(), "backslash")
+	}
 }
 
 // url_path never returns a path with a dot segment or repeated slashes
@@ -120,7 +136,7 @@ func FuzzURLPath(f *testing.F) {
 	for _, s := range []string{"https://api.example.com/v1/x/../admin", "https://api.example.com/v1/%61dmin",
 		"https://api.example.com/v1/x/%2e%2e/admin", `http://h/v1\..\admin`, "http://h/v1//../admin",
 		"http://h/v1%2Fadmin", "http://h/..;/admin", "http://h/%252e", "http://h/%25%32%65", "http://h/%00", "http://h/..%3B/admin", "http://h/%EF%BC%8E%EF%BC%8E/admin", "file:///etc/../x",
-		"foo://h/a/../b", "a/../../b", "mailto:x", "http://h/a/b/.."} {
+		"foo://h/a/../b", `foo://h/a\..\b`, "a/../../b", "http://h/admin./", "http://h/admin::$DATA", "mailto:x", "http://h/a/b/.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -142,9 +158,11 @@ func FuzzURLPath(f *testing.F) {
 		require.True(t, err != nil || again == p, "%q: %q", s, p)
 		_, _, lookalike := asciiLookalike(p)
 		require.False(t, lookalike, "%q: %q", s, p)
+		require.NotContains(t, p, `\`, "%q: %q", s, p)
 		for _, seg := range strings.Split(p, "/") {
 			require.NotEqual(t, "..", seg, "%q: %q", s, p)
 			require.NotEqual(t, ".", seg, "%q: %q", s, p)
+			require.Empty(t, windowsAlias(seg), "%q: %q", s, p)
 		}
 		u, err := url.Parse(s)
 		require.NoError(t, err, s)
