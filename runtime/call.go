@@ -1417,6 +1417,9 @@ type ToolCall struct {
 	// call, ran an agent turn that started a call that would repeat an
 	// effect (Delegated).
 	delegated int32
+	// delegatedRan is set (atomically) when such a call reached its tool,
+	// or may have (delegatedActed).
+	delegatedRan int32
 	// seen holds the keys of FirstSeen, the first two in place so that
 	// the one meter of a typical chain allocates nothing (callMarks
 	// guards both).
