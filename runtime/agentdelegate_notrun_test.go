@@ -182,3 +182,62 @@ func TestARefusalForCallsInFlightAfterActingIsInDoubt(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryDoesNotRepeatADelegatingCallWhoseTurnsPipelineClosedAfterItActed:
+// a tool of an agent turn delegating to an agent of a pipeline of its own,
+// replaced (a reload) and closed while that agent's turn ran, after it
+// refunded: the turn's next model call was refused as not run (ErrClosed),
+// which the tool returned, and a retry ran the tool again on the new
+// pipeline, which refunded again. The call is in doubt, and so is the turn
+// (a host's call of the tool gets the agent's turn's error: it ran calls).
+func TestRetryDoesNotRepeatADelegatingCallWhoseTurnsPipelineClosedAfterItActed(t *testing.T) {
+	for _, host := range []bool{true, false} {
+		t.Run(fmt.Sprintf("host call %v", host), func(t *testing.T) {
+			var refunds atomic.Int64
+			var current atomic.Pointer[runtime.Pipeline]
+			agent := func() *runtime.Pipeline {
+				p := rt.Plan(plan.Chains{})
+				p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+				var pl *runtime.Pipeline
+				pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": delegatingModel("", runtime.ToolCallDelta{})},
+					Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+						refunds.Add(1)
+						if current.CompareAndSwap(pl, nil) {
+							// Replaced by a reload meanwhile, and closed.
+							require.NoError(t, pl.Close())
+						}
+						return "ok", nil
+					}}})
+				return pl
+			}
+			current.Store(agent())
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", `{"max_attempts":2,"initial_delay":"1ms"}`)}})
+			p.Tools = map[string]plan.Tool{"lookup": {}}
+			var attempts atomic.Int64
+			model := delegatingModel("refund order 7", runtime.ToolCallDelta{Index: 0, ID: "c_lookup", Name: "lookup", Arguments: `{"order":7}`})
+			pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+				Tools: map[string]runtime.ToolFunc{"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+					attempts.Add(1)
+					sub := current.Load()
+					if sub == nil {
+						sub = agent()
+						current.Store(sub)
+					}
+					res, err := sub.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund 9"})
+					return res.Output, err
+				}}})
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			var err error
+			if host {
+				_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "lookup", Args: map[string]any{"order": 7}})
+			} else {
+				_, err = pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, runtime.ErrClosed)
+			assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+			assert.Equal(t, int64(1), attempts.Load(), "lookup was not run again")
+			assert.Equal(t, int64(1), refunds.Load(), "the refund ran once")
+		})
+	}
+}
