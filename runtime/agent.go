@@ -1443,6 +1443,19 @@ func markDelegated(ac *agentCall) {
 	}
 }
 
+// markDelegatedRan flags the calls of the tool chain whose tools run the
+// agent turn of ac, at any depth, as having run a call of it that would
+// repeat an effect: one that reached its tool, or may have (reached). A
+// refusal such a tool returns after that, which says it did not run,
+// does not hold for its call (ranUnder).
+func markDelegatedRan(ac *agentCall) {
+	for c := ac.up; c != nil; c = c.up {
+		if tc := c.call.Load(); tc != nil {
+			atomic.StoreInt32(&tc.delegatedRan, 1)
+		}
+	}
+}
+
 // lastRecord returns the last record of the run answering the call of
 // tool under key, or under plain, its key of before a digest key
 // (agentTurn.plainKey), when not "".
@@ -1640,6 +1653,9 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 	res, err := t.pl.Tool(ctx, treq)
 	if reached(ctx, err) && (t.pl.repeatsEffect(call.Name) || ranCalls(err)) {
 		t.ran.add(call)
+		if ac.up != nil {
+			markDelegatedRan(ac)
+		}
 	}
 	if err == nil {
 		text, err := resultText(res.Value)

@@ -739,7 +739,8 @@ func (c Class) Final() bool { return c == ClassBlocked || c == ClassBudget || c 
 // *InDoubtError and for a call that ran but whose record a layer refused
 // (refusedRecord), ClassBlocked for a *BlockedError, ClassBudget for a
 // *BudgetError (anywhere in the chain) other than a refusal for the calls
-// in flight (BudgetError.InFlight: ClassFailure), ClassInDoubt for a call that ran to
+// in flight (BudgetError.InFlight: ClassFailure, unless it is in one of
+// the cases in doubt that follow), ClassInDoubt for a call that ran to
 // its end but whose outcome was not recorded (ErrOutcomeUnrecorded, unless
 // the call failed of its own, whose error comes first) and for a call that
 // may have run (ErrMayHaveRun) and for an agent turn that failed after
@@ -758,12 +759,11 @@ func Classify(err error) Class {
 		return ClassBlocked
 	}
 	var g *BudgetError
-	if errors.As(err, &g) {
-		if g.InFlight() {
-			return ClassFailure // the places the calls in flight hold may come back
-		}
+	if errors.As(err, &g) && !g.InFlight() {
 		return ClassBudget
 	}
+	// A refusal for the calls in flight is a failure (the places they
+	// hold may come back), unless what it ends may have acted.
 	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) || ranCalls(err) {
 		return ClassInDoubt
 	}
@@ -948,7 +948,7 @@ func RetryAfterOf(err error) (time.Duration, bool) {
 // that may have run, or a turn that failed after calls that would repeat
 // an effect ran, as Classify takes it),
 // "blocked", "budget" ("rate_limited" for a refusal for the calls in
-// flight, BudgetError.InFlight), a
+// flight, BudgetError.InFlight, unless it is in doubt as above), a
 // "store_unavailable" (ErrStoreUnavailable), a
 // *CallError's kind (from its Kind, else its Status), "breaker_open",
 // "canceled", "timeout", the kind of a status code (StatusCode() int), or
@@ -966,14 +966,15 @@ func KindOf(err error) string {
 		return "blocked"
 	}
 	var g *BudgetError
-	if errors.As(err, &g) {
-		if g.InFlight() {
-			return string(KindRateLimited)
-		}
+	inFlight := errors.As(err, &g) && g.InFlight()
+	if g != nil && !inFlight {
 		return "budget"
 	}
 	if outcomeUnrecorded(err) || errors.Is(err, ErrMayHaveRun) || ranCalls(err) {
 		return "in_doubt"
+	}
+	if inFlight {
+		return string(KindRateLimited)
 	}
 	if errors.Is(err, ErrStoreUnavailable) {
 		return "store_unavailable"

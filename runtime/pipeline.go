@@ -680,6 +680,7 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 		// Another call's doubt (one the tool made): this call ran.
 		err = MayHaveRun(err)
 	}
+	err = c.ranUnder(err)
 	if err != nil && ctx.Err() != nil {
 		atomic.StoreInt32(&c.interrupted, 1)
 	} else {
