@@ -13,12 +13,6 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
-// callAnswer is a model's answer that calls tool with args, under id.
-func callAnswer(id, tool, args string) rt.Response {
-	return rt.Response{Stream: []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: id, Name: tool, Arguments: args}},
-		FinishReason: runtime.FinishToolCalls}}}
-}
-
 // bankPlan has a chat memoize of config, a side-effecting transfer and a
 // read-only balance.
 func bankPlan(config string) *plan.Plan {
@@ -38,12 +32,12 @@ func bankRequest() runtime.ChatRequest {
 // twice from the cache.
 func TestChatAnswerCallingSideEffectingToolIsNotCached(t *testing.T) {
 	for name, answers := range map[string][]rt.Response{
-		"side-effecting": {callAnswer("call_1", "transfer", `{"amount":100}`), callAnswer("call_2", "transfer", `{"amount":100}`)},
-		"undeclared":     {callAnswer("call_1", "lookup", `{}`), callAnswer("call_2", "lookup", `{}`)},
+		"side-effecting": {rt.CallResponse("call_1", "transfer", `{"amount":100}`), rt.CallResponse("call_2", "transfer", `{"amount":100}`)},
+		"undeclared":     {rt.CallResponse("call_1", "lookup", `{}`), rt.CallResponse("call_2", "lookup", `{}`)},
 		"one of several": {
 			{Stream: []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_1", Name: "balance", Arguments: `{}`},
 				{Index: 1, ID: "call_2", Name: "transfer", Arguments: `{"amount":100}`}}, FinishReason: runtime.FinishToolCalls}}},
-			callAnswer("call_3", "balance", `{}`),
+			rt.CallResponse("call_3", "balance", `{}`),
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -64,7 +58,7 @@ func TestChatAnswerCallingSideEffectingToolIsNotCached(t *testing.T) {
 // of its own: a replayed id would be the id of the call that ran when the
 // answer was recorded.
 func TestChatAnswerCallingReadOnlyToolIsReplayedWithIDsOfItsOwn(t *testing.T) {
-	model := rt.NewModel(callAnswer("call_1", "balance", `{"account":"A"}`))
+	model := rt.NewModel(rt.CallResponse("call_1", "balance", `{"account":"A"}`))
 	pl := rt.Build(t, bankPlan(""), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	ids := map[string]bool{}
 	for i := range 3 {
@@ -87,14 +81,14 @@ func TestChatEntryCallingANowSideEffectingToolIsAMiss(t *testing.T) {
 	kv := runtime.NewMemoryKV()
 	before := bankPlan(`{"scope": "global"}`)
 	before.Tools["transfer"] = plan.Tool{}
-	old := rt.Build(t, before, runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": rt.NewModel(callAnswer("call_1", "transfer", `{"amount":100}`))}})
+	old := rt.Build(t, before, runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.CallResponse("call_1", "transfer", `{"amount":100}`))}})
 	_, err := old.Complete(ctx1, bankRequest())
 	require.NoError(t, err)
 	hit, err := old.Complete(ctx1, bankRequest())
 	require.NoError(t, err)
 	require.True(t, hit.Cached, "stored while transfer was read-only")
 
-	model := rt.NewModel(callAnswer("call_9", "transfer", `{"amount":100}`))
+	model := rt.NewModel(rt.CallResponse("call_9", "transfer", `{"amount":100}`))
 	pl := rt.Build(t, bankPlan(`{"scope": "global"}`), runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": model}})
 	resp, err := pl.Complete(ctx1, bankRequest())
 	require.NoError(t, err)
@@ -107,7 +101,7 @@ func TestChatEntryCallingANowSideEffectingToolIsAMiss(t *testing.T) {
 // side-effecting tool do not share it: each asks the model, and none is
 // answered from the cache.
 func TestSingleFlightDoesNotShareSideEffectingCalls(t *testing.T) {
-	answer := callAnswer("call_1", "transfer", `{"amount":100}`)
+	answer := rt.CallResponse("call_1", "transfer", `{"amount":100}`)
 	answer.Delay = 20 * time.Millisecond
 	model := rt.NewModel(answer)
 	pl := rt.Build(t, bankPlan(flightConfig), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})

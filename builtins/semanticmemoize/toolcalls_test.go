@@ -11,11 +11,6 @@ import (
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
-func callAnswer(id, tool, args string) rt.Response {
-	return rt.Response{Stream: []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: id, Name: tool, Arguments: args}},
-		FinishReason: runtime.FinishToolCalls}}}
-}
-
 func bankPipeline(t *testing.T, model *rt.Model) *runtime.Pipeline {
 	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("semantic_memoize", `{"scope": "global"}`)}})
 	p.Tools = map[string]plan.Tool{"transfer": {SideEffecting: true}, "balance": {}}
@@ -38,7 +33,7 @@ func user(s string) runtime.Message { return runtime.Message{Role: "user", Conte
 func TestChatAnswerCallingAToolIsNotReused(t *testing.T) {
 	for _, tool := range []string{"transfer", "balance"} {
 		t.Run(tool, func(t *testing.T) {
-			model := rt.NewModel(callAnswer("call_1", tool, `{"amount":100}`), callAnswer("call_2", tool, `{"amount":900}`))
+			model := rt.NewModel(rt.CallResponse("call_1", tool, `{"amount":100}`), rt.CallResponse("call_2", tool, `{"amount":900}`))
 			pl := bankPipeline(t, model)
 			ask(t, pl, user("Please transfer 100 EUR from my checking account to my landlord, account DE89370400440532013000, for the rent of March."))
 			resp := ask(t, pl, user("Please transfer 900 EUR from my checking account to my landlord, account DE89370400440532013000, for the rent of March."))
