@@ -128,7 +128,10 @@ type DataOptions struct {
 // is evaluated on its own (no package, no schema) and returned as JSON,
 // once it is known to leave no value incomplete and to write no optional
 // field as data (CUE leaves one out of the JSON).
-// Errors name the file, and the position when there is one.
+// Errors name the file, and the position when there is one. When the only
+// problems are optional fields (each its own error, joined), the data is
+// returned with them, without those fields, so that a caller can report
+// the file's other problems in the same round; otherwise the data is nil.
 func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -171,13 +174,12 @@ func LoadData(ctx context.Context, path string, opts DataOptions) ([]byte, error
 			evalErr = errors.New(placedDetails(v, err))
 			return
 		}
-		if err := optionalFields(path, src, v); err != nil {
-			evalErr = err
+		optional := optionalFields(path, src, v)
+		if out, err = v.MarshalJSON(); err != nil {
+			out, evalErr = nil, fmt.Errorf("%s: %v", path, err)
 			return
 		}
-		if out, err = v.MarshalJSON(); err != nil {
-			evalErr = fmt.Errorf("%s: %v", path, err)
-		}
+		evalErr = optional
 	})
 	switch {
 	case errors.Is(err, errDeadline):

@@ -114,7 +114,9 @@ const DefaultProveK = 3
 // Discover returns the cases of the policy in dir, sorted by file and
 // name. Files are read under opts' bounds (see dsl.LoadData). A file that
 // does not parse, or a case without scenario or want, is an error naming
-// the file.
+// the file. Every problem of every file is in the error, each its own
+// (errors.Join), and the cases that read are returned with it, so that the
+// caller can check them too (CheckIDs) and a file is fixed in one round.
 func Discover(ctx context.Context, dir string, opts dsl.DataOptions) ([]*Case, error) {
 	var files []string
 	tf, _ := filepath.Glob(filepath.Join(dir, "*_test.cue"))
@@ -130,21 +132,22 @@ func Discover(ctx context.Context, dir string, opts dsl.DataOptions) ([]*Case, e
 		cs, err := readFile(ctx, f, opts)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		cases = append(cases, cs...)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return cases, nil
+	return cases, errors.Join(errs...)
 }
 
+// readFile returns the cases of the test file path that read, and the
+// problems of the file and its other cases.
 func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, error) {
-	data, err := dsl.LoadData(ctx, path, opts)
-	if err != nil {
-		return nil, err
+	data, loadErr := dsl.LoadData(ctx, path, opts)
+	if data == nil {
+		return nil, loadErr
 	}
+	// The file's optional fields (loadErr, the data read without them) are
+	// reported with its cases' problems.
+	errs := []error{loadErr}
 	// The file read again, for the places of its cases' problems (within
 	// the bounds LoadData checked).
 	var idx *dsl.SourceIndex
@@ -153,27 +156,27 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, errors.Join(append(errs, fmt.Errorf("%s: %v", path, err))...)
 	}
 	for _, k := range sortedKeys(doc) {
 		if k != "tests" {
-			return nil, fmt.Errorf("%s: unknown field %q%s: a test file holds a `tests` struct of named cases (a helper value must be hidden: _%s or #%s)",
-				path, k, dsl.SuggestName(k, []string{"tests"}), k, k)
+			errs = append(errs, fmt.Errorf("%s: unknown field %q%s: a test file holds a `tests` struct of named cases (a helper value must be hidden: _%s or #%s)",
+				path, k, dsl.SuggestName(k, []string{"tests"}), k, k))
 		}
 	}
 	var tests map[string]json.RawMessage
 	if raw, ok := doc["tests"]; ok {
 		if err := json.Unmarshal(raw, &tests); err != nil {
-			return nil, fmt.Errorf("%s: tests: %s", path, typeProblem(err, "a struct of named cases"))
+			return nil, errors.Join(append(errs, fmt.Errorf("%s: tests: %s", path, typeProblem(err, "a struct of named cases")))...)
 		}
 	}
 	if len(tests) == 0 {
-		return nil, fmt.Errorf("%s: no tests: the file must hold a `tests` struct of named cases", path)
+		return nil, errors.Join(append(errs, fmt.Errorf("%s: no tests: the file must hold a `tests` struct of named cases", path))...)
 	}
 	// Every faulty case is reported, in the order of their names, so that
-	// a file is fixed in one round and the report is the same every time.
+	// a file is fixed in one round and the report is the same every time;
+	// the cases that read are returned beside them.
 	var out []*Case
-	var errs []error
 	for _, name := range sortedKeys(tests) {
 		c, err := readCase(path, idx, name, tests[name])
 		if err != nil {
@@ -182,10 +185,7 @@ func readFile(ctx context.Context, path string, opts dsl.DataOptions) ([]*Case, 
 		}
 		out = append(out, c)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // readCase reads the case name of the test file path.

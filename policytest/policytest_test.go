@@ -116,6 +116,49 @@ func TestDiscoverErrorsInOrder(t *testing.T) {
 	}
 }
 
+// A file's problems are all reported in one round: an optional field
+// (CUE leaves it out of the data) does not hide the cases' problems, and
+// the cases that read are returned beside them, for CheckIDs to find the
+// ids they want that can never be.
+func TestDiscoverReportsTheWholeFile(t *testing.T) {
+	policy := "package p\ntools: transfer: {side_effecting: true, retry_safe: true}\nchains: tool: [{use: \"retry\"}]\n"
+	tests := `package p
+tests: "w": {
+	scenario: {tools: transfer: [{result?: {ok: true}}], steps: [{tool: {name: "transfer", args: {}}}]}
+	want: steps: [{outcome: "ok"}]
+}
+tests: "x": {
+	scenario: {tools: transfer: [{result: ok: true}], steps: [{tool: {name: "transfer", args: {}}}]}
+	want: steps: [{outcome: "ok", error: {kind: "block"}}]
+}
+tests: "y": want_prove: ["max_execution"]
+tests: "z": want_vet: ["order/retry-side-efect"]
+`
+	dir := write(t, map[string]string{"p.cue": policy, "a_test.cue": tests})
+	at := filepath.Join(dir, "a_test.cue")
+	cases, err := Discover(context.Background(), dir, dsl.DataOptions{})
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		at + `:3:32: result?: an optional field is neither checked nor used (it is left out of the data): remove the ?`,
+		at + `:8:40: test "x": want: steps[0].error.kind: "block" is not an error kind; did you mean "blocked"?`,
+	}, strings.Split(err.Error(), "\n"))
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"w", "y", "z"}, names, "the cases that read")
+
+	c, err := compiler.Compile(context.Background(), []string{filepath.Join(dir, "p.cue")}, compiler.Options{})
+	require.NoError(t, err)
+	err = CheckIDs(cases, c)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 2)
+	assert.True(t, strings.HasPrefix(lines[0], at+`:10:13: test "y": want_prove:`), lines[0])
+	assert.Contains(t, lines[0], `did you mean "max_executions"?`)
+	assert.True(t, strings.HasPrefix(lines[1], at+`:11:13: test "z": want_vet: no rule "order/retry-side-efect"; did you mean "order/retry-side-effect"?`), lines[1])
+}
+
 // A want value of the wrong type where the check of a want's values looks
 // (a step's outcome, stage, error kind) is reported at its place, and the
 // rest of the want is still checked: a misspelt outcome beside it is

@@ -49,6 +49,27 @@
 // when the tool is declared side_effecting or is not declared in the plan at
 // all (its effects are unknown).
 //
+// Tool calls in chat answers: a model's answer that calls a tool makes
+// whoever reads it (the agent loop, a gateway's client) run the call, so a
+// replayed answer runs the calls it holds again. A chat-chain memoize
+// stores and replays an answer only when each of its tool calls is a call
+// of a tool the policy declares and does not mark side_effecting: an
+// answer calling a side-effecting tool, or one the policy does not declare
+// (whose effects are unknown), is relayed but never stored, so the same
+// request asks the model again (a payment asked for twice is made twice
+// only if the model proposes it twice, never from the cache, and never
+// another run's with scope key or global). An entry stored before a tool
+// became side-effecting, or by another policy sharing the store, is a miss.
+// With single_flight, concurrent identical requests whose answer is not
+// kept do not share it: each asks the model. A replayed call of a
+// read-only tool gets an id of its own (the stored id's prefix, "call_" or
+// "toolu_", then 24 random letters and digits, drawn from the pipeline's
+// source of randomness, runtime.Deps.Random), never the id of the call
+// that ran when the answer was recorded, which a transcript, a checkpoint
+// or a client would take the replayed call for. agentc vet warns of a
+// chat-chain cache in a policy with side-effecting tools
+// (order/chat-cache-side-effect).
+//
 // Secrets: memoize never caches a tool declared secret_result either: the
 // cache would hold the secret outside its run and serve it to other runs.
 // Such calls pass through untouched (a warning is logged once per tool).

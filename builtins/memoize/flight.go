@@ -157,7 +157,7 @@ func (m *Memoize) chatFlight(ctx context.Context, c *runtime.ChatCall, key strin
 			return err
 		}
 		if e, _ := v.(*chatcache.Entry); shared && e != nil {
-			chatcache.Replay(c, e, yield)
+			chatcache.Replay(c, e, m.random, yield)
 			return nil
 		}
 	}
@@ -173,16 +173,18 @@ func (m *Memoize) chatLead(ctx context.Context, c *runtime.ChatCall, key string,
 	}
 	if hit != nil {
 		if e := m.entry(ctx, hit); e != nil {
-			chatcache.Replay(c, e, yield)
+			chatcache.Replay(c, e, m.random, yield)
 			return e, nil
 		}
 	}
 	v, err := m.lead(ctx, key, claim, func() (any, bool, error) {
 		e, err := chatcache.Record(ctx, c, next, yield)
-		return e, e != nil, err
+		return e, e != nil && m.keeps(e), err
 	})
+	// An answer that is not kept (keeps) is not shared either: each caller
+	// that waited asks the model for its own.
 	e, _ := v.(*chatcache.Entry)
-	if e == nil {
+	if e == nil || !m.keeps(e) {
 		return nil, err
 	}
 	return e, nil

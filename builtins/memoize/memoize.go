@@ -59,6 +59,11 @@ type Memoize struct {
 	// digester hashes the keys: keyed with settings.digest_key_env.
 	digester runtime.Digester
 	warned   sync.Map // tool name -> struct{}: refusals already logged
+	// readOnly are the tools whose calls a chat answer may hold to be
+	// stored and replayed (chatcache.ReadOnlyTools); random draws the ids
+	// of the calls a hit replays.
+	readOnly map[string]bool
+	random   runtime.Random
 
 	// With SingleFlight: the store's lease port, the calls in flight in
 	// this process, and the bounds of the wait between reads of a claim
@@ -78,6 +83,7 @@ func (m *Memoize) Provision(b *runtime.BuildContext) error {
 	m.name = b.Name()
 	m.logger = b.Logger
 	m.digester = b.Digester()
+	m.readOnly, m.random = chatcache.ReadOnlyTools(b.Plan), b.Random()
 	kv, err := b.KV(m.Store)
 	if err != nil {
 		return err
@@ -176,13 +182,26 @@ func DecodeEntry(b []byte) (*chatcache.Entry, error) {
 }
 
 // entry decodes the cached chat answer b; one that does not decode is
-// logged and treated as a miss (nil).
+// logged and treated as a miss (nil), and so is one that calls a tool the
+// policy does not declare read-only (keeps).
 func (m *Memoize) entry(ctx context.Context, b []byte) *chatcache.Entry {
 	e, err := DecodeEntry(b)
 	if err != nil {
 		m.corrupt(ctx, err)
+		return nil
+	}
+	if !m.keeps(e) {
+		return nil
 	}
 	return e
+}
+
+// keeps reports whether the chat answer e may be stored and replayed: each
+// of its tool calls is a call of a tool the policy declares and does not
+// mark side_effecting. A hit makes the caller run the calls the answer
+// holds: a payment would be made again, or another run's made in this one.
+func (m *Memoize) keeps(e *chatcache.Entry) bool {
+	return e.CallsOnly(m.readOnly)
 }
 
 // value decodes the cached tool result b; one that does not decode is
@@ -214,12 +233,12 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}
 		if b, ok := m.get(ctx, key); ok {
 			if e := m.entry(ctx, b); e != nil {
-				chatcache.Replay(c, e, yield)
+				chatcache.Replay(c, e, m.random, yield)
 				return nil
 			}
 		}
 		e, err := chatcache.Record(ctx, c, next, yield)
-		if e == nil {
+		if e == nil || !m.keeps(e) {
 			return err
 		}
 		m.set(ctx, key, e)

@@ -7,8 +7,9 @@
 // meaning): a chat call's transcript without its system messages (one
 // "role: content" line per message, "role (name): content" for one naming
 // its author, its content the message's text, text parts included, then its
-// images (a digest of each URL), tool calls and tool results; the system
-// messages alone when there is nothing else), a tool call's canonical
+// images (a digest of each URL); the system messages alone when there is
+// nothing else; a conversation with tool calls or results is not embedded:
+// see Tool calls in chat), a tool call's canonical
 // arguments (JSON, object keys sorted). The index partition is the layer,
 // the stage, the scope (the run's tenant and id for scope "run", its tenant
 // for "key", nothing for "global") and the tool, or for a chat call the
@@ -62,6 +63,22 @@
 // written without the key, or under another one, are not read: each call
 // misses once, runs and is cached again (a cache miss runs nothing that
 // was not going to run); the old entries stay until their ttl.
+//
+// Tool calls in chat: the similarity of two transcripts is no identity of
+// what they ask, and a chat answer that calls a tool makes whoever reads it
+// run the call. So a chat-chain semantic_memoize reuses only plain answers
+// to plain conversations: an answer that calls a tool (any tool, read-only
+// ones too: the call the model proposed for "transfer 100 EUR" would run
+// again for "transfer 900 EUR", a balance read for account A would be read
+// for a request about account B) is relayed but never stored, and an entry
+// holding one is a miss; and a conversation that holds a tool call or a
+// tool result (an assistant message's calls, a tool message, a user
+// message's tool_result part) is neither looked up nor stored, as its
+// answer reports on the result ("Done: 100 EUR sent.", "Your balance is
+// 500"), and a near-duplicate conversation holds another result, which
+// differs in a digit the similarity barely sees. Those calls reach the
+// model. agentc vet warns of a chat-chain cache in a policy with
+// side-effecting tools (order/chat-cache-side-effect).
 //
 // Chat calls keep near-duplicate matching: reusing a near-duplicate answer
 // is a product decision: a transcript that differs in one digit ("refund

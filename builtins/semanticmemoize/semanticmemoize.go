@@ -60,6 +60,8 @@ type SemanticMemoize struct {
 	digester runtime.Digester
 	logger   *slog.Logger
 	warned   sync.Map
+	// random draws the ids of replayed calls (none are: see WrapChat).
+	random runtime.Random
 }
 
 // Provision resolves the index and the embedder.
@@ -68,6 +70,7 @@ func (m *SemanticMemoize) Provision(b *runtime.BuildContext) error {
 	m.logger = b.Logger
 	m.embed = b.Embedder()
 	m.digester = b.Digester()
+	m.random = b.Random()
 	idx, err := b.VectorIndex(m.Index)
 	if err != nil {
 		return err
@@ -288,9 +291,15 @@ func attachments(msgs []runtime.Message) []attachment {
 	return out
 }
 
-// WrapChat implements runtime.ChatWrapper.
+// WrapChat implements runtime.ChatWrapper. Only plain answers to plain
+// conversations are reused: a conversation that holds a tool call or a
+// tool result bypasses the layer, and an answer that calls a tool is
+// neither stored nor replayed (see usesTools).
 func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 	return func(ctx context.Context, c *runtime.ChatCall, yield func(runtime.Delta) bool) error {
+		if usesTools(c.Request.Messages) {
+			return next(ctx, c, yield)
+		}
 		part, text, err := chatKey(m.digester, &c.Request)
 		if err != nil { // no canonical form: the call bypasses the layer
 			return next(ctx, c, yield)
@@ -299,19 +308,46 @@ func (m *SemanticMemoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler
 		vec, hit, ok := m.lookup(ctx, part, text, 1, nil)
 		if ok {
 			e, err := memoize.DecodeEntry(hit)
-			if err == nil {
-				chatcache.Replay(c, e, yield)
+			switch {
+			case err != nil:
+				m.logger.WarnContext(ctx, "semantic_memoize: a cached entry does not decode; treating it as a miss", "error", err)
+			case len(e.ToolCalls) == 0:
+				chatcache.Replay(c, e, m.random, yield)
 				return nil
 			}
-			m.logger.WarnContext(ctx, "semantic_memoize: a cached entry does not decode; treating it as a miss", "error", err)
 		}
 		e, err := chatcache.Record(ctx, c, next, yield)
-		if e == nil {
+		if e == nil || len(e.ToolCalls) > 0 {
 			return err
 		}
 		m.store(ctx, part, text, vec, e)
 		return nil
 	}
+}
+
+// usesTools reports whether msgs hold a tool call or a tool result. The
+// similarity of two transcripts is no identity of what they ask: a call
+// the model proposed for "transfer 100 EUR" would, replayed for "transfer
+// 900 EUR", run the transfer of 100 again (and, with scope key or global,
+// in another run); an answer to a conversation holding a tool result
+// reports on that result ("Done: 100 EUR sent.", "Your balance is 500"),
+// and a near-duplicate conversation holds another result, which differs in
+// a digit the similarity barely sees. So such conversations are not looked
+// up nor stored, and an answer that calls a tool is not stored either:
+// the model is asked.
+func usesTools(msgs []runtime.Message) bool {
+	for i := range msgs {
+		m := &msgs[i]
+		if len(m.ToolCalls) > 0 || m.Role == "tool" || m.ToolCallID != "" {
+			return true
+		}
+		for _, p := range m.Parts {
+			if p.Type == runtime.PartToolResult {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WrapTool implements runtime.ToolWrapper.

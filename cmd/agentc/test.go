@@ -73,21 +73,23 @@ func cmdTest(ctx context.Context, env *cliEnv, args []string) int {
 		if len(paths) > 1 || filepath.Ext(dir) == ".cue" {
 			dir = filepath.Dir(dir)
 		}
-		cases, err := policytest.Discover(ctx, dir, dsl.DataOptions{Timeout: env.timeout})
-		if err != nil {
-			return failEach(env, err)
-		}
-		if len(cases) == 0 {
+		// A test file's problems, and those of every case that reads
+		// (CheckIDs), are reported together: a file is fixed in one round.
+		cases, readErr := policytest.Discover(ctx, dir, dsl.DataOptions{Timeout: env.timeout})
+		if readErr == nil && len(cases) == 0 {
 			fmt.Fprintf(env.stdout, "?     %s  [no test files]\n", rel(env, dir))
 			continue
 		}
 		c, err := compiler.Compile(ctx, paths, compiler.Options{Timeout: env.timeout})
 		if err != nil {
+			if readErr != nil {
+				failEach(env, readErr)
+			}
 			return fail(env, "%v", err)
 		}
 		// A want no run can meet stops the run as a test file that does
 		// not read does.
-		if err := policytest.CheckIDs(cases, c); err != nil {
+		if err := errors.Join(readErr, policytest.CheckIDs(cases, c)); err != nil {
 			return failEach(env, err)
 		}
 		var rules []string

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -235,9 +236,32 @@ func cacheHits(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {
 		if c.Use == "idempotent" {
 			hit = "a replay in " + c.Ref()
 		}
-		out = append(out, fmt.Sprintf("%s skips %s", hit, list(skipped)))
+		out = append(out, fmt.Sprintf("%s skips %s", hit, list(skipped))+chatCacheCalls(a, stage, c))
 	}
 	return out
+}
+
+// chatCacheCalls says what a chat-chain cache does with the tool calls of
+// the model's answers (a replayed call runs again): "" for other caches.
+func chatCacheCalls(a *vet.Analysis, stage string, c *dsl.Entry) string {
+	if stage != "chat" || (c.Use != "memoize" && c.Use != "semantic_memoize") {
+		return ""
+	}
+	var effects []string
+	for name, t := range a.Policy.Tools {
+		if t.SideEffecting {
+			effects = append(effects, "`"+name+"`")
+		}
+	}
+	slices.Sort(effects)
+	which := "a side-effecting tool"
+	if len(effects) > 0 {
+		which = "a side-effecting tool (" + list(effects) + ")"
+	}
+	if c.Use == "semantic_memoize" {
+		return "; it reuses only answers without tool calls, to conversations without tool calls or results: an answer calling a tool is never stored, and a conversation holding a call or result always reaches the model"
+	}
+	return "; an answer calling " + which + " or one the policy does not declare is never stored, so the model is asked again; one calling read-only tools is replayed, each call under a new id"
 }
 
 func auditRecords(a *vet.Analysis, stage string, chain []*dsl.Entry) []string {

@@ -15,7 +15,9 @@ happen. The runtime never caches such a tool, so the layer is at best dead
 weight for it and at worst a sign that the tool was meant to be read-only.
 Scope the cache with tools: to read-only tools, or give it a when that
 excludes them (when: "!tool.side_effecting" is understood). Tools that no
-call can bring to the cache (scoped out, refused outright) do not count.`,
+call can bring to the cache (scoped out, refused outright) do not count.
+A chat-chain cache, which sees the model's answers calling the tools, is
+order/chat-cache-side-effect's.`,
 	Run: func(p *Pass) {
 		for _, e := range p.Policy.Chains["tool"] {
 			if e.Use != "memoize" && e.Use != "semantic_memoize" {

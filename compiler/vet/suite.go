@@ -10,6 +10,7 @@ var Suite = []*Rule{
 	RetrySideEffect,
 	RetryUnknownEffects,
 	MemoizeSideEffect,
+	ChatCacheSideEffect,
 	NestedRetry,
 	RateLimitOutsideRetry,
 	RateLimitOutsideHedge,

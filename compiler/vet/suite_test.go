@@ -25,6 +25,7 @@ var designRules = map[string]dsl.Severity{
 	"order/retry-side-effect":             dsl.Error,
 	"order/retry-unknown-effects":         dsl.Warning,
 	"order/memoize-side-effect":           dsl.Error,
+	"order/chat-cache-side-effect":        dsl.Warning,
 	"order/nested-retry":                  dsl.Warning,
 	"order/ratelimit-outside-retry":       dsl.Warning,
 	"order/ratelimit-outside-hedge":       dsl.Warning,

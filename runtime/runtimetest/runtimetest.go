@@ -93,6 +93,13 @@ type Model struct {
 	requests  []runtime.ChatRequest
 }
 
+// CallResponse is a model's answer that calls the tool name with the JSON
+// arguments args, under the call id id (finish reason tool_calls).
+func CallResponse(id, name, args string) Response {
+	return Response{Stream: []runtime.Delta{{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: id, Name: name, Arguments: args}},
+		FinishReason: runtime.FinishToolCalls}}}
+}
+
 // NewModel returns a model that answers with responses in order.
 func NewModel(responses ...Response) *Model {
 	return &Model{responses: responses}

@@ -2,8 +2,10 @@ package chatcache
 
 import (
 	"context"
+	"strings"
 
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // Entry is a cached chat response, stored as JSON.
@@ -91,8 +93,9 @@ func finished(r string) bool {
 // Replay serves c from e: it marks the call cached, sets the served model
 // and the stop sequence, adds the entry's usage and annotations to c, and
 // pushes the deltas to yield with c.Emit until the consumer stops: the text deltas, then the tool calls
-// (one fragment each) with the finish reason and stop sequence on one delta.
-func Replay(c *runtime.ChatCall, e *Entry, yield func(runtime.Delta) bool) {
+// (one fragment each, each with an id of its own drawn from r: see
+// FreshCalls) with the finish reason and stop sequence on one delta.
+func Replay(c *runtime.ChatCall, e *Entry, r runtime.Random, yield func(runtime.Delta) bool) {
 	c.Meta.Cached = true
 	c.Served = e.Served
 	c.StopSequence = e.StopSequence // (Emit records the finish reason alone)
@@ -110,6 +113,74 @@ func Replay(c *runtime.ChatCall, e *Entry, yield func(runtime.Delta) bool) {
 		}
 	}
 	if len(e.ToolCalls) > 0 || len(e.Deltas) == 0 && e.FinishReason != "" {
-		c.Emit(yield, runtime.Delta{ToolCalls: runtime.ToolCallDeltas(e.ToolCalls), FinishReason: e.FinishReason, StopSequence: e.StopSequence})
+		c.Emit(yield, runtime.Delta{ToolCalls: runtime.ToolCallDeltas(FreshCalls(e.ToolCalls, r)), FinishReason: e.FinishReason, StopSequence: e.StopSequence})
 	}
+}
+
+// Tool calls. A cached answer that calls a tool makes whoever reads it
+// (RunAgent, a gateway's client) run the call: the cache decides which
+// tool calls run. So a chat cache keeps and replays an answer only when
+// each of its calls is one the policy declares read-only (ReadOnlyTools):
+// a call to a side-effecting tool, or to one the policy does not declare
+// (whose effects are unknown), would run again for a request the model
+// did not propose it for: a second payment, or another run's. Replayed
+// calls get ids of their own (FreshCalls): the stored ids are those of
+// the call that ran when the answer was recorded, and a transcript, a
+// checkpoint or a client would take a replayed call for that one.
+
+// ReadOnlyTools returns the tools p declares and does not mark
+// side_effecting: the only tools whose calls a chat cache keeps in an
+// answer and replays.
+func ReadOnlyTools(p *plan.Plan) map[string]bool {
+	out := map[string]bool{}
+	if p == nil {
+		return out
+	}
+	for name, t := range p.Tools {
+		if !t.SideEffecting {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// CallsOnly reports whether every tool call of e is a call of a tool of
+// readOnly (true for an answer without tool calls).
+func (e *Entry) CallsOnly(readOnly map[string]bool) bool {
+	for _, tc := range e.ToolCalls {
+		if !readOnly[tc.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// idChars are the characters of a fresh call id: those every provider
+// accepts in one.
+const idChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// FreshCalls returns calls (not modified) each with a new id drawn from r:
+// the stored id's prefix up to its first underscore ("call_", "toolu_";
+// "call_" when it has none of at most 8 characters), then 24 characters of
+// [A-Za-z0-9]. The id is at most 32 characters long, within what a
+// provider accepts.
+func FreshCalls(calls []runtime.ToolUse, r runtime.Random) []runtime.ToolUse {
+	if len(calls) == 0 {
+		return calls
+	}
+	out := make([]runtime.ToolUse, len(calls))
+	copy(out, calls)
+	for i := range out {
+		prefix := "call_"
+		if k := strings.IndexByte(out[i].ID, '_'); k > 0 && k < 8 {
+			prefix = out[i].ID[:k+1]
+		}
+		var b strings.Builder
+		b.WriteString(prefix)
+		for range 24 {
+			b.WriteByte(idChars[r.Int64N(int64(len(idChars)))])
+		}
+		out[i].ID = b.String()
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package chatcache_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/internal/chatcache"
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
 // model returns a handler that streams texts the way the innermost handler
@@ -75,7 +77,7 @@ func TestReplay(t *testing.T) {
 		Served: "m", Annotations: map[string]any{"layer": "note"}}
 	c := &runtime.ChatCall{Usage: runtime.Usage{InputTokens: 1}}
 	var got []string
-	chatcache.Replay(c, e, func(d runtime.Delta) bool { got = append(got, d.Text); return true })
+	chatcache.Replay(c, e, runtime.NewSeededRandom(1), func(d runtime.Delta) bool { got = append(got, d.Text); return true })
 	assert.Equal(t, []string{"a", "b"}, got)
 	assert.True(t, c.Meta.Cached)
 	assert.Equal(t, "m", c.Served)
@@ -85,7 +87,7 @@ func TestReplay(t *testing.T) {
 
 	stopped := &runtime.ChatCall{}
 	got = nil
-	chatcache.Replay(stopped, e, func(d runtime.Delta) bool { got = append(got, d.Text); return false })
+	chatcache.Replay(stopped, e, runtime.NewSeededRandom(1), func(d runtime.Delta) bool { got = append(got, d.Text); return false })
 	assert.Equal(t, []string{"a"}, got, "replay stops with the consumer")
 	assert.True(t, stopped.Stopped)
 }
@@ -153,4 +155,57 @@ func TestRecordKeepsOnlyFinishedAnswers(t *testing.T) {
 			assert.Equal(t, tt.last.FinishReason, e.FinishReason)
 		})
 	}
+}
+
+// A replayed answer's tool calls get ids of their own: the stored ids are
+// those of the calls that ran when it was recorded, which a transcript or
+// a client would take the replayed calls for.
+func TestReplayGivesCallsIDsOfTheirOwn(t *testing.T) {
+	e := &chatcache.Entry{Deltas: []string{}, FinishReason: runtime.FinishToolCalls, ToolCalls: []runtime.ToolUse{
+		{ID: "toolu_01AbC", Name: "balance", Arguments: []byte(`{"account":"A"}`)},
+		{ID: "a-very-long-provider-id_1", Name: "balance", Arguments: []byte(`{"account":"B"}`)},
+	}}
+	r := runtime.NewSeededRandom(1)
+	replay := func() []runtime.ToolUse {
+		var calls runtime.ToolCallBuilder
+		chatcache.Replay(&runtime.ChatCall{}, e, r, func(d runtime.Delta) bool { calls.Add(&d); return true })
+		return calls.ToolCalls()
+	}
+	first, second := replay(), replay()
+	require.Len(t, first, 2)
+	require.Len(t, second, 2)
+	seen := map[string]bool{"toolu_01AbC": true, "a-very-long-provider-id_1": true}
+	for i, c := range append(first, second...) {
+		assert.Regexp(t, `^(toolu|call)_[A-Za-z0-9]{24}$`, c.ID)
+		assert.LessOrEqual(t, len(c.ID), 40, "within what OpenAI accepts")
+		assert.False(t, seen[c.ID], "call %d: id %q given before", i, c.ID)
+		seen[c.ID] = true
+		assert.Equal(t, e.ToolCalls[i%2].Name, c.Name)
+		assert.JSONEq(t, string(e.ToolCalls[i%2].Arguments), string(c.Arguments))
+	}
+	assert.True(t, strings.HasPrefix(first[0].ID, "toolu_"), "the provider's prefix is kept")
+	assert.True(t, strings.HasPrefix(first[1].ID, "call_"), "a prefix of more than 8 characters is not")
+	assert.Equal(t, "toolu_01AbC", e.ToolCalls[0].ID, "the entry is not modified")
+}
+
+// Only calls of the tools the policy declares and does not mark
+// side_effecting are kept in a cached answer.
+func TestCallsOnlyReadOnlyTools(t *testing.T) {
+	ro := chatcache.ReadOnlyTools(&plan.Plan{Tools: map[string]plan.Tool{
+		"balance":  {},
+		"transfer": {SideEffecting: true, RetrySafe: true},
+	}})
+	assert.Equal(t, map[string]bool{"balance": true}, ro)
+	call := func(names ...string) *chatcache.Entry {
+		e := &chatcache.Entry{}
+		for _, n := range names {
+			e.ToolCalls = append(e.ToolCalls, runtime.ToolUse{ID: "c", Name: n})
+		}
+		return e
+	}
+	assert.True(t, call().CallsOnly(ro), "an answer without calls")
+	assert.True(t, call("balance", "balance").CallsOnly(ro))
+	assert.False(t, call("balance", "transfer").CallsOnly(ro), "side-effecting")
+	assert.False(t, call("mcp_fetch").CallsOnly(ro), "not declared: its effects are unknown")
+	assert.Empty(t, chatcache.ReadOnlyTools(nil))
 }
