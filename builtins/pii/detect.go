@@ -306,15 +306,20 @@ func findCards(text string, add func(Kind, int, int)) {
 			aloneSep = sep
 		}
 		var windows []cardWindow
-		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) &&
-			(!columnSep(sep) || wordBefore(text, groups[0].start, cardWords, false)) {
-			windows = cardWindows(text, groups, sep)
+		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) {
+			// joined as a table's columns are, with no word naming a card before them, the
+			// groups are read one by one, each as a number alone is ("1001\t4111111111111111\t7")
+			alone := columnSep(sep) && !wordBefore(text, groups[0].start, cardWords, false)
+			windows = cardWindows(text, groups, sep, alone)
 		}
 		mixed := mixedCard(text, i)
-		if i == again && len(groups) >= 2 && (len(windows) == 0 || windows[0].first > 0) && mixed == 0 {
-			// The group read again starts no card: the run after it is read as it reads
-			// without it ("12:30:41 4111 11111111 1111" is a time and a card whose groups are
-			// of any length, which the whole run read from "41" is not).
+		if i == again && len(groups) >= 2 && len(windows) == 0 && mixed == 0 {
+			// The run from the group read again holds no card: the run after it is read as
+			// it reads without it ("12:301 302 4111 11111111 1111" is a time, a number and a
+			// card whose groups are of any length, which the run read from "301" is not:
+			// stretchEdge). Cards it holds are taken as it reads them, the groups after the
+			// group read again being those of a token of colons when it is one
+			// ("235:5115054242528519:9102").
 			i = groups[1].start - 1
 			continue
 		}
@@ -326,12 +331,30 @@ func findCards(text string, add func(Kind, int, int)) {
 		if mixed > 0 {
 			add(KindCard, i, mixed)
 		}
-		if n := len(groups); sep == ":" && n >= 2 && !lastTaken {
-			// The last group of a run joined by colons that is no card is read again as the
-			// start of a run of its own: a label's number or a time before a colon ("1:",
-			// "12:30:") does not hide the card after it ("1:4111111111111111", "12:30:4111
-			// 1111 1111 1111"), as a word's does not ("id:4111111111111111"). The groups
-			// before it are followed by a colon, and read from there are the same run.
+		n := len(groups)
+		end := groups[n-1].end
+		otherSep := n >= 2 && end < len(text) && isCardSep(text[end])
+		if otherSep && strings.IndexByte(" -.", text[end]) >= 0 {
+			// A card copied out of a form's fields may start at any of the run's last
+			// groups, the run ending where its separator changes ("12 4111 1111-1111
+			// 1111"): mixedCard reads on past it. It holds five groups at most.
+			for k := max(1, n-5); k < n; k++ {
+				if !inWindow(windows, k) {
+					if m := mixedCard(text, groups[k].start); m > 0 {
+						add(KindCard, groups[k].start, m)
+						break
+					}
+				}
+			}
+		}
+		if (sep == ":" || otherSep) && n >= 2 && !lastTaken {
+			// The last group of a run that is no card is read again as the start of a run
+			// of its own where another separator follows it, or where the run is joined by
+			// colons: a number before the card, a label's or a time's ("room 1 ", "1:",
+			// "12:30:"), does not hide it ("room 1 4111-1111-1111-1111", "1
+			// 4111.1111.1111.1111", "1:4111111111111111", "12:30:4111 1111 1111 1111"), as
+			// a word's does not ("id:4111111111111111"). The groups before it are followed
+			// by the run's separator, and read from there are the same run.
 			next, again = groups[n-1].start, groups[n-1].start
 		}
 		i = next - 1
@@ -473,8 +496,23 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 	}
 	if (sep == "." || sep == "/") && !printedLayout(groups) {
 		// a dot or a slash joins the groups of a card written in groups, not a card to
-		// something else: "4111111111111111.25" is an amount
-		groups = groups[:1]
+		// something else: "4111111111111111.25" is an amount. Over lines, the groups up
+		// to the last line break before the first misfit are read on their own
+		// ("2221.5165.2843.3745\n2": a card, and a number on the next line).
+		cut, misfit := 1, len(groups)
+		for k, g := range groups {
+			if g.len() < 3 || g.len() > 7 {
+				misfit = k
+				break
+			}
+		}
+		for k := min(misfit, len(groups)-1); broken && k > 1; k-- {
+			if lineBreak(text, groups[k-1].end) > 0 {
+				cut = k
+				break
+			}
+		}
+		groups = groups[:cut]
 		if !broken {
 			// a run starting at a later group up to the last of alone holds it too
 			return groups, sep, groups[0].end, alone
@@ -498,7 +536,8 @@ func isCardSep(c byte) bool {
 }
 
 // colonRunAlone reports whether a run of digit groups joined by colons stands alone, not
-// inside a longer token of colons, hex groups and words: "2001:db8:4111:1111:1111:1111::1"
+// inside a longer token of colons, hex groups and words (a colon and a space or a line break
+// after it end it): "2001:db8:4111:1111:1111:1111::1"
 // is an IPv6 address, "ORD-4111:1111:..." an id.
 func colonRunAlone(text string, groups []digitGroup) bool {
 	s, e := groups[0].start, groups[len(groups)-1].end
@@ -507,7 +546,9 @@ func colonRunAlone(text string, groups []digitGroup) bool {
 			return false
 		}
 	}
-	return e == len(text) || (text[e] != ':' && rightOK(text, e))
+	// a colon that ends a label or a sentence ("...:776: ok") continues no token
+	return e == len(text) || (text[e] != ':' && rightOK(text, e)) ||
+		text[e] == ':' && (e+1 == len(text) || text[e+1] == ' ' || lineBreak(text, e+1) > 0)
 }
 
 // lineBreak returns the length of the line break at text[j] ("\n" or "\r\n"), or 0.
@@ -527,23 +568,28 @@ type cardWindow struct{ first, last int }
 // cardWindows splits a run of digit groups into the card numbers it holds. Several cards may
 // follow one another in one run ("4111111111111111 5555555555554444"), so the run is
 // segmented to hold as many cards as possible; among segmentations holding as many, the one
-// whose cards span the fewest line breaks, then whose first card starts earliest, then is
-// longest, wins (cards one a line are read one a line). Groups outside every card are left
-// alone.
-func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
+// whose cards span the fewest line breaks, then whose cards more often start as a card is
+// printed (cardLead: "380 6568 2192 5547 4949" is a number and a card, not a card and a
+// group, however both pass the check), then whose cards hold more digits ("685 34151 1119
+// 989345": a number and an American Express card, not a Maestro card and a group), then
+// whose first card starts earliest, then is longest, wins (cards one a line are read one a line). Groups outside every card are left
+// alone. With alone, each card is one group.
+func cardWindows(text string, groups []digitGroup, sep string, alone bool) []cardWindow {
 	n := len(groups)
 	// count[i] is the most cards groups[i:] hold; take[i] is the last group of the card
 	// starting at group i in the best segmentation of groups[i:], or -1 to skip group i.
-	// wraps[i] is the number of line breaks inside the cards of that segmentation.
-	var countBuf, wrapsBuf [17]int
+	// wraps[i] is the number of line breaks inside the cards of that segmentation, and
+	// lead[i] the number of its cards that start as a card is printed (cardLead), cover[i]
+	// the number of their digits.
+	var countBuf, wrapsBuf, leadBuf, coverBuf [17]int
 	var takeBuf [16]int
-	count, wraps, take := countBuf[:], wrapsBuf[:], takeBuf[:]
+	count, wraps, lead, cover, take := countBuf[:], wrapsBuf[:], leadBuf[:], coverBuf[:], takeBuf[:]
 	if n > len(take) {
-		count, wraps, take = make([]int, n+1), make([]int, n+1), make([]int, n)
+		count, wraps, lead, cover, take = make([]int, n+1), make([]int, n+1), make([]int, n+1), make([]int, n+1), make([]int, n)
 	}
-	count[n], wraps[n] = 0, 0
+	count[n], wraps[n], lead[n], cover[n] = 0, 0, 0, 0
 	for i := n - 1; i >= 0; i-- {
-		count[i], wraps[i], take[i] = count[i+1], wraps[i+1], -1
+		count[i], wraps[i], lead[i], cover[i], take[i] = count[i+1], wraps[i+1], lead[i+1], cover[i+1], -1
 		if i == 0 && !cardLeftOK(text, groups[0].start) {
 			continue
 		}
@@ -553,19 +599,36 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 			if j > i && lineBreak(text, groups[j-1].end) > 0 {
 				breaks++
 			}
-			if digits > maxCardDigits {
+			if digits > maxCardDigits || alone && j > i {
 				break
 			}
 			if digits < minCardDigits || (j == n-1 && !cardRightOK(text, groups[j].end)) {
 				continue
 			}
-			if !cardLayout(groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
+			if !cardLayout(text, groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
 				i == j && pathSegment(text, groups[i].start) && !pathCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
-			if c, w := 1+count[j+1], breaks+wraps[j+1]; c > count[i] || (c == count[i] && w <= wraps[i]) {
-				count[i], wraps[i], take[i] = c, w, j
+			c, w, l, d := 1+count[j+1], breaks+wraps[j+1], lead[j+1], digits+cover[j+1]
+			if cardLead(groups, i, j) {
+				l++
 			}
+			if c != count[i] {
+				if c < count[i] {
+					continue
+				}
+			} else if w != wraps[i] {
+				if w > wraps[i] {
+					continue
+				}
+			} else if l != lead[i] {
+				if l < lead[i] {
+					continue
+				}
+			} else if d < cover[i] {
+				continue
+			}
+			count[i], wraps[i], lead[i], cover[i], take[i] = c, w, l, d, j
 		}
 	}
 	var out []cardWindow
@@ -584,30 +647,66 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 // line breaks among them, are laid out as a card number is written. Joined by one space, a
 // dash, a dot or a slash, or wrapped over lines, any of the run's groups laid out as a card
 // is printed (printedLayout) are. The model reads the digits of one number however they are
-// grouped, so the whole run on one line is one as well when its groups, joined by one space or
-// a dash, are of any length from 3 digits ("4111 11111111 1111", "41111111-11111111": a card
-// of two text blocks run together); joined by tabs, several spaces or colons, when they are
-// laid out as a card is printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111") after a
-// word naming a card (columnSep, in findCards). The
-// numbers of a table are set out so, and rarely make a whole row of a card's groups.
-func cardLayout(groups []digitGroup, i, j int, sep string, breaks int) bool {
+// grouped, so groups on one line joined by one space or a dash, of any length from 3 digits,
+// are one as well when they are the whole run ("4111 11111111 1111", "41111111-11111111": a
+// card of two text blocks run together), or start with a group of four digits, as a card is
+// printed, and make the stretch of such groups they stand in on their line, or all of it but a
+// number before them and one after (stretchEdge: "room 101 4111 11111111 1111 123", a room's
+// number and a security code; a group of one or two digits ends a stretch). Joined by tabs,
+// several spaces or colons, one group alone is, and the whole run when laid out as a card is
+// printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111") after a word naming a card
+// (columnSep, in findCards). The numbers of a table are set out so, and rarely make a whole
+// row of a card's groups.
+func cardLayout(text string, groups []digitGroup, i, j int, sep string, breaks int) bool {
 	w := groups[i : j+1]
 	plain := len(sep) <= 1 && sep != ":" && sep != "\t"
 	if plain && printedLayout(w) {
 		return true
 	}
-	if i != 0 || j != len(groups)-1 || breaks > 0 {
-		return false
-	}
 	if sep != " " && sep != "-" {
-		return printedLayout(w)
+		return (i == j || i == 0 && j == len(groups)-1 && breaks == 0) && printedLayout(w)
+	}
+	if breaks > 0 {
+		return false
 	}
 	for _, g := range w {
 		if g.len() < 3 {
 			return false
 		}
 	}
-	return true
+	if i == 0 && j == len(groups)-1 && breaks == 0 {
+		return true
+	}
+	return w[0].len() == 4 && stretchEdge(text, groups, i, -1) && stretchEdge(text, groups, j, 1)
+}
+
+// stretchEdge reports whether groups[k] is the first (dir -1) or last (dir 1) of the stretch
+// of groups of 3 digits or more on one line that it stands in, or the second or the one
+// before the last: one number may stand beside a card in groups of any length, read apart.
+func stretchEdge(text string, groups []digitGroup, k, dir int) bool {
+	// joined reports whether groups[a] and the next group are of one stretch
+	joined := func(a int) bool {
+		return a >= 0 && a+1 < len(groups) && groups[a].len() >= 3 && groups[a+1].len() >= 3 &&
+			lineBreak(text, groups[a].end) == 0
+	}
+	if dir < 0 {
+		return !joined(k-1) || !joined(k-2)
+	}
+	return !joined(k) || !joined(k+1)
+}
+
+// cardLead reports whether the card of groups[i:j+1] starts as a card is printed: with a
+// group of four digits, or as one run of digits.
+func cardLead(groups []digitGroup, i, j int) bool { return i == j || groups[i].len() == 4 }
+
+// inWindow reports whether group k is one of a card's.
+func inWindow(windows []cardWindow, k int) bool {
+	for _, w := range windows {
+		if k >= w.first && k <= w.last {
+			return true
+		}
+	}
+	return false
 }
 
 // printedLayout reports whether groups are laid out as a card number is printed: one run of
