@@ -43,6 +43,14 @@ func TestCardAfterAShortNumber(t *testing.T) {
 		"41111111 11111111":        {"card:41111111 11111111"},
 		"room 1 41111111 11111111": {},
 		"2024 41111111 11111111":   {},
+		// joined as a table's columns are, each group is read as a number alone is
+		"1001\t4111111111111111\t7":  {"card:4111111111111111"},
+		"4111111111111111:12:27: ok": {"card:4111111111111111"},
+		"1  4111111111111111  2":     {"card:4111111111111111"},
+		// joined by a colon to a number, a number alone is a card as in a URL's path
+		"1:4111111111119":           {},
+		"orders:3:6123456789019":    {},
+		"orders:3:4111111111111111": {"card:4111111111111111"},
 	} {
 		assert.Equal(t, want, found(text, s.Find(text)), "%q", text)
 	}
@@ -113,15 +121,24 @@ func TestCardsAmongShortNumbersAreFound(t *testing.T) {
 		}
 		var b strings.Builder
 		b.WriteString([]string{"", "room ", "paid ", "(", "ref "}[r.IntN(5)])
+		// a number alone joined by a colon to another is read as a card at 16 digits only
+		// (15 for American Express), as in a URL's path (colonNumber)
+		join := func(k int) string {
+			j := joins[r.IntN(len(joins))]
+			if j == ":" && kind == 0 && k == 1 {
+				j = ": "
+			}
+			return j
+		}
 		for k := r.IntN(3); k > 0; k-- {
 			b.WriteString(short(3 - min(1, k-1)))
-			b.WriteString(joins[r.IntN(len(joins))])
+			b.WriteString(join(k))
 		}
 		start := b.Len()
 		b.WriteString(card)
 		end := b.Len()
 		for k, after := 0, r.IntN(3); k < after; k++ {
-			b.WriteString(joins[r.IntN(len(joins))])
+			b.WriteString(join(k + 1))
 			b.WriteString(short(2 + 2*max(0, 1-k)))
 		}
 		b.WriteString([]string{"", ".", " thanks", ")"}[r.IntN(4)])

@@ -606,7 +606,8 @@ func cardWindows(text string, groups []digitGroup, sep string, alone bool) []car
 				continue
 			}
 			if !cardLayout(text, groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
-				i == j && pathSegment(text, groups[i].start) && !pathCard(text[groups[i].start:groups[j].end]) {
+				i == j && (pathSegment(text, groups[i].start) || colonNumber(text, groups[i])) &&
+					!pathCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
 			c, w, l, d := 1+count[j+1], breaks+wraps[j+1], lead[j+1], digits+cover[j+1]
@@ -841,8 +842,19 @@ var cardBrands = []cardBrand{
 // before them ("/orders/6011000990139424", "/u/4111111111111111/a.png").
 func pathSegment(text string, i int) bool { return i > 0 && text[i-1] == '/' }
 
-// pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) that
-// isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
+// colonNumber reports whether the digits of g are joined by a colon to a number before or
+// after them: a Kafka record's partition and offset ("orders:3:612345678901"), a time and a
+// sequence number, a list's item. Numbers so joined are offsets, counters and ids as often
+// as a URL's path holds them, and one alone is read as a card only as there (pathCard): "1:"
+// or "12:30:" before a card does not hide it (TestCardAfterANumberAndAColon), while an
+// offset of another length does not read as one (TestRandomIDsAfterColons).
+func colonNumber(text string, g digitGroup) bool {
+	return g.start >= 2 && text[g.start-1] == ':' && isDigit(text[g.start-2]) ||
+		g.end+1 < len(text) && text[g.end] == ':' && isDigit(text[g.end+1])
+}
+
+// pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) or
+// joined by a colon to a number (colonNumber) that isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
 // a file's), of any length, and one that starts with a network's number and has a length it
 // issues passes the Luhn check one time in ten: Maestro's ranges alone take every id of 12
 // to 19 digits starting with a 6. So a card alone in a path is read at the length nearly
