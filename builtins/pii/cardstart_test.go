@@ -156,3 +156,23 @@ func TestCardsAmongShortNumbersAreFound(t *testing.T) {
 		require.Empty(t, all.Find(red), "iteration %d: %q redacts to %q", iter, text, red)
 	}
 }
+
+// TestCardWrappedAfterASpaceOrASeparator: a card whose groups wrap over lines is found when
+// its line ends in a space or in the separator of its groups, or the next line is indented,
+// as text wrapped at a width (after a hyphen, leaving the space before the break) or set out
+// in a list writes it: only a line break right after a group joined them.
+func TestCardWrappedAfterASpaceOrASeparator(t *testing.T) {
+	s := newScanner(t, KindCard)
+	for _, card := range []string{
+		"4111 1111 \n1111 1111", "4111 1111\n  1111 1111", "4111 1111 \r\n 1111 1111", "4111-1111-\n1111-1111",
+		"4111-\n1111-1111-1111", "4111.1111.\n1111.1111", "4111 1111-\n1111 1111", "4111 1111 1111 \n1111",
+		"4111\u00a01111\u00a0\r\n1111\u00a01111", "３７８２－\n８２２４６３－\n１０００５",
+	} {
+		text := "card on file: " + card + " thanks"
+		assert.Equal(t, []string{"card:" + card}, found(text, s.Find(text)), "%q", text)
+	}
+	// a column of numbers stays one, however its lines are indented or end
+	for _, text := range []string{"1234 \n5678 \n9012 \n3456", "  1234\n  5678\n  9012\n  3456", "4111-\n-1111"} {
+		assert.Empty(t, s.Find(text), "%q", text)
+	}
+}

@@ -388,11 +388,15 @@ func mixedCard(text string, i int) int {
 			end, last = j, n
 		}
 		k := strings.IndexByte(" -.", text[min(j, len(text)-1)])
-		if lb := lineBreak(text, j); lb > 0 {
-			j += lb
+		if w := wrapEnd(text, j); w > 0 {
+			j = w
 		} else if j < len(text) && k >= 0 {
 			kinds[k] = true
-			j++
+			if j++; k > 0 {
+				if w := wrapEnd(text, j); w > 0 {
+					j = w // the line ends in a dash or a dot
+				}
+			}
 		} else {
 			break
 		}
@@ -441,7 +445,8 @@ const maxCardGap = 4
 // 1111  1111" and "4111\t1111\t1111\t1111" are cards; it is the same throughout, so the
 // groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
 // read as one number. A line break ("\n" or "\r\n") may stand for the separator, as where a
-// card written in groups wraps over lines ("4111 1111\n1111 1111"); groups joined by line
+// card written in groups wraps over lines ("4111 1111\n1111 1111"), the line ending in spaces
+// or in the separator and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
 // first line break. Its lines are read on for a separator as far as a card's digits go, not
 // to the column's end: the next call starts at the next line, and a column read to its end
@@ -468,15 +473,25 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 		if digits += j - s; sep == "" && wrap > 0 && digits > maxCardDigits {
 			break
 		}
-		if n := lineBreak(text, j); n > 0 && j+n < len(text) && isDigit(text[j+n]) {
+		if w := wrapEnd(text, j); w > 0 {
 			if sep == "" && wrap == 0 {
 				wrap = len(groups)
 			}
-			j, broken = j+n, true
+			j, broken = w, true
 			continue
 		}
 		if j >= len(text) || !isCardSep(text[j]) {
 			break
+		}
+		if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' && text[j] != '\t' {
+			// the line ends in the separator ("4111-1111-\n1111-1111")
+			if sep == "" {
+				sep = text[j : j+1]
+			} else if text[j:j+1] != sep {
+				break
+			}
+			j, broken = w, true
+			continue
 		}
 		k := j + 1
 		for c := text[j]; (c == ' ' || c == '\t') && k < len(text) && text[k] == c && k-j < maxCardGap; k++ {
@@ -507,7 +522,7 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 			}
 		}
 		for k := min(misfit, len(groups)-1); broken && k > 1; k-- {
-			if lineBreak(text, groups[k-1].end) > 0 {
+			if gapBreak(text, groups[k-1], groups[k]) {
 				cut = k
 				break
 			}
@@ -549,6 +564,32 @@ func colonRunAlone(text string, groups []digitGroup) bool {
 	// a colon that ends a label or a sentence ("...:776: ok") continues no token
 	return e == len(text) || (text[e] != ':' && rightOK(text, e)) ||
 		text[e] == ':' && (e+1 == len(text) || text[e+1] == ' ' || lineBreak(text, e+1) > 0)
+}
+
+// wrapEnd returns the offset past a line break at j where the groups of a card wrap over
+// lines, with the spaces or tabs its line may end in and the indent of the next, up to
+// maxCardGap each ("4111 1111 \n  1111 1111"), when a digit follows it; 0 otherwise.
+func wrapEnd(text string, j int) int {
+	k := j
+	for k < len(text) && k-j < maxCardGap && (text[k] == ' ' || text[k] == '\t') {
+		k++
+	}
+	n := lineBreak(text, k)
+	if n == 0 {
+		return 0
+	}
+	k += n
+	for e := k; k < len(text) && k-e < maxCardGap && (text[k] == ' ' || text[k] == '\t'); k++ {
+	}
+	if k < len(text) && isDigit(text[k]) {
+		return k
+	}
+	return 0
+}
+
+// gapBreak reports whether a line break stands between two groups of a run.
+func gapBreak(text string, a, b digitGroup) bool {
+	return strings.IndexByte(text[a.end:b.start], '\n') >= 0
 }
 
 // lineBreak returns the length of the line break at text[j] ("\n" or "\r\n"), or 0.
@@ -596,7 +637,7 @@ func cardWindows(text string, groups []digitGroup, sep string, alone bool) []car
 		digits, breaks := 0, 0
 		for j := i; j < n; j++ {
 			digits += groups[j].len()
-			if j > i && lineBreak(text, groups[j-1].end) > 0 {
+			if j > i && gapBreak(text, groups[j-1], groups[j]) {
 				breaks++
 			}
 			if digits > maxCardDigits || alone && j > i {
@@ -688,7 +729,7 @@ func stretchEdge(text string, groups []digitGroup, k, dir int) bool {
 	// joined reports whether groups[a] and the next group are of one stretch
 	joined := func(a int) bool {
 		return a >= 0 && a+1 < len(groups) && groups[a].len() >= 3 && groups[a+1].len() >= 3 &&
-			lineBreak(text, groups[a].end) == 0
+			!gapBreak(text, groups[a], groups[a+1])
 	}
 	if dir < 0 {
 		return !joined(k-1) || !joined(k-2)
