@@ -176,3 +176,16 @@ func TestCardWrappedAfterASpaceOrASeparator(t *testing.T) {
 		assert.Empty(t, s.Find(text), "%q", text)
 	}
 }
+
+// TestSSNWrappedAfterASeparator: a social security number whose line ends in one of its
+// separators, the rest on the next line, is found as a card so wrapped is.
+func TestSSNWrappedAfterASeparator(t *testing.T) {
+	s := newScanner(t, KindSSN)
+	for _, ssn := range []string{"123-45-\n6789", "123-\n45-6789", "123 45 \r\n  6789", "123.45.\n6789"} {
+		text := "SSN " + ssn + " ok"
+		assert.Equal(t, []string{"ssn:" + ssn}, found(text, s.Find(text)), "%q", text)
+	}
+	for _, text := range []string{"123-45-\n\n6789", "123-45\n-6789", "123-45-\n67890"} {
+		assert.Empty(t, s.Find(text), "%q", text)
+	}
+}

@@ -214,31 +214,50 @@ func findSSNs(text string, add func(Kind, int, int)) {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
 		}
-		end := 0
-		if i+11 <= len(text) {
-			sep := text[i+3]
-			if isSSNSep(sep) && text[i+6] == sep &&
-				digitsAt(text, i, 3) && digitsAt(text, i+4, 2) && digitsAt(text, i+7, 4) {
-				end = i + 11
-			}
-		}
+		end := ssnGroups(text, i)
 		if end == 0 && digitsAt(text, i, 9) && (i+9 == len(text) || !isDigit(text[i+9])) && ssnContext(text, i) {
 			end = i + 9
 		}
 		if end == 0 || !leftOK(text, i) || !rightOK(text, end) {
 			continue
 		}
-		digits := text[i:end]
-		if len(digits) == 11 {
-			digits = digits[:3] + digits[4:6] + digits[7:]
+		var buf [9]byte
+		digits := buf[:0]
+		for k := i; k < end; k++ {
+			if isDigit(text[k]) {
+				digits = append(digits, text[k])
+			}
 		}
-		area, group, serial := digits[:3], digits[3:5], digits[5:]
+		area, group, serial := string(digits[:3]), string(digits[3:5]), string(digits[5:])
 		if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
 			continue
 		}
 		add(KindSSN, i, end)
 		i = end - 1
 	}
+}
+
+// ssnGroups returns the end of a social security number written in its three groups at i,
+// joined by one separator, or 0. A line may end after a separator, the number wrapping over
+// lines (wrapEnd: "123-45-\n6789").
+func ssnGroups(text string, i int) int {
+	if !digitsAt(text, i, 3) || i+3 >= len(text) || !isSSNSep(text[i+3]) {
+		return 0
+	}
+	sep, j := text[i+3], i+4
+	if w := wrapEnd(text, j); w > 0 {
+		j = w
+	}
+	if !digitsAt(text, j, 2) || j+2 >= len(text) || text[j+2] != sep {
+		return 0
+	}
+	if j += 3; wrapEnd(text, j) > 0 {
+		j = wrapEnd(text, j)
+	}
+	if !digitsAt(text, j, 4) {
+		return 0
+	}
+	return j + 4
 }
 
 // isSSNSep reports whether c may join the three groups of a social security number.

@@ -36,6 +36,7 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		{"Hello.\nCard: 4111 1111\n1111 1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
 		{"Hello.\nCard: 4111-1111-\n1111-1111\n", "Hello.\nCard: [REDACTED:card]\n", "card"},
 		{"Hello.\nCard: 4111 1111 \n  1111 1111 ok\n", "Hello.\nCard: [REDACTED:card] ok\n", "card"},
+		{"Hello.\nSSN 123-45-\n6789 ok\n", "Hello.\nSSN [REDACTED:ssn] ok\n", "ssn"},
 		{"Hello.\n4111\r\n1111 1111 1111 ok", "Hello.\n[REDACTED:card] ok", "card"},
 		{"Hello.\nCard: 4111.1111\n1111.1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
 		{"Hello.\n4111_1111_\r\n1111_1111\n", "Hello.\n4111_1111_\r\n1111_1111\n", ""},
