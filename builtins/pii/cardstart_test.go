@@ -37,12 +37,15 @@ func TestCardAfterAShortNumber(t *testing.T) {
 			}
 		}
 	}
-	// groups of any other length are a card as the whole run only: a row of a table of
-	// numbers is laid out so, and a card is printed from a group of four digits
+	// groups of any other length are a card only as all the run holds between its ends and
+	// groups of one or two digits: a row of a table of numbers is laid out so, and a card is
+	// printed from a group of four digits
 	for text, want := range map[string][]string{
 		"41111111 11111111":        {"card:41111111 11111111"},
-		"room 1 41111111 11111111": {},
+		"room 1 41111111 11111111": {"card:41111111 11111111"},
+		"41111111 11111111 12":     {"card:41111111 11111111"},
 		"2024 41111111 11111111":   {},
+		"41111111 11111111 2024":   {},
 		// joined as a table's columns are, each group is read as a number alone is
 		"1001\t4111111111111111\t7":  {"card:4111111111111111"},
 		"4111111111111111:12:27: ok": {"card:4111111111111111"},

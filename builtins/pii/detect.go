@@ -709,11 +709,12 @@ func cardWindows(text string, groups []digitGroup, sep string, alone bool) []car
 // dash, a dot or a slash, or wrapped over lines, any of the run's groups laid out as a card
 // is printed (printedLayout) are. The model reads the digits of one number however they are
 // grouped, so groups on one line joined by one space or a dash, of any length from 3 digits,
-// are one as well when they are the whole run ("4111 11111111 1111", "41111111-11111111": a
-// card of two text blocks run together), or start with a group of four digits, as a card is
-// printed, and make the stretch of such groups they stand in on their line, or all of it but a
-// number before them and one after (stretchEdge: "room 101 4111 11111111 1111 123", a room's
-// number and a security code; a group of one or two digits ends a stretch). Joined by tabs,
+// are one as well when they are all the run holds between its ends and groups of one or two
+// digits ("4111 11111111 1111", "41111111-11111111", "room 1 411111111111 1111": a card of
+// two text blocks run together), or start with a group of four digits, as a card is printed,
+// and make the stretch of such groups they stand in on their line, or all of it but a number
+// before them and one after (stretchEdge: "room 101 4111 11111111 1111 123", a room's number
+// and a security code). Joined by tabs,
 // several spaces or colons, one group alone is, and the whole run when laid out as a card is
 // printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111") after a word naming a card
 // (columnSep, in findCards). The numbers of a table are set out so, and rarely make a whole
@@ -735,7 +736,7 @@ func cardLayout(text string, groups []digitGroup, i, j int, sep string, breaks i
 			return false
 		}
 	}
-	if i == 0 && j == len(groups)-1 && breaks == 0 {
+	if (i == 0 || groups[i-1].len() < 3) && (j == len(groups)-1 || groups[j+1].len() < 3) {
 		return true
 	}
 	return w[0].len() == 4 && stretchEdge(text, groups, i, -1) && stretchEdge(text, groups, j, 1)
