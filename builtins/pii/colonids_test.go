@@ -1,16 +1,10 @@
 package pii_test
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/agentc-dev/agentc/builtins/pii"
 )
 
 // colonIDTemplates are texts holding numbers joined by colons, "%" standing for a number of
@@ -29,37 +23,12 @@ var colonIDTemplates = []string{
 // a sequence number or an id of another length is not: see docs/detection.md for the
 // figures.
 func TestRandomIDsAfterColons(t *testing.T) {
-	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
-	require.NoError(t, err)
-	r := rand.New(rand.NewPCG(5, 17))
 	const n = 20000
-	flagged, six, sixFlagged := 0, 0, 0
-	byTemplate := map[string]int{}
-	for range n {
-		length := 12 + r.IntN(8)
-		id := strconv.Itoa(1 + r.IntN(9))
-		for len(id) < length {
-			id += strconv.Itoa(r.IntN(10))
-		}
-		tpl := colonIDTemplates[r.IntN(len(colonIDTemplates))]
-		hit := len(s.Find(strings.Replace(tpl, "%", id, 1))) > 0
-		if hit {
-			flagged++
-			byTemplate[tpl]++
-		}
-		if id[0] == '6' {
-			six++
-			if hit {
-				sixFlagged++
-			}
-		}
-	}
+	flagged, six, sixFlagged, byTemplate := randomIDsReadAsCards(t, rand.New(rand.NewPCG(5, 17)), n, colonIDTemplates)
 	t.Logf("random numbers after colons read as a card: %d of %d (%.2f%%); of those starting with 6: %d of %d (%.2f%%)",
 		flagged, n, 100*float64(flagged)/n, sixFlagged, six, 100*float64(sixFlagged)/float64(six))
-	if testing.Verbose() {
-		for _, tpl := range colonIDTemplates {
-			t.Log(fmt.Sprintf("%-24q %d", tpl, byTemplate[tpl]))
-		}
+	for _, tpl := range colonIDTemplates {
+		t.Logf("%-26q %d", tpl, byTemplate[tpl])
 	}
 	assert.LessOrEqual(t, flagged, n/100, "at most 1% of random numbers after colons read as a card")
 	assert.LessOrEqual(t, sixFlagged, six/100, "at most 1% of those starting with a 6")
