@@ -214,31 +214,50 @@ func findSSNs(text string, add func(Kind, int, int)) {
 		if !isDigit(text[i]) || (i > 0 && isDigit(text[i-1])) {
 			continue
 		}
-		end := 0
-		if i+11 <= len(text) {
-			sep := text[i+3]
-			if isSSNSep(sep) && text[i+6] == sep &&
-				digitsAt(text, i, 3) && digitsAt(text, i+4, 2) && digitsAt(text, i+7, 4) {
-				end = i + 11
-			}
-		}
+		end := ssnGroups(text, i)
 		if end == 0 && digitsAt(text, i, 9) && (i+9 == len(text) || !isDigit(text[i+9])) && ssnContext(text, i) {
 			end = i + 9
 		}
 		if end == 0 || !leftOK(text, i) || !rightOK(text, end) {
 			continue
 		}
-		digits := text[i:end]
-		if len(digits) == 11 {
-			digits = digits[:3] + digits[4:6] + digits[7:]
+		var buf [9]byte
+		digits := buf[:0]
+		for k := i; k < end; k++ {
+			if isDigit(text[k]) {
+				digits = append(digits, text[k])
+			}
 		}
-		area, group, serial := digits[:3], digits[3:5], digits[5:]
+		area, group, serial := string(digits[:3]), string(digits[3:5]), string(digits[5:])
 		if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
 			continue
 		}
 		add(KindSSN, i, end)
 		i = end - 1
 	}
+}
+
+// ssnGroups returns the end of a social security number written in its three groups at i,
+// joined by one separator, or 0. A line may end after a separator, the number wrapping over
+// lines (wrapEnd: "123-45-\n6789").
+func ssnGroups(text string, i int) int {
+	if !digitsAt(text, i, 3) || i+3 >= len(text) || !isSSNSep(text[i+3]) {
+		return 0
+	}
+	sep, j := text[i+3], i+4
+	if w := wrapEnd(text, j); w > 0 {
+		j = w
+	}
+	if !digitsAt(text, j, 2) || j+2 >= len(text) || text[j+2] != sep {
+		return 0
+	}
+	if j += 3; wrapEnd(text, j) > 0 {
+		j = wrapEnd(text, j)
+	}
+	if !digitsAt(text, j, 4) {
+		return 0
+	}
+	return j + 4
 }
 
 // isSSNSep reports whether c may join the three groups of a social security number.
@@ -306,15 +325,20 @@ func findCards(text string, add func(Kind, int, int)) {
 			aloneSep = sep
 		}
 		var windows []cardWindow
-		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) &&
-			(!columnSep(sep) || wordBefore(text, groups[0].start, cardWords, false)) {
-			windows = cardWindows(text, groups, sep)
+		if !hexDumpRun(text, groups) && (sep != ":" || colonRunAlone(text, groups)) {
+			// joined as a table's columns are, with no word naming a card before them, the
+			// groups are read one by one, each as a number alone is ("1001\t4111111111111111\t7")
+			alone := columnSep(sep) && !wordBefore(text, groups[0].start, cardWords, false)
+			windows = cardWindows(text, groups, sep, alone)
 		}
 		mixed := mixedCard(text, i)
-		if i == again && len(groups) >= 2 && (len(windows) == 0 || windows[0].first > 0) && mixed == 0 {
-			// The group read again starts no card: the run after it is read as it reads
-			// without it ("12:30:41 4111 11111111 1111" is a time and a card whose groups are
-			// of any length, which the whole run read from "41" is not).
+		if i == again && len(groups) >= 2 && len(windows) == 0 && mixed == 0 {
+			// The run from the group read again holds no card: the run after it is read as
+			// it reads without it ("12:301 302 4111 11111111 1111" is a time, a number and a
+			// card whose groups are of any length, which the run read from "301" is not:
+			// stretchEdge). Cards it holds are taken as it reads them, the groups after the
+			// group read again being those of a token of colons when it is one
+			// ("235:5115054242528519:9102").
 			i = groups[1].start - 1
 			continue
 		}
@@ -326,12 +350,30 @@ func findCards(text string, add func(Kind, int, int)) {
 		if mixed > 0 {
 			add(KindCard, i, mixed)
 		}
-		if n := len(groups); sep == ":" && n >= 2 && !lastTaken {
-			// The last group of a run joined by colons that is no card is read again as the
-			// start of a run of its own: a label's number or a time before a colon ("1:",
-			// "12:30:") does not hide the card after it ("1:4111111111111111", "12:30:4111
-			// 1111 1111 1111"), as a word's does not ("id:4111111111111111"). The groups
-			// before it are followed by a colon, and read from there are the same run.
+		n := len(groups)
+		end := groups[n-1].end
+		otherSep := n >= 2 && end < len(text) && isCardSep(text[end])
+		if otherSep && strings.IndexByte(" -.", text[end]) >= 0 {
+			// A card copied out of a form's fields may start at any of the run's last
+			// groups, the run ending where its separator changes ("12 4111 1111-1111
+			// 1111"): mixedCard reads on past it. It holds five groups at most.
+			for k := max(1, n-5); k < n; k++ {
+				if !inWindow(windows, k) {
+					if m := mixedCard(text, groups[k].start); m > 0 {
+						add(KindCard, groups[k].start, m)
+						break
+					}
+				}
+			}
+		}
+		if (sep == ":" || otherSep) && n >= 2 && !lastTaken {
+			// The last group of a run that is no card is read again as the start of a run
+			// of its own where another separator follows it, or where the run is joined by
+			// colons: a number before the card, a label's or a time's ("room 1 ", "1:",
+			// "12:30:"), does not hide it ("room 1 4111-1111-1111-1111", "1
+			// 4111.1111.1111.1111", "1:4111111111111111", "12:30:4111 1111 1111 1111"), as
+			// a word's does not ("id:4111111111111111"). The groups before it are followed
+			// by the run's separator, and read from there are the same run.
 			next, again = groups[n-1].start, groups[n-1].start
 		}
 		i = next - 1
@@ -365,11 +407,15 @@ func mixedCard(text string, i int) int {
 			end, last = j, n
 		}
 		k := strings.IndexByte(" -.", text[min(j, len(text)-1)])
-		if lb := lineBreak(text, j); lb > 0 {
-			j += lb
+		if w := wrapEnd(text, j); w > 0 {
+			j = w
 		} else if j < len(text) && k >= 0 {
 			kinds[k] = true
-			j++
+			if j++; k > 0 {
+				if w := wrapEnd(text, j); w > 0 {
+					j = w // the line ends in a dash or a dot
+				}
+			}
 		} else {
 			break
 		}
@@ -418,7 +464,8 @@ const maxCardGap = 4
 // 1111  1111" and "4111\t1111\t1111\t1111" are cards; it is the same throughout, so the
 // groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
 // read as one number. A line break ("\n" or "\r\n") may stand for the separator, as where a
-// card written in groups wraps over lines ("4111 1111\n1111 1111"); groups joined by line
+// card written in groups wraps over lines ("4111 1111\n1111 1111"), the line ending in spaces
+// or in the separator and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
 // first line break. Its lines are read on for a separator as far as a card's digits go, not
 // to the column's end: the next call starts at the next line, and a column read to its end
@@ -445,15 +492,25 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 		if digits += j - s; sep == "" && wrap > 0 && digits > maxCardDigits {
 			break
 		}
-		if n := lineBreak(text, j); n > 0 && j+n < len(text) && isDigit(text[j+n]) {
+		if w := wrapEnd(text, j); w > 0 {
 			if sep == "" && wrap == 0 {
 				wrap = len(groups)
 			}
-			j, broken = j+n, true
+			j, broken = w, true
 			continue
 		}
 		if j >= len(text) || !isCardSep(text[j]) {
 			break
+		}
+		if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' && text[j] != '\t' {
+			// the line ends in the separator ("4111-1111-\n1111-1111")
+			if sep == "" {
+				sep = text[j : j+1]
+			} else if text[j:j+1] != sep {
+				break
+			}
+			j, broken = w, true
+			continue
 		}
 		k := j + 1
 		for c := text[j]; (c == ' ' || c == '\t') && k < len(text) && text[k] == c && k-j < maxCardGap; k++ {
@@ -473,8 +530,23 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 	}
 	if (sep == "." || sep == "/") && !printedLayout(groups) {
 		// a dot or a slash joins the groups of a card written in groups, not a card to
-		// something else: "4111111111111111.25" is an amount
-		groups = groups[:1]
+		// something else: "4111111111111111.25" is an amount. Over lines, the groups up
+		// to the last line break before the first misfit are read on their own
+		// ("2221.5165.2843.3745\n2": a card, and a number on the next line).
+		cut, misfit := 1, len(groups)
+		for k, g := range groups {
+			if g.len() < 3 || g.len() > 7 {
+				misfit = k
+				break
+			}
+		}
+		for k := min(misfit, len(groups)-1); broken && k > 1; k-- {
+			if gapBreak(text, groups[k-1], groups[k]) {
+				cut = k
+				break
+			}
+		}
+		groups = groups[:cut]
 		if !broken {
 			// a run starting at a later group up to the last of alone holds it too
 			return groups, sep, groups[0].end, alone
@@ -498,7 +570,8 @@ func isCardSep(c byte) bool {
 }
 
 // colonRunAlone reports whether a run of digit groups joined by colons stands alone, not
-// inside a longer token of colons, hex groups and words: "2001:db8:4111:1111:1111:1111::1"
+// inside a longer token of colons, hex groups and words (a colon and a space or a line break
+// after it end it): "2001:db8:4111:1111:1111:1111::1"
 // is an IPv6 address, "ORD-4111:1111:..." an id.
 func colonRunAlone(text string, groups []digitGroup) bool {
 	s, e := groups[0].start, groups[len(groups)-1].end
@@ -507,7 +580,35 @@ func colonRunAlone(text string, groups []digitGroup) bool {
 			return false
 		}
 	}
-	return e == len(text) || (text[e] != ':' && rightOK(text, e))
+	// a colon that ends a label or a sentence ("...:776: ok") continues no token
+	return e == len(text) || (text[e] != ':' && rightOK(text, e)) ||
+		text[e] == ':' && (e+1 == len(text) || text[e+1] == ' ' || lineBreak(text, e+1) > 0)
+}
+
+// wrapEnd returns the offset past a line break at j where the groups of a card wrap over
+// lines, with the spaces or tabs its line may end in and the indent of the next, up to
+// maxCardGap each ("4111 1111 \n  1111 1111"), when a digit follows it; 0 otherwise.
+func wrapEnd(text string, j int) int {
+	k := j
+	for k < len(text) && k-j < maxCardGap && (text[k] == ' ' || text[k] == '\t') {
+		k++
+	}
+	n := lineBreak(text, k)
+	if n == 0 {
+		return 0
+	}
+	k += n
+	for e := k; k < len(text) && k-e < maxCardGap && (text[k] == ' ' || text[k] == '\t'); k++ {
+	}
+	if k < len(text) && isDigit(text[k]) {
+		return k
+	}
+	return 0
+}
+
+// gapBreak reports whether a line break stands between two groups of a run.
+func gapBreak(text string, a, b digitGroup) bool {
+	return strings.IndexByte(text[a.end:b.start], '\n') >= 0
 }
 
 // lineBreak returns the length of the line break at text[j] ("\n" or "\r\n"), or 0.
@@ -527,45 +628,68 @@ type cardWindow struct{ first, last int }
 // cardWindows splits a run of digit groups into the card numbers it holds. Several cards may
 // follow one another in one run ("4111111111111111 5555555555554444"), so the run is
 // segmented to hold as many cards as possible; among segmentations holding as many, the one
-// whose cards span the fewest line breaks, then whose first card starts earliest, then is
-// longest, wins (cards one a line are read one a line). Groups outside every card are left
-// alone.
-func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
+// whose cards span the fewest line breaks, then whose cards more often start as a card is
+// printed (cardLead: "380 6568 2192 5547 4949" is a number and a card, not a card and a
+// group, however both pass the check), then whose cards hold more digits ("685 34151 1119
+// 989345": a number and an American Express card, not a Maestro card and a group), then
+// whose first card starts earliest, then is longest, wins (cards one a line are read one a line). Groups outside every card are left
+// alone. With alone, each card is one group.
+func cardWindows(text string, groups []digitGroup, sep string, alone bool) []cardWindow {
 	n := len(groups)
 	// count[i] is the most cards groups[i:] hold; take[i] is the last group of the card
 	// starting at group i in the best segmentation of groups[i:], or -1 to skip group i.
-	// wraps[i] is the number of line breaks inside the cards of that segmentation.
-	var countBuf, wrapsBuf [17]int
+	// wraps[i] is the number of line breaks inside the cards of that segmentation, and
+	// lead[i] the number of its cards that start as a card is printed (cardLead), cover[i]
+	// the number of their digits.
+	var countBuf, wrapsBuf, leadBuf, coverBuf [17]int
 	var takeBuf [16]int
-	count, wraps, take := countBuf[:], wrapsBuf[:], takeBuf[:]
+	count, wraps, lead, cover, take := countBuf[:], wrapsBuf[:], leadBuf[:], coverBuf[:], takeBuf[:]
 	if n > len(take) {
-		count, wraps, take = make([]int, n+1), make([]int, n+1), make([]int, n)
+		count, wraps, lead, cover, take = make([]int, n+1), make([]int, n+1), make([]int, n+1), make([]int, n+1), make([]int, n)
 	}
-	count[n], wraps[n] = 0, 0
+	count[n], wraps[n], lead[n], cover[n] = 0, 0, 0, 0
 	for i := n - 1; i >= 0; i-- {
-		count[i], wraps[i], take[i] = count[i+1], wraps[i+1], -1
+		count[i], wraps[i], lead[i], cover[i], take[i] = count[i+1], wraps[i+1], lead[i+1], cover[i+1], -1
 		if i == 0 && !cardLeftOK(text, groups[0].start) {
 			continue
 		}
 		digits, breaks := 0, 0
 		for j := i; j < n; j++ {
 			digits += groups[j].len()
-			if j > i && lineBreak(text, groups[j-1].end) > 0 {
+			if j > i && gapBreak(text, groups[j-1], groups[j]) {
 				breaks++
 			}
-			if digits > maxCardDigits {
+			if digits > maxCardDigits || alone && j > i {
 				break
 			}
 			if digits < minCardDigits || (j == n-1 && !cardRightOK(text, groups[j].end)) {
 				continue
 			}
-			if !cardLayout(groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
-				i == j && pathSegment(text, groups[i].start) && !pathCard(text[groups[i].start:groups[j].end]) {
+			if !cardLayout(text, groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
+				i == j && (pathSegment(text, groups[i].start) || colonNumber(text, groups[i])) &&
+					!pathCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
-			if c, w := 1+count[j+1], breaks+wraps[j+1]; c > count[i] || (c == count[i] && w <= wraps[i]) {
-				count[i], wraps[i], take[i] = c, w, j
+			c, w, l, d := 1+count[j+1], breaks+wraps[j+1], lead[j+1], digits+cover[j+1]
+			if cardLead(groups, i, j) {
+				l++
 			}
+			if c != count[i] {
+				if c < count[i] {
+					continue
+				}
+			} else if w != wraps[i] {
+				if w > wraps[i] {
+					continue
+				}
+			} else if l != lead[i] {
+				if l < lead[i] {
+					continue
+				}
+			} else if d < cover[i] {
+				continue
+			}
+			count[i], wraps[i], lead[i], cover[i], take[i] = c, w, l, d, j
 		}
 	}
 	var out []cardWindow
@@ -584,30 +708,67 @@ func cardWindows(text string, groups []digitGroup, sep string) []cardWindow {
 // line breaks among them, are laid out as a card number is written. Joined by one space, a
 // dash, a dot or a slash, or wrapped over lines, any of the run's groups laid out as a card
 // is printed (printedLayout) are. The model reads the digits of one number however they are
-// grouped, so the whole run on one line is one as well when its groups, joined by one space or
-// a dash, are of any length from 3 digits ("4111 11111111 1111", "41111111-11111111": a card
-// of two text blocks run together); joined by tabs, several spaces or colons, when they are
-// laid out as a card is printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111") after a
-// word naming a card (columnSep, in findCards). The
-// numbers of a table are set out so, and rarely make a whole row of a card's groups.
-func cardLayout(groups []digitGroup, i, j int, sep string, breaks int) bool {
+// grouped, so groups on one line joined by one space or a dash, of any length from 3 digits,
+// are one as well when they are all the run holds between its ends and groups of one or two
+// digits ("4111 11111111 1111", "41111111-11111111", "room 1 411111111111 1111": a card of
+// two text blocks run together), or start with a group of four digits, as a card is printed,
+// and make the stretch of such groups they stand in on their line, or all of it but a number
+// before them and one after (stretchEdge: "room 101 4111 11111111 1111 123", a room's number
+// and a security code). Joined by tabs,
+// several spaces or colons, one group alone is, and the whole run when laid out as a card is
+// printed ("4111\t1111\t1111\t1111", "4111  1111  1111  1111") after a word naming a card
+// (columnSep, in findCards). The numbers of a table are set out so, and rarely make a whole
+// row of a card's groups.
+func cardLayout(text string, groups []digitGroup, i, j int, sep string, breaks int) bool {
 	w := groups[i : j+1]
 	plain := len(sep) <= 1 && sep != ":" && sep != "\t"
 	if plain && printedLayout(w) {
 		return true
 	}
-	if i != 0 || j != len(groups)-1 || breaks > 0 {
-		return false
-	}
 	if sep != " " && sep != "-" {
-		return printedLayout(w)
+		return (i == j || i == 0 && j == len(groups)-1 && breaks == 0) && printedLayout(w)
+	}
+	if breaks > 0 {
+		return false
 	}
 	for _, g := range w {
 		if g.len() < 3 {
 			return false
 		}
 	}
-	return true
+	if (i == 0 || groups[i-1].len() < 3) && (j == len(groups)-1 || groups[j+1].len() < 3) {
+		return true
+	}
+	return w[0].len() == 4 && stretchEdge(text, groups, i, -1) && stretchEdge(text, groups, j, 1)
+}
+
+// stretchEdge reports whether groups[k] is the first (dir -1) or last (dir 1) of the stretch
+// of groups of 3 digits or more on one line that it stands in, or the second or the one
+// before the last: one number may stand beside a card in groups of any length, read apart.
+func stretchEdge(text string, groups []digitGroup, k, dir int) bool {
+	// joined reports whether groups[a] and the next group are of one stretch
+	joined := func(a int) bool {
+		return a >= 0 && a+1 < len(groups) && groups[a].len() >= 3 && groups[a+1].len() >= 3 &&
+			!gapBreak(text, groups[a], groups[a+1])
+	}
+	if dir < 0 {
+		return !joined(k-1) || !joined(k-2)
+	}
+	return !joined(k) || !joined(k+1)
+}
+
+// cardLead reports whether the card of groups[i:j+1] starts as a card is printed: with a
+// group of four digits, or as one run of digits.
+func cardLead(groups []digitGroup, i, j int) bool { return i == j || groups[i].len() == 4 }
+
+// inWindow reports whether group k is one of a card's.
+func inWindow(windows []cardWindow, k int) bool {
+	for _, w := range windows {
+		if k >= w.first && k <= w.last {
+			return true
+		}
+	}
+	return false
 }
 
 // printedLayout reports whether groups are laid out as a card number is printed: one run of
@@ -742,8 +903,19 @@ var cardBrands = []cardBrand{
 // before them ("/orders/6011000990139424", "/u/4111111111111111/a.png").
 func pathSegment(text string, i int) bool { return i > 0 && text[i-1] == '/' }
 
-// pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) that
-// isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
+// colonNumber reports whether the digits of g are joined by a colon to a number before or
+// after them: a Kafka record's partition and offset ("orders:3:612345678901"), a time and a
+// sequence number, a list's item. Numbers so joined are offsets, counters and ids as often
+// as a URL's path holds them, and one alone is read as a card only as there (pathCard): "1:"
+// or "12:30:" before a card does not hide it (TestCardAfterANumberAndAColon), while an
+// offset of another length does not read as one (TestRandomIDsAfterColons).
+func colonNumber(text string, g digitGroup) bool {
+	return g.start >= 2 && text[g.start-1] == ':' && isDigit(text[g.start-2]) ||
+		g.end+1 < len(text) && text[g.end] == ':' && isDigit(text[g.end+1])
+}
+
+// pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) or
+// joined by a colon to a number (colonNumber) that isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
 // a file's), of any length, and one that starts with a network's number and has a length it
 // issues passes the Luhn check one time in ten: Maestro's ranges alone take every id of 12
 // to 19 digits starting with a 6. So a card alone in a path is read at the length nearly

@@ -5,10 +5,12 @@
 // written in groups joined by spaces, dashes, dots, slashes, colons or tabs, one kind
 // repeated alike throughout, spaces and tabs up to four at a time (joined by tabs, colons or
 // several spaces, as a table's columns are, only after a word naming a card: "card", "visa",
-// "cc", "number"...), or by a line break where
-// the groups wrap over lines: "4111 1111\n1111 1111"; groups of any length from three digits
-// whose digits make a card on one line, "4111 11111111 1111", as two text blocks run
-// together give it; single spaces, dashes and dots mixed, as a number copied out of a form's
+// "cc", "number"..., a group alone being read as a number alone is), or by a line break where
+// the groups wrap over lines: "4111 1111\n1111 1111", the line ending in spaces or in the
+// separator and the next indented or not, "4111-1111-\n  1111-1111"; groups of any length from
+// three digits whose digits make a card on one line, "4111 11111111 1111", as two text blocks
+// run together give it, beside numbers of one or two digits, or, starting with four digits,
+// beside one other number before and one after, "room 101 4111 11111111 1111 123"; single spaces, dashes and dots mixed, as a number copied out of a form's
 // fields is, when the groups are laid out as a card is printed: "4111 1111-1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
 // a country code of the SWIFT IBAN Registry, that country's length and the mod-97 check), and
 // IPv4 (with an optional CIDR prefix length) and IPv6 addresses. Every kind is detected unless
@@ -36,7 +38,9 @@
 // longer token. A run of digits alone after a slash, where a path holds numeric ids, is read
 // as a card only at 16 digits (15 for American Express) and of a network other than Maestro's
 // ranges that take any length (50, 56 to 69), which take every id starting with a 6
-// (docs/detection.md measures the ids read as cards before and after).
+// (docs/detection.md measures the ids read as cards before and after), and so is a run of
+// digits alone joined by a colon to a number, an offset or a counter as often
+// ("orders:3:612345678901").
 //
 // The text is read folded so that an item cannot be hidden by the way its characters are
 // written: zero-width and other invisible characters are skipped, full-width digits and

@@ -1153,7 +1153,9 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // that holds the last maxCardDigits-1 digits of the run of digit groups the
 // text ends in (joined by the separators of a card's groups, line breaks,
 // and the "+" and parentheses of a phone number, which may also end in an
-// area code in parentheses: "call (415)" then "555-2671"), or the line in which an IBAN may begin that the text ends inside
+// area code in parentheses: "call (415)" then "555-2671"; the line may end in
+// spaces and a separator after the last group, "4111-1111-" then "1111-1111",
+// as wrapEnd reads a card over lines), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
 // text is read folded as the detectors read it (foldText):
@@ -1186,7 +1188,15 @@ func heldIn(t string, span func(int, int) (int, int)) int {
 		end--
 	}
 	from := len(t)
-	if end > 0 && (isDigit(t[end-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2])) {
+	// a card's line may end in spaces and in its groups' separator (wrapEnd)
+	e := end
+	for e > 0 && end-e < maxCardGap && (t[e-1] == ' ' || t[e-1] == '\t') {
+		e--
+	}
+	if e > 1 && t[e-1] != ' ' && t[e-1] != '\t' && isCardSep(t[e-1]) && isDigit(t[e-2]) {
+		e--
+	}
+	if e > 0 && isDigit(t[e-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2]) {
 		k, digits := end, 0
 		for k > 0 && digits < maxCardDigits-1 {
 			b := t[k-1]

@@ -34,7 +34,9 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 	cases := []struct{ text, redacted, kinds string }{
 		{"Hello.\nCard: 4111 1111 1111 1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
 		{"Hello.\nCard: 4111 1111\n1111 1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
-		{"Hello.\nCard: 4111-1111-\n1111-1111\n", "Hello.\nCard: 4111-1111-\n1111-1111\n", ""},
+		{"Hello.\nCard: 4111-1111-\n1111-1111\n", "Hello.\nCard: [REDACTED:card]\n", "card"},
+		{"Hello.\nCard: 4111 1111 \n  1111 1111 ok\n", "Hello.\nCard: [REDACTED:card] ok\n", "card"},
+		{"Hello.\nSSN 123-45-\n6789 ok\n", "Hello.\nSSN [REDACTED:ssn] ok\n", "ssn"},
 		{"Hello.\n4111\r\n1111 1111 1111 ok", "Hello.\n[REDACTED:card] ok", "card"},
 		{"Hello.\nCard: 4111.1111\n1111.1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
 		{"Hello.\n4111_1111_\r\n1111_1111\n", "Hello.\n4111_1111_\r\n1111_1111\n", ""},
@@ -46,7 +48,7 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		{"Hello.\n4111 111１\n１１１１ 1111 ok\n", "Hello.\n[REDACTED:card] ok\n", "card"},
 		{"Hello.\n4111-1111-111𝟏\n1111\n", "Hello.\n[REDACTED:card]\n", "card"},
 		{"Hello.\n4111 1111\u200b\n1111 1111\n", "Hello.\n[REDACTED:card]\n", "card"},
-		{"Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", "Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", ""},
+		{"Hello.\n4111\u00a01111\u00a0\r\n1111\u00a01111\n", "Hello.\n[REDACTED:card]\n", "card"},
 		// An IBAN wraps after a group, its first line ending in letters.
 		{"Hello.\nIBAN GB29 NWBK\n6016 1331 9268 19 ok\nbye", "Hello.\nIBAN [REDACTED:iban] ok\nbye", "iban"},
 		{"Hello.\ngb29nwbk\r\n60161331\n926819\n", "Hello.\n[REDACTED:iban]\n", "iban"},
