@@ -456,14 +456,17 @@ func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
 				return pl
 			}
 			req := runtime.ChatRequest{Model: "primary", MaxTokens: 1000, Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
-			long := replica(rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 4 * lease, Usage: runtime.Usage{InputTokens: 5, OutputTokens: 900}}))
+			// The long call runs (its reservation made) until released.
+			started, release := make(chan struct{}), make(chan struct{})
+			long := replica(&gatedModel{first: rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 5, OutputTokens: 900}}),
+				started: started, release: release})
 			other := replica(rt.NewModel(rt.Response{Deltas: []string{"y"}}))
 			done := make(chan error, 1)
 			go func() {
 				_, _, err := rt.Collect(context.Background(), long, req, 0)
 				done <- err
 			}()
-			time.Sleep(lease / 3)
+			<-started
 			_, _, err := rt.Collect(context.Background(), other, req, 0)
 			var be *runtime.BudgetError
 			require.ErrorAs(t, err, &be, "the running call's estimate holds the ceiling")
@@ -472,6 +475,7 @@ func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
 			require.ErrorAs(t, err, &be, "the running call still holds its reservation past the lease it was reserved with")
 			assert.NotZero(t, be.Estimate)
 			assert.NotZero(t, be.Pending, "refused for the call in flight")
+			close(release)
 			require.NoError(t, <-done)
 			_, _, err = rt.Collect(context.Background(), other, req, 0)
 			require.ErrorAs(t, err, &be, "905 charged and the estimate cross 1500")
@@ -725,12 +729,12 @@ func TestNestedMeterChargesTheInnerMetersDollarsWithoutTokens(t *testing.T) {
 	// Failed before any delta, billed what the error reports.
 	absurd := rt.NewModel(rt.Response{Deltas: []string{"x"},
 		Err: &runtime.CallError{Kind: runtime.KindPermanent, Message: "cut", Usage: runtime.Usage{InputTokens: 2_000_000_000}}})
-	model := gatedModel{first: absurd, rest: rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 1000}}),
+	model := &gatedModel{first: absurd, rest: rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 1000}}),
 		started: started, release: release}
 	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
 		rt.Named("outer", rt.Layer("meter", `{"scope":"global"}`)),
 		rt.Named("inner", rt.Layer("meter", `{"budget":{"tokens":1000,"usd":100},"scope":"global"}`)),
-	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": &model}})
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
 	require.NoError(t, err)
 	outer := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
 	inner := pl.Layers(plan.StageChat)[1].Middleware.(*meter.Meter)
