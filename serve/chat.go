@@ -1051,14 +1051,32 @@ type servedModel struct {
 
 // DefaultMaxTokens implements runtime.OutputBounder: the bound the client
 // sends with a request that sets none (a Claude model's 4096), else the
-// plan's. Without it the wrapped client's bound was hidden: a cut at the
-// output limit was said to be the provider's default, and a meter refusing
-// crossings estimated no output for such a request.
+// plan's, which Stream sends in its place (sendBound). Without it the
+// wrapped client's bound was hidden: a cut at the output limit was said
+// to be the provider's default, and a meter refusing crossings estimated
+// no output for such a request.
 func (m *servedModel) DefaultMaxTokens() int {
 	if b, ok := m.client.(runtime.OutputBounder); ok {
 		return b.DefaultMaxTokens()
 	}
 	return m.bound
+}
+
+// sendBound returns req, or for a request that sets no max_tokens to a
+// client that bounds no output of its own (one the host passed, not a
+// runtime.OutputBounder) a copy of it with the plan's bound: the bound
+// DefaultMaxTokens reports, which a cut at the output limit names and a
+// meter estimates, is the one the model is asked with.
+func (m *servedModel) sendBound(req *runtime.ChatRequest) *runtime.ChatRequest {
+	if req.MaxTokens > 0 || m.bound <= 0 {
+		return req
+	}
+	if _, ok := m.client.(runtime.OutputBounder); ok {
+		return req
+	}
+	bounded := *req
+	bounded.MaxTokens = m.bound
+	return &bounded
 }
 
 // clientWireKey is the context key of the API a chat route's client speaks
@@ -1081,6 +1099,7 @@ func (m *servedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yiel
 		return &runtime.CallError{Kind: runtime.KindPermanent, Status: http.StatusBadRequest, Message: "model " + m.name,
 			Err: runtime.ProviderRefused(fmt.Errorf("the conversation ends with an assistant message, which %s; end it with a user message, or call a model of the client's API", read))}
 	}
+	req = m.sendBound(req)
 	made, _ := ctx.Value(madeCallsKey{}).(*madeCalls)
 	if made == nil {
 		return m.client.Stream(ctx, req, yield)

@@ -89,9 +89,12 @@ func TestServersShareAHostsRegistry(t *testing.T) {
 	assert.True(t, names()["agentc_serve_reloads_total"])
 	assert.True(t, names()["go_goroutines"], "the host's Go collector stays")
 
+	first.metrics.reloads.WithLabelValues("ok").Inc()
 	_, err = New(context.Background(), opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Options.Registry")
+	assert.Equal(t, 1.0, reloadsOK(t, reg), "the first server's counters are left as they were")
+	assert.True(t, names()["agentc_serve_reloads_total"], "and stay registered")
 
 	require.NoError(t, first.Close())
 	assert.False(t, names()["agentc_serve_reloads_total"], "Close removes the server's metrics")
@@ -121,4 +124,24 @@ func TestServersShareAHostsRegistry(t *testing.T) {
 	fams, err = own.Gather()
 	require.NoError(t, err)
 	assert.Empty(t, fams)
+}
+
+// reloadsOK returns the value of agentc_serve_reloads_total{result="ok"}
+// in reg.
+func reloadsOK(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() != "agentc_serve_reloads_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if l := m.GetLabel(); len(l) == 1 && l[0].GetValue() == "ok" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatal("no agentc_serve_reloads_total{result=\"ok\"}")
+	return 0
 }

@@ -1222,8 +1222,11 @@ func (m *Meter) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		release()
 		settled = true
 		charges := c.Charges[min(n0, len(c.Charges)):]
-		if c.Meta.Cached && len(charges) == 0 || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0 {
-			// A cached hit, or a failure before anything was billed: not charged.
+		if len(charges) == 0 && (c.Meta.Cached || err != nil && c.Deltas == start && c.Usage == u0 && c.Discarded == d0) {
+			// A cached hit, or a failure before anything was billed: not
+			// charged. A charge inside says otherwise, whatever the usage:
+			// an inner meter's for absurd usage may be dollars and no token
+			// (the tokens ceiling reached).
 			m.settle(ctx, l, reserved, false, runtime.Usage{}, 0)
 			return err
 		}

@@ -456,14 +456,17 @@ func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
 				return pl
 			}
 			req := runtime.ChatRequest{Model: "primary", MaxTokens: 1000, Messages: []runtime.Message{{Role: "user", Content: "hi"}}}
-			long := replica(rt.NewModel(rt.Response{Deltas: []string{"x"}, Delay: 4 * lease, Usage: runtime.Usage{InputTokens: 5, OutputTokens: 900}}))
+			// The long call runs (its reservation made) until released.
+			started, release := make(chan struct{}), make(chan struct{})
+			long := replica(&gatedModel{first: rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 5, OutputTokens: 900}}),
+				started: started, release: release})
 			other := replica(rt.NewModel(rt.Response{Deltas: []string{"y"}}))
 			done := make(chan error, 1)
 			go func() {
 				_, _, err := rt.Collect(context.Background(), long, req, 0)
 				done <- err
 			}()
-			time.Sleep(lease / 3)
+			<-started
 			_, _, err := rt.Collect(context.Background(), other, req, 0)
 			var be *runtime.BudgetError
 			require.ErrorAs(t, err, &be, "the running call's estimate holds the ceiling")
@@ -472,6 +475,7 @@ func TestAReservationHoldsWhileItsCallOutlivesTheLease(t *testing.T) {
 			require.ErrorAs(t, err, &be, "the running call still holds its reservation past the lease it was reserved with")
 			assert.NotZero(t, be.Estimate)
 			assert.NotZero(t, be.Pending, "refused for the call in flight")
+			close(release)
 			require.NoError(t, <-done)
 			_, _, err = rt.Collect(context.Background(), other, req, 0)
 			require.ErrorAs(t, err, &be, "905 charged and the estimate cross 1500")
@@ -711,4 +715,69 @@ func TestNestedMeterChargesWhatTheInnerMeterCharged(t *testing.T) {
 	assert.Equal(t, in.Tokens(), out.Tokens())
 	assert.InDelta(t, resp.Charges[0].USD, in.USD, 1e-9)
 	assert.InDelta(t, in.USD, out.USD, 1e-9, "the outer meter charges the dollars the inner one did")
+}
+
+// An outer meter skipped a call the inner meter had charged dollars and no
+// tokens: closed, absurd usage (here billed by a call that failed before
+// its first delta) on a ledger another call brought to its tokens ceiling
+// while it ran is charged what brings the ledger to its usd ceiling and no
+// token, and the outer meter took the call, failed with no delta and its
+// usage unchanged, for a failure before anything was billed. Now it
+// charges the inner meter's dollars and the call.
+func TestNestedMeterChargesTheInnerMetersDollarsWithoutTokens(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	// Failed before any delta, billed what the error reports.
+	absurd := rt.NewModel(rt.Response{Deltas: []string{"x"},
+		Err: &runtime.CallError{Kind: runtime.KindPermanent, Message: "cut", Usage: runtime.Usage{InputTokens: 2_000_000_000}}})
+	model := &gatedModel{first: absurd, rest: rt.NewModel(rt.Response{Deltas: []string{"x"}, Usage: runtime.Usage{InputTokens: 1000}}),
+		started: started, release: release}
+	pl, err := runtime.Build(context.Background(), rt.Plan(plan.Chains{Chat: []plan.Layer{
+		rt.Named("outer", rt.Layer("meter", `{"scope":"global"}`)),
+		rt.Named("inner", rt.Layer("meter", `{"budget":{"tokens":1000,"usd":100},"scope":"global"}`)),
+	}}), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	outer := pl.Layers(plan.StageChat)[0].Middleware.(*meter.Meter)
+	inner := pl.Layers(plan.StageChat)[1].Middleware.(*meter.Meter)
+	type result struct {
+		resp runtime.ChatResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, resp, err := rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+		done <- result{resp, err}
+	}()
+	<-started
+	_, _, err = rt.Collect(context.Background(), pl, runtime.ChatRequest{Model: "primary"}, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), inner.Ledger("").Tokens())
+	close(release)
+	r := <-done
+	require.ErrorContains(t, r.err, "reported absurd usage")
+	require.Len(t, r.resp.Charges, 1)
+	require.True(t, r.resp.Charges[0].Metered)
+	assert.Zero(t, r.resp.Charges[0].Usage, "the ledger was at its tokens ceiling already")
+	in, out := inner.Ledger(""), outer.Ledger("")
+	assert.InDelta(t, 100.0, in.USD, 1e-9)
+	assert.InDelta(t, in.USD, out.USD, 1e-9, "the outer meter charges the dollars the inner one did")
+	assert.Equal(t, int64(2), out.Calls)
+}
+
+// gatedModel sends its first call to first once release is closed (having
+// closed started), the others to rest at once.
+type gatedModel struct {
+	first, rest      runtime.ModelClient
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (g *gatedModel) Stream(ctx context.Context, req *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if !first {
+		return g.rest.Stream(ctx, req, yield)
+	}
+	close(g.started)
+	<-g.release
+	return g.first.Stream(ctx, req, yield)
 }
