@@ -240,13 +240,19 @@ func TestMemoryBudgeterGivesBackTheRoomOfABurst(t *testing.T) {
 
 // A budget's figures read as money and counts: "spent 1.0000001e+06" was
 // a million dollars in exponent form, and a sum of prices carries float
-// noise (0.30000000000000004). Dollars are shown to the millionth, counts
-// whole, neither in exponent form.
+// noise (0.30000000000000004). Dollars are shown to the millionth (below a
+// dollar to six significant digits), counts whole, neither in exponent form.
 func TestBudgetErrorPrintsFiguresReadably(t *testing.T) {
 	e := &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 1.0000001e+06, Limit: 1000}
 	assert.Equal(t, "budget exhausted at meter: usd ceiling 1000 reached (spent 1000000.1)", e.Error())
 	e = &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 0.3, Limit: 0.25, Estimate: 0.0000123, Pending: 0.05}
-	assert.Equal(t, "budget exhausted at meter: usd ceiling 0.25 would be crossed (spent 0.3, 0.05 reserved by calls in flight, the call is estimated at 0.000012)", e.Error())
+	assert.Equal(t, "budget exhausted at meter: usd ceiling 0.25 would be crossed (spent 0.3, 0.05 reserved by calls in flight, the call is estimated at 0.0000123)", e.Error())
+	// A spend below the millionth is not 0: one cheap call's 4e-7 read
+	// "usd ceiling 0 reached (spent 0)".
+	e = &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 4.2e-7, Limit: 4e-7}
+	assert.Equal(t, "budget exhausted at meter: usd ceiling 0.0000004 reached (spent 0.00000042)", e.Error())
+	e = &runtime.BudgetError{Layer: "meter", Resource: "usd", Spent: 0.1 + 0.2, Limit: 0.3}
+	assert.Equal(t, "budget exhausted at meter: usd ceiling 0.3 reached (spent 0.3)", e.Error())
 	e = &runtime.BudgetError{Layer: "meter", Resource: "tokens", Spent: 2e9, Limit: 1e9}
 	assert.Equal(t, "budget exhausted at meter: tokens ceiling 1000000000 reached (spent 2000000000)", e.Error())
 }

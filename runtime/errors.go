@@ -144,11 +144,16 @@ func (e *BudgetError) Message() string {
 }
 
 // figure prints v, an amount of e's resource, without an exponent:
-// dollars to the millionth (a sum of prices carries float noise), counts
-// whole.
+// dollars to the millionth (a sum of prices carries float noise), or to
+// six significant digits below a dollar, so that a spend of a few
+// ten-millionths (one cheap call) does not read as 0; counts whole.
 func (e *BudgetError) figure(v float64) string {
 	if e.Resource == "usd" {
-		v = math.Round(v*1e6) / 1e6
+		if math.Abs(v) < 1 {
+			v, _ = strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+		} else {
+			v = math.Round(v*1e6) / 1e6
+		}
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
