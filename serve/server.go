@@ -1081,6 +1081,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			err = cerr
 		}
 	case <-cut:
+		if beforeStillClosing != nil {
+			beforeStillClosing()
+		}
 		s.stillClosing(aborted, time.Since(cutAt.Add(-cutWait)))
 	}
 	if aborted && err == nil {
@@ -1133,6 +1136,12 @@ func (s *Server) stillClosing(aborted bool, sinceCut time.Duration) {
 // has its context cancelled and its connection closed, and Serve returns
 // ErrAborted. It is the second SIGTERM of agentc serve.
 func (s *Server) Abort() { s.abort() }
+
+// beforeStillClosing, when set (by a test), is called as the wait after
+// the shutdown cut ends, before stillClosing names what is still closing:
+// what a generation released at the hang-up is closing by then depends on
+// how far its own goroutine got.
+var beforeStillClosing func()
 
 // cutWait bounds the wait, after the shutdown deadline cut the requests
 // still open, for them to write their end (an error event, a 503) and to
