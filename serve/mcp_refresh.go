@@ -255,14 +255,9 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	// taken: a server whose listing hangs (connectTimeout at most) holds
 	// neither the other servers' changes nor a reload.
 	tools, err := up.listTools(ctx)
-	// Close holds reloadMu while the calls in flight finish, and those
-	// may be waiting for this refresh.
-	for !s.reloadMu.TryLock() {
-		if s.closed.Load() {
-			up.setServed(nil)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !s.lockReloadUnlessClosing() {
+		up.setServed(nil)
+		return
 	}
 	defer s.reloadMu.Unlock()
 	g := s.cur.Load()
@@ -340,6 +335,32 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 		s.log.Warn("mcp upstream tools changed: tools added that the policy does not declare; the layers that read a declaration see none for them "+
 			"(file_check's path_arg, egress's url_arg, a guard typed by args, side_effecting): declare them (agentc mcp-tools prints the declarations)",
 			"server", up.name, "tools", undeclared)
+	}
+}
+
+// lockReloadUnlessClosing takes reloadMu and reports true, or gives up,
+// reporting false, once Close has started: Close holds reloadMu while the
+// calls in flight finish, and those may be waiting for the refresh that
+// asks for it (refreshMCP). A lock taken after giving up is let go at once.
+func (s *Server) lockReloadUnlessClosing() bool {
+	if s.reloadMu.TryLock() {
+		return true
+	}
+	got, gaveUp := make(chan struct{}), make(chan struct{})
+	go func() {
+		s.reloadMu.Lock()
+		select {
+		case got <- struct{}{}:
+		case <-gaveUp:
+			s.reloadMu.Unlock()
+		}
+	}()
+	select {
+	case <-got:
+		return true
+	case <-s.closing:
+		close(gaveUp)
+		return false
 	}
 }
 

@@ -323,6 +323,8 @@ type Server struct {
 	// refused until a reload applies. Nil when none.
 	revoked atomic.Pointer[map[[sha256.Size]byte]bool]
 	closed  atomic.Bool
+	// closing is closed when Close starts, under reloadMu (closed set).
+	closing chan struct{}
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -395,6 +397,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
 	}
 	s.stopNow, s.abort = context.WithCancel(context.Background())
+	s.closing = make(chan struct{})
 	s.requests, s.cutRequests = context.WithCancelCause(s.stopNow)
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
@@ -957,6 +960,7 @@ func (s *Server) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	close(s.closing)
 	s.ready.Store(false)
 	s.retryLater(nil, nil)
 	s.cur.Load().retire()
