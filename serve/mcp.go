@@ -116,7 +116,8 @@ type upstreamServer struct {
 	stale   bool
 	// via is the session the next listing for a change is taken on (nil:
 	// main): a caller's session whose tools differ from those served, or
-	// whose server said its list changed.
+	// whose server said its list changed (upstreamConn.announced), which
+	// a session opened meanwhile does not take the place of.
 	via *upstreamConn
 	// listings numbers the listings taken on the server's sessions
 	// (upstreamConn.listed); listedAs numbers the one the served tools
@@ -127,11 +128,9 @@ type upstreamServer struct {
 	listedPrint string
 	// replaced holds the fingerprints (listingPrint) of the lists served
 	// and replaced since, oldest first: a listing has one served again
-	// only when announced (wasReplaced). announced is set when the server
-	// said its tools changed, or its listing session was opened again
-	// after it ended, since the last listing for a change.
-	replaced  []string
-	announced bool
+	// only when the session listed announced it (wasReplaced,
+	// upstreamConn.announced).
+	replaced []string
 	// refreshed is when the last listing for a change started
 	// (refreshLoop).
 	refreshed time.Time
@@ -163,10 +162,13 @@ func (u *upstreamServer) connect(ctx context.Context, c *upstreamConn) (*mcp.Cli
 			go func() {
 				u.mu.Lock()
 				defer u.mu.Unlock()
+				// The announcement is the session's: a session let go
+				// has no list to serve, and the listing taken on another
+				// (the listing session's) is not the one announced.
 				if !c.dropped {
+					c.announced = true
 					u.via = c
 				}
-				u.announced = true
 				u.markChanged()
 			}()
 		}
