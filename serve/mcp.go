@@ -992,6 +992,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		b.Message = "the tool's definition was withheld: " + b.Message
 		return nil, &b
 	}
+	if err := notSentOf(ctx); err != nil {
+		return nil, err
+	}
 	args := c.Args
 	if args == nil {
 		args = map[string]any{}
@@ -1567,11 +1570,21 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// first (as a proposed call's are on the chat routes).
 	var res runtime.ToolResult
 	err = repeatedKeyError(req.Params.Arguments, "the arguments of "+name, "the MCP server")
-	if err == nil {
+	tctx := ctx
+	if err == nil && ctx.Err() != nil && g.mcp != nil && g.mcp.tools[name] != nil {
+		// Its client cancelled the call of an upstream tool, went away or
+		// the shutdown cut it before its chain ran (while it waited for a
+		// listing, or before that): the chain runs all the same, on a
+		// context that has not ended, so that its layers see the attempt
+		// (audit records it failed, canceled; it was not sent), and the
+		// upstream tool refuses it at once (notSentOf). A host tool, which
+		// would not, runs its chain on the context ended, as before.
+		tctx = withNotSent(context.WithoutCancel(ctx), cancelledBeforeChain(ctx))
+	} else if err == nil {
 		err = waitErr
 	}
 	if err == nil {
-		res, err = g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
+		res, err = g.pl.Tool(runtime.WithRun(tctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	}
 	s.observeTool(name, res, err)
 	if err != nil {

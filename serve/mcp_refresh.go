@@ -387,7 +387,8 @@ func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []
 // where taking the generation that list replaces would have it refused
 // for holding a list no longer served (admit). A call that cannot wait
 // longer (ctx ended, or its time to wait spent) is refused, not run: its
-// error is the refusal, before its tool chain runs.
+// error is the refusal (callTool runs the chain of one whose ctx ended
+// only to record it, notSentOf).
 func (s *Server) awaitList(ctx context.Context, name string) error {
 	g := s.acquire()
 	var up *upstreamServer
