@@ -24,34 +24,8 @@ import (
 // releases its claim, so the call sent again with its key runs (once) instead
 // of failing in doubt for the claim's ttl.
 func TestMCPCallCancelledBeforeItIsSentIsNotInDoubt(t *testing.T) {
-	var refunds atomic.Int64
-	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			refunds.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
-		})
-	lists := holdLists(srv)
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	audit := &runtime.MemoryAudit{}
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
-
-keys: agent: {sha256: %q}
-mcp: servers: pay: url: %q
-chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
-`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
-	cs := connectProxy(t, s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
-	t.Cleanup(lists.free) // before the servers close (cleanups run last first)
-
-	// The upstream says its tools changed, and its list hangs: the
-	// proxy's calls of its tools wait.
-	lists.hold()
-	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		})
-	lists.waitHeld(t)
+	p := payDuringAHeldListing(t)
+	refunds, audit, cs, lists := &p.refunds, p.audit, p.cs, p.lists
 	args := map[string]any{"order_id": "A1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: args})
@@ -131,32 +105,8 @@ func (h *listHold) waitHeld(t *testing.T) {
 // tool refusing it at once, not sent: audit records it failed, canceled,
 // not in doubt.
 func TestMCPCallCancelledBeforeItsChainIsAudited(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
-	var refunds atomic.Int64
-	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			refunds.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
-		})
-	lists := holdLists(srv)
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	audit := &runtime.MemoryAudit{}
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
-
-keys: agent: {sha256: %q}
-mcp: servers: pay: url: %q
-chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
-`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
-	cs := connectProxy(t, s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
-	t.Cleanup(lists.free) // before the servers close (cleanups run last first)
-
-	lists.hold()
-	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		})
-	lists.waitHeld(t)
+	p := payDuringAHeldListing(t)
+	s, cs, audit := p.s, p.cs, p.audit
 	ctx, cancel := context.WithCancel(context.Background())
 	called := make(chan error, 1)
 	go func() {
@@ -179,5 +129,48 @@ chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
 	r := outcome()
 	assert.Equal(t, runtime.DecisionFailed, r.Decision, "%+v", r)
 	assert.Equal(t, string(runtime.KindCanceled), r.ErrorType, "%+v", r)
-	assert.Zero(t, refunds.Load(), "the call was not sent")
+	assert.Zero(t, p.refunds.Load(), "the call was not sent")
+}
+
+// heldPay is an upstream "pay" (a tool refund, counting its runs) served
+// through s with an audit layer and idempotent, whose tools it says
+// changed, their listing held: its calls wait.
+type heldPay struct {
+	refunds atomic.Int64
+	audit   *runtime.MemoryAudit
+	s       *served
+	cs      *mcp.ClientSession
+	lists   *listHold
+}
+
+func payDuringAHeldListing(t *testing.T) *heldPay {
+	t.Helper()
+	p := &heldPay{audit: &runtime.MemoryAudit{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			p.refunds.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
+		})
+	p.lists = holdLists(srv)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	p.s = startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
+`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: p.audit}, WatchInterval: -1})
+	p.cs = connectProxy(t, p.s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
+	t.Cleanup(p.lists.free) // before the servers close (cleanups run last first)
+
+	// The upstream says its tools changed, and its list hangs: the
+	// proxy's calls of its tools wait.
+	p.lists.hold()
+	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	p.lists.waitHeld(t)
+	return p
 }

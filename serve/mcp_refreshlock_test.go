@@ -75,13 +75,8 @@ func TestMCPRefreshGivesUpTheLockWhenCloseStarts(t *testing.T) {
 	}
 	srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, h)
 	lists := holdLists(srv)
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
-
-keys: agent: {sha256: %q}
-mcp: servers: up: url: %q
-`, sha("agent-key"), ts.URL))), WatchInterval: -1})
+	policy := fmt.Sprintf("package gw\n\nkeys: agent: {sha256: %q}\nmcp: servers: up: url: %q\n", sha("agent-key"), serveUpstream(t, srv))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "agent-key", nil)
 	t.Cleanup(lists.free) // before the server closes (cleanups run last first)
 
