@@ -116,7 +116,8 @@ type upstreamServer struct {
 	stale   bool
 	// via is the session the next listing for a change is taken on (nil:
 	// main): a caller's session whose tools differ from those served, or
-	// whose server said its list changed.
+	// whose server said its list changed (upstreamConn.announced), which
+	// a session opened meanwhile does not take the place of.
 	via *upstreamConn
 	// listings numbers the listings taken on the server's sessions
 	// (upstreamConn.listed); listedAs numbers the one the served tools
@@ -127,11 +128,9 @@ type upstreamServer struct {
 	listedPrint string
 	// replaced holds the fingerprints (listingPrint) of the lists served
 	// and replaced since, oldest first: a listing has one served again
-	// only when announced (wasReplaced). announced is set when the server
-	// said its tools changed, or its listing session was opened again
-	// after it ended, since the last listing for a change.
-	replaced  []string
-	announced bool
+	// only when the session listed announced it (wasReplaced,
+	// upstreamConn.announced).
+	replaced []string
 	// refreshed is when the last listing for a change started
 	// (refreshLoop).
 	refreshed time.Time
@@ -163,10 +162,13 @@ func (u *upstreamServer) connect(ctx context.Context, c *upstreamConn) (*mcp.Cli
 			go func() {
 				u.mu.Lock()
 				defer u.mu.Unlock()
+				// The announcement is the session's: a session let go
+				// has no list to serve, and the listing taken on another
+				// (the listing session's) is not the one announced.
 				if !c.dropped {
+					c.announced = true
 					u.via = c
 				}
-				u.announced = true
 				u.markChanged()
 			}()
 		}
@@ -990,6 +992,9 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 		b.Message = "the tool's definition was withheld: " + b.Message
 		return nil, &b
 	}
+	if err := notSentOf(ctx); err != nil {
+		return nil, err
+	}
 	args := c.Args
 	if args == nil {
 		args = map[string]any{}
@@ -1565,11 +1570,21 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	// first (as a proposed call's are on the chat routes).
 	var res runtime.ToolResult
 	err = repeatedKeyError(req.Params.Arguments, "the arguments of "+name, "the MCP server")
-	if err == nil {
+	tctx := ctx
+	if err == nil && ctx.Err() != nil && g.mcp != nil && g.mcp.tools[name] != nil {
+		// Its client cancelled the call of an upstream tool, went away or
+		// the shutdown cut it before its chain ran (while it waited for a
+		// listing, or before that): the chain runs all the same, on a
+		// context that has not ended, so that its layers see the attempt
+		// (audit records it failed, canceled; it was not sent), and the
+		// upstream tool refuses it at once (notSentOf). A host tool, which
+		// would not, runs its chain on the context ended, as before.
+		tctx = withNotSent(context.WithoutCancel(ctx), cancelledBeforeChain(ctx))
+	} else if err == nil {
 		err = waitErr
 	}
 	if err == nil {
-		res, err = g.pl.Tool(runtime.WithRun(ctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
+		res, err = g.pl.Tool(runtime.WithRun(tctx, run), runtime.ToolRequest{Name: name, Args: args, IdempotencyKey: h.Get("Idempotency-Key")})
 	}
 	s.observeTool(name, res, err)
 	if err != nil {

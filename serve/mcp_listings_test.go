@@ -281,12 +281,25 @@ type sessionNoted struct {
 }
 
 func (w *sessionNoted) WriteHeader(code int) {
+	w.note()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write notes the session too: a response written without WriteHeader
+// has its header sent with its first write.
+func (w *sessionNoted) Write(b []byte) (int, error) {
+	w.note()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionNoted) note() {
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" {
 		w.r.mu.Lock()
-		w.r.sessions[id] = w.version
+		if _, ok := w.r.sessions[id]; !ok {
+			w.r.sessions[id] = w.version
+		}
 		w.r.mu.Unlock()
 	}
-	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *sessionNoted) Flush() {
@@ -457,7 +470,7 @@ func TestMCPAnnouncedListSurvivesAFailedListing(t *testing.T) {
 
 	web.mu.Lock()
 	web.replace(web.listedPrint) // served before, and replaced since
-	web.announced = true
+	web.main.announced = true
 	web.mu.Unlock()
 	fails.Store(1)
 	_, err = web.listTools(context.Background())
@@ -468,4 +481,75 @@ func TestMCPAnnouncedListSurvivesAFailedListing(t *testing.T) {
 	require.NoError(t, err, "the list announced is listed")
 	require.Len(t, tools, 1)
 	assert.Equal(t, "Version one.", tools[0].Description)
+}
+
+// TestMCPAnnouncementIsListedWhereItWasMade: an upstream is rolled out,
+// its listing session on the old version, the new version's list served
+// (listed on a client's session of it) and the old one replaced. The new
+// version announces a change on that client's session, whose client then
+// goes away before the listing. The announcement stood for the server,
+// not the session: the listing session was listed in its place and its
+// list, the old version's, replaced, was taken as announced and served
+// again, the list going back to the old version for a change the new
+// version announced. An announcement is now the session's that made it:
+// the listing session, which announced nothing, is listed as any
+// session is, and the list it describes, replaced, is not served again.
+func TestMCPAnnouncementIsListedWhereItWasMade(t *testing.T) {
+	version := func(desc string) *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+		srv.AddTool(objectTool("x", desc), ran)
+		return srv
+	}
+	oldV, newV := version("Version one."), version("Version two.")
+	lb, url := newRollout(t, oldV, newV)
+	changes := make(chan struct{}, 8)
+	ups, err := connectUpstreams(context.Background(), map[string]plan.MCPServer{"web": {URL: url}}, t.TempDir(), nil,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), 0, func(*upstreamServer) { changes <- struct{}{} }, 0, nil)
+	require.NoError(t, err)
+	t.Cleanup(ups.close)
+	web := ups.servers["web"]
+	oldPrint := web.listedPrint
+	awaitChange := func() {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no change noted")
+		}
+	}
+
+	// A client's session lands on the new version: its list is listed on
+	// it and served, the old one replaced (as refreshMCP does).
+	lb.next.Store("new")
+	ctx := withUpstreamCaller(context.Background(), upstreamCaller{session: "client-1"})
+	c, release, err := web.take(ctx)
+	require.NoError(t, err)
+	_, err = c.session(ctx)
+	require.NoError(t, err)
+	awaitChange()
+	tools, err := web.listTools(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "Version two.", tools[0].Description)
+	web.mu.Lock()
+	web.replace(oldPrint)
+	web.mu.Unlock()
+
+	// The new version announces a change on the client's session, and
+	// the client goes away before it is listed.
+	newV.AddTool(objectTool("y", "Added."), ran)
+	awaitChange()
+	release()
+	web.drop(c)
+
+	tools, err = web.listTools(ctx)
+	require.ErrorIs(t, err, errListReplaced, "the old version's list, replaced, is served again: %v", toolNames(tools))
+}
+
+// toolNames returns the names and descriptions of tools, for messages.
+func toolNames(tools []*mcp.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Name+": "+t.Description)
+	}
+	return out
 }

@@ -20,39 +20,12 @@ import (
 // TestMCPCallCancelledBeforeItIsSentIsNotInDoubt: a call of a
 // side-effecting tool waits while its upstream's tools are listed again
 // (the server said they changed) and is cancelled there, never sent. It
-// did not run: audit records it failed, not in doubt (or, refused before
-// its tool chain ran, not at all), and idempotent releases its claim (or
-// never took it), so the call sent again with its key runs (once) instead
+// did not run: audit records it failed, not in doubt, and idempotent
+// releases its claim, so the call sent again with its key runs (once) instead
 // of failing in doubt for the claim's ttl.
 func TestMCPCallCancelledBeforeItIsSentIsNotInDoubt(t *testing.T) {
-	var refunds atomic.Int64
-	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
-	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			refunds.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
-		})
-	lists := holdLists(srv)
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(ts.Close)
-	audit := &runtime.MemoryAudit{}
-	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
-
-keys: agent: {sha256: %q}
-mcp: servers: pay: url: %q
-chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
-`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
-	cs := connectProxy(t, s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
-	t.Cleanup(lists.free) // before the servers close (cleanups run last first)
-
-	// The upstream says its tools changed, and its list hangs: the
-	// proxy's calls of its tools wait.
-	lists.hold()
-	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		})
-	lists.waitHeld(t)
+	p := payDuringAHeldListing(t)
+	refunds, audit, cs, lists := &p.refunds, p.audit, p.cs, p.lists
 	args := map[string]any{"order_id": "A1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: args})
@@ -64,8 +37,8 @@ chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
 	require.NoError(t, err)
 	assert.False(t, res.IsError, "the call sent again with its key runs: %s", text(t, res))
 	assert.EqualValues(t, 1, refunds.Load())
-	// The call cancelled while it waited is refused before its tool chain
-	// runs (awaitList), or by its chain as not run (admit): either way no
+	// The call cancelled while it waited is refused by its chain as not
+	// run (before it, notSentOf; as it is sent, admit): either way no
 	// record says it may have run.
 	var outcomes []runtime.AuditDecision
 	for _, r := range audit.Records() {
@@ -122,4 +95,82 @@ func (h *listHold) waitHeld(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the proxy did not list the upstream's tools again")
 	}
+}
+
+// TestMCPCallCancelledBeforeItsChainIsAudited: a call whose client
+// cancels it while it waits, before its tool chain runs, for its
+// upstream's tools to be listed again was refused there and reached no
+// layer: a policy with an audit layer had no record of the attempt, where
+// a call a guard blocks has one. The chain now runs for it, the upstream
+// tool refusing it at once, not sent: audit records it failed, canceled,
+// not in doubt.
+func TestMCPCallCancelledBeforeItsChainIsAudited(t *testing.T) {
+	p := payDuringAHeldListing(t)
+	s, cs, audit := p.s, p.cs, p.audit
+	ctx, cancel := context.WithCancel(context.Background())
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1"}})
+		called <- err
+	}()
+	require.Eventually(t, func() bool { return listWaits(s, "pay") == 1 }, 10*time.Second, time.Millisecond, "the call waits for the listing")
+	cancel()
+	require.Error(t, <-called)
+
+	outcome := func() *runtime.AuditRecord {
+		for _, r := range audit.Records() {
+			if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
+				return &r
+			}
+		}
+		return nil
+	}
+	require.Eventually(t, func() bool { return outcome() != nil }, 10*time.Second, time.Millisecond, "the call cancelled before its chain ran is audited")
+	r := outcome()
+	assert.Equal(t, runtime.DecisionFailed, r.Decision, "%+v", r)
+	assert.Equal(t, string(runtime.KindCanceled), r.ErrorType, "%+v", r)
+	assert.Zero(t, p.refunds.Load(), "the call was not sent")
+}
+
+// heldPay is an upstream "pay" (a tool refund, counting its runs) served
+// through s with an audit layer and idempotent, whose tools it says
+// changed, their listing held: its calls wait.
+type heldPay struct {
+	refunds atomic.Int64
+	audit   *runtime.MemoryAudit
+	s       *served
+	cs      *mcp.ClientSession
+	lists   *listHold
+}
+
+func payDuringAHeldListing(t *testing.T) *heldPay {
+	t.Helper()
+	p := &heldPay{audit: &runtime.MemoryAudit{}}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			p.refunds.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
+		})
+	p.lists = holdLists(srv)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	p.s = startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
+`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: p.audit}, WatchInterval: -1})
+	p.cs = connectProxy(t, p.s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
+	t.Cleanup(p.lists.free) // before the servers close (cleanups run last first)
+
+	// The upstream says its tools changed, and its list hangs: the
+	// proxy's calls of its tools wait.
+	p.lists.hold()
+	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	p.lists.waitHeld(t)
+	return p
 }

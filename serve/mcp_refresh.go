@@ -255,14 +255,9 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	// taken: a server whose listing hangs (connectTimeout at most) holds
 	// neither the other servers' changes nor a reload.
 	tools, err := up.listTools(ctx)
-	// Close holds reloadMu while the calls in flight finish, and those
-	// may be waiting for this refresh.
-	for !s.reloadMu.TryLock() {
-		if s.closed.Load() {
-			up.setServed(nil)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !s.lockReloadUnlessClosing() {
+		up.setServed(nil)
+		return
 	}
 	defer s.reloadMu.Unlock()
 	g := s.cur.Load()
@@ -343,6 +338,32 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 	}
 }
 
+// lockReloadUnlessClosing takes reloadMu and reports true, or gives up,
+// reporting false, once Close has started: Close holds reloadMu while the
+// calls in flight finish, and those may be waiting for the refresh that
+// asks for it (refreshMCP). A lock taken after giving up is let go at once.
+func (s *Server) lockReloadUnlessClosing() bool {
+	if s.reloadMu.TryLock() {
+		return true
+	}
+	got, gaveUp := make(chan struct{}), make(chan struct{})
+	go func() {
+		s.reloadMu.Lock()
+		select {
+		case got <- struct{}{}:
+		case <-gaveUp:
+			s.reloadMu.Unlock()
+		}
+	}()
+	select {
+	case <-got:
+		return true
+	case <-s.closing:
+		close(gaveUp)
+		return false
+	}
+}
+
 // undeclaredAdded returns, as served (prefix included), the tools of added
 // (up's names) that next serves, not withheld, and p does not declare.
 func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []string) []string {
@@ -366,7 +387,8 @@ func undeclaredAdded(p *plan.Plan, next *upstreams, up *upstreamServer, added []
 // where taking the generation that list replaces would have it refused
 // for holding a list no longer served (admit). A call that cannot wait
 // longer (ctx ended, or its time to wait spent) is refused, not run: its
-// error is the refusal, before its tool chain runs.
+// error is the refusal (callTool runs the chain of one whose ctx ended
+// only to record it, notSentOf).
 func (s *Server) awaitList(ctx context.Context, name string) error {
 	g := s.acquire()
 	var up *upstreamServer

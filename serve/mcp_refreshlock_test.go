@@ -62,3 +62,53 @@ mcp: servers: {slow: url: %q, quick: url: %q}
 	require.NoError(t, err)
 	assert.Equal(t, "ok", text(t, res))
 }
+
+// TestMCPRefreshGivesUpTheLockWhenCloseStarts: Close holds the lock that
+// builds generations while the calls in flight finish, and a call may be
+// waiting for its upstream's tools to be listed again: the listing, done,
+// waits for that lock. It gives up once Close has started, so the call is
+// refused and Close returns.
+func TestMCPRefreshGivesUpTheLockWhenCloseStarts(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	h := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+	}
+	srv.AddTool(&mcp.Tool{Name: "a", InputSchema: map[string]any{"type": "object"}}, h)
+	lists := holdLists(srv)
+	policy := fmt.Sprintf("package gw\n\nkeys: agent: {sha256: %q}\nmcp: servers: up: url: %q\n", sha("agent-key"), serveUpstream(t, srv))
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, policy)), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+	t.Cleanup(lists.free) // before the server closes (cleanups run last first)
+
+	// The upstream says its tools changed and its listing is held: a call
+	// of its tool waits for it.
+	lists.hold()
+	srv.AddTool(&mcp.Tool{Name: "b", InputSchema: map[string]any{"type": "object"}}, h)
+	lists.waitHeld(t)
+	called := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "a"})
+		called <- err
+	}()
+	up := s.srv.cur.Load().mcp.servers["up"]
+	require.Eventually(t, func() bool {
+		return listWaits(s, "up") == 1
+	}, 10*time.Second, time.Millisecond, "the call waits for the listing")
+
+	// Close takes the lock and waits for the call; the listing, freed,
+	// then waits for the lock.
+	closed := make(chan error, 1)
+	go func() { closed <- s.srv.Close() }()
+	require.Eventually(t, s.srv.closed.Load, 10*time.Second, time.Millisecond)
+	lists.free()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return: the listing held the call it waits for")
+	}
+	require.Error(t, <-called, "the call is refused: the server is shutting down")
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	assert.Empty(t, up.served, "the listing given up serves nothing")
+}

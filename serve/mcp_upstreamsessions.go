@@ -107,6 +107,11 @@ type upstreamConn struct {
 	// listing numbered listing (upstreamServer.listings).
 	tools   map[string]*mcp.Tool
 	listing uint64
+	// announced is set when the session's server said its tools changed
+	// on it, or (the listing session) it was opened again after it ended,
+	// since its last listing for a change: a list served and replaced
+	// is served again only when listed on the session that announced it.
+	announced bool
 	// dialing is the connection being opened (session), stopDial ends it.
 	dialing  *dial
 	stopDial context.CancelFunc
@@ -229,20 +234,24 @@ func (c *upstreamConn) reconnect(ctx context.Context, d *dial) {
 		case c != u.main:
 			// Tools the session lists otherwise than those served are
 			// listed on it again, scanned and served (or withheld) before
-			// its call reaches one (admit).
+			// its call reaches one (admit). The new session announced
+			// nothing; a session that did is listed first.
 			c.note(cs, tools)
+			c.announced = false
 			switch {
 			case fp != "" && fp == u.listedPrint:
 			case u.wasReplaced(fp):
 				u.log.Warn(replacedListMsg, "server", u.name, "session", c.label)
 			default:
-				u.via = c
+				if u.via == nil || u.via.dropped || !u.via.announced {
+					u.via = c
+				}
 				u.markChanged()
 			}
 		case again:
 			// A server that restarted may serve other tools: they are
 			// listed and scanned again before a call reaches one.
-			u.announced = true
+			c.announced = true
 			u.markChanged()
 		}
 	}
@@ -330,33 +339,24 @@ func sessionGone(err error) bool {
 // from (listedAs, listedPrint), only while the session it was taken on
 // is still its conn's and in use: a listing answered by a session that
 // ended, was opened again or let go meanwhile describes a session no call
-// is sent on, and the tools are listed on the listing session instead. Unless the
-// server announced the change (announced), a caller's session that lists
-// a list served and replaced since is of a version the server moved on
-// from: the listing session is listed instead, and when it lists such a
-// list too, the error is errListReplaced. An announcement stands until a
-// listing is taken.
+// is sent on, and the tools are listed on the listing session instead.
+// Unless the session listed announced the change (announced: the
+// announcement of another session, one let go among them, is not this
+// session's list), a session that lists a list served and replaced since
+// is of a version the server moved on from: the listing session is listed
+// instead, and when it lists such a list too, the error is
+// errListReplaced. A session's announcement stands until a listing is
+// taken on it; one that ended or was let go has none.
 func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	u.mu.Lock()
 	c := u.via
 	u.via = nil
-	announced := u.announced
-	u.announced = false
 	if c == nil || c.dropped {
 		c = u.main
 	}
 	u.mu.Unlock()
-	listed := false
-	defer func() {
-		if announced && !listed {
-			// The announcement stands for the next listing.
-			u.mu.Lock()
-			u.announced = true
-			u.mu.Unlock()
-		}
-	}()
 	for tries := 0; ; tries++ {
-		tools, cs, err := c.list(ctx)
+		tools, fp, announced, cs, err := c.listForChange(ctx)
 		if err != nil && c != u.main && ctx.Err() == nil {
 			c = u.main
 			continue
@@ -364,7 +364,6 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		fp := listingPrint(byName(tools)) // without mu: a listing may be large
 		u.mu.Lock()
 		current := c.cs == cs && !c.dropped
 		replaced := current && !announced && u.wasReplaced(fp)
@@ -374,7 +373,6 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		u.mu.Unlock()
 		switch {
 		case current && !replaced:
-			listed = true
 			return tools, nil
 		case replaced && c == u.main:
 			return nil, fmt.Errorf("mcp server %q: %w", u.name, errListReplaced)
@@ -383,6 +381,28 @@ func (u *upstreamServer) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		}
 		c = u.main
 	}
+}
+
+// listForChange lists c's tools for a change (list) and returns them,
+// their fingerprint, and whether c had announced the change; an
+// announcement made while the listing is taken stands for the next, and
+// so does c's when the listing fails.
+func (c *upstreamConn) listForChange(ctx context.Context) ([]*mcp.Tool, string, bool, *mcp.ClientSession, error) {
+	u := c.u
+	u.mu.Lock()
+	announced := c.announced
+	c.announced = false
+	u.mu.Unlock()
+	tools, cs, err := c.list(ctx)
+	if err != nil {
+		if announced {
+			u.mu.Lock()
+			c.announced = true
+			u.mu.Unlock()
+		}
+		return nil, "", announced, cs, err
+	}
+	return tools, listingPrint(byName(tools)), announced, cs, nil // fingerprint without mu: a listing may be large
 }
 
 // errListReplaced is a listing of a list served and replaced since.

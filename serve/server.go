@@ -323,6 +323,8 @@ type Server struct {
 	// refused until a reload applies. Nil when none.
 	revoked atomic.Pointer[map[[sha256.Size]byte]bool]
 	closed  atomic.Bool
+	// closing is closed when Close starts, under reloadMu (closed set).
+	closing chan struct{}
 
 	// stopNow is cancelled by Abort: it cuts the drain and the grace of a
 	// shutdown short.
@@ -395,6 +397,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		s.slots = make(chan struct{}, opts.MaxInFlight)
 	}
 	s.stopNow, s.abort = context.WithCancel(context.Background())
+	s.closing = make(chan struct{})
 	s.requests, s.cutRequests = context.WithCancelCause(s.stopNow)
 	if s.memory == nil {
 		s.memory = runtime.NewMemoryStore()
@@ -957,6 +960,7 @@ func (s *Server) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	close(s.closing)
 	s.ready.Store(false)
 	s.retryLater(nil, nil)
 	s.cur.Load().retire()
@@ -1081,6 +1085,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			err = cerr
 		}
 	case <-cut:
+		if beforeStillClosing != nil {
+			beforeStillClosing()
+		}
 		s.stillClosing(aborted, time.Since(cutAt.Add(-cutWait)))
 	}
 	if aborted && err == nil {
@@ -1133,6 +1140,12 @@ func (s *Server) stillClosing(aborted bool, sinceCut time.Duration) {
 // has its context cancelled and its connection closed, and Serve returns
 // ErrAborted. It is the second SIGTERM of agentc serve.
 func (s *Server) Abort() { s.abort() }
+
+// beforeStillClosing, when set (by a test), is called as the wait after
+// the shutdown cut ends, before stillClosing names what is still closing:
+// what a generation released at the hang-up is closing by then depends on
+// how far its own goroutine got.
+var beforeStillClosing func()
 
 // cutWait bounds the wait, after the shutdown deadline cut the requests
 // still open, for them to write their end (an error event, a 503) and to

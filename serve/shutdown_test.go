@@ -173,6 +173,14 @@ func holdingDeletes(t *testing.T, srv *mcp.Server, deleting, release chan struct
 	return ts
 }
 
+// awaitBeforeStillClosing holds the end of the wait after the shutdown
+// cut, before Serve names what is still closing, until ch is sent on.
+func awaitBeforeStillClosing(t *testing.T, ch <-chan struct{}) {
+	t.Helper()
+	beforeStillClosing = func() { <-ch }
+	t.Cleanup(func() { beforeStillClosing = nil })
+}
+
 // TestShutdownCutNamesWhatStillCloses: when what outlasted the wait after
 // the cut was not a request but the closing of an MCP upstream session (its
 // server slow to let go: the cancellations of its calls, its process's
@@ -195,8 +203,12 @@ mcp: servers: slow: url: %q
 	cs := connectProxy(t, s.url, "", nil)
 	go func() { _, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang"}) }()
 	<-started
+	// The generation closes on a goroutine of its own once the call has
+	// let go of it: the end of the wait after the cut is held until its
+	// session's DELETE is sent, so that the log names the session, not
+	// the pipeline it closes first.
+	awaitBeforeStillClosing(t, deleting)
 	require.NoError(t, s.stop())
-	<-deleting
 
 	logs := s.logs.String()
 	assert.NotContains(t, logs, "requests still running")
@@ -240,12 +252,18 @@ func TestShutdownCutDoesNotCloseARetiredGenerationInline(t *testing.T) {
 	require.NotSame(t, gen1, s.srv.cur.Load())
 	require.True(t, gen1.retired.Load())
 
+	// gen1, let go of at the hang-up, closes on a goroutine of its own:
+	// what it is closing when the wait after the cut ends (its pipeline,
+	// or already its session, whose DELETE is held) depends on how far
+	// that goroutine got. The end of the wait is held until the DELETE
+	// is sent, so that the log names the session.
+	awaitBeforeStillClosing(t, deleting)
+
 	// Serve returns a second after the cut (cutWait), gen1's DELETE
 	// unanswered: not once its session's close gives up on it (5 s).
 	start := time.Now()
 	require.NoError(t, s.stop())
 	assert.Less(t, time.Since(start), 4*time.Second, "Serve waited for the retired generation to close")
-	<-deleting
 	// The connection held open is closed.
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err = io.ReadAll(conn)
