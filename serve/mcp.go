@@ -1010,6 +1010,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	nctx, raw := withRawResult(nctx)
 	defer raw.done()
 	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	withIdempotencyKey(params, c)
 	defer t.up.following(ctx, params)()
 	res, err := cs.CallTool(nctx, params)
 	if notSent(err) {
