@@ -138,3 +138,28 @@ func TestARetrySafeUpstreamGetsTheCallsIdempotencyKey(t *testing.T) {
 		})
 	}
 }
+
+// TestAnIdempotencyKeyHeaderNamesOneCallUnderKeyArgs: under an idempotent
+// layer with key_args, two refunds of different orders sent with one
+// Idempotency-Key through two replicas both ran. The second is refused
+// (blocked), and the bank sees one refund.
+func TestAnIdempotencyKeyHeaderNamesOneCallUnderKeyArgs(t *testing.T) {
+	for kind, url := range sharedStoreURLs(t) {
+		t.Run(kind, func(t *testing.T) {
+			b := newBank(t, false)
+			f := startFleet(t, kind, url, 2, fmt.Sprintf(refundPolicy, sha("agent-key"), b.url, "5s"))
+			header := map[string]string{"Idempotency-Key": "IK-2"}
+			res, err := connectProxy(t, f.replicas[0].url, "agent-key", header).CallTool(context.Background(),
+				&mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "i3", "amount": 1}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, text(t, res))
+			res, err = connectProxy(t, f.replicas[1].url, "agent-key", header).CallTool(context.Background(),
+				&mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "i4", "amount": 1}})
+			require.NoError(t, err)
+			assert.True(t, res.IsError, text(t, res))
+			assert.Contains(t, text(t, res), "blocked by idempotent")
+			assert.Contains(t, text(t, res), "the idempotency key the caller supplied was used earlier by a call with other values of key_args (order_id)")
+			assert.EqualValues(t, 1, b.refunds.Load())
+		})
+	}
+}
