@@ -1015,6 +1015,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	nctx, raw := withRawResult(nctx)
 	defer raw.done()
 	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	withIdempotencyKey(params, c)
 	defer t.up.following(ctx, params)()
 	res, err := cs.CallTool(nctx, params)
 	if notSent(err) {
@@ -1292,6 +1293,8 @@ type mcpProxy struct {
 	// session ends, for its upstream sessions to close (clientEnded).
 	clientsMu sync.Mutex
 	clients   map[string]chan struct{}
+	// sessionRuns holds the runs of the sessions open (beginRun).
+	sessionRuns sync.Map
 }
 
 // requestHeader carries, from mcpHandler to callTool, the token of the
@@ -1563,8 +1566,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		caller.session, caller.ended = ss.ID(), func() <-chan struct{} { return p.clientEnded(ss) }
 	}
 	ctx = withUpstreamCaller(ctx, caller)
-	s.runs.begin(run.ID, c.tenant)
-	defer func() { s.runs.end(run.ID, time.Now()) }()
+	defer p.beginRun(&run, c.tenant, id, req.Session)()
 	// Arguments that give a key twice are refused before the tool chain,
 	// which would check the last, and the upstream, which may run the
 	// first (as a proposed call's are on the chat routes).

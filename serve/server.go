@@ -572,7 +572,7 @@ func (s *Server) checkStateChanges(old, next *plan.Plan, posDir string) error {
 		return nil
 	}
 	if s.opts.AllowStateReset {
-		s.log.Warn("applying a change that starts idempotency records afresh, as allowed (-allowreset)", "tools", repeats)
+		s.log.Warn("applying a change that starts idempotency records afresh, as allowed (-allowreset): a call made before it runs again if repeated, and while replicas still serve the previous policy on the same store a call sent through one of each, even a new one, runs on both", "tools", repeats)
 		return nil
 	}
 	return fmt.Errorf("%w for %s: calls made before it would run again if repeated; keep the keys as deployed, or apply it by restarting (or with -allowreset)",

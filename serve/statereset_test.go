@@ -72,6 +72,8 @@ func TestReloadThatResetsIdempotencyIsRefused(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Contains(t, logs, "applying a change that starts idempotency records afresh")
+			assert.Contains(t, logs, "while replicas still serve the previous policy on the same store a call sent through one of each, even a new one, runs on both",
+				"the log says a mixed rollout runs new calls twice too")
 			assert.Contains(t, metrics, `agentc_serve_reloads_total{result="ok"} 1`)
 			assert.EqualValues(t, 2, refunds.Load(), "under the new keys the retry ran again")
 		})

@@ -35,7 +35,13 @@
 // when the caller supplied none, and the call carries it from the pipeline's
 // entry on (runtime.ToolKeyer), so that an audit outside the layer records
 // the key the tool gets, and an *runtime.InDoubtError names it, for a
-// person to look the call up by at the tool's provider. The layer's state lives in the store named
+// person to look the call up by at the tool's provider. A key the caller
+// supplied still names one call under key_args: the layer holds it (a
+// record of its own, kept for ttl and written before the claim) for the
+// key_args values of the first call that presents it, and refuses
+// (blocked) a call that reuses it with other values, on any replica; the
+// same order under two keys is still refunded once. That costs a call
+// under a supplied key two round trips more. The layer's state lives in the store named
 // by `store` (the default store when unset); a shared store (redis,
 // postgres, sqlite) dedupes across processes.
 //

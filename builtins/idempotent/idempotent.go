@@ -316,6 +316,9 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err := m.resumable(ctx, c, key); err != nil {
 			return nil, err
 		}
+		if err := m.bind(ctx, c, key); err != nil {
+			return nil, err
+		}
 		// With key_args, calls of one key with other arguments do not
 		// share a flight: each meets the other's record in the store, as
 		// across processes, and is refused once that record holds another

@@ -1,0 +1,55 @@
+package idempotent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// bind holds the idempotency key c's caller supplied to c's key (key),
+// under key_args. The call is claimed on those arguments, so that the
+// same order refunded under two keys is refunded once, but the caller's
+// key still names one call, as it does without key_args (suppliedKey): a
+// call that reuses it with other key_args values is refused, never run
+// under it. The key is held for ttl in a record of its own, written
+// before the call is claimed: the first call to present it holds it (a
+// holder that stopped before writing it is taken over by a call with the
+// same key_args), and a call with the same key_args meets its own key
+// there and goes on to the claim, which compares the other arguments.
+func (m *Idempotent) bind(ctx context.Context, c *runtime.ToolCall, key string) error {
+	if len(m.KeyArgs) == 0 || !c.Meta.IdempotencyKeySupplied() {
+		return nil
+	}
+	// No argument in it: the same with a digest key or without.
+	held := hashKey(runtime.Digester{}, "supplied", c.Name, c.Meta.Run.Tenant, c.Meta.IdempotencyKey)
+	mine, _ := json.Marshal(key) // a string: cannot fail; notes and results are JSON
+	g, err := m.leaser.AcquireAs(ctx, held, "", mine, m.LeaseTTL.D(), m.TTL.D(), true)
+	if err != nil {
+		if ctx.Err() != nil {
+			return runtime.NotRun(ctx.Err()) // the call was not started
+		}
+		return m.storeErr("hold the idempotency key the caller supplied", err)
+	}
+	var theirs []byte
+	switch g.Status {
+	case runtime.LeaseAcquired:
+		if _, err := m.leaser.Publish(ctx, held, g.Token, mine, m.TTL.D()); err != nil {
+			return m.storeErr("hold the idempotency key the caller supplied", err)
+		}
+		return nil
+	case runtime.LeaseDone:
+		theirs = g.Result
+	default:
+		// Held by a call writing it now, or in doubt: its note is the
+		// key it is held for (one in doubt with ours was taken over).
+		theirs = g.Note
+	}
+	if bytes.Equal(theirs, mine) {
+		return nil
+	}
+	return &runtime.BlockedError{Layer: m.name, Message: "the idempotency key the caller supplied was used earlier by a call with other values of key_args (" +
+		strings.Join(m.KeyArgs, ", ") + "); a key names one call: this call did not run, and the earlier call's outcome is not returned"}
+}

@@ -1,0 +1,64 @@
+package idempotent_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
+)
+
+// TestASuppliedKeyReusedForAnotherKeyArgsCallIsRefused: with key_args, the
+// idempotency key a caller supplied was not compared at all: a refund of
+// order i4 under the key of a refund of order i3 ran, on one replica or
+// two. A caller's key names one call with key_args too: reused for other
+// key_args values it is refused on either replica (at once as well as one
+// after the other), while key_args still dedupes the same order under two
+// keys, and the same call under its key gets the stored result.
+func TestASuppliedKeyReusedForAnotherKeyArgsCallIsRefused(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			a, b := st.replicas(t, `{"key_args": ["order_id"]}`, refunds(&calls))
+			i3 := runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "i3", "amount": 1}, IdempotencyKey: "IK-2"}
+			r, err := a.Tool(ctx1, i3)
+			require.NoError(t, err)
+			require.Equal(t, "refunded i3", r.Value)
+
+			for _, pl := range []*runtime.Pipeline{a, b} {
+				r, err := pl.Tool(bounded(t, "run-2"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "i4", "amount": 1}, IdempotencyKey: "IK-2"})
+				msg := refusedFor(t, err, r)
+				assert.Contains(t, msg, "the idempotency key the caller supplied was used earlier by a call with other values of key_args (order_id)")
+				assert.NotContains(t, err.Error(), "i4")
+
+				r, err = pl.Tool(bounded(t, "run-3"), i3)
+				require.NoError(t, err)
+				assert.True(t, r.Deduped, "the same call under its key gets the stored result")
+			}
+			r, err = b.Tool(bounded(t, "run-4"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "i3", "amount": 1}, IdempotencyKey: "IK-3"})
+			require.NoError(t, err)
+			assert.True(t, r.Deduped, "key_args dedupes the same order under another key")
+			assert.EqualValues(t, 1, calls.Load())
+
+			// Two orders under one fresh key, at once on both replicas:
+			// one runs, the other is refused.
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i, pl := range []*runtime.Pipeline{a, b} {
+				wg.Go(func() {
+					_, errs[i] = pl.Tool(context.WithoutCancel(bounded(t, "run-5")), runtime.ToolRequest{Name: "refund",
+						Args: map[string]any{"order_id": []string{"i1", "i2"}[i], "amount": 1}, IdempotencyKey: "IK-1"})
+				})
+			}
+			wg.Wait()
+			var blocked *runtime.BlockedError
+			assert.True(t, errs[0] == nil != (errs[1] == nil), "one of %v runs", errs)
+			assert.True(t, errs[0] != nil && assert.ErrorAs(t, errs[0], &blocked) || errs[1] != nil && assert.ErrorAs(t, errs[1], &blocked), "%v", errs)
+			assert.EqualValues(t, 2, calls.Load(), "one refund ran under IK-1")
+		})
+	}
+}
