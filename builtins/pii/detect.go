@@ -382,8 +382,11 @@ func findCards(text string, add func(Kind, int, int)) {
 
 // mixedCard returns the end of a card number starting at i whose groups are joined by
 // single spaces, dashes and dots of more than one kind, as a number copied out of a form's
-// fields is ("4111 1111-1111 1111", "4111-1111 1111.1111"), a line break standing for one
-// where the number wraps, or 0. Joined so, the groups are read as a card only when they are
+// fields is ("4111 1111-1111 1111", "4111-1111 1111.1111"), or by single spaces and gaps of
+// up to maxCardGap spaces, as one typed with a slip or with a zero-width character between
+// two spaces is ("4111  1111 1111 1111"; a gap of spaces with dashes or dots alone is two
+// columns: "4111-1111  1111-1111"), a line break standing for one where the number wraps,
+// or 0. Joined so, the groups are read as a card only when they are
 // laid out as a card is printed, strictly (cardPrinted): a run mixing separators in another
 // layout is a date and a time, a version, an id. The longest such number wins.
 func mixedCard(text string, i int) int {
@@ -392,7 +395,7 @@ func mixedCard(text string, i int) int {
 	}
 	var groups [8]digitGroup
 	n, digits, end, last := 0, 0, 0, 0
-	var kinds [3]bool // a space, a dash, a dot met
+	var kinds [4]bool // a single space, a dash, a dot, a gap of spaces met
 	for j := i; n < len(groups); {
 		s := j
 		for j < len(text) && isDigit(text[j]) {
@@ -402,13 +405,21 @@ func mixedCard(text string, i int) int {
 		if digits += j - s; digits > maxCardDigits {
 			break
 		}
-		mixed := kinds[0] && kinds[1] || kinds[0] && kinds[2] || kinds[1] && kinds[2]
+		mixed := kinds[0] && (kinds[1] || kinds[2] || kinds[3]) || kinds[1] && kinds[2]
 		if mixed && digits >= minCardDigits && cardPrinted(groups[:n]) && cardRightOK(text, j) && isCard(text[i:j]) {
 			end, last = j, n
 		}
 		k := strings.IndexByte(" -.", text[min(j, len(text)-1)])
 		if w := wrapEnd(text, j); w > 0 {
 			j = w
+		} else if j < len(text) && k == 0 {
+			// a single space, or a wider gap of spaces (a typing slip: "4111  1111 1111 1111")
+			g := j + 1
+			for g < len(text) && text[g] == ' ' && g-j < maxCardGap {
+				g++
+			}
+			kinds[min(g-j-1, 1)*3] = true
+			j = g
 		} else if j < len(text) && k >= 0 {
 			kinds[k] = true
 			if j++; k > 0 {
@@ -463,7 +474,7 @@ const maxCardGap = 4
 // digits reads as a dash), and spaces or tabs may be repeated, up to maxCardGap: "4111  1111
 // 1111  1111" and "4111\t1111\t1111\t1111" are cards; it is the same throughout, so the
 // groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
-// read as one number. A line break ("\n" or "\r\n") may stand for the separator, as where a
+// read as one number here (mixedCard reads them when laid out as a card is printed). A line break ("\n" or "\r\n") may stand for the separator, as where a
 // card written in groups wraps over lines ("4111 1111\n1111 1111"), the line ending in spaces
 // or in the separator and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
