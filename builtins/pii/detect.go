@@ -110,6 +110,10 @@ func emailLocalStart(text string, k int) int {
 			continue
 		}
 		r, size := utf8.DecodeLastRuneInString(text[:s])
+		if isDotRune(r) && s-size > 0 && isAlnum(text[s-size-1]) {
+			s -= size // "jane\u2024doe": a dot to the eye, and to a mail client
+			continue
+		}
 		if !isIntlWordRune(r) {
 			break
 		}
@@ -117,6 +121,11 @@ func emailLocalStart(text string, k int) int {
 	}
 	return s
 }
+
+// isDotRune reports whether r is a dot that Unicode's compatibility mapping reads as a full
+// stop (NFKC): the one dot leader and the small full stop (the full-width one is folded
+// already, foldText).
+func isDotRune(r rune) bool { return r == '\u2024' || r == '\uFE52' }
 
 // emailDomainEnd returns where the domain starting at i ends.
 func emailDomainEnd(text string, i int) int {
@@ -130,6 +139,10 @@ func emailDomainEnd(text string, i int) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(text[e:])
+		if isDotRune(r) && e > i && isAlnum(text[e-1]) && e+size < len(text) && isAlnum(text[e+size]) {
+			e += size // "example\u2024com"
+			continue
+		}
 		if !isIntlWordRune(r) {
 			break
 		}
@@ -137,6 +150,9 @@ func emailDomainEnd(text string, i int) int {
 	}
 	return e
 }
+
+// dotRunes writes the dots isDotRune takes as full stops.
+var dotRunes = strings.NewReplacer("\u2024", ".", "\uFE52", ".")
 
 func findEmails(text string, add func(Kind, int, int)) {
 	from, last := 0, 0 // last: end of the previous address, where the next may start
@@ -158,7 +174,7 @@ func findEmails(text string, add func(Kind, int, int)) {
 		for e > k+1 && (text[e-1] == '.' || text[e-1] == '-') {
 			e--
 		}
-		if !validEmailDomain(text[k+1 : e]) {
+		if d := text[k+1 : e]; !validEmailDomain(d) && !validEmailDomain(dotRunes.Replace(d)) {
 			continue
 		}
 		add(KindEmail, s, e)
@@ -238,26 +254,42 @@ func findSSNs(text string, add func(Kind, int, int)) {
 }
 
 // ssnGroups returns the end of a social security number written in its three groups at i,
-// joined by one separator, or 0. A line may end after a separator, the number wrapping over
-// lines (wrapEnd: "123-45-\n6789").
+// joined by one separator (ssnSep), or 0. A line may end after a separator, the number
+// wrapping over lines (wrapEnd: "123-45-\n6789").
 func ssnGroups(text string, i int) int {
-	if !digitsAt(text, i, 3) || i+3 >= len(text) || !isSSNSep(text[i+3]) {
+	if !digitsAt(text, i, 3) {
 		return 0
 	}
-	sep, j := text[i+3], i+4
+	sep := ssnSep(text, i+3)
+	if sep == "" {
+		return 0
+	}
+	j := i + 3 + len(sep)
 	if w := wrapEnd(text, j); w > 0 {
 		j = w
 	}
-	if !digitsAt(text, j, 2) || j+2 >= len(text) || text[j+2] != sep {
+	if !digitsAt(text, j, 2) || !strings.HasPrefix(text[j+2:], sep) {
 		return 0
 	}
-	if j += 3; wrapEnd(text, j) > 0 {
+	if j += 2 + len(sep); wrapEnd(text, j) > 0 {
 		j = wrapEnd(text, j)
 	}
 	if !digitsAt(text, j, 4) {
 		return 0
 	}
 	return j + 4
+}
+
+// ssnSep returns the separator at j that may join the groups of a social security number:
+// one byte isSSNSep takes, or a dash with a space either side ("123 - 45 - 6789"); "" if none.
+func ssnSep(text string, j int) string {
+	if j >= len(text) || !isSSNSep(text[j]) {
+		return ""
+	}
+	if strings.HasPrefix(text[j:], " - ") {
+		return " - "
+	}
+	return text[j : j+1]
 }
 
 // isSSNSep reports whether c may join the three groups of a social security number.
@@ -1891,7 +1923,8 @@ const maxGapSpaces = 4
 // phoneGap reads the gap between two groups of a North American number at j: a separator
 // (isPhoneSep), or a wide one, a line break ("\n", "\r\n") or two to maxGapSpaces spaces,
 // as where a number wraps over lines or is set out in a layout ("(415)\n555-2671",
-// "(415)  555-2671"). It returns the offset past it, 0 when there is none, and whether it is
+// "(415)  555-2671"). A line may also end in a dash or a dot, the next line (indented or
+// not, wrapEnd) going on with the number ("415-555-\n2671"): that gap is the separator. It returns the offset past it, 0 when there is none, and whether it is
 // wide. Groups joined by wide gaps alone are a column or a table of numbers, not a phone
 // number: a candidate needs a separator of its own besides.
 func phoneGap(text string, j int) (int, bool) {
@@ -1900,6 +1933,9 @@ func phoneGap(text string, j int) (int, bool) {
 	}
 	if j >= len(text) || !isPhoneSep(text[j]) {
 		return 0, false
+	}
+	if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' {
+		return w, false // the line ends in the separator ("415-555-\n2671")
 	}
 	k := j + 1
 	for k < len(text) && text[k] == ' ' && text[j] == ' ' && k-j < maxGapSpaces {
