@@ -1741,7 +1741,8 @@ loop:
 
 // phoneSeparator reads the separator between two digit groups at j: a space, a dash, a dot
 // or a slash, and a dash or a slash may have a space on either side or both ("0176 /
-// 12345678", "+49 176- 12345678", "010 - 123 45 67"). It returns the offset past it and its
+// 12345678", "+49 176- 12345678", "010 - 123 45 67"); a line may end in a dash or a dot, the
+// next (indented or not, wrapEnd) going on with the number. It returns the offset past it and its
 // kind (the dash, dot or slash, else a space).
 func phoneSeparator(text string, j int) (int, byte) {
 	k := j
@@ -1758,6 +1759,9 @@ func phoneSeparator(text string, j int) (int, byte) {
 	}
 	kind := text[k]
 	k++
+	if w := wrapEnd(text, k); w > 0 && kind != '/' {
+		return w, kind // the line ends in the dash or the dot ("+44 20 7946-\n0958")
+	}
 	if kind != '.' && k+1 < len(text) && text[k] == ' ' && isDigit(text[k+1]) {
 		k++
 	}

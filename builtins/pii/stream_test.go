@@ -39,6 +39,7 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		{"Hello.\nSSN 123-45-\n6789 ok\n", "Hello.\nSSN [REDACTED:ssn] ok\n", "ssn"},
 		{"Hello.\nSSN 123 - 45 - \n6789 ok\n", "Hello.\nSSN [REDACTED:ssn] ok\n", "ssn"},
 		{"Hello.\ncall 415-555-\n2671 ok\n", "Hello.\ncall [REDACTED:phone] ok\n", "phone"},
+		{"Hello.\noffice +44 20 7946-\n0958 ok\n", "Hello.\noffice [REDACTED:phone] ok\n", "phone"},
 		{"Hello.\nCard: 4111  1111 1111 1111 ok\n", "Hello.\nCard: [REDACTED:card] ok\n", "card"},
 		{"Hello.\n4111\r\n1111 1111 1111 ok", "Hello.\n[REDACTED:card] ok", "card"},
 		{"Hello.\nCard: 4111.1111\n1111.1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
