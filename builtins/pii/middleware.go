@@ -792,11 +792,23 @@ func mayEndItem(text string) bool {
 // line before it ends (its carriage return aside) in a letter or a digit (a card's, a phone
 // number's or an IBAN's groups, an extension, an escape's hex), a closing parenthesis (an
 // area code), the ";" of a character reference, or a character beyond ASCII, which the
-// detectors may read as a digit or skip.
+// detectors may read as a digit or skip; or in one of those and the separator of a card's,
+// spaces, or a digit and the separator of a card's, a phone number's or an SSN's groups,
+// that the next line goes on from (wrapEnd: "4111 1111 ", "4111-1111-", "415-555-",
+// "123 - 45 - ").
 func mayRunAcross(buf string, cut int) bool {
 	k := cut - 1 // the line break
 	if k > 0 && buf[k-1] == '\r' {
 		k--
+	}
+	for e := k; k > 0 && e-k < maxCardGap && (buf[k-1] == ' ' || buf[k-1] == '\t'); k-- {
+	}
+	if k > 0 && (isCardSep(buf[k-1]) || buf[k-1] == '_') {
+		// a separator after a digit: a sentence's full stop after a word is none
+		k--
+		for e := k; k > 0 && e-k < 1 && buf[k-1] == ' '; k-- {
+		}
+		return k > 0 && isDigit(buf[k-1])
 	}
 	if k == 0 {
 		return false

@@ -40,6 +40,11 @@ func TestOutputSplitAtEveryOffset(t *testing.T) {
 		{"Hello.\nSSN 123 - 45 - \n6789 ok\n", "Hello.\nSSN [REDACTED:ssn] ok\n", "ssn"},
 		{"Hello.\ncall 415-555-\n2671 ok\n", "Hello.\ncall [REDACTED:phone] ok\n", "phone"},
 		{"Hello.\noffice +44 20 7946-\n0958 ok\n", "Hello.\noffice [REDACTED:phone] ok\n", "phone"},
+		// the next line ends in digits too, and is held for the lines after it
+		{"Hello.\nCard: 4111-1111-\n1111-1111 ok 12\nbye\n", "Hello.\nCard: [REDACTED:card] ok 12\nbye\n", "card"},
+		{"Hello.\nCard: 4111 1111 \n1111 1111 ok 12\nbye\n", "Hello.\nCard: [REDACTED:card] ok 12\nbye\n", "card"},
+		{"Hello.\ncall 415-555-\n2671 ok 12\nbye\n", "Hello.\ncall [REDACTED:phone] ok 12\nbye\n", "phone"},
+		{"Hello.\nSSN 123 - 45 - \n6789 ok 12\nbye\n", "Hello.\nSSN [REDACTED:ssn] ok 12\nbye\n", "ssn"},
 		{"Hello.\nCard: 4111  1111 1111 1111 ok\n", "Hello.\nCard: [REDACTED:card] ok\n", "card"},
 		{"Hello.\n4111\r\n1111 1111 1111 ok", "Hello.\n[REDACTED:card] ok", "card"},
 		{"Hello.\nCard: 4111.1111\n1111.1111 ok\nbye", "Hello.\nCard: [REDACTED:card] ok\nbye", "card"},
