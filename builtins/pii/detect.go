@@ -1478,7 +1478,27 @@ func (f *phoneFinder) match(text string, i int, memo phoneMemo) int {
 			return max(e, 0)
 		}
 	}
-	end, digits, ok := phoneCandidate(text, i)
+	e, wrapped := f.matchCandidate(text, i, memo, true)
+	if e == 0 && wrapped {
+		// the next line does not go on with the number: it ends at the line's end
+		// ("0100 000." then "0A0")
+		e, _ = f.matchCandidate(text, i, memo, false)
+	}
+	return e
+}
+
+// matchCandidate is match but for the North American layout: the end of the phone number
+// phoneCandidate reads at i (wrap: over a line ending in a dash or a dot), or 0, and whether
+// the candidate wraps so.
+func (f *phoneFinder) matchCandidate(text string, i int, memo phoneMemo, wrap bool) (int, bool) {
+	end, digits, ok, wrapped := phoneCandidate(text, i, wrap)
+	e := f.checkCandidate(text, i, end, digits, ok, memo)
+	return e, wrapped
+}
+
+// checkCandidate returns the end of the phone number that a candidate of phoneCandidate
+// (end, digits, ok) at i is, or 0.
+func (f *phoneFinder) checkCandidate(text string, i, end, digits int, ok bool, memo phoneMemo) int {
 	if !ok {
 		return bareContextPhone(text, i)
 	}
@@ -1648,16 +1668,18 @@ func possibleAnywhere(raw string, n int) bool {
 // "+", "(" or digit): single spaces, dashes, dots and slashes between digit groups, and one
 // parenthesized group ("(415) 555-2671", "+41 (0)69 979 80 58"). It returns the offset past
 // the last digit or ")", the number of digits, and whether the text reads as a formatted
-// number: it holds a separator, parentheses or a leading "+", and is not a decimal.
-func phoneCandidate(text string, i int) (int, int, bool) {
+// number: it holds a separator, parentheses or a leading "+", and is not a decimal; and
+// whether a line ending in a dash or a dot joins two of its groups, which wrap allows.
+func phoneCandidate(text string, i int, wrap bool) (int, int, bool, bool) {
 	j := i
 	plus := text[j] == '+'
 	if plus {
 		j++
 		if j >= len(text) || !isDigit(text[j]) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 	}
+	wrapped := false
 	digits, end, seps, dots := 0, 0, 0, 0
 	var sep byte // the separator between groups besides spaces: one kind per number
 	// cut is the candidate before the first separator spaced out ("0176 / 1234567"), which
@@ -1691,7 +1713,8 @@ loop:
 			}
 			fallthrough
 		case (c == '-' || c == '.' || c == '/') && !afterSep && j > i:
-			k, kind := phoneSeparator(text, j)
+			k, kind := phoneSeparator(text, j, wrap)
+			wrapped = wrapped || strings.IndexByte(text[j:k], '\n') >= 0
 			if k >= len(text) || !(isDigit(text[k]) || text[k] == '(') {
 				break loop
 			}
@@ -1728,15 +1751,15 @@ loop:
 	}
 	if inParen && end > 0 && text[end-1] != ')' {
 		// an opening parenthesis never closed: the number ends before it
-		return 0, 0, false
+		return 0, 0, false, wrapped
 	}
 	if digits > maxPhoneDigits && cut.end > 0 {
 		end, digits, seps, dots = cut.end, cut.digits, cut.seps, cut.dots
 	}
 	if digits > maxPhoneDigits || end == 0 || (!plus && seps == 0) || (dots == 1 && seps == 1) {
-		return 0, 0, false
+		return 0, 0, false, wrapped
 	}
-	return end, digits, true
+	return end, digits, true, wrapped
 }
 
 // phoneSeparator reads the separator between two digit groups at j: a space, a dash, a dot
@@ -1744,7 +1767,7 @@ loop:
 // 12345678", "+49 176- 12345678", "010 - 123 45 67"); a line may end in a dash or a dot, the
 // next (indented or not, wrapEnd) going on with the number. It returns the offset past it and its
 // kind (the dash, dot or slash, else a space).
-func phoneSeparator(text string, j int) (int, byte) {
+func phoneSeparator(text string, j int, wrap bool) (int, byte) {
 	k := j
 	if text[k] == ' ' {
 		k++
@@ -1759,7 +1782,7 @@ func phoneSeparator(text string, j int) (int, byte) {
 	}
 	kind := text[k]
 	k++
-	if w := wrapEnd(text, k); w > 0 && kind != '/' {
+	if w := wrapEnd(text, k); w > 0 && wrap && kind != '/' {
 		return w, kind // the line ends in the dash or the dot ("+44 20 7946-\n0958")
 	}
 	if kind != '.' && k+1 < len(text) && text[k] == ' ' && isDigit(text[k+1]) {

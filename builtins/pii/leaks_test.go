@@ -53,6 +53,9 @@ func TestWrappedOrSpacedNumbers(t *testing.T) {
 		{"mail jane@example\u2024com ok", "mail [REDACTED:email] ok"},
 		{"mail jane@mail\ufe52example.com ok", "mail [REDACTED:email] ok"},
 		{"Contact\u2024\u2024\u2024jane@example.com", "Contact\u2024\u2024\u2024[REDACTED:email]"},
+		// the next line does not go on with the number, which ends at the line's end
+		{"call 020 7946-\n0958x", "call [REDACTED:phone]-\n0958x"},
+		{"0100 000.\n0A0", "[REDACTED:phone].\n0A0"},
 		// not one
 		{"rows 415-555-\n26711 no", "rows 415-555-\n26711 no"},
 		{"123 - 45-6789", "123 - 45-6789"},
