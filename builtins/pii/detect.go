@@ -110,6 +110,10 @@ func emailLocalStart(text string, k int) int {
 			continue
 		}
 		r, size := utf8.DecodeLastRuneInString(text[:s])
+		if isDotRune(r) && s-size > 0 && isAlnum(text[s-size-1]) {
+			s -= size // "jane\u2024doe": a dot to the eye, and to a mail client
+			continue
+		}
 		if !isIntlWordRune(r) {
 			break
 		}
@@ -117,6 +121,11 @@ func emailLocalStart(text string, k int) int {
 	}
 	return s
 }
+
+// isDotRune reports whether r is a dot that Unicode's compatibility mapping reads as a full
+// stop (NFKC): the one dot leader and the small full stop (the full-width one is folded
+// already, foldText).
+func isDotRune(r rune) bool { return r == '\u2024' || r == '\uFE52' }
 
 // emailDomainEnd returns where the domain starting at i ends.
 func emailDomainEnd(text string, i int) int {
@@ -130,6 +139,10 @@ func emailDomainEnd(text string, i int) int {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(text[e:])
+		if isDotRune(r) && e > i && isAlnum(text[e-1]) && e+size < len(text) && isAlnum(text[e+size]) {
+			e += size // "example\u2024com"
+			continue
+		}
 		if !isIntlWordRune(r) {
 			break
 		}
@@ -137,6 +150,9 @@ func emailDomainEnd(text string, i int) int {
 	}
 	return e
 }
+
+// dotRunes writes the dots isDotRune takes as full stops.
+var dotRunes = strings.NewReplacer("\u2024", ".", "\uFE52", ".")
 
 func findEmails(text string, add func(Kind, int, int)) {
 	from, last := 0, 0 // last: end of the previous address, where the next may start
@@ -158,7 +174,7 @@ func findEmails(text string, add func(Kind, int, int)) {
 		for e > k+1 && (text[e-1] == '.' || text[e-1] == '-') {
 			e--
 		}
-		if !validEmailDomain(text[k+1 : e]) {
+		if d := text[k+1 : e]; !validEmailDomain(d) && !validEmailDomain(dotRunes.Replace(d)) {
 			continue
 		}
 		add(KindEmail, s, e)
@@ -238,26 +254,42 @@ func findSSNs(text string, add func(Kind, int, int)) {
 }
 
 // ssnGroups returns the end of a social security number written in its three groups at i,
-// joined by one separator, or 0. A line may end after a separator, the number wrapping over
-// lines (wrapEnd: "123-45-\n6789").
+// joined by one separator (ssnSep), or 0. A line may end after a separator, the number
+// wrapping over lines (wrapEnd: "123-45-\n6789").
 func ssnGroups(text string, i int) int {
-	if !digitsAt(text, i, 3) || i+3 >= len(text) || !isSSNSep(text[i+3]) {
+	if !digitsAt(text, i, 3) {
 		return 0
 	}
-	sep, j := text[i+3], i+4
+	sep := ssnSep(text, i+3)
+	if sep == "" {
+		return 0
+	}
+	j := i + 3 + len(sep)
 	if w := wrapEnd(text, j); w > 0 {
 		j = w
 	}
-	if !digitsAt(text, j, 2) || j+2 >= len(text) || text[j+2] != sep {
+	if !digitsAt(text, j, 2) || !strings.HasPrefix(text[j+2:], sep) {
 		return 0
 	}
-	if j += 3; wrapEnd(text, j) > 0 {
+	if j += 2 + len(sep); wrapEnd(text, j) > 0 {
 		j = wrapEnd(text, j)
 	}
 	if !digitsAt(text, j, 4) {
 		return 0
 	}
 	return j + 4
+}
+
+// ssnSep returns the separator at j that may join the groups of a social security number:
+// one byte isSSNSep takes, or a dash with a space either side ("123 - 45 - 6789"); "" if none.
+func ssnSep(text string, j int) string {
+	if j >= len(text) || !isSSNSep(text[j]) {
+		return ""
+	}
+	if strings.HasPrefix(text[j:], " - ") {
+		return " - "
+	}
+	return text[j : j+1]
 }
 
 // isSSNSep reports whether c may join the three groups of a social security number.
@@ -382,8 +414,11 @@ func findCards(text string, add func(Kind, int, int)) {
 
 // mixedCard returns the end of a card number starting at i whose groups are joined by
 // single spaces, dashes and dots of more than one kind, as a number copied out of a form's
-// fields is ("4111 1111-1111 1111", "4111-1111 1111.1111"), a line break standing for one
-// where the number wraps, or 0. Joined so, the groups are read as a card only when they are
+// fields is ("4111 1111-1111 1111", "4111-1111 1111.1111"), or by single spaces and gaps of
+// up to maxCardGap spaces, as one typed with a slip or with a zero-width character between
+// two spaces is ("4111  1111 1111 1111"; a gap of spaces with dashes or dots alone is two
+// columns: "4111-1111  1111-1111"), a line break standing for one where the number wraps,
+// or 0. Joined so, the groups are read as a card only when they are
 // laid out as a card is printed, strictly (cardPrinted): a run mixing separators in another
 // layout is a date and a time, a version, an id. The longest such number wins.
 func mixedCard(text string, i int) int {
@@ -392,7 +427,7 @@ func mixedCard(text string, i int) int {
 	}
 	var groups [8]digitGroup
 	n, digits, end, last := 0, 0, 0, 0
-	var kinds [3]bool // a space, a dash, a dot met
+	var kinds [4]bool // a single space, a dash, a dot, a gap of spaces met
 	for j := i; n < len(groups); {
 		s := j
 		for j < len(text) && isDigit(text[j]) {
@@ -402,13 +437,21 @@ func mixedCard(text string, i int) int {
 		if digits += j - s; digits > maxCardDigits {
 			break
 		}
-		mixed := kinds[0] && kinds[1] || kinds[0] && kinds[2] || kinds[1] && kinds[2]
+		mixed := kinds[0] && (kinds[1] || kinds[2] || kinds[3]) || kinds[1] && kinds[2]
 		if mixed && digits >= minCardDigits && cardPrinted(groups[:n]) && cardRightOK(text, j) && isCard(text[i:j]) {
 			end, last = j, n
 		}
 		k := strings.IndexByte(" -.", text[min(j, len(text)-1)])
 		if w := wrapEnd(text, j); w > 0 {
 			j = w
+		} else if j < len(text) && k == 0 {
+			// a single space, or a wider gap of spaces (a typing slip: "4111  1111 1111 1111")
+			g := j + 1
+			for g < len(text) && text[g] == ' ' && g-j < maxCardGap {
+				g++
+			}
+			kinds[min(g-j-1, 1)*3] = true
+			j = g
 		} else if j < len(text) && k >= 0 {
 			kinds[k] = true
 			if j++; k > 0 {
@@ -463,7 +506,7 @@ const maxCardGap = 4
 // digits reads as a dash), and spaces or tabs may be repeated, up to maxCardGap: "4111  1111
 // 1111  1111" and "4111\t1111\t1111\t1111" are cards; it is the same throughout, so the
 // groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
-// read as one number. A line break ("\n" or "\r\n") may stand for the separator, as where a
+// read as one number here (mixedCard reads them when laid out as a card is printed). A line break ("\n" or "\r\n") may stand for the separator, as where a
 // card written in groups wraps over lines ("4111 1111\n1111 1111"), the line ending in spaces
 // or in the separator and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
@@ -1435,7 +1478,27 @@ func (f *phoneFinder) match(text string, i int, memo phoneMemo) int {
 			return max(e, 0)
 		}
 	}
-	end, digits, ok := phoneCandidate(text, i)
+	e, wrapped := f.matchCandidate(text, i, memo, true)
+	if e == 0 && wrapped {
+		// the next line does not go on with the number: it ends at the line's end
+		// ("0100 000." then "0A0")
+		e, _ = f.matchCandidate(text, i, memo, false)
+	}
+	return e
+}
+
+// matchCandidate is match but for the North American layout: the end of the phone number
+// phoneCandidate reads at i (wrap: over a line ending in a dash or a dot), or 0, and whether
+// the candidate wraps so.
+func (f *phoneFinder) matchCandidate(text string, i int, memo phoneMemo, wrap bool) (int, bool) {
+	end, digits, ok, wrapped := phoneCandidate(text, i, wrap)
+	e := f.checkCandidate(text, i, end, digits, ok, memo)
+	return e, wrapped
+}
+
+// checkCandidate returns the end of the phone number that a candidate of phoneCandidate
+// (end, digits, ok) at i is, or 0.
+func (f *phoneFinder) checkCandidate(text string, i, end, digits int, ok bool, memo phoneMemo) int {
 	if !ok {
 		return bareContextPhone(text, i)
 	}
@@ -1605,16 +1668,18 @@ func possibleAnywhere(raw string, n int) bool {
 // "+", "(" or digit): single spaces, dashes, dots and slashes between digit groups, and one
 // parenthesized group ("(415) 555-2671", "+41 (0)69 979 80 58"). It returns the offset past
 // the last digit or ")", the number of digits, and whether the text reads as a formatted
-// number: it holds a separator, parentheses or a leading "+", and is not a decimal.
-func phoneCandidate(text string, i int) (int, int, bool) {
+// number: it holds a separator, parentheses or a leading "+", and is not a decimal; and
+// whether a line ending in a dash or a dot joins two of its groups, which wrap allows.
+func phoneCandidate(text string, i int, wrap bool) (int, int, bool, bool) {
 	j := i
 	plus := text[j] == '+'
 	if plus {
 		j++
 		if j >= len(text) || !isDigit(text[j]) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 	}
+	wrapped := false
 	digits, end, seps, dots := 0, 0, 0, 0
 	var sep byte // the separator between groups besides spaces: one kind per number
 	// cut is the candidate before the first separator spaced out ("0176 / 1234567"), which
@@ -1648,7 +1713,8 @@ loop:
 			}
 			fallthrough
 		case (c == '-' || c == '.' || c == '/') && !afterSep && j > i:
-			k, kind := phoneSeparator(text, j)
+			k, kind := phoneSeparator(text, j, wrap)
+			wrapped = wrapped || strings.IndexByte(text[j:k], '\n') >= 0
 			if k >= len(text) || !(isDigit(text[k]) || text[k] == '(') {
 				break loop
 			}
@@ -1685,22 +1751,23 @@ loop:
 	}
 	if inParen && end > 0 && text[end-1] != ')' {
 		// an opening parenthesis never closed: the number ends before it
-		return 0, 0, false
+		return 0, 0, false, wrapped
 	}
 	if digits > maxPhoneDigits && cut.end > 0 {
 		end, digits, seps, dots = cut.end, cut.digits, cut.seps, cut.dots
 	}
 	if digits > maxPhoneDigits || end == 0 || (!plus && seps == 0) || (dots == 1 && seps == 1) {
-		return 0, 0, false
+		return 0, 0, false, wrapped
 	}
-	return end, digits, true
+	return end, digits, true, wrapped
 }
 
 // phoneSeparator reads the separator between two digit groups at j: a space, a dash, a dot
 // or a slash, and a dash or a slash may have a space on either side or both ("0176 /
-// 12345678", "+49 176- 12345678", "010 - 123 45 67"). It returns the offset past it and its
+// 12345678", "+49 176- 12345678", "010 - 123 45 67"); a line may end in a dash or a dot, the
+// next (indented or not, wrapEnd) going on with the number. It returns the offset past it and its
 // kind (the dash, dot or slash, else a space).
-func phoneSeparator(text string, j int) (int, byte) {
+func phoneSeparator(text string, j int, wrap bool) (int, byte) {
 	k := j
 	if text[k] == ' ' {
 		k++
@@ -1715,6 +1782,9 @@ func phoneSeparator(text string, j int) (int, byte) {
 	}
 	kind := text[k]
 	k++
+	if w := wrapEnd(text, k); w > 0 && wrap && kind != '/' {
+		return w, kind // the line ends in the dash or the dot ("+44 20 7946-\n0958")
+	}
 	if kind != '.' && k+1 < len(text) && text[k] == ' ' && isDigit(text[k+1]) {
 		k++
 	}
@@ -1880,7 +1950,8 @@ const maxGapSpaces = 4
 // phoneGap reads the gap between two groups of a North American number at j: a separator
 // (isPhoneSep), or a wide one, a line break ("\n", "\r\n") or two to maxGapSpaces spaces,
 // as where a number wraps over lines or is set out in a layout ("(415)\n555-2671",
-// "(415)  555-2671"). It returns the offset past it, 0 when there is none, and whether it is
+// "(415)  555-2671"). A line may also end in a dash or a dot, the next line (indented or
+// not, wrapEnd) going on with the number ("415-555-\n2671"): that gap is the separator. It returns the offset past it, 0 when there is none, and whether it is
 // wide. Groups joined by wide gaps alone are a column or a table of numbers, not a phone
 // number: a candidate needs a separator of its own besides.
 func phoneGap(text string, j int) (int, bool) {
@@ -1889,6 +1960,9 @@ func phoneGap(text string, j int) (int, bool) {
 	}
 	if j >= len(text) || !isPhoneSep(text[j]) {
 		return 0, false
+	}
+	if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' {
+		return w, false // the line ends in the separator ("415-555-\n2671")
 	}
 	k := j + 1
 	for k < len(text) && text[k] == ' ' && text[j] == ' ' && k-j < maxGapSpaces {

@@ -11,7 +11,9 @@
 // three digits whose digits make a card on one line, "4111 11111111 1111", as two text blocks
 // run together give it, beside numbers of one or two digits, or, starting with four digits,
 // beside one other number before and one after, "room 101 4111 11111111 1111 123"; single spaces, dashes and dots mixed, as a number copied out of a form's
-// fields is, when the groups are laid out as a card is printed: "4111 1111-1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
+// fields is, or single spaces and gaps of two to four spaces, as a number typed with a slip
+// is, when the groups are laid out as a card is printed: "4111 1111-1111 1111",
+// "4111  1111 1111 1111"), IBANs (ISO 13616, compact or printed in groups of four:
 // a country code of the SWIFT IBAN Registry, that country's length and the mod-97 check), and
 // IPv4 (with an optional CIDR prefix length) and IPv6 addresses. Every kind is detected unless
 // Config.Kinds names some.
@@ -26,7 +28,10 @@
 // Groups may be separated by spaces and one other kind of separator ("+55 11 98456-5666"),
 // and a dash or a slash may have spaces around it ("0176 / 12345678"); a line break or two
 // to four spaces may join two groups of a number that has a separator of its own ("(415)\n
-// 555-2671", "+44 20\n7946 0958"). Extensions ("x123", "ext. 12") belong to the number.
+// 555-2671", "+44 20\n7946 0958"), and a line may end in a dash or a dot between two groups
+// ("415-555-\n2671"). The groups of a social security number may be joined by a dash, a
+// space, a dot or a slash, or by a dash with a space either side ("123 - 45 - 6789").
+// Extensions ("x123", "ext. 12") belong to the number.
 //
 // The detectors are hand-written scanners rather than broad regular expressions so that they
 // can refuse the usual false positives: a number glued to letters or to a dotted version, dates

@@ -33,6 +33,7 @@ func FuzzRedact(f *testing.F) {
 		"jane%2540example.com 4111%25201111%25201111%25201111 jane&amp;#64;example.com", `{\"to\":\"jane\\u0040example.com\"}`,
 		textnormtest.Dump("card 4111111111111111 exp 12/29\n", 2, ": ", true), textnormtest.Dump("mail jane.doe@example.com", 1, "  ", true),
 		"00000000 31 31 31 31\n00000004 31 31 31 31\n*\n00000010",
+		"4111  1111 1111 1111 4111 \u200b 1111 1111 1111 call 415-555-\n2671 ssn 123 - 45 - 6789 jane\u2024doe@example\ufe52com",
 	} {
 		f.Add(s)
 	}

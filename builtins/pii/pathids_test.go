@@ -30,8 +30,8 @@ func TestRandomIDsInURLPaths(t *testing.T) {
 	flagged, six, sixFlagged, _ := randomIDsReadAsCards(t, rand.New(rand.NewPCG(3, 12)), n, pathIDTemplates)
 	t.Logf("random path ids read as a card: %d of %d (%.2f%%); of those starting with 6: %d of %d (%.2f%%)",
 		flagged, n, 100*float64(flagged)/n, sixFlagged, six, 100*float64(sixFlagged)/float64(six))
-	assert.LessOrEqual(t, flagged, n/100, "at most 1%% of random path ids read as a card")
-	assert.LessOrEqual(t, sixFlagged, six/100, "at most 1%% of random path ids starting with a 6")
+	assert.LessOrEqual(t, flagged, n/100, "at most 1% of random path ids read as a card")
+	assert.LessOrEqual(t, sixFlagged, six/100, "at most 1% of random path ids starting with a 6")
 }
 
 // randomIDsReadAsCards puts n random numeric ids of 12 to 19 digits (the first 1 to 9, the

@@ -3,7 +3,6 @@ package pii_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/builtins/pii"
@@ -16,7 +15,7 @@ import (
 func TestPhoneGroupsOverALineBreak(t *testing.T) {
 	s, err := pii.New(pii.Config{})
 	require.NoError(t, err)
-	for _, tc := range []struct{ text, want string }{
+	assertRedacted(t, s, []redactCase{
 		{"call (415)\n555-2671 now", "call [REDACTED:phone] now"},
 		{"call (415)\r\n555-2671 now", "call [REDACTED:phone] now"},
 		{"call 415\n555 2671 now", "call [REDACTED:phone] now"},
@@ -30,8 +29,5 @@ func TestPhoneGroupsOverALineBreak(t *testing.T) {
 		{"Lines:\n415\n555\n2671\n", "Lines:\n415\n555\n2671\n"},
 		{"415  555  2671", "415  555  2671"},
 		{"rows\n2024\n555-26\n", "rows\n2024\n555-26\n"},
-	} {
-		got, _ := s.Redact(tc.text)
-		assert.Equal(t, tc.want, got, "%q", tc.text)
-	}
+	})
 }

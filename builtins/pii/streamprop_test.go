@@ -150,6 +150,7 @@ func FuzzStreamedOutput(f *testing.F) {
 	f.Add("call me on\n9472 7916\nbye", 11, 12)
 	f.Add("card 4111 1111\n1111 1111 ok", 9, 15)
 	f.Add("jane.doe@example.com\n", 8, 9)
+	f.Add("call 415-555-\n2671 ssn 123 - 45 - \n6789 card 4111  1111\n1111 1111", 12, 30)
 	c := newStreamedAsWhole(f)
 	f.Fuzz(func(t *testing.T, text string, a, b int) {
 		if len(text) > 256 || !utf8.ValidString(text) {
