@@ -68,7 +68,8 @@
 // that ran when the answer was recorded, which a transcript, a checkpoint
 // or a client would take the replayed call for. agentc vet warns of a
 // chat-chain cache in a policy with side-effecting tools
-// (order/chat-cache-side-effect).
+// (order/chat-cache-side-effect) unless its when keeps it off the requests
+// offering them (when: "size(request.tools) == 0").
 //
 // Secrets: memoize never caches a tool declared secret_result either: the
 // cache would hold the secret outside its run and serve it to other runs.
