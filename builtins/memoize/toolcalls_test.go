@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/memoize"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -117,4 +118,60 @@ func TestSingleFlightDoesNotShareSideEffectingCalls(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, 4, model.Calls(), "each request asked the model")
+}
+
+// A replayed call's id of its own does not make the next turn miss: the
+// key reads the calls' ids as the places of their calls, so a run that
+// repeats another (the same question, the same read-only results) is
+// answered from the cache turn after turn, whatever ids the calls got.
+func TestChatNextTurnAfterAReplayedCallHits(t *testing.T) {
+	model := rt.NewModel(rt.CallResponse("call_1", "balance", `{"account":"A"}`), rt.Response{Deltas: []string{"Your balance is 500."}})
+	pl := rt.Build(t, bankPlan(""), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	run := func() (first, second runtime.ChatResponse) {
+		req := bankRequest()
+		first, err := pl.Complete(ctx1, req)
+		require.NoError(t, err)
+		require.Len(t, first.ToolCalls, 1)
+		id := first.ToolCalls[0].ID
+		req.Messages = append(req.Messages, runtime.Message{Role: "assistant", ToolCalls: first.ToolCalls},
+			runtime.Message{Role: "tool", ToolCallID: id, Content: `{"balance":500}`})
+		second, err = pl.Complete(ctx1, req)
+		require.NoError(t, err)
+		return first, second
+	}
+	_, second := run()
+	assert.False(t, second.Cached)
+	first, second := run()
+	assert.True(t, first.Cached)
+	assert.NotEqual(t, "call_1", first.ToolCalls[0].ID)
+	assert.True(t, second.Cached, "the next turn, its call under another id")
+	assert.Equal(t, "Your balance is 500.", second.Text)
+	assert.Equal(t, 2, model.Calls())
+}
+
+// Conversations that differ in more than their calls' ids have keys of
+// their own: a result answering another call, another result.
+func TestChatKeyReadsCallIDsAsPlaces(t *testing.T) {
+	conv := func(ids [2]string, answers [2]string, result string) *runtime.ChatRequest {
+		return &runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{
+			{Role: "user", Content: "balances of A and B"},
+			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: ids[0], Name: "balance", Arguments: []byte(`{"account":"A"}`)},
+				{ID: ids[1], Name: "balance", Arguments: []byte(`{"account":"B"}`)}}},
+			{Role: "tool", ToolCallID: answers[0], Content: result},
+			{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: answers[1], Text: "7"}}},
+		}}
+	}
+	key := func(r *runtime.ChatRequest) string {
+		b, err := memoize.ChatKeyInput(r)
+		require.NoError(t, err)
+		return string(b)
+	}
+	base := key(conv([2]string{"call_1", "call_2"}, [2]string{"call_1", "call_2"}, "5"))
+	assert.Equal(t, base, key(conv([2]string{"toolu_x", "toolu_y"}, [2]string{"toolu_x", "toolu_y"}, "5")), "other ids")
+	assert.NotEqual(t, base, key(conv([2]string{"call_1", "call_2"}, [2]string{"call_2", "call_1"}, "5")), "the results answer the other calls")
+	assert.NotEqual(t, base, key(conv([2]string{"call_1", "call_2"}, [2]string{"call_1", "call_2"}, "6")), "another result")
+	req := conv([2]string{"call_1", "call_2"}, [2]string{"call_1", "call_2"}, "5")
+	key(req)
+	assert.Equal(t, "call_1", req.Messages[1].ToolCalls[0].ID, "the request is not modified")
+	assert.Equal(t, "call_2", req.Messages[3].Parts[0].ToolCallID)
 }
