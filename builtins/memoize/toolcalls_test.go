@@ -12,6 +12,7 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
 // bankPlan has a chat memoize of config, a side-effecting transfer and a
@@ -77,25 +78,37 @@ func TestChatAnswerCallingReadOnlyToolIsReplayedWithIDsOfItsOwn(t *testing.T) {
 
 // An entry stored while the tool was declared read-only (or by another
 // policy sharing the store) is not replayed by a policy that declares it
-// side-effecting.
+// side-effecting: a miss, not an error, in a Redis store too and with
+// single_flight, whose claim finds the entry.
 func TestChatEntryCallingANowSideEffectingToolIsAMiss(t *testing.T) {
-	kv := runtime.NewMemoryKV()
-	before := bankPlan(`{"scope": "global"}`)
-	before.Tools["transfer"] = plan.Tool{}
-	old := rt.Build(t, before, runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.CallResponse("call_1", "transfer", `{"amount":100}`))}})
-	_, err := old.Complete(ctx1, bankRequest())
-	require.NoError(t, err)
-	hit, err := old.Complete(ctx1, bankRequest())
-	require.NoError(t, err)
-	require.True(t, hit.Cached, "stored while transfer was read-only")
+	for name, kv := range map[string]func(t *testing.T) runtime.KV{
+		"memory": func(*testing.T) runtime.KV { return runtime.NewMemoryKV() },
+		"redis":  func(t *testing.T) runtime.KV { return storetest.Redis(t) },
+	} {
+		for _, config := range []string{`{"scope": "global"}`, flightConfig} {
+			t.Run(name+" "+config, func(t *testing.T) {
+				kv := kv(t)
+				before := bankPlan(config)
+				before.Tools["transfer"] = plan.Tool{}
+				old := rt.Build(t, before, runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": rt.NewModel(rt.CallResponse("call_1", "transfer", `{"amount":100}`))}})
+				_, err := old.Complete(ctx1, bankRequest())
+				require.NoError(t, err)
+				hit, err := old.Complete(ctx1, bankRequest())
+				require.NoError(t, err)
+				require.True(t, hit.Cached, "stored while transfer was read-only")
 
-	model := rt.NewModel(rt.CallResponse("call_9", "transfer", `{"amount":100}`))
-	pl := rt.Build(t, bankPlan(`{"scope": "global"}`), runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": model}})
-	resp, err := pl.Complete(ctx1, bankRequest())
-	require.NoError(t, err)
-	assert.False(t, resp.Cached)
-	assert.Equal(t, 1, model.Calls(), "the model is asked")
-	assert.Equal(t, "call_9", resp.ToolCalls[0].ID)
+				model := rt.NewModel(rt.CallResponse("call_9", "transfer", `{"amount":100}`), rt.CallResponse("call_10", "transfer", `{"amount":100}`))
+				pl := rt.Build(t, bankPlan(config), runtime.Deps{KV: kv, Models: map[string]runtime.ModelClient{"primary": model}})
+				for i, id := range []string{"call_9", "call_10"} {
+					resp, err := pl.Complete(ctx1, bankRequest())
+					require.NoError(t, err)
+					assert.False(t, resp.Cached)
+					assert.Equal(t, i+1, model.Calls(), "the model is asked")
+					assert.Equal(t, id, resp.ToolCalls[0].ID)
+				}
+			})
+		}
+	}
 }
 
 // With single_flight, concurrent identical requests whose answer calls a
