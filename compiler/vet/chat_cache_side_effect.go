@@ -32,7 +32,10 @@ to, at the cache, with the tools' declarations. To keep the cache for the
 requests it can answer (questions to a model offered no tools, or only
 read-only ones), give it a when that keeps it off requests offering the
 side-effecting tools: when: "size(request.tools) == 0", or
-when: "!request.tools.exists(t, t.name in ['transfer', 'notify'])". A tool
+when: "!request.tools.exists(t, t.name in ['transfer', 'notify'])"
+(request.tools are the tools the request offers: under agentc serve,
+the client's; a pipeline's request that sets none is offered every
+declared tool unless the host sets Deps.NoDeclaredTools). A tool
 counts unless the when is false, for every declared model, for a request
 offering that tool alone and for one offering every declared tool (vet
 reads the tools' names, nothing else of the request). Tools refused
