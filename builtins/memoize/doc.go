@@ -66,7 +66,8 @@
 // another run's with scope key or global). An entry stored before a tool
 // became side-effecting, or by another policy sharing the store, is a miss.
 // With single_flight, concurrent identical requests whose answer is not
-// kept do not share it: each asks the model. A replayed call of a
+// kept do not share it: those that waited for it each ask the model, at
+// once (not one after the other), and their answers are not stored. A replayed call of a
 // read-only tool gets an id of its own (the stored id's prefix, "call_" or
 // "toolu_", then 24 random letters and digits, drawn from the pipeline's
 // source of randomness, runtime.Deps.Random), never the id of the call

@@ -1,7 +1,9 @@
 package memoize_test
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,4 +189,50 @@ func TestChatKeyReadsCallIDsAsPlaces(t *testing.T) {
 	key(req)
 	assert.Equal(t, "call_1", req.Messages[1].ToolCalls[0].ID, "the request is not modified")
 	assert.Equal(t, "call_2", req.Messages[3].Parts[0].ToolCallID)
+}
+
+// The calls that waited for a leader whose answer is not kept (it calls a
+// side-effecting tool) ask the model at once, together: not one after the
+// other, each waiting for the one before it to be answered.
+func TestSingleFlightWaitersOfAnUnkeptAnswerAskTogether(t *testing.T) {
+	ctx, cancel := context.WithTimeout(ctx1, 10*time.Second) // a guard: waiters asking one by one never meet
+	defer cancel()
+	release, together := make(chan struct{}), make(chan struct{})
+	var calls, asking atomic.Int64
+	model := runtime.ModelFunc(func(ctx context.Context, _ *runtime.ChatRequest, yield func(runtime.Delta) bool) error {
+		if calls.Add(1) == 1 {
+			<-release // the leader answers once both others wait for it
+		} else if asking.Add(1) == 2 {
+			close(together)
+		}
+		if calls.Load() > 1 {
+			select {
+			case <-together:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		yield(runtime.Delta{ToolCalls: []runtime.ToolCallDelta{{Index: 0, ID: "call_x", Name: "transfer", Arguments: `{"amount":100}`}},
+			FinishReason: runtime.FinishToolCalls})
+		return nil
+	})
+	pl := rt.Build(t, bankPlan(flightConfig), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
+	var joined atomic.Int64
+	memoize.OnJoin(pl.Layers(plan.StageChat)[0].Middleware.(*memoize.Memoize), func() {
+		if joined.Add(1) == 2 {
+			close(release)
+		}
+	})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			resp, err := pl.Complete(ctx, bankRequest())
+			if assert.NoError(t, err) {
+				assert.False(t, resp.Cached)
+				assert.Len(t, resp.ToolCalls, 1)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(3), calls.Load())
 }
