@@ -121,17 +121,7 @@ func TestSingleFlightDoesNotShareSideEffectingCalls(t *testing.T) {
 	answer.Delay = 20 * time.Millisecond
 	model := rt.NewModel(answer)
 	pl := rt.Build(t, bankPlan(flightConfig), runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			resp, err := pl.Complete(ctx1, bankRequest())
-			if assert.NoError(t, err) {
-				assert.False(t, resp.Cached)
-				assert.Len(t, resp.ToolCalls, 1)
-			}
-		})
-	}
-	wg.Wait()
+	uncachedTogether(ctx1, t, pl, 4)
 	assert.Equal(t, 4, model.Calls(), "each request asked the model")
 }
 
@@ -223,8 +213,15 @@ func TestSingleFlightWaitersOfAnUnkeptAnswerAskTogether(t *testing.T) {
 			close(release)
 		}
 	})
+	uncachedTogether(ctx, t, pl, 3)
+	assert.Equal(t, int64(3), calls.Load())
+}
+
+// uncachedTogether makes n identical bank requests to pl at once, each
+// answered by the model with one tool call.
+func uncachedTogether(ctx context.Context, t *testing.T, pl *runtime.Pipeline, n int) {
 	var wg sync.WaitGroup
-	for range 3 {
+	for range n {
 		wg.Go(func() {
 			resp, err := pl.Complete(ctx, bankRequest())
 			if assert.NoError(t, err) {
@@ -234,5 +231,4 @@ func TestSingleFlightWaitersOfAnUnkeptAnswerAskTogether(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, int64(3), calls.Load())
 }
