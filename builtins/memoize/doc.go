@@ -12,7 +12,12 @@
 // schemas, strict), tool_choice, parallel_tool_calls, response_format and
 // its schema, temperature, top_p, seed, stop sequences, max_tokens and the
 // Anthropic betas; left out are the caller's metadata and the prompt-cache
-// breakpoints, a cost hint a client may move without changing the answer),
+// breakpoints, a cost hint a client may move without changing the answer;
+// the ids of the conversation's tool calls are keyed as the places of
+// their calls, "1", "2"... in the order they first appear, so that which
+// result answers which call is kept but the ids, the provider's or those a
+// replay drew, are not: the turn after a replayed answer hits as the turn
+// after the recorded one did),
 // hashed with SHA-256, or with settings.digest_key_env with HMAC-SHA256
 // under the key (and a tool's arguments' digest keyed too), so that a
 // reader of a shared store cannot test a guessed prompt or argument
@@ -61,14 +66,19 @@
 // another run's with scope key or global). An entry stored before a tool
 // became side-effecting, or by another policy sharing the store, is a miss.
 // With single_flight, concurrent identical requests whose answer is not
-// kept do not share it: each asks the model. A replayed call of a
+// kept do not share it: those that waited for it each ask the model, at
+// once (not one after the other), and their answers are not stored. A replayed call of a
 // read-only tool gets an id of its own (the stored id's prefix, "call_" or
 // "toolu_", then 24 random letters and digits, drawn from the pipeline's
 // source of randomness, runtime.Deps.Random), never the id of the call
 // that ran when the answer was recorded, which a transcript, a checkpoint
-// or a client would take the replayed call for. agentc vet warns of a
+// or a client would take the replayed call for; the next turn, which holds
+// the new ids, is keyed as the one after the recorded answer (see Key), so
+// a run repeating another is answered from the cache turn after turn, up
+// to the first answer calling a side-effecting tool. agentc vet warns of a
 // chat-chain cache in a policy with side-effecting tools
-// (order/chat-cache-side-effect).
+// (order/chat-cache-side-effect) unless its when keeps it off the requests
+// offering them (when: "size(request.tools) == 0").
 //
 // Secrets: memoize never caches a tool declared secret_result either: the
 // cache would hold the secret outside its run and serve it to other runs.

@@ -156,12 +156,29 @@ func (m *Memoize) chatFlight(ctx context.Context, c *runtime.ChatCall, key strin
 		if err != nil || led {
 			return err
 		}
-		if e, _ := v.(*chatcache.Entry); shared && e != nil {
-			chatcache.Replay(c, e, m.random, yield)
-			return nil
+		if !shared {
+			continue
+		}
+		switch v := v.(type) {
+		case *chatcache.Entry:
+			if v != nil {
+				chatcache.Replay(c, v, m.random, yield)
+				return nil
+			}
+		case unkept:
+			// The leader's answer calls a tool whose calls are not
+			// kept: this one likely does too. Each waiter asks the model
+			// at once rather than after the one before it (its answer
+			// is relayed, not stored: the next request leads again).
+			_, err := chatcache.Record(ctx, c, next, yield)
+			return err
 		}
 	}
 }
+
+// unkept is what a chat flight's leader shares when its answer is not kept
+// (Memoize.keeps): its waiters ask the model, each for its own.
+type unkept struct{}
 
 // chatLead replays the stored entry of key, waits for it, or records it
 // under a lease; it returns the entry (nil when the response is not
@@ -182,10 +199,13 @@ func (m *Memoize) chatLead(ctx context.Context, c *runtime.ChatCall, key string,
 		return e, e != nil && m.keeps(e), err
 	})
 	// An answer that is not kept (keeps) is not shared either: each caller
-	// that waited asks the model for its own.
+	// that waited asks the model for its own, at once (unkept).
 	e, _ := v.(*chatcache.Entry)
-	if e == nil || !m.keeps(e) {
+	switch {
+	case e == nil:
 		return nil, err
+	case !m.keeps(e):
+		return unkept{}, err
 	}
 	return e, nil
 }

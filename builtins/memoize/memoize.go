@@ -252,11 +252,65 @@ func (m *Memoize) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 // calls, betas, thinking, reasoning effort), without the caller's metadata
 // and end-user id (safety_identifier) and its prompt-cache breakpoints and
 // key, which do not change the output. Two requests with equal inputs ask
-// the model the same thing and constrain its answer the same way.
+// the model the same thing and constrain its answer the same way. The ids
+// of the conversation's tool calls are read as the places of their calls
+// (placedCallIDs): a call's id is the provider's, or one a replay drew
+// (chatcache.FreshCalls), and says nothing of what is asked.
 func ChatKeyInput(req *runtime.ChatRequest) ([]byte, error) {
 	keyed := withoutBreakpoints(req)
 	keyed.Metadata, keyed.SafetyIdentifier, keyed.PromptCacheKey = nil, "", ""
+	keyed.Messages = placedCallIDs(keyed.Messages)
 	return json.Marshal(&keyed)
+}
+
+// placedCallIDs returns msgs (not modified) with each tool call id, in the
+// calls and in the results answering them, replaced by its rank among the
+// ids in the order they first appear ("1", "2"...): which result answers
+// which call is kept, the ids' text is not. A turn after a replayed
+// answer, whose calls got ids of their own, is keyed as the turn after the
+// recorded one, so that a run repeating another hits turn after turn.
+func placedCallIDs(msgs []runtime.Message) []runtime.Message {
+	var out []runtime.Message
+	ranks := map[string]string{}
+	rank := func(id string) string {
+		if id == "" {
+			return ""
+		}
+		r, ok := ranks[id]
+		if !ok {
+			r = strconv.Itoa(len(ranks) + 1)
+			ranks[id] = r
+		}
+		return r
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		ids := m.ToolCallID != "" || len(m.ToolCalls) > 0 || slices.ContainsFunc(m.Parts, func(p runtime.ContentPart) bool { return p.ToolCallID != "" })
+		if !ids {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		c := &out[i]
+		c.ToolCallID = rank(m.ToolCallID)
+		if len(m.Parts) > 0 {
+			c.Parts = slices.Clone(m.Parts)
+			for k := range c.Parts {
+				c.Parts[k].ToolCallID = rank(c.Parts[k].ToolCallID)
+			}
+		}
+		if len(m.ToolCalls) > 0 {
+			c.ToolCalls = slices.Clone(m.ToolCalls)
+			for k := range c.ToolCalls {
+				c.ToolCalls[k].ID = rank(c.ToolCalls[k].ID)
+			}
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // withoutBreakpoints returns a shallow copy of req without its prompt-cache

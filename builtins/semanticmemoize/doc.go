@@ -77,8 +77,14 @@
 // answer reports on the result ("Done: 100 EUR sent.", "Your balance is
 // 500"), and a near-duplicate conversation holds another result, which
 // differs in a digit the similarity barely sees. Those calls reach the
-// model. agentc vet warns of a chat-chain cache in a policy with
-// side-effecting tools (order/chat-cache-side-effect).
+// model. So in an agent loop (RunAgent, or a gateway's client running the
+// calls) only the first turn can be a hit, and only with an answer that
+// calls no tool: every later turn holds the calls and results of the
+// earlier ones. The layer serves questions the model answers without
+// tools. agentc vet
+// warns of a chat-chain cache in a policy with side-effecting tools
+// (order/chat-cache-side-effect) unless its when keeps it off the requests
+// offering them (when: "size(request.tools) == 0").
 //
 // Chat calls keep near-duplicate matching: reusing a near-duplicate answer
 // is a product decision: a transcript that differs in one digit ("refund

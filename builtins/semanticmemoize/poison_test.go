@@ -71,3 +71,36 @@ func TestPoisonedChatEntryIsAMissAndReported(t *testing.T) {
 		})
 	}
 }
+
+// TestOlderChatEntryCallingAToolIsAMiss writes over the cached answer of a
+// PostgreSQL index one that calls a tool, as the layer stored before it
+// kept only plain answers: the next similar request is a miss, neither an
+// error nor a replayed call, and the model's plain answer takes its place.
+func TestOlderChatEntryCallingAToolIsAMiss(t *testing.T) {
+	idx := storetest.Postgres(t)
+	var logs bytes.Buffer
+	model := rt.NewModel(rt.Response{Deltas: []string{"a"}}, rt.Response{Deltas: []string{"b"}})
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("semantic_memoize", `{"index": "vec"}`)}})
+	p.Tools = map[string]plan.Tool{"balance": {}}
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Embedder: fixedEmbedder{},
+		Indexes: map[string]runtime.VectorIndex{"vec": idx}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	req := runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "my balance?"}}}
+	_, _, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	older := `{"deltas": [], "tool_calls": [{"id": "call_1", "name": "balance", "arguments": {"account": "A"}}], "finish_reason": "tool_calls", "usage": {}}`
+	n, err := idx.Pool().Exec(context.Background(), "UPDATE "+idx.Schema()+".vectors SET value = $1", []byte(older))
+	require.NoError(t, err)
+	require.NotZero(t, n.RowsAffected())
+
+	text, resp, err := rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "b", text, "the model answers")
+	assert.False(t, resp.Cached)
+	assert.Empty(t, resp.ToolCalls, "the stored call is not replayed")
+	text, resp, err = rt.Collect(ctx1, pl, req, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "b", text)
+	assert.True(t, resp.Cached, "the plain answer replaced it")
+	assert.Equal(t, 2, model.Calls())
+	assert.Empty(t, logs.String(), "a miss, not a fault")
+}
