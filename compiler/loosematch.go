@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -173,7 +174,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 					}
 				}
 			}
-		})
+		}, nil)
 		return out
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
@@ -189,8 +190,8 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				continue
 			}
 			if ok {
-				if prefix, m := literalPrefix(p); prefix != "" && pathValued(target) {
-					if sibling, loose := siblingProbe(prefix, m.MatchString); loose {
+				if pathValued(target) {
+					if prefix, sibling := patternSibling(p); sibling != "" {
 						what := fmt.Sprintf("the pattern '%s'", p)
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(prefix, sibling, what)})
 						continue
@@ -287,10 +288,21 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 // whether it holds there (lets) or fails there: e's conjuncts where e
 // must hold to let calls through, its disjuncts where it must fail, and
 // so on below a negation. A test in another branch (a disjunct beside
-// the one that lets the call through) is not one.
-func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets bool)) {
+// the one that lets the call through) is not one. Where body is set, so
+// is a conjunct of the body of an all() that holds there, or an exists()
+// that fails there, which holds (or fails) for each element: body is
+// called on entering it, and what it returns on leaving.
+func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets bool), body func(ast.ComprehensionExpr) func()) {
 	var add func(e ast.Expr, lets bool)
 	add = func(e ast.Expr, lets bool) {
+		if e.Kind() == ast.ComprehensionKind {
+			comp := e.AsComprehension()
+			if step, all, ok := quantifierStep(comp); ok && body != nil && all == lets {
+				defer body(comp)()
+				add(step, lets)
+			}
+			return
+		}
 		if e.Kind() != ast.CallKind {
 			return
 		}
@@ -310,6 +322,24 @@ func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets
 	if pol != 0 {
 		add(e, pol*side > 0)
 	}
+}
+
+// quantifierStep returns the predicate of comp, an all() (all set) or an
+// exists() of one variable: P in l.all(x, P).
+func quantifierStep(comp ast.ComprehensionExpr) (step ast.Expr, all, ok bool) {
+	init := comp.AccuInit()
+	if comp.HasIterVar2() || init.Kind() != ast.LiteralKind || !identIs(comp.Result(), comp.AccuVar()) {
+		return nil, false, false
+	}
+	v, isBool := init.AsLiteral().(types.Bool)
+	if !isBool {
+		return nil, false, false
+	}
+	op := map[bool]string{true: operators.LogicalAnd, false: operators.LogicalOr}[bool(v)]
+	if s, ok := callOf(comp.LoopStep(), op, 2); ok && identIs(s[0], comp.AccuVar()) {
+		return s[1], bool(v), true
+	}
+	return nil, false, false
 }
 
 // polarityHooks are what walkPolarity calls as it walks a predicate.

@@ -7,6 +7,8 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -131,7 +133,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			if strings.Contains(s, "%") {
 				count(pct, keys.of(target))
 			}
-		})
+		}, keys.bind)
 		return func() {
 			for _, u := range undo {
 				u()
@@ -439,45 +441,83 @@ func traversals(prefix string, url bool) []string {
 // is anchored at its start with one, whether p also matches one of its
 // probes (traversals; those of a URL where url is set): '^/srv/data/',
 // '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$', and a path beside
-// the prefix that p matches (siblingProbe): /srv/data-secrets for
+// the prefix that p matches (patternSibling): /srv/data-secrets for
 // '^/srv/data.*'.
 func traversalMatches(p string, url bool) (prefix string, leaves bool, sibling string) {
-	prefix, m := literalPrefix(p)
+	prefix, m, _ := literalPrefix(p)
 	if prefix == "" {
 		return "", false, ""
 	}
-	sibling, _ = siblingProbe(prefix, m.MatchString)
+	_, sibling = patternSibling(p)
 	return prefix, slices.ContainsFunc(traversals(prefix, url), m.MatchString), sibling
 }
 
 // literalPrefix returns the literal prefix of the RE2 pattern p, where p
 // is anchored at its start with one ('/srv/data/' for '^/srv/data/.*'),
-// and p compiled.
-func literalPrefix(p string) (string, *regexp.Regexp) {
+// p compiled, and what follows the prefix in p (nil for nothing).
+func literalPrefix(p string) (string, *regexp.Regexp, *syntax.Regexp) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
-		return "", nil
+		return "", nil, nil
 	}
 	var prefix []rune
+	var next *syntax.Regexp
 	for _, s := range re.Sub[1:] {
 		if s.Op != syntax.OpLiteral || s.Flags&syntax.FoldCase != 0 {
+			next = s
 			break
 		}
 		prefix = append(prefix, s.Rune...)
 	}
 	m, err := regexp.Compile(p)
 	if len(prefix) == 0 || err != nil {
-		return "", nil
+		return "", nil, nil
 	}
-	return string(prefix), m
+	return string(prefix), m, next
+}
+
+// patternSibling returns the literal prefix of the RE2 pattern p and, as
+// siblingProbe does, a path beside the one it names that p matches (or ""):
+// /v1/public-secrets for '^/v1/public.*'. A pattern whose prefix is
+// followed by a class of characters without a / ('^/v1/agent[^/]*',
+// '^/v1/run[-a-z0-9]+$') says how the name goes on, and has none.
+func patternSibling(p string) (prefix, sibling string) {
+	prefix, m, next := literalPrefix(p)
+	if prefix == "" {
+		return "", ""
+	}
+	for next != nil && len(next.Sub) == 1 && (next.Op == syntax.OpStar || next.Op == syntax.OpPlus ||
+		next.Op == syntax.OpQuest || next.Op == syntax.OpRepeat || next.Op == syntax.OpCapture) {
+		next = next.Sub[0]
+	}
+	if next != nil && next.Op == syntax.OpCharClass && !classHolds(next.Rune, '/') {
+		return prefix, ""
+	}
+	sibling, _ = siblingProbe(prefix, m.MatchString)
+	return prefix, sibling
+}
+
+// classHolds reports whether the ranges of a character class (pairs of
+// their first and last runes) hold r.
+func classHolds(ranges []rune, r rune) bool {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if ranges[i] <= r && r <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
 }
 
 // siblingProbe returns a path beside the one prefix names, not below it,
 // that a prefix test with it holds for (and match, when set, matches):
 // /v1/public-secrets for /v1/public, where prefix names something below
-// the root (namesBelowRoot) and does not end in a /.
+// the root (namesBelowRoot) and ends in a letter or a digit, in a name
+// that may go on. A prefix ending in a / names a directory, and one
+// ending in another character ('/tmp/upload-', '/srv/report.',
+// '/v1/items:') the start of a name by design.
 func siblingProbe(prefix string, match func(string) bool) (string, bool) {
-	if strings.HasSuffix(prefix, "/") || !namesBelowRoot(prefix) {
+	last, _ := utf8.DecodeLastRuneInString(prefix)
+	if !unicode.IsLetter(last) && !unicode.IsDigit(last) || !namesBelowRoot(prefix) {
 		return "", false
 	}
 	probe := prefix + "-secrets"

@@ -56,3 +56,52 @@ chains: tool: [
 		assert.Contains(t, got[1], "; it also holds for https://api.example.com/v1/public-secrets, beside")
 	}
 }
+
+// A ".." test excuses a prefix test in another all() over the same list
+// where the predicate lets calls through (and so in an exists() where it
+// blocks them): each element passes both. One in an exists() where the
+// predicate lets calls through holds for one element alone and excuses
+// nothing.
+func TestPrefixDotsTestInAnotherMacro(t *testing.T) {
+	got := ruleFindings(t, `package p
+
+tools: copy: {path_arg: "/files/*/path", args: {type: "object", required: ["files"], properties: {
+	files: {type: "array", items: {type: "object", required: ["path"], properties: path: type: "string"}}
+}}}
+chains: tool: [
+	{use: "guard", name: "ok1", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.all(g, !g.path.contains('..'))"},
+	{use: "guard", name: "ok2", tools: ["copy"], deny: "args.files.exists(f, !f.path.startsWith('/srv/')) || args.files.exists(f, f.path.contains('..'))"},
+	{use: "guard", name: "ok3", tools: ["copy"], require: "!args.files.exists(f, f.path.contains('..')) && args.files.all(f, f.path.startsWith('/srv/'))"},
+	{use: "guard", name: "a", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.exists(f, !f.path.contains('..'))"},
+	{use: "guard", name: "b", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.all(f, !f.path.contains('..') || f.path == 'x')"},
+]
+`, ruleLooseMatch)
+	assertPrefixes(t, got, []string{
+		"10 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
+		"11 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
+	})
+}
+
+// A prefix whose last name ends in a character that no name goes on
+// from unnoticed ('/tmp/upload-', '/srv/report.', '/v1/items:') is a
+// partial name by design, and a pattern that says how the name may go on
+// ('^/tmp/agent[^/]*(/.*)?$') says what it lets through: neither is a
+// sibling finding. '.*' after the name is.
+func TestPrefixSiblingDeliberate(t *testing.T) {
+	got := ruleFindings(t, `package p
+
+tools: fetch: {url_arg: "url", args: {type: "object", required: ["url"], properties: url: type: "string"}}
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "egress", allow: ["api.example.com"]},
+	{use: "guard", name: "ok1", tools: ["read_file"], require: "path_clean(args.path).startsWith('/tmp/upload-') || path_clean(args.path).startsWith('/srv/report.') || path_clean(args.path).startsWith('/srv/x_')"},
+	{use: "guard", name: "ok2", tools: ["fetch"], require: "url_path(args.url).startsWith('/v1/items:') || url_path(args.url).matches('^/v1/agent[^/]*(/.*)?$') || url_path(args.url).matches('^/v1/run-[-a-z0-9]+$')"},
+	{use: "guard", name: "ok3", tools: ["read_file"], require: "args.path.startsWith('/tmp/upload-') && !args.path.contains('..')"},
+	{use: "guard", name: "a", tools: ["fetch"], require: "url_path(args.url).matches('^/v1/public.*') || url_path(args.url).matches('^/v1/x.+$')"},
+]
+`, ruleLooseMatch)
+	assertPrefixes(t, got, []string{
+		"10 warning: the require lets the call through on the pattern '^/v1/public.*', which also holds for /v1/public-secrets",
+		"10 warning: the require lets the call through on the pattern '^/v1/x.+$', which also holds for /v1/x-secrets",
+	})
+}
