@@ -3,6 +3,7 @@ package compiler
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -179,7 +180,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		// beside is what the message of a test that lets calls through
 		// says of a prefix that does not end in a /.
 		beside := ""
-		if ok && t.sibling != "" {
+		if ok && t.sibling != "" && arg.admits(t.sibling) {
 			beside = "; it " + siblingAdvice(t.prefix, t.sibling, t.what)
 		}
 		if arg.checked || ok && (!t.leaves || t.dots && (!arg.url || t.pct)) {
@@ -224,11 +225,31 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 // A prefixArg is an argument a path_arg or a url_arg names: what a
 // message says of it ("read_file's path_arg names"), whether it is a
 // URL, and whether a file_check layer covers every tool in scope that
-// names it (a path's).
+// names it (a path's), with the roots of each layer covering each of
+// them.
 type prefixArg struct {
 	what    string
 	url     bool
 	checked bool
+	roots   [][][]string
+}
+
+// admits reports whether a call with the path p gets past the file_check
+// layers covering one of the tools that name a's path: p is inside a root
+// of each (a root or a path that is not absolute, ~/x, may hold anything).
+// Where none covers it, every path does.
+func (a prefixArg) admits(p string) bool {
+	if !a.checked {
+		return true
+	}
+	return slices.ContainsFunc(a.roots, func(layers [][]string) bool {
+		return !slices.ContainsFunc(layers, func(roots []string) bool {
+			return !slices.ContainsFunc(roots, func(r string) bool {
+				r = path.Clean(r)
+				return !path.IsAbs(r) || !path.IsAbs(p) || p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/")
+			})
+		})
+	})
 }
 
 // prefixArgs returns the arguments that a path_arg of a tool in scope
@@ -242,14 +263,28 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 	if len(scope) == 0 {
 		scope = sortedNames(p.Tools)
 	}
-	covered := func(tool string) bool {
+	// roots returns the roots of each file_check layer covering tool.
+	roots := func(tool string) [][]string {
+		var out [][]string
 		for _, e := range p.Chains["tool"] {
 			if e.Use == "file_check" && (len(e.Tools) == 0 || slices.Contains(e.Tools, tool)) {
-				return true
+				var rs []string
+				list, _ := e.Fields["roots"].([]any)
+				for _, r := range list {
+					if r, ok := r.(string); ok {
+						rs = append(rs, r)
+					}
+				}
+				if len(rs) < len(list) || len(rs) == 0 {
+					// Roots not read as written hold anything.
+					rs = []string{"."}
+				}
+				out = append(out, rs)
 			}
 		}
-		return false
+		return out
 	}
+	covered := func(tool string) bool { return len(roots(tool)) > 0 }
 	out := map[string]prefixArg{}
 	for _, pass := range []struct{ url, checked bool }{{false, false}, {false, true}, {true, false}} {
 		url := pass.url
@@ -275,14 +310,22 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 						key += "." + tok
 					}
 				}
-				if _, seen := out[key]; seen {
+				if seen, ok := out[key]; ok {
+					if seen.checked && pass.checked {
+						seen.roots = append(seen.roots, roots(name))
+						out[key] = seen
+					}
 					continue
 				}
 				what := fmt.Sprintf("%s's %s names", name, kind)
 				if len(a.Tokens()) > 1 {
 					what = fmt.Sprintf("%s's %s %s names", name, kind, ref)
 				}
-				out[key] = prefixArg{what, url, pass.checked}
+				arg := prefixArg{what: what, url: url, checked: pass.checked}
+				if pass.checked {
+					arg.roots = [][][]string{roots(name)}
+				}
+				out[key] = arg
 			}
 		}
 	}

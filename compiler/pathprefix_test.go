@@ -105,3 +105,25 @@ chains: tool: [
 		"10 warning: the require lets the call through on the pattern '^/v1/x.+$', which also holds for /v1/x-secrets",
 	})
 }
+
+// A file_check layer refuses a path outside its roots: where the path
+// beside a prefix is outside the roots of every layer covering the tool,
+// a prefix test of it lets nothing more through and is not reported.
+func TestPrefixSiblingOutsideFileCheckRoots(t *testing.T) {
+	got := ruleFindings(t, `package p
+
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+tools: write_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "file_check", name: "fc_read", tools: ["read_file"], roots: ["/srv/data", "/tmp"]},
+	{use: "file_check", name: "fc_write", tools: ["write_file"], roots: ["/srv"]},
+	{use: "guard", name: "ok", tools: ["read_file"], require: "args.path.startsWith('/srv/data')"},
+	{use: "guard", name: "a", tools: ["write_file"], require: "args.path.startsWith('/srv/data')"},
+	{use: "guard", name: "b", tools: ["read_file", "write_file"], require: "args.path.startsWith('/srv/data')"},
+]
+`, ruleLooseMatch)
+	assertPrefixes(t, got, []string{
+		"9 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path, the path write_file's path_arg names: it also holds for /srv/data-secrets",
+		"10 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path",
+	})
+}
