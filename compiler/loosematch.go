@@ -216,18 +216,22 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: why})
 		}
 	}
-	walkPolarity(tree.Expr(), polarityHooks{
-		junction: func(e ast.Expr, pol int) func() {
-			ks := pins(e, pol)
+	// pinning is a junction hook: it counts the paths whose host the
+	// junction pins until what it returns is called.
+	pinning := func(e ast.Expr, pol int) func() {
+		ks := pins(e, pol)
+		for _, k := range ks {
+			pinned[k]++
+		}
+		return func() {
 			for _, k := range ks {
-				pinned[k]++
+				pinned[k]--
 			}
-			return func() {
-				for _, k := range ks {
-					pinned[k]--
-				}
-			}
-		},
+		}
+	}
+	walkPolarity(tree.Expr(), polarityHooks{
+		junction:    pinning,
+		conditional: pinning,
 		body: func(comp ast.ComprehensionExpr) func() {
 			v, saved := comp.IterVar(), bound[comp.IterVar()]
 			bound[v] = nil
@@ -287,8 +291,10 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 // through (side is the polarity that does, as for looseTests), with
 // whether it holds there (lets) or fails there: e's conjuncts where e
 // must hold to let calls through, its disjuncts where it must fail, and
-// so on below a negation. A test in another branch (a disjunct beside
-// the one that lets the call through) is not one. Where body is set, so
+// so on below a negation, and the condition of a conditional one branch
+// of which is the constant that does not let calls through, with the
+// other branch. A test in another branch (a disjunct beside the one that
+// lets the call through) is not one. Where body is set, so
 // is a conjunct of the body of an all() that holds there, or an exists()
 // that fails there, which holds (or fails) for each element: body is
 // called on entering it, and what it returns on leaving.
@@ -314,6 +320,17 @@ func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets
 			if (fn == operators.LogicalAnd) == lets {
 				add(c.Args()[0], lets)
 				add(c.Args()[1], lets)
+			}
+		case operators.Conditional:
+			// c ? a : b, where one branch is the constant that does not
+			// let the call through: c holds beside a, or fails beside b.
+			a := c.Args()
+			for i, holds := range []bool{true, false} {
+				if isLiteral(a[2-i], types.Bool(!lets)) {
+					add(a[0], holds)
+					add(a[1+i], lets)
+					break
+				}
 			}
 		default:
 			visit(c, lets)
@@ -350,6 +367,8 @@ type polarityHooks struct {
 	// junction, when set, is called at each && and ||, with its polarity,
 	// before its operands are walked; what it returns is called after.
 	junction func(e ast.Expr, pol int) (after func())
+	// conditional, when set, is called at each ?: as junction is.
+	conditional func(e ast.Expr, pol int) (after func())
 	// body, when set, is called before a comprehension's loop step is
 	// walked; what it returns is called after.
 	body func(comp ast.ComprehensionExpr) (after func())
@@ -415,6 +434,9 @@ func walkPolarity(root ast.Expr, h polarityHooks) {
 				walkAll(pol, args...)
 				return
 			case fn == operators.Conditional:
+				if h.conditional != nil {
+					defer h.conditional(e, pol)()
+				}
 				walk(args[0], conditionPolarity(args, pol))
 				walkAll(pol, args[1:]...)
 				return

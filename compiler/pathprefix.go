@@ -141,7 +141,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			}
 		}
 	}
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, call: func(call ast.CallExpr, pol int) {
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {

@@ -127,3 +127,24 @@ chains: tool: [
 		"10 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path",
 	})
 }
+
+// A conditional one branch of which never lets the call through holds
+// its condition beside the other: a ".." test there excuses a prefix test
+// in that branch, as a conjunct does.
+func TestPrefixDotsTestInConditional(t *testing.T) {
+	got := ruleFindings(t, `package p
+
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path", "note"], properties: {path: type: "string", note: type: "string"}}}
+chains: tool: [
+	{use: "guard", name: "ok1", tools: ["read_file"], require: "args.path.contains('..') ? false : args.path.startsWith('/srv/')"},
+	{use: "guard", name: "ok2", tools: ["read_file"], require: "!args.path.contains('..') ? args.path.startsWith('/srv/') : false"},
+	{use: "guard", name: "ok3", tools: ["read_file"], deny: "args.path.contains('..') ? true : !args.path.startsWith('/srv/')"},
+	{use: "guard", name: "a", tools: ["read_file"], require: "args.path.contains('..') ? args.note == 'x' : args.path.startsWith('/srv/')"},
+	{use: "guard", name: "b", tools: ["read_file"], require: "args.path.contains('..') ? true : args.path.startsWith('/srv/')"},
+]
+`, ruleLooseMatch)
+	assertPrefixes(t, got, []string{
+		"8 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.path",
+		"9 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.path",
+	})
+}

@@ -696,7 +696,10 @@ an exists() that fails there, over the same list, which holds for each
 element: args.files.all(f, f.path.startsWith('/srv/')) &&
 args.files.all(f, !f.path.contains('..')) in a require is not
 reported, and args.files.exists(f, !f.path.contains('..')) in its place,
-which one element may pass alone, excuses nothing). A path_arg below the top
+which one element may pass alone, excuses nothing; and so is the
+condition of a conditional whose other branch is the constant that does
+not let the call through, args.path.contains('..') ? false :
+args.path.startsWith('/srv/data/')). A path_arg below the top
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list or a filter() of it
