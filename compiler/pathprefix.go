@@ -94,6 +94,17 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
 			dots[key] > 0, pct[key] > 0, cleaned[[2]string{key, prefix}] > 0})
 	}
+	// elementsAll binds the variable of an all() or exists() that
+	// junction reads as the key of its range's elements, where the range
+	// holds each of them: a test over what a filter() of them keeps says
+	// nothing of the others.
+	elementsAll := func(comp ast.ComprehensionExpr) func() {
+		undo := keys.bind(comp)
+		if comp.IterRange().Kind() == ast.ComprehensionKind {
+			keys.binds[comp.IterVar()] = ""
+		}
+		return undo
+	}
 	junction := func(e ast.Expr, pol int) func() {
 		var undo []func()
 		count := func(m map[string]int, k string) {
@@ -134,7 +145,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			if strings.Contains(s, "%") {
 				count(pct, keys.of(target))
 			}
-		}, keys.bind)
+		}, elementsAll)
 		return func() {
 			for _, u := range undo {
 				u()

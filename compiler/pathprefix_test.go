@@ -67,8 +67,9 @@ func TestPrefixFindingsExcused(t *testing.T) {
 		// A ".." test excuses a prefix test in another all() over the same list
 		// where the predicate lets calls through (and so in an exists() where it
 		// blocks them): each element passes both. One in an exists() where the
-		// predicate lets calls through holds for one element alone and excuses
-		// nothing.
+		// predicate lets calls through holds for one element alone, and one
+		// over a filter() of the list for the elements it keeps: neither
+		// excuses anything.
 		{"DotsTestInAnotherMacro", `package p
 
 tools: copy: {path_arg: "/files/*/path", args: {type: "object", required: ["files"], properties: {
@@ -80,10 +81,12 @@ chains: tool: [
 	{use: "guard", name: "ok3", tools: ["copy"], require: "!args.files.exists(f, f.path.contains('..')) && args.files.all(f, f.path.startsWith('/srv/'))"},
 	{use: "guard", name: "a", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.exists(f, !f.path.contains('..'))"},
 	{use: "guard", name: "b", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.all(f, !f.path.contains('..') || f.path == 'x')"},
+	{use: "guard", name: "c", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.filter(f, f.path != 'x').all(f, !f.path.contains('..'))"},
 ]
 `, []string{
 			"10 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
 			"11 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
+			"12 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
 		}},
 		// A prefix whose last name ends in a character that no name goes on
 		// from unnoticed ('/tmp/upload-', '/srv/report.', '/v1/items:') is a
