@@ -8,28 +8,44 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/dsl"
 )
 
 // argValueFindings compiles src and lists its cel/unknown-value findings as
 // "LINE SEVERITY: MESSAGE".
 func argValueFindings(t *testing.T, src string) []string {
 	t.Helper()
-	return ruleFindings(t, src, ruleUnknownValue)
+	got, _ := findings(t, src, ruleUnknownValue)
+	return got
 }
 
 // ruleFindings compiles src and lists its findings of rule as "LINE
-// SEVERITY: MESSAGE".
+// SEVERITY: MESSAGE"; an error of another rule fails the test, as a
+// policy the case did not mean.
 func ruleFindings(t *testing.T, src, rule string) []string {
+	t.Helper()
+	got, others := findings(t, src, rule)
+	for _, d := range others {
+		assert.NotEqual(t, dsl.Error, d.Severity, "%s", d)
+	}
+	return got
+}
+
+// findings compiles src and lists its findings of rule as ruleFindings
+// does, with the diagnostics of other rules.
+func findings(t *testing.T, src, rule string) (got []string, others dsl.Diagnostics) {
 	t.Helper()
 	c, err := Compile(context.Background(), []string{writePolicy(t, src)}, Options{})
 	require.NoError(t, err)
-	var got []string
 	for _, d := range c.Diagnostics {
 		if d.Rule == rule {
 			got = append(got, fmt.Sprintf("%d %s: %s", d.Pos.Line, d.Severity, d.Message))
+		} else {
+			others = append(others, d)
 		}
 	}
-	return got
+	return got, others
 }
 
 // assertPrefixes asserts that got holds as many findings as want, each

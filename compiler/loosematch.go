@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/runtime/predicate"
@@ -173,7 +174,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 					}
 				}
 			}
-		})
+		}, nil)
 		return out
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
@@ -189,8 +190,8 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				continue
 			}
 			if ok {
-				if prefix, m := literalPrefix(p); prefix != "" && pathValued(target) {
-					if sibling, loose := siblingProbe(prefix, m.MatchString); loose {
+				if pathValued(target) {
+					if prefix, sibling := patternSibling(p); sibling != "" {
 						what := fmt.Sprintf("the pattern '%s'", p)
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(prefix, sibling, what)})
 						continue
@@ -215,18 +216,22 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: why})
 		}
 	}
-	walkPolarity(tree.Expr(), polarityHooks{
-		junction: func(e ast.Expr, pol int) func() {
-			ks := pins(e, pol)
+	// pinning is a junction hook: it counts the paths whose host the
+	// junction pins until what it returns is called.
+	pinning := func(e ast.Expr, pol int) func() {
+		ks := pins(e, pol)
+		for _, k := range ks {
+			pinned[k]++
+		}
+		return func() {
 			for _, k := range ks {
-				pinned[k]++
+				pinned[k]--
 			}
-			return func() {
-				for _, k := range ks {
-					pinned[k]--
-				}
-			}
-		},
+		}
+	}
+	walkPolarity(tree.Expr(), polarityHooks{
+		junction:    pinning,
+		conditional: pinning,
 		body: func(comp ast.ComprehensionExpr) func() {
 			v, saved := comp.IterVar(), bound[comp.IterVar()]
 			bound[v] = nil
@@ -286,11 +291,24 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 // through (side is the polarity that does, as for looseTests), with
 // whether it holds there (lets) or fails there: e's conjuncts where e
 // must hold to let calls through, its disjuncts where it must fail, and
-// so on below a negation. A test in another branch (a disjunct beside
-// the one that lets the call through) is not one.
-func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets bool)) {
+// so on below a negation, and the condition of a conditional one branch
+// of which is the constant that does not let calls through, with the
+// other branch. A test in another branch (a disjunct beside the one that
+// lets the call through) is not one. Where body is set, so
+// is a conjunct of the body of an all() that holds there, or an exists()
+// that fails there, which holds (or fails) for each element: body is
+// called on entering it, and what it returns on leaving.
+func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets bool), body func(ast.ComprehensionExpr) func()) {
 	var add func(e ast.Expr, lets bool)
 	add = func(e ast.Expr, lets bool) {
+		if e.Kind() == ast.ComprehensionKind {
+			comp := e.AsComprehension()
+			if step, all, ok := quantifierStep(comp); ok && body != nil && all == lets {
+				defer body(comp)()
+				add(step, lets)
+			}
+			return
+		}
 		if e.Kind() != ast.CallKind {
 			return
 		}
@@ -303,6 +321,17 @@ func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets
 				add(c.Args()[0], lets)
 				add(c.Args()[1], lets)
 			}
+		case operators.Conditional:
+			// c ? a : b, where one branch is the constant that does not
+			// let the call through: c holds beside a, or fails beside b.
+			a := c.Args()
+			for i, holds := range []bool{true, false} {
+				if isLiteral(a[2-i], types.Bool(!lets)) {
+					add(a[0], holds)
+					add(a[1+i], lets)
+					break
+				}
+			}
 		default:
 			visit(c, lets)
 		}
@@ -310,6 +339,24 @@ func lettingConjuncts(e ast.Expr, pol, side int, visit func(c ast.CallExpr, lets
 	if pol != 0 {
 		add(e, pol*side > 0)
 	}
+}
+
+// quantifierStep returns the predicate of comp, an all() (all set) or an
+// exists() of one variable: P in l.all(x, P).
+func quantifierStep(comp ast.ComprehensionExpr) (step ast.Expr, all, ok bool) {
+	init := comp.AccuInit()
+	if comp.HasIterVar2() || init.Kind() != ast.LiteralKind || !identIs(comp.Result(), comp.AccuVar()) {
+		return nil, false, false
+	}
+	v, isBool := init.AsLiteral().(types.Bool)
+	if !isBool {
+		return nil, false, false
+	}
+	op := map[bool]string{true: operators.LogicalAnd, false: operators.LogicalOr}[bool(v)]
+	if s, ok := callOf(comp.LoopStep(), op, 2); ok && identIs(s[0], comp.AccuVar()) {
+		return s[1], bool(v), true
+	}
+	return nil, false, false
 }
 
 // polarityHooks are what walkPolarity calls as it walks a predicate.
@@ -320,6 +367,8 @@ type polarityHooks struct {
 	// junction, when set, is called at each && and ||, with its polarity,
 	// before its operands are walked; what it returns is called after.
 	junction func(e ast.Expr, pol int) (after func())
+	// conditional, when set, is called at each ?: as junction is.
+	conditional func(e ast.Expr, pol int) (after func())
 	// body, when set, is called before a comprehension's loop step is
 	// walked; what it returns is called after.
 	body func(comp ast.ComprehensionExpr) (after func())
@@ -385,6 +434,9 @@ func walkPolarity(root ast.Expr, h polarityHooks) {
 				walkAll(pol, args...)
 				return
 			case fn == operators.Conditional:
+				if h.conditional != nil {
+					defer h.conditional(e, pol)()
+				}
 				walk(args[0], conditionPolarity(args, pol))
 				walkAll(pol, args[1:]...)
 				return

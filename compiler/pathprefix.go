@@ -3,10 +3,13 @@ package compiler
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -91,6 +94,17 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
 			dots[key] > 0, pct[key] > 0, cleaned[[2]string{key, prefix}] > 0})
 	}
+	// elementsAll binds the variable of an all() or exists() that
+	// junction reads as the key of its range's elements, where the range
+	// holds each of them: a test over what a filter() of them keeps says
+	// nothing of the others.
+	elementsAll := func(comp ast.ComprehensionExpr) func() {
+		undo := keys.bind(comp)
+		if comp.IterRange().Kind() == ast.ComprehensionKind {
+			keys.binds[comp.IterVar()] = ""
+		}
+		return undo
+	}
 	junction := func(e ast.Expr, pol int) func() {
 		var undo []func()
 		count := func(m map[string]int, k string) {
@@ -131,14 +145,14 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			if strings.Contains(s, "%") {
 				count(pct, keys.of(target))
 			}
-		})
+		}, elementsAll)
 		return func() {
 			for _, u := range undo {
 				u()
 			}
 		}
 	}
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, call: func(call ast.CallExpr, pol int) {
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {
@@ -177,7 +191,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		// beside is what the message of a test that lets calls through
 		// says of a prefix that does not end in a /.
 		beside := ""
-		if ok && t.sibling != "" {
+		if ok && t.sibling != "" && arg.admits(t.sibling) {
 			beside = "; it " + siblingAdvice(t.prefix, t.sibling, t.what)
 		}
 		if arg.checked || ok && (!t.leaves || t.dots && (!arg.url || t.pct)) {
@@ -222,11 +236,31 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 // A prefixArg is an argument a path_arg or a url_arg names: what a
 // message says of it ("read_file's path_arg names"), whether it is a
 // URL, and whether a file_check layer covers every tool in scope that
-// names it (a path's).
+// names it (a path's), with the roots of each layer covering each of
+// them.
 type prefixArg struct {
 	what    string
 	url     bool
 	checked bool
+	roots   [][][]string
+}
+
+// admits reports whether a call with the path p gets past the file_check
+// layers covering one of the tools that name a's path: p is inside a root
+// of each (a root or a path that is not absolute, ~/x, may hold anything).
+// Where none covers it, every path does.
+func (a prefixArg) admits(p string) bool {
+	if !a.checked {
+		return true
+	}
+	return slices.ContainsFunc(a.roots, func(layers [][]string) bool {
+		return !slices.ContainsFunc(layers, func(roots []string) bool {
+			return !slices.ContainsFunc(roots, func(r string) bool {
+				r = path.Clean(r)
+				return !path.IsAbs(r) || !path.IsAbs(p) || p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/")
+			})
+		})
+	})
 }
 
 // prefixArgs returns the arguments that a path_arg of a tool in scope
@@ -240,14 +274,28 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 	if len(scope) == 0 {
 		scope = sortedNames(p.Tools)
 	}
-	covered := func(tool string) bool {
+	// roots returns the roots of each file_check layer covering tool.
+	roots := func(tool string) [][]string {
+		var out [][]string
 		for _, e := range p.Chains["tool"] {
 			if e.Use == "file_check" && (len(e.Tools) == 0 || slices.Contains(e.Tools, tool)) {
-				return true
+				var rs []string
+				list, _ := e.Fields["roots"].([]any)
+				for _, r := range list {
+					if r, ok := r.(string); ok {
+						rs = append(rs, r)
+					}
+				}
+				if len(rs) < len(list) || len(rs) == 0 {
+					// Roots not read as written hold anything.
+					rs = []string{"."}
+				}
+				out = append(out, rs)
 			}
 		}
-		return false
+		return out
 	}
+	covered := func(tool string) bool { return len(roots(tool)) > 0 }
 	out := map[string]prefixArg{}
 	for _, pass := range []struct{ url, checked bool }{{false, false}, {false, true}, {true, false}} {
 		url := pass.url
@@ -273,14 +321,22 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 						key += "." + tok
 					}
 				}
-				if _, seen := out[key]; seen {
+				if seen, ok := out[key]; ok {
+					if seen.checked && pass.checked {
+						seen.roots = append(seen.roots, roots(name))
+						out[key] = seen
+					}
 					continue
 				}
 				what := fmt.Sprintf("%s's %s names", name, kind)
 				if len(a.Tokens()) > 1 {
 					what = fmt.Sprintf("%s's %s %s names", name, kind, ref)
 				}
-				out[key] = prefixArg{what, url, pass.checked}
+				arg := prefixArg{what: what, url: url, checked: pass.checked}
+				if pass.checked {
+					arg.roots = [][][]string{roots(name)}
+				}
+				out[key] = arg
 			}
 		}
 	}
@@ -439,45 +495,83 @@ func traversals(prefix string, url bool) []string {
 // is anchored at its start with one, whether p also matches one of its
 // probes (traversals; those of a URL where url is set): '^/srv/data/',
 // '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$', and a path beside
-// the prefix that p matches (siblingProbe): /srv/data-secrets for
+// the prefix that p matches (patternSibling): /srv/data-secrets for
 // '^/srv/data.*'.
 func traversalMatches(p string, url bool) (prefix string, leaves bool, sibling string) {
-	prefix, m := literalPrefix(p)
+	prefix, m, _ := literalPrefix(p)
 	if prefix == "" {
 		return "", false, ""
 	}
-	sibling, _ = siblingProbe(prefix, m.MatchString)
+	_, sibling = patternSibling(p)
 	return prefix, slices.ContainsFunc(traversals(prefix, url), m.MatchString), sibling
 }
 
 // literalPrefix returns the literal prefix of the RE2 pattern p, where p
 // is anchored at its start with one ('/srv/data/' for '^/srv/data/.*'),
-// and p compiled.
-func literalPrefix(p string) (string, *regexp.Regexp) {
+// p compiled, and what follows the prefix in p (nil for nothing).
+func literalPrefix(p string) (string, *regexp.Regexp, *syntax.Regexp) {
 	re, err := syntax.Parse(p, syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
-		return "", nil
+		return "", nil, nil
 	}
 	var prefix []rune
+	var next *syntax.Regexp
 	for _, s := range re.Sub[1:] {
 		if s.Op != syntax.OpLiteral || s.Flags&syntax.FoldCase != 0 {
+			next = s
 			break
 		}
 		prefix = append(prefix, s.Rune...)
 	}
 	m, err := regexp.Compile(p)
 	if len(prefix) == 0 || err != nil {
-		return "", nil
+		return "", nil, nil
 	}
-	return string(prefix), m
+	return string(prefix), m, next
+}
+
+// patternSibling returns the literal prefix of the RE2 pattern p and, as
+// siblingProbe does, a path beside the one it names that p matches (or ""):
+// /v1/public-secrets for '^/v1/public.*'. A pattern whose prefix is
+// followed by a class of characters without a / ('^/v1/agent[^/]*',
+// '^/v1/run[-a-z0-9]+$') says how the name goes on, and has none.
+func patternSibling(p string) (prefix, sibling string) {
+	prefix, m, next := literalPrefix(p)
+	if prefix == "" {
+		return "", ""
+	}
+	for next != nil && len(next.Sub) == 1 && (next.Op == syntax.OpStar || next.Op == syntax.OpPlus ||
+		next.Op == syntax.OpQuest || next.Op == syntax.OpRepeat || next.Op == syntax.OpCapture) {
+		next = next.Sub[0]
+	}
+	if next != nil && next.Op == syntax.OpCharClass && !classHolds(next.Rune, '/') {
+		return prefix, ""
+	}
+	sibling, _ = siblingProbe(prefix, m.MatchString)
+	return prefix, sibling
+}
+
+// classHolds reports whether the ranges of a character class (pairs of
+// their first and last runes) hold r.
+func classHolds(ranges []rune, r rune) bool {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if ranges[i] <= r && r <= ranges[i+1] {
+			return true
+		}
+	}
+	return false
 }
 
 // siblingProbe returns a path beside the one prefix names, not below it,
 // that a prefix test with it holds for (and match, when set, matches):
 // /v1/public-secrets for /v1/public, where prefix names something below
-// the root (namesBelowRoot) and does not end in a /.
+// the root (namesBelowRoot) and ends in a letter or a digit, in a name
+// that may go on. A prefix ending in a / names a directory, and one
+// ending in another character ('/tmp/upload-', '/srv/report.',
+// '/v1/items:') the start of a name by design.
 func siblingProbe(prefix string, match func(string) bool) (string, bool) {
-	if strings.HasSuffix(prefix, "/") || !namesBelowRoot(prefix) {
+	last, _ := utf8.DecodeLastRuneInString(prefix)
+	if !unicode.IsLetter(last) && !unicode.IsDigit(last) || !namesBelowRoot(prefix) {
 		return "", false
 	}
 	probe := prefix + "-secrets"

@@ -56,3 +56,96 @@ chains: tool: [
 		assert.Contains(t, got[1], "; it also holds for https://api.example.com/v1/public-secrets, beside")
 	}
 }
+
+// Where a prefix test lets nothing more through than written, it is not
+// a cel/loose-match finding; each case lists the findings that remain.
+func TestPrefixFindingsExcused(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		// A ".." test excuses a prefix test in another all() over the same list
+		// where the predicate lets calls through (and so in an exists() where it
+		// blocks them): each element passes both. One in an exists() where the
+		// predicate lets calls through holds for one element alone, and one
+		// over a filter() of the list for the elements it keeps: neither
+		// excuses anything.
+		{"DotsTestInAnotherMacro", `package p
+
+tools: copy: {path_arg: "/files/*/path", args: {type: "object", required: ["files"], properties: {
+	files: {type: "array", items: {type: "object", required: ["path"], properties: path: type: "string"}}
+}}}
+chains: tool: [
+	{use: "guard", name: "ok1", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.all(g, !g.path.contains('..'))"},
+	{use: "guard", name: "ok2", tools: ["copy"], deny: "args.files.exists(f, !f.path.startsWith('/srv/')) || args.files.exists(f, f.path.contains('..'))"},
+	{use: "guard", name: "ok3", tools: ["copy"], require: "!args.files.exists(f, f.path.contains('..')) && args.files.all(f, f.path.startsWith('/srv/'))"},
+	{use: "guard", name: "a", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.exists(f, !f.path.contains('..'))"},
+	{use: "guard", name: "b", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.all(f, !f.path.contains('..') || f.path == 'x')"},
+	{use: "guard", name: "c", tools: ["copy"], require: "args.files.all(f, f.path.startsWith('/srv/')) && args.files.filter(f, f.path != 'x').all(f, !f.path.contains('..'))"},
+]
+`, []string{
+			"10 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
+			"11 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
+			"12 warning: the require lets the call through on startsWith('/srv/'), a prefix test of f.path",
+		}},
+		// A prefix whose last name ends in a character that no name goes on
+		// from unnoticed ('/tmp/upload-', '/srv/report.', '/v1/items:') is a
+		// partial name by design, and a pattern that says how the name may go on
+		// ('^/tmp/agent[^/]*(/.*)?$') says what it lets through: neither is a
+		// sibling finding. '.*' after the name is.
+		{"SiblingDeliberate", `package p
+
+tools: fetch: {url_arg: "url", args: {type: "object", required: ["url"], properties: url: type: "string"}}
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "egress", allow: ["api.example.com"]},
+	{use: "guard", name: "ok1", tools: ["read_file"], require: "path_clean(args.path).startsWith('/tmp/upload-') || path_clean(args.path).startsWith('/srv/report.') || path_clean(args.path).startsWith('/srv/x_')"},
+	{use: "guard", name: "ok2", tools: ["fetch"], require: "url_path(args.url).startsWith('/v1/items:') || url_path(args.url).matches('^/v1/agent[^/]*(/.*)?$') || url_path(args.url).matches('^/v1/run-[-a-z0-9]+$')"},
+	{use: "guard", name: "ok3", tools: ["read_file"], require: "args.path.startsWith('/tmp/upload-') && !args.path.contains('..')"},
+	{use: "guard", name: "a", tools: ["fetch"], require: "url_path(args.url).matches('^/v1/public.*') || url_path(args.url).matches('^/v1/x.+$')"},
+]
+`, []string{
+			"10 warning: the require lets the call through on the pattern '^/v1/public.*', which also holds for /v1/public-secrets",
+			"10 warning: the require lets the call through on the pattern '^/v1/x.+$', which also holds for /v1/x-secrets",
+		}},
+		// A file_check layer refuses a path outside its roots: where the path
+		// beside a prefix is outside the roots of every layer covering the tool,
+		// a prefix test of it lets nothing more through and is not reported.
+		{"SiblingOutsideFileCheckRoots", `package p
+
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+tools: write_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "file_check", name: "fc_read", tools: ["read_file"], roots: ["/srv/data", "/tmp"]},
+	{use: "file_check", name: "fc_write", tools: ["write_file"], roots: ["/srv"]},
+	{use: "guard", name: "ok", tools: ["read_file"], require: "args.path.startsWith('/srv/data')"},
+	{use: "guard", name: "a", tools: ["write_file"], require: "args.path.startsWith('/srv/data')"},
+	{use: "guard", name: "b", tools: ["read_file", "write_file"], require: "args.path.startsWith('/srv/data')"},
+]
+`, []string{
+			"9 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path, the path write_file's path_arg names: it also holds for /srv/data-secrets",
+			"10 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path",
+		}},
+		// A conditional one branch of which never lets the call through holds
+		// its condition beside the other: a ".." test there excuses a prefix test
+		// in that branch, as a conjunct does.
+		{"DotsTestInConditional", `package p
+
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path", "note"], properties: {path: type: "string", note: type: "string"}}}
+chains: tool: [
+	{use: "guard", name: "ok1", tools: ["read_file"], require: "args.path.contains('..') ? false : args.path.startsWith('/srv/')"},
+	{use: "guard", name: "ok2", tools: ["read_file"], require: "!args.path.contains('..') ? args.path.startsWith('/srv/') : false"},
+	{use: "guard", name: "ok3", tools: ["read_file"], deny: "args.path.contains('..') ? true : !args.path.startsWith('/srv/')"},
+	{use: "guard", name: "a", tools: ["read_file"], require: "args.path.contains('..') ? args.note == 'x' : args.path.startsWith('/srv/')"},
+	{use: "guard", name: "b", tools: ["read_file"], require: "args.path.contains('..') ? true : args.path.startsWith('/srv/')"},
+]
+`, []string{
+			"8 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.path",
+			"9 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.path",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertPrefixes(t, ruleFindings(t, tc.src, ruleLooseMatch), tc.want)
+		})
+	}
+}

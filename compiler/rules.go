@@ -691,7 +691,15 @@ it where the predicate lets the call through, so one in another branch,
 args.path.startsWith('/srv/data/') || args.path.contains('..'), or one
 a disjunct can make moot, && (!args.path.contains('..') || args.note ==
 'x'), excuses nothing, and so for each test said to be beside another
-below). A path_arg below the top
+below; so is a conjunct of the body of an all() that holds there, or of
+an exists() that fails there, over the same list, which holds for each
+element: args.files.all(f, f.path.startsWith('/srv/')) &&
+args.files.all(f, !f.path.contains('..')) in a require is not
+reported, and args.files.exists(f, !f.path.contains('..')) in its place,
+which one element may pass alone, excuses nothing; and so is the
+condition of a conditional whose other branch is the constant that does
+not let the call through, args.path.contains('..') ? false :
+args.path.startsWith('/srv/data/')). A path_arg below the top
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list or a filter() of it
@@ -737,10 +745,16 @@ for a test of url_path() or path_clean() (or lower() of one) whatever it
 reads, in any stage, for a pattern anchored at its start that matches
 its literal prefix followed by -secrets ('^/v1/public.*'; '^/v1/public(/.*)?$'
 is tight), and for the path a path_arg names (a file_check layer or not,
-as a sibling inside its roots passes it) or the URL a url_arg names
+as a sibling inside its roots passes it; not where the sibling is
+outside the roots of a layer covering each tool in scope, which refuses
+it: startsWith('/srv/data') with roots ['/srv/data']) or the URL a url_arg names
 tested as they are, in the one warning that reports their traversals or,
 where tests beside it excuse those, alone; the root and a prefix that
-names none below it (~, .) are not one. On the side that blocks
+names none below it (~, .) are not one, nor is a prefix whose last
+character is not a letter or a digit ('/tmp/upload-', '/srv/report.',
+'/v1/items:', the start of a name by design), nor a pattern that
+follows its prefix with a class of characters without a / ('^/v1/agent[^/]*(/.*)?$',
+which says how the name goes on). On the side that blocks
 (deny: "url_path(args.url).startsWith('/v1/admin')", which also blocks
 /v1/administrators) it blocks more than written and is not reported. A constant written as a
 concatenation ('https://' + 'api.example.com') is read as the string it
