@@ -184,7 +184,8 @@ func TestRetryRunsAgainADelegatingCallRefusedBeforeItsTurnActed(t *testing.T) {
 // acted, or an agent turn after calls of it that would repeat an effect
 // ran, was classified a failure of kind rate_limited, which a worker runs
 // again and agentc serve answers 429: the turn's calls ran again. It is in
-// doubt, as any other failure of such a call or turn is.
+// doubt, as any other failure of such a call or turn is, and asks for no
+// delay before an attempt after it (RetryAfterOf): none is to be made.
 func TestARefusalForCallsInFlightAfterActingIsInDoubt(t *testing.T) {
 	inFlight := &runtime.BudgetError{Layer: "meter", Resource: "calls", Limit: 2, Pending: 1}
 	for name, err := range map[string]error{
@@ -196,6 +197,8 @@ func TestARefusalForCallsInFlightAfterActingIsInDoubt(t *testing.T) {
 			assert.Equal(t, "in_doubt", runtime.KindOf(err))
 			assert.False(t, runtime.IsTransient(err))
 			assert.False(t, runtime.DidNotRun(err))
+			d, ok := runtime.RetryAfterOf(err)
+			assert.False(t, ok, "no attempt after a call in doubt: no delay before one (%s)", d)
 		})
 	}
 }
