@@ -1443,16 +1443,27 @@ func markDelegated(ac *agentCall) {
 	}
 }
 
-// markDelegatedRan flags the calls of the tool chain whose tools run the
-// agent turn of ac, at any depth, as having run a call of it that would
-// repeat an effect: one that reached its tool, or may have (reached). A
-// refusal such a tool returns after that, which says it did not run,
-// does not hold for its call (ranUnder).
-func markDelegatedRan(ac *agentCall) {
-	for c := ac.up; c != nil; c = c.up {
+// markRan flags the call of the tool chain that ac carries (its tool
+// running), if any, and those whose tools run it, at any depth, as having
+// run a call that would repeat an effect: one that reached its tool, or
+// may have (reached), made by an agent turn the tool ran (ac.up: the
+// turn's call) or by the tool itself (ac: its own call). A refusal such a
+// tool returns after that, which says it did not run, does not hold for
+// its call (ranUnder).
+func markRan(ac *agentCall) {
+	for c := ac; c != nil; c = c.up {
 		if tc := c.call.Load(); tc != nil {
 			atomic.StoreInt32(&tc.delegatedRan, 1)
 		}
+	}
+}
+
+// ranInTool is markRan for a call that the tool of another call made of
+// its own (ctx is that tool's: inToolOf), none for any other call (an
+// agent turn's call, flagged by its turn, or the host's).
+func ranInTool(ctx context.Context) {
+	if ac, ok := ctx.Value(agentCallCtxKey{}).(*agentCall); ok && ac.inTool {
+		markRan(ac)
 	}
 }
 
@@ -1654,7 +1665,7 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 	if reached(ctx, err) && (t.pl.repeatsEffect(call.Name) || ranCalls(err)) {
 		t.ran.add(call)
 		if ac.up != nil {
-			markDelegatedRan(ac)
+			markRan(ac.up)
 		}
 	}
 	if err == nil {

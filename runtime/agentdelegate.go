@@ -155,15 +155,16 @@ func delegatedCalls(d []DelegatedCall) string {
 
 // ranUnder returns err, the error c's tool returned, marked MayHaveRun
 // when it says the call did not run (DidNotRun: a later turn of the tool's
-// refused for its run busy, its pipeline closed, a budget held by calls in
-// flight, an open breaker, or a refusal of the tool's own) while an agent
-// turn the tool ran, at any depth, had run a call that would repeat an
-// effect (delegatedRan): the call acted, and run again, the tool would run
-// that turn anew. A tool whose agent turns ran no such call keeps its
-// refusal: a retry runs its call again.
+// refused for its run busy, its pipeline closed, a later call of its own
+// or a turn's model call refused by a budget held by calls in flight or an
+// open breaker, or a refusal of the tool's own) while the tool, or an
+// agent turn it ran, at any depth, had run a call that would repeat an
+// effect (delegatedRan: markRan): the call acted, and run again, the tool
+// would make that call, or run that turn, anew. A tool that ran no such
+// call keeps its refusal: a retry runs its call again.
 func (c *ToolCall) ranUnder(err error) error {
 	if err == nil || atomic.LoadInt32(&c.delegatedRan) == 0 || !DidNotRun(err) {
 		return err
 	}
-	return MayHaveRun(fmt.Errorf("tool %s ran an agent turn that ran a call that would repeat an effect, then failed as if it had not run: %w", c.Name, err))
+	return MayHaveRun(fmt.Errorf("tool %s ran a call that would repeat an effect (of its own or of an agent turn it ran), then failed as if it had not run: %w", c.Name, err))
 }

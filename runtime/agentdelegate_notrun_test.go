@@ -66,11 +66,13 @@ func notRunRefusals() []notRunAfterActing {
 }
 
 // delegationThenRefused builds a checkpointed pipeline whose tool chain
-// retries (twice) and whose read-only lookup runs an agent turn of input,
-// then fails its first attempt with tc's refusal; refund is
-// side-effecting, counted, and refused before it runs (NotRun, a
-// permanent failure: not tried again) its first refuseFirst times.
-func delegationThenRefused(t *testing.T, tc notRunAfterActing, input string, refuseFirst int) (pl *runtime.Pipeline, refunds, attempts *atomic.Int64) {
+// retries (twice) and whose read-only lookup runs an agent turn of input
+// (direct: makes the turn's call of refund itself through the tool chain,
+// for "refund 9", going on without it when it is refused), then fails its
+// first attempt with tc's refusal; refund is side-effecting, counted, and
+// refused before it runs (NotRun, a permanent failure: not tried again)
+// its first refuseFirst times.
+func delegationThenRefused(t *testing.T, tc notRunAfterActing, input string, refuseFirst int, direct bool) (pl *runtime.Pipeline, refunds, attempts *atomic.Int64) {
 	t.Helper()
 	refunds, attempts = new(atomic.Int64), new(atomic.Int64)
 	var refusals atomic.Int64
@@ -86,14 +88,22 @@ func delegationThenRefused(t *testing.T, tc notRunAfterActing, input string, ref
 			return "ok", nil
 		},
 		"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
-			res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: input})
-			if err != nil {
-				return nil, err
+			out := "looked up"
+			if direct {
+				if input == "refund 9" {
+					_, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order": 9}})
+				}
+			} else {
+				res, err := pl.RunAgent(ctx, runtime.AgentRequest{Model: "primary", Input: input})
+				if err != nil {
+					return nil, err
+				}
+				out = res.Output
 			}
 			if attempts.Add(1) == 1 {
 				return nil, tc.later(t, ctx, pl)
 			}
-			return res.Output, nil
+			return out, nil
 		},
 	}
 	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model}, Tools: tools, Checkpoints: runtime.NewMemoryCheckpoints()})
@@ -106,15 +116,19 @@ func delegationThenRefused(t *testing.T, tc notRunAfterActing, input string, ref
 // a budget held by calls in flight, an open breaker) was read as a call
 // that did not run: a retry ran it again, and its agent refunded twice. The
 // call acted: its failure is in doubt, not run again, and an agent turn
-// that made it ends in doubt.
+// that made it ends in doubt. So too when the tool made the refund call
+// itself (through the tool chain: Pipeline.Tool), not through an agent
+// turn: the refusal it returned after that call ran was read as its own
+// call's, not run.
 func TestRetryDoesNotRepeatADelegatingCallRefusedAfterItActed(t *testing.T) {
 	for _, tc := range notRunRefusals() {
-		for _, host := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/host call %v", tc.name, host), func(t *testing.T) {
+		for _, c := range []struct{ host, direct bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+			host := c.host
+			t.Run(fmt.Sprintf("%s/host call %v/direct %v", tc.name, host, c.direct), func(t *testing.T) {
 				if tc.name == "run busy" && !host {
 					t.Skip("an agent turn holds its run: another turn of it cannot start meanwhile")
 				}
-				pl, refunds, attempts := delegationThenRefused(t, tc, "refund 9", 0)
+				pl, refunds, attempts := delegationThenRefused(t, tc, "refund 9", 0, c.direct)
 				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
 				var err error
 				if host {
@@ -128,7 +142,7 @@ func TestRetryDoesNotRepeatADelegatingCallRefusedAfterItActed(t *testing.T) {
 				assert.False(t, runtime.DidNotRun(err), "%v", err)
 				assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
 				if host {
-					assert.ErrorContains(t, err, "tool lookup ran an agent turn that ran a call that would repeat an effect, then failed as if it had not run")
+					assert.ErrorContains(t, err, "tool lookup ran a call that would repeat an effect (of its own or of an agent turn it ran), then failed as if it had not run")
 				}
 			})
 		}
@@ -138,18 +152,21 @@ func TestRetryDoesNotRepeatADelegatingCallRefusedAfterItActed(t *testing.T) {
 // TestRetryRunsAgainADelegatingCallRefusedBeforeItsTurnActed: a tool
 // whose agent turn made no call that would repeat an effect, or made one
 // that was refused before it ran, and which then returned a refusal that
-// says it did not run, did not run anything: a retry runs it again.
+// says it did not run, did not run anything: a retry runs it again. So
+// does one that made no such call itself, or made one refused before it
+// ran.
 func TestRetryRunsAgainADelegatingCallRefusedBeforeItsTurnActed(t *testing.T) {
 	for _, tc := range notRunRefusals() {
 		for _, nested := range []struct {
 			name, input string
 			refuseFirst int
-		}{{"no call", "summarise", 0}, {"refund refused", "refund 9", 1}} {
+			direct      bool
+		}{{"no call", "summarise", 0, false}, {"refund refused", "refund 9", 1, false}, {"no call/direct", "summarise", 0, true}, {"refund refused/direct", "refund 9", 1, true}} {
 			t.Run(tc.name+"/"+nested.name, func(t *testing.T) {
 				if tc.name == "breaker open" {
 					t.Skip("an open breaker is not tried again")
 				}
-				pl, refunds, attempts := delegationThenRefused(t, tc, nested.input, nested.refuseFirst)
+				pl, refunds, attempts := delegationThenRefused(t, tc, nested.input, nested.refuseFirst, nested.direct)
 				ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
 				_, err := pl.Tool(ctx, runtime.ToolRequest{Name: "lookup", Args: map[string]any{"order": 7}})
 				require.NoError(t, err)
@@ -167,7 +184,8 @@ func TestRetryRunsAgainADelegatingCallRefusedBeforeItsTurnActed(t *testing.T) {
 // acted, or an agent turn after calls of it that would repeat an effect
 // ran, was classified a failure of kind rate_limited, which a worker runs
 // again and agentc serve answers 429: the turn's calls ran again. It is in
-// doubt, as any other failure of such a call or turn is.
+// doubt, as any other failure of such a call or turn is, and asks for no
+// delay before an attempt after it (RetryAfterOf): none is to be made.
 func TestARefusalForCallsInFlightAfterActingIsInDoubt(t *testing.T) {
 	inFlight := &runtime.BudgetError{Layer: "meter", Resource: "calls", Limit: 2, Pending: 1}
 	for name, err := range map[string]error{
@@ -179,6 +197,8 @@ func TestARefusalForCallsInFlightAfterActingIsInDoubt(t *testing.T) {
 			assert.Equal(t, "in_doubt", runtime.KindOf(err))
 			assert.False(t, runtime.IsTransient(err))
 			assert.False(t, runtime.DidNotRun(err))
+			d, ok := runtime.RetryAfterOf(err)
+			assert.False(t, ok, "no attempt after a call in doubt: no delay before one (%s)", d)
 		})
 	}
 }

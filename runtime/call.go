@@ -1417,8 +1417,9 @@ type ToolCall struct {
 	// call, ran an agent turn that started a call that would repeat an
 	// effect (Delegated).
 	delegated int32
-	// delegatedRan is set (atomically) when such a call reached its tool,
-	// or may have (delegatedActed).
+	// delegatedRan is set (atomically) when such a call, or one that
+	// would repeat an effect that the tool made of its own, reached its
+	// tool, or may have (markRan).
 	delegatedRan int32
 	// seen holds the keys of FirstSeen, the first two in place so that
 	// the one meter of a typical chain allocates nothing (callMarks
@@ -1482,7 +1483,9 @@ func (c *ToolCall) seenLocked(key any) bool {
 // its tool declares: a layer that runs a failed call again (retry) must
 // not, unless the failure proves it did not run (DidNotRun), which a
 // refusal the tool returns after such a call reached its tool does not:
-// the runtime marks it MayHaveRun (in doubt). It is known
+// the runtime marks it MayHaveRun (in doubt), as it does one the tool
+// returns after a call of its own (Pipeline.Tool) that would repeat an
+// effect reached its tool, which Delegated does not report. It is known
 // for every call of the tool chain, an agent turn's, one the host makes
 // outside an agent turn (Pipeline.Tool) and one a tool makes of its own:
 // the tool's context carries the call, and the agent turns it runs, at any

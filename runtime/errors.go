@@ -933,8 +933,13 @@ func transientStatus(s int) bool {
 
 // RetryAfterOf returns the delay a failure asks for before the next attempt
 // (a rate limited *CallError, or any error with a RetryAfter() time.Duration
-// method).
+// method), none for a failure in doubt (ClassInDoubt: a refusal for the
+// calls in flight that ended a call that may have acted), which is not
+// attempted again.
 func RetryAfterOf(err error) (time.Duration, bool) {
+	if Classify(err) == ClassInDoubt {
+		return 0, false
+	}
 	var ce *CallError
 	if errors.As(err, &ce) && ce.RetryAfter > 0 {
 		return ce.RetryAfter, true

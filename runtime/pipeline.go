@@ -738,6 +738,12 @@ func (pl *Pipeline) Tool(ctx context.Context, req ToolRequest) (ToolResult, erro
 		pl.keyCall(ctx, c)
 	}
 	v, err := pl.tool(ctx, c)
+	if (!e.known || e.info.SideEffecting && !e.info.RetrySafe) && reached(ctx, err) {
+		// A call that would repeat an effect (repeatsEffect) reached its
+		// tool: a tool that made it of its own no longer says, by a
+		// refusal, that its call did not run (ranUnder).
+		ranInTool(ctx)
+	}
 	if err != nil && ctx.Err() != nil && atomic.LoadInt32(&c.interrupted) != 0 {
 		err = c.mayHaveActed(err, "was running when its call was cancelled")
 	}

@@ -59,7 +59,11 @@
 // such as a rate_limit in reject mode, a meter's budget held by the calls
 // in flight or an egress check that could not resolve a host; a store a layer needed being unavailable; a connection
 // refused before the request was sent). A failure marked runtime.MayHaveRun
-// (in doubt) is never retried.
+// (in doubt) is never retried, nor is such a refusal a tool returns after
+// it, or an agent turn it ran, made a call that would repeat an effect
+// which reached its tool (a delegating tool's later turn refused for its
+// run busy or its pipeline closed): the runtime marks it
+// runtime.MayHaveRun.
 //
 // Backoff is exponential with full jitter: before attempt n+1 the layer waits
 // a uniform random delay in [0, min(max_delay, initial_delay *
