@@ -120,7 +120,7 @@ var fieldDocs = map[string]string{
 
 	"agentc.message.content":      "its whole text, as the model reads it: a string, or its text and tool_result parts and the text its image parts carry in place of an image, adjacent text parts run together, others joined by line breaks",
 	"agentc.message.name":         `its author's name, "" when none`,
-	"agentc.message.role":         "system, user, assistant or tool (a host may send others)",
+	"agentc.message.role":         "system, user, assistant or tool (a host may send others); a user message's tool results (Anthropic's tool_result blocks) are each read as a tool message before it, as an OpenAI client sends them",
 	"agentc.message.tool_call_id": `for a tool result, the id of the call it answers; "" otherwise`,
 	"agentc.message.tool_calls":   "for an assistant message, the tool calls the model asked for",
 
