@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -448,10 +449,20 @@ func (m *Message) grounding() bool { return m.Metadata[GroundingKey] == "true" }
 // sends in a user turn, not the grounding block.
 func (m *Message) userTurn() bool { return (m.Role == "user" || m.Role == "tool") && !m.grounding() }
 
-// chatParams is request.params of r.
+// chatParams is request.params of r. Its metadata's user_id is the end
+// user's id the provider is sent: the safety identifier when r has one
+// (OpenAI's successor to user, which the anthropic provider sends as
+// metadata.user_id in its place), else Metadata's.
 func chatParams(r *ChatRequest) predicate.Params {
 	p := predicate.Params{Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed,
 		ToolChoice: r.ToolChoice, Metadata: r.Metadata}
+	if id := r.SafetyIdentifier; id != "" && r.Metadata["user_id"] != id {
+		p.Metadata = maps.Clone(r.Metadata)
+		if p.Metadata == nil {
+			p.Metadata = make(map[string]string, 1)
+		}
+		p.Metadata["user_id"] = id
+	}
 	if r.ResponseFormat != nil {
 		p.ResponseFormat = r.ResponseFormat.Type
 	}

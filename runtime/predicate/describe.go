@@ -127,7 +127,7 @@ var fieldDocs = map[string]string{
 	"agentc.output.final": "text is the turn's output (its final answer's text), not the text an earlier answer wrote beside its tool calls",
 	"agentc.output.text":  "the turn's answer, or the text an earlier answer of the turn wrote beside its tool calls, each read as an output (final tells them apart)",
 
-	"agentc.params.metadata":        "the request's metadata, as the caller sent it (agentc serve adds its user as user_id); a key may be absent",
+	"agentc.params.metadata":        "the request's metadata, as the caller sent it (agentc serve adds the end user's id as user_id: the request's safety_identifier when it has one, which the provider is sent, else its user or metadata.user_id); a key may be absent",
 	"agentc.params.response_format": `the output format's type: text, json_object or json_schema; "" when unset`,
 	"agentc.params.seed":            "0 when unset; has() tells a seed of 0 from none",
 	"agentc.params.stop":            "the stop sequences",
