@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -99,6 +100,10 @@ func (p *Predicate) evalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	if len(c.Request.Messages) > 0 {
 		for i := range c.Request.Messages {
 			m := &c.Request.Messages[i]
+			if m.Role == "user" && m.hasResults() {
+				msgs = appendResultMessages(msgs, c.Request.Messages, i, contents)
+				continue
+			}
 			content := ""
 			if contents != nil {
 				content = contents[i]
@@ -137,6 +142,61 @@ func (p *Predicate) evalChat(ctx context.Context, c *ChatCall, resp *ChatRespons
 	}
 	chatVars.Put(v)
 	return ok, err
+}
+
+// hasResults reports whether m carries a tool_result part.
+func (m *Message) hasResults() bool {
+	for i := range m.Parts {
+		if m.Parts[i].Type == PartToolResult {
+			return true
+		}
+	}
+	return false
+}
+
+// appendResultMessages appends user message msgs[i], which carries tool
+// results (Anthropic's tool_result blocks), as a predicate reads it: as
+// the tool messages an OpenAI client sends, each a tool message with the
+// id of the call it answers, its content the result's text and that of
+// its images (ContentPart.HeldText, joined by line breaks), followed by
+// a user message of the rest of its content, if any. A guard keyed on
+// role 'tool' or on tool_call_id thus reads a conversation alike on all
+// routes, and one keyed on role 'user' does not read a tool's output as
+// the user's words. With contents (the turns read whole), the last of
+// them holds contents[i] when msgs[i] ends its turn, as the last message
+// of a turn does.
+func appendResultMessages(out []predicate.Message, msgs []Message, i int, contents []string) []predicate.Message {
+	m := &msgs[i]
+	rest := *m
+	rest.Parts = make([]ContentPart, 0, len(m.Parts))
+	for j := 0; j < len(m.Parts); j++ {
+		p := &m.Parts[j]
+		if p.Type != PartToolResult {
+			if !m.resultPart(j) {
+				rest.Parts = append(rest.Parts, *p)
+			}
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(p.Text)
+		for k := j + 1; k < len(m.Parts) && m.Parts[k].Type == PartImage && m.resultPart(k); k++ {
+			if text := m.Parts[k].HeldText(); text != "" {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(text)
+			}
+		}
+		out = append(out, predicate.Message{Role: "tool", Content: b.String(), ToolCallID: p.ToolCallID})
+	}
+	if rest.Content != "" || len(rest.Parts) != 0 || len(rest.ToolCalls) != 0 {
+		out = append(out, predicate.Message{Role: rest.Role, Content: predicateContent(&rest), Name: rest.Name,
+			ToolCalls: predicateCalls(rest.ToolCalls)})
+	}
+	if contents != nil && (i+1 == len(msgs) || !msgs[i+1].userTurn()) {
+		out[len(out)-1].Content = contents[i]
+	}
+	return out
 }
 
 // maxPooledMessages bounds the messages array an activation kept for reuse.
@@ -389,10 +449,20 @@ func (m *Message) grounding() bool { return m.Metadata[GroundingKey] == "true" }
 // sends in a user turn, not the grounding block.
 func (m *Message) userTurn() bool { return (m.Role == "user" || m.Role == "tool") && !m.grounding() }
 
-// chatParams is request.params of r.
+// chatParams is request.params of r. Its metadata's user_id is the end
+// user's id the provider is sent: the safety identifier when r has one
+// (OpenAI's successor to user, which the anthropic provider sends as
+// metadata.user_id in its place), else Metadata's.
 func chatParams(r *ChatRequest) predicate.Params {
 	p := predicate.Params{Temperature: r.Temperature, TopP: r.TopP, Stop: r.Stop, Seed: r.Seed,
 		ToolChoice: r.ToolChoice, Metadata: r.Metadata}
+	if id := r.SafetyIdentifier; id != "" && r.Metadata["user_id"] != id {
+		p.Metadata = maps.Clone(r.Metadata)
+		if p.Metadata == nil {
+			p.Metadata = make(map[string]string, 1)
+		}
+		p.Metadata["user_id"] = id
+	}
 	if r.ResponseFormat != nil {
 		p.ResponseFormat = r.ResponseFormat.Type
 	}

@@ -195,6 +195,25 @@ func ReportServedModel(ctx context.Context, name string) {
 	}
 }
 
+// SystemFingerprints is implemented by an UpstreamRequestIDs that also
+// notes the system fingerprint a provider gave the answer (OpenAI's
+// system_fingerprint: the backend configuration that served it, which
+// tells whether seeded answers are comparable).
+type SystemFingerprints interface {
+	// NoteSystemFingerprint notes the fingerprint of the answer of the
+	// request last sent.
+	NoteSystemFingerprint(fp string)
+}
+
+// ReportSystemFingerprint hands fp, the provider's system fingerprint of
+// an answer, to the UpstreamRequestIDs of ctx when it is also
+// SystemFingerprints.
+func ReportSystemFingerprint(ctx context.Context, fp string) {
+	if n, ok := ctx.Value(upstreamIDKey{}).(SystemFingerprints); ok && fp != "" {
+		n.NoteSystemFingerprint(fp)
+	}
+}
+
 // HeldNotes holds what the model clients under one context report (their
 // requests' ids and models) until Commit passes it on to the notes of the
 // context it was made from, and passes on what they report after. A layer
@@ -210,9 +229,18 @@ type HeldNotes struct {
 }
 
 type heldNote struct {
-	served bool
-	value  string
+	kind  noteKind
+	value string
 }
+
+// noteKind is what a held note reports.
+type noteKind uint8
+
+const (
+	noteRequestID noteKind = iota
+	noteServedModel
+	noteFingerprint
+)
 
 // HoldUpstreamNotes returns a context whose model clients' reports are held
 // by the returned HeldNotes, or ctx and nil when ctx has no notes to hold
@@ -230,7 +258,14 @@ func HoldUpstreamNotes(ctx context.Context) (context.Context, *HeldNotes) {
 func (h *HeldNotes) NoteUpstreamRequestID(id string) { h.note(heldNote{value: id}) }
 
 // NoteServedModel implements ServedModels.
-func (h *HeldNotes) NoteServedModel(name string) { h.note(heldNote{served: true, value: name}) }
+func (h *HeldNotes) NoteServedModel(name string) {
+	h.note(heldNote{kind: noteServedModel, value: name})
+}
+
+// NoteSystemFingerprint implements SystemFingerprints.
+func (h *HeldNotes) NoteSystemFingerprint(fp string) {
+	h.note(heldNote{kind: noteFingerprint, value: fp})
+}
 
 func (h *HeldNotes) note(n heldNote) {
 	h.mu.Lock()
@@ -244,10 +279,17 @@ func (h *HeldNotes) note(n heldNote) {
 
 // pass hands n to the parent notes. h.mu is held.
 func (h *HeldNotes) pass(n heldNote) {
-	if !n.served {
+	switch n.kind {
+	case noteRequestID:
 		h.parent.NoteUpstreamRequestID(n.value)
-	} else if s, ok := h.parent.(ServedModels); ok {
-		s.NoteServedModel(n.value)
+	case noteServedModel:
+		if s, ok := h.parent.(ServedModels); ok {
+			s.NoteServedModel(n.value)
+		}
+	case noteFingerprint:
+		if s, ok := h.parent.(SystemFingerprints); ok {
+			s.NoteSystemFingerprint(n.value)
+		}
 	}
 }
 

@@ -464,29 +464,10 @@ func textBlocks(raw json.RawMessage) (string, []antBlock, error) {
 	return "", blocks, nil
 }
 
-// joinBlocks returns the text of text blocks, and the last prompt-cache
-// breakpoint among them.
-func joinBlocks(blocks []antBlock) (string, *runtime.CacheControl, error) {
-	var b strings.Builder
-	var last *runtime.CacheControl
-	for i, bl := range blocks {
-		cc, err := cacheControl(bl.CacheControl)
-		if err != nil {
-			return "", nil, fmt.Errorf("[%d].cache_control: %w", i, err)
-		}
-		if cc != nil {
-			last = cc
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(bl.Text)
-	}
-	return b.String(), last, nil
-}
-
-// systemMessage maps the system prompt: its text, or, when a block marks a
-// prompt-cache breakpoint, its blocks as text parts, each with its own.
+// systemMessage maps the system prompt: its text, or its blocks as text
+// parts, each with its prompt-cache breakpoint, as they reach a Claude
+// model (which reads them run together, as a guard does); one block
+// without a breakpoint is the text alone.
 func systemMessage(raw json.RawMessage) (runtime.Message, error) {
 	m := runtime.Message{Role: "system"}
 	s, blocks, err := textBlocks(raw)
@@ -494,15 +475,19 @@ func systemMessage(raw json.RawMessage) (runtime.Message, error) {
 		m.Content = s
 		return m, err
 	}
-	text, cached, err := joinBlocks(blocks)
-	if err != nil || cached == nil {
-		m.Content = text
-		return m, err
-	}
 	m.Parts = make([]runtime.ContentPart, len(blocks))
 	for i, bl := range blocks {
-		cc, _ := cacheControl(bl.CacheControl) // checked by joinBlocks
+		cc, err := cacheControl(bl.CacheControl)
+		if err != nil {
+			return m, fmt.Errorf("[%d].cache_control: %w", i, err)
+		}
 		m.Parts[i] = runtime.ContentPart{Type: runtime.PartText, Text: bl.Text, CacheControl: cc}
+	}
+	switch {
+	case len(blocks) == 0:
+		m.Parts = nil
+	case len(blocks) == 1 && m.Parts[0].CacheControl == nil:
+		m.Content, m.Parts = blocks[0].Text, nil
 	}
 	return m, nil
 }

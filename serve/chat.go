@@ -27,6 +27,8 @@ import (
 // chatParams is a chat request decoded from either wire format.
 type chatParams struct {
 	req runtime.ChatRequest
+	// served notes what the model clients report of the request.
+	served *servedSlot
 	// stream asks for server-sent events.
 	stream bool
 	// includeUsage asks for OpenAI's trailing usage chunk.
@@ -119,6 +121,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	}
 	x.run = runtime.RunOf(ctx).ID
 	served := &servedSlot{idHeader: a.requestIDHeader}
+	p.served = served
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	ctx = context.WithValue(ctx, clientWireKey{}, a.wire)
 	var made *madeCalls
@@ -982,6 +985,9 @@ type servedSlot struct {
 	// client in the header idHeader.
 	id       atomic.Pointer[string]
 	idHeader string
+	// fingerprint is the system fingerprint of the answer of the model
+	// last called, when its provider gave one (systemFingerprint).
+	fingerprint atomic.Pointer[string]
 }
 
 // NoteUpstreamRequestID implements runtime.UpstreamRequestIDs. An id that
@@ -1019,7 +1025,10 @@ func invisibleByte(s string) int {
 }
 
 // NoteServedModel implements runtime.ServedModels.
-func (s *servedSlot) NoteServedModel(name string) { s.name.Store(&name) }
+func (s *servedSlot) NoteServedModel(name string) {
+	s.name.Store(&name)
+	s.fingerprint.Store(nil) // an earlier model's is not this one's
+}
 
 // setHeader sets the request id header of a response, when the upstream
 // gave an id.

@@ -35,6 +35,7 @@ func TestGuardReadsTextPartsAsTheModelDoes(t *testing.T) {
 			"/v1/messages user":           `{"model": "` + model + `", "max_tokens": 16, "messages": [{"role": "user", "content": ` + parts("text", "") + `}]}`,
 			"/v1/messages breakpoint":     `{"model": "` + model + `", "max_tokens": 16, "messages": [{"role": "user", "content": ` + parts("text", `, "cache_control": {"type": "ephemeral"}`) + `}]}`,
 			"/v1/messages system":         `{"model": "` + model + `", "max_tokens": 16, "system": ` + parts("text", `, "cache_control": {"type": "ephemeral"}`) + `, "messages": [{"role": "user", "content": "hi"}]}`,
+			"/v1/messages system plain":   `{"model": "` + model + `", "max_tokens": 16, "system": ` + parts("text", "") + `, "messages": [{"role": "user", "content": "hi"}]}`,
 			"/v1/responses user":          `{"model": "` + model + `", "input": [{"role": "user", "content": ` + parts("input_text", "") + `}]}`,
 			"/v1/responses system":        `{"model": "` + model + `", "input": [{"role": "system", "content": ` + parts("input_text", "") + `}, {"role": "user", "content": "hi"}]}`,
 		}

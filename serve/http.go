@@ -442,8 +442,10 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	if storeRefused(err) {
-		// A 500 the OpenAI and Anthropic SDKs would send again.
+	if storeRefused(err) || runtime.KindOf(err) == string(runtime.KindPermanent) {
+		// A failure that asking again repeats (a store that refuses, an
+		// upstream that refused the gateway's key or model id): a 5xx the
+		// OpenAI and Anthropic SDKs would send again.
 		x.Header().Set("x-should-retry", "false")
 	}
 	e := callError(x.api, status, err)

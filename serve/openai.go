@@ -480,6 +480,27 @@ func openAIMessage(in *oaMessage) (runtime.Message, error) {
 	return m, nil
 }
 
+// NoteSystemFingerprint implements runtime.SystemFingerprints: one of a
+// provider's form (requestIDForm) is relayed to an OpenAI client.
+func (s *servedSlot) NoteSystemFingerprint(fp string) {
+	if requestIDForm(fp) {
+		s.fingerprint.Store(&fp)
+	}
+}
+
+// appendFingerprint appends the system_fingerprint member, when the model
+// that served the request gave one.
+func appendFingerprint(b []byte, s *servedSlot) []byte {
+	if s == nil {
+		return b
+	}
+	if fp := s.fingerprint.Load(); fp != nil {
+		b = append(b, `,"system_fingerprint":`...)
+		b = wire.AppendString(b, *fp)
+	}
+	return b
+}
+
 // completeOpenAI answers a chat.completion object.
 func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b := make([]byte, 0, 256+len(resp.Text))
@@ -489,6 +510,7 @@ func completeOpenAI(x *exchange, p *chatParams, resp *runtime.ChatResponse) {
 	b = appendInt(b, unixNow())
 	b = append(b, `,"model":`...)
 	b = wire.AppendString(b, servedName(resp, p))
+	b = appendFingerprint(b, p.served)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	content, refusal := refusalSplit(&p.blocks, resp)
 	switch {
@@ -633,6 +655,7 @@ func (s *openAIStream) chunk(model string) {
 	b = appendInt(b, s.created)
 	b = append(b, `,"model":`...)
 	b = wire.AppendString(b, model)
+	b = appendFingerprint(b, s.served)
 	s.buf = append(b, `,"choices":[{"index":0,"delta":{`...)
 }
 
@@ -749,6 +772,7 @@ func (s *openAIStream) end(resp *runtime.ChatResponse) {
 		b = appendInt(b, s.created)
 		b = append(b, `,"model":`...)
 		b = wire.AppendString(b, model)
+		b = appendFingerprint(b, s.served)
 		b = append(b, `,"choices":[],"usage":`...)
 		b = appendOpenAIUsage(b, resp.Usage)
 		s.buf = append(b, "}\n\n"...)

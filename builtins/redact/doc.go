@@ -75,7 +75,8 @@
 // tool results, which a gateway
 // client supplies itself, the arguments of earlier tool calls, and the names a message
 // carries: its author, its tool calls' names and ids, its results' call ids, an id masked
-// alike in a call and its result; the caller's messages are
+// alike in a call and its result, two ids whose masks would be one told apart by a
+// suffix (_2, _3...); the caller's messages are
 // never modified), the tool definitions the call offers (names, descriptions and parameter
 // schemas: a client may paste a key into a description or an enum) and the JSON Schema of its
 // response format (each schema still valid JSON), the fields of the call no model reads but

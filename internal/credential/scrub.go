@@ -224,3 +224,27 @@ func scrubbedText(s string) (string, bool) {
 	t := Scrub(s)
 	return t, t != s
 }
+
+// MinKeyTail is the length of the shortest tail of a key KeyForms
+// returns: a fragment that long of a key (12 letters and digits of a
+// random suffix at least) is the key's alone, where a shorter one (a
+// prefix's word, "proj", "api03") may be any text's.
+const MinKeyTail = 12
+
+// KeyForms returns the texts a message may quote a key by, longest first:
+// the key, and each tail of it after a separator (- or _) of MinKeyTail
+// bytes at least, which a server may echo without the key's prefix
+// ("upstream-7f3a9c2e4b1d" of "sk-upstream-7f3a9c2e4b1d"). A key shorter
+// than MinKeyTail has no tail.
+func KeyForms(key string) []string {
+	if key == "" {
+		return nil
+	}
+	forms := []string{key}
+	for i := 0; i < len(key)-1; i++ {
+		if (key[i] == '-' || key[i] == '_') && len(key)-i-1 >= MinKeyTail {
+			forms = append(forms, key[i+1:])
+		}
+	}
+	return forms
+}

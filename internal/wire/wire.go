@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentc-dev/agentc/internal/credential"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -33,10 +34,14 @@ type Call struct {
 	Key string
 }
 
-// scrub replaces the key in s.
+// scrub replaces the key in s, and each tail of it a server may echo
+// without its prefix (credential.KeyForms).
 func (c Call) scrub(s string) string {
-	if len(c.Key) >= 4 {
-		s = strings.ReplaceAll(s, c.Key, "[redacted]")
+	if len(c.Key) < 4 {
+		return s
+	}
+	for _, form := range credential.KeyForms(c.Key) {
+		s = strings.ReplaceAll(s, form, "[redacted]")
 	}
 	return s
 }

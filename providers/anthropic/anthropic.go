@@ -29,6 +29,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -291,6 +292,10 @@ type event struct {
 		Thinking  string `json:"thinking"`
 		Signature string `json:"signature"`
 		Data      string `json:"data"`
+		// Input is a tool_use block's input at its start: {} from
+		// Anthropic's API, the input following in deltas; an
+		// Anthropic-compatible server may give it whole there.
+		Input json.RawMessage `json:"input"`
 	} `json:"content_block"`
 	Delta struct {
 		Type         string `json:"type"`
@@ -354,6 +359,11 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 		thinking          map[int64]int
 		ntools, nthinking int
 		slab              wire.ToolCallSlab
+		// startInput holds, by block index, the input a tool_use block
+		// gave at its start, other than {}, until a delta of its input
+		// replaces it or the block stops, which sends it: the SDKs keep
+		// a start's input no delta followed, as a text block's text.
+		startInput map[int64]string
 	)
 	emit := func(d runtime.Delta) bool {
 		if deltas == 0 {
@@ -425,6 +435,12 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 				if !emit(runtime.Delta{ToolCalls: tc}) {
 					return nil
 				}
+				if in := bytes.TrimSpace(cb.Input); len(in) > 0 && !emptyInput(in) {
+					if startInput == nil {
+						startInput = map[int64]string{}
+					}
+					startInput[ev.Index] = string(in)
+				}
 			case "text":
 				if cb.Text != "" && !emit(runtime.Delta{Text: cb.Text}) {
 					return nil
@@ -461,6 +477,9 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 					return nil
 				}
 			case "input_json_delta":
+				if ev.Delta.PartialJSON != "" {
+					delete(startInput, ev.Index)
+				}
 				if i, ok := tools[ev.Index]; ok && ev.Delta.PartialJSON != "" {
 					tc := slab.Take(1)
 					tc[0] = runtime.ToolCallDelta{Index: i, Arguments: ev.Delta.PartialJSON}
@@ -493,6 +512,15 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 				input = runtime.Usage{InputTokens: in.InputTokens, CachedInputTokens: max(in.CachedInputTokens, input.CachedInputTokens),
 					CacheWriteInputTokens:   max(in.CacheWriteInputTokens, input.CacheWriteInputTokens),
 					CacheWrite1hInputTokens: max(in.CacheWrite1hInputTokens, input.CacheWrite1hInputTokens)}
+			}
+		case "content_block_stop":
+			if in, ok := startInput[ev.Index]; ok {
+				delete(startInput, ev.Index)
+				tc := slab.Take(1)
+				tc[0] = runtime.ToolCallDelta{Index: tools[ev.Index], Arguments: in}
+				if !emit(runtime.Delta{ToolCalls: tc}) {
+					return nil
+				}
 			}
 		case "message_stop":
 			stopped = true
@@ -670,4 +698,16 @@ func (c *Client) Close() error {
 		c.own.CloseIdleConnections()
 	}
 	return nil
+}
+
+// emptyInput reports whether a tool_use block's input at its start is
+// empty: {} (Anthropic's API, the input following in deltas) or null.
+func emptyInput(in []byte) bool {
+	if string(in) == "null" {
+		return true
+	}
+	if in[0] != '{' || in[len(in)-1] != '}' {
+		return false
+	}
+	return len(bytes.TrimSpace(in[1:len(in)-1])) == 0
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/internal/wire"
@@ -187,6 +188,9 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 			b = wire.AppendString(b, t.Display)
 		}
 		b = append(b, '}')
+	}
+	if !slices.ContainsFunc(req.Messages, func(m runtime.Message) bool { return m.Role != "system" && m.Role != "developer" }) {
+		return nil, errors.New("messages: none besides the system prompt, and Anthropic's API wants at least one user message")
 	}
 	return append(b, '}'), nil
 }
@@ -388,22 +392,25 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		block()
 		b = append(b, `{"type":"tool_result","tool_use_id":`...)
 		b = appendToolID(b, id)
-		b = append(b, `,"content":[`...)
-		// A result of images alone has no text block: the API refuses
-		// an empty one beside them.
-		if text != "" || len(images) == 0 {
-			b = appendText(b, text, nil)
-			if len(images) > 0 {
-				b = append(b, ',')
+		// A result without text has no text block, the API refusing an
+		// empty one, and one of nothing no content, as the API takes it.
+		if text != "" || len(images) > 0 {
+			b = append(b, `,"content":[`...)
+			if text != "" {
+				b = appendText(b, text, nil)
+				if len(images) > 0 {
+					b = append(b, ',')
+				}
 			}
-		}
-		for k := range images {
-			if k > 0 {
-				b = append(b, ',')
+			for k := range images {
+				if k > 0 {
+					b = append(b, ',')
+				}
+				b = appendImage(b, images[k])
 			}
-			b = appendImage(b, images[k])
+			b = append(b, ']')
 		}
-		b = append(b, `],"is_error":`...)
+		b = append(b, `,"is_error":`...)
 		b = strconv.AppendBool(b, isError)
 		if cc != nil {
 			b = appendCacheControl(b, cc)
@@ -458,6 +465,9 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			for _, p := range m.Parts {
 				switch p.Type {
 				case runtime.PartText:
+					if p.Text == "" {
+						continue // the API refuses an empty text block
+					}
 					block()
 					if p.Document {
 						b = appendDocument(b, p)
@@ -475,7 +485,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				}
 			}
 			if results == 0 && had == 0 {
-				b = appendText(b, "", nil)
+				return b, fmt.Errorf("messages[%d]: a user message with nothing in it (no text, no image, no tool result), which Anthropic's API refuses (text content blocks must be non-empty)", i)
 			}
 			b = append(b, "]}"...)
 			results = 0
@@ -489,7 +499,10 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				}
 				k++
 			}
-			if m.Content != "" {
+			// Blank text beside the calls is left out: the API refuses
+			// a text block of white space alone.
+			calls := len(m.ToolCalls) > 0
+			if m.Content != "" && !(calls && strings.TrimSpace(m.Content) == "") {
 				sep()
 				b = appendText(b, m.Content, nil)
 			}
@@ -505,7 +518,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					continue
 				}
 				switch p := &m.Parts[j]; {
-				case p.Type == runtime.PartText && p.Text != "":
+				case p.Type == runtime.PartText && p.Text != "" && !(calls && strings.TrimSpace(p.Text) == ""):
 					sep()
 					b = appendText(b, p.Text, p.CacheControl)
 				case p.Type == runtime.PartThinking:

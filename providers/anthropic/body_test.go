@@ -98,7 +98,6 @@ func bodyCases() map[string]runtime.ChatRequest {
 			{Type: runtime.PartDocument, MediaType: "application/pdf", ImageURL: "https://example.com/q3.pdf", CacheControl: hour}}}}},
 		"interleaved":       {Messages: interleaved, MaxTokens: 4096, Thinking: &runtime.Thinking{Type: "enabled", BudgetTokens: 2048}, Tools: []runtime.ToolDef{weather}},
 		"plain":             {Messages: hello},
-		"empty user":        {Messages: []runtime.Message{{Role: "user"}}},
 		"results last":      {Messages: transcript[:6]},
 		"result parts":      {Messages: partsResult},
 		"transcript":        {Messages: transcript, Tools: []runtime.ToolDef{weather}},

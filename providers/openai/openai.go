@@ -190,6 +190,12 @@ func wholeUsage(body io.ReadCloser) runtime.Usage {
 type chunk struct {
 	Choices []chunkChoice `json:"choices"`
 	Usage   *chunkUsage   `json:"usage"`
+	// SystemFingerprint is the backend configuration that served the
+	// answer (runtime.ReportSystemFingerprint).
+	SystemFingerprint string `json:"system_fingerprint"`
+	// lastFingerprint is the SystemFingerprint of the chunk before,
+	// kept by reset, which the next chunk's reuses when it is the same.
+	lastFingerprint string
 	// Error is set in an error event ({"error": ...}).
 	Error json.RawMessage `json:"error"`
 }
@@ -264,7 +270,10 @@ func (c *chunk) decode(data []byte) error {
 // reset clears c for the next chunk, keeping the choices' backing array.
 func (c *chunk) reset() {
 	clear(c.Choices[:cap(c.Choices)])
-	c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil
+	if c.SystemFingerprint != "" {
+		c.lastFingerprint = c.SystemFingerprint
+	}
+	c.Choices, c.Usage, c.Error, c.SystemFingerprint = c.Choices[:0], nil, nil, ""
 }
 
 // consume turns the chunks of events into deltas. As the SDK's own stream
@@ -284,6 +293,8 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, events *
 		refused  bool // the model refused (refusal deltas)
 		slab     wire.ToolCallSlab
 		chunk    chunk
+		// fingerprint is the system fingerprint last reported.
+		fingerprint string
 	)
 	// fail passes the held delta on and returns err, or nil when the
 	// consumer stopped.
@@ -312,6 +323,11 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, events *
 		}
 		if chunk.Error != nil {
 			return fail(c.failure(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(chunk.Error), Event: ssestream.Event{Type: events.Type(), Data: bytes.Clone(data)}}, deltas))
+		}
+		if fp := chunk.SystemFingerprint; fp != "" && fp != fingerprint {
+			// Reported before the first delta it came with goes out.
+			fingerprint = fp
+			runtime.ReportSystemFingerprint(ctx, fp)
 		}
 		if u := chunk.Usage; u != nil && (u.PromptTokens != 0 || u.CompletionTokens != 0) {
 			usage = u.usage()

@@ -24,6 +24,9 @@ func (c *chunk) decodeFast(data []byte) bool {
 			return c.choices(&s)
 		case 1:
 			return c.usage(&s)
+		case 3:
+			// The same in every chunk: the last one's string is kept.
+			return s.strKeep(&c.SystemFingerprint, c.lastFingerprint)
 		}
 		return false // error: left to the full decoders
 	}) {
@@ -34,7 +37,7 @@ func (c *chunk) decodeFast(data []byte) bool {
 }
 
 var (
-	topKeys      = []string{"choices", "usage", "error"}
+	topKeys      = []string{"choices", "usage", "error", "system_fingerprint"}
 	choiceKeys   = []string{"index", "delta", "finish_reason"}
 	deltaKeys    = []string{"content", "refusal", "tool_calls"}
 	toolKeys     = []string{"index", "id", "function", "custom"}
@@ -289,7 +292,11 @@ func (s *scanner) object(names []string, field func(int) bool) bool {
 }
 
 // str reads a string, or a null that leaves dst as it is.
-func (s *scanner) str(dst *string) bool {
+func (s *scanner) str(dst *string) bool { return s.strKeep(dst, "") }
+
+// strKeep reads a string as str does, setting dst to prev, without
+// allocating, when the string is prev.
+func (s *scanner) strKeep(dst *string, prev string) bool {
 	if s.null() {
 		return true
 	}
@@ -316,7 +323,11 @@ func (s *scanner) str(dst *string) bool {
 	}
 	s.i++
 	if plain {
-		*dst = string(s.d[start+1 : s.i-1])
+		if b := s.d[start+1 : s.i-1]; prev != "" && string(b) == prev {
+			*dst = prev
+		} else {
+			*dst = string(b)
+		}
 		return true
 	}
 	return fastjson.Unmarshal(s.d[start:s.i], dst) == nil

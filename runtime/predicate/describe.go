@@ -120,14 +120,14 @@ var fieldDocs = map[string]string{
 
 	"agentc.message.content":      "its whole text, as the model reads it: a string, or its text and tool_result parts and the text its image parts carry in place of an image, adjacent text parts run together, others joined by line breaks",
 	"agentc.message.name":         `its author's name, "" when none`,
-	"agentc.message.role":         "system, user, assistant or tool (a host may send others)",
+	"agentc.message.role":         "system, user, assistant or tool (a host may send others); a user message's tool results (Anthropic's tool_result blocks) are each read as a tool message before it, as an OpenAI client sends them",
 	"agentc.message.tool_call_id": `for a tool result, the id of the call it answers; "" otherwise`,
 	"agentc.message.tool_calls":   "for an assistant message, the tool calls the model asked for",
 
 	"agentc.output.final": "text is the turn's output (its final answer's text), not the text an earlier answer wrote beside its tool calls",
 	"agentc.output.text":  "the turn's answer, or the text an earlier answer of the turn wrote beside its tool calls, each read as an output (final tells them apart)",
 
-	"agentc.params.metadata":        "the request's metadata, as the caller sent it (agentc serve adds its user as user_id); a key may be absent",
+	"agentc.params.metadata":        "the request's metadata, as the caller sent it (agentc serve adds the end user's id as user_id: the request's safety_identifier when it has one, which the provider is sent, else its user or metadata.user_id); a key may be absent",
 	"agentc.params.response_format": `the output format's type: text, json_object or json_schema; "" when unset`,
 	"agentc.params.seed":            "0 when unset; has() tells a seed of 0 from none",
 	"agentc.params.stop":            "the stop sequences",

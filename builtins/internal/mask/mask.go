@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentc-dev/agentc/builtins/internal/jsonvalue"
@@ -30,6 +31,9 @@ type Transcript struct {
 	// in, which is then not masked again in the run. Tool call arguments are
 	// not recorded.
 	Seen *scanned.Record
+	// ids maps the tool-call ids of the transcript Messages masks to
+	// their masks (toolIDs); nil masks each id as a text.
+	ids map[string]string
 }
 
 // Messages returns a copy of msgs with every text masked, and whether
@@ -37,6 +41,7 @@ type Transcript struct {
 // modified: a message that changed is a copy whose slices were copied before
 // they changed, and the others are shared with msgs.
 func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Message, bool) {
+	t.ids = t.toolIDs(run, msgs)
 	var out []runtime.Message
 	for i := range msgs {
 		if msgs[i].Role == "system" && !t.System && !scanned.IsGrounding(&msgs[i]) {
@@ -64,7 +69,8 @@ func (t Transcript) Messages(run string, msgs []runtime.Message) ([]runtime.Mess
 // it, as the image part of its result holding the masked text), the arguments of its
 // tool calls (Args), and the names it carries (scanned.NamesText: its
 // author, its tool calls' names and ids, its results' call ids; an id is
-// masked alike wherever it is, so a call and its result still pair). The
+// masked alike wherever it is, so a call and its result still pair, and
+// Messages keeps distinct ids distinct: toolIDs). The
 // parts keep their number and order, so each tool call keeps its place
 // among them (runtime.ToolUse.PartsAfter). msg is never modified.
 func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, bool) {
@@ -76,7 +82,7 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 	if red, ok := t.text(run, msg.Name); ok {
 		out.Name, changed = red, true
 	}
-	if red, ok := t.text(run, msg.ToolCallID); ok {
+	if red, ok := t.id(run, msg.ToolCallID); ok {
 		out.ToolCallID, changed = red, true
 	}
 	cloned := false
@@ -98,7 +104,7 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 		id, idMasked := "", false
 		if p.Type == runtime.PartToolResult || p.ToolCallID != "" {
 			// An image of a tool result carries its call's id too.
-			id, idMasked = t.text(run, p.ToolCallID)
+			id, idMasked = t.id(run, p.ToolCallID)
 		}
 		if !ok && !idMasked && !inResult {
 			continue
@@ -118,7 +124,7 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 	for j, tc := range msg.ToolCalls {
 		args, ok := Args(tc.Arguments, t.Mask, t.Find)
 		name, nameMasked := t.text(run, tc.Name)
-		id, idMasked := t.text(run, tc.ID)
+		id, idMasked := t.id(run, tc.ID)
 		if !ok && !nameMasked && !idMasked {
 			continue
 		}
@@ -137,6 +143,84 @@ func (t Transcript) Message(run string, msg *runtime.Message) (runtime.Message, 
 		changed = true
 	}
 	return out, changed
+}
+
+// toolIDs maps the tool-call ids of msgs (of their calls and results) to
+// their masks, or returns nil when no id holds anything to mask. Masks
+// stay distinct, so that each call still pairs with its own result (and
+// Anthropic's API, which refuses two calls of one id, takes them): an id
+// whose mask another id of msgs already has, or that is an id of msgs, is
+// masked with a suffix _2, _3... in the order the ids first appear, so
+// the first keeps its mask and a transcript that grows keeps its ids.
+func (t Transcript) toolIDs(run string, msgs []runtime.Message) map[string]string {
+	var ids []string
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role == "system" && !t.System && !scanned.IsGrounding(m) {
+			continue
+		}
+		for k := range m.ToolCalls {
+			ids = append(ids, m.ToolCalls[k].ID)
+		}
+		if m.ToolCallID != "" {
+			ids = append(ids, m.ToolCallID)
+		}
+		for j := range m.Parts {
+			if id := m.Parts[j].ToolCallID; id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	var masks map[string]string
+	for _, id := range ids {
+		if _, done := masks[id]; done {
+			continue
+		}
+		red, ok := t.text(run, id)
+		if !ok {
+			continue
+		}
+		if masks == nil {
+			masks = make(map[string]string)
+		}
+		masks[id] = red
+	}
+	if masks == nil {
+		return nil
+	}
+	taken := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if _, masked := masks[id]; !masked {
+			taken[id] = true
+		}
+	}
+	done := make(map[string]bool, len(masks))
+	for _, id := range ids {
+		red, masked := masks[id]
+		if !masked || done[id] {
+			continue
+		}
+		done[id] = true
+		unique := red
+		for n := 2; taken[unique]; n++ {
+			unique = red + "_" + strconv.Itoa(n)
+		}
+		masks[id], taken[unique] = unique, true
+	}
+	return masks
+}
+
+// id returns a tool-call id masked (by toolIDs' map when Messages made
+// one), and whether it was.
+func (t Transcript) id(run, id string) (string, bool) {
+	if t.ids == nil {
+		return t.text(run, id)
+	}
+	red, ok := t.ids[id]
+	if !ok {
+		return id, false
+	}
+	return red, true
 }
 
 // withAttachmentText returns the image part p (whose data is text:
