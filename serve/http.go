@@ -442,10 +442,12 @@ func (x *exchange) failErr(err error) {
 	x.err = err
 	status, retryAfter := StatusOf(err)
 	SetRetryAfter(x.Header(), retryAfter)
-	if storeRefused(err) || runtime.KindOf(err) == string(runtime.KindPermanent) {
+	if storeRefused(err) || runtime.KindOf(err) == string(runtime.KindPermanent) || runtime.Classify(err) == runtime.ClassInDoubt {
 		// A failure that asking again repeats (a store that refuses, an
 		// upstream that refused the gateway's key or model id): a 5xx the
-		// OpenAI and Anthropic SDKs would send again.
+		// OpenAI and Anthropic SDKs would send again. And a call in doubt
+		// (409), which may have made its effect and is not to be sent
+		// again before checking: the SDKs retry a 409 too.
 		x.Header().Set("x-should-retry", "false")
 	}
 	e := callError(x.api, status, err)

@@ -2,7 +2,9 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -11,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestPermanentFailureIsNotRetriedByTheSDKs: an upstream that refused the
@@ -65,4 +69,24 @@ func TestPermanentFailureIsNotRetriedByTheSDKs(t *testing.T) {
 			assert.Equal(t, 2, up.requests(), "the SDK sent the refused call again")
 		})
 	}
+}
+
+// TestAnInDoubtCallIsNotRetriedByTheSDKs: a call answered 409 in_doubt
+// (it may have made its effect) carried no x-should-retry: false, and the
+// OpenAI and Anthropic SDKs retry a 409, so a call the answer says not to
+// send again before checking was sent again by the client's own library.
+func TestAnInDoubtCallIsNotRetriedByTheSDKs(t *testing.T) {
+	inDoubt := fmt.Errorf("tool: %w", &runtime.InDoubtError{Layer: "idempotent", Tool: "charge", IdempotencyKey: "k"})
+	for _, a := range []api{apiOpenAI, apiAnthropic} {
+		rec := httptest.NewRecorder()
+		x := &exchange{ResponseWriter: rec, r: httptest.NewRequest("POST", "/v1/chat/completions", nil), api: a}
+		x.failErr(inDoubt)
+		assert.Equal(t, http.StatusConflict, rec.Code, rec.Body.String())
+		assert.Equal(t, "false", rec.Header().Get("x-should-retry"), "api %d", a)
+	}
+	// A refusal asking to come back later is left to the SDKs' judgement.
+	rec := httptest.NewRecorder()
+	x := &exchange{ResponseWriter: rec, r: httptest.NewRequest("POST", "/v1/chat/completions", nil), api: apiOpenAI}
+	x.failErr(&runtime.BreakerOpenError{Layer: "breaker"})
+	assert.Empty(t, rec.Header().Get("x-should-retry"), rec.Body.String())
 }
