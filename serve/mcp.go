@@ -1573,15 +1573,17 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	var res runtime.ToolResult
 	err = repeatedKeyError(req.Params.Arguments, "the arguments of "+name, "the MCP server")
 	tctx := ctx
-	if err == nil && ctx.Err() != nil && g.mcp != nil && g.mcp.tools[name] != nil {
+	if err == nil && (ctx.Err() != nil || waitErr != nil) && g.mcp != nil && g.mcp.tools[name] != nil {
 		// Its client cancelled the call of an upstream tool, went away or
 		// the shutdown cut it before its chain ran (while it waited for a
-		// listing, or before that): the chain runs all the same, on a
-		// context that has not ended, so that its layers see the attempt
-		// (audit records it failed, canceled; it was not sent), and the
+		// listing, or before that), or its time to wait for a listing is
+		// spent: the chain runs all the same, so that its layers see the
+		// attempt (audit records it failed; it was not sent), and the
 		// upstream tool refuses it at once (notSentOf). A host tool, which
 		// would not, runs its chain on the context ended, as before.
-		tctx = withNotSent(context.WithoutCancel(ctx), cancelledBeforeChain(ctx))
+		var stop context.CancelFunc
+		tctx, stop = recordOnly(ctx, waitErr)
+		defer stop()
 	} else if err == nil {
 		err = waitErr
 	}

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,6 +28,20 @@ func withIdempotencyKey(params *mcp.CallToolParams, c *runtime.ToolCall) {
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta[IdempotencyKeyMeta] = c.IdempotencyKey()
+	meta[IdempotencyKeyMeta] = upstreamKey(c)
 	params.SetMeta(meta)
+}
+
+// upstreamKey is the key c's server is sent: c's idempotency key, but for
+// a key a tenant's caller supplied, a digest of the tenant and it, so that
+// two tenants choosing one key (an order number) never present the server
+// one key, whose first outcome it would answer the other with. A derived
+// key is a digest with the tenant in it already.
+func upstreamKey(c *runtime.ToolCall) string {
+	key := c.IdempotencyKey()
+	if !c.Meta.IdempotencyKeySupplied() || c.Meta.Run.Tenant == "" {
+		return key
+	}
+	d := sha256.Sum256([]byte("dev.agentc/tenant-key\x00" + c.Meta.Run.Tenant + "\x00" + key))
+	return hex.EncodeToString(d[:])
 }

@@ -163,3 +163,36 @@ func TestAnIdempotencyKeyHeaderNamesOneCallUnderKeyArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoTenantsKeysNeverMeetAtTheServer: the key sent in _meta was a
+// client's Idempotency-Key as it came: two tenants choosing one key (an
+// order number) sent the server one key, and a server that honours it
+// answered the second tenant with the first's outcome. A tenant's key
+// reaches the server as an opaque digest of the tenant and it: the same
+// on every execution of the call, another for another tenant.
+func TestTwoTenantsKeysNeverMeetAtTheServer(t *testing.T) {
+	b := newKeyedBank(t)
+	close(b.gate)
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: {
+	a: {sha256: %q, tenant: "shop-a"}
+	b: {sha256: %q, tenant: "shop-b"}
+}
+mcp: servers: bank: url: %q
+tools: refund: side_effecting: true
+`, sha("key-a"), sha("key-b"), b.url))), WatchInterval: -1})
+	for _, key := range []string{"key-a", "key-b", "key-a"} {
+		cs := connectProxy(t, s.url, key, map[string]string{"Idempotency-Key": "order-7"})
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1", "amount": 1}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, text(t, res))
+	}
+	keys := b.keys()
+	require.Len(t, keys, 3)
+	assert.NotEqual(t, keys[0], keys[1], "two tenants' calls carry two keys")
+	assert.Equal(t, keys[0], keys[2], "one tenant's key is the same on every call")
+	for _, k := range keys {
+		assert.NotContains(t, k, "order-7", "the key is opaque")
+	}
+}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
 )
@@ -30,4 +31,25 @@ func cancelledBeforeChain(ctx context.Context) error {
 	return runtime.NotRun(&runtime.CallError{Kind: runtime.KindCanceled,
 		Message: "the call was cancelled before its tool chain ran (its client cancelled it or went away, or the shutdown cut it): it was not sent",
 		Err:     ctx.Err()})
+}
+
+// recordOnlyFor bounds the chain of a call run only to be recorded
+// (recordOnly): a layer that would wait (idempotent for a duplicate in
+// flight, a rate_limit, a meter for its store) is cut by then, so that
+// calls cancelled one after the other hold no request beyond it.
+var recordOnlyFor = 2 * time.Second
+
+// recordOnly returns the context of the tool chain of a call of an
+// upstream tool that is not to be sent, run only for its layers to record
+// it: ctx's values on a context that ends recordOnlyFor from now, not
+// before even when ctx has ended, carrying the refusal the upstream tool
+// returns at once (notSentOf): waitErr, the refusal of the wait for a
+// listing, or, when ctx ended, cancelledBeforeChain's.
+func recordOnly(ctx context.Context, waitErr error) (context.Context, context.CancelFunc) {
+	refusal := waitErr
+	if ctx.Err() != nil {
+		refusal = cancelledBeforeChain(ctx)
+	}
+	bounded, stop := context.WithTimeout(context.WithoutCancel(ctx), recordOnlyFor)
+	return withNotSent(bounded, refusal), stop
 }

@@ -174,3 +174,101 @@ chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
 	p.lists.waitHeld(t)
 	return p
 }
+
+// TestMCPCallsCancelledBeforeTheirChainHoldNothing: a call cancelled
+// before its chain ran had its chain run on a context that never ended,
+// to be audited: a layer that waits (here idempotent, for a duplicate in
+// flight) held the request until the duplicate ended, so a client that
+// sent calls and cancelled each held requests beyond -maxinflight. Such a
+// chain is bounded (recordOnlyFor): each is audited and ends while the
+// duplicate still runs, and the duplicate runs once.
+func TestMCPCallsCancelledBeforeTheirChainHoldNothing(t *testing.T) {
+	defer func(d time.Duration) { recordOnlyFor = d }(recordOnlyFor)
+	recordOnlyFor = 100 * time.Millisecond
+	var refunds atomic.Int64
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			refunds.Add(1)
+			started <- struct{}{}
+			<-release
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "refunded"}}}, nil
+		})
+	lists := holdLists(srv)
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	audit := &runtime.MemoryAudit{}
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: pay: url: %q
+tools: refund: side_effecting: true
+chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
+`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: audit}, WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
+	t.Cleanup(lists.free)
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the servers close, should the test fail
+	args := map[string]any{"order_id": "A1"}
+	first := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: args})
+		first <- err
+	}()
+	<-started // the duplicate runs, its claim held
+
+	lists.hold()
+	srv.AddTool(&mcp.Tool{Name: "stock", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	lists.waitHeld(t)
+	const n = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	for range n {
+		go func() { _, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "refund", Arguments: args}) }()
+	}
+	require.Eventually(t, func() bool { return listWaits(s, "pay") == n }, 10*time.Second, time.Millisecond, "the calls wait for the listing")
+	cancel()
+
+	outcomes := func() (n int) {
+		for _, r := range audit.Records() {
+			if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
+				assert.NotEqual(t, runtime.DecisionInDoubt, r.Decision, "%+v", r)
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return outcomes() == n }, 10*time.Second, time.Millisecond,
+		"the cancelled calls are audited and end while the duplicate runs")
+	lists.free()
+	free()
+	require.NoError(t, <-first)
+	assert.EqualValues(t, 1, refunds.Load())
+}
+
+// TestMCPCallWhoseListingWaitIsSpentIsAudited: a call refused, not sent,
+// because it waited its whole time for its upstream's tools to be listed
+// again was refused before its chain ran and was not in the audit trail.
+// Its chain runs to record it: audit records it failed, not in doubt.
+func TestMCPCallWhoseListingWaitIsSpentIsAudited(t *testing.T) {
+	defer func(d time.Duration) { listWaitFor = d }(listWaitFor)
+	listWaitFor = 50 * time.Millisecond
+	p := payDuringAHeldListing(t)
+	res, err := p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "its tools were still being listed again after the call waited")
+	var outcomes []runtime.AuditRecord
+	for _, r := range p.audit.Records() {
+		if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
+			outcomes = append(outcomes, r)
+		}
+	}
+	require.Len(t, outcomes, 1, "the call is audited")
+	assert.Equal(t, runtime.DecisionFailed, outcomes[0].Decision, "%+v", outcomes[0])
+	assert.Zero(t, p.refunds.Load(), "the call was not sent")
+}

@@ -404,28 +404,32 @@ func (s *Server) awaitList(ctx context.Context, name string) error {
 	return up.awaitListing(ctx)
 }
 
+// listWaitFor is the time a call waits for its upstream's listings in all
+// (listWait).
+var listWaitFor = connectTimeout
+
 // listWaitKey is the context key of a call's listWait.
 type listWaitKey struct{}
 
 // listWait is the time a call has left to wait for its upstream's tools
 // to be listed again, shared by its waits (before its tool chain runs,
-// and as it is sent): connectTimeout in all.
+// and as it is sent): listWaitFor in all.
 type listWait struct{ left atomic.Int64 }
 
 // withListWait returns ctx carrying the time its call has left to wait
-// for listings: connectTimeout, unless ctx carries one already.
+// for listings: listWaitFor, unless ctx carries one already.
 func withListWait(ctx context.Context) context.Context {
 	if _, ok := ctx.Value(listWaitKey{}).(*listWait); ok {
 		return ctx
 	}
 	w := &listWait{}
-	w.left.Store(int64(connectTimeout))
+	w.left.Store(int64(listWaitFor))
 	return context.WithValue(ctx, listWaitKey{}, w)
 }
 
 // awaitListing waits until u's tools are not being listed again (nil at
 // once when they are not), at most the time the call on ctx has left to
-// wait for listings (withListWait; connectTimeout for a call that carries
+// wait for listings (withListWait; listWaitFor for a call that carries
 // none). A call whose ctx ends, or whose time is spent, while it waits
 // was never sent: its error is marked runtime.NotRun, so that idempotent
 // releases its claim and audit records it failed, not in doubt.
@@ -456,6 +460,6 @@ func (u *upstreamServer) awaitListing(ctx context.Context) error {
 		default:
 		}
 		return runtime.NotRun(&runtime.CallError{Kind: runtime.KindTransient, Message: fmt.Sprintf(
-			"mcp server %q: its tools were still being listed again after the call waited %s for them: the call was not sent", u.name, connectTimeout)})
+			"mcp server %q: its tools were still being listed again after the call waited %s for them: the call was not sent", u.name, listWaitFor)})
 	}
 }

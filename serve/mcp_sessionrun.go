@@ -17,7 +17,9 @@ import (
 // ephemeral (runtime.Run.Ephemeral), so that a meter drops its run ledger
 // from a shared store too rather than keep it for a day, and it ends when
 // the session ends (deleted, idle for -idle, or closed past -maxsessions),
-// not before: the idle sweep or a tenant's bound on runs never ends it
+// not before, and after its calls in flight, whose settlements would
+// otherwise write its ledger back for a day (the session's Wait, which
+// clientEnded's channel follows, returns once its handlers have): the idle sweep or a tenant's bound on runs never ends it
 // while its session lives, which would give the session its whole budget
 // again.
 func (p *mcpProxy) beginRun(run *runtime.Run, tenant, id string, ss *mcp.ServerSession) func() {
