@@ -1014,7 +1014,7 @@ func (t *upstreamTool) call(ctx context.Context, c *runtime.ToolCall) (any, erro
 	nctx, note := noting(ctx)
 	nctx, raw := withRawResult(nctx)
 	defer raw.done()
-	params := &mcp.CallToolParams{Name: t.name, Arguments: args}
+	params := &mcp.CallToolParams{Name: t.name, Arguments: sentArgs(ctx, c, args)}
 	withIdempotencyKey(params, c)
 	defer t.up.following(ctx, params)()
 	res, err := cs.CallTool(nctx, params)
@@ -1565,7 +1565,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if ss := req.Session; ss != nil {
 		caller.session, caller.ended = ss.ID(), func() <-chan struct{} { return p.clientEnded(ss) }
 	}
-	ctx = withUpstreamCaller(ctx, caller)
+	ctx = withRawArgs(withUpstreamCaller(ctx, caller), name, req.Params.Arguments)
 	defer p.beginRun(&run, c.tenant, id, req.Session)()
 	// Arguments that give a key twice are refused before the tool chain,
 	// which would check the last, and the upstream, which may run the

@@ -87,8 +87,8 @@ func TestMCPAddedUndeclaredToolsWarned(t *testing.T) {
 
 mcp: servers: notes: url: %q
 tools: stock: {side_effecting: false}
-chains: tool: [{use: "file_check", roots: [%q]}]
-`, url, t.TempDir()))), WatchInterval: -1})
+chains: tool: [{use: "egress", allow: ["example.com"]}]
+`, url))), WatchInterval: -1})
 	connectProxy(t, s.url, "", nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "write_note"}, func(ctx context.Context, req *mcp.CallToolRequest, _ noteIn) (*mcp.CallToolResult, any, error) {
 		return echo.handle(ctx, req, struct{}{})

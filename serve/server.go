@@ -683,7 +683,7 @@ func (s *Server) build(ctx context.Context, ld *Loaded) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkScopedLayers(p, ups); err != nil {
+	if err := errors.Join(checkScopedLayers(p, ups), checkUnscopedLayers(p, ups)); err != nil {
 		ups.close()
 		return nil, err
 	}

@@ -443,6 +443,7 @@ func writeToolsCUE(w io.Writer, server, prefix string, tools []*mcp.Tool, withhe
 			return fmt.Errorf("tool %q: input schema: %v", t.Name, err)
 		}
 		compactLists(args)
+		closeArgs(args, schema)
 		entry := map[string]any{"side_effecting": t.Annotations == nil || !t.Annotations.ReadOnlyHint}
 		props, _ := schema["properties"].(map[string]any)
 		if refs := argRefsNamed(props, pathArgs); refs != nil {

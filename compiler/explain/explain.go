@@ -45,7 +45,8 @@ type Layer struct {
 	Traits []string
 	// Settings are the entry's key settings ("max_attempts 3").
 	Settings []string
-	// Scope holds its tools: and when, if any ("tools: refund").
+	// Scope holds its tools: and when, if any ("tools: refund"), and
+	// says when it checks nothing (a file_check no tool's path_arg feeds).
 	Scope []string
 	// State says where the layer keeps its state, one line per store it
 	// uses ("rate limit in store \"shared\" (redis, url_env REDIS_URL):
@@ -187,6 +188,9 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 	}
 	if e.When != nil {
 		l.Scope = append(l.Scope, "when: "+e.When.Source)
+	}
+	if s := checksNothing(p, e); s != "" {
+		l.Scope = append(l.Scope, s)
 	}
 	for _, u := range vet.StateOf(p, e) {
 		l.State = append(l.State, stateLine(u))

@@ -53,7 +53,9 @@ unscoped file_check or egress (scan_args false) when no declared tool has
 the argument, or an
 unscoped idempotent when no declared tool is side_effecting (and no MCP
 server serves tools, which are side-effecting unless it marks them
-read-only), checks nothing: a warning. The same holds for a tool-chain output_coerce without
+read-only), checks nothing: a warning (agentc explain says so; agentc serve refuses
+to load such a file_check or egress in front of MCP servers' tools none
+of which is declared with the argument). The same holds for a tool-chain output_coerce without
 schema, which checks each tool's result against its result_schema: scoped
 to a tool without one it is an error, unscoped when no tool has one a
 warning. A content_filter with neither keywords nor patterns, and a
