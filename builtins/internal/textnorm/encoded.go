@@ -180,15 +180,7 @@ func WordAfterRun(before, tail, rest string) bool {
 	if len(tail)%4 != 0 {
 		return true
 	}
-	q := []byte(before[len(before)-4:] + tail)
-	for i, c := range q {
-		switch c {
-		case '-':
-			q[i] = '+'
-		case '_':
-			q[i] = '/'
-		}
-	}
+	q := stdAlphabet([]byte(before[len(before)-4:] + tail))
 	dec := make([]byte, base64.StdEncoding.DecodedLen(len(q)))
 	n, err := base64.StdEncoding.Decode(dec, q)
 	return err != nil || !endsText(dec[:n])
@@ -318,14 +310,7 @@ func decodeRun(run string) (string, string) {
 	var stdBuf [smallRun]byte
 	std := append(stdBuf[:0], run...)
 	if strings.ContainsAny(run, "-_") {
-		for i, c := range std {
-			switch c {
-			case '-':
-				std[i] = '+'
-			case '_':
-				std[i] = '/'
-			}
-		}
+		stdAlphabet(std)
 	}
 	var decBuf [smallRun]byte
 	dec := decBuf[:0]
@@ -350,6 +335,20 @@ func decodeRun(run string) (string, string) {
 	}
 	note(from, "base64")
 	return strings.Join(pieces, "\n"), kind
+}
+
+// stdAlphabet rewrites the URL-safe characters of b ("-_") as the standard ones ("+/"), and
+// returns b.
+func stdAlphabet(b []byte) []byte {
+	for i, c := range b {
+		switch c {
+		case '-':
+			b[i] = '+'
+		case '_':
+			b[i] = '/'
+		}
+	}
+	return b
 }
 
 // subRuns appends to pieces what decode reads in each run of min characters or more of run
