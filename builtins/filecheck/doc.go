@@ -6,7 +6,10 @@
 // including those in the parent directories of a file that does not exist yet, and the real
 // path must still lie inside a root, so a link cannot lead out. A dangling link is refused
 // (writing through it would create a file wherever it points). Extensions, existence and size
-// are checked on the real file. A path another reader could take for a different file is
+// are checked on the real file. A hard link cannot be traced that way: a regular file with
+// more than one name may be a name inside the roots for a file outside them, so one is
+// refused unless Config.AllowHardLinks admits them (on unix systems, which count a file's
+// names; elsewhere the count is not read and a hard link passes). A path another reader could take for a different file is
 // refused rather than guessed at: one with a backslash (a separator to code written for
 // Windows), a percent escape of ".", "/", "\\", NUL or "%" (decoded by a tool that hands the
 // path on in a URL), a leading "~" (expanded by a shell) or a control character.

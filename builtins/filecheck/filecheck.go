@@ -23,6 +23,10 @@ type Config struct {
 	MaxBytes int64
 	// MustExist refuses paths that do not name an existing file or directory.
 	MustExist bool
+	// AllowHardLinks admits a regular file with more than one name (hard links). By default
+	// one is refused: a hard link inside the roots may be another name of a file outside
+	// them, and nothing leads from one name to the others.
+	AllowHardLinks bool
 }
 
 // DeniedError reports a path the policy refuses.
@@ -45,6 +49,7 @@ type Checker struct {
 	exts      []string // lower case, with the dot
 	maxBytes  int64
 	mustExist bool
+	hardLinks bool // AllowHardLinks
 }
 
 // New builds a Checker. It fails when there is no root, when a root does not exist or is not
@@ -56,7 +61,7 @@ func New(cfg Config) (*Checker, error) {
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("file_check: max_bytes %d is negative", cfg.MaxBytes)
 	}
-	c := &Checker{maxBytes: cfg.MaxBytes, mustExist: cfg.MustExist}
+	c := &Checker{maxBytes: cfg.MaxBytes, mustExist: cfg.MustExist, hardLinks: cfg.AllowHardLinks}
 	for _, root := range cfg.Roots {
 		if root == "" || strings.ContainsRune(root, 0) {
 			return nil, fmt.Errorf("file_check: invalid root %q", root)
@@ -97,7 +102,8 @@ func New(cfg Config) (*Checker, error) {
 // for a different one (see ambiguousPath), a path outside every root (lexically
 // or once symlinks are resolved), a dangling symlink, a parent that is not a directory, a
 // disallowed extension (on the given name or on the real file), a missing file with
-// MustExist, a file over MaxBytes, or something other than a regular file or a directory.
+// MustExist, a file over MaxBytes, a regular file with more than one name (a hard link, see
+// linkCount) without AllowHardLinks, or something other than a regular file or a directory.
 // Other I/O failures (a permission error while resolving) are returned wrapped.
 func (c *Checker) Check(path string) (string, error) {
 	deny := func(reason string) (string, error) {
@@ -151,6 +157,9 @@ func (c *Checker) Check(path string) (string, error) {
 	case fi.Mode().IsRegular():
 		if c.maxBytes > 0 && fi.Size() > c.maxBytes {
 			return deny(fmt.Sprintf("file is %d bytes, over the limit of %d", fi.Size(), c.maxBytes))
+		}
+		if n := linkCount(fi); n > 1 && !c.hardLinks {
+			return deny(fmt.Sprintf("hard link: the file has %d names, and the others may lie outside the allowed roots", n))
 		}
 	case fi.IsDir():
 	default:

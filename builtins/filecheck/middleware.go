@@ -40,6 +40,8 @@ type Middleware struct {
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MustExist refuses paths that do not exist.
 	MustExist bool `json:"must_exist"`
+	// AllowHardLinks admits regular files with more than one name (Config.AllowHardLinks).
+	AllowHardLinks bool `json:"allow_hard_links"`
 
 	name    string
 	checker *Checker
@@ -57,7 +59,7 @@ func (m *Middleware) Provision(b *runtime.BuildContext) error {
 	for i, r := range m.Roots {
 		roots[i] = b.Path(r)
 	}
-	c, err := New(Config{Roots: roots, Extensions: m.Extensions, MaxBytes: m.MaxBytes, MustExist: m.MustExist})
+	c, err := New(Config{Roots: roots, Extensions: m.Extensions, MaxBytes: m.MaxBytes, MustExist: m.MustExist, AllowHardLinks: m.AllowHardLinks})
 	if err != nil {
 		return err
 	}

@@ -386,6 +386,9 @@ type outputHold struct {
 	// width is the length of the masked run's last line that went out: its lines after are
 	// as long, but its last.
 	width int
+	// runLine is the last line of the masked run that went out as nothing, which the run's
+	// last line, or a word after the run, follows (runLines).
+	runLine string
 	// masking: the part about to go out is the one runPart let out masked, which the rest
 	// of the run follows.
 	masking bool
@@ -502,6 +505,8 @@ func (o *outputHold) runPart(buf string, cut int) int {
 func (o *outputHold) maskedRest(buf string, cut int, h *linehold.Hold) int {
 	if h.Encoded(buf, cut) == 0 {
 		o.drop = cut
+		line := strings.TrimRight(buf[:cut], "\r\n")
+		o.runLine = line[strings.LastIndexByte(line, '\n')+1:]
 		return cut
 	}
 	o.inMasked = false
@@ -511,15 +516,18 @@ func (o *outputHold) maskedRest(buf string, cut int, h *linehold.Hold) int {
 
 // restOf returns the length of the rest of a run runPart let out masked that text starts
 // with: the run as the encodings read it (textnorm.Encodings: it may take in a short line
-// after it) up to its line's end; or, when they find none starting text (a rest too short to
+// after it, unless that line reads as a word: Encoded.Cut) up to its line's end; or, when they find none starting text (a rest too short to
 // be read as an encoding of its own: "MSAxMTEx", the end of "4111 1111"), its lines made of
 // base64 or hex characters (runLines).
 func (o *outputHold) restOf(text string) int {
 	es := textnorm.Encodings(text)
 	if len(es) == 0 || es[0].Start != 0 {
-		return runLines(text, o.width)
+		return runLines(text, o.width, o.runLine)
 	}
 	end := es[0].End
+	if es[0].Cut != 0 {
+		end = es[0].Cut // a last line that reads as a word is text after the run
+	}
 	if k := strings.IndexByte(text[end:], '\n'); k >= 0 {
 		return end + k + 1
 	}
@@ -528,8 +536,10 @@ func (o *outputHold) restOf(text string) int {
 
 // runLines returns the length of the lines text starts with that go on a run wrapped over
 // lines: made of base64 (or base64url, or hex) characters, each width bytes long but the
-// last, which may be shorter or end in padding; it may lack its line break at the end of text.
-func runLines(text string, width int) int {
+// last, which may be shorter or end in padding (a shorter one that reads as a word of the text
+// after the run, textnorm.WordAfterRun, read after the lines before it or prev, the run's line
+// before text, is not the run's); it may lack its line break at the end of text.
+func runLines(text string, width int, prev string) int {
 	n := 0
 	for n < len(text) {
 		line := text[n:]
@@ -539,6 +549,13 @@ func runLines(text string, width int) int {
 		}
 		if line == "" || !isBase64Line(line) || len(line) > width {
 			break
+		}
+		before := prev
+		if n > 0 {
+			before = strings.TrimSuffix(text[:n-1], "\r")
+		}
+		if len(line) < width && textnorm.WordAfterRun(before, line, text[n+len(line):]) {
+			break // a word of the text after the run
 		}
 		n += len(line)
 		if k >= 0 {

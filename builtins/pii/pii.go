@@ -108,7 +108,9 @@ var detectors = map[Kind]detector{
 // of the text as given; a span covers the characters skipped inside it, and the whole escape
 // a decoded character came from. A run of base64 (standard or URL-safe), base32 or hex (also
 // with its bytes separated) whose decoding is text (textnorm.Encodings) is read as that text too: when it holds an item, the match is
-// the whole run, of the most specific kind found in it.
+// the whole run, of the most specific kind found in it; a run wrapped over lines whose short
+// last line reads as a word of the text after it ends before that line when the run without
+// it holds an item (textnorm.Encoded.Readings).
 func (s *Scanner) Find(text string) []Match { return s.find(text, 0, phoneMemo{}) }
 
 // maxEncodedDepth bounds the encodings read inside one another: base64 of base64 is read, a
@@ -128,9 +130,12 @@ func (s *Scanner) find(text string, depth int, memo phoneMemo) []Match {
 			continue
 		}
 		for _, e := range textnorm.Encodings(f.text) {
-			if inner := s.find(e.Text, depth+1, memo); len(inner) > 0 {
-				start, end := f.span(e.Start, e.End)
-				found = append(found, Match{Kind: firstKind(inner), Start: start, End: end})
+			for _, r := range e.Readings() {
+				if inner := s.find(r.Text, depth+1, memo); len(inner) > 0 {
+					start, end := f.span(r.Start, r.End)
+					found = append(found, Match{Kind: firstKind(inner), Start: start, End: end})
+					break
+				}
 			}
 		}
 	}

@@ -250,13 +250,21 @@ func formsOf(text string, out []form) []form {
 
 // encoded appends to spans each base64 or hex run of form whose decoding holds a secret,
 // mapped by mapSpan: the whole run is masked, with the placeholder of the first rule that
-// matched in it.
+// matched in it; a run wrapped over lines whose short last line reads as a word of the text
+// after it is masked up to that line when the run without it holds a secret
+// (textnorm.Encoded.Readings).
 func (r *Redactor) encoded(spans []span, form string, mapSpan func(start, end int) (int, int), depth int) []span {
 	if depth >= maxEncodedDepth {
 		return spans
 	}
-	for _, e := range textnorm.Encodings(form) {
-		inner := r.readingsAt(e.Text, depth+1)
+	for _, enc := range textnorm.Encodings(form) {
+		var inner []span
+		var e textnorm.Encoded
+		for _, e = range enc.Readings() {
+			if inner = r.readingsAt(e.Text, depth+1); len(inner) > 0 {
+				break
+			}
+		}
 		if len(inner) == 0 {
 			continue
 		}

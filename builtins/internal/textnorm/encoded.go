@@ -21,6 +21,23 @@ type Encoded struct {
 	// lines, or bytes with separators or prefixes, are "hex" too). A run whose pieces come
 	// from more than one decoding names the one that gave the longest piece.
 	Kind string
+	// Cut, when not 0, is where a run wrapped over lines ends without its last line (at that
+	// line's break): a short line that reads as a word of the text after the run rather than
+	// as the run's end (lastLineWord), which Text reads with the run as well. CutText is the
+	// run's reading without it. A reader takes the run up to Cut when CutText holds a value,
+	// else up to End (Readings), so that a mask of the value leaves the word.
+	Cut     int
+	CutText string
+}
+
+// Readings returns the readings of e to try in turn, the first that holds a value being the
+// one to mask: the run without a last line that reads as a word (Cut), then the whole run;
+// or e alone.
+func (e Encoded) Readings() []Encoded {
+	if e.Cut == 0 {
+		return []Encoded{e}
+	}
+	return []Encoded{{Start: e.Start, End: e.Cut, Text: e.CutText, Kind: e.Kind}, e}
 }
 
 const (
@@ -100,9 +117,20 @@ func Encodings(text string) []Encoded {
 		run := string(buf)
 		pieces, kind := decodeRun(run)
 		// A short last line may be a word of the text after the run, glued to it ("done"
-		// under a value's encoding): the run is read without it too.
-		if last := end - strings.LastIndexByte(text[start:end], '\n') - start - 1; last < minWrapped {
-			if more, moreKind := decodeRun(run[:len(run)-last]); more != "" && more != pieces {
+		// under a value's encoding): the run is read without it too, and when the line
+		// reads as a word, that reading ends at the line's break.
+		cut, cutText := 0, ""
+		lastLine := strings.LastIndexByte(text[start:end], '\n') + start + 1
+		if last := end - lastLine; last < minWrapped {
+			before := run[:len(run)-last]
+			more, moreKind := decodeRun(before)
+			if more != "" && lastLineWord(text, lastLine, end, padded, before) {
+				cut, cutText = lastLine-1, more
+				if cut > start && text[cut-1] == '\r' {
+					cut--
+				}
+			}
+			if more != "" && more != pieces {
 				if pieces == "" {
 					kind = moreKind
 				}
@@ -110,10 +138,63 @@ func Encodings(text string) []Encoded {
 			}
 		}
 		if pieces != "" {
-			out = append(out, Encoded{Start: start, End: padded, Text: pieces, Kind: kind})
+			out = append(out, Encoded{Start: start, End: padded, Text: pieces, Kind: kind, Cut: cut, CutText: cutText})
 		}
 	}
 	return hexDumps(text, separatedHex(text, out))
+}
+
+// lastLineWord reports whether text[from:end], the short last line of a run wrapped over
+// lines, padded up to padded, reads as a word of the text after the run rather than as the
+// run's end (before is the run without it): unpadded, it is followed on its line by more
+// text after a space ("NOT approved"), or it is not the end of an encoding that goes on the
+// text of the lines before it: hex of an even length, or base64 of a multiple of four
+// characters, whose decoding joins the text the lines before end in as text. A line that
+// is the end of the value's encoding can read as a word too (a word that decodes as text):
+// it is then the run's.
+func lastLineWord(text string, from, end, padded int, before string) bool {
+	return WordAfterRun(before, text[from:end], text[end:])
+}
+
+// WordAfterRun reports whether tail, the short last line of a run of base64 or hex wrapped
+// over lines, reads as a word of the text after the run rather than as the run's end (see
+// lastLineWord): before is the run's lines before it, without their line breaks (at least
+// their last line), and rest the text after tail.
+func WordAfterRun(before, tail, rest string) bool {
+	if strings.HasPrefix(rest, "=") || len(before) < 6 {
+		return false
+	}
+	k := 0
+	for k < len(rest) && (rest[k] == ' ' || rest[k] == '\t') {
+		k++
+	}
+	if k > 0 && k < len(rest) && rest[k] != '\n' && rest[k] != '\r' {
+		return true
+	}
+	if isHexRun(before) && isHexRun(tail) && len(tail)%2 == 0 {
+		dec, err := hex.DecodeString(before[len(before)-6:] + tail)
+		if err == nil && endsText(dec) {
+			return false
+		}
+	}
+	if len(tail)%4 != 0 {
+		return true
+	}
+	q := stdAlphabet([]byte(before[len(before)-4:] + tail))
+	dec := make([]byte, base64.StdEncoding.DecodedLen(len(q)))
+	n, err := base64.StdEncoding.Decode(dec, q)
+	return err != nil || !endsText(dec[:n])
+}
+
+// endsText reports whether dec, the last bytes of a decoding, is printable text up to its end
+// (a character cut at its start left out, none at its end).
+func endsText(dec []byte) bool {
+	lead := 0
+	for lead < utf8.UTFMax-1 && lead < len(dec) && dec[lead]&0xc0 == 0x80 {
+		lead++
+	}
+	u := uncut(dec)
+	return len(u) == len(dec)-lead && allPrintable(u)
 }
 
 // base64Run returns the end of the run of the base64 alphabets (either one) that starts at
@@ -229,14 +310,7 @@ func decodeRun(run string) (string, string) {
 	var stdBuf [smallRun]byte
 	std := append(stdBuf[:0], run...)
 	if strings.ContainsAny(run, "-_") {
-		for i, c := range std {
-			switch c {
-			case '-':
-				std[i] = '+'
-			case '_':
-				std[i] = '/'
-			}
-		}
+		stdAlphabet(std)
 	}
 	var decBuf [smallRun]byte
 	dec := decBuf[:0]
@@ -261,6 +335,20 @@ func decodeRun(run string) (string, string) {
 	}
 	note(from, "base64")
 	return strings.Join(pieces, "\n"), kind
+}
+
+// stdAlphabet rewrites the URL-safe characters of b ("-_") as the standard ones ("+/"), and
+// returns b.
+func stdAlphabet(b []byte) []byte {
+	for i, c := range b {
+		switch c {
+		case '-':
+			b[i] = '+'
+		case '_':
+			b[i] = '/'
+		}
+	}
+	return b
 }
 
 // subRuns appends to pieces what decode reads in each run of min characters or more of run

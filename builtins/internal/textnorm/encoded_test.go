@@ -28,23 +28,23 @@ func TestEncodings(t *testing.T) {
 		name, text string
 		want       []Encoded
 	}{
-		{"standard", "key: " + std + " end", []Encoded{{5, 5 + len(std), secret + "?>", "base64"}}},
-		{"url-safe", "k=" + url, []Encoded{{2, 2 + len(url), secret + "?>", "base64"}}},
-		{"unpadded", raw + ".", []Encoded{{0, len(raw), secret + "!", "base64"}}},
-		{"behind a path", "/v1/x/" + raw, []Encoded{{0, 6 + len(raw), secret + "!", "base64"}}},
-		{"wrapped", "data:\n" + wrapped + "\n. next line", []Encoded{{6, 6 + len(wrapped), strings.Repeat("the card is 4111 1111 1111 1111. ", 4), "base64"}}},
-		{"hex", "0x" + hx + " and " + strings.ToUpper(hx), []Encoded{{0, 2 + len(hx), secret, "hex"}, {7 + len(hx), 7 + 2*len(hx), secret, "hex"}}},
-		{"hex spaced", "dump: " + spaced(hx, " ") + " end", []Encoded{{6, 6 + len(spaced(hx, " ")), secret, "hex"}}},
-		{"hex colons", spaced(strings.ToUpper(hx), ":"), []Encoded{{0, len(spaced(hx, ":")), secret, "hex"}}},
-		{`\x hex`, `s = "` + xhex + `"`, []Encoded{{5, 5 + len(xhex), secret, "hex"}}},
-		{"0x bytes", "{" + "0x" + strings.ReplaceAll(spaced(hx, " "), " ", ", 0x") + "}", []Encoded{{1, 1 + len("0x"+strings.ReplaceAll(spaced(hx, " "), " ", ", 0x")), secret, "hex"}}},
-		{"base32", "k: " + base32.StdEncoding.EncodeToString([]byte(secret+"!")) + ".", []Encoded{{3, 3 + len(base32.StdEncoding.EncodeToString([]byte(secret+"!"))), secret + "!", "base32"}}},
+		{"standard", "key: " + std + " end", []Encoded{{5, 5 + len(std), secret + "?>", "base64", 0, ""}}},
+		{"url-safe", "k=" + url, []Encoded{{2, 2 + len(url), secret + "?>", "base64", 0, ""}}},
+		{"unpadded", raw + ".", []Encoded{{0, len(raw), secret + "!", "base64", 0, ""}}},
+		{"behind a path", "/v1/x/" + raw, []Encoded{{0, 6 + len(raw), secret + "!", "base64", 0, ""}}},
+		{"wrapped", "data:\n" + wrapped + "\n. next line", []Encoded{{6, 6 + len(wrapped), strings.Repeat("the card is 4111 1111 1111 1111. ", 4), "base64", 0, ""}}},
+		{"hex", "0x" + hx + " and " + strings.ToUpper(hx), []Encoded{{0, 2 + len(hx), secret, "hex", 0, ""}, {7 + len(hx), 7 + 2*len(hx), secret, "hex", 0, ""}}},
+		{"hex spaced", "dump: " + spaced(hx, " ") + " end", []Encoded{{6, 6 + len(spaced(hx, " ")), secret, "hex", 0, ""}}},
+		{"hex colons", spaced(strings.ToUpper(hx), ":"), []Encoded{{0, len(spaced(hx, ":")), secret, "hex", 0, ""}}},
+		{`\x hex`, `s = "` + xhex + `"`, []Encoded{{5, 5 + len(xhex), secret, "hex", 0, ""}}},
+		{"0x bytes", "{" + "0x" + strings.ReplaceAll(spaced(hx, " "), " ", ", 0x") + "}", []Encoded{{1, 1 + len("0x"+strings.ReplaceAll(spaced(hx, " "), " ", ", 0x")), secret, "hex", 0, ""}}},
+		{"base32", "k: " + base32.StdEncoding.EncodeToString([]byte(secret+"!")) + ".", []Encoded{{3, 3 + len(base32.StdEncoding.EncodeToString([]byte(secret+"!"))), secret + "!", "base32", 0, ""}}},
 		{"upper-case words", "PLEASE READ THE TERMS AND CONDITIONS CAREFULLY BEFORE SIGNING", nil},
 		{"fingerprint", "SHA256 " + spaced(hex.EncodeToString(sha256.New().Sum(nil)), ":") + " MAC 00:1a:2b:3c:4d:5e", nil},
 		{"words", "internationalization responsibilities Supercalifragilistic", nil},
 		{"hash", "sha256:" + hex.EncodeToString(sha256.New().Sum(nil)) + " " + base64.StdEncoding.EncodeToString(sha256.New().Sum(nil)), nil},
 		{"short", base64.StdEncoding.EncodeToString([]byte("a@b.c")), nil},
-		{"shortest", "k " + base64.RawStdEncoding.EncodeToString([]byte("jo@ex.io")) + ".", []Encoded{{2, 13, "jo@ex.io", "base64"}}},
+		{"shortest", "k " + base64.RawStdEncoding.EncodeToString([]byte("jo@ex.io")) + ".", []Encoded{{2, 13, "jo@ex.io", "base64", 0, ""}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, Encodings(tt.text))

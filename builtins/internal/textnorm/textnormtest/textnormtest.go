@@ -6,7 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // Encodings write a value as a tool or a model may hand it over: plain, and encoded in base64
@@ -123,4 +127,51 @@ func Tags(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// AroundEncoded returns a text of random words with secret encoded in base64 (either
+// alphabet, padded or not) among them: the words before it and their separator (before), the
+// encoding (value), and a separator and the words after it (after). The words after are
+// several, or one whose length no encoding ends in: a lone word of a multiple of four letters
+// on its own line under the encoding, decoding as text, may be the encoding's end.
+func AroundEncoded(r *rand.Rand, secret string) (before, value, after string) {
+	secret = strings.Join(randomWords(r, r.IntN(4)), " ") + " " + secret + " " + strings.Join(randomWords(r, r.IntN(4)), " ")
+	encodings := []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding}
+	value = encodings[r.IntN(len(encodings))].EncodeToString([]byte(secret))
+	before = strings.Join(randomWords(r, 1+r.IntN(4)), " ") + []string{" ", "\n", "\t", ": "}[r.IntN(4)]
+	sep := []string{"\n", "\r\n", " ", "\n\n", ".\n", "\n  ", ", "}[r.IntN(7)]
+	words := randomWords(r, 1+r.IntN(5))
+	for len(words) == 1 && len(words[0])%4 == 0 {
+		words = randomWords(r, 1)
+	}
+	return before, value, sep + strings.Join(words, " ") + []string{"", "\n", "."}[r.IntN(3)]
+}
+
+// randomWords returns n words of 1 to 12 letters of either case.
+func randomWords(r *rand.Rand, n int) []string {
+	words := make([]string, n)
+	for i := range words {
+		b := make([]byte, 1+r.IntN(12))
+		for k := range b {
+			b[k] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[r.IntN(52)]
+		}
+		words[i] = string(b)
+	}
+	return words
+}
+
+// WordsAroundSurvive redacts n texts of AroundEncoded, each holding the secret secret
+// returns, and reports whether each came out with the encoding masked and the words before and
+// after it unchanged and in order (the first that did not fails t).
+func WordsAroundSurvive(t *testing.T, r *rand.Rand, n int, secret func() string, redact func(string) (string, int)) bool {
+	for range n {
+		before, value, after := AroundEncoded(r, secret())
+		text := before + value + after
+		got, masked := redact(text)
+		if !assert.NotZero(t, masked, "%q", text) || !assert.NotContains(t, got, value, "%q", text) ||
+			!assert.True(t, strings.HasPrefix(got, before) && strings.HasSuffix(got, after), "%q\n-> %q", text, got) {
+			return false
+		}
+	}
+	return true
 }
