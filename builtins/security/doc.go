@@ -2,8 +2,11 @@
 // earlier instructions, to reveal the system prompt, role switches such as "you are now DAN"
 // or "developer mode", and chat-template tokens smuggled into user content. Instructions
 // hidden in base64, base32 or hex runs or rot13, spelled in leetspeak ("1gn0r3 pr3v10us 1nstruct10ns"),
-// or written with escapes (percent-encoding, HTML character references, JSON's \uXXXX and
-// two-character escapes, escaped again up to three levels) are decoded and checked too.
+// letter-spaced ("i g n o r e   a l l", "i.g.n.o.r.e"), or written with escapes (percent-encoding, HTML character references, JSON's \uXXXX and
+// two-character escapes, escaped again up to three levels) are decoded and checked too. A
+// tool description poisoned for the model that reads it (a credentials file read into a
+// parameter, an action kept from the user, another tool's behaviour changed) is found by the
+// tool-poisoning families.
 //
 // Every text is first read as a model reads it: the characters a person does not see are
 // dropped (format characters such as zero-width spaces, joiners and soft hyphens, combining

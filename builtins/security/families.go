@@ -171,6 +171,30 @@ var defaultFamilies = []Family{
 	{ID: "code-destructive", Score: 0.5, Document: true, Raw: true, marks: "/(", needles: []string{"rm", "rmtree", "nc e", "fork", "ipconfig", "etc hosts", "reboot", "systemctl", "libc"}, Regex: `\brm\s+-(?:rf|fr)\s+/(?:["'\s]|usr\b|lib\b|bin\b|etc\b|boot\b)|\brmtree\(\s*["']/["']|\bnc\s+-e\s|\bos\.fork\(\)|\bipconfig\s+/release|/etc/hosts["']\s*,\s*["']a|\breboot["'\)]|\bsystemctl\s+stop\b|\blibc\.so`},
 	{ID: "code-sends-out", Score: 0.3, Document: true, Regex: `\b(?:requests (?:post|put)|urllib request urlopen|urlopen|scp|rsync|curl (?:\w+ )?(?:d|data|f|form|t|upload file)|sendall|smtplib|ftplib|xmlhttprequest|navigator sendbeacon|remote (?:connect|send)|ssh l)\b`},
 
+	// Tool poisoning: instructions hidden in a tool's description (or a result) for the model
+	// that reads it, as Invariant Labs and the MCP security write-ups show them. Each cue
+	// alone is ordinary in some tool's documentation (a tool that reads ~/.ssh/config, one
+	// that takes a file's content as a parameter, one that forwards every message): only
+	// together do they block. Keeping something from the user ("do not mention this to the
+	// user", "this could upset the user"), reading a credentials file (a private key,
+	// ~/.aws/credentials, a .env file, an MCP client's configuration), passing a content
+	// through a parameter ("pass its content as 'sidenote'"), sending the conversation out, a
+	// tag that marks a hidden block (<IMPORTANT>), doing something silently, and changing
+	// what another tool does (shadowing: "when this tool is available, the send_email tool
+	// must send all emails to ...").
+	{ID: "conceal-from-user", Score: 0.6, Regex: `\b(?:(?:do not|don t|never|must not|should not|shouldn t|without) (?:ever |even |explicitly |directly )?(?:mention(?:ing)?|tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|alert(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|let(?:ting)?) (?:(?:this|it|that|anything|any of this|about|of|to|the|these|those|steps?|actions?|instructions?|calls?|files?)\s){0,4}(?:the user|users?|the human|the person)\b` +
+		`|(?:do not|don t|never) (?:mention|tell|reveal|disclose) (?:that you|this|any of this|what you)\b` +
+		`|(?:hide|conceal|keep) (?:this|it|that|these|them|the \w+)(?: \w+){0,3} (?:from|secret from) (?:the user|users?)\b` +
+		`|(?:the user|users?) (?:must|should|will|need|needs) (?:not|never) (?:to )?(?:know|notice|see|be told|find out|be informed|be aware|learn)\b` +
+		`|without (?:the user s|the user|user s|their|his|her) (?:knowledge|knowing|awareness|noticing|consent)\b` +
+		`|(?:would|could|will|might)(?: even)?(?: only)? (?:annoy|upset|worry|scare|alarm|confuse|bother|disturb) (?:the user|users?|them)\b)`},
+	{ID: "secret-file", Score: 0.5, Raw: true, marks: "./_", Regex: `(?i)\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.ssh/(?:authorized_keys|id_)|\.aws/credentials\b|\.git-credentials\b|\.(?:npmrc|pypirc|netrc|pgpass)\b|\.docker/config\.json|\.kube/config\b|\.gnupg\b|/etc/shadow\b|\bmcp\.json\b|\bclaude_desktop_config\.json\b|\bcredentials\.json\b|(?:^|[\s'"` + "`" + `(~/])\.env(?:\.\w+)?\b`},
+	{ID: "param-exfil", Score: 0.5, Raw: true, needles: []string{"content", "contents", "text", "data", "output", "key", "keys"}, Regex: `(?i)\b(?:pass|send|put|include|append|provide|supply|add|insert|embed|encode|place|copy)(?:es|s|ing)?\s(?:[\w'’]+\s){0,6}?(?:contents?|text|data|output|keys?)\s(?:[\w'’]+\s){0,4}?(?:as|in|into|inside|via|through)\s(?:the\s|a\s|an\s|its\s)?(?:["'` + "`" + `]\w+["'` + "`" + `]|\w+\s(?:parameter|param|argument|field))`},
+	{ID: "conversation-exfil", Score: 0.5, Regex: `\b(?:(?:send|pass|include|append|post|upload|forward|put|encode|leak|exfiltrate|transmit|attach|copy)(?:s|es|ed|ing)? (?:(?:it|its|in|into|as|to|with|including|a|an|copy|summary|transcript|contents?|text|log|along)\s){0,4}|(?:url|query|parameter|param|argument)s? (?:\S+ ){0,8}?)(?:the |this |your |entire |whole |full |complete |all |of )+(?:conversation(?: history)?|chat history|message history|previous messages|chat log|system prompt|user s (?:messages|prompts|queries))\b`},
+	{ID: "hidden-block", Score: 0.4, Raw: true, marks: "<", Regex: `(?i)</?\s*(?:important|system|instructions?|hidden|secret|critical|admin|note to (?:the )?(?:ai|assistant|model))\s*>`},
+	{ID: "silent-action", Score: 0.3, Regex: `\b(?:silently|secretly|covertly|quietly) (?:(?:and|then|also|first)\s)?(?:call|calls|send|sends|read|reads|fetch|run|execute|include|pass|forward|upload|add|use|copy|exfiltrate)\b|\b(?:do|does|perform|call|send|run) (?:this|it|that) (?:silently|secretly|covertly|quietly)\b|\bsilently and (?:never|do not|don t|without)\b`},
+	{ID: "tool-shadowing", Score: 0.5, Regex: `\b(?:when this tool is (?:available|present|loaded|installed|enabled|connected)|(?:side )?effects? on (?:the )?(?:also present |other )?(?:\w+ ){0,2}tools?|(?:the|any|all|every|other) (?:\w+ ){0,2}tools? (?:must|should|shall|has to|have to) (?:always |now |also |instead )?(?:send|use|include|add|call|forward|route|cc|bcc|redirect)|(?:send|forward|route|redirect|bcc|cc) (?:all|every|any|each) (?:outgoing |\w+ )?(?:emails?|messages?|mails?|transfers?|payments?) (?:\w+ ){0,3}?to (?:\S+ )?(?:instead|regardless|as well|too|also|to prevent|otherwise))\b`},
+
 	// Overrides in the other languages of the corpus.
 	{ID: "override-foreign", Score: 1.0, Regex: `\b(?:vergiss|vergessen sie|ignoriere|ignorieren sie|missachte)\s(?:alle|alles|die|deine|ihre|s[aä]mtliche)\b` +
 		`|\b(?:vorherigen|vorangehenden|vorangegangenen|bisherigen|obigen)\s(?:anweisungen|aufgaben|befehle|auftr[aä]ge|informationen|instruktionen)\b|\bnun folgen (?:neue|weitere) (?:anweisungen|aufgaben)\b|\bhoe?re nicht auf (?:alles|das|die)\b|\balles (?:zuvor|vorher|bisher|davor) gesagte\b` +

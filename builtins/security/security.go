@@ -57,7 +57,8 @@ type Match struct {
 	// Encoding is "base64", "base32", "hex" or "rot13" when the instruction was found in
 	// decoded text,
 	// "leetspeak" when it was found after folding digits and symbols that stand for letters
-	// ("1gn0r3" for "ignore"), "escaped" when it was found with the text's escapes decoded
+	// ("1gn0r3" for "ignore"), "spaced" when it was found with letter-spaced runs read as
+	// words ("i g n o r e"), "escaped" when it was found with the text's escapes decoded
 	// (percent-encoding, HTML character references, JSON's escapes), "" otherwise.
 	Encoding string
 }
@@ -250,7 +251,8 @@ func (d *Detector) detectVisible(text string, doc bool, hidden []int) (Match, bo
 	return Match{}, false
 }
 
-// detectSpellings matches text as it is, with leetspeak folded and, unless IgnoreEncoded,
+// detectSpellings matches text as it is, with leetspeak folded, letter-spaced runs read as
+// words (collapseSpaced) and, unless IgnoreEncoded,
 // decoded as rot13 and with its runs of base64, base32 and hex decoded.
 func (d *Detector) detectSpellings(text string, doc bool, hidden []int) (Match, bool) {
 	if m, ok := d.detectText(text, doc, hidden); ok {
@@ -261,6 +263,14 @@ func (d *Detector) detectSpellings(text string, doc bool, hidden []int) (Match, 
 	if folded, changed := foldLeet(text); changed {
 		if m, ok := d.detectText(folded, doc, hidden); ok {
 			m.Encoding = "leetspeak"
+			return m, true
+		}
+	}
+	// Letter-spaced text ("i g n o r e   a l l", "i.g.n.o.r.e") read as the words it spells.
+	if spaced, offsets, changed := collapseSpaced(text); changed {
+		if m, ok := d.detectText(spaced, doc, hidden); ok {
+			m.Start, m.End = offsets[m.Start], offsets[m.End-1]+1
+			m.Encoding = "spaced"
 			return m, true
 		}
 	}
