@@ -42,6 +42,15 @@ func (m *Idempotent) bind(ctx context.Context, c *runtime.ToolCall, key string) 
 		return nil
 	case runtime.LeaseDone:
 		theirs = g.Result
+	case runtime.LeaseHeld:
+		if len(g.Note) == 0 {
+			// Taken over by a call with our values that met the abandoned
+			// record at the same moment (a takeover keeps the taker's
+			// note, and only one with that note takes over a record
+			// that has one): one of this call, which the claim compares.
+			return nil
+		}
+		theirs = g.Note
 	default:
 		// Held by a call writing it now, or in doubt: its note is the
 		// key it is held for (one in doubt with ours was taken over).

@@ -2,13 +2,16 @@ package idempotent_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/runtime"
 )
 
@@ -59,6 +62,50 @@ func TestASuppliedKeyReusedForAnotherKeyArgsCallIsRefused(t *testing.T) {
 			assert.True(t, errs[0] == nil != (errs[1] == nil), "one of %v runs", errs)
 			assert.True(t, errs[0] != nil && assert.ErrorAs(t, errs[0], &blocked) || errs[1] != nil && assert.ErrorAs(t, errs[1], &blocked), "%v", errs)
 			assert.EqualValues(t, 2, calls.Load(), "one refund ran under IK-1")
+		})
+	}
+}
+
+// TestRetriesTakingOverAnAbandonedSuppliedKeyAtOnceAreNotRefused: retries
+// with the same key_args that met an abandoned record of the key their
+// caller supplied at once, on two replicas, raced to take it over, and a
+// loser, answered with the claim held and no note, was refused as a call
+// with other values. The loser is one of the same call: it goes on to the
+// claim, and the refund runs once.
+func TestRetriesTakingOverAnAbandonedSuppliedKeyAtOnceAreNotRefused(t *testing.T) {
+	for _, st := range mismatchStores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			var calls atomic.Int64
+			a, b := st.replicas(t, `{"key_args": ["order_id"]}`, refunds(&calls))
+			// A holder of the key that stopped before writing it.
+			held := idempotent.PlainHashKey("supplied", "refund", "", "IK-7")
+			l := leaser(st.a)
+			g, err := l.AcquireAs(ctx1, held, "", nil, time.Hour, time.Hour, false)
+			require.NoError(t, err)
+			require.Equal(t, runtime.LeaseAcquired, g.Status)
+			ok, err := l.Doubt(ctx1, held, g.Token, time.Hour)
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			const n = 8
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			start := make(chan struct{})
+			for i := range n {
+				pl := []*runtime.Pipeline{a, b}[i%2]
+				wg.Go(func() {
+					<-start
+					_, errs[i] = pl.Tool(context.WithoutCancel(bounded(t, "run-7")), runtime.ToolRequest{Name: "refund",
+						Args: map[string]any{"order_id": "i7", "amount": 1}, IdempotencyKey: "IK-7"})
+				})
+			}
+			close(start)
+			wg.Wait()
+			for _, err := range errs {
+				var blocked *runtime.BlockedError
+				assert.False(t, errors.As(err, &blocked), "a retry of the same call is not refused: %v", err)
+			}
+			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
 		})
 	}
 }
