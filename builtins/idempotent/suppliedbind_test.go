@@ -13,6 +13,8 @@ import (
 
 	"github.com/agentc-dev/agentc/builtins/idempotent"
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
 )
 
 // TestASuppliedKeyReusedForAnotherKeyArgsCallIsRefused: with key_args, the
@@ -108,4 +110,59 @@ func TestRetriesTakingOverAnAbandonedSuppliedKeyAtOnceAreNotRefused(t *testing.T
 			assert.EqualValues(t, 1, calls.Load(), "the refund ran once")
 		})
 	}
+}
+
+// expiries is a KV that notes, by clock, when each key it writes expires.
+type expiries struct {
+	runtime.KV
+	clock runtime.Clock
+	mu    sync.Mutex
+	at    map[string]time.Time
+}
+
+func (e *expiries) note(key string, ttl time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.at[key] = e.clock.Now().Add(ttl)
+}
+
+func (e *expiries) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	e.note(key, ttl)
+	return e.KV.Set(ctx, key, value, ttl)
+}
+
+func (e *expiries) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	ok, err := e.KV.SetIfAbsent(ctx, key, value, ttl)
+	if ok {
+		e.note(key, ttl)
+	}
+	return ok, err
+}
+
+func (e *expiries) expiry(key string) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.at[key]
+}
+
+// TestASuppliedKeyIsHeldForTTLFromTheOutcome: the record holding the key a
+// caller supplied under key_args was given its ttl before the call ran,
+// the call's claim after it, so the key was free for a call with other
+// key_args values for as long as the call ran before its outcome expired.
+// The key is held for ttl from the outcome, as the claim is.
+func TestASuppliedKeyIsHeldForTTLFromTheOutcome(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := runtime.NewVirtualClock(start)
+	kv := &expiries{KV: runtime.NewMemoryKV(), clock: clock, at: map[string]time.Time{}}
+	p := toolPlan(rt.Layer("idempotent", `{"key_args": ["order_id"], "ttl": "1h", "lease_ttl": "10m"}`))
+	p.Tools["refund"] = plan.Tool{SideEffecting: true}
+	pl := rt.Build(t, p, runtime.Deps{KV: kv, Clock: clock, Tools: map[string]runtime.ToolFunc{
+		"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			clock.Advance(5 * time.Minute) // the call runs five minutes
+			return "refunded", nil
+		}}})
+	_, err := pl.Tool(bounded(t, "run-1"), runtime.ToolRequest{Name: "refund", Args: map[string]any{"order_id": "i1", "amount": 1}, IdempotencyKey: "IK-1"})
+	require.NoError(t, err)
+	held := idempotent.PlainHashKey("supplied", "refund", "", "IK-1")
+	assert.Equal(t, start.Add(5*time.Minute+time.Hour), kv.expiry(held), "held for ttl from the outcome")
 }
