@@ -37,7 +37,8 @@
 // the key the tool gets, and an *runtime.InDoubtError names it, for a
 // person to look the call up by at the tool's provider. A key the caller
 // supplied still names one call under key_args: the layer holds it (a
-// record of its own, kept for ttl and written before the claim) for the
+// record of its own, claimed before the call is and kept for ttl from the
+// call's outcome, as the call's record is) for the
 // key_args values of the first call that presents it, and refuses
 // (blocked) a call that reuses it with other values, on any replica; the
 // same order under two keys is still refunded once. That costs a call

@@ -316,8 +316,12 @@ func (m *Idempotent) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if err := m.resumable(ctx, c, key); err != nil {
 			return nil, err
 		}
-		if err := m.bind(ctx, c, key); err != nil {
+		hold, err := m.bind(ctx, c, key)
+		if err != nil {
 			return nil, err
+		}
+		if hold != nil {
+			defer hold()
 		}
 		// With key_args, calls of one key with other arguments do not
 		// share a flight: each meets the other's record in the store, as
