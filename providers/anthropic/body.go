@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -379,10 +380,12 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	// results counts the tool results of the user message left open for
 	// more, until the next message that is not a tool message.
 	results := 0
+	start := 0 // where the last block written begins
 	block := func() {
 		if results > 0 {
 			b = append(b, ',')
 		}
+		start = len(b)
 		results++
 	}
 	result := func(id, text string, isError bool, cc *runtime.CacheControl, images []runtime.ContentPart) {
@@ -466,7 +469,11 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				switch p.Type {
 				case runtime.PartText:
 					if p.Text == "" {
-						continue // the API refuses an empty text block
+						// The API refuses an empty text block.
+						if results > 0 {
+							b = carryBreakpoint(b, start, p.CacheControl)
+						}
+						continue
 					}
 					block()
 					if p.Document {
@@ -497,8 +504,10 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				if k > 0 {
 					b = append(b, ',')
 				}
+				start = len(b)
 				k++
 			}
+			wrote := func() bool { return k > 0 } // k is shadowed below
 			// Blank text beside the calls is left out: the API refuses
 			// a text block of white space alone.
 			calls := len(m.ToolCalls) > 0
@@ -518,7 +527,11 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					continue
 				}
 				switch p := &m.Parts[j]; {
-				case p.Type == runtime.PartText && p.Text != "" && !(calls && strings.TrimSpace(p.Text) == ""):
+				case p.Type == runtime.PartText && (p.Text == "" || calls && strings.TrimSpace(p.Text) == ""):
+					if wrote() {
+						b = carryBreakpoint(b, start, p.CacheControl)
+					}
+				case p.Type == runtime.PartText:
 					sep()
 					b = appendText(b, p.Text, p.CacheControl)
 				case p.Type == runtime.PartThinking:
@@ -659,6 +672,20 @@ func appendToolID(b []byte, id string) []byte {
 // idByte reports whether c may be in a tool call id the API takes.
 func idByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+}
+
+// carryBreakpoint gives the block of b that begins at start, the last
+// one written, the prompt-cache breakpoint cc of an empty text block left
+// out after it: the prefix up to the empty block is the prefix up to that
+// one. A block with a breakpoint of its own (its members name one, which
+// a JSON string's escaped quotes cannot fake; a tool call's input can, and
+// then the breakpoint is left out) keeps it.
+func carryBreakpoint(b []byte, start int, cc *runtime.CacheControl) []byte {
+	if cc == nil || start >= len(b) || b[len(b)-1] != '}' || bytes.Contains(b[start:], []byte(`"cache_control":`)) {
+		return b
+	}
+	b = appendCacheControl(b[:len(b)-1], cc)
+	return append(b, '}')
 }
 
 // appendText appends a text block.

@@ -52,3 +52,28 @@ func TestEmptyTextIsNotSentAsAnEmptyBlock(t *testing.T) {
 		assert.Contains(t, err.Error(), "Anthropic's API", name)
 	}
 }
+
+// An empty text part left out took its prompt-cache breakpoint with it,
+// and the prefix the client asked cached was not: the breakpoint moves to
+// the block before it, which ends the same prefix (an empty block adds
+// nothing to it), unless that block has one of its own.
+func TestEmptyTextKeepsItsBreakpoint(t *testing.T) {
+	c, err := New(Config{Model: "claude-sonnet-4-5"})
+	require.NoError(t, err)
+	cc := &runtime.CacheControl{TTL: "1h"}
+	call := []runtime.ToolUse{{ID: "t1", Name: "f", Arguments: json.RawMessage(`{}`), PartsAfter: 1}}
+	req := runtime.ChatRequest{Tools: []runtime.ToolDef{{Name: "f"}}, Messages: []runtime.Message{
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "long context"}, {Type: runtime.PartText, CacheControl: cc}}},
+		{Role: "assistant", ToolCalls: call, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: " ", CacheControl: cc}}},
+		{Role: "tool", ToolCallID: "t1", Content: "done"},
+		{Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "a", CacheControl: &runtime.CacheControl{}}, {Type: runtime.PartText, CacheControl: cc}}},
+	}}
+	b, err := c.body(&req)
+	require.NoError(t, err)
+	msgs := gjson.GetBytes(b, "messages")
+	require.Len(t, msgs.Array(), 3, "%s", b)
+	assert.JSONEq(t, `[{"type":"text","text":"long context","cache_control":{"type":"ephemeral","ttl":"1h"}}]`, msgs.Get("0.content").Raw)
+	assert.Equal(t, "1h", msgs.Get("1.content.0.cache_control.ttl").String(), "%s", b)
+	assert.JSONEq(t, `[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"done"}],"is_error":false},{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]`,
+		msgs.Get("2.content").Raw, "a block with a breakpoint of its own keeps it")
+}
