@@ -50,7 +50,7 @@ func TestMCPToolsPrintsClosedDeclarations(t *testing.T) {
 	add("labels", `{"type":"object","properties":{"id":{"type":"string"}},"additionalProperties":{"type":"string"}}`)
 	add("combo", `{"type":"object","allOf":[{"properties":{"q":{"type":"string"}}}]}`)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	defer ts.Close()
+	t.Cleanup(ts.Close) // after the gateway fronting it has closed (cleanups run last first)
 
 	root := t.TempDir()
 	dir := t.TempDir()
@@ -88,19 +88,7 @@ chains: tool: [
 
 	// Served, a call carrying an argument the declaration does not list is
 	// refused; the arguments it lists pass.
-	s, err := serve.New(context.Background(), serve.Options{Source: policySource(dir, &cliEnv{stderr: io.Discard}, slog.New(slog.NewTextHandler(io.Discard, nil))),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WatchInterval: -1})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp", MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	defer func() { _ = cs.Close() }()
+	cs := serveMCPClient(t, dir)
 	call := func(name, args string) string {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 		require.NoError(t, err)
@@ -149,19 +137,7 @@ func TestMCPToolsClosesTheFilesystemServersDeclarations(t *testing.T) {
 		assert.Equal(t, false, m["additionalProperties"], name)
 	}
 
-	s, err := serve.New(context.Background(), serve.Options{Source: policySource(dir, &cliEnv{stderr: io.Discard}, slog.New(slog.NewTextHandler(io.Discard, nil))),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WatchInterval: -1})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
-	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp", MaxRetries: -1}, nil)
-	require.NoError(t, err)
-	defer func() { _ = cs.Close() }()
+	cs := serveMCPClient(t, dir)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_text_file", Arguments: map[string]any{"path": filepath.Join(root, "a.txt"), "alt": "/etc/passwd"}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
@@ -170,4 +146,24 @@ func TestMCPToolsClosesTheFilesystemServersDeclarations(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.IsError, res.Content[0].(*mcp.TextContent).Text)
 	assert.Equal(t, "inside", res.Content[0].(*mcp.TextContent).Text)
+}
+
+// serveMCPClient serves the policy in dir and returns an MCP client
+// session connected to its /mcp endpoint; both end with the test.
+func serveMCPClient(t *testing.T, dir string) *mcp.ClientSession {
+	t.Helper()
+	s, err := serve.New(context.Background(), serve.Options{Source: policySource(dir, &cliEnv{stderr: io.Discard}, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WatchInterval: -1})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + "/mcp", MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
