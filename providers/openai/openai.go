@@ -259,10 +259,13 @@ func (c *chunk) decode(data []byte) error {
 	if c.decodeFast(data) {
 		return nil
 	}
+	// What a failed read decoded is not the chunk before's fingerprint.
+	c.SystemFingerprint = ""
 	c.reset()
 	if fastjson.Unmarshal(data, c) == nil {
 		return nil
 	}
+	c.SystemFingerprint = ""
 	c.reset()
 	return json.Unmarshal(data, c)
 }
