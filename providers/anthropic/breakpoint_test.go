@@ -92,9 +92,9 @@ func TestEmptyTextFirstInItsPlaceKeepsItsBreakpoint(t *testing.T) {
 		assert.NotContains(t, body.Raw, "cache_control")
 	})
 	t.Run("a thinking block takes none", func(t *testing.T) {
-		// The API refuses a breakpoint on a thinking block: the one
-		// before it takes the breakpoint, ending a prefix the cache
-		// looks up again from the one after.
+		// The API refuses a breakpoint on a thinking block: the block
+		// before it takes the breakpoint, ending the longest prefix one
+		// can end there.
 		body := sentBody(t, runtime.ChatRequest{Tools: tools, Messages: []runtime.Message{
 			{Role: "user", Content: "go"},
 			{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "t1", Name: "f", Arguments: json.RawMessage(`{}`)}}, Parts: []runtime.ContentPart{
