@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -189,7 +190,7 @@ func appendResultMessages(out []predicate.Message, msgs []Message, i int, conten
 		}
 		out = append(out, predicate.Message{Role: "tool", Content: b.String(), ToolCallID: p.ToolCallID})
 	}
-	if rest.Content != "" || len(rest.Parts) != 0 || len(rest.ToolCalls) != 0 {
+	if rest.Content != "" || slices.ContainsFunc(rest.Parts, sentPart) || len(rest.ToolCalls) != 0 {
 		out = append(out, predicate.Message{Role: rest.Role, Content: predicateContent(&rest), Name: rest.Name,
 			ToolCalls: predicateCalls(rest.ToolCalls)})
 	}
@@ -198,6 +199,12 @@ func appendResultMessages(out []predicate.Message, msgs []Message, i int, conten
 	}
 	return out
 }
+
+// sentPart reports whether a provider sends part p of a user message: an
+// empty text part (one a prompt-cache breakpoint marks, beside tool
+// results) is left out, as the API refuses an empty text block, and no
+// user message of it is read beside the results.
+func sentPart(p ContentPart) bool { return p.Type != PartText || p.Text != "" }
 
 // maxPooledMessages bounds the messages array an activation kept for reuse.
 const maxPooledMessages = 64
@@ -255,7 +262,9 @@ func predicateContent(m *Message) string {
 // a tool call or a document stands between two), and every other
 // message its own content (predicateContent), so that the texts read are
 // at most twice those sent. It returns nil when every turn's text is its
-// last message's own content: every turn is one message, read so already.
+// last message's own content: every turn is one message, read so already
+// (but one with tool results, which is read as tool messages and the
+// user's, appendResultMessages).
 // The system messages, when they are not one turn, are read as one too, the
 // last of them holding their texts run together.
 func TurnContents(msgs []Message) []string {
@@ -270,7 +279,12 @@ func TurnContents(msgs []Message) []string {
 			i = j
 			continue
 		}
-		if text := turnText(msgs[i:j]); contents != nil || text != predicateContent(&msgs[j-1]) {
+		// A user message with tool results is read as tool messages
+		// and the user's (appendResultMessages): its own content is
+		// not what its last one reads.
+		last := &msgs[j-1]
+		split := last.Role == "user" && last.hasResults()
+		if text := turnText(msgs[i:j]); contents != nil || split || text != predicateContent(last) {
 			if contents == nil {
 				contents = make([]string, len(msgs))
 				for k := range i {
@@ -344,6 +358,11 @@ func turnText(turn []Message) string {
 		m := &turn[k]
 		if m.Role == "tool" {
 			put(predicateContent(m))
+			// An image (a document) ending the result stands between
+			// its text and the next, as one of a tool_result part does.
+			if n := len(m.Parts); n > 0 && !m.Parts[n-1].plainText() && m.Parts[n-1].Type != PartToolResult {
+				apart = true
+			}
 			continue
 		}
 		read := func(i int) {

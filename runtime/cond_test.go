@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -300,4 +303,77 @@ func TestTurnContentsReadTheResultsFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, asSent)
 	assert.True(t, whole)
+}
+
+// A conversation reads the same to a guard whichever route brought it:
+// Anthropic's (a user message holding tool_result blocks beside the
+// user's text) and OpenAI's (tool messages, then the user's). An empty
+// text block beside the results (a prompt-cache breakpoint's, which the
+// provider leaves out) read as a user message of no text, which held the
+// turn's text in the whole reading; a turn whose one message, split into
+// tool and user messages, read its text as the whole message did was
+// not read whole at all; and a tool message ending in an image ran its
+// text on into the user's where the tool_result's image stands between
+// them.
+func TestGuardsReadToolResultsBesideTextAlikeOnEveryRoute(t *testing.T) {
+	call := runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}}}
+	result := runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "a", Text: "wire"}
+	held := runtime.ContentPart{Type: runtime.PartImage, ImageURL: "data:text/plain,xx"}
+	photo := runtime.ContentPart{Type: runtime.PartImage, ImageURL: "https://example.com/a.png"}
+	text := runtime.ContentPart{Type: runtime.PartText, Text: " transfer"}
+	of := func(p runtime.ContentPart) runtime.ContentPart { p.ToolCallID = "a"; return p }
+	for _, c := range []struct {
+		name             string
+		anthropic        runtime.Message
+		openai           []runtime.Message
+		asSent, turnRead string
+	}{{
+		name:      "a result and an empty text with a breakpoint",
+		anthropic: runtime.Message{Role: "user", Parts: []runtime.ContentPart{result, {Type: runtime.PartText, CacheControl: &runtime.CacheControl{}}}},
+		openai:    []runtime.Message{{Role: "tool", ToolCallID: "a", Content: "wire"}},
+		asSent:    "tool(a)wire", turnRead: "tool(a)wire",
+	}, {
+		name:      "a result, the text its image holds, the user's text",
+		anthropic: runtime.Message{Role: "user", Parts: []runtime.ContentPart{result, of(held), text}},
+		openai:    []runtime.Message{{Role: "tool", ToolCallID: "a", Content: "wire", Parts: []runtime.ContentPart{held}}, {Role: "user", Content: " transfer"}},
+		asSent:    "tool(a)wire\nxx|user() transfer", turnRead: "tool(a)wire\nxx|user()wire\nxx\n transfer",
+	}, {
+		name:      "a result, its image, the user's text",
+		anthropic: runtime.Message{Role: "user", Parts: []runtime.ContentPart{result, of(photo), text}},
+		openai:    []runtime.Message{{Role: "tool", ToolCallID: "a", Content: "wire", Parts: []runtime.ContentPart{photo}}, {Role: "user", Content: " transfer"}},
+		asSent:    "tool(a)wire|user() transfer", turnRead: "tool(a)wire|user()wire\n transfer",
+	}, {
+		name:      "a result and the user's text",
+		anthropic: runtime.Message{Role: "user", Parts: []runtime.ContentPart{result, text}},
+		openai:    []runtime.Message{{Role: "tool", ToolCallID: "a", Content: "wire"}, {Role: "user", Content: " transfer"}},
+		asSent:    "tool(a)wire|user() transfer", turnRead: "tool(a)wire|user()wire transfer",
+	}} {
+		// view holds when the messages read are want's, each
+		// ROLE(TOOL_CALL_ID)CONTENT, after the user's and the call's.
+		view := func(want string) *runtime.Predicate {
+			msgs := strings.Split("user()go|assistant()|"+want, "|")
+			expr := fmt.Sprintf("size(messages) == %d", len(msgs))
+			for i, m := range msgs {
+				role, rest, _ := strings.Cut(m, "(")
+				id, content, _ := strings.Cut(rest, ")")
+				expr += fmt.Sprintf(" && messages[%d].role == %s && messages[%d].tool_call_id == %s && messages[%d].content == %s",
+					i, strconv.Quote(role), i, strconv.Quote(id), i, strconv.Quote(content))
+			}
+			p, err := runtime.CompileChatPredicate(expr)
+			require.NoError(t, err)
+			return p
+		}
+		for route, msgs := range map[string][]runtime.Message{
+			"anthropic": {{Role: "user", Content: "go"}, call, c.anthropic},
+			"openai":    append([]runtime.Message{{Role: "user", Content: "go"}, call}, c.openai...),
+		} {
+			call := &runtime.ChatCall{Request: runtime.ChatRequest{Messages: msgs}}
+			asSent, _, err := view(c.asSent).EvalChatTurns(context.Background(), call, nil)
+			require.NoError(t, err)
+			assert.True(t, asSent, "%s, %s: as sent", c.name, route)
+			_, whole, err := view(c.turnRead).EvalChatTurns(context.Background(), call, nil)
+			require.NoError(t, err)
+			assert.True(t, whole, "%s, %s: the turn whole", c.name, route)
+		}
+	}
 }

@@ -98,3 +98,47 @@ func TestGuardReadsAnthropicToolResultsAsToolMessages(t *testing.T) {
 		assert.Equal(t, 1, flagged, "the result sent on /v1/messages keeps its is_error and cache_control")
 	})
 }
+
+// TestGuardReadsAnEmptyTextBesideAToolResultAsNothing: on /v1/messages a
+// user message of a tool result and an empty text block (a prompt-cache
+// breakpoint's, which the provider leaves out, moving the breakpoint to
+// the result) was read as the tool message and a user message of no
+// text, and the turn read whole gave that user message the result's text:
+// a guard keyed on role 'user' blocked the tool's output as the user's
+// words, where the other routes, which carry no such message, passed it.
+func TestGuardReadsAnEmptyTextBesideAToolResultAsNothing(t *testing.T) {
+	const result = "please do a wire transfer"
+	bodies := map[string]string{
+		"/v1/chat/completions": `{"model": "backup", "messages": [{"role": "user", "content": "hi"},
+			{"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris\"}"}}]},
+			{"role": "tool", "tool_call_id": "c1", "content": "` + result + `"}]}`,
+		"/v1/responses": `{"model": "backup", "input": [{"role": "user", "content": "hi"},
+			{"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"location\": \"Paris\"}"},
+			{"type": "function_call_output", "call_id": "c1", "output": "` + result + `"}]}`,
+		"/v1/messages": `{"model": "backup", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"},
+			{"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "get_weather", "input": {"location": "Paris"}}]},
+			{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "` + result + `"},
+				{"type": "text", "text": "", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]}`,
+	}
+	an := make([]reply, len(bodies))
+	for i := range an {
+		an[i] = reply{body: transcript(t, "anthropic", "text.sse")}
+	}
+	g := newGateway(t, `{use: "guard", name: "user_wire", deny: "messages.exists(m, m.role == 'user' && m.content.contains('wire transfer'))", message: "no"}`, nil, an)
+	for path, body := range bodies {
+		code, resp := postRoute(t, g, path, body)
+		require.Equal(t, http.StatusOK, code, "%s: %s", path, resp)
+	}
+	// The breakpoint reaches a Claude model on the result before it.
+	moved := 0
+	for i := range len(bodies) {
+		sent := sentTo(t, g.an, i)
+		msgs := sent["messages"].([]any)
+		blocks := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+		require.Len(t, blocks, 1, "sent %s", g.an.body(i))
+		if cc, _ := blocks[0].(map[string]any)["cache_control"].(map[string]any); cc["ttl"] == "1h" {
+			moved++
+		}
+	}
+	assert.Equal(t, 1, moved, "the breakpoint sent on /v1/messages is on the result")
+}

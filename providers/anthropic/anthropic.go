@@ -34,7 +34,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -361,8 +363,9 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 		slab              wire.ToolCallSlab
 		// startInput holds, by block index, the input a tool_use block
 		// gave at its start, other than {}, until a delta of its input
-		// replaces it or the block stops, which sends it: the SDKs keep
-		// a start's input no delta followed, as a text block's text.
+		// replaces it or the block stops, which sends it (or the stream
+		// ends, for a block never stopped): the SDKs keep a start's
+		// input no delta followed, as a text block's text.
 		startInput map[int64]string
 	)
 	emit := func(d runtime.Delta) bool {
@@ -396,6 +399,18 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 			}
 		}
 		return err
+	}
+	// started sends the input the start of tool_use block gave, if it
+	// is still held.
+	started := func(block int64) bool {
+		in, ok := startInput[block]
+		if !ok {
+			return true
+		}
+		delete(startInput, block)
+		tc := slab.Take(1)
+		tc[0] = runtime.ToolCallDelta{Index: tools[block], Arguments: in}
+		return emit(runtime.Delta{ToolCalls: tc})
 	}
 	think := func(block int64, td runtime.ThinkingDelta) bool {
 		i, ok := thinking[block]
@@ -514,13 +529,8 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 					CacheWrite1hInputTokens: max(in.CacheWrite1hInputTokens, input.CacheWrite1hInputTokens)}
 			}
 		case "content_block_stop":
-			if in, ok := startInput[ev.Index]; ok {
-				delete(startInput, ev.Index)
-				tc := slab.Take(1)
-				tc[0] = runtime.ToolCallDelta{Index: tools[ev.Index], Arguments: in}
-				if !emit(runtime.Delta{ToolCalls: tc}) {
-					return nil
-				}
+			if !started(ev.Index) {
+				return nil
 			}
 		case "message_stop":
 			stopped = true
@@ -531,6 +541,13 @@ func (c *Client) consume(ctx context.Context, req *runtime.ChatRequest, stream *
 	}
 	if la.Stopped() {
 		return nil // the body's read failed as the consumer had stopped
+	}
+	// The inputs of blocks never stopped (the message ended, or the
+	// stream was cut, after their starts) arrived all the same.
+	for _, block := range slices.Sorted(maps.Keys(startInput)) {
+		if !started(block) {
+			return nil
+		}
 	}
 	if err := stream.Err(); err != nil {
 		failed := billed(c.failure(ctx, err, deltas))

@@ -58,7 +58,7 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 	b = wire.AppendString(b, c.cfg.Model)
 	b = append(b, `,"max_tokens":`...)
 	b = wire.AppendInt(b, int64(c.maxTokens(req)))
-	b, err := appendMessages(b, req.Messages)
+	b, carried, err := appendMessages(b, req.Messages)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,15 @@ func (c *Client) body(req *runtime.ChatRequest) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if b, err = appendTool(b, &tools[i]); err != nil {
+			t := &tools[i]
+			if i == len(tools)-1 && carried != nil && t.CacheControl == nil {
+				// The breakpoint of an empty text block before any
+				// other block: the tools come first in the prefix.
+				last := *t
+				last.CacheControl = carried
+				t = &last
+			}
+			if b, err = appendTool(b, t); err != nil {
 				return nil, err
 			}
 		}
@@ -332,10 +340,33 @@ func appendTool(b []byte, t *runtime.ToolDef) ([]byte, error) {
 // transcript: system messages become the system blocks; tool messages and
 // tool_result parts become tool_result blocks, and consecutive results
 // share one user message, as the API wants them.
-func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
+//
+// An empty text part is left out (the API refuses an empty text block);
+// its prompt-cache breakpoint goes to the last block written before it
+// that takes one (a thinking block takes none), which ends the same prefix
+// or the longest shorter one: the system block before, the last block of
+// the message before. Of one before any such block it returns the
+// breakpoint, for the last tool, the tools coming first in the prefix.
+func appendMessages(b []byte, in []runtime.Message) ([]byte, *runtime.CacheControl, error) {
 	for i := range in {
 		if err := unsentParts(&in[i]); err != nil {
-			return b, fmt.Errorf("messages[%d]: %w", i, err)
+			return b, nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+	}
+	// last is where the last block written that takes a breakpoint
+	// begins and ends (its closing brace); carried, a breakpoint for the
+	// last tool.
+	var last struct{ start, end int }
+	last.start = -1
+	var carried *runtime.CacheControl
+	took := func(start int) { last.start, last.end = start, len(b)-1 }
+	carry := func(cc *runtime.CacheControl) {
+		switch {
+		case cc == nil:
+		case last.start >= 0:
+			b = carryBreakpoint(b, last.start, last.end, cc)
+		case carried == nil:
+			carried = cc
 		}
 	}
 	// The system blocks, first.
@@ -347,7 +378,9 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 		} else {
 			b = append(b, ',')
 		}
+		start := len(b)
 		b = appendText(b, text, cc)
+		took(start)
 	}
 	for i := range in {
 		m := &in[i]
@@ -358,7 +391,12 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			sysBlock(m.Content, nil)
 		}
 		for _, p := range m.Parts {
-			if p.Type == runtime.PartText && p.Text != "" {
+			if p.Type != runtime.PartText {
+				continue
+			}
+			if p.Text == "" {
+				carry(p.CacheControl)
+			} else {
 				sysBlock(p.Text, p.CacheControl)
 			}
 		}
@@ -380,7 +418,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 	// results counts the tool results of the user message left open for
 	// more, until the next message that is not a tool message.
 	results := 0
-	start := 0 // where the last block written begins
+	start := 0 // where the block being written begins
 	block := func() {
 		if results > 0 {
 			b = append(b, ',')
@@ -419,6 +457,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			b = appendCacheControl(b, cc)
 		}
 		b = append(b, '}')
+		took(start)
 	}
 	closeResults := func() {
 		if results > 0 {
@@ -436,7 +475,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			// answering ToolCallID.
 			n := results
 			if err := resultImagesPaired(m.Parts); err != nil {
-				return b, fmt.Errorf("messages[%d]: %w", i, err)
+				return b, nil, fmt.Errorf("messages[%d]: %w", i, err)
 			}
 			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
@@ -450,7 +489,7 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			// The results pending and the message's own come first, in
 			// the same user message.
 			if err := resultImagesPaired(m.Parts); err != nil {
-				return b, fmt.Errorf("messages[%d]: %w", i, err)
+				return b, nil, fmt.Errorf("messages[%d]: %w", i, err)
 			}
 			for j, p := range m.Parts {
 				if p.Type == runtime.PartToolResult {
@@ -464,15 +503,14 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			if m.Content != "" {
 				block()
 				b = appendText(b, m.Content, nil)
+				took(start)
 			}
 			for _, p := range m.Parts {
 				switch p.Type {
 				case runtime.PartText:
 					if p.Text == "" {
 						// The API refuses an empty text block.
-						if results > 0 {
-							b = carryBreakpoint(b, start, p.CacheControl)
-						}
+						carry(p.CacheControl)
 						continue
 					}
 					block()
@@ -481,18 +519,21 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					} else {
 						b = appendText(b, p.Text, p.CacheControl)
 					}
+					took(start)
 				case runtime.PartDocument:
 					block()
 					b = appendDocument(b, p)
+					took(start)
 				case runtime.PartImage:
 					if p.ToolCallID == "" { // else in its result, above
 						block()
 						b = appendImage(b, p)
+						took(start)
 					}
 				}
 			}
 			if results == 0 && had == 0 {
-				return b, fmt.Errorf("messages[%d]: a user message with nothing in it (no text, no image, no tool result), which Anthropic's API refuses (text content blocks must be non-empty)", i)
+				return b, nil, fmt.Errorf("messages[%d]: a user message with nothing in it (no text, no image, no tool result), which Anthropic's API refuses (text content blocks must be non-empty)", i)
 			}
 			b = append(b, "]}"...)
 			results = 0
@@ -507,13 +548,13 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 				start = len(b)
 				k++
 			}
-			wrote := func() bool { return k > 0 } // k is shadowed below
 			// Blank text beside the calls is left out: the API refuses
 			// a text block of white space alone.
 			calls := len(m.ToolCalls) > 0
 			if m.Content != "" && !(calls && strings.TrimSpace(m.Content) == "") {
 				sep()
 				b = appendText(b, m.Content, nil)
+				took(start)
 			}
 			// The parts and the tool calls go in the message's order:
 			// interleaved thinking sits between tool_use blocks.
@@ -522,21 +563,22 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 					sep()
 					var err error
 					if b, err = appendToolUse(b, &m.ToolCalls[k]); err != nil {
-						return b, fmt.Errorf("messages[%d]: %w", i, err)
+						return b, nil, fmt.Errorf("messages[%d]: %w", i, err)
 					}
+					took(start)
 					continue
 				}
 				switch p := &m.Parts[j]; {
 				case p.Type == runtime.PartText && (p.Text == "" || calls && strings.TrimSpace(p.Text) == ""):
-					if wrote() {
-						b = carryBreakpoint(b, start, p.CacheControl)
-					}
+					carry(p.CacheControl)
 				case p.Type == runtime.PartText:
 					sep()
 					b = appendText(b, p.Text, p.CacheControl)
+					took(start)
 				case p.Type == runtime.PartThinking:
 					// Sent back as the model returned it: a changed
-					// block fails its signature.
+					// block fails its signature, and one takes no
+					// breakpoint.
 					sep()
 					b = append(b, `{"type":"thinking","thinking":`...)
 					b = wire.AppendString(b, p.Text)
@@ -552,11 +594,11 @@ func appendMessages(b []byte, in []runtime.Message) ([]byte, error) {
 			}
 			b = append(b, "]}"...)
 		default:
-			return b, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
+			return b, nil, fmt.Errorf("messages[%d]: unknown role %q", i, m.Role)
 		}
 	}
 	closeResults()
-	return append(b, ']'), nil
+	return append(b, ']'), carried, nil
 }
 
 // unsentParts refuses a part the message's role has no block for, which
@@ -674,18 +716,17 @@ func idByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
 }
 
-// carryBreakpoint gives the block of b that begins at start, the last
-// one written, the prompt-cache breakpoint cc of an empty text block left
-// out after it: the prefix up to the empty block is the prefix up to that
-// one. A block with a breakpoint of its own (its members name one, which
-// a JSON string's escaped quotes cannot fake; a tool call's input can, and
-// then the breakpoint is left out) keeps it.
-func carryBreakpoint(b []byte, start int, cc *runtime.CacheControl) []byte {
-	if cc == nil || start >= len(b) || b[len(b)-1] != '}' || bytes.Contains(b[start:], []byte(`"cache_control":`)) {
+// carryBreakpoint gives the block b[start:end+1] (end its closing brace)
+// the prompt-cache breakpoint cc of an empty text block left out after it:
+// the prefix up to the empty block is the prefix up to that one. A block
+// with a breakpoint of its own (its members name one, which a JSON
+// string's escaped quotes cannot fake; a tool call's input can, and then
+// the breakpoint is left out) keeps it.
+func carryBreakpoint(b []byte, start, end int, cc *runtime.CacheControl) []byte {
+	if cc == nil || start < 0 || end >= len(b) || b[end] != '}' || bytes.Contains(b[start:end], []byte(`"cache_control":`)) {
 		return b
 	}
-	b = appendCacheControl(b[:len(b)-1], cc)
-	return append(b, '}')
+	return slices.Insert(b, end, appendCacheControl(nil, cc)...)
 }
 
 // appendText appends a text block.
