@@ -75,7 +75,17 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predica
 		_, ok := c.knownValues(path, stage, tools)
 		return ok
 	}
-	for _, t := range looseTests(x.Source, side, closed) {
+	// refused: a file_check layer covering each tool in scope that names
+	// the path refuses the sibling, outside its roots.
+	var named map[string]prefixArg
+	if stage == predicate.Tool {
+		named = c.prefixArgs(tools)
+	}
+	refused := func(key, sibling string) bool {
+		arg, ok := named[key]
+		return ok && !arg.url && !arg.admits(sibling)
+	}
+	for _, t := range looseTests(x.Source, side, closed, refused) {
 		if outcome, ok := lets(t.pol); ok {
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
@@ -111,8 +121,10 @@ func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
 //
 // side is the polarity that lets calls through (1 in a require, -1 in a
 // deny): a loose test is not returned where a conjunct on that side pins
-// the host of the URL it reads.
-func looseTests(src string, side int, closed func(path string) bool) []looseTest {
+// the host of the URL it reads. A prefix test of path_clean() of an
+// argument (argKeys) is not returned for the path beside its prefix where
+// refused says a file_check layer refuses that path.
+func looseTests(src string, side int, closed func(path string) bool, refused func(key, sibling string) bool) []looseTest {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
@@ -178,6 +190,15 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 		return out
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
+	var scope locals
+	keys := argKeys{scope: &scope, binds: map[string]string{}}
+	// beside reports whether a prefix test of the path target, which
+	// holds for sibling, lets it through: a file_check layer refuses it
+	// where target is path_clean() of the argument the layer resolves.
+	beside := func(target ast.Expr, sibling string) bool {
+		arg, ok := cleanedArg(target)
+		return sibling != "" && !(ok && refused(keys.of(arg), sibling))
+	}
 	pattern := func(target, e ast.Expr, pol int) {
 		if k := pathKey(target); k != "" && closed(k) {
 			return
@@ -191,7 +212,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			}
 			if ok {
 				if pathValued(target) {
-					if prefix, sibling := patternSibling(p); sibling != "" {
+					if prefix, sibling := patternSibling(p); beside(target, sibling) {
 						what := fmt.Sprintf("the pattern '%s'", p)
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(prefix, sibling, what)})
 						continue
@@ -232,13 +253,15 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 	walkPolarity(tree.Expr(), polarityHooks{
 		junction:    pinning,
 		conditional: pinning,
+		scope:       scope.enter,
 		body: func(comp ast.ComprehensionExpr) func() {
 			v, saved := comp.IterVar(), bound[comp.IterVar()]
 			bound[v] = nil
 			if r := comp.IterRange(); r.Kind() == ast.ListKind {
 				bound[v] = r.AsList().Elements()
 			}
-			return func() { bound[v] = saved }
+			unbind := keys.bind(comp)
+			return func() { bound[v] = saved; unbind() }
 		},
 		call: func(c ast.CallExpr, pol int) {
 			args := c.Args()
@@ -253,7 +276,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				}
 			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && pathValued(c.Target()):
 				for _, k := range consts(args[0]) {
-					if sibling, loose := siblingProbe(k.s, nil); loose && !strings.Contains(k.s, "://") {
+					if sibling, loose := siblingProbe(k.s, nil); loose && beside(c.Target(), sibling) && !strings.Contains(k.s, "://") {
 						what := fmt.Sprintf("startsWith('%s')", k.s)
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(k.s, sibling, what)})
 					}
@@ -747,6 +770,26 @@ func pathValued(e ast.Expr) bool {
 		return pathValued(c.Target())
 	}
 	return false
+}
+
+// cleanedArg returns the value of which e is path_clean(), or lower() of
+// it.
+func cleanedArg(e ast.Expr) (ast.Expr, bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, false
+	}
+	c := e.AsCall()
+	switch fn := c.FunctionName(); {
+	case fn == "path_clean" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		return c.Args()[0], true
+	case fn == "path_clean" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return c.Target(), true
+	case fn == "lower" && len(c.Args()) == 1:
+		return cleanedArg(c.Args()[0])
+	case fn == "lowerAscii" && c.IsMemberFunction():
+		return cleanedArg(c.Target())
+	}
+	return nil, false
 }
 
 // isHostOf reports whether e is the host of a URL (hostOf) that pinned

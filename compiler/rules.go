@@ -747,7 +747,9 @@ its literal prefix followed by -secrets ('^/v1/public.*'; '^/v1/public(/.*)?$'
 is tight), and for the path a path_arg names (a file_check layer or not,
 as a sibling inside its roots passes it; not where the sibling is
 outside the roots of a layer covering each tool in scope, which refuses
-it: startsWith('/srv/data') with roots ['/srv/data']) or the URL a url_arg names
+it: startsWith('/srv/data') with roots ['/srv/data'], whether it tests
+the path or path_clean() of it, the real path the layer hands on) or
+the URL a url_arg names
 tested as they are, in the one warning that reports their traversals or,
 where tests beside it excuse those, alone; the root and a prefix that
 names none below it (~, .) are not one, nor is a prefix whose last
