@@ -191,7 +191,7 @@ func looseTests(src string, side int, closed func(path string) bool, refused fun
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
 	var scope locals
-	keys := argKeys{scope: &scope, binds: map[string]string{}}
+	keys := newArgKeys(&scope)
 	// beside reports whether a prefix test of the path target, which
 	// holds for sibling, lets it through: a file_check layer refuses it
 	// where target is path_clean() of the argument the layer resolves.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/argpath"
@@ -70,8 +71,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		// below it, that the test also holds for (siblingProbe).
 		sibling string
 		// dots and pct say that a conjunct beside the test, where the
-		// predicate lets calls through, tests the path for ".." and for
-		// "%"; cleaned that one tests path_clean() of it for the prefix.
+		// predicate lets calls through, fails for each value that goes
+		// on from the prefix with .. (dotProbes), and for each with a
+		// percent escape of a dot (percentProbes); cleaned that one
+		// tests path_clean() of it for the prefix.
 		dots, pct, cleaned bool
 	}
 	var tests []test
@@ -79,78 +82,43 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	if _, ok := lets(1); ok {
 		side = 1
 	}
-	// dots, pct and cleaned count, by the path's key (and the prefix),
-	// the conjuncts beside the tests being walked that test a path for
-	// "..", for "%", or path_clean() of it for a prefix (besideTests).
-	dots, pct, cleaned := map[string]int{}, map[string]int{}, map[[2]string]int{}
+	// beside holds the conjuncts beside the tests being walked that test
+	// a path (by its exact key, argKeys) on its text, or path_clean() of it
+	// for a prefix (besideTests).
+	var beside []besideTest
 	var scope locals
-	keys := argKeys{scope: &scope, binds: map[string]string{}}
+	keys := newArgKeys(&scope)
 	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool, sibling string) {
 		key := keys.of(target)
 		arg, ok := named[key]
 		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
 			return
 		}
-		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
-			dots[key] > 0, pct[key] > 0, cleaned[[2]string{key, prefix}] > 0})
-	}
-	// elementsAll binds the variable of an all() or exists() that
-	// junction reads as the key of its range's elements, where the range
-	// holds each of them: a test over what a filter() of them keeps says
-	// nothing of the others.
-	elementsAll := func(comp ast.ComprehensionExpr) func() {
-		undo := keys.bind(comp)
-		if comp.IterRange().Kind() == ast.ComprehensionKind {
-			keys.binds[comp.IterVar()] = ""
+		exact := keys.exact(target)
+		// fail reports whether a test beside this one fails for each
+		// of the probes.
+		fail := func(probes []string) bool {
+			return !slices.ContainsFunc(probes, func(p string) bool {
+				return !slices.ContainsFunc(beside, func(b besideTest) bool { return b.holds != nil && covers(b.key, exact) && b.holds(p) })
+			})
 		}
-		return undo
+		cleaned := slices.ContainsFunc(beside, func(b besideTest) bool { return b.holds == nil && b.prefix == prefix && covers(b.key, exact) })
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
+			fail(dotProbes(prefix, arg.url)), arg.url && fail(percentProbes(prefix)), cleaned})
 	}
 	junction := func(e ast.Expr, pol int) func() {
-		var undo []func()
-		count := func(m map[string]int, k string) {
-			m[k]++
-			undo = append(undo, func() { m[k]-- })
-		}
+		n := len(beside)
 		lettingConjuncts(e, pol, side, func(call ast.CallExpr, lets bool) {
-			args := call.Args()
-			if lets || len(args) == 0 {
+			if lets {
 				// A test that holds where the call is let through
 				// excuses nothing.
 				return
 			}
-			target, s := call.Target(), ""
-			switch fn := call.FunctionName(); {
-			case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
-				s, _ = stringLiteral(args[0])
-				s = strings.ReplaceAll(s, "..", `\.\.`)
-			case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
-				s, _ = stringLiteral(args[0])
-			case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
-				target = args[0]
-				s, _ = stringLiteral(args[1])
-			case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1 && target.Kind() == ast.CallKind &&
-				target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1:
-				if prefix, ok := stringLiteral(args[0]); ok {
-					k := [2]string{keys.of(target.AsCall().Args()[0]), prefix}
-					cleaned[k]++
-					undo = append(undo, func() { cleaned[k]-- })
-				}
-				return
-			default:
-				return
+			if b, ok := besideTestOf(call, keys); ok {
+				beside = append(beside, b)
 			}
-			if strings.Contains(s, `\.\.`) {
-				count(dots, keys.of(target))
-			}
-			if strings.Contains(s, "%") {
-				count(pct, keys.of(target))
-			}
-		}, elementsAll)
-		return func() {
-			for _, u := range undo {
-				u()
-			}
-		}
+		}, keys.every)
+		return func() { beside = beside[:n] }
 	}
 	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
@@ -231,6 +199,94 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
 			outcome, t.what, t.written, arg.what, traversals(t.prefix, false)[0], t.written, beside))
 	}
+}
+
+// A besideTest is a test of a path beside a prefix test of it: holds
+// says whether it holds for a value of the path (its text, as contains(),
+// matches() or their _any() forms test it), or, where holds is nil, the
+// test is path_clean() of the path tested for prefix. key is the path's
+// exact key (argKeys.exact).
+type besideTest struct {
+	key    string
+	holds  func(string) bool
+	prefix string
+}
+
+// besideTestOf returns the test call is of a path, for a value of it
+// (contains(), endsWith(), matches(), contains_any(), matches_any() with
+// constants, of the path or lower() of it), or of path_clean() of it for
+// a prefix (startsWith()).
+func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
+	args := call.Args()
+	target := call.Target()
+	if !call.IsMemberFunction() {
+		if len(args) != 2 {
+			return besideTest{}, false
+		}
+		target, args = args[0], args[1:]
+	}
+	if len(args) != 1 {
+		return besideTest{}, false
+	}
+	fn := call.FunctionName()
+	if cleaned, ok := cleanedArg(target); ok && fn == "startsWith" {
+		prefix, ok := stringLiteral(args[0])
+		return besideTest{key: keys.exact(cleaned), prefix: prefix}, ok
+	}
+	lowered := false
+	for {
+		if inner, ok := lowerOf(target); ok {
+			target, lowered = inner, true
+			continue
+		}
+		break
+	}
+	var consts []string
+	if args[0].Kind() == ast.ListKind && strings.HasSuffix(fn, "_any") {
+		for _, el := range args[0].AsList().Elements() {
+			if c, ok := stringLiteral(el); ok {
+				consts = append(consts, c)
+			}
+		}
+	} else if c, ok := stringLiteral(args[0]); ok && !strings.HasSuffix(fn, "_any") {
+		consts = append(consts, c)
+	}
+	var one func(v, c string) bool
+	switch fn {
+	case "contains", "contains_any":
+		one = strings.Contains
+	case "endsWith":
+		one = strings.HasSuffix
+	case "matches", "matches_any":
+		one = func(v, c string) bool {
+			re, err := regexp.Compile(c)
+			return err == nil && re.MatchString(v)
+		}
+	}
+	key := keys.exact(target)
+	if one == nil || len(consts) == 0 || key == "" {
+		return besideTest{}, false
+	}
+	return besideTest{key: key, holds: func(v string) bool {
+		if lowered {
+			v = strings.ToLower(v)
+		}
+		return slices.ContainsFunc(consts, func(c string) bool { return one(v, c) })
+	}}, true
+}
+
+// lowerOf returns the value of which e is lower() or lowerAscii().
+func lowerOf(e ast.Expr) (ast.Expr, bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, false
+	}
+	switch c := e.AsCall(); {
+	case c.FunctionName() == "lower" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		return c.Args()[0], true
+	case c.FunctionName() == "lowerAscii" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return c.Target(), true
+	}
+	return nil, false
 }
 
 // A prefixArg is an argument a path_arg or a url_arg names: what a
@@ -347,20 +403,40 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 // args.request.path, args.files[].path for a field of an element of
 // args.files, read by an index or as the variable of a macro over the
 // list; "" where it is not a field path of the arguments (a comprehension
-// variable that ranges over something else, or shadows args).
+// variable that ranges over something else, or shadows args). Its exact
+// form names the element too: args.files[0].path for a constant index,
+// args.files[@n].path for the variable of the nth macro bound, one
+// element, args.files[].path for every element (a variable bound with
+// every), args.files[?].path for an element it cannot name.
 type argKeys struct {
 	scope *locals
 	// binds holds, by comprehension variable, the key of the elements it
-	// ranges over ("" for none).
-	binds map[string]string
+	// ranges over and its exact form ("" for none).
+	binds map[string][2]string
+	// n counts the variables bound, to tell their elements apart.
+	n *int
+}
+
+// newArgKeys returns an argKeys that reads the variables in scope.
+func newArgKeys(scope *locals) argKeys {
+	return argKeys{scope: scope, binds: map[string][2]string{}, n: new(int)}
 }
 
 // of returns e's key.
-func (k argKeys) of(e ast.Expr) string {
+func (k argKeys) of(e ast.Expr) string { return k.key(e, false) }
+
+// exact returns e's key in its exact form.
+func (k argKeys) exact(e ast.Expr) string { return k.key(e, true) }
+
+// key returns e's key, in its exact form where exact is set.
+func (k argKeys) key(e ast.Expr, exact bool) string {
 	switch e.Kind() {
 	case ast.IdentKind:
 		if key, ok := k.binds[e.AsIdent()]; ok {
-			return key
+			if exact {
+				return key[1]
+			}
+			return key[0]
 		}
 		if k.scope.shadows(e.AsIdent()) {
 			return ""
@@ -368,35 +444,62 @@ func (k argKeys) of(e ast.Expr) string {
 		return e.AsIdent()
 	case ast.SelectKind:
 		if s := e.AsSelect(); !s.IsTestOnly() {
-			if base := k.of(s.Operand()); base != "" {
+			if base := k.key(s.Operand(), exact); base != "" {
 				return base + "." + s.FieldName()
 			}
 		}
 	case ast.CallKind:
 		if c := e.AsCall(); c.FunctionName() == operators.Index && len(c.Args()) == 2 {
-			if base := k.of(c.Args()[0]); base != "" {
-				return base + "[]"
+			if base := k.key(c.Args()[0], exact); base != "" {
+				if !exact {
+					return base + "[]"
+				}
+				if i := c.Args()[1]; i.Kind() == ast.LiteralKind {
+					switch n := i.AsLiteral().(type) {
+					case types.Int, types.Uint:
+						return fmt.Sprintf("%s[%v]", base, n)
+					}
+				}
+				return base + "[?]"
 			}
 		}
 	case ast.ComprehensionKind:
 		// A filter() of a list holds elements of it.
 		comp := e.AsComprehension()
 		if cond, elem, ok := listStep(comp); ok && cond != nil && identIs(elem, comp.IterVar()) {
-			return k.of(comp.IterRange())
+			return k.key(comp.IterRange(), exact)
 		}
 	}
 	return ""
 }
 
 // bind is a body hook of walkPolarity: it binds the comprehension's
-// variable to the key of the elements of its range until what it returns
-// is called.
+// variable to the key of the elements of its range, one element of them,
+// until what it returns is called.
 func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
+	*k.n++
+	return k.bindAs(comp, fmt.Sprintf("[@%d]", *k.n))
+}
+
+// every binds the comprehension's variable to every element of its range
+// as bind does, where the range holds each of them: a filter() of a list
+// keeps some, and its variable is bound to none.
+func (k argKeys) every(comp ast.ComprehensionExpr) func() {
+	undo := k.bindAs(comp, "[]")
+	if comp.IterRange().Kind() == ast.ComprehensionKind {
+		k.binds[comp.IterVar()] = [2]string{}
+	}
+	return undo
+}
+
+// bindAs binds the comprehension's variable to the key of the elements of
+// its range, with elem after the range's exact key in its exact form.
+func (k argKeys) bindAs(comp ast.ComprehensionExpr, elem string) func() {
 	v := comp.IterVar()
 	prev, had := k.binds[v]
-	k.binds[v] = ""
+	k.binds[v] = [2]string{}
 	if r := k.of(comp.IterRange()); r != "" {
-		k.binds[v] = r + "[]"
+		k.binds[v] = [2]string{r + "[]", k.exact(comp.IterRange()) + elem}
 	}
 	return func() {
 		if had {
@@ -404,6 +507,23 @@ func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
 		} else {
 			delete(k.binds, v)
 		}
+	}
+}
+
+// covers reports whether the exact key b, of a test beside another,
+// names every element the exact key e of that other names: the same
+// fields, each index of b every element ([]) or the one e names.
+func covers(b, e string) bool {
+	for {
+		bi, ei := strings.IndexByte(b, '['), strings.IndexByte(e, '[')
+		if bi < 0 || ei < 0 || b[:bi] != e[:ei] {
+			return bi < 0 && ei < 0 && b == e
+		}
+		bj, ej := bi+strings.IndexByte(b[bi:], ']'), ei+strings.IndexByte(e[ei:], ']')
+		if bx, ex := b[bi+1:bj], e[ei+1:ej]; bx != "" && (bx != ex || ex == "?") {
+			return false
+		}
+		b, e = b[bj+1:], e[ej+1:]
 	}
 }
 
@@ -477,6 +597,22 @@ func aside(prefix string, dots bool) string {
 		return "/." + prefix
 	}
 	return "/srv/.." + prefix
+}
+
+// dotProbes returns the values that a test of a path (or a URL, where
+// url is set) for .. must fail for to excuse a prefix test of it: those
+// that go on from prefix with a .. segment, in the middle (traversals) or
+// at the end (/srv/data/.., which names /srv).
+func dotProbes(prefix string, url bool) []string {
+	return append(traversals(prefix, url)[:1], strings.TrimSuffix(prefix, "/")+"/..")
+}
+
+// percentProbes returns the URLs that a test of a URL for percent escapes
+// must fail for to excuse a prefix test of it: those that go on from
+// prefix with a segment a WHATWG parser reads as .., in either case.
+func percentProbes(prefix string) []string {
+	p := strings.TrimSuffix(prefix, "/")
+	return []string{p + "/%2e%2e/%2e%2e/admin", p + "/%2E%2E/admin", p + "/.%2e/admin", p + "/%2E./admin"}
 }
 
 // traversals returns the probes of a prefix test: values that begin with

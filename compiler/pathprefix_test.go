@@ -149,3 +149,32 @@ chains: tool: [
 		})
 	}
 }
+
+// A test of a path beside a prefix test excuses it where its exact key
+// names every element the prefix test's names: the same element (a
+// constant index, a macro's variable) or every element of the list.
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		beside, test string
+		covers       bool
+	}{
+		{"args.path", "args.path", true},
+		{"args.path", "args.note", false},
+		{"args.files[].path", "args.files[0].path", true},
+		{"args.files[].path", "args.files[@3].path", true},
+		{"args.files[].path", "args.files[?].path", true},
+		{"args.files[0].path", "args.files[0].path", true},
+		{"args.files[0].path", "args.files[1].path", false},
+		{"args.files[0].path", "args.files[@3].path", false},
+		{"args.files[@3].path", "args.files[@3].path", true},
+		{"args.files[@3].path", "args.files[@4].path", false},
+		{"args.files[?].path", "args.files[?].path", false},
+		{"args.files[0].path", "args.files[].path", false},
+		{"args.dirs[].files[0].path", "args.dirs[@1].files[0].path", true},
+		{"args.dirs[2].files[].path", "args.dirs[1].files[0].path", false},
+		{"args.files[0].path", "args.files[0].name", false},
+		{"args.files", "args.files[0]", false},
+	} {
+		assert.Equal(t, tc.covers, covers(tc.beside, tc.test), "%s over %s", tc.beside, tc.test)
+	}
+}

@@ -686,7 +686,13 @@ file_check layer covers the tool: args.path.startsWith('/srv/data/')
 lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
-!args.path.contains('..'), is not reported; beside it is a conjunct of
+!args.path.contains('..'), is not reported, nor one written with
+contains_any(), matches_any() or a pattern that finds every ..
+segment, such as '(^|/)\\.\\.(/|$)', but for one that lets a path
+ending in /.. through, !args.path.contains('../') or
+contains('/../'): /srv/data/.. names /srv; a test of one element of a
+list (args.files[0].path) is beside a prefix test of that element alone,
+not of another nor of every element; beside it is a conjunct of
 it where the predicate lets the call through, so one in another branch,
 args.path.startsWith('/srv/data/') || args.path.contains('..'), or one
 a disjunct can make moot, && (!args.path.contains('..') || args.note ==
@@ -723,7 +729,7 @@ they read as .., get through; test url_host(args.url) ==
 host and the path as a server routes it (a test of url_path() is not
 reported); a test beside it of the same URL for ".."
 and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
-reported, and a prefix that ends at the root of the path
+reported (one for '%2e' alone lets %2E%2E through), and a prefix that ends at the root of the path
 ('https://api.example.com/') is not one, nor one that reaches into the
 query or fragment ('https://api.example.com/search?q='), after which a
 ../ is no part of the path. Such a prefix test of a URL is reported on
