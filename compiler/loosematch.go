@@ -131,35 +131,9 @@ func looseTests(src string, side int, closed func(path string) bool, refused fun
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []looseTest
-	// bound holds the constants a comprehension's variable ranges over
-	// (d in ['a.example', 'b.example'].exists(d, ...)).
-	bound := map[string][]ast.Expr{}
-	// consts returns the constant strings e stands for, each with the
-	// expression to report at: a literal, a concatenation of constants
-	// ('https://' + 'api.example.com'), or a variable bound to a list of
-	// them.
-	var consts func(e ast.Expr) []constString
-	consts = func(e ast.Expr) []constString {
-		if s, ok := stringLiteral(e); ok {
-			return []constString{{s, e}}
-		}
-		switch e.Kind() {
-		case ast.IdentKind:
-			var out []constString
-			for _, el := range bound[e.AsIdent()] {
-				out = append(out, consts(el)...)
-			}
-			return out
-		case ast.CallKind:
-			if c := e.AsCall(); c.FunctionName() == operators.Add && len(c.Args()) == 2 {
-				l, r := consts(c.Args()[0]), consts(c.Args()[1])
-				if len(l) == 1 && len(r) == 1 {
-					return []constString{{l[0].s + r[0].s, e}}
-				}
-			}
-		}
-		return nil
-	}
+	// bound holds the constants a comprehension's variable ranges over.
+	bound := constBinds{}
+	consts := bound.strings
 	// pinned holds the paths (args.url) whose host a conjunct around the
 	// test compares with constants: url_host(args.url) == 'api.example.com'
 	// beside args.url.startsWith('https://api.example.com') holds the URL
@@ -255,13 +229,8 @@ func looseTests(src string, side int, closed func(path string) bool, refused fun
 		conditional: pinning,
 		scope:       scope.enter,
 		body: func(comp ast.ComprehensionExpr) func() {
-			v, saved := comp.IterVar(), bound[comp.IterVar()]
-			bound[v] = nil
-			if r := comp.IterRange(); r.Kind() == ast.ListKind {
-				bound[v] = r.AsList().Elements()
-			}
-			unbind := keys.bind(comp)
-			return func() { bound[v] = saved; unbind() }
+			unbound, unbind := bound.bind(comp), keys.bind(comp)
+			return func() { unbind(); unbound() }
 		},
 		call: func(c ast.CallExpr, pol int) {
 			args := c.Args()
@@ -509,6 +478,55 @@ func walkPolarity(root ast.Expr, h polarityHooks) {
 type constString struct {
 	s  string
 	at ast.Expr
+}
+
+// constBinds holds, by comprehension variable, the constants it ranges
+// over (d in ['a.example', 'b.example'].exists(d, ...)).
+type constBinds map[string][]ast.Expr
+
+// strings returns the constant strings e stands for, each with the
+// expression to report at: a literal, a concatenation of constants
+// ('https://' + 'api.example.com'), or a variable bound to a list of
+// them.
+func (b constBinds) strings(e ast.Expr) []constString {
+	if s, ok := stringLiteral(e); ok {
+		return []constString{{s, e}}
+	}
+	switch e.Kind() {
+	case ast.IdentKind:
+		var out []constString
+		for _, el := range b[e.AsIdent()] {
+			out = append(out, b.strings(el)...)
+		}
+		return out
+	case ast.CallKind:
+		if c := e.AsCall(); c.FunctionName() == operators.Add && len(c.Args()) == 2 {
+			l, r := b.strings(c.Args()[0]), b.strings(c.Args()[1])
+			if len(l) == 1 && len(r) == 1 {
+				return []constString{{l[0].s + r[0].s, e}}
+			}
+		}
+	}
+	return nil
+}
+
+// bind is a body hook of walkPolarity: it binds the comprehension's
+// variable to the elements of its range, where that is a list written
+// out, until what it returns is called.
+func (b constBinds) bind(comp ast.ComprehensionExpr) func() {
+	v := comp.IterVar()
+	saved, had := b[v]
+	b[v] = nil
+	if r := comp.IterRange(); r.Kind() == ast.ListKind {
+		b[v] = r.AsList().Elements()
+	}
+	return func() {
+		if had {
+			b[v] = saved
+		} else {
+			delete(b, v)
+		}
+	}
 }
 
 // isLabelByte reports whether b can begin a label of a host name: a

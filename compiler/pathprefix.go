@@ -62,11 +62,11 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		written string
 		what    string
 		pol     int
-		// prefix is the literal prefix the test reads; leaves says that
-		// the test also holds for a value that goes on with a traversal
-		// out of it (traversals).
+		// prefix is the prefix the test reads; probe is a value that
+		// goes on from it with a traversal out of it that the test also
+		// holds for ("" for none).
 		prefix string
-		leaves bool
+		probe  string
 		// sibling is a path (or URL) beside the one prefix names, not
 		// below it, that the test also holds for (siblingProbe).
 		sibling string
@@ -88,7 +88,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	var beside []besideTest
 	var scope locals
 	keys := newArgKeys(&scope)
-	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool, sibling string) {
+	add := func(at, target ast.Expr, what, prefix, pattern string, pol int, probe, sibling string) {
 		key := keys.of(target)
 		arg, ok := named[key]
 		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
@@ -102,8 +102,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 				return !slices.ContainsFunc(beside, func(b besideTest) bool { return b.holds != nil && covers(b.key, exact) && b.holds(p) })
 			})
 		}
-		cleaned := slices.ContainsFunc(beside, func(b besideTest) bool { return b.holds == nil && b.prefix == prefix && covers(b.key, exact) })
-		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
+		cleaned := slices.ContainsFunc(beside, func(b besideTest) bool {
+			return b.holds == nil && (b.prefix != "" && b.prefix == prefix || b.pattern != "" && b.pattern == pattern) && covers(b.key, exact)
+		})
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, probe, sibling,
 			fail(dotProbes(prefix, arg.url)), arg.url && fail(percentProbes(prefix)), cleaned})
 	}
 	junction := func(e ast.Expr, pol int) func() {
@@ -120,37 +122,42 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		}, keys.every)
 		return func() { beside = beside[:n] }
 	}
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
+	bound := constBinds{}
+	body := func(comp ast.ComprehensionExpr) func() {
+		unbound, unbind := bound.bind(comp), keys.bind(comp)
+		return func() { unbind(); unbound() }
+	}
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: body, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {
 			target = args[0]
 		}
-		pattern := ""
+		var patterns []constString
 		switch fn := call.FunctionName(); {
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
-			if s, ok := stringLiteral(args[0]); ok {
-				sibling, _ := siblingProbe(s, nil)
-				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol, true, sibling)
+			for _, k := range bound.strings(args[0]) {
+				sibling, _ := siblingProbe(k.s, nil)
+				add(k.at, target, fmt.Sprintf("startsWith('%s')", k.s), k.s, "", pol, traversals(k.s, named[keys.of(target)].url)[0], sibling)
 			}
 			return
 		case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
-			pattern, _ = stringLiteral(args[0])
+			patterns = bound.strings(args[0])
 		case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
-			pattern, _ = stringLiteral(args[1])
+			patterns = bound.strings(args[1])
 		case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 			for _, el := range args[1].AsList().Elements() {
-				if p, ok := stringLiteral(el); ok {
-					prefix, leaves, sibling := traversalMatches(p, named[keys.of(target)].url)
-					add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol, leaves, sibling)
-				}
+				patterns = append(patterns, bound.strings(el)...)
 			}
-			return
-		default:
-			return
 		}
-		prefix, leaves, sibling := traversalMatches(pattern, named[keys.of(target)].url)
-		add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol, leaves && !strings.Contains(pattern, `\.\.`), sibling)
+		for _, k := range patterns {
+			prefix, probe, sibling := traversalMatches(k.s, named[keys.of(target)].url)
+			if strings.Contains(k.s, `\.\.`) {
+				// A pattern that spells .. out says what it lets through.
+				probe = ""
+			}
+			add(k.at, target, fmt.Sprintf("the pattern '%s'", k.s), prefix, k.s, pol, probe, sibling)
+		}
 	}})
 	for _, t := range tests {
 		arg := named[t.key]
@@ -162,7 +169,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		if ok && t.sibling != "" && arg.admits(t.sibling) {
 			beside = "; it " + siblingAdvice(t.prefix, t.sibling, t.what)
 		}
-		if arg.checked || ok && (!t.leaves || t.dots && (!arg.url || t.pct)) {
+		if arg.checked || ok && (t.probe == "" || t.dots && (!arg.url || t.pct)) {
 			// Its traversals are a file_check layer's, or excused.
 			if beside != "" {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
@@ -192,24 +199,24 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			}
 			c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it, write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full%s",
-				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, host, t.written, path, t.written, t.written, beside))
+				outcome, t.what, t.written, arg.what, t.probe, t.written, host, t.written, path, t.written, t.written, beside))
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
-			outcome, t.what, t.written, arg.what, traversals(t.prefix, false)[0], t.written, beside))
+			outcome, t.what, t.written, arg.what, t.probe, t.written, beside))
 	}
 }
 
 // A besideTest is a test of a path beside a prefix test of it: holds
 // says whether it holds for a value of the path (its text, as contains(),
 // matches() or their _any() forms test it), or, where holds is nil, the
-// test is path_clean() of the path tested for prefix. key is the path's
-// exact key (argKeys.exact).
+// test is path_clean() of the path tested for prefix (startsWith()) or
+// with pattern (matches()). key is the path's exact key (argKeys.exact).
 type besideTest struct {
-	key    string
-	holds  func(string) bool
-	prefix string
+	key             string
+	holds           func(string) bool
+	prefix, pattern string
 }
 
 // besideTestOf returns the test call is of a path, for a value of it
@@ -229,9 +236,15 @@ func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 		return besideTest{}, false
 	}
 	fn := call.FunctionName()
-	if cleaned, ok := cleanedArg(target); ok && fn == "startsWith" {
-		prefix, ok := stringLiteral(args[0])
-		return besideTest{key: keys.exact(cleaned), prefix: prefix}, ok
+	if cleaned, ok := cleanedArg(target); ok {
+		c, ok := stringLiteral(args[0])
+		switch fn {
+		case "startsWith":
+			return besideTest{key: keys.exact(cleaned), prefix: c}, ok
+		case "matches":
+			return besideTest{key: keys.exact(cleaned), pattern: c}, ok
+		}
+		return besideTest{}, false
 	}
 	lowered := false
 	for {
@@ -627,19 +640,71 @@ func traversals(prefix string, url bool) []string {
 	return []string{p + "/../../etc/passwd"}
 }
 
-// traversalMatches returns the literal prefix of the RE2 pattern p when p
-// is anchored at its start with one, whether p also matches one of its
-// probes (traversals; those of a URL where url is set): '^/srv/data/',
-// '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$', and a path beside
-// the prefix that p matches (patternSibling): /srv/data-secrets for
-// '^/srv/data.*'.
-func traversalMatches(p string, url bool) (prefix string, leaves bool, sibling string) {
+// traversalMatches returns the prefix of the RE2 pattern p, anchored at
+// its start, a value p matches that goes on from the prefix with a
+// traversal out of it (leaving; "" for none), and a path beside the prefix
+// that p matches (patternSibling): /srv/data-secrets for '^/srv/data.*'.
+// The prefix is p's literal one ('/srv/data/' for '^/srv/data/' and
+// '^/srv/data/.*', which match /srv/data/../../etc/passwd, and
+// '^/srv/data/[^/]+$', which matches /srv/data/..; none for
+// '^/srv/data/[a-z]+\.txt$'); where that leaves nothing, or p has none,
+// it is the longest part ending in a / of a value p matches (leastSample)
+// that p goes on from with a traversal: '/srv/data/' for
+// '^/srv/(data|reports)/' and for '^/srv/data/.*\.csv$', which matches
+// /srv/data/../../x/.csv. A pattern with no such part whose literal
+// prefix names nothing below the root (or, for a URL, no path) has the
+// value it matches as its prefix, which it names on the side that blocks:
+// /etc/passwd for '^/(etc|root)/passwd$'.
+func traversalMatches(p string, url bool) (prefix, probe, sibling string) {
 	prefix, m, _ := literalPrefix(p)
-	if prefix == "" {
-		return "", false, ""
+	if prefix != "" {
+		_, sibling = patternSibling(p)
+		if probe = leaving(prefix, "", url, m); probe != "" {
+			return prefix, probe, sibling
+		}
 	}
-	_, sibling = patternSibling(p)
-	return prefix, slices.ContainsFunc(traversals(prefix, url), m.MatchString), sibling
+	re, m, ok := parsePattern(p)
+	if !ok || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
+		return prefix, "", sibling
+	}
+	s, ok := leastSample(re)
+	if l := strings.ToLower(s); ok && m.MatchString(l) {
+		s = l
+	} else if !ok || !m.MatchString(s) {
+		return prefix, "", sibling
+	}
+	for i := len(s); i > 0; i-- {
+		if s[i-1] != '/' {
+			continue
+		}
+		if probe := leaving(s[:i], s[i:], url, m); probe != "" {
+			return s[:i], probe, sibling
+		}
+	}
+	if prefix == "" || !namesBelowRoot(prefix) || url && !reachesPath(prefix) {
+		// What it names is that value's.
+		prefix = s
+	}
+	return prefix, "", sibling
+}
+
+// leaving returns the first of the values that go on from prefix with a
+// traversal out of it that m matches, or "": those of traversals, one
+// that ends with .. after it (/srv/data/..), and, where rest is what
+// follows prefix in a value m matches, that value with a traversal
+// between the two.
+func leaving(prefix, rest string, url bool, m *regexp.Regexp) string {
+	probes := append(traversals(prefix, url), strings.TrimSuffix(prefix, "/")+"/..")
+	if rest != "" {
+		probes = append(probes, prefix+"../../x/"+rest)
+		if url {
+			probes = append(probes, prefix+"%2e%2e/%2e%2e/x/"+rest)
+		}
+	}
+	if i := slices.IndexFunc(probes, m.MatchString); i >= 0 {
+		return probes[i]
+	}
+	return ""
 }
 
 // literalPrefix returns the literal prefix of the RE2 pattern p, where p

@@ -178,3 +178,33 @@ func TestCovers(t *testing.T) {
 		assert.Equal(t, tc.covers, covers(tc.beside, tc.test), "%s over %s", tc.beside, tc.test)
 	}
 }
+
+// A pattern anchored at its start has the prefix it goes on from with a
+// traversal: its literal start, or the longest part ending in a / of a
+// value it matches that it also matches with a traversal after it. A
+// pattern that lets no segment be .. has none.
+func TestTraversalMatches(t *testing.T) {
+	for _, tc := range []struct {
+		pattern       string
+		url           bool
+		prefix, probe string
+	}{
+		{`^/srv/data/`, false, "/srv/data/", "/srv/data/../../etc/passwd"},
+		{`^/srv/data/[^/]+$`, false, "/srv/data/", "/srv/data/.."},
+		{`^/srv/(data|reports)/`, false, "/srv/data/", "/srv/data/../../etc/passwd"},
+		{`(?i)^/SRV/data/`, false, "/srv/data/", "/srv/data/../../etc/passwd"},
+		{`^/srv/[a-z]+/`, false, "/srv/a/", "/srv/a/../../etc/passwd"},
+		{`^/srv/data/.*\.csv$`, false, "/srv/data/", "/srv/data/../../x/.csv"},
+		{`^https://api\.example\.com/v1/(public|docs)/.*\.json$`, true, "https://api.example.com/v1/public/", "https://api.example.com/v1/public/../../x/.json"},
+		{`^/srv/(data|reports)/[a-z0-9_]+\.csv$`, false, "/srv/", ""},
+		{`^/srv/data/([^./][^/]*/)*[^./][^/]*$`, false, "/srv/data/", ""},
+		{`^/(etc|root)/passwd$`, false, "/etc/passwd", ""},
+		{`^https://(api|www)\.example\.com/v1/admin`, true, "https://api.example.com/v1/admin", ""},
+		{`(?i)^/etc/passwd$`, false, "/etc/passwd", ""},
+		{`/srv/data/`, false, "", ""},
+	} {
+		prefix, probe, _ := traversalMatches(tc.pattern, tc.url)
+		assert.Equal(t, tc.prefix, prefix, tc.pattern)
+		assert.Equal(t, tc.probe, probe, tc.pattern)
+	}
+}

@@ -681,7 +681,11 @@ https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
 write startsWith('https://api.example.com/'). So does a prefix test of
 the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
 anchored at its start that also matches the prefix followed by
-/../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*') where no
+/../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*', or by /..,
+'^/srv/data/[^/]+$', or a value it matches with a traversal after a
+part of it that ends in a /: '^/srv/(data|reports)/' matches
+/srv/data/../../etc/passwd, '^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
+while '^/srv/(data|reports)/[a-z0-9_]+\\.csv$' matches none) where no
 file_check layer covers the tool: args.path.startsWith('/srv/data/')
 lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
@@ -716,7 +720,9 @@ file under the prefix without beginning with it: deny:
 beside a test of the path for "..", /./etc/passwd and //etc/passwd;
 test path_clean(args.path) or add a file_check layer (a prefix of / or
 ./ alone, or one beginning with ~ or ., is not one, nor is a test beside
-one of path_clean() of the same path with the same prefix). So does a prefix
+one of path_clean() of the same path with the same prefix or pattern;
+a pattern whose literal start names nothing below the root,
+'^/(etc|root)/passwd$', names what a value it matches does). So does a prefix
 test of the URL a tool's url_arg names that reaches past the root of the
 URL's path (startsWith('https://api.example.com/v1/public/'), or a
 pattern anchored at its start that also matches the prefix followed by
