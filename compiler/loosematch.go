@@ -75,17 +75,16 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predica
 		_, ok := c.knownValues(path, stage, tools)
 		return ok
 	}
-	// refused: a file_check layer covering each tool in scope that names
-	// the path refuses the sibling, outside its roots.
+	// arg: the arguments a path_arg or url_arg of a tool in scope names.
 	var named map[string]prefixArg
 	if stage == predicate.Tool {
 		named = c.prefixArgs(tools)
 	}
-	refused := func(key, sibling string) bool {
-		arg, ok := named[key]
-		return ok && !arg.url && !arg.admits(sibling)
+	arg := func(key string) (prefixArg, bool) {
+		a, ok := named[key]
+		return a, ok
 	}
-	for _, t := range looseTests(x.Source, side, closed, refused) {
+	for _, t := range looseTests(x.Source, side, closed, arg) {
 		if outcome, ok := lets(t.pol); ok {
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
@@ -121,10 +120,12 @@ func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
 //
 // side is the polarity that lets calls through (1 in a require, -1 in a
 // deny): a loose test is not returned where a conjunct on that side pins
-// the host of the URL it reads. A prefix test of path_clean() of an
-// argument (argKeys) is not returned for the path beside its prefix where
-// refused says a file_check layer refuses that path.
-func looseTests(src string, side int, closed func(path string) bool, refused func(key, sibling string) bool) []looseTest {
+// the host of the URL it reads. arg returns the argument a path_arg or a
+// url_arg names by its key (argKeys): a prefix test of path_clean() of a
+// path is not returned for the path beside its prefix where a file_check
+// layer refuses that path, and a URL a url_arg names is one, whatever it
+// reads.
+func looseTests(src string, side int, closed func(path string) bool, arg func(key string) (prefixArg, bool)) []looseTest {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
@@ -166,12 +167,21 @@ func looseTests(src string, side int, closed func(path string) bool, refused fun
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
 	var scope locals
 	keys := newArgKeys(&scope)
+	// isURLArg reports whether e is the URL a url_arg names.
+	isURLArg := func(e ast.Expr) bool {
+		a, ok := arg(keys.of(e))
+		return ok && a.url
+	}
 	// beside reports whether a prefix test of the path target, which
 	// holds for sibling, lets it through: a file_check layer refuses it
 	// where target is path_clean() of the argument the layer resolves.
 	beside := func(target ast.Expr, sibling string) bool {
-		arg, ok := cleanedArg(target)
-		return sibling != "" && !(ok && refused(keys.of(arg), sibling))
+		cleaned, ok := cleanedArg(target)
+		if !ok || sibling == "" {
+			return sibling != ""
+		}
+		a, ok := arg(keys.of(cleaned))
+		return !ok || a.url || a.admits(sibling)
 	}
 	pattern := func(target, e ast.Expr, pol int) {
 		if k := pathKey(target); k != "" && closed(k) {
@@ -198,6 +208,15 @@ func looseTests(src string, side int, closed func(path string) bool, refused fun
 				} else if u, loose := looseURLHost(p); loose && !isPinned(target) {
 					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 						why: fmt.Sprintf("the pattern '%s', which also matches a URL such as %s, whose host's name only ends like the one it names; begin the name at a label boundary ('[^/]*' before it becomes '([^/.]+\\.)*') or write the host in full", p, u)})
+				} else if u, loose := hostGoesOn(p); loose && !isPinned(target) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which also matches a URL such as %s, to another host, as it lets the host's name go on; end the host with a / or (/|$), or test url_host()", p, u)})
+				} else if host, loose := hostHolds(p); loose && isHostOf(target, isPinned) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which is not anchored at its end: it also matches a host such as %s, whose name merely holds a match; end it with $", p, host)})
+				} else if u, loose := urlHolds(p); loose && isURLArg(target) && !isPinned(target) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which begins with .* and so matches a URL to another host that merely holds a match, such as %s; anchor it at its start ('^https://...')", p, u)})
 				}
 				continue
 			}
@@ -255,6 +274,13 @@ func looseTests(src string, side int, closed func(path string) bool, refused fun
 					if s := k.s; s != "" && isLabelByte(s[0]) {
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 							why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+					}
+				}
+			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isURLArg(c.Target()) && !isPinned(c.Target()):
+				for _, k := range consts(args[0]) {
+					if s := k.s; namesHost(s) {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("contains('%s'), which also holds for a URL to another host that merely holds it, such as https://evil.example/%s; test url_host()", s, strings.TrimPrefix(s, "/"))})
 					}
 				}
 			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
@@ -701,6 +727,99 @@ func looseURLHost(p string) (probe string, loose bool) {
 		return probe, true
 	}
 	return "", false
+}
+
+// hostGoesOn reports whether the RE2 pattern p, anchored, matched against
+// a whole URL, matches one whose host's name goes on past the name it
+// allows: a URL p matches is built (leastSample), and p is tried on it with
+// .evil.example, and @evil.example, after its host. probe is the URL it
+// matches: https://api.example.com.evil.example for
+// '^https://api\.example\.com.*'.
+func hostGoesOn(p string) (probe string, loose bool) {
+	s, match, ok := sampleOf(p)
+	scheme := strings.Index(s, "://")
+	if !ok || scheme <= 0 {
+		return "", false
+	}
+	start := scheme + len("://")
+	end := len(s)
+	if i := strings.IndexAny(s[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	if end == start || !isLabelByte(s[end-1]) {
+		return "", false
+	}
+	for _, more := range []string{".evil.example", "@evil.example"} {
+		if probe = s[:end] + more + s[end:]; match.MatchString(probe) {
+			return probe, true
+		}
+	}
+	return "", false
+}
+
+// hostHolds reports whether the RE2 pattern p, matched against a host,
+// matches one that merely holds a name it allows: a host p matches is
+// built (leastSample), and p is tried on it with .evil.example after it.
+// host is the host it matches: a.example.com.evil.example for
+// '.*\.example\.com'.
+func hostHolds(p string) (host string, loose bool) {
+	s, match, ok := sampleOf(p)
+	if !ok || s == "" {
+		return "", false
+	}
+	if strings.HasPrefix(s, ".") {
+		s = "a" + s
+	}
+	if host = s + ".evil.example"; match.MatchString(host) {
+		return host, true
+	}
+	return "", false
+}
+
+// urlHolds reports whether the RE2 pattern p, that names a scheme and a
+// host ('.*://api\.example\.com/.*'), matched against a whole URL,
+// matches a URL to another host that holds one it allows in its query:
+// a string p matches is built (leastSample), and p is tried on it after
+// https://evil.example/?u=. probe is that URL.
+func urlHolds(p string) (probe string, loose bool) {
+	s, match, ok := sampleOf(p)
+	if !ok || !strings.Contains(s, "://") {
+		return "", false
+	}
+	if probe = "https://evil.example/?u=" + s; match.MatchString(probe) {
+		return probe, true
+	}
+	return "", false
+}
+
+// sampleOf returns a string the RE2 pattern p matches (leastSample, lower-
+// cased where p matches that too) and p compiled.
+func sampleOf(p string) (string, *regexp.Regexp, bool) {
+	re, match, ok := parsePattern(p)
+	if !ok {
+		return "", nil, false
+	}
+	s, ok := leastSample(re)
+	if l := strings.ToLower(s); ok && match.MatchString(l) {
+		return l, match, true
+	}
+	return s, match, ok && match.MatchString(s)
+}
+
+// hostName matches a constant that names a host, with a scheme or a port
+// or not (api.example.com, https://api.example.com/), and fileName one that
+// names a file (report.pdf).
+var (
+	hostName = regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
+	fileName = regexp.MustCompile(`(?i)\.(pdf|csv|json|txt|xml|html?|zip|gz|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+)
+
+// namesHost reports whether s, a constant a URL is tested to contain,
+// names a host: a URL to another host may hold it anywhere. One with a
+// scheme does (https://api.example.com/v1/), as does a host's name
+// (api.example.com), but for a file's (report.pdf).
+func namesHost(s string) bool {
+	return strings.Contains(s, "://") || hostName.MatchString(s) && !fileName.MatchString(s)
 }
 
 // leastSample returns a string re matches, or may match where it holds

@@ -59,3 +59,61 @@ func TestLooseURLHost(t *testing.T) {
 		assert.Equal(t, tc.url != "", loose, tc.pattern)
 	}
 }
+
+// A pattern a whole URL is matched with is loose where it lets the host's
+// name go on: the URL it is tried on names another host. One that ends
+// the host (a /, (/|$), a port, $) is not.
+func TestHostGoesOn(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, url string
+	}{
+		{`^https://api\.example\.com.*`, "https://api.example.com.evil.example"},
+		{`^https://api\.example\.com(:\d+)?.*`, "https://api.example.com.evil.example"},
+		{`(?i)^HTTPS://API\.example\.com.*`, "https://api.example.com.evil.example"},
+		{`^https://api\.example\.com[^/]*/`, "https://api.example.com.evil.example/"},
+		{`^https://api\.example\.com(/|$)`, ""},
+		{`^https://api\.example\.com(:443)?/.*`, ""},
+		{`^https://api\.example\.com(/.*)?$`, ""},
+		{`^https://.*`, ""},
+		{`^/srv/data/.*`, ""},
+		{`(`, ""},
+	} {
+		url, loose := hostGoesOn(tc.pattern)
+		assert.Equal(t, tc.url, url, tc.pattern)
+		assert.Equal(t, tc.url != "", loose, tc.pattern)
+	}
+}
+
+// A pattern a host is matched with that is not anchored at its end
+// matches a host that merely holds a name it allows.
+func TestHostHolds(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, host string
+	}{
+		{`.*\.example\.com`, "a.example.com.evil.example"},
+		{`.*example\.com.*`, "example.com.evil.example"},
+		{`.*\.example\.com$`, ""},
+		{`^(.+\.)?example\.com$`, ""},
+	} {
+		host, loose := hostHolds(tc.pattern)
+		assert.Equal(t, tc.host, host, tc.pattern)
+		assert.Equal(t, tc.host != "", loose, tc.pattern)
+	}
+}
+
+// A constant a URL is tested to contain names a host where it has a
+// scheme or is a host's name, not a file's, a path or a word.
+func TestNamesHost(t *testing.T) {
+	for s, want := range map[string]bool{
+		"api.example.com":          true,
+		"example.com":              true,
+		"https://api.example.com/": true,
+		"api.example.com:8443":     true,
+		"report.pdf":               false,
+		"/v1/public/":              false,
+		"debug":                    false,
+		"127.0.0.1":                false,
+	} {
+		assert.Equal(t, want, namesHost(s), s)
+	}
+}

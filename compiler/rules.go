@@ -672,7 +672,18 @@ a whole URL matched with a pattern that lets the host's name begin
 anywhere in a label: args.url.matches('^https://[^/]*example\\.com/')
 lets through https://evilexample.com/; write '^https://([^/.]+\\.)*example\\.com/'
 (a pattern whose first label may be any label, [a-z]+\\.example\\.com, is
-not reported). A test
+not reported). So does one that lets the host's name go on:
+args.url.matches('^https://api\\.example\\.com.*') lets through
+https://api.example.com.evil.example; end the host with a / or (/|$). So
+does a host matched with a pattern not anchored at its end:
+url_host(args.url).matches('.*\\.example\\.com') lets through
+a.example.com.evil.example; end it with $. So does the URL a tool's
+url_arg names matched with a pattern that begins with .* and names a
+scheme ('.*://api\\.example\\.com/.*' lets through
+https://evil.example/?u=://api.example.com/) or tested with contains()
+of a host's name, with a scheme or not (args.url.contains('api.example.com')
+lets through https://evil.example/api.example.com; not of a file's name,
+'report.pdf', nor of a path, '/v1/'): test url_host(). A test
 that is the condition of a ternary with a constant branch is read as the
 || or && it is: endsWith('example.com') ? true : false lets
 evilexample.com through as the bare test does. So does a URL tested with
