@@ -187,7 +187,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			}
 			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !t.cleaned {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
+					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer without a when covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
 					outcome, t.what, t.written, arg.what, aside(t.prefix, t.dots), t.written))
 			}
 			continue
@@ -203,7 +203,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
+			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer without a when covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
 			outcome, t.what, t.written, arg.what, t.probe, t.written, beside))
 	}
 }
@@ -343,11 +343,13 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 	if len(scope) == 0 {
 		scope = sortedNames(p.Tools)
 	}
-	// roots returns the roots of each file_check layer covering tool.
+	// roots returns the roots of each file_check layer covering tool: one
+	// with a when covers none, as the calls it skips reach the tool as
+	// they are spelled.
 	roots := func(tool string) [][]string {
 		var out [][]string
 		for _, e := range p.Chains["tool"] {
-			if e.Use == "file_check" && (len(e.Tools) == 0 || slices.Contains(e.Tools, tool)) {
+			if e.Use == "file_check" && e.When == nil && (len(e.Tools) == 0 || slices.Contains(e.Tools, tool)) {
 				var rs []string
 				list, _ := e.Fields["roots"].([]any)
 				for _, r := range list {

@@ -697,7 +697,8 @@ anchored at its start that also matches the prefix followed by
 part of it that ends in a /: '^/srv/(data|reports)/' matches
 /srv/data/../../etc/passwd, '^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
 while '^/srv/(data|reports)/[a-z0-9_]+\\.csv$' matches none) where no
-file_check layer covers the tool: args.path.startsWith('/srv/data/')
+file_check layer covers the tool (one with a when does not, as the calls
+it skips reach the tool as spelled): args.path.startsWith('/srv/data/')
 lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
