@@ -500,22 +500,15 @@ func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
 // as bind does, where the range holds each of them: a filter() of a list
 // keeps some, and its variable is bound to none.
 func (k argKeys) every(comp ast.ComprehensionExpr) func() {
-	undo := k.bindAs(comp, "[]")
-	if comp.IterRange().Kind() == ast.ComprehensionKind {
-		k.binds[comp.IterVar()] = [2]string{}
-	}
-	return undo
+	return k.bindAs(comp, "[]")
 }
 
 // bindAs binds the comprehension's variable to the key of the elements of
-// its range, with elem after the range's exact key in its exact form.
+// its range (elements), with elem as their index in its exact form.
 func (k argKeys) bindAs(comp ast.ComprehensionExpr, elem string) func() {
 	v := comp.IterVar()
 	prev, had := k.binds[v]
-	k.binds[v] = [2]string{}
-	if r := k.of(comp.IterRange()); r != "" {
-		k.binds[v] = [2]string{r + "[]", k.exact(comp.IterRange()) + elem}
-	}
+	k.binds[v] = k.elements(comp.IterRange(), elem)
 	return func() {
 		if had {
 			k.binds[v] = prev
@@ -523,6 +516,28 @@ func (k argKeys) bindAs(comp ast.ComprehensionExpr, elem string) func() {
 			delete(k.binds, v)
 		}
 	}
+}
+
+// elements returns the key of the elements of the list e and its exact
+// form, with elem as their index: args.files[] and args.files[@1] for
+// args.files, what a map() of a list reads of each of its elements
+// (args.files[].path for args.files.map(f, f.path)), and those of the
+// list a filter() keeps some of, but for every element (elem []), which
+// a filter() does not hold.
+func (k argKeys) elements(e ast.Expr, elem string) [2]string {
+	if e.Kind() == ast.ComprehensionKind {
+		comp := e.AsComprehension()
+		cond, x, ok := listStep(comp)
+		if !ok || cond != nil && (elem == "[]" || !identIs(x, comp.IterVar())) {
+			return [2]string{}
+		}
+		defer k.bindAs(comp, elem)()
+		return [2]string{k.of(x), k.exact(x)}
+	}
+	if r := k.of(e); r != "" {
+		return [2]string{r + "[]", k.exact(e) + elem}
+	}
+	return [2]string{}
 }
 
 // covers reports whether the exact key b, of a test beside another,

@@ -724,8 +724,9 @@ not let the call through, args.path.contains('..') ? false :
 args.path.startsWith('/srv/data/')). A path_arg below the top
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
-the variable of a macro over the list or a filter() of it
-(args.files.all(f, f.path.startsWith('/srv/data/'))). Such a prefix test
+the variable of a macro over the list, a filter() of it or a map() of
+it to the path (args.files.all(f, f.path.startsWith('/srv/data/')),
+args.files.map(f, f.path).all(p, p.startsWith('/srv/data/'))). Such a prefix test
 of a path is reported on the side that blocks too, as a path names a
 file under the prefix without beginning with it: deny:
 "args.path.startsWith('/etc/')" lets through /srv/../etc/passwd, and,
