@@ -133,6 +133,11 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		if !call.IsMemberFunction() && len(args) > 0 {
 			target = args[0]
 		}
+		// A test of the path lower-cased holds for its traversals as one
+		// of the path does.
+		for inner, ok := lowerOf(target); ok; inner, ok = lowerOf(target) {
+			target = inner
+		}
 		var patterns []constString
 		switch fn := call.FunctionName(); {
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
