@@ -241,6 +241,9 @@ func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 		return besideTest{}, false
 	}
 	fn := call.FunctionName()
+	if b, ok := segmentTest(call, keys); ok {
+		return b, true
+	}
 	if cleaned, ok := cleanedArg(target); ok {
 		c, ok := stringLiteral(args[0])
 		switch fn {
@@ -291,6 +294,56 @@ func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 		}
 		return slices.ContainsFunc(consts, func(c string) bool { return one(v, c) })
 	}}, true
+}
+
+// segmentTest returns the test call is of a path for a segment, where it
+// is: '..' in args.path.split('/'), or s == '..' where s ranges over
+// args.path.split('/') (args.path.split('/').exists(s, s == '..')).
+func segmentTest(call ast.CallExpr, keys argKeys) (besideTest, bool) {
+	a := call.Args()
+	if len(a) != 2 || call.IsMemberFunction() {
+		return besideTest{}, false
+	}
+	var key, sep, seg string
+	switch fn := call.FunctionName(); fn {
+	case operators.In:
+		c, ok := stringLiteral(a[0])
+		target, s, split := splitOf(a[1])
+		if !ok || !split {
+			return besideTest{}, false
+		}
+		key, sep, seg = keys.exact(target), s, c
+	case operators.Equals:
+		for i := range a {
+			c, ok := stringLiteral(a[1-i])
+			k, s, found := strings.Cut(keys.exact(a[i]), splitMark)
+			if ok && found {
+				key, sep, seg = k, s, c
+			}
+		}
+	}
+	if key == "" {
+		return besideTest{}, false
+	}
+	return besideTest{key: key, holds: func(v string) bool { return slices.Contains(strings.Split(v, sep), seg) }}, true
+}
+
+// splitMark joins the exact key of a path to the separator a split() of
+// it reads, in the exact key of the segments it returns.
+const splitMark = "\x00split:"
+
+// splitOf returns the value e splits and the separator, where e is
+// value.split(sep) with a constant separator.
+func splitOf(e ast.Expr) (target ast.Expr, sep string, ok bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, "", false
+	}
+	c := e.AsCall()
+	if c.FunctionName() != "split" || !c.IsMemberFunction() || len(c.Args()) != 1 {
+		return nil, "", false
+	}
+	sep, ok = stringLiteral(c.Args()[0])
+	return c.Target(), sep, ok && sep != ""
 }
 
 // lowerOf returns the value of which e is lower() or lowerAscii().
@@ -538,6 +591,12 @@ func (k argKeys) elements(e ast.Expr, elem string) [2]string {
 		}
 		defer k.bindAs(comp, elem)()
 		return [2]string{k.of(x), k.exact(x)}
+	}
+	if target, sep, ok := splitOf(e); ok {
+		// The segments of a path, which a test for a segment reads.
+		if key := k.exact(target); key != "" {
+			return [2]string{"", key + splitMark + sep}
+		}
 	}
 	if r := k.of(e); r != "" {
 		return [2]string{r + "[]", k.exact(e) + elem}

@@ -703,8 +703,9 @@ lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
 !args.path.contains('..'), is not reported, nor one written with
-contains_any(), matches_any() or a pattern that finds every ..
-segment, such as '(^|/)\\.\\.(/|$)', but for one that lets a path
+contains_any(), matches_any(), a pattern that finds every ..
+segment, such as '(^|/)\\.\\.(/|$)', or a test of its segments,
+'..' in args.path.split('/'), but for one that lets a path
 ending in /.. through, !args.path.contains('../') or
 contains('/../'): /srv/data/.. names /srv; a test of one element of a
 list (args.files[0].path) is beside a prefix test of that element alone,
