@@ -89,7 +89,7 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predica
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
 	}
-	c.checkPathPrefixes(x, stage, tools, lets, blocks)
+	c.checkPathPrefixes(x, named, lets, blocks)
 }
 
 // harmlessSkips are the builtins whose layer, skipped, lets nothing

@@ -21,18 +21,22 @@ import (
 )
 
 // checkPathPrefixes reports, as cel/loose-match, each prefix test of a
-// path a tool's path_arg names (startsWith('/srv/data/'), or matches() and
-// matches_any() with a pattern anchored at its start that also matches the
-// prefix followed by ../) that sits where lets says it lets calls through,
-// when no file_check layer covers the tool: /srv/data/../../etc/passwd
+// path a tool's path_arg names (startsWith('/srv/data/') with a constant,
+// a concatenation or a list's member, or matches() and matches_any() with
+// a pattern anchored at its start that also matches a prefix followed by
+// a traversal, traversalMatches) that sits where lets says it lets calls
+// through, when no file_check layer without a when covers the tool:
+// /srv/data/../../etc/passwd
 // begins with /srv/data/ and names /etc/passwd. So is one of a URL a
 // tool's url_arg names whose prefix reaches into the URL's path
 // ('https://api.example.com/v1/public/'): a URL that goes on with ../ or
 // %2e%2e/ leaves it where it is resolved. A path_arg or url_arg below the
 // top of the arguments (/request/path, /files/*/path) is read through its
 // object, a constant index, or the variable of a macro over its list (or
-// a filter() of it). A test of path_clean() of the path, or one beside a
-// test of the same path for ".." (and, for a URL, for "%"), is not one.
+// a filter() of it, or a map() of it to the path), as it is or
+// lower-cased. A test of path_clean() of the path, or one beside a test
+// of the same path (or element) that fails for each value leaving the
+// prefix (dotProbes; for a URL, percentProbes too), is not one.
 // A prefix test of a path (not a URL) that sits where blocks says it
 // holds calls back is reported too: /srv/../etc/passwd names /etc/passwd
 // without beginning with /etc/, and /./etc/passwd gets past a test for
@@ -43,11 +47,10 @@ import (
 // and https://api.example.com:443/v1/%61dmin reach /v1/admin without
 // beginning with https://api.example.com/v1/admin; url_host() and
 // url_path() of the URL are the test that holds for them.
-func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets, blocks func(pol int) (string, bool)) {
-	if stage != predicate.Tool {
-		return
-	}
-	named := c.prefixArgs(tools)
+//
+// named holds the arguments a path_arg or a url_arg of a tool in scope
+// names (prefixArgs), none outside the tool stage.
+func (c *Compilation) checkPathPrefixes(x *dsl.Expr, named map[string]prefixArg, lets, blocks func(pol int) (string, bool)) {
 	if len(named) == 0 {
 		return
 	}
