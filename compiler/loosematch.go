@@ -75,12 +75,21 @@ func (c *Compilation) checkLooseMatches(x *dsl.Expr, field string, stage predica
 		_, ok := c.knownValues(path, stage, tools)
 		return ok
 	}
-	for _, t := range looseTests(x.Source, side, closed) {
+	// arg: the arguments a path_arg or url_arg of a tool in scope names.
+	var named map[string]prefixArg
+	if stage == predicate.Tool {
+		named = c.prefixArgs(tools)
+	}
+	arg := func(key string) (prefixArg, bool) {
+		a, ok := named[key]
+		return a, ok
+	}
+	for _, t := range looseTests(x.Source, side, closed, arg) {
 		if outcome, ok := lets(t.pol); ok {
 			c.report(dsl.Warnf(x.PosAt(t.offset), ruleLooseMatch, "%s on %s", outcome, t.why))
 		}
 	}
-	c.checkPathPrefixes(x, stage, tools, lets, blocks)
+	c.checkPathPrefixes(x, named, lets, blocks)
 }
 
 // harmlessSkips are the builtins whose layer, skipped, lets nothing
@@ -111,43 +120,21 @@ func (c *Compilation) skipsHarmlessly(x *dsl.Expr) bool {
 //
 // side is the polarity that lets calls through (1 in a require, -1 in a
 // deny): a loose test is not returned where a conjunct on that side pins
-// the host of the URL it reads.
-func looseTests(src string, side int, closed func(path string) bool) []looseTest {
+// the host of the URL it reads. arg returns the argument a path_arg or a
+// url_arg names by its key (argKeys): a prefix test of path_clean() of a
+// path is not returned for the path beside its prefix where a file_check
+// layer refuses that path, and a URL a url_arg names is one, whatever it
+// reads.
+func looseTests(src string, side int, closed func(path string) bool, arg func(key string) (prefixArg, bool)) []looseTest {
 	tree, ok := predicate.ParseSyntax(src)
 	if !ok {
 		return nil
 	}
 	f := folder{src: src, info: tree.SourceInfo()}
 	var out []looseTest
-	// bound holds the constants a comprehension's variable ranges over
-	// (d in ['a.example', 'b.example'].exists(d, ...)).
-	bound := map[string][]ast.Expr{}
-	// consts returns the constant strings e stands for, each with the
-	// expression to report at: a literal, a concatenation of constants
-	// ('https://' + 'api.example.com'), or a variable bound to a list of
-	// them.
-	var consts func(e ast.Expr) []constString
-	consts = func(e ast.Expr) []constString {
-		if s, ok := stringLiteral(e); ok {
-			return []constString{{s, e}}
-		}
-		switch e.Kind() {
-		case ast.IdentKind:
-			var out []constString
-			for _, el := range bound[e.AsIdent()] {
-				out = append(out, consts(el)...)
-			}
-			return out
-		case ast.CallKind:
-			if c := e.AsCall(); c.FunctionName() == operators.Add && len(c.Args()) == 2 {
-				l, r := consts(c.Args()[0]), consts(c.Args()[1])
-				if len(l) == 1 && len(r) == 1 {
-					return []constString{{l[0].s + r[0].s, e}}
-				}
-			}
-		}
-		return nil
-	}
+	// bound holds the constants a comprehension's variable ranges over.
+	bound := constBinds{}
+	consts := bound.strings
 	// pinned holds the paths (args.url) whose host a conjunct around the
 	// test compares with constants: url_host(args.url) == 'api.example.com'
 	// beside args.url.startsWith('https://api.example.com') holds the URL
@@ -178,6 +165,24 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 		return out
 	}
 	isPinned := func(t ast.Expr) bool { k := pathKey(t); return k != "" && pinned[k] > 0 }
+	var scope locals
+	keys := newArgKeys(&scope)
+	// isURLArg reports whether e is the URL a url_arg names.
+	isURLArg := func(e ast.Expr) bool {
+		a, ok := arg(keys.of(e))
+		return ok && a.url
+	}
+	// beside reports whether a prefix test of the path target, which
+	// holds for sibling, lets it through: a file_check layer refuses it
+	// where target is path_clean() of the argument the layer resolves.
+	beside := func(target ast.Expr, sibling string) bool {
+		cleaned, ok := cleanedArg(target)
+		if !ok || sibling == "" {
+			return sibling != ""
+		}
+		a, ok := arg(keys.of(cleaned))
+		return !ok || a.url || a.admits(sibling)
+	}
 	pattern := func(target, e ast.Expr, pol int) {
 		if k := pathKey(target); k != "" && closed(k) {
 			return
@@ -191,7 +196,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 			}
 			if ok {
 				if pathValued(target) {
-					if prefix, sibling := patternSibling(p); sibling != "" {
+					if prefix, sibling := patternSibling(p); beside(target, sibling) {
 						what := fmt.Sprintf("the pattern '%s'", p)
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(prefix, sibling, what)})
 						continue
@@ -203,6 +208,15 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				} else if u, loose := looseURLHost(p); loose && !isPinned(target) {
 					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 						why: fmt.Sprintf("the pattern '%s', which also matches a URL such as %s, whose host's name only ends like the one it names; begin the name at a label boundary ('[^/]*' before it becomes '([^/.]+\\.)*') or write the host in full", p, u)})
+				} else if u, loose := hostGoesOn(p); loose && !isPinned(target) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which also matches a URL such as %s, to another host, as it lets the host's name go on; end the host with a / or (/|$), or test url_host()", p, u)})
+				} else if host, loose := hostHolds(p); loose && isHostOf(target, isPinned) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which is not anchored at its end: it also matches a host such as %s, whose name merely holds a match; end it with $", p, host)})
+				} else if u, loose := urlHolds(p); loose && isURLArg(target) && !isPinned(target) {
+					out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+						why: fmt.Sprintf("the pattern '%s', which begins with .* and so matches a URL to another host that merely holds a match, such as %s; anchor it at its start ('^https://...')", p, u)})
 				}
 				continue
 			}
@@ -232,13 +246,10 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 	walkPolarity(tree.Expr(), polarityHooks{
 		junction:    pinning,
 		conditional: pinning,
+		scope:       scope.enter,
 		body: func(comp ast.ComprehensionExpr) func() {
-			v, saved := comp.IterVar(), bound[comp.IterVar()]
-			bound[v] = nil
-			if r := comp.IterRange(); r.Kind() == ast.ListKind {
-				bound[v] = r.AsList().Elements()
-			}
-			return func() { bound[v] = saved }
+			unbound, unbind := bound.bind(comp), keys.bind(comp)
+			return func() { unbind(); unbound() }
 		},
 		call: func(c ast.CallExpr, pol int) {
 			args := c.Args()
@@ -253,7 +264,7 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 				}
 			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && pathValued(c.Target()):
 				for _, k := range consts(args[0]) {
-					if sibling, loose := siblingProbe(k.s, nil); loose && !strings.Contains(k.s, "://") {
+					if sibling, loose := siblingProbe(k.s, nil); loose && beside(c.Target(), sibling) && !strings.Contains(k.s, "://") {
 						what := fmt.Sprintf("startsWith('%s')", k.s)
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol, why: what + ", which " + siblingAdvice(k.s, sibling, what)})
 					}
@@ -263,6 +274,13 @@ func looseTests(src string, side int, closed func(path string) bool) []looseTest
 					if s := k.s; s != "" && isLabelByte(s[0]) {
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 							why: fmt.Sprintf("endsWith('%s'), which also holds for a host such as evil%s, whose name only ends like it; write == '%s' || endsWith('.%s')", s, s, s, s)})
+					}
+				}
+			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isURLArg(c.Target()) && !isPinned(c.Target()):
+				for _, k := range consts(args[0]) {
+					if s := k.s; namesHost(s) {
+						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
+							why: fmt.Sprintf("contains('%s'), which also holds for a URL to another host that merely holds it, such as https://evil.example/%s; test url_host()", s, strings.TrimPrefix(s, "/"))})
 					}
 				}
 			case fn == "contains" && c.IsMemberFunction() && len(args) == 1 && isHostOf(c.Target(), isPinned):
@@ -488,6 +506,55 @@ type constString struct {
 	at ast.Expr
 }
 
+// constBinds holds, by comprehension variable, the constants it ranges
+// over (d in ['a.example', 'b.example'].exists(d, ...)).
+type constBinds map[string][]ast.Expr
+
+// strings returns the constant strings e stands for, each with the
+// expression to report at: a literal, a concatenation of constants
+// ('https://' + 'api.example.com'), or a variable bound to a list of
+// them.
+func (b constBinds) strings(e ast.Expr) []constString {
+	if s, ok := stringLiteral(e); ok {
+		return []constString{{s, e}}
+	}
+	switch e.Kind() {
+	case ast.IdentKind:
+		var out []constString
+		for _, el := range b[e.AsIdent()] {
+			out = append(out, b.strings(el)...)
+		}
+		return out
+	case ast.CallKind:
+		if c := e.AsCall(); c.FunctionName() == operators.Add && len(c.Args()) == 2 {
+			l, r := b.strings(c.Args()[0]), b.strings(c.Args()[1])
+			if len(l) == 1 && len(r) == 1 {
+				return []constString{{l[0].s + r[0].s, e}}
+			}
+		}
+	}
+	return nil
+}
+
+// bind is a body hook of walkPolarity: it binds the comprehension's
+// variable to the elements of its range, where that is a list written
+// out, until what it returns is called.
+func (b constBinds) bind(comp ast.ComprehensionExpr) func() {
+	v := comp.IterVar()
+	saved, had := b[v]
+	b[v] = nil
+	if r := comp.IterRange(); r.Kind() == ast.ListKind {
+		b[v] = r.AsList().Elements()
+	}
+	return func() {
+		if had {
+			b[v] = saved
+		} else {
+			delete(b, v)
+		}
+	}
+}
+
 // isLabelByte reports whether b can begin a label of a host name: a
 // suffix that begins with one is not at a label boundary.
 func isLabelByte(b byte) bool {
@@ -662,6 +729,99 @@ func looseURLHost(p string) (probe string, loose bool) {
 	return "", false
 }
 
+// hostGoesOn reports whether the RE2 pattern p, anchored, matched against
+// a whole URL, matches one whose host's name goes on past the name it
+// allows: a URL p matches is built (leastSample), and p is tried on it with
+// .evil.example, and @evil.example, after its host. probe is the URL it
+// matches: https://api.example.com.evil.example for
+// '^https://api\.example\.com.*'.
+func hostGoesOn(p string) (probe string, loose bool) {
+	s, match, ok := sampleOf(p)
+	scheme := strings.Index(s, "://")
+	if !ok || scheme <= 0 {
+		return "", false
+	}
+	start := scheme + len("://")
+	end := len(s)
+	if i := strings.IndexAny(s[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	if end == start || !isLabelByte(s[end-1]) {
+		return "", false
+	}
+	for _, more := range []string{".evil.example", "@evil.example"} {
+		if probe = s[:end] + more + s[end:]; match.MatchString(probe) {
+			return probe, true
+		}
+	}
+	return "", false
+}
+
+// hostHolds reports whether the RE2 pattern p, matched against a host,
+// matches one that merely holds a name it allows: a host p matches is
+// built (leastSample), and p is tried on it with .evil.example after it.
+// host is the host it matches: a.example.com.evil.example for
+// '.*\.example\.com'.
+func hostHolds(p string) (host string, loose bool) {
+	s, match, ok := sampleOf(p)
+	if !ok || s == "" {
+		return "", false
+	}
+	if strings.HasPrefix(s, ".") {
+		s = "a" + s
+	}
+	if host = s + ".evil.example"; match.MatchString(host) {
+		return host, true
+	}
+	return "", false
+}
+
+// urlHolds reports whether the RE2 pattern p, that names a scheme and a
+// host ('.*://api\.example\.com/.*'), matched against a whole URL,
+// matches a URL to another host that holds one it allows in its query:
+// a string p matches is built (leastSample), and p is tried on it after
+// https://evil.example/?u=. probe is that URL.
+func urlHolds(p string) (probe string, loose bool) {
+	s, match, ok := sampleOf(p)
+	if !ok || !strings.Contains(s, "://") {
+		return "", false
+	}
+	if probe = "https://evil.example/?u=" + s; match.MatchString(probe) {
+		return probe, true
+	}
+	return "", false
+}
+
+// sampleOf returns a string the RE2 pattern p matches (leastSample, lower-
+// cased where p matches that too) and p compiled.
+func sampleOf(p string) (string, *regexp.Regexp, bool) {
+	re, match, ok := parsePattern(p)
+	if !ok {
+		return "", nil, false
+	}
+	s, ok := leastSample(re)
+	if l := strings.ToLower(s); ok && match.MatchString(l) {
+		return l, match, true
+	}
+	return s, match, ok && match.MatchString(s)
+}
+
+// hostName matches a constant that names a host, with a scheme or a port
+// or not (api.example.com, https://api.example.com/), and fileName one that
+// names a file (report.pdf).
+var (
+	hostName = regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
+	fileName = regexp.MustCompile(`(?i)\.(pdf|csv|json|txt|xml|html?|zip|gz|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+)
+
+// namesHost reports whether s, a constant a URL is tested to contain,
+// names a host: a URL to another host may hold it anywhere. One with a
+// scheme does (https://api.example.com/v1/), as does a host's name
+// (api.example.com), but for a file's (report.pdf).
+func namesHost(s string) bool {
+	return strings.Contains(s, "://") || hostName.MatchString(s) && !fileName.MatchString(s)
+}
+
 // leastSample returns a string re matches, or may match where it holds
 // an assertion the string does not meet (a word boundary): the least
 // number of each repetition, the first branch of each alternation, a
@@ -747,6 +907,26 @@ func pathValued(e ast.Expr) bool {
 		return pathValued(c.Target())
 	}
 	return false
+}
+
+// cleanedArg returns the value of which e is path_clean(), or lower() of
+// it.
+func cleanedArg(e ast.Expr) (ast.Expr, bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, false
+	}
+	c := e.AsCall()
+	switch fn := c.FunctionName(); {
+	case fn == "path_clean" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		return c.Args()[0], true
+	case fn == "path_clean" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return c.Target(), true
+	case fn == "lower" && len(c.Args()) == 1:
+		return cleanedArg(c.Args()[0])
+	case fn == "lowerAscii" && c.IsMemberFunction():
+		return cleanedArg(c.Target())
+	}
+	return nil, false
 }
 
 // isHostOf reports whether e is the host of a URL (hostOf) that pinned

@@ -9,9 +9,7 @@ import (
 // A host pattern anchored at its end is loose where its name does not
 // begin at a label boundary: the probe it is tried on is the host named.
 func TestLooseHostSuffix(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, host string
-	}{
+	assertProbes(t, looseHostSuffix, [][2]string{
 		{`example\.com$`, "evilexample.com"},
 		{`example\.(com|org)$`, "evilexample.com"},
 		{`^.*example\.com$`, "evilexample.com"},
@@ -23,11 +21,7 @@ func TestLooseHostSuffix(t *testing.T) {
 		{`^(api|www)\.example\.com$`, ""},
 		{`^[a-z]+\.example\.com$`, ""},
 		{`(`, ""},
-	} {
-		host, loose := looseHostSuffix(tc.pattern)
-		assert.Equal(t, tc.host, host, tc.pattern)
-		assert.Equal(t, tc.host != "", loose, tc.pattern)
-	}
+	})
 }
 
 // A pattern a whole URL is matched with is loose where the name of the
@@ -35,9 +29,7 @@ func TestLooseHostSuffix(t *testing.T) {
 // on names the host that passes. One whose first label may be any label
 // ([a-z]+\.example\.com), or whose name begins after a dot, is not.
 func TestLooseURLHost(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, url string
-	}{
+	assertProbes(t, looseURLHost, [][2]string{
 		{`^https://[^/]*example\.com/`, "https://evilexample.com/"},
 		{`^https://.*example\.com/.*$`, "https://evilexample.com/"},
 		{`^https?://[a-z]*example\.com(/|$)`, "http://evilexample.com/"},
@@ -53,9 +45,62 @@ func TestLooseURLHost(t *testing.T) {
 		{`^/srv/data/.*$`, ""},
 		{`^[a-z]+$`, ""},
 		{`(`, ""},
+	})
+}
+
+// A pattern a whole URL is matched with is loose where it lets the host's
+// name go on: the URL it is tried on names another host. One that ends
+// the host (a /, (/|$), a port, $) is not.
+func TestHostGoesOn(t *testing.T) {
+	assertProbes(t, hostGoesOn, [][2]string{
+		{`^https://api\.example\.com.*`, "https://api.example.com.evil.example"},
+		{`^https://api\.example\.com(:\d+)?.*`, "https://api.example.com.evil.example"},
+		{`(?i)^HTTPS://API\.example\.com.*`, "https://api.example.com.evil.example"},
+		{`^https://api\.example\.com[^/]*/`, "https://api.example.com.evil.example/"},
+		{`^https://api\.example\.com(/|$)`, ""},
+		{`^https://api\.example\.com(:443)?/.*`, ""},
+		{`^https://api\.example\.com(/.*)?$`, ""},
+		{`^https://.*`, ""},
+		{`^/srv/data/.*`, ""},
+		{`(`, ""},
+	})
+}
+
+// A pattern a host is matched with that is not anchored at its end
+// matches a host that merely holds a name it allows.
+func TestHostHolds(t *testing.T) {
+	assertProbes(t, hostHolds, [][2]string{
+		{`.*\.example\.com`, "a.example.com.evil.example"},
+		{`.*example\.com.*`, "example.com.evil.example"},
+		{`.*\.example\.com$`, ""},
+		{`^(.+\.)?example\.com$`, ""},
+	})
+}
+
+// A constant a URL is tested to contain names a host where it has a
+// scheme or is a host's name, not a file's, a path or a word.
+func TestNamesHost(t *testing.T) {
+	for s, want := range map[string]bool{
+		"api.example.com":          true,
+		"example.com":              true,
+		"https://api.example.com/": true,
+		"api.example.com:8443":     true,
+		"report.pdf":               false,
+		"/v1/public/":              false,
+		"debug":                    false,
+		"127.0.0.1":                false,
 	} {
-		url, loose := looseURLHost(tc.pattern)
-		assert.Equal(t, tc.url, url, tc.pattern)
-		assert.Equal(t, tc.url != "", loose, tc.pattern)
+		assert.Equal(t, want, namesHost(s), s)
+	}
+}
+
+// assertProbes asserts that probe returns, for each pattern, the value it
+// is loose on, or "" and false where it is not.
+func assertProbes(t *testing.T, probe func(pattern string) (string, bool), cases [][2]string) {
+	t.Helper()
+	for _, tc := range cases {
+		got, loose := probe(tc[0])
+		assert.Equal(t, tc[1], got, tc[0])
+		assert.Equal(t, tc[1] != "", loose, tc[0])
 	}
 }

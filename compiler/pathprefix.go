@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/argpath"
@@ -20,18 +21,22 @@ import (
 )
 
 // checkPathPrefixes reports, as cel/loose-match, each prefix test of a
-// path a tool's path_arg names (startsWith('/srv/data/'), or matches() and
-// matches_any() with a pattern anchored at its start that also matches the
-// prefix followed by ../) that sits where lets says it lets calls through,
-// when no file_check layer covers the tool: /srv/data/../../etc/passwd
+// path a tool's path_arg names (startsWith('/srv/data/') with a constant,
+// a concatenation or a list's member, or matches() and matches_any() with
+// a pattern anchored at its start that also matches a prefix followed by
+// a traversal, traversalMatches) that sits where lets says it lets calls
+// through, when no file_check layer without a when covers the tool:
+// /srv/data/../../etc/passwd
 // begins with /srv/data/ and names /etc/passwd. So is one of a URL a
 // tool's url_arg names whose prefix reaches into the URL's path
 // ('https://api.example.com/v1/public/'): a URL that goes on with ../ or
 // %2e%2e/ leaves it where it is resolved. A path_arg or url_arg below the
 // top of the arguments (/request/path, /files/*/path) is read through its
 // object, a constant index, or the variable of a macro over its list (or
-// a filter() of it). A test of path_clean() of the path, or one beside a
-// test of the same path for ".." (and, for a URL, for "%"), is not one.
+// a filter() of it, or a map() of it to the path), as it is or
+// lower-cased. A test of path_clean() of the path, or one beside a test
+// of the same path (or element) that fails for each value leaving the
+// prefix (dotProbes; for a URL, percentProbes too), is not one.
 // A prefix test of a path (not a URL) that sits where blocks says it
 // holds calls back is reported too: /srv/../etc/passwd names /etc/passwd
 // without beginning with /etc/, and /./etc/passwd gets past a test for
@@ -42,11 +47,10 @@ import (
 // and https://api.example.com:443/v1/%61dmin reach /v1/admin without
 // beginning with https://api.example.com/v1/admin; url_host() and
 // url_path() of the URL are the test that holds for them.
-func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tools []string, lets, blocks func(pol int) (string, bool)) {
-	if stage != predicate.Tool {
-		return
-	}
-	named := c.prefixArgs(tools)
+//
+// named holds the arguments a path_arg or a url_arg of a tool in scope
+// names (prefixArgs), none outside the tool stage.
+func (c *Compilation) checkPathPrefixes(x *dsl.Expr, named map[string]prefixArg, lets, blocks func(pol int) (string, bool)) {
 	if len(named) == 0 {
 		return
 	}
@@ -61,17 +65,19 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		written string
 		what    string
 		pol     int
-		// prefix is the literal prefix the test reads; leaves says that
-		// the test also holds for a value that goes on with a traversal
-		// out of it (traversals).
+		// prefix is the prefix the test reads; probe is a value that
+		// goes on from it with a traversal out of it that the test also
+		// holds for ("" for none).
 		prefix string
-		leaves bool
+		probe  string
 		// sibling is a path (or URL) beside the one prefix names, not
 		// below it, that the test also holds for (siblingProbe).
 		sibling string
 		// dots and pct say that a conjunct beside the test, where the
-		// predicate lets calls through, tests the path for ".." and for
-		// "%"; cleaned that one tests path_clean() of it for the prefix.
+		// predicate lets calls through, fails for each value that goes
+		// on from the prefix with .. (dotProbes), and for each with a
+		// percent escape of a dot (percentProbes); cleaned that one
+		// tests path_clean() of it for the prefix.
 		dots, pct, cleaned bool
 	}
 	var tests []test
@@ -79,110 +85,87 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 	if _, ok := lets(1); ok {
 		side = 1
 	}
-	// dots, pct and cleaned count, by the path's key (and the prefix),
-	// the conjuncts beside the tests being walked that test a path for
-	// "..", for "%", or path_clean() of it for a prefix (besideTests).
-	dots, pct, cleaned := map[string]int{}, map[string]int{}, map[[2]string]int{}
+	// beside holds the conjuncts beside the tests being walked that test
+	// a path (by its exact key, argKeys) on its text, or path_clean() of it
+	// for a prefix (besideTests).
+	var beside []besideTest
 	var scope locals
-	keys := argKeys{scope: &scope, binds: map[string]string{}}
-	add := func(at, target ast.Expr, what, prefix string, pol int, leaves bool, sibling string) {
+	keys := newArgKeys(&scope)
+	add := func(at, target ast.Expr, what, prefix, pattern string, pol int, probe, sibling string) {
 		key := keys.of(target)
 		arg, ok := named[key]
 		if !ok || prefix == "" || arg.url && !reachesPath(prefix) {
 			return
 		}
-		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, leaves, sibling,
-			dots[key] > 0, pct[key] > 0, cleaned[[2]string{key, prefix}] > 0})
-	}
-	// elementsAll binds the variable of an all() or exists() that
-	// junction reads as the key of its range's elements, where the range
-	// holds each of them: a test over what a filter() of them keeps says
-	// nothing of the others.
-	elementsAll := func(comp ast.ComprehensionExpr) func() {
-		undo := keys.bind(comp)
-		if comp.IterRange().Kind() == ast.ComprehensionKind {
-			keys.binds[comp.IterVar()] = ""
+		exact := keys.exact(target)
+		// fail reports whether a test beside this one fails for each
+		// of the probes.
+		fail := func(probes []string) bool {
+			return !slices.ContainsFunc(probes, func(p string) bool {
+				return !slices.ContainsFunc(beside, func(b besideTest) bool { return b.holds != nil && covers(b.key, exact) && b.holds(p) })
+			})
 		}
-		return undo
+		cleaned := slices.ContainsFunc(beside, func(b besideTest) bool {
+			return b.holds == nil && (b.prefix != "" && b.prefix == prefix || b.pattern != "" && b.pattern == pattern) && covers(b.key, exact)
+		})
+		tests = append(tests, test{at, key, f.exprText(target), what, pol, prefix, probe, sibling,
+			fail(dotProbes(prefix, arg.url)), arg.url && fail(percentProbes(prefix)), cleaned})
 	}
 	junction := func(e ast.Expr, pol int) func() {
-		var undo []func()
-		count := func(m map[string]int, k string) {
-			m[k]++
-			undo = append(undo, func() { m[k]-- })
-		}
+		n := len(beside)
 		lettingConjuncts(e, pol, side, func(call ast.CallExpr, lets bool) {
-			args := call.Args()
-			if lets || len(args) == 0 {
+			if lets {
 				// A test that holds where the call is let through
 				// excuses nothing.
 				return
 			}
-			target, s := call.Target(), ""
-			switch fn := call.FunctionName(); {
-			case fn == "contains" && call.IsMemberFunction() && len(args) == 1:
-				s, _ = stringLiteral(args[0])
-				s = strings.ReplaceAll(s, "..", `\.\.`)
-			case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
-				s, _ = stringLiteral(args[0])
-			case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
-				target = args[0]
-				s, _ = stringLiteral(args[1])
-			case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1 && target.Kind() == ast.CallKind &&
-				target.AsCall().FunctionName() == "path_clean" && len(target.AsCall().Args()) == 1:
-				if prefix, ok := stringLiteral(args[0]); ok {
-					k := [2]string{keys.of(target.AsCall().Args()[0]), prefix}
-					cleaned[k]++
-					undo = append(undo, func() { cleaned[k]-- })
-				}
-				return
-			default:
-				return
+			if b, ok := besideTestOf(call, keys); ok {
+				beside = append(beside, b)
 			}
-			if strings.Contains(s, `\.\.`) {
-				count(dots, keys.of(target))
-			}
-			if strings.Contains(s, "%") {
-				count(pct, keys.of(target))
-			}
-		}, elementsAll)
-		return func() {
-			for _, u := range undo {
-				u()
-			}
-		}
+		}, keys.every)
+		return func() { beside = beside[:n] }
 	}
-	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: keys.bind, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
+	bound := constBinds{}
+	body := func(comp ast.ComprehensionExpr) func() {
+		unbound, unbind := bound.bind(comp), keys.bind(comp)
+		return func() { unbind(); unbound() }
+	}
+	walkPolarity(tree.Expr(), polarityHooks{scope: scope.enter, body: body, junction: junction, conditional: junction, call: func(call ast.CallExpr, pol int) {
 		args := call.Args()
 		target := call.Target()
 		if !call.IsMemberFunction() && len(args) > 0 {
 			target = args[0]
 		}
-		pattern := ""
+		// A test of the path lower-cased holds for its traversals as one
+		// of the path does.
+		for inner, ok := lowerOf(target); ok; inner, ok = lowerOf(target) {
+			target = inner
+		}
+		var patterns []constString
 		switch fn := call.FunctionName(); {
 		case fn == "startsWith" && call.IsMemberFunction() && len(args) == 1:
-			if s, ok := stringLiteral(args[0]); ok {
-				sibling, _ := siblingProbe(s, nil)
-				add(args[0], target, fmt.Sprintf("startsWith('%s')", s), s, pol, true, sibling)
+			for _, k := range bound.strings(args[0]) {
+				sibling, _ := siblingProbe(k.s, nil)
+				add(k.at, target, fmt.Sprintf("startsWith('%s')", k.s), k.s, "", pol, traversals(k.s, named[keys.of(target)].url)[0], sibling)
 			}
 			return
 		case fn == "matches" && call.IsMemberFunction() && len(args) == 1:
-			pattern, _ = stringLiteral(args[0])
+			patterns = bound.strings(args[0])
 		case fn == "matches" && !call.IsMemberFunction() && len(args) == 2:
-			pattern, _ = stringLiteral(args[1])
+			patterns = bound.strings(args[1])
 		case fn == "matches_any" && len(args) == 2 && args[1].Kind() == ast.ListKind:
 			for _, el := range args[1].AsList().Elements() {
-				if p, ok := stringLiteral(el); ok {
-					prefix, leaves, sibling := traversalMatches(p, named[keys.of(target)].url)
-					add(el, target, fmt.Sprintf("the pattern '%s'", p), prefix, pol, leaves, sibling)
-				}
+				patterns = append(patterns, bound.strings(el)...)
 			}
-			return
-		default:
-			return
 		}
-		prefix, leaves, sibling := traversalMatches(pattern, named[keys.of(target)].url)
-		add(args[len(args)-1], target, fmt.Sprintf("the pattern '%s'", pattern), prefix, pol, leaves && !strings.Contains(pattern, `\.\.`), sibling)
+		for _, k := range patterns {
+			prefix, probe, sibling := traversalMatches(k.s, named[keys.of(target)].url)
+			if strings.Contains(k.s, `\.\.`) {
+				// A pattern that spells .. out says what it lets through.
+				probe = ""
+			}
+			add(k.at, target, fmt.Sprintf("the pattern '%s'", k.s), prefix, k.s, pol, probe, sibling)
+		}
 	}})
 	for _, t := range tests {
 		arg := named[t.key]
@@ -194,7 +177,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 		if ok && t.sibling != "" && arg.admits(t.sibling) {
 			beside = "; it " + siblingAdvice(t.prefix, t.sibling, t.what)
 		}
-		if arg.checked || ok && (!t.leaves || t.dots && (!arg.url || t.pct)) {
+		if arg.checked || ok && (t.probe == "" || t.dots && (!arg.url || t.pct)) {
 			// Its traversals are a file_check layer's, or excused.
 			if beside != "" {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
@@ -212,7 +195,7 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			}
 			if outcome, ok := blocks(t.pol); ok && !arg.url && namesBelowRoot(t.prefix) && !t.cleaned {
 				c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
+					"%s on %s, a prefix test of %s, the path %s: it does not hold for a path that names what the prefix does without beginning with it, such as one beginning %s, and no file_check layer without a when covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots",
 					outcome, t.what, t.written, arg.what, aside(t.prefix, t.dots), t.written))
 			}
 			continue
@@ -224,13 +207,160 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, stage predicate.Stage, tool
 			}
 			c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
 				"%s on %s, a prefix test of %s, the URL %s: it also holds for a URL whose path goes on with ../ (or %%2e%%2e/, read as ..) out of the prefix, such as %s, which a WHATWG URL parser, fetch, and many servers resolve outside it (egress checks the host alone); test url_host(%s) == '%s' && url_path(%s).startsWith('%s'), the host and the path as a server routes it, write !%s.contains('..') && !%s.contains('%%') beside it, or compare the URL in full%s",
-				outcome, t.what, t.written, arg.what, traversals(t.prefix, true)[0], t.written, host, t.written, path, t.written, t.written, beside))
+				outcome, t.what, t.written, arg.what, t.probe, t.written, host, t.written, path, t.written, t.written, beside))
 			continue
 		}
 		c.report(dsl.Warnf(x.PosAt(f.offset(t.at)), ruleLooseMatch,
-			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
-			outcome, t.what, t.written, arg.what, traversals(t.prefix, false)[0], t.written, beside))
+			"%s on %s, a prefix test of %s, the path %s: it also holds for a path that goes on with ../ out of the prefix, such as %s, and no file_check layer without a when covers the tool; test path_clean(%s), the path with . and .. resolved, or add a file_check layer with the roots%s",
+			outcome, t.what, t.written, arg.what, t.probe, t.written, beside))
 	}
+}
+
+// A besideTest is a test of a path beside a prefix test of it: holds
+// says whether it holds for a value of the path (its text, as contains(),
+// matches() or their _any() forms test it), or, where holds is nil, the
+// test is path_clean() of the path tested for prefix (startsWith()) or
+// with pattern (matches()). key is the path's exact key (argKeys.exact).
+type besideTest struct {
+	key             string
+	holds           func(string) bool
+	prefix, pattern string
+}
+
+// besideTestOf returns the test call is of a path, for a value of it
+// (contains(), endsWith(), matches(), contains_any(), matches_any() with
+// constants, of the path or lower() of it), or of path_clean() of it for
+// a prefix (startsWith()).
+func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
+	args := call.Args()
+	target := call.Target()
+	if !call.IsMemberFunction() {
+		if len(args) != 2 {
+			return besideTest{}, false
+		}
+		target, args = args[0], args[1:]
+	}
+	if len(args) != 1 {
+		return besideTest{}, false
+	}
+	fn := call.FunctionName()
+	if b, ok := segmentTest(call, keys); ok {
+		return b, true
+	}
+	if cleaned, ok := cleanedArg(target); ok {
+		c, ok := stringLiteral(args[0])
+		switch fn {
+		case "startsWith":
+			return besideTest{key: keys.exact(cleaned), prefix: c}, ok
+		case "matches":
+			return besideTest{key: keys.exact(cleaned), pattern: c}, ok
+		}
+		return besideTest{}, false
+	}
+	lowered := false
+	for {
+		if inner, ok := lowerOf(target); ok {
+			target, lowered = inner, true
+			continue
+		}
+		break
+	}
+	var consts []string
+	if args[0].Kind() == ast.ListKind && strings.HasSuffix(fn, "_any") {
+		for _, el := range args[0].AsList().Elements() {
+			if c, ok := stringLiteral(el); ok {
+				consts = append(consts, c)
+			}
+		}
+	} else if c, ok := stringLiteral(args[0]); ok && !strings.HasSuffix(fn, "_any") {
+		consts = append(consts, c)
+	}
+	var one func(v, c string) bool
+	switch fn {
+	case "contains", "contains_any":
+		one = strings.Contains
+	case "endsWith":
+		one = strings.HasSuffix
+	case "matches", "matches_any":
+		one = func(v, c string) bool {
+			re, err := regexp.Compile(c)
+			return err == nil && re.MatchString(v)
+		}
+	}
+	key := keys.exact(target)
+	if one == nil || len(consts) == 0 || key == "" {
+		return besideTest{}, false
+	}
+	return besideTest{key: key, holds: func(v string) bool {
+		if lowered {
+			v = strings.ToLower(v)
+		}
+		return slices.ContainsFunc(consts, func(c string) bool { return one(v, c) })
+	}}, true
+}
+
+// segmentTest returns the test call is of a path for a segment, where it
+// is: '..' in args.path.split('/'), or s == '..' where s ranges over
+// args.path.split('/') (args.path.split('/').exists(s, s == '..')).
+func segmentTest(call ast.CallExpr, keys argKeys) (besideTest, bool) {
+	a := call.Args()
+	if len(a) != 2 || call.IsMemberFunction() {
+		return besideTest{}, false
+	}
+	var key, sep, seg string
+	switch fn := call.FunctionName(); fn {
+	case operators.In:
+		c, ok := stringLiteral(a[0])
+		target, s, split := splitOf(a[1])
+		if !ok || !split {
+			return besideTest{}, false
+		}
+		key, sep, seg = keys.exact(target), s, c
+	case operators.Equals:
+		for i := range a {
+			c, ok := stringLiteral(a[1-i])
+			k, s, found := strings.Cut(keys.exact(a[i]), splitMark)
+			if ok && found {
+				key, sep, seg = k, s, c
+			}
+		}
+	}
+	if key == "" {
+		return besideTest{}, false
+	}
+	return besideTest{key: key, holds: func(v string) bool { return slices.Contains(strings.Split(v, sep), seg) }}, true
+}
+
+// splitMark joins the exact key of a path to the separator a split() of
+// it reads, in the exact key of the segments it returns.
+const splitMark = "\x00split:"
+
+// splitOf returns the value e splits and the separator, where e is
+// value.split(sep) with a constant separator.
+func splitOf(e ast.Expr) (target ast.Expr, sep string, ok bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, "", false
+	}
+	c := e.AsCall()
+	if c.FunctionName() != "split" || !c.IsMemberFunction() || len(c.Args()) != 1 {
+		return nil, "", false
+	}
+	sep, ok = stringLiteral(c.Args()[0])
+	return c.Target(), sep, ok && sep != ""
+}
+
+// lowerOf returns the value of which e is lower() or lowerAscii().
+func lowerOf(e ast.Expr) (ast.Expr, bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, false
+	}
+	switch c := e.AsCall(); {
+	case c.FunctionName() == "lower" && len(c.Args()) == 1 && !c.IsMemberFunction():
+		return c.Args()[0], true
+	case c.FunctionName() == "lowerAscii" && len(c.Args()) == 0 && c.IsMemberFunction():
+		return c.Target(), true
+	}
+	return nil, false
 }
 
 // A prefixArg is an argument a path_arg or a url_arg names: what a
@@ -274,11 +404,13 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 	if len(scope) == 0 {
 		scope = sortedNames(p.Tools)
 	}
-	// roots returns the roots of each file_check layer covering tool.
+	// roots returns the roots of each file_check layer covering tool: one
+	// with a when covers none, as the calls it skips reach the tool as
+	// they are spelled.
 	roots := func(tool string) [][]string {
 		var out [][]string
 		for _, e := range p.Chains["tool"] {
-			if e.Use == "file_check" && (len(e.Tools) == 0 || slices.Contains(e.Tools, tool)) {
+			if e.Use == "file_check" && e.When == nil && (len(e.Tools) == 0 || slices.Contains(e.Tools, tool)) {
 				var rs []string
 				list, _ := e.Fields["roots"].([]any)
 				for _, r := range list {
@@ -347,20 +479,40 @@ func (c *Compilation) prefixArgs(scope []string) map[string]prefixArg {
 // args.request.path, args.files[].path for a field of an element of
 // args.files, read by an index or as the variable of a macro over the
 // list; "" where it is not a field path of the arguments (a comprehension
-// variable that ranges over something else, or shadows args).
+// variable that ranges over something else, or shadows args). Its exact
+// form names the element too: args.files[0].path for a constant index,
+// args.files[@n].path for the variable of the nth macro bound, one
+// element, args.files[].path for every element (a variable bound with
+// every), args.files[?].path for an element it cannot name.
 type argKeys struct {
 	scope *locals
 	// binds holds, by comprehension variable, the key of the elements it
-	// ranges over ("" for none).
-	binds map[string]string
+	// ranges over and its exact form ("" for none).
+	binds map[string][2]string
+	// n counts the variables bound, to tell their elements apart.
+	n *int
+}
+
+// newArgKeys returns an argKeys that reads the variables in scope.
+func newArgKeys(scope *locals) argKeys {
+	return argKeys{scope: scope, binds: map[string][2]string{}, n: new(int)}
 }
 
 // of returns e's key.
-func (k argKeys) of(e ast.Expr) string {
+func (k argKeys) of(e ast.Expr) string { return k.key(e, false) }
+
+// exact returns e's key in its exact form.
+func (k argKeys) exact(e ast.Expr) string { return k.key(e, true) }
+
+// key returns e's key, in its exact form where exact is set.
+func (k argKeys) key(e ast.Expr, exact bool) string {
 	switch e.Kind() {
 	case ast.IdentKind:
 		if key, ok := k.binds[e.AsIdent()]; ok {
-			return key
+			if exact {
+				return key[1]
+			}
+			return key[0]
 		}
 		if k.scope.shadows(e.AsIdent()) {
 			return ""
@@ -368,42 +520,107 @@ func (k argKeys) of(e ast.Expr) string {
 		return e.AsIdent()
 	case ast.SelectKind:
 		if s := e.AsSelect(); !s.IsTestOnly() {
-			if base := k.of(s.Operand()); base != "" {
+			if base := k.key(s.Operand(), exact); base != "" {
 				return base + "." + s.FieldName()
 			}
 		}
 	case ast.CallKind:
 		if c := e.AsCall(); c.FunctionName() == operators.Index && len(c.Args()) == 2 {
-			if base := k.of(c.Args()[0]); base != "" {
-				return base + "[]"
+			if base := k.key(c.Args()[0], exact); base != "" {
+				if !exact {
+					return base + "[]"
+				}
+				if i := c.Args()[1]; i.Kind() == ast.LiteralKind {
+					switch n := i.AsLiteral().(type) {
+					case types.Int, types.Uint:
+						return fmt.Sprintf("%s[%v]", base, n)
+					}
+				}
+				return base + "[?]"
 			}
 		}
 	case ast.ComprehensionKind:
 		// A filter() of a list holds elements of it.
 		comp := e.AsComprehension()
 		if cond, elem, ok := listStep(comp); ok && cond != nil && identIs(elem, comp.IterVar()) {
-			return k.of(comp.IterRange())
+			return k.key(comp.IterRange(), exact)
 		}
 	}
 	return ""
 }
 
 // bind is a body hook of walkPolarity: it binds the comprehension's
-// variable to the key of the elements of its range until what it returns
-// is called.
+// variable to the key of the elements of its range, one element of them,
+// until what it returns is called.
 func (k argKeys) bind(comp ast.ComprehensionExpr) func() {
+	*k.n++
+	return k.bindAs(comp, fmt.Sprintf("[@%d]", *k.n))
+}
+
+// every binds the comprehension's variable to every element of its range
+// as bind does, where the range holds each of them: a filter() of a list
+// keeps some, and its variable is bound to none.
+func (k argKeys) every(comp ast.ComprehensionExpr) func() {
+	return k.bindAs(comp, "[]")
+}
+
+// bindAs binds the comprehension's variable to the key of the elements of
+// its range (elements), with elem as their index in its exact form.
+func (k argKeys) bindAs(comp ast.ComprehensionExpr, elem string) func() {
 	v := comp.IterVar()
 	prev, had := k.binds[v]
-	k.binds[v] = ""
-	if r := k.of(comp.IterRange()); r != "" {
-		k.binds[v] = r + "[]"
-	}
+	k.binds[v] = k.elements(comp.IterRange(), elem)
 	return func() {
 		if had {
 			k.binds[v] = prev
 		} else {
 			delete(k.binds, v)
 		}
+	}
+}
+
+// elements returns the key of the elements of the list e and its exact
+// form, with elem as their index: args.files[] and args.files[@1] for
+// args.files, what a map() of a list reads of each of its elements
+// (args.files[].path for args.files.map(f, f.path)), and those of the
+// list a filter() keeps some of, but for every element (elem []), which
+// a filter() does not hold.
+func (k argKeys) elements(e ast.Expr, elem string) [2]string {
+	if e.Kind() == ast.ComprehensionKind {
+		comp := e.AsComprehension()
+		cond, x, ok := listStep(comp)
+		if !ok || cond != nil && (elem == "[]" || !identIs(x, comp.IterVar())) {
+			return [2]string{}
+		}
+		defer k.bindAs(comp, elem)()
+		return [2]string{k.of(x), k.exact(x)}
+	}
+	if target, sep, ok := splitOf(e); ok {
+		// The segments of a path, which a test for a segment reads.
+		if key := k.exact(target); key != "" {
+			return [2]string{"", key + splitMark + sep}
+		}
+	}
+	if r := k.of(e); r != "" {
+		return [2]string{r + "[]", k.exact(e) + elem}
+	}
+	return [2]string{}
+}
+
+// covers reports whether the exact key b, of a test beside another,
+// names every element the exact key e of that other names: the same
+// fields, each index of b every element ([]) or the one e names.
+func covers(b, e string) bool {
+	for {
+		bi, ei := strings.IndexByte(b, '['), strings.IndexByte(e, '[')
+		if bi < 0 || ei < 0 || b[:bi] != e[:ei] {
+			return bi < 0 && ei < 0 && b == e
+		}
+		bj, ej := bi+strings.IndexByte(b[bi:], ']'), ei+strings.IndexByte(e[ei:], ']')
+		if bx, ex := b[bi+1:bj], e[ei+1:ej]; bx != "" && (bx != ex || ex == "?") {
+			return false
+		}
+		b, e = b[bj+1:], e[ej+1:]
 	}
 }
 
@@ -479,6 +696,22 @@ func aside(prefix string, dots bool) string {
 	return "/srv/.." + prefix
 }
 
+// dotProbes returns the values that a test of a path (or a URL, where
+// url is set) for .. must fail for to excuse a prefix test of it: those
+// that go on from prefix with a .. segment, in the middle (traversals) or
+// at the end (/srv/data/.., which names /srv).
+func dotProbes(prefix string, url bool) []string {
+	return append(traversals(prefix, url)[:1], strings.TrimSuffix(prefix, "/")+"/..")
+}
+
+// percentProbes returns the URLs that a test of a URL for percent escapes
+// must fail for to excuse a prefix test of it: those that go on from
+// prefix with a segment a WHATWG parser reads as .., in either case.
+func percentProbes(prefix string) []string {
+	p := strings.TrimSuffix(prefix, "/")
+	return []string{p + "/%2e%2e/%2e%2e/admin", p + "/%2E%2E/admin", p + "/.%2e/admin", p + "/%2E./admin"}
+}
+
 // traversals returns the probes of a prefix test: values that begin with
 // prefix and leave it once resolved. A path goes on with /../../etc/passwd;
 // a URL with /../../admin, and with /%2e%2e/%2e%2e/admin, which a WHATWG
@@ -491,19 +724,71 @@ func traversals(prefix string, url bool) []string {
 	return []string{p + "/../../etc/passwd"}
 }
 
-// traversalMatches returns the literal prefix of the RE2 pattern p when p
-// is anchored at its start with one, whether p also matches one of its
-// probes (traversals; those of a URL where url is set): '^/srv/data/',
-// '^/srv/data/.*', but not '^/srv/data/[a-z]+\.txt$', and a path beside
-// the prefix that p matches (patternSibling): /srv/data-secrets for
-// '^/srv/data.*'.
-func traversalMatches(p string, url bool) (prefix string, leaves bool, sibling string) {
+// traversalMatches returns the prefix of the RE2 pattern p, anchored at
+// its start, a value p matches that goes on from the prefix with a
+// traversal out of it (leaving; "" for none), and a path beside the prefix
+// that p matches (patternSibling): /srv/data-secrets for '^/srv/data.*'.
+// The prefix is p's literal one ('/srv/data/' for '^/srv/data/' and
+// '^/srv/data/.*', which match /srv/data/../../etc/passwd, and
+// '^/srv/data/[^/]+$', which matches /srv/data/..; none for
+// '^/srv/data/[a-z]+\.txt$'); where that leaves nothing, or p has none,
+// it is the longest part ending in a / of a value p matches (leastSample)
+// that p goes on from with a traversal: '/srv/data/' for
+// '^/srv/(data|reports)/' and for '^/srv/data/.*\.csv$', which matches
+// /srv/data/../../x/.csv. A pattern with no such part whose literal
+// prefix names nothing below the root (or, for a URL, no path) has the
+// value it matches as its prefix, which it names on the side that blocks:
+// /etc/passwd for '^/(etc|root)/passwd$'.
+func traversalMatches(p string, url bool) (prefix, probe, sibling string) {
 	prefix, m, _ := literalPrefix(p)
-	if prefix == "" {
-		return "", false, ""
+	if prefix != "" {
+		_, sibling = patternSibling(p)
+		if probe = leaving(prefix, "", url, m); probe != "" {
+			return prefix, probe, sibling
+		}
 	}
-	_, sibling = patternSibling(p)
-	return prefix, slices.ContainsFunc(traversals(prefix, url), m.MatchString), sibling
+	re, m, ok := parsePattern(p)
+	if !ok || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
+		return prefix, "", sibling
+	}
+	s, ok := leastSample(re)
+	if l := strings.ToLower(s); ok && m.MatchString(l) {
+		s = l
+	} else if !ok || !m.MatchString(s) {
+		return prefix, "", sibling
+	}
+	for i := len(s); i > 0; i-- {
+		if s[i-1] != '/' {
+			continue
+		}
+		if probe := leaving(s[:i], s[i:], url, m); probe != "" {
+			return s[:i], probe, sibling
+		}
+	}
+	if prefix == "" || !namesBelowRoot(prefix) || url && !reachesPath(prefix) {
+		// What it names is that value's.
+		prefix = s
+	}
+	return prefix, "", sibling
+}
+
+// leaving returns the first of the values that go on from prefix with a
+// traversal out of it that m matches, or "": those of traversals, one
+// that ends with .. after it (/srv/data/..), and, where rest is what
+// follows prefix in a value m matches, that value with a traversal
+// between the two.
+func leaving(prefix, rest string, url bool, m *regexp.Regexp) string {
+	probes := append(traversals(prefix, url), strings.TrimSuffix(prefix, "/")+"/..")
+	if rest != "" {
+		probes = append(probes, prefix+"../../x/"+rest)
+		if url {
+			probes = append(probes, prefix+"%2e%2e/%2e%2e/x/"+rest)
+		}
+	}
+	if i := slices.IndexFunc(probes, m.MatchString); i >= 0 {
+		return probes[i]
+	}
+	return ""
 }
 
 // literalPrefix returns the literal prefix of the RE2 pattern p, where p

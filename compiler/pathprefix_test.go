@@ -149,3 +149,62 @@ chains: tool: [
 		})
 	}
 }
+
+// A test of a path beside a prefix test excuses it where its exact key
+// names every element the prefix test's names: the same element (a
+// constant index, a macro's variable) or every element of the list.
+func TestCovers(t *testing.T) {
+	for _, tc := range []struct {
+		beside, test string
+		covers       bool
+	}{
+		{"args.path", "args.path", true},
+		{"args.path", "args.note", false},
+		{"args.files[].path", "args.files[0].path", true},
+		{"args.files[].path", "args.files[@3].path", true},
+		{"args.files[].path", "args.files[?].path", true},
+		{"args.files[0].path", "args.files[0].path", true},
+		{"args.files[0].path", "args.files[1].path", false},
+		{"args.files[0].path", "args.files[@3].path", false},
+		{"args.files[@3].path", "args.files[@3].path", true},
+		{"args.files[@3].path", "args.files[@4].path", false},
+		{"args.files[?].path", "args.files[?].path", false},
+		{"args.files[0].path", "args.files[].path", false},
+		{"args.dirs[].files[0].path", "args.dirs[@1].files[0].path", true},
+		{"args.dirs[2].files[].path", "args.dirs[1].files[0].path", false},
+		{"args.files[0].path", "args.files[0].name", false},
+		{"args.files", "args.files[0]", false},
+	} {
+		assert.Equal(t, tc.covers, covers(tc.beside, tc.test), "%s over %s", tc.beside, tc.test)
+	}
+}
+
+// A pattern anchored at its start has the prefix it goes on from with a
+// traversal: its literal start, or the longest part ending in a / of a
+// value it matches that it also matches with a traversal after it. A
+// pattern that lets no segment be .. has none.
+func TestTraversalMatches(t *testing.T) {
+	for _, tc := range []struct {
+		pattern       string
+		url           bool
+		prefix, probe string
+	}{
+		{`^/srv/data/`, false, "/srv/data/", "/srv/data/../../etc/passwd"},
+		{`^/srv/data/[^/]+$`, false, "/srv/data/", "/srv/data/.."},
+		{`^/srv/(data|reports)/`, false, "/srv/data/", "/srv/data/../../etc/passwd"},
+		{`(?i)^/SRV/data/`, false, "/srv/data/", "/srv/data/../../etc/passwd"},
+		{`^/srv/[a-z]+/`, false, "/srv/a/", "/srv/a/../../etc/passwd"},
+		{`^/srv/data/.*\.csv$`, false, "/srv/data/", "/srv/data/../../x/.csv"},
+		{`^https://api\.example\.com/v1/(public|docs)/.*\.json$`, true, "https://api.example.com/v1/public/", "https://api.example.com/v1/public/../../x/.json"},
+		{`^/srv/(data|reports)/[a-z0-9_]+\.csv$`, false, "/srv/", ""},
+		{`^/srv/data/([^./][^/]*/)*[^./][^/]*$`, false, "/srv/data/", ""},
+		{`^/(etc|root)/passwd$`, false, "/etc/passwd", ""},
+		{`^https://(api|www)\.example\.com/v1/admin`, true, "https://api.example.com/v1/admin", ""},
+		{`(?i)^/etc/passwd$`, false, "/etc/passwd", ""},
+		{`/srv/data/`, false, "", ""},
+	} {
+		prefix, probe, _ := traversalMatches(tc.pattern, tc.url)
+		assert.Equal(t, tc.prefix, prefix, tc.pattern)
+		assert.Equal(t, tc.probe, probe, tc.pattern)
+	}
+}

@@ -672,7 +672,18 @@ a whole URL matched with a pattern that lets the host's name begin
 anywhere in a label: args.url.matches('^https://[^/]*example\\.com/')
 lets through https://evilexample.com/; write '^https://([^/.]+\\.)*example\\.com/'
 (a pattern whose first label may be any label, [a-z]+\\.example\\.com, is
-not reported). A test
+not reported). So does one that lets the host's name go on:
+args.url.matches('^https://api\\.example\\.com.*') lets through
+https://api.example.com.evil.example; end the host with a / or (/|$). So
+does a host matched with a pattern not anchored at its end:
+url_host(args.url).matches('.*\\.example\\.com') lets through
+a.example.com.evil.example; end it with $. So does the URL a tool's
+url_arg names matched with a pattern that begins with .* and names a
+scheme ('.*://api\\.example\\.com/.*' lets through
+https://evil.example/?u=://api.example.com/) or tested with contains()
+of a host's name, with a scheme or not (args.url.contains('api.example.com')
+lets through https://evil.example/api.example.com; not of a file's name,
+'report.pdf', nor of a path, '/v1/'): test url_host(). A test
 that is the condition of a ternary with a constant branch is read as the
 || or && it is: endsWith('example.com') ? true : false lets
 evilexample.com through as the bare test does. So does a URL tested with
@@ -681,12 +692,24 @@ https://api.example.com.evil.example/ and https://api.example.com@evil.example/:
 write startsWith('https://api.example.com/'). So does a prefix test of
 the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
 anchored at its start that also matches the prefix followed by
-/../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*') where no
-file_check layer covers the tool: args.path.startsWith('/srv/data/')
+/../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*', or by /..,
+'^/srv/data/[^/]+$', or a value it matches with a traversal after a
+part of it that ends in a /: '^/srv/(data|reports)/' matches
+/srv/data/../../etc/passwd, '^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
+while '^/srv/(data|reports)/[a-z0-9_]+\\.csv$' matches none) where no
+file_check layer covers the tool (one with a when does not, as the calls
+it skips reach the tool as spelled): args.path.startsWith('/srv/data/')
 lets through /srv/data/../../etc/passwd, which names /etc/passwd; test
 path_clean(args.path), the path with . and .. resolved, or add a
 file_check layer (a test beside it of the same path for "..",
-!args.path.contains('..'), is not reported; beside it is a conjunct of
+!args.path.contains('..'), is not reported, nor one written with
+contains_any(), matches_any(), a pattern that finds every ..
+segment, such as '(^|/)\\.\\.(/|$)', or a test of its segments,
+'..' in args.path.split('/'), but for one that lets a path
+ending in /.. through, !args.path.contains('../') or
+contains('/../'): /srv/data/.. names /srv; a test of one element of a
+list (args.files[0].path) is beside a prefix test of that element alone,
+not of another nor of every element; beside it is a conjunct of
 it where the predicate lets the call through, so one in another branch,
 args.path.startsWith('/srv/data/') || args.path.contains('..'), or one
 a disjunct can make moot, && (!args.path.contains('..') || args.note ==
@@ -702,15 +725,19 @@ not let the call through, args.path.contains('..') ? false :
 args.path.startsWith('/srv/data/')). A path_arg below the top
 of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
-the variable of a macro over the list or a filter() of it
-(args.files.all(f, f.path.startsWith('/srv/data/'))). Such a prefix test
+the variable of a macro over the list, a filter() of it or a map() of
+it to the path (args.files.all(f, f.path.startsWith('/srv/data/')),
+args.files.map(f, f.path).all(p, p.startsWith('/srv/data/'))), and
+a test of lower() or lowerAscii() of the path (or URL) is one of it. Such a prefix test
 of a path is reported on the side that blocks too, as a path names a
 file under the prefix without beginning with it: deny:
 "args.path.startsWith('/etc/')" lets through /srv/../etc/passwd, and,
 beside a test of the path for "..", /./etc/passwd and //etc/passwd;
 test path_clean(args.path) or add a file_check layer (a prefix of / or
 ./ alone, or one beginning with ~ or ., is not one, nor is a test beside
-one of path_clean() of the same path with the same prefix). So does a prefix
+one of path_clean() of the same path with the same prefix or pattern;
+a pattern whose literal start names nothing below the root,
+'^/(etc|root)/passwd$', names what a value it matches does). So does a prefix
 test of the URL a tool's url_arg names that reaches past the root of the
 URL's path (startsWith('https://api.example.com/v1/public/'), or a
 pattern anchored at its start that also matches the prefix followed by
@@ -723,7 +750,7 @@ they read as .., get through; test url_host(args.url) ==
 host and the path as a server routes it (a test of url_path() is not
 reported); a test beside it of the same URL for ".."
 and for "%" (!args.url.contains('..') && !args.url.contains('%')) is not
-reported, and a prefix that ends at the root of the path
+reported (one for '%2e' alone lets %2E%2E through), and a prefix that ends at the root of the path
 ('https://api.example.com/') is not one, nor one that reaches into the
 query or fragment ('https://api.example.com/search?q='), after which a
 ../ is no part of the path. Such a prefix test of a URL is reported on
@@ -747,7 +774,9 @@ its literal prefix followed by -secrets ('^/v1/public.*'; '^/v1/public(/.*)?$'
 is tight), and for the path a path_arg names (a file_check layer or not,
 as a sibling inside its roots passes it; not where the sibling is
 outside the roots of a layer covering each tool in scope, which refuses
-it: startsWith('/srv/data') with roots ['/srv/data']) or the URL a url_arg names
+it: startsWith('/srv/data') with roots ['/srv/data'], whether it tests
+the path or path_clean() of it, the real path the layer hands on) or
+the URL a url_arg names
 tested as they are, in the one warning that reports their traversals or,
 where tests beside it excuse those, alone; the root and a prefix that
 names none below it (~, .) are not one, nor is a prefix whose last
