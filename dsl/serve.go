@@ -12,7 +12,8 @@ import (
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 )
 
-// secretValue matches the shapes of common credentials (credential.Value).
+// secretValue returns the expression that matches the shapes of common
+// credentials (credential.Value).
 var secretValue = credential.Value
 
 // KeyShaped reports whether a value given as the name of an environment
@@ -20,7 +21,7 @@ var secretValue = credential.Value
 // hex with digits (openssl rand -hex), or a long mix of upper-case,
 // lower-case and digits without the underscores of a variable's name.
 func KeyShaped(name string) bool {
-	if secretValue.MatchString(name) || len(name) >= 16 && hexKey.MatchString(name) {
+	if secretValue().MatchString(name) || len(name) >= 16 && hexKey.MatchString(name) {
 		return true
 	}
 	if len(name) < 20 || strings.Contains(name, "_") {
@@ -227,7 +228,7 @@ func (l *loader) checkMCPHeader(server string, path []string, name, value string
 	if i := strings.LastIndexAny(value, " \t"); i >= 0 {
 		last = value[i+1:]
 	}
-	if value != "" && (credentialHeader.MatchString(name) || secretValue.MatchString(last) || secretValue.MatchString(value)) {
+	if value != "" && (credentialHeader.MatchString(name) || secretValue().MatchString(last) || secretValue().MatchString(value)) {
 		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s holds a credential in the policy (and the plan); name the environment variable that holds it: %s: \"%s\"", server, name, name, suggestRef(value, last))
 	}
 }
