@@ -21,7 +21,8 @@ const initOnlyEnv = "AGENTC_TEST_INIT_ONLY"
 // a command that does not use them (agentc vet, build, version) does not
 // pay for them at start.
 var initBudget = map[string]int{
-	"github.com/agentc-dev/agentc/internal/credential": 4 << 10,
+	"github.com/agentc-dev/agentc/internal/credential":        4 << 10,
+	"github.com/agentc-dev/agentc/builtins/internal/textnorm": 4 << 10,
 }
 
 var initLine = regexp.MustCompile(`(?m)^init (\S+) @\S+ ms, \S+ ms clock, (\d+) bytes, (\d+) allocs$`)
