@@ -23,6 +23,7 @@ const initOnlyEnv = "AGENTC_TEST_INIT_ONLY"
 var initBudget = map[string]int{
 	"github.com/agentc-dev/agentc/internal/credential":        4 << 10,
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm": 4 << 10,
+	"github.com/agentc-dev/agentc/builtins/security":          4 << 10,
 	"github.com/agentc-dev/agentc/dsl":                        64 << 10,
 }
 
