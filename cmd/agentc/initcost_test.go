@@ -24,6 +24,7 @@ var initBudget = map[string]int{
 	"github.com/agentc-dev/agentc/internal/credential":        4 << 10,
 	"github.com/agentc-dev/agentc/builtins/internal/textnorm": 4 << 10,
 	"github.com/agentc-dev/agentc/builtins/security":          4 << 10,
+	"github.com/agentc-dev/agentc/compiler":                   16 << 10,
 	"github.com/agentc-dev/agentc/dsl":                        64 << 10,
 }
 
