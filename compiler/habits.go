@@ -3,6 +3,7 @@ package compiler
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentc-dev/agentc/dsl"
@@ -11,7 +12,9 @@ import (
 // celEscapes are the escapes a CEL string accepts after a backslash.
 const celEscapes = `\'"?abfnrtvxuU01234567` + "`"
 
-var unexpectedWordRE = regexp.MustCompile(`unexpected '(and|or|not|AND|OR|NOT)'|extraneous input '(and|or|not|AND|OR|NOT)'|mismatched input '(and|or|not|AND|OR|NOT)'`)
+var unexpectedWordRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`unexpected '(and|or|not|AND|OR|NOT)'|extraneous input '(and|or|not|AND|OR|NOT)'|mismatched input '(and|or|not|AND|OR|NOT)'`)
+})
 
 // habitHint completes a CEL issue caused by another language's habit (=
 // for ==, and for &&, len() for size(), list.contains(x) for x in list, a
@@ -41,7 +44,7 @@ func habitHint(src string, offset int, msg string) string {
 		return "; " + dsl.RuneNote(r) + " is not ASCII: CEL names and operators are, so retype it"
 	case strings.Contains(msg, "extraneous input '>'") && at(offset-1) == '<':
 		return "; CEL writes != for not equal"
-	case unexpectedWordRE.MatchString(msg):
+	case unexpectedWordRE().MatchString(msg):
 		return "; CEL writes && for and, || for or, ! for not"
 	case msg == "undeclared reference to 'len'":
 		return "; CEL writes size(x) for the length of a string, list or map"

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/textdist"
@@ -69,13 +70,13 @@ func (c *Compilation) valueAlias(path, value string) (alias, why string) {
 }
 
 // indexRE matches a constant index of a path (messages[0].role).
-var indexRE = regexp.MustCompile(`\[[0-9]+\]`)
+var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[[0-9]+\]`) })
 
 // valuesPath returns the path whose values the field at path, as a
 // predicate reads it, holds: with each constant index written [], as the
 // field of every element is, and an alias as the path it names
 // (messages[0].role holds request.messages[].role's values).
-func valuesPath(path string) string { return aliasKey(indexRE.ReplaceAllString(path, "[]")) }
+func valuesPath(path string) string { return aliasKey(indexRE().ReplaceAllString(path, "[]")) }
 
 // valueSet is what a field of known values may hold.
 type valueSet struct {
@@ -847,7 +848,7 @@ func (c *Compilation) argKinds(tools []string, path string) ([]string, bool) {
 
 // jsonNumberRE matches a JSON number, the spelling a call sends a number
 // in (not NaN, Inf, 0x1p-2, +1 or .5, which Go's ParseFloat reads too).
-var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+var jsonNumberRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`) })
 
 // spelling returns the constant of another JSON kind that a call may send
 // for the constant l, and that kind: 12345 for '12345', true for 'true',
@@ -858,7 +859,7 @@ func spelling(l predicate.Literal) (value, kind string) {
 		if l.Value == "true" || l.Value == "false" {
 			return l.Value, "boolean"
 		}
-		if jsonNumberRE.MatchString(l.Value) {
+		if jsonNumberRE().MatchString(l.Value) {
 			return l.Value, "number"
 		}
 	case "number", "boolean":

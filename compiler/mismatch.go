@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -18,12 +19,16 @@ import (
 // overloadRE matches cel-go's report of a comparison of two values of
 // different types: found no matching overload for '_==_' applied to
 // '(double, int)'.
-var overloadRE = regexp.MustCompile(`^found no matching overload for '(_==_|_!=_|_<_|_<=_|_>_|_>=_)' applied to '\((int|uint|double|string|bool), (int|uint|double|string|bool)\)'`)
+var overloadRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^found no matching overload for '(_==_|_!=_|_<_|_<=_|_>_|_>=_)' applied to '\((int|uint|double|string|bool), (int|uint|double|string|bool)\)'`)
+})
 
 // inOverloadRE matches cel-go's report of an in test of a number in a list
 // of numbers of another type: found no matching overload for '@in'
 // applied to '(double, list(int))'.
-var inOverloadRE = regexp.MustCompile(`^found no matching overload for '(@in)' applied to '\((int|double), list\((int|double)\)\)'`)
+var inOverloadRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^found no matching overload for '(@in)' applied to '\((int|double), list\((int|double)\)\)'`)
+})
 
 // comparisonOps are the CEL operators overloadRE names, as written.
 var comparisonOps = map[string]string{
@@ -37,9 +42,9 @@ var comparisonOps = map[string]string{
 // constant, where the fix goes, and what to write instead. ok is false for
 // any other issue, or a comparison of two fields.
 func mismatchHint(src string, offset int, msg string) (at int, hint string, ok bool) {
-	m := overloadRE.FindStringSubmatch(msg)
+	m := overloadRE().FindStringSubmatch(msg)
 	if m == nil {
-		m = inOverloadRE.FindStringSubmatch(msg)
+		m = inOverloadRE().FindStringSubmatch(msg)
 	}
 	if m == nil {
 		return 0, "", false

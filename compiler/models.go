@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agentc-dev/agentc/dsl"
 	"github.com/agentc-dev/agentc/internal/fieldpath"
@@ -18,7 +19,7 @@ import (
 // runtime.RegisterProvider in the binary that runs vet.
 var ShippedProviders = []string{"anthropic", "openai"}
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // checkModels checks the provider fields of the declared models: a known
 // provider; model, api_key_env and base_url only with a provider; an
@@ -66,7 +67,7 @@ func checkModelsOf(c *Compilation, p *dsl.Policy, typedOnly bool) {
 			c.report(dsl.Errorf(at("provider"), "schema/invalid-value", "%s.provider: unknown provider %q (known: %s)%s",
 				ref, m.Provider, strings.Join(known, ", "), dsl.SuggestName(m.Provider, known)))
 		}
-		if _, set := m.FieldPos["api_key_env"]; set && (!envName.MatchString(m.APIKeyEnv) || dsl.KeyShaped(m.APIKeyEnv)) {
+		if _, set := m.FieldPos["api_key_env"]; set && (!envName().MatchString(m.APIKeyEnv) || dsl.KeyShaped(m.APIKeyEnv)) {
 			c.report(dsl.Errorf(at("api_key_env"), "schema/invalid-value",
 				"%s.api_key_env must name an environment variable (letters, digits and _), never hold the key itself", ref))
 		}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"cuelang.org/go/cue"
@@ -979,12 +980,12 @@ func (l *loader) checkPricesAt(path []string, v cue.Value) {
 // urlHasPassword reports whether a server URL (or a postgres key=value
 // connection string) carries a password.
 func urlHasPassword(raw string) bool {
-	if dsnPassword.MatchString(raw) {
+	if dsnPassword().MatchString(raw) {
 		return true
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return urlUserinfoPassword.MatchString(raw)
+		return urlUserinfoPassword().MatchString(raw)
 	}
 	if p, ok := u.User.Password(); ok && p != "" {
 		return true
@@ -994,7 +995,9 @@ func urlHasPassword(raw string) bool {
 
 // dsnPassword matches the password of a key=value connection string
 // ("host=db user=app password=secret").
-var dsnPassword = regexp.MustCompile(`(?i)(^|\s)password\s*=\s*[^\s']|(^|\s)password\s*=\s*'[^']`)
+var dsnPassword = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(^|\s)password\s*=\s*[^\s']|(^|\s)password\s*=\s*'[^']`)
+})
 
 // urlUserinfoPassword matches user:password@ in a URL url.Parse refuses.
-var urlUserinfoPassword = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:[^@]+@`)
+var urlUserinfoPassword = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:[^@]+@`) })

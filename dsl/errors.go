@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -82,11 +83,13 @@ type rawErr struct {
 }
 
 var (
-	conflictRE = regexp.MustCompile(`^conflicting values (.+?) and (.+?)( \(mismatched types .*\))?$`)
-	boundRE    = regexp.MustCompile(`^invalid value (.+) \(out of bound (.+)\)$`)
-	matchRE    = regexp.MustCompile(`^invalid value (.+) \(does not match (.+)\)$`)
-	identRE    = regexp.MustCompile(`^[A-Za-z_#][A-Za-z0-9_]*$`)
-	listLenRE  = regexp.MustCompile(`^incompatible list lengths \((\d+) and (\d+)\)$`)
+	conflictRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^conflicting values (.+?) and (.+?)( \(mismatched types .*\))?$`)
+	})
+	boundRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^invalid value (.+) \(out of bound (.+)\)$`) })
+	matchRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^invalid value (.+) \(does not match (.+)\)$`) })
+	identRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_#][A-Za-z0-9_]*$`) })
+	listLenRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^incompatible list lengths \((\d+) and (\d+)\)$`) })
 )
 
 // addCUEErrors turns CUE errors into diagnostics placed in the user's files:
@@ -141,7 +144,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.pos = p
 			}
 		}
-		if listLenRE.MatchString(msg) && l.pos != nil && !(len(path) == 2 && path[0] == "chains") {
+		if listLenRE().MatchString(msg) && l.pos != nil && !(len(path) == 2 && path[0] == "chains") {
 			// A list shorter than its minimum: CUE places the error at
 			// an enclosing list (a chain, for an entry's field), not at
 			// the list the user wrote.
@@ -149,7 +152,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.pos = p
 			}
 		}
-		if listLenRE.MatchString(msg) {
+		if listLenRE().MatchString(msg) {
 			l.joinedLists(r)
 		}
 		if r.rule == "schema/unknown-field" && len(path) > 0 && nameMaps[strings.Join(path[:len(path)-1], ".")] {
@@ -178,7 +181,7 @@ func (l *loader) addCUEErrors(err error, user cue.Value, skip ...string) {
 				r.msg += suggestField(name, others)
 			}
 		}
-		if m := conflictRE.FindStringSubmatch(msg); m != nil {
+		if m := conflictRE().FindStringSubmatch(msg); m != nil {
 			r.conflict = [2]string{m[1], m[2]}
 			// The rejected value is the one the user wrote. Two of the
 			// user's own keep CUE's order, the first at the error's
@@ -620,7 +623,7 @@ func classify(msg string, path []string) (rule, out string) {
 	case strings.HasPrefix(msg, "incomplete value"):
 		return "schema/missing-field", fmt.Sprintf("%s: %s: give a concrete value", name, msg)
 	}
-	if m := listLenRE.FindStringSubmatch(msg); m != nil {
+	if m := listLenRE().FindStringSubmatch(msg); m != nil {
 		if len(path) == 2 && path[0] == "chains" {
 			// A chain has no minimum length: two lists were given for it.
 			return "schema/invalid-value", declaredTwiceNote(path, 2, []int{atoi(m[1]), atoi(m[2])})
@@ -631,9 +634,9 @@ func classify(msg string, path []string) (rule, out string) {
 		}
 		return "schema/invalid-value", fmt.Sprintf("%s: has %s %s, needs at least %s", name, m[1], elements, m[2])
 	}
-	if m := boundRE.FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
+	if m := boundRE().FindStringSubmatch(msg); m != nil && strings.Contains(m[2], durationUnits) {
 		if v, err := strconv.Unquote(m[1]); err == nil {
-			if w := unitWordRE.FindStringSubmatch(v); w != nil {
+			if w := unitWordRE().FindStringSubmatch(v); w != nil {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration's units are ns, us, ms, s, m and h; write \"%s%s\"", name, m[1], w[1], unitWords[strings.ToLower(w[2])])
 			}
 			if packed := strings.ReplaceAll(v, " ", ""); packed != v {
@@ -641,10 +644,10 @@ func classify(msg string, path []string) (rule, out string) {
 					return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no spaces; write %q", name, m[1], packed)
 				}
 			}
-			if d := dayWordRE.FindStringSubmatch(v); d != nil && isCount(d[1]) {
+			if d := dayWordRE().FindStringSubmatch(v); d != nil && isCount(d[1]) {
 				return "schema/invalid-value", fmt.Sprintf("%s: %s: a duration has no day unit; write hours, as in \"%dh\"", name, m[1], atoi(d[1])*24)
 			}
-			if w := weekWordRE.FindStringSubmatch(v); w != nil && isCount(w[1]) {
+			if w := weekWordRE().FindStringSubmatch(v); w != nil && isCount(w[1]) {
 				msg := fmt.Sprintf("%s: %s: a duration has no week unit; write hours, as in \"%dh\"", name, m[1], atoi(w[1])*24*7)
 				if len(path) > 0 && path[len(path)-1] == "window" && atoi(w[1]) == 1 {
 					// A meter's window counts its spans from the Unix epoch.
@@ -661,19 +664,19 @@ func classify(msg string, path []string) (rule, out string) {
 		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s"+notDuration, name, m[1])
 	}
-	if m := boundRE.FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
+	if m := boundRE().FindStringSubmatch(msg); m != nil && (strings.HasPrefix(m[2], "=~") || strings.HasPrefix(m[2], "!~")) {
 		if hint := patternHint(m[1], strings.TrimLeft(m[2], "=!~")); hint != "" {
 			return "schema/invalid-value", fmt.Sprintf("%s: %s %s", name, m[1], hint)
 		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match the pattern %s%s", name, m[1], strings.TrimLeft(m[2], "=!~"), nonASCIINote(m[1]))
 	}
-	if m := boundRE.FindStringSubmatch(msg); m != nil {
+	if m := boundRE().FindStringSubmatch(msg); m != nil {
 		if m[1] == `""` && m[2] == `!=""` {
 			return "schema/invalid-value", fmt.Sprintf("%s: is empty: give a value, or leave the field out", name)
 		}
 		return "schema/invalid-value", fmt.Sprintf("%s: %s is out of range: want %s", name, m[1], m[2])
 	}
-	if m := matchRE.FindStringSubmatch(msg); m != nil {
+	if m := matchRE().FindStringSubmatch(msg); m != nil {
 		return "schema/invalid-value", fmt.Sprintf("%s: %s does not match %s", name, m[1], m[2])
 	}
 	if strings.HasPrefix(msg, "expected ") || strings.Contains(msg, "syntax") {
@@ -747,7 +750,7 @@ func cuePath(sel []string) string {
 			parts = append(parts, s)
 			continue
 		}
-		if identRE.MatchString(s) {
+		if identRE().MatchString(s) {
 			parts = append(parts, s)
 		} else {
 			parts = append(parts, strconv.Quote(s))
@@ -923,13 +926,15 @@ const (
 
 // unitWordRE matches a number followed by a unit spelt out ("5min",
 // "30 seconds").
-var unitWordRE = regexp.MustCompile(`(?i)^([0-9]+(?:\.[0-9]+)?) ?(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|msec|millis|milliseconds)$`)
+var unitWordRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^([0-9]+(?:\.[0-9]+)?) ?(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|msec|millis|milliseconds)$`)
+})
 
 // dayWordRE and weekWordRE match a count of days or weeks ("2d", "1 day",
 // "3 weeks"), units a duration does not have.
 var (
-	dayWordRE  = regexp.MustCompile(`(?i)^([0-9]+) ?(d|day|days)$`)
-	weekWordRE = regexp.MustCompile(`(?i)^([0-9]+) ?(w|wk|wks|week|weeks)$`)
+	dayWordRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^([0-9]+) ?(d|day|days)$`) })
+	weekWordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^([0-9]+) ?(w|wk|wks|week|weeks)$`) })
 )
 
 // unitWords maps the units unitWordRE matches to a duration's.

@@ -2,6 +2,7 @@ package dsl
 
 import (
 	"regexp"
+	"sync"
 
 	"cuelang.org/go/cue"
 
@@ -27,7 +28,7 @@ type Grounding struct {
 // parse error or a field the template data lacks is placed inside the
 // string) and checks its sink against the declared stores.
 // queryField matches a template's use of the query.
-var queryField = regexp.MustCompile(`\.Query\b`)
+var queryField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.Query\b`) })
 
 func (l *loader) decodeGrounding(p *Policy, v cue.Value) {
 	gv := v.LookupPath(fieldPath("grounding"))
@@ -59,7 +60,7 @@ func (l *loader) decodeGrounding(p *Policy, v cue.Value) {
 					pos = g.Template.PosAt(ge.Offset)
 				}
 				l.errorf(pos, "schema/invalid-value", "grounding.render.template: %v", err)
-			} else if loc := queryField.FindStringIndex(g.Template.Source); loc != nil && g.Placement != "before_last_user" {
+			} else if loc := queryField().FindStringIndex(g.Template.Source); loc != nil && g.Placement != "before_last_user" {
 				// The default placement is a system message.
 				l.warnf(g.Template.PosAt(loc[0]), "schema/invalid-value",
 					"grounding.render.template renders .Query, the user's own text, into a system message (placement \"system\"), where it reads with the system prompt's authority; leave .Query out of the block, or set placement: \"before_last_user\"")

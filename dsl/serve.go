@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"cuelang.org/go/cue"
 
@@ -12,7 +13,8 @@ import (
 	"github.com/agentc-dev/agentc/internal/envtmpl"
 )
 
-// secretValue matches the shapes of common credentials (credential.Value).
+// secretValue returns the expression that matches the shapes of common
+// credentials (credential.Value).
 var secretValue = credential.Value
 
 // KeyShaped reports whether a value given as the name of an environment
@@ -20,7 +22,7 @@ var secretValue = credential.Value
 // hex with digits (openssl rand -hex), or a long mix of upper-case,
 // lower-case and digits without the underscores of a variable's name.
 func KeyShaped(name string) bool {
-	if secretValue.MatchString(name) || len(name) >= 16 && hexKey.MatchString(name) {
+	if secretValue().MatchString(name) || len(name) >= 16 && hexKey().MatchString(name) {
 		return true
 	}
 	if len(name) < 20 || strings.Contains(name, "_") {
@@ -31,7 +33,7 @@ func KeyShaped(name string) bool {
 }
 
 // hexKey matches 16 or more lower-case hex digits with a digit among them.
-var hexKey = regexp.MustCompile(`^[0-9a-f]*[0-9][0-9a-f]*$`)
+var hexKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]*[0-9][0-9a-f]*$`) })
 
 // literalSecret reports whether value, given for name, is a credential
 // written out rather than a reference to one.
@@ -200,7 +202,9 @@ func TransportHeader(name string) bool {
 }
 
 // credentialHeader matches the name of a header that carries a credential.
-var credentialHeader = regexp.MustCompile(`(?i)(auth|token|secret|key|cookie|passw|credential|signature)`)
+var credentialHeader = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(auth|token|secret|key|cookie|passw|credential|signature)`)
+})
 
 // checkMCPHeader checks one header of an MCP server: a name the transport
 // leaves to the caller, a well-formed value, and a credential named by its
@@ -227,7 +231,7 @@ func (l *loader) checkMCPHeader(server string, path []string, name, value string
 	if i := strings.LastIndexAny(value, " \t"); i >= 0 {
 		last = value[i+1:]
 	}
-	if value != "" && (credentialHeader.MatchString(name) || secretValue.MatchString(last) || secretValue.MatchString(value)) {
+	if value != "" && (credentialHeader().MatchString(name) || secretValue().MatchString(last) || secretValue().MatchString(value)) {
 		l.errorf(pos, "schema/invalid-value", "mcp server %q: header %s holds a credential in the policy (and the plan); name the environment variable that holds it: %s: \"%s\"", server, name, name, suggestRef(value, last))
 	}
 }

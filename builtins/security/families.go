@@ -1,6 +1,9 @@
 package security
 
-import "regexp"
+import (
+	"regexp"
+	"sync"
+)
 
 // Weighted phrase families. A signature (builtinPatterns) is an instruction no ordinary text
 // carries, so it blocks on its own; a family is a cue that ordinary text carries now and then
@@ -86,7 +89,7 @@ const (
 // given.
 const hiddenTagTextRegex = `[\x{E0020}-\x{E007E}]*(?:[\x{E0020}-\x{E002F}\x{E003A}-\x{E0060}\x{E007B}-\x{E007E}]|[\x{E0030}-\x{E0039}\x{E0061}-\x{E007A}]{7})[\x{E0020}-\x{E007E}]*`
 
-var hiddenTagText = regexp.MustCompile(hiddenTagTextRegex)
+var hiddenTagText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(hiddenTagTextRegex) })
 
 var defaultFamilies = []Family{
 	// Jailbreak personas.

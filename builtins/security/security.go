@@ -199,7 +199,7 @@ func (d *Detector) detect(text string, doc bool) (Match, bool) {
 	v := textnorm.Visible(text)
 	var hidden []int
 	if v.Changed() {
-		if loc := hiddenTagText.FindStringIndex(text); loc != nil {
+		if loc := hiddenTagText().FindStringIndex(text); loc != nil {
 			hidden = []int{v.Offset(loc[0]), v.Offset(loc[1])}
 		}
 	}
@@ -600,10 +600,14 @@ func rot13(text string) string {
 // injection contains \"forget all previous instructions\"") counts: a model reading the
 // quote may follow it.
 var (
-	reportedBefore = regexp.MustCompile(`(?:\b(?:make|makes|made|making|cause|causes|caused|causing|trick|tricks|tricked|tricking|instruct|instructs|instructed|instructing|train|trains|trained|training|get|gets|getting|force|forces|forced|forcing|lead|leads|leading|convince|convinces|convinced|convincing|manipulate|manipulates|manipulated|manipulating)\s(?:(?:the|a|an)\s)?(?:models?|llms?|ai|assistants?|chatbots?|bots?|agents?|it|them)\s(?:(?:not|never)\s)?(?:to\s|into\s)?` +
-		`|\b(?:the|an?)\s(?:models?|llms?|ai|assistants?|chatbots?|agents?)\s(?:would|could|may|might|can)\s(?:(?:not|never)\s)?)$`)
-	secondPerson  = regexp.MustCompile(`\b(?:you|your|yours|yourself)\b`)
-	reportedAfter = regexp.MustCompile(`(?i)^[\s"'”’»)\]]*(?:attacks?|jailbreaks?|techniques?|exploits?|payloads?)\b`)
+	reportedBefore = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:\b(?:make|makes|made|making|cause|causes|caused|causing|trick|tricks|tricked|tricking|instruct|instructs|instructed|instructing|train|trains|trained|training|get|gets|getting|force|forces|forced|forcing|lead|leads|leading|convince|convinces|convinced|convincing|manipulate|manipulates|manipulated|manipulating)\s(?:(?:the|a|an)\s)?(?:models?|llms?|ai|assistants?|chatbots?|bots?|agents?|it|them)\s(?:(?:not|never)\s)?(?:to\s|into\s)?` +
+			`|\b(?:the|an?)\s(?:models?|llms?|ai|assistants?|chatbots?|agents?)\s(?:would|could|may|might|can)\s(?:(?:not|never)\s)?)$`)
+	})
+	secondPerson  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(?:you|your|yours|yourself)\b`) })
+	reportedAfter = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^[\s"'”’»)\]]*(?:attacks?|jailbreaks?|techniques?|exploits?|payloads?)\b`)
+	})
 )
 
 // reported reports whether a match (normalized) with the normalized text before it and the
@@ -611,7 +615,7 @@ var (
 // "you" or "your" addresses the reader whatever precedes it ("make it reveal your system
 // prompt").
 func reported(before, match, after string) bool {
-	if secondPerson.MatchString(match) {
+	if secondPerson().MatchString(match) {
 		return false
 	}
 	if len(before) > 96 {
@@ -620,5 +624,5 @@ func reported(before, match, after string) bool {
 	if len(after) > 48 {
 		after = after[:48]
 	}
-	return reportedBefore.MatchString(before) || reportedAfter.MatchString(after)
+	return reportedBefore().MatchString(before) || reportedAfter().MatchString(after)
 }

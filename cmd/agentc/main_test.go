@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -20,7 +21,17 @@ import (
 	"github.com/agentc-dev/agentc/internal/initgc"
 )
 
+// initCycles is the number of collections that ran while the packages
+// initialized.
+var initCycles uint32
+
 func TestMain(m *testing.M) {
+	if os.Getenv(initOnlyEnv) != "" {
+		os.Exit(0) // TestInitCost: the packages have initialized
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	initCycles = ms.NumGC
 	// initgc turned the collector off while the packages initialized; the
 	// tests run long, and the agentc command (main) sets its own policy.
 	initgc.Restore()
@@ -170,6 +181,16 @@ func sarifSchema(t *testing.T) *jsonschema.Schema {
 		}
 	})
 	return sarifCompiled
+}
+
+// TestNoCollectionDuringInit: initgc turns the collector off before the
+// packages that allocate most at init (libphonenumber's metadata, the JSON
+// Schema meta-schemas) run theirs, so no cycle runs before main.
+func TestNoCollectionDuringInit(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: the environment decides")
+	}
+	assert.Zero(t, initCycles, "collections during package initialization")
 }
 
 // TestCollectorOn: the test process collects garbage (initgc's init left

@@ -9,11 +9,16 @@ package credential
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
-// Name matches the name of a variable or parameter that holds a
-// credential.
-var Name = regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential)`)
+// Name returns the expression that matches the name of a variable or
+// parameter that holds a credential. The expressions of this package are
+// compiled on first use: a command that reads no credential (agentc vet of
+// a policy without one) does not compile them at start.
+var Name = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(token|secret|passw|api_?key|credential)`)
+})
 
 // Shape is a credential's shape: a credential told by its own form, where
 // it stands, without a key word beside it.
@@ -69,27 +74,29 @@ var Shapes = []Shape{
 const privateKey = `-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)` +
 	`|[A-Za-z0-9+/]{16,}={0,2}\r?\n(?:[A-Za-z0-9+/]*={0,2}\r?\n)*-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`
 
-// anyShape is the expression of every shape.
-var anyShape = func() string {
+// anyShape returns the expression of every shape.
+func anyShape() string {
 	exprs := make([]string, len(Shapes))
 	for i, s := range Shapes {
 		exprs[i] = s.Expr
 	}
 	return strings.Join(exprs, "|")
-}()
+}
 
-// Value matches a value that is a credential of one of the known shapes,
-// whole.
-var Value = regexp.MustCompile(`^(?:` + anyShape + `)$`)
+// Value returns the expression that matches a value that is a credential
+// of one of the known shapes, whole.
+var Value = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:` + anyShape() + `)$`)
+})
 
 // pemKey matches a PEM private key anywhere in a value.
-var pemKey = regexp.MustCompile(privateKey)
+var pemKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(privateKey) })
 
 // keyWord matches a variable's name holding the word KEY or AUTH
 // (SSH_KEY, DEPLOY_KEY, NPM_AUTH), which Name leaves to a header's
 // check: a variable's name is words joined by underscores, so the whole
 // word does not catch KEYBOARD or AUTHOR.
-var keyWord = regexp.MustCompile(`(?i)(^|_)(key|auth)(_|$)`)
+var keyWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(^|_)(key|auth)(_|$)`) })
 
 // Var reports whether the environment variable name holding
 // value holds a credential: its name reads as a credential's (token,
@@ -97,8 +104,8 @@ var keyWord = regexp.MustCompile(`(?i)(^|_)(key|auth)(_|$)`)
 // its value has the shape of a known credential (Value), or holds a PEM
 // private key. Either may be empty.
 func Var(name, value string) bool {
-	if name != "" && (Name.MatchString(name) || keyWord.MatchString(name)) {
+	if name != "" && (Name().MatchString(name) || keyWord().MatchString(name)) {
 		return true
 	}
-	return Value.MatchString(value) || strings.Contains(value, "PRIVATE KEY") && pemKey.MatchString(value)
+	return Value().MatchString(value) || strings.Contains(value, "PRIVATE KEY") && pemKey().MatchString(value)
 }

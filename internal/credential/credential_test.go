@@ -51,7 +51,7 @@ func TestOneListOfShapes(t *testing.T) {
 		"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0123456789abcdef\n-----END RSA PRIVATE KEY-----",
 		"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA0123456789\n-----END OPENSSH PRIVATE KEY-----\n",
 	} {
-		assert.True(t, Value.MatchString(v), "Value: %q", v)
+		assert.True(t, Value().MatchString(v), "Value: %q", v)
 		assert.True(t, Var("", v), "Var: %q", v)
 		for _, in := range []string{v, "error: open /data/" + v + ": denied"} {
 			got := Scrub(in)
@@ -61,7 +61,7 @@ func TestOneListOfShapes(t *testing.T) {
 		}
 	}
 	for _, v := range []string{"sk-short", "hf_short", "AIzaShort", "Bearer short", "-----BEGIN CERTIFICATE-----\nMIIE\n-----END CERTIFICATE-----", "AGENTC_SUPPORT_KEY"} {
-		assert.False(t, Value.MatchString(v), "Value: %q", v)
+		assert.False(t, Value().MatchString(v), "Value: %q", v)
 		assert.Equal(t, v, Scrub(v))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // notAfter is what a credential stands after to be one: the start of the
@@ -22,12 +23,14 @@ const notAfter = `(^|[^A-Za-z0-9])`
 // inText matches a credential of the known shapes (shapes) where it
 // stands in a text (an error naming a file, a header or a request), as
 // group 2.
-var inText = regexp.MustCompile(notAfter + `(` + anyShape + `)`)
+var inText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(notAfter + `(` + anyShape() + `)`) })
 
 // hinted matches what a client may not read either: a credential inText
 // matches, and a provider's hint of an API key, its start and end around
 // asterisks ("sk-proj-****4b1d"), which names the gateway's own key.
-var hinted = regexp.MustCompile(notAfter + `(sk-[A-Za-z0-9_-]*\*{2,}[A-Za-z0-9_-]*|` + anyShape + `)`)
+var hinted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(notAfter + `(sk-[A-Za-z0-9_-]*\*{2,}[A-Za-z0-9_-]*|` + anyShape() + `)`)
+})
 
 // mayHold reports whether s may hold a credential inText matches: it
 // spares the expression the texts that cannot.
@@ -52,7 +55,7 @@ func Redact(s string) string {
 	if !mayHold(s) {
 		return s
 	}
-	return hinted.ReplaceAllString(s, "${1}[redacted]")
+	return hinted().ReplaceAllString(s, "${1}[redacted]")
 }
 
 // Scrub returns s with each credential it holds replaced by "[redacted
@@ -67,7 +70,7 @@ func Scrub(s string) string {
 	}
 	var b strings.Builder
 	last := 0
-	for _, m := range inText.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range inText().FindAllStringSubmatchIndex(s, -1) {
 		sum := sha256.Sum256([]byte(s[m[4]:m[5]]))
 		b.WriteString(s[last:m[4]])
 		b.WriteString("[redacted sha256 " + hex.EncodeToString(sum[:])[:16] + "]")

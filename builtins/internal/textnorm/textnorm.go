@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
-	"golang.org/x/text/unicode/rangetable"
 )
 
 // Normalized is text lower-cased and folded, with words separated by exactly one space, and
@@ -140,23 +139,6 @@ func Invisible(r rune) bool {
 	return unicode.Is(invisibleTable, r)
 }
 
-// invisibleTable holds the characters Invisible reports, in one table searched once, and
-// invisibleBMP those of the Basic Multilingual Plane, one bit each, looked up.
-var invisibleTable, invisibleBMP = func() (*unicode.RangeTable, *[0x10000 / 64]uint64) {
-	var rs []rune
-	bmp := new([0x10000 / 64]uint64)
-	rangetable.Visit(rangetable.Merge(unicode.Mn, unicode.Cf, unicode.Me, unicode.Other_Default_Ignorable_Code_Point), func(r rune) {
-		if blankFiller(r) {
-			return
-		}
-		rs = append(rs, r)
-		if r < 0x10000 {
-			bmp[r>>6] |= 1 << (r & 63)
-		}
-	})
-	return rangetable.New(rs...), bmp
-}()
-
 // cancelTag ends a tag sequence.
 const cancelTag = 0xE007F
 
@@ -173,15 +155,6 @@ func foldLetter(r rune, s string) rune {
 	}
 	return foldDecomposed(r, s)
 }
-
-// latinFolds holds foldLetter's answer for the runes up to Latin Extended-B, looked up
-// rather than decomposed.
-var latinFolds = func() (t [0x250]rune) {
-	for r := range rune(len(t)) {
-		t[r] = foldDecomposed(r, string(r))
-	}
-	return t
-}()
 
 func foldDecomposed(r rune, s string) rune {
 	if f := FoldRune(r); f != r {
