@@ -260,7 +260,7 @@ func ssnGroups(text string, i int) int {
 	if !digitsAt(text, i, 3) {
 		return 0
 	}
-	sep := ssnSep(text, i+3)
+	sep, spaced := ssnSep(text, i+3)
 	if sep == "" {
 		return 0
 	}
@@ -274,22 +274,33 @@ func ssnGroups(text string, i int) int {
 	if j += 2 + len(sep); wrapEnd(text, j) > 0 {
 		j = wrapEnd(text, j)
 	}
-	if !digitsAt(text, j, 4) {
+	if !digitsAt(text, j, 4) || spaced && !ssnContext(text, i) {
 		return 0
 	}
 	return j + 4
 }
 
 // ssnSep returns the separator at j that may join the groups of a social security number:
-// one byte isSSNSep takes, or a dash with a space either side ("123 - 45 - 6789"); "" if none.
-func ssnSep(text string, j int) string {
+// one byte isSSNSep takes, or a dash with a space either side ("123 - 45 - 6789"); "" if
+// none. A slash with a space either side, and a dash or a slash with a space on one side only
+// ("123 -45 -6789", "123 / 45 / 6789"), join them too, but are a sum, a ratio or a range as
+// often: spaced is then true, and the number is read only after a word naming one
+// (ssnContext).
+func ssnSep(text string, j int) (sep string, spaced bool) {
 	if j >= len(text) || !isSSNSep(text[j]) {
-		return ""
+		return "", false
 	}
-	if strings.HasPrefix(text[j:], " - ") {
-		return " - "
+	rest := text[j:]
+	switch {
+	case strings.HasPrefix(rest, " - "):
+		return " - ", false
+	case strings.HasPrefix(rest, " / "):
+		return " / ", true
+	case strings.HasPrefix(rest, " -"), strings.HasPrefix(rest, " /"),
+		strings.HasPrefix(rest, "- "), strings.HasPrefix(rest, "/ "):
+		return rest[:2], true
 	}
-	return text[j : j+1]
+	return rest[:1], false
 }
 
 // isSSNSep reports whether c may join the three groups of a social security number.

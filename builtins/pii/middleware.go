@@ -812,7 +812,7 @@ func mayEndItem(text string) bool {
 // detectors may read as a digit or skip; or in one of those and the separator of a card's,
 // spaces, or a digit and the separator of a card's, a phone number's or an SSN's groups,
 // that the next line goes on from (wrapEnd: "4111 1111 ", "4111-1111-", "415-555-",
-// "123 - 45 - ").
+// "123 - 45 - ", "123 / 45 / ").
 func mayRunAcross(buf string, cut int) bool {
 	k := cut - 1 // the line break
 	if k > 0 && buf[k-1] == '\r' {
@@ -1184,8 +1184,8 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // and the "+" and parentheses of a phone number, which may also end in an
 // area code in parentheses: "call (415)" then "555-2671"; the line may end in
 // spaces and a separator after the last group, "4111-1111-" then "1111-1111",
-// as wrapEnd reads a card over lines, or a dash with spaces around it, "123 -
-// 45 - " then "6789", as ssnSep joins an SSN's groups), or the line in which an IBAN may begin that the text ends inside
+// as wrapEnd reads a card over lines, or a dash or a slash after a space,
+// "123 - 45 - " or "123 / 45 / " then "6789", as ssnSep joins an SSN's groups), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
 // text is read folded as the detectors read it (foldText):
@@ -1225,8 +1225,8 @@ func heldIn(t string, span func(int, int) (int, int)) int {
 	}
 	if e > 1 && t[e-1] != ' ' && t[e-1] != '\t' && isCardSep(t[e-1]) && isDigit(t[e-2]) {
 		e--
-	} else if e > 2 && t[e-1] == '-' && t[e-2] == ' ' && isDigit(t[e-3]) {
-		e -= 2 // a dash with a space either side (ssnSep: "123 - 45 - ")
+	} else if e > 2 && (t[e-1] == '-' || t[e-1] == '/') && t[e-2] == ' ' && isDigit(t[e-3]) {
+		e -= 2 // a dash or a slash after a space (ssnSep: "123 - 45 - ", "123 / 45 / ", "123 -45 -")
 	}
 	if e > 0 && isDigit(t[e-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2]) {
 		k, digits := end, 0
