@@ -533,7 +533,7 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 	wrap := 0 // the groups before the first line break, while no separator is known
 	digits := 0
 	j := i
-	alone, broken := -1, false
+	alone, broken, misfit := -1, false, false
 	for {
 		s := j
 		for j < len(text) && isDigit(text[j]) {
@@ -541,7 +541,14 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 		}
 		groups = append(groups, digitGroup{s, j})
 		if j-s < 3 || j-s > 7 {
-			alone = s // not of a printed group's length (printedLayout)
+			alone, misfit = s, true // not of a printed group's length (printedLayout)
+		}
+		if misfit && broken && (sep == "." || sep == "/") {
+			// the run is cut below to its groups up to the last line break before its first
+			// misfit, and read again from the next: the groups after it are not looked at,
+			// and read on to the end of a column ("1.\n1.\n...") from each line, they would
+			// cost the square of its length
+			break
 		}
 		if digits += j - s; sep == "" && wrap > 0 && digits > maxCardDigits {
 			break
