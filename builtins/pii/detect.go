@@ -519,7 +519,7 @@ const maxCardGap = 4
 // groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
 // read as one number here (mixedCard reads them when laid out as a card is printed). A line break ("\n" or "\r\n") may stand for the separator, as where a
 // card written in groups wraps over lines ("4111 1111\n1111 1111"), the line ending in spaces
-// or in the separator and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
+// or in the separator (but a colon, which ends a token of colons there) and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
 // first line break. Its lines are read on for a separator as far as a card's digits go, not
 // to the column's end: the next call starts at the next line, and a column read to its end
@@ -563,8 +563,10 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 		if j >= len(text) || !isCardSep(text[j]) {
 			break
 		}
-		if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' && text[j] != '\t' {
-			// the line ends in the separator ("4111-1111-\n1111-1111")
+		if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' && text[j] != '\t' && text[j] != ':' {
+			// the line ends in the separator ("4111-1111-\n1111-1111"); a colon and a line
+			// break end a token of colons (colonRunAlone), and groups joined by colons are
+			// read as a card on one line only (cardLayout)
 			if sep == "" {
 				sep = text[j : j+1]
 			} else if text[j:j+1] != sep {
