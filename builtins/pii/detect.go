@@ -729,7 +729,7 @@ func cardWindows(text string, groups []digitGroup, sep string, alone bool) []car
 				continue
 			}
 			if !cardLayout(text, groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
-				i == j && (pathSegment(text, groups[i].start) || colonNumber(text, groups[i])) &&
+				i == j && (pathSegment(text, groups[i].start) || colonNumber(text, groups[i]) && !wordBefore(text, groups[i].start, cardWords, false)) &&
 					!pathCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
@@ -978,7 +978,10 @@ func colonNumber(text string, g digitGroup) bool {
 }
 
 // pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) or
-// joined by a colon to a number (colonNumber) that isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
+// joined by a colon to a number (colonNumber) that isCard takes, is read as a card there too.
+// Joined by a colon after a word naming a card (cardWords), it is read as anywhere else, at
+// every length its network issues ("card 1:4222222222222", a Visa of 13 digits); in a path,
+// "/cards/" names a collection of ids as often. A path holds numeric ids (an order's, a user's,
 // a file's), of any length, and one that starts with a network's number and has a length it
 // issues passes the Luhn check one time in ten: Maestro's ranges alone take every id of 12
 // to 19 digits starting with a 6. So a card alone in a path is read at the length nearly

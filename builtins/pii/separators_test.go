@@ -216,6 +216,34 @@ func TestCardAfterANumberAndAColon(t *testing.T) {
 	}
 }
 
+// TestCardOfAnyLengthAfterANumberAndAColonNamed: a number alone after a number and a colon
+// is read as a card at 16 digits only (TestRandomIDsAfterColons), but after a word naming a
+// card it is read at every length its network issues, as anywhere else: a Visa of 13 or 19
+// digits ("card 1:4222222222222") went out in clear. Without the word it still does, and a
+// valid Visa of 13 or 19 digits after a word and a colon ("card:4222222222222") was found and
+// is.
+func TestCardOfAnyLengthAfterANumberAndAColonNamed(t *testing.T) {
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for text, card := range map[string]string{
+		"card 1:4222222222222":               "4222222222222",
+		"Visa 2:4111000000000000001 ok":      "4111000000000000001",
+		"card no. 3:4532000000008":           "4532000000008",
+		"credit card at 12:30:4222222222222": "4222222222222",
+		"card:4222222222222":                 "4222222222222",
+		"visa:4539000000000000003":           "4539000000000000003",
+		"card 4222222222222:1":               "4222222222222",
+	} {
+		ms := s.Find(text)
+		if assert.Len(t, ms, 1, "%q", text) {
+			assert.Equal(t, card, text[ms[0].Start:ms[0].End], "%q", text)
+		}
+	}
+	for _, text := range []string{"1:4222222222222", "orders:3:4111000000000000001", "4222222222222:1", "card:4111111111111"} {
+		assert.Empty(t, s.Find(text), "%q", text)
+	}
+}
+
 // TestCardAfterATimeAndASpace: a colon run's last group, read again as the start of a run of
 // its own (TestCardAfterANumberAndAColon), does not hide a card the run after it holds read
 // without it: the groups of a card of any length from three digits joined by one space or a
