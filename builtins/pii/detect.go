@@ -651,7 +651,11 @@ func colonRunAlone(text string, groups []digitGroup) bool {
 // wrapEnd returns the offset past a line break at j where the groups of a card wrap over
 // lines, with the spaces or tabs its line may end in and the indent of the next, up to
 // maxCardGap each ("4111 1111 \n  1111 1111"), when a digit follows it; 0 otherwise.
-func wrapEnd(text string, j int) int {
+func wrapEnd(text string, j int) int { return wrapTo(text, j, false) }
+
+// wrapTo is wrapEnd, letters asking for a letter or a digit after the line break rather than
+// a digit (an IBAN's groups: findIBANs).
+func wrapTo(text string, j int, letters bool) int {
 	k := j
 	for k < len(text) && k-j < maxCardGap && (text[k] == ' ' || text[k] == '\t') {
 		k++
@@ -663,7 +667,7 @@ func wrapEnd(text string, j int) int {
 	k += n
 	for e := k; k < len(text) && k-e < maxCardGap && (text[k] == ' ' || text[k] == '\t'); k++ {
 	}
-	if k < len(text) && isDigit(text[k]) {
+	if k < len(text) && (isDigit(text[k]) || letters && isAlpha(text[k])) {
 		return k
 	}
 	return 0
