@@ -58,13 +58,9 @@ func TestStreamedColonLinesMaskedAsWhole(t *testing.T) {
 // next line holds: a colon and a line break end a token of colons, and "555-2671" on the next
 // line made one of the card's and its own groups ("x 4111111111111111:" went out in clear).
 func TestCardBeforeAColonEndingALine(t *testing.T) {
-	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
-	require.NoError(t, err)
+	found := map[string]string{}
 	for _, next := range []string{"555-2671", "12.5", "1111:1111", "ok", "12"} {
-		text := "x 4111111111111111:\n" + next
-		ms := s.Find(text)
-		if assert.Len(t, ms, 1, "%q", text) {
-			assert.Equal(t, "4111111111111111", text[ms[0].Start:ms[0].End], "%q", text)
-		}
+		found["x 4111111111111111:\n"+next] = "4111111111111111"
 	}
+	assertCardsFound(t, found, nil)
 }
