@@ -260,7 +260,7 @@ func ssnGroups(text string, i int) int {
 	if !digitsAt(text, i, 3) {
 		return 0
 	}
-	sep := ssnSep(text, i+3)
+	sep, spaced := ssnSep(text, i+3)
 	if sep == "" {
 		return 0
 	}
@@ -274,22 +274,33 @@ func ssnGroups(text string, i int) int {
 	if j += 2 + len(sep); wrapEnd(text, j) > 0 {
 		j = wrapEnd(text, j)
 	}
-	if !digitsAt(text, j, 4) {
+	if !digitsAt(text, j, 4) || spaced && !ssnContext(text, i) {
 		return 0
 	}
 	return j + 4
 }
 
 // ssnSep returns the separator at j that may join the groups of a social security number:
-// one byte isSSNSep takes, or a dash with a space either side ("123 - 45 - 6789"); "" if none.
-func ssnSep(text string, j int) string {
+// one byte isSSNSep takes, or a dash with a space either side ("123 - 45 - 6789"); "" if
+// none. A slash with a space either side, and a dash or a slash with a space on one side only
+// ("123 -45 -6789", "123 / 45 / 6789"), join them too, but are a sum, a ratio or a range as
+// often: spaced is then true, and the number is read only after a word naming one
+// (ssnContext).
+func ssnSep(text string, j int) (sep string, spaced bool) {
 	if j >= len(text) || !isSSNSep(text[j]) {
-		return ""
+		return "", false
 	}
-	if strings.HasPrefix(text[j:], " - ") {
-		return " - "
+	rest := text[j:]
+	switch {
+	case strings.HasPrefix(rest, " - "):
+		return " - ", false
+	case strings.HasPrefix(rest, " / "):
+		return " / ", true
+	case strings.HasPrefix(rest, " -"), strings.HasPrefix(rest, " /"),
+		strings.HasPrefix(rest, "- "), strings.HasPrefix(rest, "/ "):
+		return rest[:2], true
 	}
-	return text[j : j+1]
+	return rest[:1], false
 }
 
 // isSSNSep reports whether c may join the three groups of a social security number.
@@ -508,7 +519,7 @@ const maxCardGap = 4
 // groups of a run joined otherwise ("4111-1111 1111-1111", "4111  1111 1111  1111") are not
 // read as one number here (mixedCard reads them when laid out as a card is printed). A line break ("\n" or "\r\n") may stand for the separator, as where a
 // card written in groups wraps over lines ("4111 1111\n1111 1111"), the line ending in spaces
-// or in the separator and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
+// or in the separator (but a colon, which ends a token of colons there) and the next indented (wrapEnd: "4111-1111-\n  1111-1111"); groups joined by line
 // breaks alone are a column of numbers, not a card, so a run with no separator ends at its
 // first line break. Its lines are read on for a separator as far as a card's digits go, not
 // to the column's end: the next call starts at the next line, and a column read to its end
@@ -522,7 +533,7 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 	wrap := 0 // the groups before the first line break, while no separator is known
 	digits := 0
 	j := i
-	alone, broken := -1, false
+	alone, broken, misfit := -1, false, false
 	for {
 		s := j
 		for j < len(text) && isDigit(text[j]) {
@@ -530,7 +541,14 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 		}
 		groups = append(groups, digitGroup{s, j})
 		if j-s < 3 || j-s > 7 {
-			alone = s // not of a printed group's length (printedLayout)
+			alone, misfit = s, true // not of a printed group's length (printedLayout)
+		}
+		if misfit && broken && (sep == "." || sep == "/") {
+			// the run is cut below to its groups up to the last line break before its first
+			// misfit, and read again from the next: the groups after it are not looked at,
+			// and read on to the end of a column ("1.\n1.\n...") from each line, they would
+			// cost the square of its length
+			break
 		}
 		if digits += j - s; sep == "" && wrap > 0 && digits > maxCardDigits {
 			break
@@ -545,8 +563,10 @@ func cardGroups(groups []digitGroup, text string, i int) (_ []digitGroup, _ stri
 		if j >= len(text) || !isCardSep(text[j]) {
 			break
 		}
-		if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' && text[j] != '\t' {
-			// the line ends in the separator ("4111-1111-\n1111-1111")
+		if w := wrapEnd(text, j+1); w > 0 && text[j] != ' ' && text[j] != '\t' && text[j] != ':' {
+			// the line ends in the separator ("4111-1111-\n1111-1111"); a colon and a line
+			// break end a token of colons (colonRunAlone), and groups joined by colons are
+			// read as a card on one line only (cardLayout)
 			if sep == "" {
 				sep = text[j : j+1]
 			} else if text[j:j+1] != sep {
@@ -631,7 +651,11 @@ func colonRunAlone(text string, groups []digitGroup) bool {
 // wrapEnd returns the offset past a line break at j where the groups of a card wrap over
 // lines, with the spaces or tabs its line may end in and the indent of the next, up to
 // maxCardGap each ("4111 1111 \n  1111 1111"), when a digit follows it; 0 otherwise.
-func wrapEnd(text string, j int) int {
+func wrapEnd(text string, j int) int { return wrapTo(text, j, false) }
+
+// wrapTo is wrapEnd, letters asking for a letter or a digit after the line break rather than
+// a digit (an IBAN's groups: findIBANs).
+func wrapTo(text string, j int, letters bool) int {
 	k := j
 	for k < len(text) && k-j < maxCardGap && (text[k] == ' ' || text[k] == '\t') {
 		k++
@@ -643,7 +667,7 @@ func wrapEnd(text string, j int) int {
 	k += n
 	for e := k; k < len(text) && k-e < maxCardGap && (text[k] == ' ' || text[k] == '\t'); k++ {
 	}
-	if k < len(text) && isDigit(text[k]) {
+	if k < len(text) && (isDigit(text[k]) || letters && isAlpha(text[k])) {
 		return k
 	}
 	return 0
@@ -709,7 +733,7 @@ func cardWindows(text string, groups []digitGroup, sep string, alone bool) []car
 				continue
 			}
 			if !cardLayout(text, groups, i, j, sep, breaks) || !isCard(text[groups[i].start:groups[j].end]) ||
-				i == j && (pathSegment(text, groups[i].start) || colonNumber(text, groups[i])) &&
+				i == j && (pathSegment(text, groups[i].start) || colonNumber(text, groups[i]) && !wordBefore(text, groups[i].start, cardWords, false)) &&
 					!pathCard(text[groups[i].start:groups[j].end]) {
 				continue
 			}
@@ -958,7 +982,10 @@ func colonNumber(text string, g digitGroup) bool {
 }
 
 // pathCard reports whether s, a run of digits alone in a URL's path segment (pathSegment) or
-// joined by a colon to a number (colonNumber) that isCard takes, is read as a card there too. A path holds numeric ids (an order's, a user's,
+// joined by a colon to a number (colonNumber) that isCard takes, is read as a card there too.
+// Joined by a colon after a word naming a card (cardWords), it is read as anywhere else, at
+// every length its network issues ("card 1:4222222222222", a Visa of 13 digits); in a path,
+// "/cards/" names a collection of ids as often. A path holds numeric ids (an order's, a user's,
 // a file's), of any length, and one that starts with a network's number and has a length it
 // issues passes the Luhn check one time in ten: Maestro's ranges alone take every id of 12
 // to 19 digits starting with a 6. So a card alone in a path is read at the length nearly

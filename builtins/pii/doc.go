@@ -30,7 +30,9 @@
 // to four spaces may join two groups of a number that has a separator of its own ("(415)\n
 // 555-2671", "+44 20\n7946 0958"), and a line may end in a dash or a dot between two groups
 // ("415-555-\n2671"). The groups of a social security number may be joined by a dash, a
-// space, a dot or a slash, or by a dash with a space either side ("123 - 45 - 6789").
+// space, a dot or a slash, or by a dash with a space either side ("123 - 45 - 6789"); after a
+// word naming one ("SSN", "social security"), also by a slash with a space either side or a
+// dash or a slash with a space on one side ("123 / 45 / 6789", "123 -45 -6789").
 // Extensions ("x123", "ext. 12") belong to the number.
 //
 // The detectors are hand-written scanners rather than broad regular expressions so that they

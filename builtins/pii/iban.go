@@ -28,7 +28,8 @@ const (
 // findIBANs finds IBANs written compact ("DE89370400440532013000") or printed in groups of
 // four ("DE89 3704 0044 0532 0130 00"; a dash may stand for the space, one kind throughout,
 // and a line break for it or after a group of the compact form, where the number wraps over
-// lines or is handed over as the lines of an array), in either case: a registered country code, the check digits, and as many letters and
+// lines or is handed over as the lines of an array, its line ending in up to four spaces or
+// tabs and the next indented as much, wrapEnd), in either case: a registered country code, the check digits, and as many letters and
 // digits as that country's IBANs have, which pass the ISO 7064 mod 97-10 check. A look-alike
 // of another length, with an unknown country code or a wrong check, is left alone.
 func findIBANs(text string, add func(Kind, int, int)) {
@@ -50,9 +51,10 @@ func findIBANs(text string, add func(Kind, int, int)) {
 				n, j = n+1, j+1
 				continue
 			}
-			if lb := lineBreak(text, j); lb > 0 && n%4 == 0 && j+lb < len(text) && isAlnum(text[j+lb]) {
-				// wrapped over lines after a group
-				j += lb
+			if w := wrapTo(text, j, true); w > 0 && n%4 == 0 {
+				// wrapped over lines after a group, the line ending in spaces or tabs and
+				// the next indented as a card's may (wrapEnd)
+				j = w
 				continue
 			}
 			if (c != ' ' && c != '-') || n%4 != 0 || j+1 >= len(text) || !isAlnum(text[j+1]) || (sep != 0 && c != sep) {

@@ -32,6 +32,10 @@ func TestFindIBAN(t *testing.T) {
 		{"mixed separators", "DE89 3704-0044 0532 0130 00", []string{}},
 		{"wrapped after a group", "IBAN DE89 3704 0044\n0532 0130 00", []string{"iban:DE89 3704 0044\n0532 0130 00"}},
 		{"compact, wrapped", "GB29NWBK6016\r\n1331926819", []string{"iban:GB29NWBK6016\r\n1331926819"}},
+		{"wrapped after a space", "IBAN DE89 3704 0044 \n0532 0130 00", []string{"iban:DE89 3704 0044 \n0532 0130 00"}},
+		{"wrapped, next line indented", "IBAN DE89 3704\n    0044 0532 0130 00", []string{"iban:DE89 3704\n    0044 0532 0130 00"}},
+		{"wrapped after a tab and indented", "GB29 NWBK\t\r\n\t6016 1331 9268 19", []string{"iban:GB29 NWBK\t\r\n\t6016 1331 9268 19"}},
+		{"wrapped with a wide gap", "DE89 3704 0044      \n0532 0130 00", []string{}},
 		{"wrapped inside a group", "DE89 37\n04 0044 0532 0130 00", []string{}},
 		{"two line breaks", "DE89 3704 0044\n\n0532 0130 00", []string{}},
 	} {

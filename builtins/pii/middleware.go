@@ -321,7 +321,8 @@ func (m *Middleware) blockArgsAcross(msgs []runtime.Message) error {
 // split across releases. A line that ends in digit groups a card number
 // or a phone number could run on from ("4111 1111" with "1111 1111" on the
 // next line, "call (415)" with "555-2671") is held with the next lines (as
-// far back as the last 18 digits), and so is a line
+// far back as the last 18 digits; one ending in a colon, "Step 3:", is not,
+// as nothing runs on from it), and so is a line
 // in which an IBAN's groups begin that the next line may go on with, so
 // that a card or an IBAN wrapped over lines is found as in a whole text. With "redact" a line is
 // released redacted; with "block" a line holding personal data ends the call
@@ -810,15 +811,20 @@ func mayEndItem(text string) bool {
 // number's or an IBAN's groups, an extension, an escape's hex), a closing parenthesis (an
 // area code), the ";" of a character reference, or a character beyond ASCII, which the
 // detectors may read as a digit or skip; or in one of those and the separator of a card's,
-// spaces, or a digit and the separator of a card's, a phone number's or an SSN's groups,
-// that the next line goes on from (wrapEnd: "4111 1111 ", "4111-1111-", "415-555-",
-// "123 - 45 - ").
+// spaces, or a digit and the separator of a card's, a phone number's or an SSN's groups
+// but a colon, that the next line goes on from (wrapEnd: "4111 1111 ", "4111-1111-", "415-555-",
+// "123 - 45 - ", "123 / 45 / ").
 func mayRunAcross(buf string, cut int) bool {
 	k := cut - 1 // the line break
 	if k > 0 && buf[k-1] == '\r' {
 		k--
 	}
 	for e := k; k > 0 && e-k < maxCardGap && (buf[k-1] == ' ' || buf[k-1] == '\t'); k-- {
+	}
+	if k > 0 && buf[k-1] == ':' {
+		// no item runs on from a colon over a line break: the groups of a card joined by
+		// colons are read on one line (cardLayout)
+		return false
 	}
 	if k > 0 && (isCardSep(buf[k-1]) || buf[k-1] == '_') {
 		// a separator after a digit: a sentence's full stop after a word is none
@@ -1184,8 +1190,8 @@ func (m *Middleware) EndRun(runID string) { m.seen.EndRun(runID) }
 // and the "+" and parentheses of a phone number, which may also end in an
 // area code in parentheses: "call (415)" then "555-2671"; the line may end in
 // spaces and a separator after the last group, "4111-1111-" then "1111-1111",
-// as wrapEnd reads a card over lines, or a dash with spaces around it, "123 -
-// 45 - " then "6789", as ssnSep joins an SSN's groups), or the line in which an IBAN may begin that the text ends inside
+// as wrapEnd reads a card over lines, or a dash or a slash after a space,
+// "123 - 45 - " or "123 / 45 / " then "6789", as ssnSep joins an SSN's groups), or the line in which an IBAN may begin that the text ends inside
 // of, after a whole group (its registered country code and check digits,
 // fewer letters and digits after them than its country's IBANs have). The
 // text is read folded as the detectors read it (foldText):
@@ -1223,12 +1229,17 @@ func heldIn(t string, span func(int, int) (int, int)) int {
 	for e > 0 && end-e < maxCardGap && (t[e-1] == ' ' || t[e-1] == '\t') {
 		e--
 	}
-	if e > 1 && t[e-1] != ' ' && t[e-1] != '\t' && isCardSep(t[e-1]) && isDigit(t[e-2]) {
+	// but not in a colon: no item runs on from one over a line break (the groups of a card
+	// joined by colons are read on one line, cardLayout), and a heading ("Step 3:", "Q3
+	// 2024:") has nothing to wait for (mayRunAcross)
+	colon := e > 0 && t[e-1] == ':'
+	if colon {
+	} else if e > 1 && t[e-1] != ' ' && t[e-1] != '\t' && isCardSep(t[e-1]) && isDigit(t[e-2]) {
 		e--
-	} else if e > 2 && t[e-1] == '-' && t[e-2] == ' ' && isDigit(t[e-3]) {
-		e -= 2 // a dash with a space either side (ssnSep: "123 - 45 - ")
+	} else if e > 2 && (t[e-1] == '-' || t[e-1] == '/') && t[e-2] == ' ' && isDigit(t[e-3]) {
+		e -= 2 // a dash or a slash after a space (ssnSep: "123 - 45 - ", "123 / 45 / ", "123 -45 -")
 	}
-	if e > 0 && isDigit(t[e-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2]) {
+	if !colon && (e > 0 && isDigit(t[e-1]) || end > 1 && t[end-1] == ')' && isDigit(t[end-2])) {
 		k, digits := end, 0
 		for k > 0 && digits < maxCardDigits-1 {
 			b := t[k-1]

@@ -192,9 +192,7 @@ func TestVisaLengths(t *testing.T) {
 // are, stay no card without a word naming one, and the colon runs of TestNumbersAreNoCards
 // stay none.
 func TestCardAfterANumberAndAColon(t *testing.T) {
-	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
-	require.NoError(t, err)
-	for text, card := range map[string]string{
+	assertCardsFound(t, map[string]string{
 		"1:4111111111111111":                     "4111111111111111",
 		"131:4111111111111111":                   "4111111111111111",
 		"id:4111111111111111":                    "4111111111111111",
@@ -205,13 +203,40 @@ func TestCardAfterANumberAndAColon(t *testing.T) {
 		"at 12:30:4111 1111 1111 1111":           "4111 1111 1111 1111",
 		"1:٤١١١ ١١١١ ١١١١ ١١١١":                  "٤١١١ ١١١١ ١١١١ ١١١١",
 		"SSN-92.138.109.131:4111 1111 1111 1111": "4111 1111 1111 1111",
-	} {
+	}, []string{"1:4111:1111:1111:1111", "12:30:41:11:11:11:11:11:11", "at 12:30:45 UTC", "ORD-4111:1111:1111:1111"})
+}
+
+// TestCardOfAnyLengthAfterANumberAndAColonNamed: a number alone after a number and a colon
+// is read as a card at 16 digits only (TestRandomIDsAfterColons), but after a word naming a
+// card it is read at every length its network issues, as anywhere else: a Visa of 13 or 19
+// digits ("card 1:4222222222222") went out in clear. Without the word it still does, and a
+// valid Visa of 13 or 19 digits after a word and a colon ("card:4222222222222") was found and
+// is.
+func TestCardOfAnyLengthAfterANumberAndAColonNamed(t *testing.T) {
+	assertCardsFound(t, map[string]string{
+		"card 1:4222222222222":               "4222222222222",
+		"Visa 2:4111000000000000001 ok":      "4111000000000000001",
+		"card no. 3:4532000000008":           "4532000000008",
+		"credit card at 12:30:4222222222222": "4222222222222",
+		"card:4222222222222":                 "4222222222222",
+		"visa:4539000000000000003":           "4539000000000000003",
+		"card 4222222222222:1":               "4222222222222",
+	}, []string{"1:4222222222222", "orders:3:4111000000000000001", "4222222222222:1", "card:4111111111111"})
+}
+
+// assertCardsFound asserts that each text of found holds one card, the one it maps to, and
+// that none of none holds any.
+func assertCardsFound(t *testing.T, found map[string]string, none []string) {
+	t.Helper()
+	s, err := pii.New(pii.Config{Kinds: []pii.Kind{pii.KindCard}})
+	require.NoError(t, err)
+	for text, card := range found {
 		ms := s.Find(text)
 		if assert.Len(t, ms, 1, "%q", text) {
 			assert.Equal(t, card, text[ms[0].Start:ms[0].End], "%q", text)
 		}
 	}
-	for _, text := range []string{"1:4111:1111:1111:1111", "12:30:41:11:11:11:11:11:11", "at 12:30:45 UTC", "ORD-4111:1111:1111:1111"} {
+	for _, text := range none {
 		assert.Empty(t, s.Find(text), "%q", text)
 	}
 }
