@@ -44,12 +44,17 @@ var recordOnlyFor = 2 * time.Second
 // it: ctx's values on a context that ends recordOnlyFor from now, not
 // before even when ctx has ended, carrying the refusal the upstream tool
 // returns at once (notSentOf): waitErr, the refusal of the wait for a
-// listing, or, when ctx ended, cancelledBeforeChain's.
+// listing, or, when ctx ended, cancelledBeforeChain's. The chain of a call
+// whose ctx ended is cut as cancelled (the refusal its cause), not as
+// timed out: a layer cut at the bound reports the call its client
+// cancelled, and audit records it canceled.
 func recordOnly(ctx context.Context, waitErr error) (context.Context, context.CancelFunc) {
-	refusal := waitErr
-	if ctx.Err() != nil {
-		refusal = cancelledBeforeChain(ctx)
+	if ctx.Err() == nil {
+		bounded, stop := context.WithTimeout(context.WithoutCancel(ctx), recordOnlyFor)
+		return withNotSent(bounded, waitErr), stop
 	}
-	bounded, stop := context.WithTimeout(context.WithoutCancel(ctx), recordOnlyFor)
-	return withNotSent(bounded, refusal), stop
+	refusal := cancelledBeforeChain(ctx)
+	bounded, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	cut := time.AfterFunc(recordOnlyFor, func() { cancel(refusal) })
+	return withNotSent(bounded, refusal), func() { cut.Stop(); cancel(nil) }
 }

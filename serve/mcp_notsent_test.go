@@ -237,6 +237,9 @@ chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
 		for _, r := range audit.Records() {
 			if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
 				assert.NotEqual(t, runtime.DecisionInDoubt, r.Decision, "%+v", r)
+				// Cut at the bound, the call is still the one its client
+				// cancelled: not a timeout.
+				assert.Equal(t, string(runtime.KindCanceled), r.ErrorType, "%+v", r)
 				n++
 			}
 		}
