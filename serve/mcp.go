@@ -1646,7 +1646,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if ss := req.Session; ss != nil {
 		caller.session, caller.ended = ss.ID(), func() <-chan struct{} { return p.clientEnded(ss) }
 	}
-	ctx = withRawArgs(withUpstreamCaller(ctx, caller), name, req.Params.Arguments)
+	ctx = withRawArgs(withUpstreamCaller(ctx, caller), name, req.Params.Arguments, args)
 	defer p.beginRun(&run, c.tenant, id, req.Session)()
 	// Arguments that give a key twice are refused before the tool chain,
 	// which would check the last, and the upstream, which may run the
