@@ -658,6 +658,12 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 				log.Warn("mcp tool's input schema lists arguments its declaration in the policy does not", "tool", name, "server", t.server,
 					"arguments", extra)
 			}
+			if b, err := json.Marshal(t.tool.InputSchema); err == nil {
+				if _, inert := closeUnevaluated(b); inert {
+					log.Warn("mcp tool's input schema closes an object with unevaluatedProperties, which its draft does not have: the object is checked open, a call carrying other arguments passing; declare the tool's args in the policy, closed (additionalProperties: false)",
+						"tool", name, "server", t.server)
+				}
+			}
 		}
 	}
 	for _, up := range u.servers {
@@ -967,6 +973,9 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 	out := map[string]json.RawMessage{}
 	for exposed, t := range u.tools {
 		b, err := json.Marshal(t.tool.InputSchema)
+		if err == nil {
+			b, _ = closeUnevaluated(b)
+		}
 		if err != nil || runtime.CheckArgsSchema(b) != nil {
 			// A schema that cannot be compiled checks nothing: the tool
 			// still counts as declared, and is withheld (badInputSchema).
