@@ -658,6 +658,12 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 				log.Warn("mcp tool's input schema lists arguments its declaration in the policy does not", "tool", name, "server", t.server,
 					"arguments", extra)
 			}
+			if b, err := json.Marshal(t.tool.InputSchema); err == nil {
+				if _, inert := closeUnevaluated(b); inert {
+					log.Warn("mcp tool's input schema closes an object with unevaluatedProperties, which its draft does not have: the object is checked open, a call carrying other arguments passing; declare the tool's args in the policy, closed (additionalProperties: false)",
+						"tool", name, "server", t.server)
+				}
+			}
 		}
 	}
 	for _, up := range u.servers {
@@ -967,6 +973,9 @@ func (u *upstreams) toolArgs(host map[string]json.RawMessage) map[string]json.Ra
 	out := map[string]json.RawMessage{}
 	for exposed, t := range u.tools {
 		b, err := json.Marshal(t.tool.InputSchema)
+		if err == nil {
+			b, _ = closeUnevaluated(b)
+		}
 		if err != nil || runtime.CheckArgsSchema(b) != nil {
 			// A schema that cannot be compiled checks nothing: the tool
 			// still counts as declared, and is withheld (badInputSchema).
@@ -1240,25 +1249,32 @@ func resultText(res *mcp.CallToolResult) string {
 // toolResult turns the value the tool chain returned back into an MCP
 // result: a string is one text content, an upstream result's JSON is decoded
 // again (its structured content and _meta kept as the chain holds them, not
-// read again as float64), any other value is its JSON text.
+// read again as float64; each of its contents in its place, mcpContent),
+// any other value is its JSON text.
 func toolResult(v any) *mcp.CallToolResult {
 	switch v := v.(type) {
 	case string:
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}
 	case map[string]any:
-		if _, ok := v["content"]; ok {
-			b, err := json.Marshal(v)
-			if err == nil {
-				var res mcp.CallToolResult
-				if json.Unmarshal(b, &res) == nil {
-					if sc, ok := v["structuredContent"]; ok && sc != nil {
-						res.StructuredContent = sc
-					}
-					if meta, ok := v["_meta"].(map[string]any); ok {
-						res.Meta = meta
-					}
-					return &res
+		if items, ok := v["content"].([]any); ok {
+			rest := maps.Clone(v)
+			delete(rest, "content")
+			delete(rest, "structuredContent")
+			delete(rest, "_meta")
+			b, err := json.Marshal(rest)
+			var res mcp.CallToolResult
+			if err == nil && json.Unmarshal(b, &res) == nil {
+				res.Content = make([]mcp.Content, 0, len(items))
+				for _, item := range items {
+					res.Content = append(res.Content, mcpContent(item))
 				}
+				if sc, ok := v["structuredContent"]; ok && sc != nil {
+					res.StructuredContent = sc
+				}
+				if meta, ok := v["_meta"].(map[string]any); ok {
+					res.Meta = meta
+				}
+				return &res
 			}
 		}
 	}
@@ -1267,6 +1283,80 @@ func toolResult(v any) *mcp.CallToolResult {
 		b = []byte(fmt.Sprint(v))
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: v}
+}
+
+// mcpContent decodes one content of an upstream result as the tool chain
+// returned it. A content a layer changed so that it is no longer valid MCP
+// content is not relayed as it is: an image, audio or embedded resource
+// whose data a layer masked (no longer base64), or that lost its type, its
+// media type or its URI to a mask, is a text saying what it was and that
+// its data was masked; a text content that lost its type is its text; and
+// anything else that is not a content of a tool result (an unknown type)
+// is its JSON text. No content goes out with an empty type.
+func mcpContent(item any) mcp.Content {
+	m, _ := item.(map[string]any)
+	if m == nil {
+		return jsonText(item)
+	}
+	if b, err := json.Marshal(map[string]any{"content": []any{m}}); err == nil {
+		var one mcp.CallToolResult
+		if json.Unmarshal(b, &one) == nil && len(one.Content) == 1 && validContent(one.Content[0]) {
+			return one.Content[0]
+		}
+	}
+	typ, _ := m["type"].(string)
+	what := typ
+	switch {
+	case typ == "resource" || (typ == "" && m["resource"] != nil):
+		what = "resource"
+		if r, ok := m["resource"].(map[string]any); ok {
+			if uri, ok := r["uri"].(string); ok && uri != "" {
+				what = fmt.Sprintf("resource %q", uri)
+			}
+		}
+	case typ == "image" || typ == "audio":
+		if mt, ok := m["mimeType"].(string); ok && mt != "" {
+			what = mt + " " + typ
+		}
+	case typ == "" && m["data"] != nil:
+		what = "image or audio"
+	case typ == "":
+		if text, ok := m["text"].(string); ok {
+			return &mcp.TextContent{Text: text}
+		}
+		return jsonText(item)
+	default:
+		return jsonText(item)
+	}
+	return &mcp.TextContent{Text: "[" + what + " content not relayed: a layer of the tool chain masked its data, and it is no longer valid MCP content]"}
+}
+
+// jsonText is a text content holding v's JSON.
+func jsonText(v any) *mcp.TextContent {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprint(v))
+	}
+	return &mcp.TextContent{Text: string(b)}
+}
+
+// validContent reports whether c is a content a tool result may carry,
+// whole: an image or audio has a media type, an embedded resource its
+// URI and contents, a resource link its URI and name.
+func validContent(c mcp.Content) bool {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		return true
+	case *mcp.ImageContent:
+		return c.MIMEType != ""
+	case *mcp.AudioContent:
+		return c.MIMEType != ""
+	case *mcp.EmbeddedResource:
+		return c.Resource != nil && c.Resource.URI != ""
+	case *mcp.ResourceLink:
+		return c.URI != "" && c.Name != ""
+	}
+	return false
 }
 
 // mcpProxy is the server side of the proxy: one MCP server for the
@@ -1565,7 +1655,7 @@ func (p *mcpProxy) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if ss := req.Session; ss != nil {
 		caller.session, caller.ended = ss.ID(), func() <-chan struct{} { return p.clientEnded(ss) }
 	}
-	ctx = withRawArgs(withUpstreamCaller(ctx, caller), name, req.Params.Arguments)
+	ctx = withRawArgs(withUpstreamCaller(ctx, caller), name, req.Params.Arguments, args)
 	defer p.beginRun(&run, c.tenant, id, req.Session)()
 	// Arguments that give a key twice are refused before the tool chain,
 	// which would check the last, and the upstream, which may run the

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/agentc-dev/agentc/runtime"
@@ -44,12 +45,35 @@ var recordOnlyFor = 2 * time.Second
 // it: ctx's values on a context that ends recordOnlyFor from now, not
 // before even when ctx has ended, carrying the refusal the upstream tool
 // returns at once (notSentOf): waitErr, the refusal of the wait for a
-// listing, or, when ctx ended, cancelledBeforeChain's.
+// listing, or, when ctx ended, cancelledBeforeChain's. The chain of a call
+// whose ctx ended is cut as cancelled (the refusal its cause), not as
+// timed out: a layer cut at the bound reports the call its client
+// cancelled, and audit records it canceled.
 func recordOnly(ctx context.Context, waitErr error) (context.Context, context.CancelFunc) {
-	refusal := waitErr
-	if ctx.Err() != nil {
-		refusal = cancelledBeforeChain(ctx)
+	if ctx.Err() == nil {
+		bounded, stop := context.WithTimeout(context.WithoutCancel(ctx), recordOnlyFor)
+		return withNotSent(bounded, triedOnce(waitErr)), stop
 	}
-	bounded, stop := context.WithTimeout(context.WithoutCancel(ctx), recordOnlyFor)
-	return withNotSent(bounded, refusal), stop
+	refusal := cancelledBeforeChain(ctx)
+	bounded, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	cut := time.AfterFunc(recordOnlyFor, func() { cancel(refusal) })
+	return withNotSent(bounded, refusal), func() { cut.Stop(); cancel(nil) }
+}
+
+// triedOnce returns the refusal err of a call whose chain runs only to
+// record it marked not to be tried again on the same callee
+// (runtime.RetryNo): the upstream tool refuses each try at once with it,
+// whatever a retry waits, its cause (the time to wait for a listing
+// spent) spent for every try. Its class stays as it was.
+func triedOnce(err error) error {
+	var ce *runtime.CallError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	once := *ce
+	once.Hint = runtime.RetryNo
+	if runtime.DidNotRun(err) {
+		return runtime.NotRun(&once)
+	}
+	return &once
 }

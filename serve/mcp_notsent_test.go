@@ -145,6 +145,13 @@ type heldPay struct {
 
 func payDuringAHeldListing(t *testing.T) *heldPay {
 	t.Helper()
+	return payDuringAHeldListingWith(t, `{use: "audit", trail: "logical"}, {use: "idempotent"}`)
+}
+
+// payDuringAHeldListingWith is payDuringAHeldListing with the layers of
+// chain as the tool chain.
+func payDuringAHeldListingWith(t *testing.T, chain string) *heldPay {
+	t.Helper()
 	p := &heldPay{audit: &runtime.MemoryAudit{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "refund", InputSchema: map[string]any{"type": "object"}},
@@ -159,8 +166,8 @@ func payDuringAHeldListing(t *testing.T) *heldPay {
 
 keys: agent: {sha256: %q}
 mcp: servers: pay: url: %q
-chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
-`, sha("agent-key"), ts.URL))), Deps: runtime.Deps{Audit: p.audit}, WatchInterval: -1})
+chains: tool: [%s]
+`, sha("agent-key"), ts.URL, chain))), Deps: runtime.Deps{Audit: p.audit}, WatchInterval: -1})
 	p.cs = connectProxy(t, p.s.url, "agent-key", map[string]string{"Idempotency-Key": "refund-A1"})
 	t.Cleanup(p.lists.free) // before the servers close (cleanups run last first)
 
@@ -237,6 +244,9 @@ chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
 		for _, r := range audit.Records() {
 			if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
 				assert.NotEqual(t, runtime.DecisionInDoubt, r.Decision, "%+v", r)
+				// Cut at the bound, the call is still the one its client
+				// cancelled: not a timeout.
+				assert.Equal(t, string(runtime.KindCanceled), r.ErrorType, "%+v", r)
 				n++
 			}
 		}
@@ -270,5 +280,30 @@ func TestMCPCallWhoseListingWaitIsSpentIsAudited(t *testing.T) {
 	}
 	require.Len(t, outcomes, 1, "the call is audited")
 	assert.Equal(t, runtime.DecisionFailed, outcomes[0].Decision, "%+v", outcomes[0])
+	assert.Zero(t, p.refunds.Load(), "the call was not sent")
+}
+
+// TestMCPCallWhoseListingWaitIsSpentIsNotRetried: a call refused before its
+// chain because its time to wait for a listing is spent has its chain run
+// only to record it, the upstream tool refusing it at once with that
+// refusal, which no try within the chain changes: a retry in the chain
+// tried it again up to max_attempts, each try refused so. It is tried once.
+func TestMCPCallWhoseListingWaitIsSpentIsNotRetried(t *testing.T) {
+	defer func(d time.Duration) { listWaitFor = d }(listWaitFor)
+	listWaitFor = 50 * time.Millisecond
+	p := payDuringAHeldListingWith(t, `{use: "audit", trail: "logical"}, {use: "retry", max_attempts: 3, initial_delay: "1ms", max_delay: "5ms"}`)
+	res, err := p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1"}})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	assert.Contains(t, text(t, res), "its tools were still being listed again after the call waited")
+	var outcomes []runtime.AuditRecord
+	for _, r := range p.audit.Records() {
+		if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
+			outcomes = append(outcomes, r)
+		}
+	}
+	require.Len(t, outcomes, 1, "the call is audited")
+	assert.Equal(t, runtime.DecisionFailed, outcomes[0].Decision, "%+v", outcomes[0])
+	assert.Equal(t, 1, outcomes[0].Attempts, "the refusal is not tried again: %+v", outcomes[0])
 	assert.Zero(t, p.refunds.Load(), "the call was not sent")
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestMCPArgumentsReachTheUpstreamAsWritten: the arguments of a tools/call
@@ -75,4 +77,57 @@ chains: tool: [{use: "file_check", roots: [%q], tools: ["read"]}]
 	got := last()
 	assert.NotContains(t, got, "/sub/../", "the path file_check resolved is sent")
 	assert.Contains(t, got, "9007199254740995", "an integer beyond 2^53 keeps its digits")
+}
+
+// rawArgsBench is the arguments of a call of n members, each a string, a
+// number written with a fraction and a nested object.
+func rawArgsBench(n int) json.RawMessage {
+	b := []byte("{")
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `"k%d":{"memo":"payment %d of the order","amount":%d.50,"tags":["a","b"]}`, i, i, i)
+	}
+	return append(b, '}')
+}
+
+// BenchmarkSentArgs measures what the proxy spends, per call whose chain
+// passed its arguments unchanged, telling that it did (sentArgs).
+func BenchmarkSentArgs(b *testing.B) {
+	for _, n := range []int{4, 256} {
+		text := rawArgsBench(n)
+		b.Run(fmt.Sprintf("%dB", len(text)), func(b *testing.B) {
+			var args map[string]any
+			require.NoError(b, runtime.DecodeArgs(text, &args))
+			ctx := withRawArgs(context.Background(), "pay", text, args)
+			c := &runtime.ToolCall{Name: "pay", Args: args}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := sentArgs(ctx, c, args).(json.RawMessage); !ok {
+					b.Fatal("the arguments are not sent as written")
+				}
+			}
+		})
+	}
+}
+
+// TestSentArgsWithoutDecodingAgain: the chain's arguments are told
+// unchanged without the text decoded again: the map decoded from it, or a
+// map a layer handed on equal to it, sends the text as written; a map a
+// layer rewrote sends the map, and so does the call of another tool.
+func TestSentArgsWithoutDecodingAgain(t *testing.T) {
+	text := json.RawMessage(`{"amount":500.0,"memo":"x"}`)
+	var args map[string]any
+	require.NoError(t, runtime.DecodeArgs(text, &args))
+	ctx := withRawArgs(context.Background(), "pay", text, args)
+	c := &runtime.ToolCall{Name: "pay"}
+	assert.Equal(t, text, sentArgs(ctx, c, args), "the map decoded")
+	same := map[string]any{"amount": args["amount"], "memo": "x"}
+	assert.Equal(t, text, sentArgs(ctx, c, same), "a map equal to it")
+	changed := map[string]any{"amount": args["amount"], "memo": "y"}
+	assert.Equal(t, changed, sentArgs(ctx, c, changed), "a map a layer rewrote")
+	assert.Equal(t, args, sentArgs(ctx, &runtime.ToolCall{Name: "other"}, args), "another tool's call")
+	none := withRawArgs(context.Background(), "pay", json.RawMessage("null"), nil)
+	assert.Equal(t, map[string]any{}, sentArgs(none, c, map[string]any{}), "no arguments")
 }

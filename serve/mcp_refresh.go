@@ -290,6 +290,15 @@ func (s *Server) refreshMCP(up *upstreamServer) {
 		return
 	}
 	next, err := g.mcp.successor(up, tools)
+	if err == nil {
+		// A list that leaves an unscoped file_check (egress) checking
+		// none of the tools served, which the load refuses, cannot be
+		// served either: its new tools' calls would pass the layer
+		// unchecked.
+		if err = checkUnscopedLayers(g.plan, next); err != nil {
+			next.close()
+		}
+	}
 	var ng *generation
 	if err == nil {
 		ng, err = s.assemble(ctx, g.plan, g.keys, g.deps, next)

@@ -53,3 +53,45 @@ func TestMCPUnscopedLayerCheckingNoServedToolFailsTheLoad(t *testing.T) {
 	assert.Contains(t, text(t, res), "blocked by file_check")
 	assert.Zero(t, echo.count("write_note"), "no unchecked call reached the upstream")
 }
+
+// TestMCPUnscopedLayerLeftCheckingNoServedToolRefuses: the load refuses an
+// unscoped file_check none of whose served tools is declared with
+// path_arg, but an upstream's list that changed at run time was not
+// checked so: the one tool declared removed and another added, the layer
+// checked nothing and /etc/shadow reached the new tool. Such a list is one
+// that cannot be served: the tools added and changed are not served (their
+// calls refused, never sent), the unchanged ones stay, and the listing logs
+// why.
+func TestMCPUnscopedLayerLeftCheckingNoServedToolRefuses(t *testing.T) {
+	var echo countingEcho
+	url, srv := notesUpstream(t, &echo)
+	note := func(ctx context.Context, req *mcp.CallToolRequest, _ noteIn) (*mcp.CallToolResult, any, error) {
+		return echo.handle(ctx, req, struct{}{})
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "write_note"}, note)
+	root := t.TempDir()
+	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
+
+keys: agent: {sha256: %q}
+mcp: servers: up: {url: %q}
+tools: write_note: {side_effecting: true, path_arg: "path", args: {type: "object", required: ["path"], properties: {path: type: "string", content: type: "string"}}}
+chains: tool: [{use: "file_check", roots: [%q]}]
+`, sha("agent-key"), url, root))), WatchInterval: -1})
+	cs := connectProxy(t, s.url, "agent-key", nil)
+
+	srv.RemoveTools("write_note")
+	mcp.AddTool(srv, &mcp.Tool{Name: "save_note"}, note)
+	// The call of the tool not listed has the tools listed again.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "save_note", Arguments: map[string]any{"path": "/etc/shadow", "content": "x"}})
+	if err == nil {
+		assert.True(t, res.IsError, "the call is refused: %s", text(t, res))
+	}
+	assert.Zero(t, echo.count("save_note"), "no unchecked call reached the upstream")
+	logs := s.logs.String()
+	assert.Contains(t, logs, "mcp upstream tools changed but could not be served")
+	assert.Contains(t, logs, `checks nothing of the calls of the tools mcp servers serve: none of them (fetch, save_note) is declared with path_arg`)
+	// The unchanged tool is still served.
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fetch", Arguments: map[string]any{"url": "https://example.com/"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, text(t, res))
+}
