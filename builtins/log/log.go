@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/errtext"
+	"github.com/agentc-dev/agentc/builtins/internal/outerpii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -43,6 +44,9 @@ type Log struct {
 	maskValue func(runID string, v any) any
 	// digester digests a withheld error's text (settings.digest_key_env).
 	digester runtime.Digester
+	// maskPII masks a failed tool call's error text as the pii layers
+	// outside the layer mask it for the caller (nil without one).
+	maskPII func(string) string
 }
 
 // Provision picks the logger.
@@ -51,7 +55,9 @@ func (l *Log) Provision(b *runtime.BuildContext) error {
 	l.logger = b.Logger
 	l.maskText, l.maskValue = b.SecretText(), b.SecretValue()
 	l.digester = b.Digester()
-	return nil
+	mask, err := outerpii.Masker(b)
+	l.maskPII = mask
+	return err
 }
 
 // Validate parses the level.
@@ -94,8 +100,14 @@ func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
 // errorText is what a line says of a failure whose text is text: with
 // include_errors the text, the run's secrets masked; without it the text
 // is withheld (errtext.Withheld), since a tool's error may quote its
-// arguments. what is the layer's own note ("panic").
+// arguments. what is the layer's own note ("panic"). In the tool chain,
+// the personal data the pii layers outside the layer mask in the error for
+// the caller is masked first (outerpii): the line holds, or digests, the
+// text the caller reads.
 func (l *Log) errorText(m *runtime.Meta, err error, text, what string) string {
+	if l.maskPII != nil {
+		text = l.maskPII(text)
+	}
 	if l.IncludeErrors {
 		return l.maskText(m.Run.ID, text)
 	}
