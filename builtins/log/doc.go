@@ -19,5 +19,10 @@
 // logged at `level`; a failed one at least at warn. A call whose inner
 // layers panic gets its line too (outcome "failed", error_kind "panic", with
 // include_errors the panic's value as the error) before the panic goes on unchanged. The logger is
-// Deps.Logger (slog.Default() when unset).
+// Deps.Logger (slog.Default() when unset). A host that decides after the
+// chat chain whether an answer goes out (runtime.AnswerVerdict) has the
+// line of a chat call that succeeded written once it has: agentc serve
+// refuses with a 403 an answer holding a tool call the model proposed that
+// the tool chain refuses, and the line says outcome "blocked", naming that
+// layer, as the access log's status does.
 package log

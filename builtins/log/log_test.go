@@ -256,3 +256,29 @@ func TestErrorTextMaskedByAnOuterPII(t *testing.T) {
 		assert.Equal(t, "text withheld, sha256 "+hex.EncodeToString(sum[:]), got[0]["error"])
 	}
 }
+
+// TestChatLineWaitsForTheHostsVerdict: under a context carrying an
+// AnswerVerdict the line of a chat call that succeeded is written when the
+// host settles it, with the host's refusal as its outcome; a call that
+// failed is written at once.
+func TestChatLineWaitsForTheHostsVerdict(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("log", "")}})
+	model := rt.NewModel(rt.Response{Deltas: []string{"a"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	v := &runtime.AnswerVerdict{}
+	ctx := runtime.WithAnswerVerdict(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}), v)
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+	require.NoError(t, err)
+	assert.Empty(t, buf.String(), "no line before the host's verdict")
+	v.Settle(&runtime.BlockedError{Layer: "refund_limit", Message: "no"})
+	got := lines(t, &buf)
+	require.Len(t, got, 1)
+	assert.Equal(t, "blocked", got[0]["outcome"])
+	assert.Equal(t, "blocked", got[0]["error_kind"])
+	assert.Equal(t, 1.0, got[0]["deltas"])
+	v.Settle(nil)
+	assert.Len(t, lines(t, &buf), 1, "a verdict settles once")
+}
