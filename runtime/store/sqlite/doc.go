@@ -29,7 +29,8 @@
 // audit.db.1, as logrotate does) holds every write the store acknowledged,
 // and every later operation fails the same way. Close checkpoints a file
 // that moved likewise. An audit layer on the store runs no call (its
-// intent is not written) until the process opens the store again. While
+// intent is not written) until the process opens the store again (a
+// runtime.StorePool opens it afresh for the next pipeline: Spent). While
 // the store is open, the recent writes are in path-wal: a copy of the live
 // file is taken with SQLite's backup (sqlite3 FILE ".backup COPY"), not
 // by copying path alone.

@@ -10,7 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/agentc-dev/agentc/builtins/audit"
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
+	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
+	"github.com/agentc-dev/agentc/runtime/store/sqlite"
 )
 
 // appendN appends n intent records of run r and requires each to succeed.
@@ -89,4 +93,44 @@ func TestAMoveFoundByAWriteCheckpointsIntoTheMovedFile(t *testing.T) {
 	for _, r := range recs[:3] {
 		assert.Equal(t, "before", r.RunID)
 	}
+}
+
+// TestAReloadOpensAFileMovedUnderThePool: a pipeline built again with the
+// StorePool of the one whose trail file was moved (a reload after
+// logrotate's mv) opens the file now at the path rather than sharing the
+// store that let go of the moved one; closing the old pipeline leaves the
+// new store open.
+func TestAReloadOpensAFileMovedUnderThePool(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.db")
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("audit", `{"sink": "trail"}`)}})
+	p.Stores = map[string]plan.Store{"trail": {Kind: sqlite.Kind, Path: path}}
+	p.Tools = map[string]plan.Tool{"lookup": {}}
+	pool := runtime.NewStorePool()
+	build := func() *runtime.Pipeline {
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{StorePool: pool,
+			Tools: map[string]runtime.ToolFunc{"lookup": rt.NewTool(rt.ToolResult{Value: "ok"}).Func()}})
+		require.NoError(t, err)
+		return pl
+	}
+	call := func(pl *runtime.Pipeline) error {
+		_, err := pl.Tool(context.Background(), runtime.ToolRequest{Name: "lookup", Args: map[string]any{}})
+		return err
+	}
+	old := build()
+	require.NoError(t, call(old))
+	require.NoError(t, os.Rename(path, path+".1"))
+	require.Error(t, call(old), "the moved file takes no more records")
+
+	next := build()
+	require.NoError(t, call(next), "the reload opened the file now at the path")
+	require.NoError(t, old.Close())
+	require.NoError(t, call(next), "closing the old pipeline left the new store open")
+	require.NoError(t, next.Close())
+	assert.Equal(t, 0, pool.Open())
+
+	assert.Len(t, records(t, path), 4, "two calls, intent and outcome each")
+	moved := records(t, path+".1")
+	require.GreaterOrEqual(t, len(moved), 2)
+	assert.Equal(t, runtime.PhaseOutcome, moved[1].Phase, "the call before the move is whole in the moved file")
 }

@@ -146,16 +146,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // write the store acknowledged and the one that found it moved, and closes
 // it; every later operation fails with the same error. A new Store opens
 // the file now at path.
-func (s *Store) intact() error {
-	if err := s.gone(); err != nil {
-		return err
-	}
-	if moved := s.moved(); moved != nil {
-		_ = s.retire(moved)
-		return s.gone()
-	}
-	return nil
-}
+func (s *Store) intact() error { return s.Spent() }
 
 // moved returns the error of a path that no longer names the file the
 // store opened, or nil.
@@ -401,3 +392,21 @@ var (
 	_ runtime.AuditSink    = (*Store)(nil)
 	_ runtime.StoreBackend = (*Store)(nil)
 )
+
+// Spent implements runtime.SpentStore: the error every operation fails
+// with once the file was found moved, deleted or replaced, which it looks
+// for (a reload asks before it shares the store: the file may have moved
+// since the last write), letting go of the file as a write that found it
+// would (intact).
+func (s *Store) Spent() error {
+	if err := s.gone(); err != nil {
+		return err
+	}
+	if moved := s.moved(); moved != nil {
+		_ = s.retire(moved)
+		return s.gone()
+	}
+	return nil
+}
+
+var _ runtime.SpentStore = (*Store)(nil)
