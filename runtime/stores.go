@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -238,7 +239,7 @@ type storeSet struct {
 	mu    sync.Mutex
 	open  map[string]StoreBackend
 	order []string
-	// pooled are the pool keys of the backends taken from Deps.StorePool,
+	// pooled are the pool handles of the backends taken from Deps.StorePool,
 	// by store name: closing the pipeline releases them.
 	pooled map[string]string
 }
@@ -254,29 +255,48 @@ type storeSet struct {
 // opened afresh while the old one serves the old pipeline to its end. A
 // memory store so keeps its data across the versions, and a sqlite file, a
 // redis or a postgres store its connections; a memory store's times follow
-// the clock (Deps.Clock) of the latest pipeline built on it. The zero value
-// is not usable: NewStorePool.
+// the clock (Deps.Clock) of the latest pipeline built on it. A store that
+// is spent (SpentStore: a sqlite file moved under it) is not taken: the
+// next pipeline opens it afresh, and the spent one closes with the last
+// pipeline that holds it. The zero value is not usable: NewStorePool.
 type StorePool struct {
-	mu   sync.Mutex
+	mu sync.Mutex
+	// open holds, by pool key, the store a pipeline built next takes;
+	// held, by handle, every store a pipeline holds (a spent one too).
 	open map[string]*pooledStore
+	held map[string]*pooledStore
+	seq  int
 }
 
 type pooledStore struct {
 	b    StoreBackend
 	refs int
+	// key is the store's pool key; handle, its own (pipelines release it
+	// by its handle: a spent store's key names its successor).
+	key, handle string
 	// claimedBy is the policy a pipeline built on b claimed it for
 	// (claimStore), "" before a claim succeeded.
 	claimedBy string
 }
 
+// SpentStore is implemented by a backend that can become unusable for
+// good while it is open: a sqlite store whose file was moved, deleted or
+// replaced lets go of it and fails every operation until it is opened
+// again. Spent reports why, or nil while the store is usable.
+type SpentStore interface {
+	Spent() error
+}
+
 // NewStorePool returns an empty pool.
-func NewStorePool() *StorePool { return &StorePool{open: map[string]*pooledStore{}} }
+func NewStorePool() *StorePool {
+	return &StorePool{open: map[string]*pooledStore{}, held: map[string]*pooledStore{}}
+}
 
 // Open reports the number of stores the pool holds open.
 func (sp *StorePool) Open() int {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	return len(sp.open)
+	return len(sp.held)
 }
 
 // poolKey is the identity under which store name, declared as ps (its path
@@ -289,15 +309,22 @@ func poolKey(name string, ps plan.Store) string {
 	return strings.Join([]string{name, ps.Kind, ps.Path, ps.URL, ps.URLEnv, ps.Prefix, ps.Timeout}, "\x00")
 }
 
-// take returns the backend open under key, holding it once more, or nil.
-func (sp *StorePool) take(key string) StoreBackend {
+// take returns the backend open under key, holding it once more, and its
+// handle, or nil when none is or the one open is spent (it is then left to
+// the pipelines holding it).
+func (sp *StorePool) take(key string) (StoreBackend, string) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if e := sp.open[key]; e != nil {
-		e.refs++
-		return e.b
+	e := sp.open[key]
+	if e == nil {
+		return nil, ""
 	}
-	return nil
+	if s, ok := e.b.(SpentStore); ok && s.Spent() != nil {
+		delete(sp.open, key)
+		return nil, ""
+	}
+	e.refs++
+	return e.b, e.handle
 }
 
 // claimed reports whether the backend open under key was claimed for
@@ -319,26 +346,29 @@ func (sp *StorePool) setClaimed(key, policy string) {
 	}
 }
 
-// add holds b, just opened, under key, and returns the backend to use: b,
-// or the one another build opened under key meanwhile (b is then closed).
-func (sp *StorePool) add(key string, b StoreBackend) StoreBackend {
+// add holds b, just opened, under key, and returns the backend to use and
+// its handle: b, or the one another build opened under key meanwhile (b is
+// then closed).
+func (sp *StorePool) add(key string, b StoreBackend) (StoreBackend, string) {
 	sp.mu.Lock()
 	if e := sp.open[key]; e != nil {
 		e.refs++
 		sp.mu.Unlock()
 		_ = b.Close()
-		return e.b
+		return e.b, e.handle
 	}
-	sp.open[key] = &pooledStore{b: b, refs: 1}
+	sp.seq++
+	e := &pooledStore{b: b, refs: 1, key: key, handle: key + "\x00" + strconv.Itoa(sp.seq)}
+	sp.open[key], sp.held[e.handle] = e, e
 	sp.mu.Unlock()
-	return b
+	return b, e.handle
 }
 
-// release lets go of the backend held under key, closing it when no
+// release lets go of the backend held under handle, closing it when no
 // pipeline holds it any more.
-func (sp *StorePool) release(key string) error {
+func (sp *StorePool) release(handle string) error {
 	sp.mu.Lock()
-	e := sp.open[key]
+	e := sp.held[handle]
 	if e == nil {
 		sp.mu.Unlock()
 		return nil
@@ -347,7 +377,10 @@ func (sp *StorePool) release(key string) error {
 		sp.mu.Unlock()
 		return nil
 	}
-	delete(sp.open, key)
+	delete(sp.held, handle)
+	if sp.open[e.key] == e {
+		delete(sp.open, e.key)
+	}
 	sp.mu.Unlock()
 	return e.b.Close()
 }
@@ -390,9 +423,12 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	}
 	ps.Path = pl.resolvePath(ps.Path)
 	pool, key := pl.deps.StorePool, poolKey(name, ps)
-	var b StoreBackend
+	var (
+		b      StoreBackend
+		handle string
+	)
 	if pool != nil && declared {
-		b = pool.take(key)
+		b, handle = pool.take(key)
 	}
 	if b == nil {
 		var err error
@@ -403,7 +439,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 			return nil, fmt.Errorf("open store %q (%s): %w", name, ps.Kind, err)
 		}
 		if pool != nil && declared {
-			b = pool.add(key, b)
+			b, handle = pool.add(key, b)
 		}
 	}
 	if m, ok := b.(*MemoryStore); ok {
@@ -413,7 +449,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 	}
 	closeIt := b.Close
 	if pool != nil && declared {
-		closeIt = func() error { return pool.release(key) }
+		closeIt = func() error { return pool.release(handle) }
 	}
 	// A store taken from the pool is claimed again when the new version of
 	// the policy has another package name. One the same policy claimed
@@ -434,7 +470,7 @@ func (pl *Pipeline) backend(ctx context.Context, name string) (StoreBackend, err
 		if pl.stores.pooled == nil {
 			pl.stores.pooled = map[string]string{}
 		}
-		pl.stores.pooled[name] = key
+		pl.stores.pooled[name] = handle
 	}
 	return b, nil
 }
@@ -497,8 +533,8 @@ func (pl *Pipeline) closeStores() error {
 	var errs []error
 	for _, name := range slices.Backward(pl.stores.order) {
 		closeIt := pl.stores.open[name].Close
-		if key, ok := pl.stores.pooled[name]; ok {
-			closeIt = func() error { return pl.deps.StorePool.release(key) }
+		if handle, ok := pl.stores.pooled[name]; ok {
+			closeIt = func() error { return pl.deps.StorePool.release(handle) }
 		}
 		if err := closeIt(); err != nil {
 			errs = append(errs, fmt.Errorf("close store %q: %w", name, err))

@@ -124,6 +124,13 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	p.served = served
 	ctx = runtime.WithUpstreamRequestID(ctx, served)
 	ctx = context.WithValue(ctx, clientWireKey{}, a.wire)
+	// The chat chain's layers that report the call (log) report one that
+	// succeeded as the gateway answers it: refused when it refuses a call
+	// the model proposed (admitProposals), after the chain returned.
+	verdict := &runtime.AnswerVerdict{}
+	ctx = runtime.WithAnswerVerdict(ctx, verdict)
+	var answered error
+	defer func() { verdict.Settle(answered) }()
 	var made *madeCalls
 	if rewrites {
 		// A layer of the chat chain may rewrite the calls the model
@@ -147,12 +154,14 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 			err = s.admitProposals(ctx, x.g.pl, &p.req, resp.ToolCalls, made)
 		}
 		if err != nil {
+			answered = err
 			x.failErr(err)
 			return
 		}
 		resp.ToolCalls = runtime.OwnToolCallIDs(resp.ToolCalls)
 		drop, err := s.repeatedCalls(x, resp.ToolCalls, orderOfBlocks(p.blocks.Blocks))
 		if err != nil {
+			answered = err
 			x.failErr(err)
 			return
 		}
@@ -181,6 +190,7 @@ func (s *Server) chat(x *exchange, a *chatAPI) {
 	if err != nil {
 		err = x.shutdownCut(err)
 	}
+	answered = err
 	switch {
 	case x.cut():
 	case err != nil && !w.started():

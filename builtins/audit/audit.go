@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/errtext"
+	"github.com/agentc-dev/agentc/builtins/internal/outerpii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -47,6 +48,9 @@ type Audit struct {
 	// digester digests a turn's input and a withheld error's text, as
 	// the pipeline digests a tool call's arguments (settings.digest_key_env).
 	digester runtime.Digester
+	// maskPII masks a failed tool call's error text as the pii layers
+	// outside the layer mask it for the caller (nil without one).
+	maskPII func(string) string
 }
 
 // Provision resolves the sink.
@@ -54,6 +58,11 @@ func (a *Audit) Provision(b *runtime.BuildContext) error {
 	a.name = b.Name()
 	a.now = b.Clock().Now
 	a.digester = b.Digester()
+	mask, err := outerpii.Masker(b)
+	if err != nil {
+		return err
+	}
+	a.maskPII = mask
 	s, err := b.AuditSink(a.Sink)
 	if err != nil {
 		return err
@@ -187,9 +196,15 @@ func markInDoubt(rec *runtime.AuditRecord) {
 // (a note of the audit layer's own, such as "panic"), the layer the error
 // names (runtime.LayerOf) and the hex SHA-256 of the text, with which an
 // auditor holding the text (the caller's, a log's) can match it to the
-// record, as the arguments' digest matches the arguments.
+// record, as the arguments' digest matches the arguments. In the tool
+// chain, the personal data the pii layers outside the layer mask in the
+// error for the caller is masked first (outerpii): the record holds, or
+// digests, the text the caller reads.
 func (a *Audit) errorText(err error, what string) string {
 	text := err.Error()
+	if a.maskPII != nil {
+		text = a.maskPII(text)
+	}
 	if a.IncludeErrors {
 		return text
 	}

@@ -106,9 +106,15 @@
 // inside it has not, and with include_args the intent record holds the
 // personal data in clear, as it does for a call a pii layer inside then
 // blocks (recorded "denied"). A call a layer outside audit blocks reaches no
-// audit layer and has no record. A policy whose trail must hold no personal
-// data puts pii outside audit, or leaves include_args off (vet warns of
-// one with include_args outside pii: order/record-outside-redact).
+// audit layer and has no record. A failed call's error text goes the other
+// way, from the inside out: a pii layer masks it for the caller (with
+// either action), so one inside audit has masked it already, and for each
+// pii layer outside it audit masks the text itself as that layer will
+// (its kinds and regions) before recording it (include_errors) or
+// digesting it: the record holds, or digests, the text the caller reads.
+// A policy whose trail must hold no personal data puts pii outside audit,
+// or leaves include_args off (vet warns of one with include_args outside
+// pii: order/record-outside-redact); the error text is clean either way.
 //
 // trail states the ordering the user intends, and agentc vet holds the chain
 // to it (order/audit-trail): "logical" (the default) puts retry inside audit

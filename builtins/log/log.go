@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentc-dev/agentc/builtins/internal/errtext"
+	"github.com/agentc-dev/agentc/builtins/internal/outerpii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
@@ -43,6 +44,9 @@ type Log struct {
 	maskValue func(runID string, v any) any
 	// digester digests a withheld error's text (settings.digest_key_env).
 	digester runtime.Digester
+	// maskPII masks a failed tool call's error text as the pii layers
+	// outside the layer mask it for the caller (nil without one).
+	maskPII func(string) string
 }
 
 // Provision picks the logger.
@@ -51,7 +55,9 @@ func (l *Log) Provision(b *runtime.BuildContext) error {
 	l.logger = b.Logger
 	l.maskText, l.maskValue = b.SecretText(), b.SecretValue()
 	l.digester = b.Digester()
-	return nil
+	mask, err := outerpii.Masker(b)
+	l.maskPII = mask
+	return err
 }
 
 // Validate parses the level.
@@ -78,11 +84,11 @@ func (l *Log) levelFor(err error) slog.Level {
 	return l.level
 }
 
-func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
+func (l *Log) common(m *runtime.Meta, took time.Duration, err error) []slog.Attr {
 	attrs := []slog.Attr{
 		slog.String("run_id", m.Run.ID),
 		slog.String("outcome", runtime.Status(err)),
-		slog.Duration("duration", time.Since(start)),
+		slog.Duration("duration", took),
 		slog.Int("attempts", m.Attempts),
 	}
 	if err != nil {
@@ -94,8 +100,14 @@ func (l *Log) common(m *runtime.Meta, start time.Time, err error) []slog.Attr {
 // errorText is what a line says of a failure whose text is text: with
 // include_errors the text, the run's secrets masked; without it the text
 // is withheld (errtext.Withheld), since a tool's error may quote its
-// arguments. what is the layer's own note ("panic").
+// arguments. what is the layer's own note ("panic"). In the tool chain,
+// the personal data the pii layers outside the layer mask in the error for
+// the caller is masked first (outerpii): the line holds, or digests, the
+// text the caller reads.
 func (l *Log) errorText(m *runtime.Meta, err error, text, what string) string {
+	if l.maskPII != nil {
+		text = l.maskPII(text)
+	}
 	if l.IncludeErrors {
 		return l.maskText(m.Run.ID, text)
 	}
@@ -112,7 +124,7 @@ func (l *Log) panicked(ctx context.Context, msg string, m *runtime.Meta, start t
 		if p != nil {
 			text = fmt.Sprintf("panic: %v", p)
 		}
-		a := l.common(m, start, nil)
+		a := l.common(m, time.Since(start), nil)
 		a[1] = slog.String("outcome", "failed")
 		a = append(a, slog.String("error", l.errorText(m, nil, text, "panic")), slog.String("error_kind", "panic"))
 		l.logger.LogAttrs(ctx, lv, msg, append(a, attrs...)...)
@@ -135,21 +147,32 @@ func (l *Log) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 		}()
 		err := next(ctx, c, yield)
 		done = true
-		lv := l.levelFor(err)
-		if !l.logger.Enabled(ctx, lv) {
-			return err
-		}
-		attrs := append(l.common(&c.Meta, start, err),
-			slog.String("model", model), slog.String("served", c.Served),
+		attrs := []slog.Attr{slog.String("model", model), slog.String("served", c.Served),
 			slog.Int("deltas", c.Deltas),
-			slog.Int64("input_tokens", c.Usage.InputTokens), slog.Int64("output_tokens", c.Usage.OutputTokens))
+			slog.Int64("input_tokens", c.Usage.InputTokens), slog.Int64("output_tokens", c.Usage.OutputTokens)}
 		if c.Meta.Cached {
 			attrs = append(attrs, slog.Bool("cached", true))
 		}
-		if l.IncludeArgs {
-			attrs = append(attrs, slog.Any("messages", l.maskValue(c.Meta.Run.ID, c.Request.Messages)))
+		meta, took := c.Meta, time.Since(start)
+		write := func(err error) {
+			lv := l.levelFor(err)
+			if !l.logger.Enabled(ctx, lv) {
+				return
+			}
+			a := append(l.common(&meta, took, err), attrs...)
+			if l.IncludeArgs {
+				a = append(a, slog.Any("messages", l.maskValue(meta.Run.ID, c.Request.Messages)))
+			}
+			l.logger.LogAttrs(context.WithoutCancel(ctx), lv, "agentc chat", a...)
 		}
-		l.logger.LogAttrs(ctx, lv, "agentc chat", attrs...)
+		if v := runtime.AnswerVerdictOf(ctx); v != nil && err == nil {
+			// The host decides after the chain whether the answer goes
+			// out (agentc serve refuses a proposed tool call the tool
+			// chain refuses): the line says what it decided.
+			v.Defer(write)
+			return nil
+		}
+		write(err)
 		return err
 	}
 }
@@ -170,7 +193,7 @@ func (l *Log) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 		if !l.logger.Enabled(ctx, lv) {
 			return v, err
 		}
-		attrs := append(l.common(&c.Meta, start, err), slog.String("tool", c.Name))
+		attrs := append(l.common(&c.Meta, time.Since(start), err), slog.String("tool", c.Name))
 		if c.Meta.Cached {
 			attrs = append(attrs, slog.Bool("cached", true))
 		}
@@ -201,7 +224,7 @@ func (l *Log) WrapTurn(next runtime.TurnHandler) runtime.TurnHandler {
 		if !l.logger.Enabled(ctx, lv) {
 			return out, err
 		}
-		attrs := append(l.common(&c.Meta, start, err), slog.Int("output_bytes", len(out)))
+		attrs := append(l.common(&c.Meta, time.Since(start), err), slog.Int("output_bytes", len(out)))
 		if c.Session.ID != "" {
 			attrs = append(attrs, slog.String("session", c.Session.ID))
 		}

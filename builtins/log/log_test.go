@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	_ "github.com/agentc-dev/agentc/builtins/log"
+	_ "github.com/agentc-dev/agentc/builtins/pii"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -225,4 +226,59 @@ func TestErrorTextWithheld(t *testing.T) {
 			assert.Equal(t, "text withheld, sha256 "+hex.EncodeToString(sum[:]), l["error"])
 		}
 	}
+}
+
+// TestErrorTextMaskedByAnOuterPII logs a tool error that quotes a card
+// number and an email address inside a pii layer: the line holds the text
+// the caller reads (include_errors) or its digest, never the card or the
+// address.
+func TestErrorTextMaskedByAnOuterPII(t *testing.T) {
+	const text = "card 4111111111111111 declined for ann@example.com"
+	for _, cfg := range []string{`{"include_errors":true}`, `{}`} {
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&buf, nil))
+		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("pii", `{"action":"redact"}`), rt.Layer("log", cfg)}})
+		tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent(text)})
+		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
+		require.NoError(t, err)
+		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+		_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: map[string]any{}})
+		require.Error(t, err)
+		assert.NotContains(t, buf.String(), "4111")
+		assert.NotContains(t, buf.String(), "ann@example.com")
+		got := lines(t, &buf)
+		require.Len(t, got, 1)
+		if cfg != `{}` {
+			assert.Equal(t, err.Error(), got[0]["error"], "the text the caller reads")
+			continue
+		}
+		sum := sha256.Sum256([]byte(err.Error()))
+		assert.Equal(t, "text withheld, sha256 "+hex.EncodeToString(sum[:]), got[0]["error"])
+	}
+}
+
+// TestChatLineWaitsForTheHostsVerdict: under a context carrying an
+// AnswerVerdict the line of a chat call that succeeded is written when the
+// host settles it, with the host's refusal as its outcome; a call that
+// failed is written at once.
+func TestChatLineWaitsForTheHostsVerdict(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("log", "")}})
+	model := rt.NewModel(rt.Response{Deltas: []string{"a"}})
+	pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Models: map[string]runtime.ModelClient{"primary": model}})
+	require.NoError(t, err)
+	v := &runtime.AnswerVerdict{}
+	ctx := runtime.WithAnswerVerdict(runtime.WithRun(context.Background(), runtime.Run{ID: "r"}), v)
+	_, _, err = rt.Collect(ctx, pl, runtime.ChatRequest{Model: "primary", Messages: []runtime.Message{{Role: "user", Content: "hi"}}}, 0)
+	require.NoError(t, err)
+	assert.Empty(t, buf.String(), "no line before the host's verdict")
+	v.Settle(&runtime.BlockedError{Layer: "refund_limit", Message: "no"})
+	got := lines(t, &buf)
+	require.Len(t, got, 1)
+	assert.Equal(t, "blocked", got[0]["outcome"])
+	assert.Equal(t, "blocked", got[0]["error_kind"])
+	assert.Equal(t, 1.0, got[0]["deltas"])
+	v.Settle(nil)
+	assert.Len(t, lines(t, &buf), 1, "a verdict settles once")
 }

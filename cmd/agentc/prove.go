@@ -227,10 +227,19 @@ func reportUnexplored(env *cliEnv, label string, c *compiler.Compilation, err er
 // that did not build, relative to the working directory ("" when the plan
 // has none).
 func layerPlace(env *cliEnv, c *compiler.Compilation, le *runtime.LayerError) string {
-	if le.Pos == "" || filepath.IsAbs(le.Pos) || c.Policy == nil {
+	if c.Policy == nil {
 		return le.Pos
 	}
-	return rel(env, plan.PosIn(c.Policy.Dir, le.Pos))
+	return placeIn(env, c.Policy.Dir, le.Pos)
+}
+
+// placeIn returns pos, a position in the policy in dir, relative to the
+// working directory.
+func placeIn(env *cliEnv, dir, pos string) string {
+	if pos == "" || filepath.IsAbs(pos) {
+		return pos
+	}
+	return rel(env, plan.PosIn(dir, pos))
 }
 
 // proveProgressEvery is how often a long exploration says how far it has

@@ -171,6 +171,9 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, "%v", err) // the options' error, not the policy's
 	}
 	if err != nil {
+		if place := servePlace(env, fs.Arg(0), err); place != "" {
+			return fail(env, "%s: serve %s: %v", place, fs.Arg(0), err)
+		}
 		return fail(env, "serve %s: %v", fs.Arg(0), err)
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -263,6 +266,22 @@ func (h *hostNames) Set(v string) error {
 // policySource loads the policy at path for the server: a compiled plan
 // (.json) as it is, a policy through the compiler, whose warnings are
 // logged and whose errors fail the load with every diagnostic.
+// servePlace returns the position of the layer that did not build (a
+// store it opens that cannot be, a setting it refuses) when err is such a
+// failure of the policy at path, relative to the working directory as
+// agentc test and prove place it; "" otherwise. A compiled plan's
+// positions are its policy's, written as they were.
+func servePlace(env *cliEnv, path string, err error) string {
+	var le *runtime.LayerError
+	if !errors.As(err, &le) || le.Pos == "" {
+		return ""
+	}
+	if strings.HasSuffix(path, ".json") {
+		return le.Pos
+	}
+	return placeIn(env, policyDir(path), le.Pos)
+}
+
 func policySource(path string, env *cliEnv, logger *slog.Logger) serve.Source {
 	// Until a load succeeds the errors end the command: on a terminal they
 	// are shown with their source lines, as agentc vet shows them. A

@@ -539,3 +539,23 @@ func TestServePolicySourceNamesPositionsAsVet(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, ld.PosDir)
 }
+
+// A store serve cannot open stops it with the position of the layer that
+// opens it, as agentc test and prove place it.
+func TestServeStoreOpenErrorIsPlaced(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "blocker"), []byte("a file, not a directory"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+keys: app: {env: "AGENTC_TEST_STORE_PLACED_KEY", tenant: "t"}
+stores: trail: {kind: "sqlite", path: "blocker/audit.db"}
+chains: tool: [
+	{use: "audit", sink: "trail"},
+]
+`), 0o600))
+	t.Setenv("AGENTC_TEST_STORE_PLACED_KEY", "key0123456789abcdefghij")
+	stderr := &rt.LogBuffer{}
+	rc := cmdServe(context.Background(), &cliEnv{stdout: io.Discard, stderr: stderr, wd: dir}, []string{"-listen", "127.0.0.1:0", dir})
+	assert.NotEqual(t, exitOK, rc)
+	assert.Contains(t, stderr.String(), `agentc: policy.cue:6:2: serve `+dir+`: build chains.tool[0] "audit": `)
+}

@@ -92,7 +92,8 @@ var keySettings = map[string][]string{
 	"retry":            {"max_attempts", "attempt_timeout", "idle_timeout", "breaker"},
 	"fallback":         {"models"},
 	"hedge":            {"models", "delay", "win"},
-	"audit":            {"trail", "sink"},
+	"audit":            {"trail", "sink", "include_args", "include_errors"},
+	"log":              {"include_args", "include_errors"},
 	"meter":            {"budget", "scope", "window", "on_cross"},
 	"rate_limit":       {"rate", "per", "burst", "mode", "scope"},
 	"compaction":       {"strategy", "max_tokens", "keep_recent"},
@@ -117,6 +118,11 @@ var keySettings = map[string][]string{
 // decides whether the system messages of the transcript are read, and the
 // other stages have no transcript.
 var chatSettings = map[string]bool{"system": true}
+
+// whenOnSettings are the key settings shown only when true: audit's and
+// log's, which write arguments and error text in clear into a trail or a
+// log (off by default, and off says nothing a reviewer needs).
+var whenOnSettings = map[string]bool{"include_args": true, "include_errors": true}
 
 // unsetSettings are the key settings shown when the policy leaves them
 // unset, and what the builtin then does.
@@ -173,6 +179,7 @@ func layer(a *vet.Analysis, p *dsl.Policy, e *dsl.Entry) *Layer {
 		v, ok := e.Fields[f]
 		switch {
 		case chatSettings[f] && e.Stage != "chat":
+		case whenOnSettings[f] && v != true:
 		case ok && (f != "on_cross" || crossable(e)):
 			text := format(v)
 			if render := settingFormats[f]; render != nil {

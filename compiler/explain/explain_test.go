@@ -258,3 +258,26 @@ chains: {
 	assert.Equal(t, []string{"arg_patterns: cmd `^rm `, opts `^/etc/`"}, tool.Layers[1].Settings)
 	assert.Equal(t, []string{"action: block", "kinds: email, ssn, card, iban", "on_error: closed"}, tool.Layers[2].Settings)
 }
+
+// TestSettingsThatWriteTextInClear shows include_args and include_errors of
+// audit and log, which decide whether a trail or a log holds arguments and
+// error text in clear, when they are on, and leaves them out when off.
+func TestSettingsThatWriteTextInClear(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "policy.cue"), []byte(`package p
+
+stores: trail: {kind: "sqlite", path: "audit.db"}
+chains: tool: [
+	{use: "log", include_args: true, include_errors: true},
+	{use: "audit", sink: "trail", include_errors: true},
+	{use: "log", name: "quiet"},
+]
+`), 0o644))
+	x := build(t, dir)
+	require.Len(t, x.Stages, 1)
+	layers := x.Stages[0].Layers
+	require.Len(t, layers, 3)
+	assert.Equal(t, []string{"include_args: true", "include_errors: true"}, layers[0].Settings)
+	assert.Equal(t, []string{"trail: logical", "sink: trail", "include_errors: true"}, layers[1].Settings)
+	assert.Empty(t, layers[2].Settings)
+}

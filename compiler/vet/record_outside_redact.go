@@ -14,7 +14,11 @@ in clear. A log or audit layer with include_args outside them writes the
 personal data or the secret into its log lines or audit records, although
 the policy masks it for the model; a call pii blocks is recorded with it
 too. Inside them, it records the masked text. A tool-chain redact masks
-tool results, which no record holds, and is not counted there. The rule is
+tool results, which no record holds, and is not counted there. Nor is a
+failed tool call's error text (include_errors): it passes the layers from
+the inside out, and a log or audit outside a pii layer masks it as pii
+masks it for the caller before recording it, so it is clean on either side
+of pii. The rule is
 the builtin constraints record-outside-redact (schemas/log.cue,
 schemas/audit.cue).`,
 	func(v *Pair) (dsl.Pos, []dsl.Related, string) {

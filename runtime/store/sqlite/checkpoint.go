@@ -23,8 +23,12 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 ) WITHOUT ROWID;
 `
 
-// checkpoints creates the checkpoint table on first use.
+// checkpoints creates the checkpoint table on first use; it fails as
+// every operation does once the store is retired (intact).
 func (s *Store) checkpoints(ctx context.Context) error {
+	if err := s.gone(); err != nil {
+		return err
+	}
 	if s.checkpointTable.Load() {
 		return nil
 	}

@@ -23,9 +23,17 @@
 // every later write with it (SQLite goes on writing to the file it holds):
 // each write (an audit record, a key, a checkpoint) therefore checks, once
 // committed, that the path still names the file the store opened, and
-// fails otherwise, saying so. An audit layer on the store then runs no
-// call (its intent is not written) until the process opens the store
-// again.
+// fails otherwise, saying so. The store then copies its write-ahead log
+// into the file it holds (a checkpoint: SQLite does not when it closes a
+// file that moved) and closes it, so a file renamed (mv audit.db
+// audit.db.1, as logrotate does) holds every write the store acknowledged,
+// and every later operation fails the same way. Close checkpoints a file
+// that moved likewise. An audit layer on the store runs no call (its
+// intent is not written) until the process opens the store again (a
+// runtime.StorePool opens it afresh for the next pipeline: Spent). While
+// the store is open, the recent writes are in path-wal: a copy of the live
+// file is taken with SQLite's backup (sqlite3 FILE ".backup COPY"), not
+// by copying path alone.
 //
 // Keys expire lazily: a read ignores an expired key, SetIfAbsent replaces it
 // atomically (one upsert statement), and expired rows are purged every 1024

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +93,11 @@ type Store struct {
 	now    func() time.Time
 	// checkpointTable is set once the checkpoint table exists.
 	checkpointTable atomic.Bool
+	// retired is set, to the error every operation then returns, once
+	// the file was found moved, deleted or replaced (intact) and the store
+	// let go of it (retire).
+	retired atomic.Pointer[error]
+	retire1 sync.Once
 }
 
 // Open opens (creating it and its directory when absent) the SQLite file at
@@ -134,9 +140,17 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // file the store opened: the file was deleted, renamed or replaced while
 // open. SQLite goes on writing to the file it holds, so without this check
 // every write that followed (an audit record, an idempotency claim) would
-// succeed into a file no one will read again. The store stays unusable
-// for writes; a new Store opens the file now at path.
-func (s *Store) intact() error {
+// succeed into a file no one will read again. The store then lets go of
+// the file (retire): it copies the write-ahead log into the file it holds,
+// so a file renamed (mv audit.db audit.db.1, as logrotate does) holds every
+// write the store acknowledged and the one that found it moved, and closes
+// it; every later operation fails with the same error. A new Store opens
+// the file now at path.
+func (s *Store) intact() error { return s.Spent() }
+
+// moved returns the error of a path that no longer names the file the
+// store opened, or nil.
+func (s *Store) moved() error {
 	fi, err := os.Stat(s.path)
 	if err == nil && os.SameFile(s.file, fi) {
 		return nil
@@ -150,11 +164,64 @@ func (s *Store) intact() error {
 	return fmt.Errorf("sqlite %s: the file %s while the store had it open; the write went to the old file: reopen the store", s.path, why)
 }
 
+// gone returns the error of a retired store, or nil.
+func (s *Store) gone() error {
+	if e := s.retired.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// retire lets go of a file path no longer names, once: it checkpoints the
+// write-ahead log into the file the store holds (SQLite does not when it
+// closes a file that moved, and the log, which keeps the name the file
+// had, would be read by the next file at path as its own, or reset), then
+// closes the database, so the store writes no more into a log a new file
+// at path will use. Every later operation fails with err, joined to the
+// checkpoint's failure, which retire returns.
+func (s *Store) retire(err error) error {
+	var cerr error
+	s.retire1.Do(func() {
+		if cerr = s.checkpointWAL(); cerr != nil {
+			cerr = fmt.Errorf("sqlite %s: the writes acknowledged before may be only in %s-wal: %w", s.path, s.path, cerr)
+			err = errors.Join(err, cerr)
+		}
+		_ = s.db.Close()
+		s.retired.Store(&err)
+	})
+	return cerr
+}
+
+// checkpointWAL copies the whole write-ahead log into the database file
+// and empties it.
+func (s *Store) checkpointWAL() error {
+	var busy, logFrames, done int
+	if err := s.db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return fmt.Errorf("checkpoint: another connection holds the log (%d of %d frames copied)", done, logFrames)
+	}
+	return nil
+}
+
 // Path returns the file's path.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database. Every write already returned is on disk.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the database. Every write already returned is in the file
+// the store opened, whatever its name now: SQLite copies its write-ahead
+// log into the file when it closes it, but not into one that was renamed
+// or deleted, which the store checkpoints first (retire). A store retired
+// already is closed.
+func (s *Store) Close() error {
+	if s.gone() != nil {
+		return nil
+	}
+	if moved := s.moved(); moved != nil {
+		return s.retire(moved)
+	}
+	return s.db.Close()
+}
 
 func (s *Store) expiry(ttl time.Duration) int64 {
 	if ttl <= 0 {
@@ -165,6 +232,9 @@ func (s *Store) expiry(ttl time.Duration) int64 {
 
 // Get implements runtime.KV.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := s.gone(); err != nil {
+		return nil, false, err
+	}
 	var v []byte
 	err := s.db.QueryRowContext(ctx, `SELECT value FROM kv WHERE key = ? AND (expires = 0 OR expires > ?)`,
 		key, s.now().UnixNano()).Scan(&v)
@@ -182,6 +252,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // Set implements runtime.KV.
 func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := s.gone(); err != nil {
+		return err
+	}
 	if value == nil {
 		value = []byte{}
 	}
@@ -202,6 +275,9 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 // replaces an expired one, so concurrent callers (in this process or
 // another sharing the file) see exactly one success.
 func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	if err := s.gone(); err != nil {
+		return false, err
+	}
 	if value == nil {
 		value = []byte{}
 	}
@@ -226,6 +302,9 @@ func (s *Store) SetIfAbsent(ctx context.Context, key string, value []byte, ttl t
 
 // Delete implements runtime.KV.
 func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := s.gone(); err != nil {
+		return err
+	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM kv WHERE key = ?`, key); err != nil {
 		return fmt.Errorf("sqlite delete: %w", err)
 	}
@@ -243,6 +322,9 @@ func (s *Store) wrote(ctx context.Context) {
 // Append implements runtime.AuditSink: the record is committed (fsynced)
 // before Append returns, to the file at the store's path (intact).
 func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
+	if err := s.gone(); err != nil {
+		return err
+	}
 	var args any
 	if r.Args != nil {
 		b, err := json.Marshal(r.Args)
@@ -265,6 +347,9 @@ func (s *Store) Append(ctx context.Context, r runtime.AuditRecord) error {
 // Records returns the audit records in append order; a non-empty runID
 // selects one run's.
 func (s *Store) Records(ctx context.Context, runID string) ([]runtime.AuditRecord, error) {
+	if err := s.gone(); err != nil {
+		return nil, err
+	}
 	q := `SELECT time, layer, stage, tool, phase, decision, error_type, error_message, attempts, run_id,
 		idempotency_key, duration_ns, args_digest, args FROM audit`
 	var qargs []any
@@ -307,3 +392,21 @@ var (
 	_ runtime.AuditSink    = (*Store)(nil)
 	_ runtime.StoreBackend = (*Store)(nil)
 )
+
+// Spent implements runtime.SpentStore: the error every operation fails
+// with once the file was found moved, deleted or replaced, which it looks
+// for (a reload asks before it shares the store: the file may have moved
+// since the last write), letting go of the file as a write that found it
+// would (intact).
+func (s *Store) Spent() error {
+	if err := s.gone(); err != nil {
+		return err
+	}
+	if moved := s.moved(); moved != nil {
+		_ = s.retire(moved)
+		return s.gone()
+	}
+	return nil
+}
+
+var _ runtime.SpentStore = (*Store)(nil)
