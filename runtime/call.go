@@ -1415,11 +1415,12 @@ type ToolCall struct {
 	interrupted int32
 	// delegated is set (atomically) when the tool, running for this
 	// call, ran an agent turn that started a call that would repeat an
-	// effect (Delegated).
+	// effect (Delegated): taken, when the tool returns, from the marks of
+	// the node its context carried (agentCall.takeMarks).
 	delegated int32
-	// delegatedRan is set (atomically) when such a call, or one that
-	// would repeat an effect that the tool made of its own, reached its
-	// tool, or may have (markRan).
+	// delegatedRan is set (atomically), so too, when such a call, or one
+	// that would repeat an effect that the tool made of its own, reached
+	// its tool, or may have (markRan).
 	delegatedRan int32
 	// seen holds the keys of FirstSeen, the first two in place so that
 	// the one meter of a typical chain allocates nothing (callMarks

@@ -671,11 +671,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	givePlainKey(ctx, c)
 	// A call the tool makes through the tool chain is its own, not the
 	// agent turn's call: it is recorded apart (agentRecordOf).
-	tctx, ac := inToolOf(ctx, c)
+	tctx, ac := inToolOf(ctx)
 	v, err := fn(tctx, c)
-	if ac != nil {
-		ac.call.Store(nil)
-	}
+	ac.takeMarks(c)
 	if err != nil && refusedInDoubt(err) {
 		// Another call's doubt (one the tool made): this call ran.
 		err = MayHaveRun(err)
