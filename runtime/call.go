@@ -1491,8 +1491,9 @@ func (c *ToolCall) seenLocked(key any) bool {
 // does not flag the tool's call: run again, the tool makes it anew. It is
 // known for every call of the tool chain, an agent turn's, one the host
 // makes outside an agent turn (Pipeline.Tool) and one a tool makes of its
-// own: the tool's context carries the call, and the agent turns and own
-// calls it runs, at any depth, mark it.
+// own: the tool's context carries a node for the call, which the agent
+// turns and own calls it runs, at any depth, mark, and which the call
+// takes its marks from when the tool returns.
 func (c *ToolCall) Delegated() bool {
 	return atomic.LoadInt32(&c.delegated) != 0 || atomic.LoadInt32(&c.delegatedRan) != 0
 }
