@@ -1333,25 +1333,50 @@ type agentCallCtxKey struct{}
 // agent turn running another pipeline's). The tool of a call made outside
 // an agent turn's call (the host's, a tool's own) runs with a node of no
 // turn (pl nil, key ""), which no lookup of a turn's call finds: it only
-// carries the call, so that an agent turn the tool runs flags it.
+// takes the marks of the agent turns and own calls the tool runs, for the
+// call.
 type agentCall struct {
 	key string
 	// plain is key with plain digests, with a digest key
 	// (agentTurn.plainKey).
 	plain  string
 	inTool bool
-	pl     *Pipeline
-	run    string
-	up     *agentCall
+	// marks holds what the agent turns and own calls of the tool, while
+	// it runs for the call of the tool chain that the node is of (inTool),
+	// started or ran (markDelegated, markRan), which that call takes when
+	// the tool returns (takeMarks). A mark is made on the node, never on
+	// the call, which is recycled once it returns: a goroutine the tool
+	// left running may mark the node after that, which then marks nothing.
+	marks atomic.Uint32
+	pl    *Pipeline
+	run   string
+	up    *agentCall
 	// plainFirst names the call's tool when the call is one a resumed turn
 	// runs that its turn recorded with plain digests (agentTurn.plainFirst):
 	// its tool gets the idempotency key derived from them (givePlainKey).
 	plainFirst string
-	// call is, in the context of a tool (inTool), the call of the tool
-	// chain the tool runs for while it runs (nil after: the call is
-	// recycled), flagged when an agent turn the tool runs starts a call
-	// that would repeat an effect (markDelegated).
-	call atomic.Pointer[ToolCall]
+}
+
+// The marks of an agentCall.
+const (
+	// markStarted: an agent turn the tool ran started a call that would
+	// repeat an effect (ToolCall.delegated).
+	markStarted uint32 = 1 << iota
+	// markReached: such a call, or one of the tool's own, reached its
+	// tool, or may have (ToolCall.delegatedRan).
+	markReached
+)
+
+// takeMarks gives c, the call of the tool chain whose tool ran with ac
+// (inToolOf) and has returned, what ac was marked with while it ran.
+func (ac *agentCall) takeMarks(c *ToolCall) {
+	m := ac.marks.Load()
+	if m&markStarted != 0 {
+		atomic.StoreInt32(&c.delegated, 1)
+	}
+	if m&markReached != 0 {
+		atomic.StoreInt32(&c.delegatedRan, 1)
+	}
 }
 
 // withAgentCall returns ctx for the tool call of pl's agent turn whose
@@ -1388,7 +1413,7 @@ func (pl *Pipeline) agentRecordOf(ctx context.Context) string {
 	return c.key
 }
 
-// inToolOf returns ctx for the tool of call tc to run with. For an agent
+// inToolOf returns ctx for the tool of a call to run with. For an agent
 // turn's call, the calls the tool makes through the tool chain are its own,
 // recorded under no call of the turn (agentRecordOf), and none is the
 // resumed call its own is (ResumedCall), which a layer would judge by what
@@ -1396,19 +1421,17 @@ func (pl *Pipeline) agentRecordOf(ctx context.Context) string {
 // own call of an agent turn's tool) gets a node of no turn (pl nil), so that
 // an agent turn its tool runs flags it too (markDelegated).
 //
-// The *agentCall returned carries tc until the tool returns (the caller
-// then stores nil in its call).
-func inToolOf(ctx context.Context, tc *ToolCall) (context.Context, *agentCall) {
+// The *agentCall returned is marked while the tool runs; the caller
+// gives the call its marks when the tool returns (takeMarks).
+func inToolOf(ctx context.Context) (context.Context, *agentCall) {
 	c, ok := ctx.Value(agentCallCtxKey{}).(*agentCall)
 	if !ok || c.inTool {
 		// One allocation: the node and the context that carries it.
 		hc := &callCtx{Context: ctx}
 		hc.ac = agentCall{inTool: true, run: runID(ctx), up: c}
-		hc.ac.call.Store(tc)
 		return hc, &hc.ac
 	}
 	tool := &agentCall{key: c.key, plain: c.plain, inTool: true, pl: c.pl, run: c.run, up: c.up}
-	tool.call.Store(tc)
 	ctx = context.WithValue(ctx, agentCallCtxKey{}, tool)
 	if resumedOf(ctx) != nil {
 		ctx = context.WithValue(ctx, resumedCallKey{}, (*resumedCall)(nil))
@@ -1437,8 +1460,8 @@ func (c *callCtx) Value(key any) any {
 // turn anew, whose model could make the call again.
 func markDelegated(ac *agentCall) {
 	for c := ac.up; c != nil; c = c.up {
-		if tc := c.call.Load(); tc != nil {
-			atomic.StoreInt32(&tc.delegated, 1)
+		if c.inTool {
+			c.marks.Or(markStarted)
 		}
 	}
 }
@@ -1452,8 +1475,8 @@ func markDelegated(ac *agentCall) {
 // its call (ranUnder).
 func markRan(ac *agentCall) {
 	for c := ac; c != nil; c = c.up {
-		if tc := c.call.Load(); tc != nil {
-			atomic.StoreInt32(&tc.delegatedRan, 1)
+		if c.inTool {
+			c.marks.Or(markReached)
 		}
 	}
 }

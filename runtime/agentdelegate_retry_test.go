@@ -168,7 +168,7 @@ func TestRetryDoesNotRepeatAHostCallThatDelegated(t *testing.T) {
 			{"transient failure", `{"max_attempts":2,"initial_delay":"1ms"}`,
 				func(context.Context) error {
 					return &runtime.CallError{Kind: runtime.KindTransient, Message: "lookup backend unavailable"}
-				}, runtime.ClassFailure, "ran an agent turn that started a call that would repeat an effect"},
+				}, runtime.ClassFailure, "ran a call that would repeat an effect (through an agent turn it ran or of its own)"},
 		} {
 			t.Run(fmt.Sprintf("%s/via tool %v", tc.name, viaTool), func(t *testing.T) {
 				refunds, err := hostDelegation(t, viaTool, tc.retry, tc.fail)
@@ -179,4 +179,73 @@ func TestRetryDoesNotRepeatAHostCallThatDelegated(t *testing.T) {
 			})
 		}
 	}
+}
+
+// ownCallThenFailed runs, under a tool-chain retry, a read-only lookup
+// whose tool makes a call of its own (Pipeline.Tool, from inside the tool)
+// of a side-effecting refund, then fails its first attempt with fail
+// (given the attempt's context); refund is refused before it runs (NotRun)
+// when refuse is set. It returns how often the refund ran, how often
+// lookup ran, and lookup's error.
+func ownCallThenFailed(t *testing.T, retry string, refuse bool, fail func(ctx context.Context) error) (refunds, attempts int, err error) {
+	t.Helper()
+	var nRefunds, nAttempts atomic.Int64
+	var pl *runtime.Pipeline
+	p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("retry", retry)}})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}, "lookup": {}}
+	pl = rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": rt.NewModel()}, Tools: map[string]runtime.ToolFunc{
+		"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			if refuse {
+				return nil, runtime.NotRun(&runtime.CallError{Kind: runtime.KindPermanent, Message: "refunds: account locked"})
+			}
+			nRefunds.Add(1)
+			return "ok", nil
+		},
+		"lookup": func(ctx context.Context, _ *runtime.ToolCall) (any, error) {
+			_, _ = pl.Tool(ctx, runtime.ToolRequest{Name: "refund", Args: map[string]any{"order": 9}})
+			if nAttempts.Add(1) == 1 {
+				return nil, fail(ctx)
+			}
+			return "looked up", nil
+		},
+	}})
+	ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+	_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "lookup", Args: map[string]any{"order": 7}})
+	return int(nRefunds.Load()), int(nAttempts.Load()), err
+}
+
+// TestRetryDoesNotRepeatACallWhoseOwnCallActed: a read-only tool that made
+// a side-effecting call of its own (Pipeline.Tool from inside the tool),
+// which ran, then failed transiently, was run again by a retry, and the
+// refund ran twice: its call was not Delegated, as one whose agent turn
+// started such a call is. It is now: not run again, and in doubt when its
+// attempt was cut while it ran. A tool whose own call was refused before
+// it ran is run again.
+func TestRetryDoesNotRepeatACallWhoseOwnCallActed(t *testing.T) {
+	transient := func(context.Context) error {
+		return &runtime.CallError{Kind: runtime.KindTransient, Message: "lookup backend unavailable"}
+	}
+	cut := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	t.Run("transient failure", func(t *testing.T) {
+		refunds, attempts, err := ownCallThenFailed(t, `{"max_attempts":2,"initial_delay":"1ms"}`, false, transient)
+		assert.Equal(t, 1, refunds, "the refund ran once")
+		assert.Equal(t, 1, attempts, "lookup was not run again")
+		require.Error(t, err)
+		assert.Equal(t, runtime.ClassFailure, runtime.Classify(err), "%v", err)
+		assert.ErrorContains(t, err, `tool "lookup" ran a call that would repeat an effect`)
+	})
+	t.Run("attempt timed out", func(t *testing.T) {
+		refunds, attempts, err := ownCallThenFailed(t, `{"max_attempts":2,"attempt_timeout":"200ms","initial_delay":"1ms"}`, false, cut)
+		assert.Equal(t, 1, refunds, "the refund ran once")
+		assert.Equal(t, 1, attempts, "lookup was not run again")
+		require.Error(t, err)
+		assert.Equal(t, runtime.ClassInDoubt, runtime.Classify(err), "%v", err)
+		assert.ErrorContains(t, err, "after a call of its own that would repeat an effect had reached its tool")
+	})
+	t.Run("own call refused before it ran", func(t *testing.T) {
+		refunds, attempts, err := ownCallThenFailed(t, `{"max_attempts":2,"initial_delay":"1ms"}`, true, transient)
+		require.NoError(t, err)
+		assert.Equal(t, 0, refunds)
+		assert.Equal(t, 2, attempts, "lookup ran again: its own call did not run")
+	})
 }

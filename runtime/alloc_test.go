@@ -18,12 +18,12 @@ func staticTool(context.Context, *runtime.ToolCall) (any, error) { return static
 
 // TestHotPathsDoNotAllocate pins the allocation design: a chain of
 // pass-through tool layers allocates one object per call the host makes,
-// the context its tool runs with, which carries the call so that an agent
-// turn the tool runs marks it (ToolCall.Delegated; it cannot be pooled, as
-// a tool may keep its context after it returned), and the happy path of
-// fallback and retry with a breaker allocates only the model-facing yield of
-// the one model invocation (see emitToken: it cannot be pooled, since a late
-// yield must not reach a recycled call).
+// the context its tool runs with, which carries a node that an agent turn
+// or an own call the tool runs marks, for the call (ToolCall.Delegated; it
+// cannot be pooled, as a tool may keep its context after it returned), and
+// the happy path of fallback and retry with a breaker allocates only the
+// model-facing yield of the one model invocation (see emitToken: it cannot
+// be pooled, since a late yield must not reach a recycled call).
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items")

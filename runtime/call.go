@@ -1415,11 +1415,12 @@ type ToolCall struct {
 	interrupted int32
 	// delegated is set (atomically) when the tool, running for this
 	// call, ran an agent turn that started a call that would repeat an
-	// effect (Delegated).
+	// effect (Delegated): taken, when the tool returns, from the marks of
+	// the node its context carried (agentCall.takeMarks).
 	delegated int32
-	// delegatedRan is set (atomically) when such a call, or one that
-	// would repeat an effect that the tool made of its own, reached its
-	// tool, or may have (markRan).
+	// delegatedRan is set (atomically), so too, when such a call, or one
+	// that would repeat an effect that the tool made of its own, reached
+	// its tool, or may have (markRan).
 	delegatedRan int32
 	// seen holds the keys of FirstSeen, the first two in place so that
 	// the one meter of a typical chain allocates nothing (callMarks
@@ -1475,22 +1476,27 @@ func (c *ToolCall) seenLocked(key any) bool {
 	return false
 }
 
-// Delegated reports whether the tool, running for c, ran an agent turn
-// (a tool that delegates, at any depth) that started a call that would
-// repeat an effect (side_effecting and not retry_safe, or undeclared):
-// run again, the tool would run that turn anew, whose model could make the
-// call again. Such a call is side-effecting and not retry_safe, whatever
-// its tool declares: a layer that runs a failed call again (retry) must
-// not, unless the failure proves it did not run (DidNotRun), which a
-// refusal the tool returns after such a call reached its tool does not:
-// the runtime marks it MayHaveRun (in doubt), as it does one the tool
-// returns after a call of its own (Pipeline.Tool) that would repeat an
-// effect reached its tool, which Delegated does not report. It is known
-// for every call of the tool chain, an agent turn's, one the host makes
-// outside an agent turn (Pipeline.Tool) and one a tool makes of its own:
-// the tool's context carries the call, and the agent turns it runs, at any
-// depth, mark it.
-func (c *ToolCall) Delegated() bool { return atomic.LoadInt32(&c.delegated) != 0 }
+// Delegated reports whether the tool, running for c, started a call that
+// would repeat an effect (side_effecting and not retry_safe, or
+// undeclared): through an agent turn it ran (a tool that delegates, at any
+// depth), flagged when that call starts, or of its own (Pipeline.Tool from
+// inside the tool, at any depth), flagged once that call reached its tool,
+// or may have. Run again, the tool would run that turn anew, whose model
+// could make the call again, or make its own call again. Such a call is
+// side-effecting and not retry_safe, whatever its tool declares: a layer
+// that runs a failed call again (retry) must not, unless the failure
+// proves it did not run (DidNotRun), which a refusal the tool returns
+// after such a call reached its tool does not: the runtime marks it
+// MayHaveRun (in doubt). An own call refused before it ran (DidNotRun)
+// does not flag the tool's call: run again, the tool makes it anew. It is
+// known for every call of the tool chain, an agent turn's, one the host
+// makes outside an agent turn (Pipeline.Tool) and one a tool makes of its
+// own: the tool's context carries a node for the call, which the agent
+// turns and own calls it runs, at any depth, mark, and which the call
+// takes its marks from when the tool returns.
+func (c *ToolCall) Delegated() bool {
+	return atomic.LoadInt32(&c.delegated) != 0 || atomic.LoadInt32(&c.delegatedRan) != 0
+}
 
 // ArgsDigest returns the digest of the canonical JSON of the arguments
 // (object keys sorted, numbers as jsonnum.Canonical writes them: equal

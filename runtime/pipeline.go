@@ -671,11 +671,9 @@ func toolTerminal(ctx context.Context, c *ToolCall) (any, error) {
 	givePlainKey(ctx, c)
 	// A call the tool makes through the tool chain is its own, not the
 	// agent turn's call: it is recorded apart (agentRecordOf).
-	tctx, ac := inToolOf(ctx, c)
+	tctx, ac := inToolOf(ctx)
 	v, err := fn(tctx, c)
-	if ac != nil {
-		ac.call.Store(nil)
-	}
+	ac.takeMarks(c)
 	if err != nil && refusedInDoubt(err) {
 		// Another call's doubt (one the tool made): this call ran.
 		err = MayHaveRun(err)
@@ -804,14 +802,17 @@ func (c *ToolCall) Interrupted(err error) error {
 }
 
 // mayHaveActed is mayHaveActed of c's tool, which is taken as
-// side-effecting and not retry_safe when its agent turn started a call
-// that would repeat an effect (Delegated).
+// side-effecting and not retry_safe when it started a call that would
+// repeat an effect, through an agent turn or of its own (Delegated).
 func (c *ToolCall) mayHaveActed(err error, what string) error {
 	if !c.Delegated() {
 		return mayHaveActed(c.Tool, err, what)
 	}
 	t := *c.Tool
 	t.SideEffecting, t.RetrySafe = true, false
+	if atomic.LoadInt32(&c.delegated) == 0 {
+		return mayHaveActed(&t, err, what+" after a call of its own that would repeat an effect had reached its tool")
+	}
 	return mayHaveActed(&t, err, what+" after the agent turn it ran had started a call that would repeat an effect")
 }
 

@@ -819,7 +819,19 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte
 			return LeaseGrant{}, err
 		}
 		if !won {
-			return LeaseGrant{Status: LeaseHeld, Remaining: lease}, nil
+			// Another caller (another replica) won the race to take the
+			// claim over: its claim, or its outcome, is answered as any
+			// found is (held, with its note). Until it is written the
+			// claim is held, with r's note, which is the note a takeover
+			// of r claims with when r has one.
+			now, found, err := l.read(ctx, key)
+			if err != nil && !found {
+				return LeaseGrant{}, err
+			}
+			if err == nil && now.State == "pending" && now.Token == r.Token {
+				return LeaseGrant{Status: LeaseHeld, Remaining: lease, Note: r.Note}, nil
+			}
+			continue
 		}
 		tok := l.token(r.Token)
 		if err := l.KV.Set(ctx, key, l.claim(tok, lease, keep, owner, note), claimLife(lease, keep)); err != nil {

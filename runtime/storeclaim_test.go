@@ -11,7 +11,6 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
-	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -20,13 +19,7 @@ import (
 // chooses rather than the server's default.
 const claimedRedis = "test.claimed-redis"
 
-var claimedNamespace string
-
-func init() {
-	runtime.RegisterStoreKind(claimedRedis, func(ctx context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
-		return redis.Open(ctx, s.URL, claimedNamespace)
-	})
-}
+var claimedIn = storetest.NamespacedRedis(claimedRedis)
 
 // TestAPooledStoreIsNotClaimedAgainByTheSamePolicy: a new version of a
 // policy built on the store its previous version holds open (a reload)
@@ -37,7 +30,7 @@ func init() {
 // store answers.
 func TestAPooledStoreIsNotClaimedAgainByTheSamePolicy(t *testing.T) {
 	proxy := storetest.NewProxy(t, storetest.ServerURL(t, storetest.RedisEnv))
-	claimedNamespace = storetest.Prefix(t)
+	claimedIn(storetest.Prefix(t))
 	pool := runtime.NewStorePool()
 	build := func(policy, budget string) (*runtime.Pipeline, error) {
 		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":`+budget+`},"scope":"global","store":"shared"}`)}})

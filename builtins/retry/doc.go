@@ -46,8 +46,9 @@
 // a host's tool: the runtime takes each as side-effecting and not
 // retry_safe), and whatever its tool declares, when the tool of the call (an
 // agent turn's, or one the host or a tool makes) ran an agent turn that
-// started such a call
-// (runtime.ToolCall.Delegated: run again, it would run that turn anew). Its transient failure is returned as it is, with the reason
+// started such a call, or made such a call of its own (Pipeline.Tool from
+// inside the tool) that reached its tool
+// (runtime.ToolCall.Delegated: run again, it would run that turn, or make that call, anew). Its transient failure is returned as it is, with the reason
 // it was not retried appended to its message, and logged. An
 // attempt_timeout that fired while such a tool ran (it returned after its
 // attempt's context ended) is returned marked runtime.MayHaveRun

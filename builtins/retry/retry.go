@@ -374,17 +374,17 @@ func (r *Retry) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 // its failure does not prove that it did not run (runtime.DidNotRun). vet
 // reports such a retry for a declared tool (order/retry-side-effect); this
 // holds for a plan that was not vetted, an undeclared tool and an MCP tool.
-// A call whose tool ran an agent turn that started a call that would repeat
-// an effect (runtime.ToolCall.Delegated) is taken as side-effecting and not
-// retry_safe, whatever its tool declares: run again, it would run that turn
-// anew.
+// A call whose tool started a call that would repeat an effect, through an
+// agent turn it ran or of its own (runtime.ToolCall.Delegated), is taken as
+// side-effecting and not retry_safe, whatever its tool declares: run again,
+// it would run that turn, or make that call, anew.
 func (r *Retry) unsafeAgain(c *runtime.ToolCall, err error) string {
 	t := c.Tool
 	if t == nil || runtime.DidNotRun(err) {
 		return ""
 	}
 	if c.Delegated() {
-		return fmt.Sprintf("tool %q ran an agent turn that started a call that would repeat an effect, and the failure does not prove it did not act", c.Name)
+		return fmt.Sprintf("tool %q ran a call that would repeat an effect (through an agent turn it ran or of its own), and the failure does not prove it did not act", c.Name)
 	}
 	if !t.SideEffecting || t.RetrySafe {
 		return ""

@@ -12,7 +12,6 @@ import (
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
-	"github.com/agentc-dev/agentc/runtime/store/redis"
 	"github.com/agentc-dev/agentc/runtime/store/storetest"
 )
 
@@ -21,13 +20,7 @@ import (
 // so that the test leaves the default one alone.
 const unprefixed = "redis-unprefixed-test"
 
-var namespace string
-
-func init() {
-	runtime.RegisterStoreKind(unprefixed, func(ctx context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
-		return redis.Open(ctx, s.URL, namespace)
-	})
-}
+var unprefixedIn = storetest.NamespacedRedis(unprefixed)
 
 // Two policies pointed at one store without a prefix would share their
 // budgets, rate limits and idempotency keys: the second is refused. The
@@ -35,7 +28,8 @@ func init() {
 // prefix is a namespace chosen on purpose.
 func TestAStoreWithoutPrefixHoldsOnePolicy(t *testing.T) {
 	s := open(t)
-	namespace = strings.TrimSuffix(s.Prefix(), ":")
+	namespace := strings.TrimSuffix(s.Prefix(), ":")
+	unprefixedIn(namespace)
 	url := storetest.ServerURL(t, storetest.RedisEnv)
 	build := func(policy, prefix, budget string) error {
 		p := rt.Plan(plan.Chains{Chat: []plan.Layer{rt.Layer("meter", `{"budget":{"calls":`+budget+`},"scope":"global","store":"shared"}`)}})

@@ -2,13 +2,16 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentc-dev/agentc/runtime"
+	"github.com/agentc-dev/agentc/runtime/plan"
 	"github.com/agentc-dev/agentc/runtime/store/postgres"
 	"github.com/agentc-dev/agentc/runtime/store/redis"
 )
@@ -28,6 +31,24 @@ func Redis(t testing.TB, opts ...redis.Option) *redis.Store {
 		_ = s.Close()
 	})
 	return s
+}
+
+// NamespacedRedis registers kind, a redis store kind that opens its
+// stores in the namespace last given to the func it returns, rather than
+// the server's default, which a store a policy declares without a prefix
+// opens in: a test that builds such a policy gives it a namespace of its
+// own (Prefix) and leaves the default one alone. Call it from a package's
+// variable declaration or init, as runtime.RegisterStoreKind.
+func NamespacedRedis(kind string) (in func(namespace string)) {
+	var ns atomic.Pointer[string]
+	runtime.RegisterStoreKind(kind, func(ctx context.Context, _ string, s plan.Store) (runtime.StoreBackend, error) {
+		n := ns.Load()
+		if n == nil {
+			return nil, fmt.Errorf("store kind %s: no namespace given (storetest.NamespacedRedis)", kind)
+		}
+		return redis.Open(ctx, s.URL, *n)
+	})
+	return func(namespace string) { ns.Store(&namespace) }
 }
 
 // Postgres opens the test PostgreSQL server in a schema of the test's own,
