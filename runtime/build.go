@@ -9,11 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,13 +48,17 @@ func (f ModelFunc) Stream(ctx context.Context, req *ChatRequest, yield func(Delt
 	return f(ctx, req, yield)
 }
 
-// Deps are what a pipeline calls out to. Every field is optional.
+// Deps are what a pipeline calls out to. Every field is optional. A port
+// (a field of an interface type, or an entry of a map of them) set to a
+// typed nil (a nil *MemoryStore as KV, a nil *VirtualClock as Clock, a nil
+// ModelFunc) fails Build, naming it: leave it nil for its default. A nil
+// *net.Resolver is the system's resolver, as package net defines it.
 type Deps struct {
 	// Models are the model clients by name. The innermost chat handler calls
 	// the one named by the request (which fallback and hedge rewrite). Build
 	// adds a client for every model of the plan that declares a provider
 	// and is not named here (see ProviderModels): an entry here wins. A
-	// nil entry (or a nil ModelFunc) fails Build.
+	// nil entry (or a typed nil: a nil ModelFunc) fails Build.
 	Models map[string]ModelClient
 	// Tools are the tools by name.
 	Tools map[string]ToolFunc
@@ -617,20 +624,51 @@ func unserved(p *plan.Plan, models map[string]ModelClient, tools map[string]Tool
 	return errors.Join(errs...)
 }
 
-// checkDeps refuses the host's dependencies that are set but nil (a nil
-// client in Models, a nil ModelFunc, a nil RetrieverFunc): each would fail
-// every call it serves, or panic in it, instead of failing Build.
+// checkDeps refuses the host's dependencies that are set but hold nothing:
+// a nil entry in Models, and a port (a field of Deps of an interface type,
+// or an entry of a map of them) holding a typed nil (a nil *MemoryStore as
+// KV, a nil *VirtualClock as Clock, a nil ModelFunc, a nil RetrieverFunc).
+// Each would panic in the first call it serves, or fail every one, instead
+// of failing Build. Nil is the default a port's documentation names.
 func checkDeps(deps *Deps) error {
 	for _, name := range slices.Sorted(maps.Keys(deps.Models)) {
-		m := deps.Models[name]
-		if f, ok := m.(ModelFunc); m == nil || ok && f == nil {
+		if m := deps.Models[name]; m == nil || typedNil(m) {
 			return fmt.Errorf("build: Deps.Models[%q] is nil: give the model's client, or leave the name out to use the client of its provider", name)
 		}
 	}
-	if f, ok := deps.Retriever.(RetrieverFunc); ok && f == nil {
-		return errors.New("build: Deps.Retriever is a nil RetrieverFunc: give a retriever, or leave Retriever nil")
+	v := reflect.ValueOf(deps).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch {
+		case f.Kind() == reflect.Interface && !f.IsNil() && typedNil(f.Interface()):
+			return fmt.Errorf("build: Deps.%s is a nil %T: give one, or leave %s nil for its default", name, f.Interface(), name)
+		case f.Kind() == reflect.Map && f.Type().Elem().Kind() == reflect.Interface && f.Type().Key().Kind() == reflect.String:
+			keys := f.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				if e := f.MapIndex(k); !e.IsNil() && typedNil(e.Interface()) {
+					return fmt.Errorf("build: Deps.%s[%q] is a nil %T: give one, or leave the name out", name, k.String(), e.Interface())
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// nilResolver is the type of a nil *net.Resolver, which package net
+// defines as the zero Resolver: the system's.
+var nilResolver = reflect.TypeFor[*net.Resolver]()
+
+// typedNil reports whether x, a non-nil interface value, holds a nil
+// pointer, func or channel, which no method can serve a call with (but a
+// nil *net.Resolver).
+func typedNil(x any) bool {
+	v := reflect.ValueOf(x)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return v.IsNil() && v.Type() != nilResolver
+	}
+	return false
 }
 
 func (pl *Pipeline) build(ctx context.Context) error {

@@ -129,7 +129,11 @@
 // if the schema refused the string by its type alone, else the string's.
 // Mode "enforce" fails an
 // invalid result with a *ResultError naming the layer and the tool, which
-// unwraps to a permanent *runtime.CallError (the tool has run; running it
-// again would not fix its result and could repeat its effects); mode
-// "annotate" logs a warning and returns the result unchanged.
+// unwraps to a permanent *runtime.CallError and is marked runtime.Ran (the
+// tool has run; running it again would not fix its result and could repeat
+// its effects): an idempotent layer outside keeps it as the call's outcome,
+// so that a duplicate gets it without running the tool again, an audit
+// layer outside records the decision "ran", and a meter outside charges
+// the call. Mode "annotate" logs a warning and returns the result
+// unchanged.
 package outputcoerce

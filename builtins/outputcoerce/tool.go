@@ -75,8 +75,10 @@ func encodedValue(s *jsonschema.Schema, str string, diags []Diagnostic, text str
 
 // ResultError is a tool result that does not match the tool's result
 // schema (enforce mode). It unwraps to a permanent *runtime.CallError
-// naming the layer: the tool ran, and running it again (it may have side
-// effects) would not make its result valid.
+// naming the layer and to runtime.ErrRan: the tool ran, and running it
+// again (it may have side effects) would not make its result valid. So an
+// idempotent layer outside keeps it as the call's outcome, an audit layer
+// records the decision "ran" and a meter charges the call.
 type ResultError struct {
 	// Layer names the output_coerce layer; Tool the tool.
 	Layer, Tool string
@@ -99,8 +101,9 @@ func (e *ResultError) summary() string {
 // Error returns "<layer>: result of tool <tool> does not match its result_schema: ...".
 func (e *ResultError) Error() string { return e.Layer + ": " + e.summary() }
 
-// Unwrap returns the *runtime.CallError that classifies the failure.
-func (e *ResultError) Unwrap() error { return e.call }
+// Unwrap returns the *runtime.CallError that classifies the failure and
+// runtime.ErrRan.
+func (e *ResultError) Unwrap() []error { return []error{e.call, runtime.ErrRan} }
 
 // WrapTool implements runtime.ToolWrapper: a successful result of a tool
 // with a result schema is validated. Enforce mode fails the call with a

@@ -953,6 +953,12 @@ func toInt(v any) (any, error) {
 		return types.Int(x), nil
 	case int32:
 		return types.Int(x), nil
+	case uint:
+		return uintToInt(uint64(x))
+	case uint64:
+		return uintToInt(x)
+	case uint32:
+		return types.Int(x), nil
 	case float32:
 		return toInt(float64(x))
 	case types.Int:
@@ -977,6 +983,12 @@ func toDouble(v any) (any, error) {
 		return intToDouble(x)
 	case int32:
 		return types.Double(x), nil
+	case uint:
+		return uintToDouble(uint64(x))
+	case uint64:
+		return uintToDouble(x)
+	case uint32:
+		return types.Double(x), nil
 	case float32:
 		return types.Double(x), nil
 	case types.Double:
@@ -994,6 +1006,26 @@ func intToDouble(i int64) (any, error) {
 		return types.Double(f), nil
 	}
 	return nil, fmt.Errorf("want a number a double holds exactly, got the integer %d", i)
+}
+
+// uintToInt converts an unsigned integer to an int, or fails when an int
+// does not hold it (above the largest int64, which would wrap around to a
+// negative number).
+func uintToInt(u uint64) (any, error) {
+	if u > math.MaxInt64 {
+		return nil, fmt.Errorf("want an integer, got %d, which an int does not hold", u)
+	}
+	return types.Int(int64(u)), nil
+}
+
+// uintToDouble converts an unsigned integer to a double, or fails when a
+// double does not hold it exactly.
+func uintToDouble(u uint64) (any, error) {
+	f := float64(u)
+	if f < 1<<64 && uint64(f) == u {
+		return types.Double(f), nil
+	}
+	return nil, fmt.Errorf("want a number a double holds exactly, got the integer %d", u)
 }
 
 // clipNumber returns the text of n, shortened when long.
