@@ -7,6 +7,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -808,10 +809,14 @@ func sampleOf(p string) (string, *regexp.Regexp, bool) {
 
 // hostName matches a constant that names a host, with a scheme or a port
 // or not (api.example.com, https://api.example.com/), and fileName one that
-// names a file (report.pdf).
+// names a file (report.pdf); compiled on first use.
 var (
-	hostName = regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
-	fileName = regexp.MustCompile(`(?i)\.(pdf|csv|json|txt|xml|html?|zip|gz|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+	hostName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
+	})
+	fileName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\.(pdf|csv|json|txt|xml|html?|zip|gz|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+	})
 )
 
 // namesHost reports whether s, a constant a URL is tested to contain,
@@ -819,7 +824,7 @@ var (
 // scheme does (https://api.example.com/v1/), as does a host's name
 // (api.example.com), but for a file's (report.pdf).
 func namesHost(s string) bool {
-	return strings.Contains(s, "://") || hostName.MatchString(s) && !fileName.MatchString(s)
+	return strings.Contains(s, "://") || hostName().MatchString(s) && !fileName().MatchString(s)
 }
 
 // leastSample returns a string re matches, or may match where it holds
