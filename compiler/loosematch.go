@@ -809,7 +809,7 @@ func sampleOf(p string) (string, *regexp.Regexp, bool) {
 
 // hostName matches a constant that names a host, with a scheme or a port
 // or not (api.example.com, https://api.example.com/), and fileName one that
-// names a file (report.pdf).
+// names a file (report.pdf); compiled on first use.
 var (
 	hostName = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)

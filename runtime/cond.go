@@ -263,8 +263,8 @@ func predicateContent(m *Message) string {
 // message its own content (predicateContent), so that the texts read are
 // at most twice those sent. It returns nil when every turn's text is its
 // last message's own content: every turn is one message, read so already
-// (but one with tool results, which is read as tool messages and the
-// user's, appendResultMessages).
+// (one with tool results read as tool messages and the user's,
+// appendResultMessages, when the last of them reads the turn's text).
 // The system messages, when they are not one turn, are read as one too, the
 // last of them holding their texts run together.
 func TurnContents(msgs []Message) []string {
@@ -279,20 +279,15 @@ func TurnContents(msgs []Message) []string {
 			i = j
 			continue
 		}
-		// A user message with tool results is read as tool messages
-		// and the user's (appendResultMessages): its own content is
-		// not what its last one reads.
-		last := &msgs[j-1]
-		split := last.Role == "user" && last.hasResults()
-		if text := turnText(msgs[i:j]); contents != nil || split || text != predicateContent(last) {
+		if text := turnText(msgs[i:j]); contents != nil || text != sentContent(msgs[j-1:j]) {
 			if contents == nil {
 				contents = make([]string, len(msgs))
 				for k := range i {
-					contents[k] = predicateContent(&msgs[k])
+					contents[k] = sentContent(msgs[k : k+1])
 				}
 			}
 			for k := i; k < j-1; k++ {
-				contents[k] = predicateContent(&msgs[k])
+				contents[k] = sentContent(msgs[k : k+1])
 			}
 			contents[j-1] = text
 		}
@@ -321,12 +316,26 @@ func TurnContents(msgs []Message) []string {
 		if contents == nil {
 			contents = make([]string, len(msgs))
 			for k := range msgs {
-				contents[k] = predicateContent(&msgs[k])
+				contents[k] = sentContent(msgs[k : k+1])
 			}
 		}
 		contents[last] = turnText(sys)
 	}
 	return contents
+}
+
+// sentContent is the content the last message read of m (one message)
+// holds, as sent: its own (predicateContent), or, for a user message with
+// tool results, read as tool messages and the user's
+// (appendResultMessages), that of the last of them. A turn whose text is
+// that reads whole as sent, and needs no second reading.
+func sentContent(m []Message) string {
+	if m[0].Role != "user" || !m[0].hasResults() {
+		return predicateContent(&m[0])
+	}
+	var out [4]predicate.Message
+	read := appendResultMessages(out[:0], m, 0, nil)
+	return read[len(read)-1].Content
 }
 
 // turnText is the text of turn, the messages of one turn, as a model reads

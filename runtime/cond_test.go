@@ -377,3 +377,48 @@ func TestGuardsReadToolResultsBesideTextAlikeOnEveryRoute(t *testing.T) {
 		}
 	}
 }
+
+// A turn of tool results that reads whole as it reads sent (the results
+// alone, or with an empty text a prompt-cache breakpoint marks) needs no
+// second reading: every request of an Anthropic tool loop ends in one, and
+// its guards were evaluated twice over the same view, where the OpenAI
+// route's tool messages are evaluated once.
+func TestTurnContentsOfResultsReadAsSentIsNil(t *testing.T) {
+	call := runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}}}
+	result := runtime.ContentPart{Type: runtime.PartToolResult, ToolCallID: "a", Text: "wire"}
+	for name, m := range map[string]runtime.Message{
+		"a result":                   {Role: "user", Parts: []runtime.ContentPart{result}},
+		"a result and an empty text": {Role: "user", Parts: []runtime.ContentPart{result, {Type: runtime.PartText, CacheControl: &runtime.CacheControl{}}}},
+	} {
+		msgs := []runtime.Message{{Role: "user", Content: "go"}, call, m, {Role: "assistant", Content: "ok"}, {Role: "user", Content: "more"}, call, m}
+		assert.Nil(t, runtime.TurnContents(msgs), name)
+	}
+	// Where the whole reading differs, the results read before hold their own.
+	msgs := []runtime.Message{{Role: "user", Content: "go"}, call, {Role: "user", Parts: []runtime.ContentPart{result}}, call,
+		{Role: "user", Parts: []runtime.ContentPart{result, {Type: runtime.PartText, Text: " transfer"}}}}
+	assert.Equal(t, []string{"go", "", "wire", "", "wire transfer"}, runtime.TurnContents(msgs))
+}
+
+// BenchmarkEvalChatTurnsToolLoop is a guard over a request of a tool loop
+// on each route: Anthropic's results in a user message, OpenAI's tool
+// messages.
+func BenchmarkEvalChatTurnsToolLoop(b *testing.B) {
+	call := runtime.Message{Role: "assistant", ToolCalls: []runtime.ToolUse{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}}}
+	p, err := runtime.CompileChatPredicate("messages.exists(m, m.content.contains('password'))")
+	require.NoError(b, err)
+	for route, last := range map[string]runtime.Message{
+		"anthropic": {Role: "user", Parts: []runtime.ContentPart{{Type: runtime.PartToolResult, ToolCallID: "a", Text: "sunny in Lyon"}}},
+		"openai":    {Role: "tool", ToolCallID: "a", Content: "sunny in Lyon"},
+	} {
+		c := &runtime.ChatCall{Request: runtime.ChatRequest{Messages: []runtime.Message{
+			{Role: "system", Content: "You are a support agent."}, {Role: "user", Content: "Weather in Lyon?"}, call, last}}}
+		b.Run(route, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := p.EvalChatTurns(context.Background(), c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
