@@ -732,7 +732,8 @@ func looseURLHost(p string) (probe string, loose bool) {
 // hostGoesOn reports whether the RE2 pattern p, anchored, matched against
 // a whole URL, matches one whose host's name goes on past the name it
 // allows: a URL p matches is built (leastSample), and p is tried on it with
-// .evil.example, and @evil.example, after its host. probe is the URL it
+// .evil.example, and @evil.example, after its host, where it does not
+// match the URL with another host in its place. probe is the URL it
 // matches: https://api.example.com.evil.example for
 // '^https://api\.example\.com.*'.
 func hostGoesOn(p string) (probe string, loose bool) {
@@ -747,6 +748,10 @@ func hostGoesOn(p string) (probe string, loose bool) {
 		end = start + i
 	}
 	if end == start || !isLabelByte(s[end-1]) {
+		return "", false
+	}
+	if match.MatchString(s[:start] + "evil.example" + s[end:]) {
+		// It names no host ('^https://[^/]+/v1/'): its host is egress's.
 		return "", false
 	}
 	for _, more := range []string{".evil.example", "@evil.example"} {

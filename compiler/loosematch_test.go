@@ -61,6 +61,9 @@ func TestHostGoesOn(t *testing.T) {
 		{`^https://api\.example\.com(:443)?/.*`, ""},
 		{`^https://api\.example\.com(/.*)?$`, ""},
 		{`^https://.*`, ""},
+		{`^https://[^/]+/v1/`, ""},
+		{`^https://[a-z0-9.-]+/v1/.*$`, ""},
+		{`^https?://([a-z]+\.)*[a-z]+(:\d+)?/`, ""},
 		{`^/srv/data/.*`, ""},
 		{`(`, ""},
 	})
