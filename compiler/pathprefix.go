@@ -699,17 +699,25 @@ func aside(prefix string, dots bool) string {
 // dotProbes returns the values that a test of a path (or a URL, where
 // url is set) for .. must fail for to excuse a prefix test of it: those
 // that go on from prefix with a .. segment, in the middle (traversals) or
-// at the end (/srv/data/.., which names /srv).
+// at the end (/srv/data/.., which names /srv, and /srv/data/../): a test
+// that fails for the first alone for a word it names (passwd) does not.
 func dotProbes(prefix string, url bool) []string {
-	return append(traversals(prefix, url)[:1], strings.TrimSuffix(prefix, "/")+"/..")
+	p := strings.TrimSuffix(prefix, "/")
+	return append(traversals(prefix, url)[:1], p+"/..", p+"/../")
 }
 
 // percentProbes returns the URLs that a test of a URL for percent escapes
 // must fail for to excuse a prefix test of it: those that go on from
-// prefix with a segment a WHATWG parser reads as .., in either case.
+// prefix with a segment a WHATWG parser reads as .., in either case, with
+// a name after it and without (/v1/public/%2e%2e names /v1): a test that
+// fails for the first alone for a word it names (admin) does not.
 func percentProbes(prefix string) []string {
 	p := strings.TrimSuffix(prefix, "/")
-	return []string{p + "/%2e%2e/%2e%2e/admin", p + "/%2E%2E/admin", p + "/.%2e/admin", p + "/%2E./admin"}
+	var out []string
+	for _, dots := range []string{"%2e%2e", "%2E%2E", ".%2e", "%2E."} {
+		out = append(out, p+"/"+dots+"/admin", p+"/"+dots+"/", p+"/"+dots)
+	}
+	return out
 }
 
 // traversals returns the probes of a prefix test: values that begin with

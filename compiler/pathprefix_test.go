@@ -126,6 +126,25 @@ chains: tool: [
 			"9 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path, the path write_file's path_arg names: it also holds for /srv/data-secrets",
 			"10 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path",
 		}},
+		// A test beside a prefix test excuses its traversals where it fails
+		// for each way out of the prefix, not only for the few spelled in full:
+		// a test of the path for a word the usual traversal names (passwd,
+		// admin) and of its end for .. lets /srv/data/../ and
+		// /v1/public/%2e%2e through.
+		{"DotsTestOfAWord", `package p
+
+tools: fetch: {url_arg: "url", args: {type: "object", required: ["url"], properties: url: type: "string"}}
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "egress", allow: ["api.example.com"]},
+	{use: "guard", name: "ok", tools: ["fetch"], require: "args.url.startsWith('https://api.example.com/v1/public/') && !args.url.contains('..') && !args.url.contains('%')"},
+	{use: "guard", name: "a", tools: ["fetch"], require: "args.url.startsWith('https://api.example.com/v1/public/') && !args.url.contains('..') && !args.url.contains('admin')"},
+	{use: "guard", name: "b", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && !args.path.contains('passwd') && !args.path.endsWith('..')"},
+]
+`, []string{
+			"8 warning: the require lets the call through on startsWith('https://api.example.com/v1/public/'), a prefix test of args.url",
+			"9 warning: the require lets the call through on startsWith('/srv/data/'), a prefix test of args.path",
+		}},
 		// A conditional one branch of which never lets the call through holds
 		// its condition beside the other: a ".." test there excuses a prefix test
 		// in that branch, as a conjunct does.
