@@ -525,7 +525,20 @@ func (k argKeys) key(e ast.Expr, exact bool) string {
 			}
 		}
 	case ast.CallKind:
-		if c := e.AsCall(); c.FunctionName() == operators.Index && len(c.Args()) == 2 {
+		c := e.AsCall()
+		switch fn := c.FunctionName(); {
+		case (fn == "orValue" && len(c.Args()) == 1 || fn == "value" && len(c.Args()) == 0) && c.IsMemberFunction():
+			// The value of an optional read (args.files[?0].path.orValue('')).
+			return k.key(c.Target(), exact)
+		case fn == operators.OptSelect && len(c.Args()) == 2:
+			if field, ok := stringLiteral(c.Args()[1]); ok {
+				if base := k.key(c.Args()[0], exact); base != "" {
+					return base + "." + field
+				}
+			}
+			return ""
+		}
+		if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex) && len(c.Args()) == 2 {
 			if base := k.key(c.Args()[0], exact); base != "" {
 				if !exact {
 					return base + "[]"

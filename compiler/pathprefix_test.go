@@ -227,3 +227,29 @@ func TestTraversalMatches(t *testing.T) {
 		assert.Equal(t, tc.probe, probe, tc.pattern)
 	}
 }
+
+// A path_arg below the top of the arguments read through an optional
+// index or field (args.files[?0].path.orValue(""), args.request.?path)
+// is the path, as it is through a plain one: a prefix test of it is
+// reported, and a ".." test of it beside one excuses it.
+func TestPrefixFindingsOptional(t *testing.T) {
+	got := ruleFindings(t, `package p
+
+tools: copy: {path_arg: "/files/*/path", args: {type: "object", required: ["files"], properties: {
+	files: {type: "array", items: {type: "object", required: ["path"], properties: path: type: "string"}}
+}}}
+tools: read: {path_arg: "/request/path", args: {type: "object", required: ["request"], properties: {
+	request: {type: "object", properties: path: type: "string"}
+}}}
+chains: tool: [
+	{use: "guard", name: "a", tools: ["copy"], require: "args.files[?0].path.orValue('').startsWith('/srv/')"},
+	{use: "guard", name: "b", tools: ["read"], require: "args.request.?path.orValue('').startsWith('/srv/')"},
+	{use: "guard", name: "ok1", tools: ["copy"], require: "args.files.size() == 1 && args.files[0].path.startsWith('/srv/') && !args.files[?0].path.orValue('').contains('..')"},
+	{use: "guard", name: "ok2", tools: ["read"], require: "args.request.?path.value().startsWith('/srv/') && !args.request.?path.orValue('').contains('..')"},
+]
+`, ruleLooseMatch)
+	assertPrefixes(t, got, []string{
+		"10 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.files[?0].path.orValue(\"\")",
+		"11 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.request.?path.orValue(\"\")",
+	})
+}

@@ -727,7 +727,9 @@ of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list, a filter() of it or a map() of
 it to the path (args.files.all(f, f.path.startsWith('/srv/data/')),
-args.files.map(f, f.path).all(p, p.startsWith('/srv/data/'))), and
+args.files.map(f, f.path).all(p, p.startsWith('/srv/data/'))), an
+optional read of either is one of it (args.files[?0].path.orValue(''),
+args.request.?path.value()), and
 a test of lower() or lowerAscii() of the path (or URL) is one of it. Such a prefix test
 of a path is reported on the side that blocks too, as a path names a
 file under the prefix without beginning with it: deny:
