@@ -816,7 +816,7 @@ func sampleOf(p string) (string, *regexp.Regexp, bool) {
 // names a file (report.pdf).
 var (
 	hostName = regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
-	fileName = regexp.MustCompile(`(?i)\.(pdf|csv|json|txt|xml|html?|zip|gz|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+	fileName = regexp.MustCompile(`(?i)\.(pdf|csv|tsv|json|ya?ml|toml|txt|xml|rss|html?|php|aspx?|jsp|js|css|svg|webp|zip|gz|tgz|tar|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
 )
 
 // namesHost reports whether s, a constant a URL is tested to contain,
