@@ -764,12 +764,14 @@ func hostGoesOn(p string) (probe string, loose bool) {
 
 // hostHolds reports whether the RE2 pattern p, matched against a host,
 // matches one that merely holds a name it allows: a host p matches is
-// built (leastSample), and p is tried on it with .evil.example after it.
+// built (leastSample), and p is tried on it with .evil.example after it,
+// where p does not match a host it names nothing of (other.invalid).
 // host is the host it matches: a.example.com.evil.example for
 // '.*\.example\.com'.
 func hostHolds(p string) (host string, loose bool) {
 	s, match, ok := sampleOf(p)
-	if !ok || s == "" {
+	if !ok || s == "" || match.MatchString("other.invalid") {
+		// It names no host ('^[a-z0-9.-]+$'): any host's name is one.
 		return "", false
 	}
 	if strings.HasPrefix(s, ".") {

@@ -77,6 +77,8 @@ func TestHostHolds(t *testing.T) {
 		{`.*example\.com.*`, "example.com.evil.example"},
 		{`.*\.example\.com$`, ""},
 		{`^(.+\.)?example\.com$`, ""},
+		{`^[a-z0-9.-]+$`, ""},
+		{`.*`, ""},
 	})
 }
 
