@@ -114,9 +114,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, named map[string]prefixArg,
 	junction := func(e ast.Expr, pol int) func() {
 		n := len(beside)
 		lettingConjuncts(e, pol, side, func(call ast.CallExpr, lets bool) {
-			if lets {
+			if lets != (call.FunctionName() == operators.NotEquals) {
 				// A test that holds where the call is let through
-				// excuses nothing.
+				// excuses nothing, but for s != '..', which fails
+				// there where s == '..' holds.
 				return
 			}
 			if b, ok := besideTestOf(call, keys); ok {
@@ -301,7 +302,8 @@ func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 
 // segmentTest returns the test call is of a path for a segment, where it
 // is: '..' in args.path.split('/'), or s == '..' where s ranges over
-// args.path.split('/') (args.path.split('/').exists(s, s == '..')).
+// args.path.split('/') (args.path.split('/').exists(s, s == '..')); for
+// s != '..' (all(s, s != '..')), the test that it fails.
 func segmentTest(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 	a := call.Args()
 	if len(a) != 2 || call.IsMemberFunction() {
@@ -316,7 +318,7 @@ func segmentTest(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 			return besideTest{}, false
 		}
 		key, sep, seg = keys.exact(target), s, c
-	case operators.Equals:
+	case operators.Equals, operators.NotEquals:
 		for i := range a {
 			c, ok := stringLiteral(a[1-i])
 			k, s, found := strings.Cut(keys.exact(a[i]), splitMark)

@@ -140,10 +140,14 @@ chains: tool: [
 	{use: "guard", name: "ok", tools: ["fetch"], require: "args.url.startsWith('https://api.example.com/v1/public/') && !args.url.contains('..') && !args.url.contains('%')"},
 	{use: "guard", name: "a", tools: ["fetch"], require: "args.url.startsWith('https://api.example.com/v1/public/') && !args.url.contains('..') && !args.url.contains('admin')"},
 	{use: "guard", name: "b", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && !args.path.contains('passwd') && !args.path.endsWith('..')"},
+	{use: "guard", name: "ok2", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && args.path.split('/').all(s, s != '..')"},
+	{use: "guard", name: "ok3", tools: ["read_file"], deny: "!args.path.startsWith('/srv/data/') || !args.path.split('/').all(s, s != '..')"},
+	{use: "guard", name: "c", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && args.path.split('/').exists(s, s != '..')"},
 ]
 `, []string{
 			"8 warning: the require lets the call through on startsWith('https://api.example.com/v1/public/'), a prefix test of args.url",
 			"9 warning: the require lets the call through on startsWith('/srv/data/'), a prefix test of args.path",
+			"12 warning: the require lets the call through on startsWith('/srv/data/'), a prefix test of args.path",
 		}},
 		// A conditional one branch of which never lets the call through holds
 		// its condition beside the other: a ".." test there excuses a prefix test

@@ -705,7 +705,7 @@ file_check layer (a test beside it of the same path for "..",
 !args.path.contains('..'), is not reported, nor one written with
 contains_any(), matches_any(), a pattern that finds every ..
 segment, such as '(^|/)\\.\\.(/|$)', or a test of its segments,
-'..' in args.path.split('/'), but for one that lets a path
+'..' in args.path.split('/') or args.path.split('/').all(s, s != '..'), but for one that lets a path
 ending in /.. through, !args.path.contains('../') or
 contains('/../'): /srv/data/.. names /srv; a test of one element of a
 list (args.files[0].path) is beside a prefix test of that element alone,
