@@ -758,7 +758,8 @@ func traversals(prefix string, url bool) []string {
 // it is the longest part ending in a / of a value p matches (leastSample)
 // that p goes on from with a traversal: '/srv/data/' for
 // '^/srv/(data|reports)/' and for '^/srv/data/.*\.csv$', which matches
-// /srv/data/../../x/.csv. A pattern with no such part whose literal
+// /srv/data/../../x/.csv, or, before those, that value where p goes on
+// from it with one: '/srv/data' for '^/srv/(data|reports).*'. A pattern with no such part whose literal
 // prefix names nothing below the root (or, for a URL, no path) has the
 // value it matches as its prefix, which it names on the side that blocks:
 // /etc/passwd for '^/(etc|root)/passwd$'.
@@ -779,6 +780,12 @@ func traversalMatches(p string, url bool) (prefix, probe, sibling string) {
 		s = l
 	} else if !ok || !m.MatchString(s) {
 		return prefix, "", sibling
+	}
+	if !strings.HasSuffix(s, "/") {
+		// It goes on from the whole value ('^/srv/(data|reports).*').
+		if probe := leaving(s, "", url, m); probe != "" {
+			return s, probe, sibling
+		}
 	}
 	for i := len(s); i > 0; i-- {
 		if s[i-1] != '/' {

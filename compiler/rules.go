@@ -693,9 +693,10 @@ write startsWith('https://api.example.com/'). So does a prefix test of
 the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
 anchored at its start that also matches the prefix followed by
 /../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*', or by /..,
-'^/srv/data/[^/]+$', or a value it matches with a traversal after a
-part of it that ends in a /: '^/srv/(data|reports)/' matches
-/srv/data/../../etc/passwd, '^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
+'^/srv/data/[^/]+$', or a value it matches with a traversal after the
+whole of it or a part of it that ends in a /: '^/srv/(data|reports).*'
+and '^/srv/(data|reports)/' match /srv/data/../../etc/passwd,
+'^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
 while '^/srv/(data|reports)/[a-z0-9_]+\\.csv$' matches none) where no
 file_check layer covers the tool (one with a when does not, as the calls
 it skips reach the tool as spelled): args.path.startsWith('/srv/data/')
