@@ -7,6 +7,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -292,7 +293,7 @@ func looseTests(src string, side int, closed func(path string) bool, arg func(ke
 				}
 			case fn == "startsWith" && c.IsMemberFunction() && len(args) == 1 && !isPinned(c.Target()):
 				for _, k := range consts(args[0]) {
-					if s := k.s; bareOrigin.MatchString(s) {
+					if s := k.s; bareOrigin().MatchString(s) {
 						out = append(out, looseTest{offset: f.offset(k.at), pol: pol,
 							why: fmt.Sprintf("startsWith('%s'), which also holds for %s.evil.example/ and %s@evil.example/, URLs to other hosts; write startsWith('%s/'), or test url_host()", s, s, s, s)})
 					}
@@ -813,12 +814,16 @@ func sampleOf(p string) (string, *regexp.Regexp, bool) {
 	return s, match, ok && match.MatchString(s)
 }
 
-// hostName matches a constant that names a host, with a scheme or a port
+// hostName matches (built on first use) a constant that names a host, with a scheme or a port
 // or not (api.example.com, https://api.example.com/), and fileName one that
 // names a file (report.pdf).
 var (
-	hostName = regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
-	fileName = regexp.MustCompile(`(?i)\.(pdf|csv|tsv|json|ya?ml|toml|txt|xml|rss|html?|php|aspx?|jsp|js|css|svg|webp|zip|gz|tgz|tar|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+	hostName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
+	})
+	fileName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\.(pdf|csv|tsv|json|ya?ml|toml|txt|xml|rss|html?|php|aspx?|jsp|js|css|svg|webp|zip|gz|tgz|tar|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+	})
 )
 
 // namesHost reports whether s, a constant a URL is tested to contain,
@@ -826,7 +831,7 @@ var (
 // scheme does (https://api.example.com/v1/), as does a host's name
 // (api.example.com), but for a file's (report.pdf).
 func namesHost(s string) bool {
-	return strings.Contains(s, "://") || hostName.MatchString(s) && !fileName.MatchString(s)
+	return strings.Contains(s, "://") || hostName().MatchString(s) && !fileName().MatchString(s)
 }
 
 // leastSample returns a string re matches, or may match where it holds
@@ -877,7 +882,7 @@ func leastSample(re *syntax.Regexp) (string, bool) {
 
 // bareOrigin matches a URL that ends with its host (or port), with no
 // path: a prefix of other hosts' URLs.
-var bareOrigin = regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/?#\s]+$`)
+var bareOrigin = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^[a-z][a-z0-9+.-]*://[^/?#\s]+$`) })
 
 // hostOf returns the URL of which e is url_host(url), or lower() of it.
 func hostOf(e ast.Expr) (ast.Expr, bool) {
