@@ -733,7 +733,8 @@ func looseURLHost(p string) (probe string, loose bool) {
 // hostGoesOn reports whether the RE2 pattern p, anchored, matched against
 // a whole URL, matches one whose host's name goes on past the name it
 // allows: a URL p matches is built (leastSample), and p is tried on it with
-// .evil.example, and @evil.example, after its host. probe is the URL it
+// .evil.example, and @evil.example, after its host, where it does not
+// match the URL with another host in its place. probe is the URL it
 // matches: https://api.example.com.evil.example for
 // '^https://api\.example\.com.*'.
 func hostGoesOn(p string) (probe string, loose bool) {
@@ -750,6 +751,10 @@ func hostGoesOn(p string) (probe string, loose bool) {
 	if end == start || !isLabelByte(s[end-1]) {
 		return "", false
 	}
+	if match.MatchString(s[:start] + "evil.example" + s[end:]) {
+		// It names no host ('^https://[^/]+/v1/'): its host is egress's.
+		return "", false
+	}
 	for _, more := range []string{".evil.example", "@evil.example"} {
 		if probe = s[:end] + more + s[end:]; match.MatchString(probe) {
 			return probe, true
@@ -760,12 +765,14 @@ func hostGoesOn(p string) (probe string, loose bool) {
 
 // hostHolds reports whether the RE2 pattern p, matched against a host,
 // matches one that merely holds a name it allows: a host p matches is
-// built (leastSample), and p is tried on it with .evil.example after it.
+// built (leastSample), and p is tried on it with .evil.example after it,
+// where p does not match a host it names nothing of (other.invalid).
 // host is the host it matches: a.example.com.evil.example for
 // '.*\.example\.com'.
 func hostHolds(p string) (host string, loose bool) {
 	s, match, ok := sampleOf(p)
-	if !ok || s == "" {
+	if !ok || s == "" || match.MatchString("other.invalid") {
+		// It names no host ('^[a-z0-9.-]+$'): any host's name is one.
 		return "", false
 	}
 	if strings.HasPrefix(s, ".") {
@@ -815,7 +822,7 @@ var (
 		return regexp.MustCompile(`(?i)^([a-z][a-z0-9+.-]*://)?[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}\.?(:[0-9]+)?/?$`)
 	})
 	fileName = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?i)\.(pdf|csv|json|txt|xml|html?|zip|gz|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
+		return regexp.MustCompile(`(?i)\.(pdf|csv|tsv|json|ya?ml|toml|txt|xml|rss|html?|php|aspx?|jsp|js|css|svg|webp|zip|gz|tgz|tar|png|jpe?g|gif|docx?|xlsx?|md|log)$`)
 	})
 )
 

@@ -61,6 +61,9 @@ func TestHostGoesOn(t *testing.T) {
 		{`^https://api\.example\.com(:443)?/.*`, ""},
 		{`^https://api\.example\.com(/.*)?$`, ""},
 		{`^https://.*`, ""},
+		{`^https://[^/]+/v1/`, ""},
+		{`^https://[a-z0-9.-]+/v1/.*$`, ""},
+		{`^https?://([a-z]+\.)*[a-z]+(:\d+)?/`, ""},
 		{`^/srv/data/.*`, ""},
 		{`(`, ""},
 	})
@@ -74,6 +77,8 @@ func TestHostHolds(t *testing.T) {
 		{`.*example\.com.*`, "example.com.evil.example"},
 		{`.*\.example\.com$`, ""},
 		{`^(.+\.)?example\.com$`, ""},
+		{`^[a-z0-9.-]+$`, ""},
+		{`.*`, ""},
 	})
 }
 
@@ -86,6 +91,11 @@ func TestNamesHost(t *testing.T) {
 		"https://api.example.com/": true,
 		"api.example.com:8443":     true,
 		"report.pdf":               false,
+		"openapi.yaml":             false,
+		"config.yml":               false,
+		"index.php":                false,
+		"app.js":                   false,
+		"feed.rss":                 false,
 		"/v1/public/":              false,
 		"debug":                    false,
 		"127.0.0.1":                false,

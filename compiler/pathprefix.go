@@ -114,9 +114,10 @@ func (c *Compilation) checkPathPrefixes(x *dsl.Expr, named map[string]prefixArg,
 	junction := func(e ast.Expr, pol int) func() {
 		n := len(beside)
 		lettingConjuncts(e, pol, side, func(call ast.CallExpr, lets bool) {
-			if lets {
+			if lets != (call.FunctionName() == operators.NotEquals) {
 				// A test that holds where the call is let through
-				// excuses nothing.
+				// excuses nothing, but for s != '..', which fails
+				// there where s == '..' holds.
 				return
 			}
 			if b, ok := besideTestOf(call, keys); ok {
@@ -301,7 +302,8 @@ func besideTestOf(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 
 // segmentTest returns the test call is of a path for a segment, where it
 // is: '..' in args.path.split('/'), or s == '..' where s ranges over
-// args.path.split('/') (args.path.split('/').exists(s, s == '..')).
+// args.path.split('/') (args.path.split('/').exists(s, s == '..')); for
+// s != '..' (all(s, s != '..')), the test that it fails.
 func segmentTest(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 	a := call.Args()
 	if len(a) != 2 || call.IsMemberFunction() {
@@ -316,7 +318,7 @@ func segmentTest(call ast.CallExpr, keys argKeys) (besideTest, bool) {
 			return besideTest{}, false
 		}
 		key, sep, seg = keys.exact(target), s, c
-	case operators.Equals:
+	case operators.Equals, operators.NotEquals:
 		for i := range a {
 			c, ok := stringLiteral(a[1-i])
 			k, s, found := strings.Cut(keys.exact(a[i]), splitMark)
@@ -525,7 +527,20 @@ func (k argKeys) key(e ast.Expr, exact bool) string {
 			}
 		}
 	case ast.CallKind:
-		if c := e.AsCall(); c.FunctionName() == operators.Index && len(c.Args()) == 2 {
+		c := e.AsCall()
+		switch fn := c.FunctionName(); {
+		case (fn == "orValue" && len(c.Args()) == 1 || fn == "value" && len(c.Args()) == 0) && c.IsMemberFunction():
+			// The value of an optional read (args.files[?0].path.orValue('')).
+			return k.key(c.Target(), exact)
+		case fn == operators.OptSelect && len(c.Args()) == 2:
+			if field, ok := stringLiteral(c.Args()[1]); ok {
+				if base := k.key(c.Args()[0], exact); base != "" {
+					return base + "." + field
+				}
+			}
+			return ""
+		}
+		if fn := c.FunctionName(); (fn == operators.Index || fn == operators.OptIndex) && len(c.Args()) == 2 {
 			if base := k.key(c.Args()[0], exact); base != "" {
 				if !exact {
 					return base + "[]"
@@ -699,17 +714,25 @@ func aside(prefix string, dots bool) string {
 // dotProbes returns the values that a test of a path (or a URL, where
 // url is set) for .. must fail for to excuse a prefix test of it: those
 // that go on from prefix with a .. segment, in the middle (traversals) or
-// at the end (/srv/data/.., which names /srv).
+// at the end (/srv/data/.., which names /srv, and /srv/data/../): a test
+// that fails for the first alone for a word it names (passwd) does not.
 func dotProbes(prefix string, url bool) []string {
-	return append(traversals(prefix, url)[:1], strings.TrimSuffix(prefix, "/")+"/..")
+	p := strings.TrimSuffix(prefix, "/")
+	return append(traversals(prefix, url)[:1], p+"/..", p+"/../")
 }
 
 // percentProbes returns the URLs that a test of a URL for percent escapes
 // must fail for to excuse a prefix test of it: those that go on from
-// prefix with a segment a WHATWG parser reads as .., in either case.
+// prefix with a segment a WHATWG parser reads as .., in either case, with
+// a name after it and without (/v1/public/%2e%2e names /v1): a test that
+// fails for the first alone for a word it names (admin) does not.
 func percentProbes(prefix string) []string {
 	p := strings.TrimSuffix(prefix, "/")
-	return []string{p + "/%2e%2e/%2e%2e/admin", p + "/%2E%2E/admin", p + "/.%2e/admin", p + "/%2E./admin"}
+	var out []string
+	for _, dots := range []string{"%2e%2e", "%2E%2E", ".%2e", "%2E."} {
+		out = append(out, p+"/"+dots+"/admin", p+"/"+dots+"/", p+"/"+dots)
+	}
+	return out
 }
 
 // traversals returns the probes of a prefix test: values that begin with
@@ -735,7 +758,8 @@ func traversals(prefix string, url bool) []string {
 // it is the longest part ending in a / of a value p matches (leastSample)
 // that p goes on from with a traversal: '/srv/data/' for
 // '^/srv/(data|reports)/' and for '^/srv/data/.*\.csv$', which matches
-// /srv/data/../../x/.csv. A pattern with no such part whose literal
+// /srv/data/../../x/.csv, or, before those, that value where p goes on
+// from it with one: '/srv/data' for '^/srv/(data|reports).*'. A pattern with no such part whose literal
 // prefix names nothing below the root (or, for a URL, no path) has the
 // value it matches as its prefix, which it names on the side that blocks:
 // /etc/passwd for '^/(etc|root)/passwd$'.
@@ -756,6 +780,12 @@ func traversalMatches(p string, url bool) (prefix, probe, sibling string) {
 		s = l
 	} else if !ok || !m.MatchString(s) {
 		return prefix, "", sibling
+	}
+	if !strings.HasSuffix(s, "/") {
+		// It goes on from the whole value ('^/srv/(data|reports).*').
+		if probe := leaving(s, "", url, m); probe != "" {
+			return s, probe, sibling
+		}
 	}
 	for i := len(s); i > 0; i-- {
 		if s[i-1] != '/' {

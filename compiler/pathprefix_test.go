@@ -126,6 +126,29 @@ chains: tool: [
 			"9 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path, the path write_file's path_arg names: it also holds for /srv/data-secrets",
 			"10 warning: the require lets the call through on startsWith('/srv/data'), a prefix test of args.path",
 		}},
+		// A test beside a prefix test excuses its traversals where it fails
+		// for each way out of the prefix, not only for the few spelled in full:
+		// a test of the path for a word the usual traversal names (passwd,
+		// admin) and of its end for .. lets /srv/data/../ and
+		// /v1/public/%2e%2e through.
+		{"DotsTestOfAWord", `package p
+
+tools: fetch: {url_arg: "url", args: {type: "object", required: ["url"], properties: url: type: "string"}}
+tools: read_file: {path_arg: "path", args: {type: "object", required: ["path"], properties: path: type: "string"}}
+chains: tool: [
+	{use: "egress", allow: ["api.example.com"]},
+	{use: "guard", name: "ok", tools: ["fetch"], require: "args.url.startsWith('https://api.example.com/v1/public/') && !args.url.contains('..') && !args.url.contains('%')"},
+	{use: "guard", name: "a", tools: ["fetch"], require: "args.url.startsWith('https://api.example.com/v1/public/') && !args.url.contains('..') && !args.url.contains('admin')"},
+	{use: "guard", name: "b", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && !args.path.contains('passwd') && !args.path.endsWith('..')"},
+	{use: "guard", name: "ok2", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && args.path.split('/').all(s, s != '..')"},
+	{use: "guard", name: "ok3", tools: ["read_file"], deny: "!args.path.startsWith('/srv/data/') || !args.path.split('/').all(s, s != '..')"},
+	{use: "guard", name: "c", tools: ["read_file"], require: "args.path.startsWith('/srv/data/') && args.path.split('/').exists(s, s != '..')"},
+]
+`, []string{
+			"8 warning: the require lets the call through on startsWith('https://api.example.com/v1/public/'), a prefix test of args.url",
+			"9 warning: the require lets the call through on startsWith('/srv/data/'), a prefix test of args.path",
+			"12 warning: the require lets the call through on startsWith('/srv/data/'), a prefix test of args.path",
+		}},
 		// A conditional one branch of which never lets the call through holds
 		// its condition beside the other: a ".." test there excuses a prefix test
 		// in that branch, as a conjunct does.
@@ -196,10 +219,14 @@ func TestTraversalMatches(t *testing.T) {
 		{`^/srv/[a-z]+/`, false, "/srv/a/", "/srv/a/../../etc/passwd"},
 		{`^/srv/data/.*\.csv$`, false, "/srv/data/", "/srv/data/../../x/.csv"},
 		{`^https://api\.example\.com/v1/(public|docs)/.*\.json$`, true, "https://api.example.com/v1/public/", "https://api.example.com/v1/public/../../x/.json"},
+		{`^/srv/(data|reports).*`, false, "/srv/data", "/srv/data/../../etc/passwd"},
+		{`^/srv/[a-z]+.*$`, false, "/srv/a", "/srv/a/../../etc/passwd"},
+		{`^https://api\.example\.com/v1/(public|docs).*`, true, "https://api.example.com/v1/public", "https://api.example.com/v1/public/../../admin"},
+		{`^/srv/[a-z]+$`, false, "/srv/", ""},
 		{`^/srv/(data|reports)/[a-z0-9_]+\.csv$`, false, "/srv/", ""},
 		{`^/srv/data/([^./][^/]*/)*[^./][^/]*$`, false, "/srv/data/", ""},
 		{`^/(etc|root)/passwd$`, false, "/etc/passwd", ""},
-		{`^https://(api|www)\.example\.com/v1/admin`, true, "https://api.example.com/v1/admin", ""},
+		{`^https://(api|www)\.example\.com/v1/admin`, true, "https://api.example.com/v1/admin", "https://api.example.com/v1/admin/../../admin"},
 		{`(?i)^/etc/passwd$`, false, "/etc/passwd", ""},
 		{`/srv/data/`, false, "", ""},
 	} {
@@ -207,4 +234,30 @@ func TestTraversalMatches(t *testing.T) {
 		assert.Equal(t, tc.prefix, prefix, tc.pattern)
 		assert.Equal(t, tc.probe, probe, tc.pattern)
 	}
+}
+
+// A path_arg below the top of the arguments read through an optional
+// index or field (args.files[?0].path.orValue(""), args.request.?path)
+// is the path, as it is through a plain one: a prefix test of it is
+// reported, and a ".." test of it beside one excuses it.
+func TestPrefixFindingsOptional(t *testing.T) {
+	got := ruleFindings(t, `package p
+
+tools: copy: {path_arg: "/files/*/path", args: {type: "object", required: ["files"], properties: {
+	files: {type: "array", items: {type: "object", required: ["path"], properties: path: type: "string"}}
+}}}
+tools: read: {path_arg: "/request/path", args: {type: "object", required: ["request"], properties: {
+	request: {type: "object", properties: path: type: "string"}
+}}}
+chains: tool: [
+	{use: "guard", name: "a", tools: ["copy"], require: "args.files[?0].path.orValue('').startsWith('/srv/')"},
+	{use: "guard", name: "b", tools: ["read"], require: "args.request.?path.orValue('').startsWith('/srv/')"},
+	{use: "guard", name: "ok1", tools: ["copy"], require: "args.files.size() == 1 && args.files[0].path.startsWith('/srv/') && !args.files[?0].path.orValue('').contains('..')"},
+	{use: "guard", name: "ok2", tools: ["read"], require: "args.request.?path.value().startsWith('/srv/') && !args.request.?path.orValue('').contains('..')"},
+]
+`, ruleLooseMatch)
+	assertPrefixes(t, got, []string{
+		"10 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.files[?0].path.orValue(\"\")",
+		"11 warning: the require lets the call through on startsWith('/srv/'), a prefix test of args.request.?path.orValue(\"\")",
+	})
 }

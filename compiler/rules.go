@@ -693,9 +693,10 @@ write startsWith('https://api.example.com/'). So does a prefix test of
 the path a tool's path_arg names (startsWith('/srv/data/'), or a pattern
 anchored at its start that also matches the prefix followed by
 /../../etc/passwd, such as '^/srv/data/' or '^/srv/data/.*', or by /..,
-'^/srv/data/[^/]+$', or a value it matches with a traversal after a
-part of it that ends in a /: '^/srv/(data|reports)/' matches
-/srv/data/../../etc/passwd, '^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
+'^/srv/data/[^/]+$', or a value it matches with a traversal after the
+whole of it or a part of it that ends in a /: '^/srv/(data|reports).*'
+and '^/srv/(data|reports)/' match /srv/data/../../etc/passwd,
+'^/srv/data/.*\\.csv$' /srv/data/../../x/.csv,
 while '^/srv/(data|reports)/[a-z0-9_]+\\.csv$' matches none) where no
 file_check layer covers the tool (one with a when does not, as the calls
 it skips reach the tool as spelled): args.path.startsWith('/srv/data/')
@@ -705,7 +706,7 @@ file_check layer (a test beside it of the same path for "..",
 !args.path.contains('..'), is not reported, nor one written with
 contains_any(), matches_any(), a pattern that finds every ..
 segment, such as '(^|/)\\.\\.(/|$)', or a test of its segments,
-'..' in args.path.split('/'), but for one that lets a path
+'..' in args.path.split('/') or args.path.split('/').all(s, s != '..'), but for one that lets a path
 ending in /.. through, !args.path.contains('../') or
 contains('/../'): /srv/data/.. names /srv; a test of one element of a
 list (args.files[0].path) is beside a prefix test of that element alone,
@@ -727,7 +728,9 @@ of the arguments (/request/path, /files/*/path) is read through its
 object (args.request.path), a constant index (args.files[0].path) or
 the variable of a macro over the list, a filter() of it or a map() of
 it to the path (args.files.all(f, f.path.startsWith('/srv/data/')),
-args.files.map(f, f.path).all(p, p.startsWith('/srv/data/'))), and
+args.files.map(f, f.path).all(p, p.startsWith('/srv/data/'))), an
+optional read of either is one of it (args.files[?0].path.orValue(''),
+args.request.?path.value()), and
 a test of lower() or lowerAscii() of the path (or URL) is one of it. Such a prefix test
 of a path is reported on the side that blocks too, as a path names a
 file under the prefix without beginning with it: deny:
