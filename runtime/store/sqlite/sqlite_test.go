@@ -67,6 +67,10 @@ func TestTTLExpiry(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "ttl.db"))
 	defer s.Close()
+	// The clock is stepped, not slept past: a loaded machine took longer
+	// than the TTL between the first two calls.
+	clock := time.Unix(1_700_000_000, 0)
+	sqlite.SetNow(s, func() time.Time { return clock })
 	require.NoError(t, s.Set(ctx, "short", []byte("x"), 30*time.Millisecond))
 	ok, err := s.SetIfAbsent(ctx, "short", []byte("y"), 0)
 	require.NoError(t, err)
@@ -74,7 +78,7 @@ func TestTTLExpiry(t *testing.T) {
 	_, found, err := s.Get(ctx, "short")
 	require.NoError(t, err)
 	assert.True(t, found)
-	time.Sleep(50 * time.Millisecond)
+	clock = clock.Add(30 * time.Millisecond)
 	_, found, err = s.Get(ctx, "short")
 	require.NoError(t, err)
 	assert.False(t, found, "expired")
