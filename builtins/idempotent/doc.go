@@ -219,8 +219,10 @@
 //     that the next duplicate runs the tool rather than find it in doubt.
 //  5. A call that ran but whose result cannot be used fails with an error
 //     marked runtime.Ran (runtime.ErrRan): a result an inner layer blocked
-//     (a guard of phase "after" inside this layer), a result an MCP upstream
-//     sent over the gateway's limit. Its effect stands, so that error is
+//     (a guard of phase "after" inside this layer), a result an
+//     output_coerce inside this layer refused as off its result_schema, a
+//     result an MCP upstream sent over the gateway's limit. Its effect
+//     stands, so that error is
 //     published as the call's outcome, like a result: a duplicate, in any
 //     process, gets a permanent *runtime.CallError naming the layer ("the
 //     call ran earlier but its result could not be used; it does not run
