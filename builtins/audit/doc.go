@@ -110,7 +110,9 @@
 // way, from the inside out: a pii layer masks it for the caller (with
 // either action), so one inside audit has masked it already, and for each
 // pii layer outside it audit masks the text itself as that layer will
-// (its kinds and regions) before recording it (include_errors) or
+// (its kinds and regions), as it does for each tool-chain redact layer
+// outside it (its patterns), which masks the secrets in the text for the
+// caller, before recording it (include_errors) or
 // digesting it: the record holds, or digests, the text the caller reads.
 // A policy whose trail must hold no personal data puts pii outside audit,
 // or leaves include_args off (vet warns of one with include_args outside

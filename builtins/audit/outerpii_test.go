@@ -60,3 +60,34 @@ func TestErrorTextMaskedByAnOuterPII(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorTextMaskedByAnOuterRedact fails a tool call whose error quotes a
+// secret under an audit inside a tool-chain redact layer, which masks the
+// error's text for the caller as pii does: the trail records the text the
+// caller reads (include_errors), or its digest, never the secret.
+func TestErrorTextMaskedByAnOuterRedact(t *testing.T) {
+	const secret = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWx"
+	for _, audit := range []string{`{"include_errors": true}`, `{}`} {
+		t.Run(audit, func(t *testing.T) {
+			sink := &runtime.MemoryAudit{}
+			p := toolPlan(rt.Layer("redact", `{}`), rt.Layer("audit", audit))
+			tool := rt.NewTool(rt.ToolResult{Err: &runtime.CallError{Kind: runtime.KindPermanent,
+				Layer: "bank", Message: "key " + secret + " refused"}})
+			pl := rt.Build(t, p, runtime.Deps{Audit: sink, Tools: map[string]runtime.ToolFunc{"refund": tool.Func()}})
+			_, callErr := pl.Tool(ctx1, runtime.ToolRequest{Name: "refund", Args: map[string]any{"ref": "R3"}})
+			require.Error(t, callErr)
+			require.NotContains(t, callErr.Error(), secret, "redact masks the caller's error")
+			recs := sink.Records()
+			require.Len(t, recs, 2)
+			out := recs[1]
+			assert.NotContains(t, out.ErrorMessage, secret)
+			if audit == `{}` {
+				sum := sha256.Sum256([]byte(callErr.Error()))
+				assert.Contains(t, out.ErrorMessage, "text withheld, sha256 "+hex.EncodeToString(sum[:]),
+					"the digest matches the error the caller got")
+				return
+			}
+			assert.Equal(t, callErr.Error(), out.ErrorMessage)
+		})
+	}
+}

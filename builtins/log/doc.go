@@ -12,7 +12,8 @@
 // with settings.digest_key_env), which matches the error the caller got. In
 // the tool chain a pii layer masks a failed call's error for the caller on
 // its way out: for each pii layer outside it, the layer masks the text as
-// that one will (its kinds and regions) before it logs or digests it, so
+// that one will (its kinds and regions), and so for each redact layer
+// outside it (its patterns, the secrets), before it logs or digests it, so
 // the line holds the text the caller reads, never the personal data pii
 // keeps from the caller (one inside it has masked the text already). With include_args it also logs the messages, the tool
 // arguments or the turn input. A successful call is

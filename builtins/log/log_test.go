@@ -15,6 +15,7 @@ import (
 
 	_ "github.com/agentc-dev/agentc/builtins/log"
 	_ "github.com/agentc-dev/agentc/builtins/pii"
+	_ "github.com/agentc-dev/agentc/builtins/redact"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 	rt "github.com/agentc-dev/agentc/runtime/runtimetest"
@@ -229,31 +230,42 @@ func TestErrorTextWithheld(t *testing.T) {
 }
 
 // TestErrorTextMaskedByAnOuterPII logs a tool error that quotes a card
-// number and an email address inside a pii layer: the line holds the text
-// the caller reads (include_errors) or its digest, never the card or the
-// address.
+// number and an email address inside a pii layer, and one that quotes a
+// secret inside a tool-chain redact layer, each of which masks the error
+// for the caller: the line holds the text the caller reads
+// (include_errors) or its digest, never what the layer masked.
 func TestErrorTextMaskedByAnOuterPII(t *testing.T) {
-	const text = "card 4111111111111111 declined for ann@example.com"
-	for _, cfg := range []string{`{"include_errors":true}`, `{}`} {
-		var buf bytes.Buffer
-		logger := slog.New(slog.NewJSONHandler(&buf, nil))
-		p := rt.Plan(plan.Chains{Tool: []plan.Layer{rt.Layer("pii", `{"action":"redact"}`), rt.Layer("log", cfg)}})
-		tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent(text)})
-		pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
-		require.NoError(t, err)
-		ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
-		_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: map[string]any{}})
-		require.Error(t, err)
-		assert.NotContains(t, buf.String(), "4111")
-		assert.NotContains(t, buf.String(), "ann@example.com")
-		got := lines(t, &buf)
-		require.Len(t, got, 1)
-		if cfg != `{}` {
-			assert.Equal(t, err.Error(), got[0]["error"], "the text the caller reads")
-			continue
+	for _, outer := range []struct {
+		layer  plan.Layer
+		text   string
+		masked []string
+	}{
+		{rt.Layer("pii", `{"action":"redact"}`), "card 4111111111111111 declined for ann@example.com", []string{"4111", "ann@example.com"}},
+		{rt.Layer("redact", `{}`), "key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx refused", []string{"sk-proj-AbCdEfGhIjKlMnOpQrStUvWx"}},
+	} {
+		for _, cfg := range []string{`{"include_errors":true}`, `{}`} {
+			var buf bytes.Buffer
+			logger := slog.New(slog.NewJSONHandler(&buf, nil))
+			p := rt.Plan(plan.Chains{Tool: []plan.Layer{outer.layer, rt.Layer("log", cfg)}})
+			tool := rt.NewTool(rt.ToolResult{Err: rt.Permanent(outer.text)})
+			pl, err := runtime.Build(context.Background(), p, runtime.Deps{Logger: logger, Tools: map[string]runtime.ToolFunc{"pay": tool.Func()}})
+			require.NoError(t, err)
+			ctx := runtime.WithRun(context.Background(), runtime.Run{ID: "r"})
+			_, err = pl.Tool(ctx, runtime.ToolRequest{Name: "pay", Args: map[string]any{}})
+			require.Error(t, err)
+			for _, m := range outer.masked {
+				require.NotContains(t, err.Error(), m, "the caller's error is masked")
+				assert.NotContains(t, buf.String(), m)
+			}
+			got := lines(t, &buf)
+			require.Len(t, got, 1)
+			if cfg != `{}` {
+				assert.Equal(t, err.Error(), got[0]["error"], "the text the caller reads")
+				continue
+			}
+			sum := sha256.Sum256([]byte(err.Error()))
+			assert.Equal(t, "text withheld, sha256 "+hex.EncodeToString(sum[:]), got[0]["error"])
 		}
-		sum := sha256.Sum256([]byte(err.Error()))
-		assert.Equal(t, "text withheld, sha256 "+hex.EncodeToString(sum[:]), got[0]["error"])
 	}
 }
 

@@ -73,6 +73,14 @@ func (m *Middleware) WrapTool(next runtime.ToolHandler) runtime.ToolHandler {
 	return mask.Results(next, m.redactor.Redact, m.redactor.items, m.name, "secrets")
 }
 
+// MaskText masks text as WrapTool masks a failed call's error on its way
+// out: a layer inside this one that records the error (audit, log) records
+// the text the caller reads. The layer must be provisioned.
+func (m *Middleware) MaskText(text string) string {
+	red, _ := m.redactor.Redact(text)
+	return red
+}
+
 // WrapChat implements runtime.ChatWrapper: the transcript is masked before
 // the model reads it, and the model's streamed output before it reaches the
 // outer layers and the caller.

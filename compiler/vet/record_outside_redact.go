@@ -16,9 +16,9 @@ the policy masks it for the model; a call pii blocks is recorded with it
 too. Inside them, it records the masked text. A tool-chain redact masks
 tool results, which no record holds, and is not counted there. Nor is a
 failed tool call's error text (include_errors): it passes the layers from
-the inside out, and a log or audit outside a pii layer masks it as pii
-masks it for the caller before recording it, so it is clean on either side
-of pii. The rule is
+the inside out, and a log or audit outside a pii or redact layer masks it
+as that layer masks it for the caller before recording it, so it is clean
+on either side of them. The rule is
 the builtin constraints record-outside-redact (schemas/log.cue,
 schemas/audit.cue).`,
 	func(v *Pair) (dsl.Pos, []dsl.Related, string) {

@@ -1,42 +1,48 @@
 // Package outerpii masks, in the text a recording layer of the tool chain
 // (audit, log) writes of a failed call's error, the personal data the pii
-// layers outside it mask in that error on the way out: the layer records
-// the error as the caller reads it, never the text pii keeps from the
-// caller.
+// layers and the secrets the redact layers outside it mask in that error on
+// the way out: the layer records the error as the caller reads it, never
+// the text pii or redact keep from the caller.
 package outerpii
 
 import (
 	"github.com/agentc-dev/agentc/builtins/pii"
+	"github.com/agentc-dev/agentc/builtins/redact"
 	"github.com/agentc-dev/agentc/runtime"
 	"github.com/agentc-dev/agentc/runtime/plan"
 )
 
-// Masker returns a function that masks text as the pii layers outside the
-// layer b builds mask a failed tool call's error (each with its own kinds
-// and regions, outermost last, as the error passes them), or nil when no
-// pii layer sits outside it or the layer is not in the tool chain.
+// Masker returns a function that masks text as the pii and redact layers
+// outside the layer b builds mask a failed tool call's error (each with its
+// own kinds and regions, or patterns, outermost last, as the error passes
+// them), or nil when no such layer sits outside it or the layer is not in
+// the tool chain.
 func Masker(b *runtime.BuildContext) (func(string) string, error) {
 	if b.Stage != plan.StageTool {
 		return nil, nil
 	}
-	var scanners []*pii.Scanner
+	var masks []func(string) string
 	for _, l := range b.Outer() {
-		m, ok := l.Middleware.(*pii.Middleware)
-		if !ok {
-			continue
+		switch m := l.Middleware.(type) {
+		case *pii.Middleware:
+			s, err := pii.New(pii.Config{Kinds: kinds(m.Kinds), Regions: m.Regions})
+			if err != nil {
+				return nil, err
+			}
+			masks = append(masks, func(text string) string {
+				red, _ := s.Redact(text)
+				return red
+			})
+		case *redact.Middleware:
+			masks = append(masks, m.MaskText)
 		}
-		s, err := pii.New(pii.Config{Kinds: kinds(m.Kinds), Regions: m.Regions})
-		if err != nil {
-			return nil, err
-		}
-		scanners = append(scanners, s)
 	}
-	if len(scanners) == 0 {
+	if len(masks) == 0 {
 		return nil, nil
 	}
 	return func(text string) string {
-		for i := len(scanners) - 1; i >= 0; i-- {
-			text, _ = scanners[i].Redact(text)
+		for i := len(masks) - 1; i >= 0; i-- {
+			text = masks[i](text)
 		}
 		return text
 	}, nil

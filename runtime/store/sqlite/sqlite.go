@@ -178,25 +178,38 @@ func (s *Store) gone() error {
 // had, would be read by the next file at path as its own, or reset), then
 // closes the database, so the store writes no more into a log a new file
 // at path will use. Every later operation fails with err, joined to the
-// checkpoint's failure, which retire returns.
+// checkpoint's failure, which retire returns. It holds the store's one
+// connection from the checkpoint until the database is closed: a write
+// waiting for the connection meanwhile fails, and none commits into the
+// log after the checkpoint emptied it.
 func (s *Store) retire(err error) error {
 	var cerr error
 	s.retire1.Do(func() {
-		if cerr = s.checkpointWAL(); cerr != nil {
-			cerr = fmt.Errorf("sqlite %s: the writes acknowledged before may be only in %s-wal: %w", s.path, s.path, cerr)
-			err = errors.Join(err, cerr)
-		}
-		_ = s.db.Close()
+		conn, connErr := s.db.Conn(context.Background())
 		s.retired.Store(&err)
+		if connErr != nil {
+			cerr = connErr
+		} else {
+			cerr = checkpointWAL(conn)
+		}
+		if cerr != nil {
+			cerr = fmt.Errorf("sqlite %s: the writes acknowledged before may be only in %s-wal: %w", s.path, s.path, cerr)
+			joined := errors.Join(err, cerr)
+			s.retired.Store(&joined)
+		}
+		_ = s.db.Close() // before the connection goes back: no waiter gets it
+		if conn != nil {
+			_ = conn.Close()
+		}
 	})
 	return cerr
 }
 
 // checkpointWAL copies the whole write-ahead log into the database file
 // and empties it.
-func (s *Store) checkpointWAL() error {
+func checkpointWAL(conn *sql.Conn) error {
 	var busy, logFrames, done int
-	if err := s.db.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+	if err := conn.QueryRowContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	if busy != 0 {
