@@ -20,7 +20,7 @@ type form struct {
 // forms returns the readings of text the detectors run on: the text folded (foldText)
 // with format characters dropped, and with them kept when that differs; and, when text holds escapes, the text decoded (textnorm.Unescape:
 // percent-encoding, HTML character references, JSON's \uXXXX, and its two-character escapes
-// where one stands between a number's groups, escapeBetweenDigits) and folded, and decoded again
+// where one stands between a number's groups, escapesBetweenDigits) and folded, and decoded again
 // at each level of escapes escaped (textnorm.UnescapeNested). The base64 and hex
 // runs of the folded and decoded forms are read as the text they decode to (Find).
 func forms(text string) []form {
@@ -30,7 +30,7 @@ func forms(text string) []form {
 	if kept := foldText(text, true); kept.text != f.text {
 		out = append(out, foldedForm(kept, nil))
 	}
-	if d, ok := textnorm.Unescape(text, escapeBetweenDigits(text)); ok {
+	if d, ok := textnorm.UnescapeShortAt(text, escapesBetweenDigits(text)); ok {
 		out = append(out, foldedForm(foldText(d.Text, false), d.Span))
 		out[len(out)-1].encoded = true
 		// Escapes escaped again (a JSON document quoted in a JSON string, "%2540",
@@ -48,19 +48,22 @@ func forms(text string) []form {
 	return out
 }
 
-// escapeBetweenDigits reports whether text holds one of JSON's two-character escapes of a
-// line break, a tab, a slash or a form feed ("\n", "\r", "\t", "\/", "\b", "\f") between
+// escapesBetweenDigits returns the offsets of JSON's two-character escapes of a line break,
+// a tab, a slash or a form feed ("\n", "\r", "\t", "\/", "\b", "\f") that stand between
 // the groups of a number: after a digit or a closing parenthesis and before a digit, an
 // opening parenthesis or a "+", spaces and other such escapes aside ("0044\n0532",
-// "4111\/1111", "(415)\n555"). The text is then read with those escapes decoded too, as the
+// "4111\/1111", "(415)\n555"). The text is read with those escapes decoded too, as the
 // model reads a JSON document's strings: a card, an SSN, a phone number or an IBAN whose
-// groups they join. A JSON document's prose ("report\n2. click", "\"export\"") is not read
-// so again: it would be read twice for nothing.
-func escapeBetweenDigits(text string) bool {
+// groups they join. They are decoded where they stand only: a JSON document's prose
+// ("report\n2. click", "\"export\"") is not read so again, and what is found on one line
+// does not hang on an escape on another (a streamed line is released before the next
+// arrives).
+func escapesBetweenDigits(text string) []int {
+	var at []int
 	for i := 0; ; {
 		k := strings.IndexByte(text[i:], '\\')
 		if k < 0 {
-			return false
+			return at
 		}
 		i += k
 		if i+1 >= len(text) || strings.IndexByte("nrt/bf", text[i+1]) < 0 {
@@ -82,7 +85,12 @@ func escapeBetweenDigits(text string) bool {
 			}
 		}
 		if b > 0 && (isDigit(text[b-1]) || text[b-1] == ')') && e < len(text) && (isDigit(text[e]) || text[e] == '(' || text[e] == '+') {
-			return true
+			for k := i; k < e; k++ {
+				if text[k] == '\\' {
+					at = append(at, k)
+					k++
+				}
+			}
 		}
 		i = e
 	}

@@ -41,3 +41,20 @@ func TestItemsBehindJSONTwoCharacterEscapes(t *testing.T) {
 		assert.Empty(t, s.Find(text), "%s", text)
 	}
 }
+
+// TestStreamedJSONEscapesReadWhereTheyStand: a two-character escape is decoded where it stands
+// between a number's groups, not everywhere in a text holding one such: an item on another
+// line was read decoded in the whole text (its escapes elsewhere decoded) but not in the line
+// released before the escape arrived, and went out in clear ("card\t4111 1111 1111 1111",
+// then "row 1\n2").
+func TestStreamedJSONEscapesReadWhereTheyStand(t *testing.T) {
+	c := newStreamedAsWhole(t)
+	for _, text := range []string{
+		"phone:\\t415 555 2671 ok\nrow 1\\n2 ok\n", "card\\t4111 1111 1111 1111 ok\nrow 1\\n2 ok\n",
+		"SSN:\\t123 45 6789 ok\nrow 1\\n2 ok\n", "ip\\t10.0.0.1 ok\nrow 1\\n2 ok\n",
+		"row 1\\n2 ok\ncard\\t4111 1111 1111 1111 ok\n",
+	} {
+		c.check(t, text, byLines(text))
+		c.check(t, text, []string{text})
+	}
+}

@@ -49,6 +49,14 @@ func (d Decoded) From(start, end int) (int, int) {
 // two-character escapes (\" \\ \/ \b \f \n \r \t), which a JSON document quoted in a string
 // or an encoder escaping slashes leaves in the text. It reports false when text holds none.
 func Unescape(text string, short bool) (Decoded, bool) {
+	return unescape(text, short, nil)
+}
+
+// UnescapeShortAt is Unescape decoding JSON's two-character escapes only at the offsets of at,
+// in increasing order: where they stand, not wherever the text holds one.
+func UnescapeShortAt(text string, at []int) (Decoded, bool) { return unescape(text, false, at) }
+
+func unescape(text string, short bool, at []int) (Decoded, bool) {
 	if !strings.ContainsAny(text, `%&\`) {
 		return Decoded{}, false
 	}
@@ -56,7 +64,10 @@ func Unescape(text string, short bool) (Decoded, bool) {
 	buf := make([]byte, 0, len(text))
 	changed := false
 	for i := 0; i < len(text); {
-		if s, n := escapeAt(text, i, short); n > 0 {
+		for len(at) > 0 && at[0] < i {
+			at = at[1:]
+		}
+		if s, n := escapeAt(text, i, short || len(at) > 0 && at[0] == i); n > 0 {
 			buf = append(buf, s...)
 			for range len(s) {
 				d.start = append(d.start, int32(i))

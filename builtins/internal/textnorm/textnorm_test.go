@@ -333,3 +333,19 @@ func BenchmarkNormalize(b *testing.B) {
 		})
 	}
 }
+
+// TestUnescapeShortAt: JSON's two-character escapes are decoded only at the offsets given,
+// the other escapes as Unescape decodes them, each span mapped back whole.
+func TestUnescapeShortAt(t *testing.T) {
+	in := `a\n1\t2\"b%41`
+	d, ok := UnescapeShortAt(in, []int{4})
+	require.True(t, ok)
+	assert.Equal(t, "a\\n1\t2\\\"bA", d.Text)
+	s, e := d.Span(4, 5)
+	assert.Equal(t, `\t`, in[s:e])
+	d, ok = UnescapeShortAt(in, []int{1, 7})
+	require.True(t, ok)
+	assert.Equal(t, "a\n1\\t2\"bA", d.Text)
+	_, ok = UnescapeShortAt(`a\n1`, nil)
+	assert.False(t, ok)
+}
