@@ -658,7 +658,9 @@ func (u *upstreams) scan(ctx context.Context, pl *runtime.Pipeline, log *slog.Lo
 				log.Warn("mcp tool's input schema lists arguments its declaration in the policy does not", "tool", name, "server", t.server,
 					"arguments", extra)
 			}
-			if b, err := json.Marshal(t.tool.InputSchema); err == nil {
+			// A tool whose args the policy declares is checked against
+			// them (toolArgs), not against its input schema.
+			if b, err := json.Marshal(t.tool.InputSchema); err == nil && len(pl.Plan().Tools[name].Args) == 0 {
 				if _, inert := closeUnevaluated(b); inert {
 					log.Warn("mcp tool's input schema closes an object with unevaluatedProperties, which its draft does not have: the object is checked open, a call carrying other arguments passing; declare the tool's args in the policy, closed (additionalProperties: false)",
 						"tool", name, "server", t.server)

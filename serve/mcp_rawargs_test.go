@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -93,17 +94,18 @@ func rawArgsBench(n int) json.RawMessage {
 }
 
 // BenchmarkSentArgs measures what the proxy spends, per call whose chain
-// passed its arguments unchanged, telling that it did (sentArgs).
+// passed its arguments unchanged, telling that it did (withRawArgs's copy
+// and sentArgs).
 func BenchmarkSentArgs(b *testing.B) {
 	for _, n := range []int{4, 256} {
 		text := rawArgsBench(n)
 		b.Run(fmt.Sprintf("%dB", len(text)), func(b *testing.B) {
 			var args map[string]any
 			require.NoError(b, runtime.DecodeArgs(text, &args))
-			ctx := withRawArgs(context.Background(), "pay", text, args)
 			c := &runtime.ToolCall{Name: "pay", Args: args}
 			b.ReportAllocs()
 			for b.Loop() {
+				ctx := withRawArgs(context.Background(), "pay", text, args)
 				if _, ok := sentArgs(ctx, c, args).(json.RawMessage); !ok {
 					b.Fatal("the arguments are not sent as written")
 				}
@@ -130,4 +132,28 @@ func TestSentArgsWithoutDecodingAgain(t *testing.T) {
 	assert.Equal(t, args, sentArgs(ctx, &runtime.ToolCall{Name: "other"}, args), "another tool's call")
 	none := withRawArgs(context.Background(), "pay", json.RawMessage("null"), nil)
 	assert.Equal(t, map[string]any{}, sentArgs(none, c, map[string]any{}), "no arguments")
+}
+
+// TestSentArgsEditedInPlace: a layer that writes into the arguments it was
+// handed (a host's layer that does not keep them read-only), at the top or
+// within a nested object or list, has the upstream sent the arguments as
+// it left them, not the client's text: the text is sent only for
+// arguments equal to the ones it decodes to.
+func TestSentArgsEditedInPlace(t *testing.T) {
+	text := json.RawMessage(`{"amount":500.0,"memo":"x","to":{"iban":"DE1"},"tags":["a"]}`)
+	c := &runtime.ToolCall{Name: "pay"}
+	for name, edit := range map[string]func(map[string]any){
+		"top":    func(a map[string]any) { a["memo"] = "[REDACTED]" },
+		"added":  func(a map[string]any) { a["extra"] = true },
+		"nested": func(a map[string]any) { a["to"].(map[string]any)["iban"] = "[REDACTED]" },
+		"list":   func(a map[string]any) { a["tags"].([]any)[0] = "[REDACTED]" },
+	} {
+		var args map[string]any
+		require.NoError(t, runtime.DecodeArgs(text, &args))
+		ctx := withRawArgs(context.Background(), "pay", text, args)
+		edit(args)
+		assert.Equal(t, args, sentArgs(ctx, c, args), name)
+		shallow := maps.Clone(args)
+		assert.Equal(t, shallow, sentArgs(ctx, c, shallow), "%s, handed on in a new map", name)
+	}
 }

@@ -33,11 +33,14 @@ func TestMCPDraft07UnevaluatedPropertiesCloses(t *testing.T) {
 		"properties":{"name":{"type":"string"}},"unevaluatedProperties":false}`)}, handle)
 	srv.AddTool(&mcp.Tool{Name: "put_all", InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
 		"allOf":[{"properties":{"name":{"type":"string"}}}],"unevaluatedProperties":false}`)}, handle)
+	srv.AddTool(&mcp.Tool{Name: "put_declared", InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+		"allOf":[{"properties":{"name":{"type":"string"}}}],"unevaluatedProperties":false}`)}, handle)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(ts.Close)
 	s := startServer(t, Options{Source: cueSource(writePolicy(t, fmt.Sprintf(`package gw
 
 mcp: servers: store: url: %q
+tools: put_declared: {side_effecting: true, args: {type: "object", properties: name: type: "string", additionalProperties: false}}
 `, ts.URL))), WatchInterval: -1})
 	cs := connectProxy(t, s.url, "", nil)
 
@@ -55,4 +58,10 @@ mcp: servers: store: url: %q
 	assert.Contains(t, s.logs.String(), "mcp tool's input schema closes an object with unevaluatedProperties, which its draft does not have")
 	assert.Contains(t, s.logs.String(), "tool=put_all")
 	assert.NotContains(t, s.logs.String(), "tool=put ")
+	// A tool whose args the policy declares is checked against them, not
+	// against its input schema: nothing is said of the schema's keyword.
+	assert.NotContains(t, s.logs.String(), "tool=put_declared")
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "put_declared", Arguments: map[string]any{"name": "a", "owner": "root"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "the declaration closes it: %s", text(t, res))
 }
