@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentc-dev/agentc/builtins/internal/mask"
+	"github.com/agentc-dev/agentc/runtime"
 )
 
 // TestBase64SecretLeavesNeighbourFieldsIntact: a secret inside the base64 data of an MCP image
@@ -47,6 +50,21 @@ func TestBase64SecretLeavesNeighbourFieldsIntact(t *testing.T) {
 		}
 		assert.Equal(t, want, red)
 	}
+}
+
+// TestBase64SecretLeavesNeighbourPartIntact: a message's content holding the run and its
+// text part after it, read run together (before each is masked, as the layer reads them), keep
+// the part's text.
+func TestBase64SecretLeavesNeighbourPartIntact(t *testing.T) {
+	r, err := New(Config{})
+	require.NoError(t, err)
+	data := base64.StdEncoding.EncodeToString([]byte("config: aws key AKIAIOSFODNN7EXAMPLE in it"))
+	tr := mask.Transcript{Mask: r.Redact, Find: r.items, System: true}
+	msgs := []runtime.Message{{Role: "user", Content: data, Parts: []runtime.ContentPart{{Type: runtime.PartText, Text: "image/png is the type"}}}}
+	out, _ := tr.AcrossParts(msgs, r.items, true)
+	out, _ = tr.Messages("", out)
+	assert.Equal(t, "[REDACTED:aws-access-key-id]", out[0].Content)
+	assert.Equal(t, "image/png is the type", out[0].Parts[0].Text)
 }
 
 // TestBase64SecretCutOverElementsMaskedInEach: a run whose decoding holds a secret cut over

@@ -785,7 +785,17 @@ func maskItems(pieces []string, sep string, items []Item, within bool, find Find
 		}
 		return false
 	}
+	var text string
 	for _, it := range items {
+		if it.Inside {
+			// an encoded run that took in the pieces around it (trimEncoded)
+			if masked := pieceSpans(pieces, starts, it.Start, it.End); len(masked) > 1 {
+				if text == "" {
+					text = strings.Join(pieces, sep)
+				}
+				it, _, _ = trimEncoded(it, text, starts, pieceSpans(pieces, starts, it.From, it.To), masked, find)
+			}
+		}
 		// An item within one piece is masked with the piece itself.
 		first := -1
 		for k, p := range pieces {
