@@ -182,7 +182,7 @@ func (m *Middleware) WrapChat(next runtime.ChatHandler) runtime.ChatHandler {
 func (r *Redactor) items(text string) []mask.Item {
 	var out []mask.Item
 	for _, sp := range r.find(text) {
-		out = append(out, mask.Item{From: sp.match, To: sp.matchE, Start: sp.start, End: sp.end, With: r.rules[sp.rule].placeholder})
+		out = append(out, mask.Item{From: sp.match, To: sp.matchE, Start: sp.start, End: sp.end, With: r.rules[sp.rule].placeholder, Inside: sp.inside})
 	}
 	return out
 }

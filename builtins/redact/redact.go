@@ -131,6 +131,9 @@ type span struct {
 	start, end    int // the masked part: the "secret" group, or the whole match
 	match, matchE int // the whole match
 	rule          int
+	// inside: a run of an encoding whose decoding holds a secret (Redactor.encoded) with
+	// decoded text before and after it (mask.Item.Inside).
+	inside bool
 }
 
 // Redact returns text with every secret replaced by its placeholder, and the number of
@@ -191,6 +194,7 @@ func (r *Redactor) find(text string) []span {
 			// runs over both matches (this one's may start first: a rule's "secret" group).
 			prev := &out[len(out)-1]
 			prev.end, prev.match, prev.matchE = sp.end, min(prev.match, sp.match), max(prev.matchE, sp.matchE)
+			prev.inside = prev.inside && sp.inside
 			last = sp.end
 		}
 	}
@@ -268,12 +272,12 @@ func (r *Redactor) encoded(spans []span, form string, mapSpan func(start, end in
 		if len(inner) == 0 {
 			continue
 		}
-		rule := inner[0].rule
+		rule, from, to := inner[0].rule, inner[0].match, inner[0].matchE
 		for _, sp := range inner[1:] {
-			rule = min(rule, sp.rule)
+			rule, from, to = min(rule, sp.rule), min(from, sp.match), max(to, sp.matchE)
 		}
 		s, end := mapSpan(e.Start, e.End)
-		spans = append(spans, span{start: s, end: end, match: s, matchE: end, rule: rule})
+		spans = append(spans, span{start: s, end: end, match: s, matchE: end, rule: rule, inside: from > 0 && to < len(e.Text)})
 	}
 	return spans
 }

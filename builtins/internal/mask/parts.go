@@ -17,12 +17,20 @@ import (
 // (an address, a phone number, a card), so ReadElements does not take an item of the same label
 // found over it with the next element run together ("bob@example.com", "ok" is an address and
 // a word); a secret, which may be cut anywhere (a key in two), leaves it false.
+//
+// Inside says that the item is a run of an encoding (base64, hex...) masked whole because what
+// it decodes to holds a value, with decoded text before and after the value: the characters at
+// the run's ends are no part of it. Read run together with the strings around it, a run takes
+// in those of their letters that are of its alphabet ("image/png", "file" of "file:///b"), and
+// ReadElements leaves an element at an end of such an item as it is when the item's part in
+// the others is an Inside item of its own (trimEncoded).
 type Item struct {
 	From, To    int
 	Start, End  int
 	With        string
 	Label       string
 	EndsAtBreak bool
+	Inside      bool
 }
 
 // Find returns the items of a text, in order, their masked parts not overlapping.
@@ -429,6 +437,9 @@ func readJoined(reads []elementRead, elems []string, starts []int, find Find, se
 		if len(match) == 0 || len(masked) == 0 {
 			continue
 		}
+		if it.Inside && len(masked) > 1 {
+			it, match, masked = trimEncoded(it, text, starts, match, masked, find)
+		}
 		if together && (numberList(elems, match, fields) || slices.ContainsFunc(match, func(p piece) bool {
 			return slices.ContainsFunc(byElem[p.k], func(i int) bool {
 				// read already; or, within one element, where the lines found something; or
@@ -454,6 +465,38 @@ func readJoined(reads []elementRead, elems []string, starts []int, find Find, se
 		}
 	}
 	return reads
+}
+
+// trimEncoded returns an item of an encoded run (Item.Inside) read over several elements
+// without the elements at its ends that are no part of its value: the last, then the first,
+// while what the item masks in the others, read alone, is an Inside item of its own, which
+// holds its value whole, text of its decoding after and before it. The run read in "data",
+// "image/png", "image" is masked in "data" alone; a run cut over two elements, each holding a
+// part of what it decodes to, in both. it's offsets, match and masked are those of text, the elements
+// joined (starts); the item keeps one element at least.
+func trimEncoded(it Item, text string, starts []int, match, masked []piece, find Find) (Item, []piece, []piece) {
+	at := func(p piece) (int, int) { return starts[p.k] + p.start, starts[p.k] + p.end }
+	holds := func(ps []piece) bool {
+		from, _ := at(ps[0])
+		_, to := at(ps[len(ps)-1])
+		return slices.ContainsFunc(find(text[from:to]), func(it Item) bool { return it.Inside })
+	}
+	for len(masked) > 1 && holds(masked[:len(masked)-1]) {
+		masked = masked[:len(masked)-1]
+	}
+	for len(masked) > 1 && holds(masked[1:]) {
+		masked = masked[1:]
+	}
+	first, last := masked[0].k, masked[len(masked)-1].k
+	match = slices.DeleteFunc(slices.Clone(match), func(p piece) bool { return p.k < first || p.k > last })
+	if len(match) == 0 {
+		match = masked
+	}
+	it.From, _ = at(match[0])
+	_, it.To = at(match[len(match)-1])
+	it.Start, _ = at(masked[0])
+	_, it.End = at(masked[len(masked)-1])
+	return it, match, masked
 }
 
 type edit struct {
@@ -742,7 +785,17 @@ func maskItems(pieces []string, sep string, items []Item, within bool, find Find
 		}
 		return false
 	}
+	var text string
 	for _, it := range items {
+		if it.Inside {
+			// an encoded run that took in the pieces around it (trimEncoded)
+			if masked := pieceSpans(pieces, starts, it.Start, it.End); len(masked) > 1 {
+				if text == "" {
+					text = strings.Join(pieces, sep)
+				}
+				it, _, _ = trimEncoded(it, text, starts, pieceSpans(pieces, starts, it.From, it.To), masked, find)
+			}
+		}
 		// An item within one piece is masked with the piece itself.
 		first := -1
 		for k, p := range pieces {
