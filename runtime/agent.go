@@ -1719,7 +1719,18 @@ func (t *agentTurn) tool(ctx context.Context, call ToolUse, ac *agentCall) (Mess
 		}
 		return answer(refusal(err), true), true, nil
 	}
+	if errors.Is(err, ErrRan) {
+		return answer(ranText(err.Error()), true), false, nil
+	}
 	return answer("error: the tool failed: "+err.Error(), true), false, nil
+}
+
+// ranText tells the model that a call ran, its effects standing, but that
+// its result (whose error is msg) could not be used (ErrRan): told that it
+// failed, the model could make it again.
+func ranText(msg string) string {
+	return "error: the tool ran (its effects happened) but its result could not be used: " + strings.TrimSuffix(msg, ".") +
+		". Do not call it again to retry: that would repeat its effects."
 }
 
 // toolAnswer is the tool message answering call with text.

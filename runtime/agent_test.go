@@ -328,3 +328,23 @@ func TestAgentUsageCountsDiscardedAttempts(t *testing.T) {
 	got := meterOf(t, pl).Ledger("r")
 	assert.Equal(t, int64(res.Usage.InputTokens), got.InputTokens, "the turn's usage agrees with the meter")
 }
+
+// TestRunAgentTellsTheModelACallRan: a call that ran but whose result
+// cannot be used (runtime.Ran: a result output_coerce refused, one over a
+// size limit) is not told to the model as a failure, which would invite it
+// to make the call again and repeat its effect.
+func TestRunAgentTellsTheModelACallRan(t *testing.T) {
+	model := rt.NewModel(callTools(use("r1", "refund", `{"order":7}`)), rt.Response{Deltas: []string{"done"}})
+	p := rt.Plan(plan.Chains{})
+	p.Tools = map[string]plan.Tool{"refund": {SideEffecting: true}}
+	pl := rt.Build(t, p, runtime.Deps{Models: map[string]runtime.ModelClient{"primary": model},
+		Tools: map[string]runtime.ToolFunc{"refund": func(context.Context, *runtime.ToolCall) (any, error) {
+			return nil, runtime.Ran(&runtime.CallError{Kind: runtime.KindPermanent, Layer: "coerce", Message: "result is off its schema"})
+		}}})
+	res, err := pl.RunAgent(context.Background(), runtime.AgentRequest{Model: "primary", Input: "refund order 7"})
+	require.NoError(t, err)
+	part := res.Messages[2].Parts[0]
+	assert.True(t, part.IsError)
+	assert.Equal(t, "error: the tool ran (its effects happened) but its result could not be used: coerce: result is off its schema. "+
+		"Do not call it again to retry: that would repeat its effects.", part.Text)
+}

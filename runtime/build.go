@@ -636,18 +636,26 @@ func checkDeps(deps *Deps) error {
 			return fmt.Errorf("build: Deps.Models[%q] is nil: give the model's client, or leave the name out to use the client of its provider", name)
 		}
 	}
-	v := reflect.ValueOf(deps).Elem()
+	return checkPorts(reflect.ValueOf(deps).Elem(), "Deps")
+}
+
+// checkPorts is checkDeps' walk of the fields of the struct v, named what
+// in its errors. An unexported field is not one the host sets, and reflect
+// refuses to read it: it is skipped.
+func checkPorts(v reflect.Value, what string) error {
 	for i := range v.NumField() {
-		f, name := v.Field(i), v.Type().Field(i).Name
+		f, field := v.Field(i), v.Type().Field(i).Name
+		name := what + "." + field
 		switch {
+		case !f.CanInterface():
 		case f.Kind() == reflect.Interface && !f.IsNil() && typedNil(f.Interface()):
-			return fmt.Errorf("build: Deps.%s is a nil %T: give one, or leave %s nil for its default", name, f.Interface(), name)
+			return fmt.Errorf("build: %s is a nil %T: give one, or leave %s nil for its default", name, f.Interface(), field)
 		case f.Kind() == reflect.Map && f.Type().Elem().Kind() == reflect.Interface && f.Type().Key().Kind() == reflect.String:
 			keys := f.MapKeys()
 			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
 			for _, k := range keys {
 				if e := f.MapIndex(k); !e.IsNil() && typedNil(e.Interface()) {
-					return fmt.Errorf("build: Deps.%s[%q] is a nil %T: give one, or leave the name out", name, k.String(), e.Interface())
+					return fmt.Errorf("build: %s[%q] is a nil %T: give one, or leave the name out", name, k.String(), e.Interface())
 				}
 			}
 		}

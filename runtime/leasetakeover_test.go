@@ -82,3 +82,39 @@ func TestALostTakeoverTellsTheClaimsNote(t *testing.T) {
 		})
 	}
 }
+
+// TestATakeoverDoesNotOverwriteAPublishedOutcome: the holder of a claim in
+// doubt publishes its outcome while a replica takes the claim over,
+// between the replica's read of the claim and its write. The replica's
+// write overwrote the outcome (lost, its call run again as in doubt). A
+// published outcome wins: the replica is answered from it; else the
+// holder is told that its publish did not take (fenced out).
+func TestATakeoverDoesNotOverwriteAPublishedOutcome(t *testing.T) {
+	ctx := context.Background()
+	mem := runtime.NewMemoryKV()
+	holder := runtime.NewKVLeaser(mem)
+	g, err := holder.AcquireAs(ctx, "k", "first", nil, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	ok, err := holder.Doubt(ctx, "k", g.Token, time.Hour)
+	require.NoError(t, err)
+	require.True(t, ok)
+	var published bool
+	kv := &rivalKV{KV: mem, rival: func() {
+		published, err = holder.Publish(ctx, "k", g.Token, []byte(`{"v":1}`), time.Hour)
+		require.NoError(t, err)
+	}}
+	late, err := runtime.NewKVLeaser(kv).AcquireAs(ctx, "k", "second", nil, time.Hour, time.Hour, true)
+	require.NoError(t, err)
+	if published {
+		assert.Equal(t, runtime.LeaseDone, late.Status, "the published outcome answers the takeover")
+		assert.JSONEq(t, `{"v":1}`, string(late.Result))
+	} else {
+		assert.Equal(t, runtime.LeaseAcquired, late.Status)
+		assert.True(t, late.InDoubt)
+	}
+	again, err := runtime.NewKVLeaser(mem).AcquireAs(ctx, "k", "third", nil, time.Hour, time.Hour, false)
+	require.NoError(t, err)
+	if published {
+		assert.Equal(t, runtime.LeaseDone, again.Status, "the outcome is kept")
+	}
+}

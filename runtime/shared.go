@@ -679,9 +679,12 @@ func (b *MemoryBudgeter) ForgetLedger(_ context.Context, key string) error {
 // free key and taking over an expired lease are atomic (each is one
 // SetIfAbsent: a takeover first claims a marker named after the expired
 // token); a record that does not decode is in doubt, and a takeover
-// replaces it; Publish, Renew and Release read the record and then write it, so
-// a holder fenced out in the instant between the two can still overwrite
-// its successor. Backends with scripts or transactions implement Leaser
+// replaces it. Publish claims the same marker before it writes the
+// outcome, so that a takeover and the holder's outcome never overwrite
+// each other: the first to claim it ends the claim (a holder that dies
+// between the two leaves the claim held until its record expires). Renew
+// and Release read the record and then write it, so a holder fenced out
+// in the instant between the two can still overwrite its successor. Backends with scripts or transactions implement Leaser
 // natively instead.
 type KVLeaser struct {
 	KV   KV
@@ -813,17 +816,18 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte
 		if !takeover || len(r.Note) > 0 && !bytes.Equal(r.Note, note) {
 			return LeaseGrant{Status: LeaseInDoubt, Note: r.Note}, nil
 		}
-		marker := fmt.Sprintf("%s#takeover#%d", key, r.Token)
+		marker := takeoverMarker(key, r.Token)
 		won, err := l.KV.SetIfAbsent(ctx, marker, nil, keep)
 		if err != nil {
 			return LeaseGrant{}, err
 		}
 		if !won {
 			// Another caller (another replica) won the race to take the
-			// claim over: its claim, or its outcome, is answered as any
-			// found is (held, with its note). Until it is written the
-			// claim is held, with r's note, which is the note a takeover
-			// of r claims with when r has one.
+			// claim over, or its holder is publishing its outcome: its
+			// claim, or the outcome, is answered as any found is (held,
+			// with its note). Until it is written the claim is held,
+			// with r's note, which is the note a takeover of r claims
+			// with when r has one.
 			now, found, err := l.read(ctx, key)
 			if err != nil && !found {
 				return LeaseGrant{}, err
@@ -840,6 +844,18 @@ func (l *KVLeaser) AcquireAs(ctx context.Context, key, owner string, note []byte
 		return LeaseGrant{Status: LeaseAcquired, Token: tok, InDoubt: true}, nil
 	}
 }
+
+// takeoverMarker is the key whose claim (SetIfAbsent) ends the claim of
+// key under token: by a takeover (an empty value) or by its holder's
+// Publish (publishMark). Whichever claims it first is the only one that
+// writes over the claim, so that neither overwrites the other.
+func takeoverMarker(key string, token int64) string {
+	return fmt.Sprintf("%s#takeover#%d", key, token)
+}
+
+// publishMark is the value of a takeover marker its holder's Publish
+// claimed.
+var publishMark = []byte("publish")
 
 // held reads key and reports whether token holds its lease, and the
 // record.
@@ -874,6 +890,27 @@ func (l *KVLeaser) Publish(ctx context.Context, key string, token int64, result 
 		// Published by this token already: a repeat whose first answer
 		// was lost.
 		return r.State == "done" && r.Token == token && token != 0, nil
+	}
+	// The claim is ended by its outcome or by a takeover, whichever first
+	// claims the marker a takeover claims: a replica taking it over
+	// writes its claim unconditionally once it holds the marker, which
+	// would overwrite an outcome written since it read the claim.
+	marker := takeoverMarker(key, token)
+	won, err := l.KV.SetIfAbsent(ctx, marker, publishMark, keep)
+	if err != nil {
+		return false, err
+	}
+	if !won {
+		// Ours when an earlier Publish of this token claimed it and did
+		// not get to write (an error, a lost answer); else a replica took
+		// the claim over: fenced out.
+		v, found, err := l.KV.Get(ctx, marker)
+		if err != nil {
+			return false, err
+		}
+		if !found || !bytes.Equal(v, publishMark) {
+			return false, nil
+		}
 	}
 	b, err := json.Marshal(leaseRecord{State: "done", Token: token, Result: result})
 	if err != nil {
