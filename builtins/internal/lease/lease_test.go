@@ -230,7 +230,9 @@ func waitDone(t *testing.T, ctx context.Context) {
 // renewal is given up then.
 func TestRenewStopsTheCallBeforeAStalledLeaseLapses(t *testing.T) {
 	l := newStalled()
-	const ttl = 1200 * time.Millisecond
+	// The context ends a sixth of ttl before the lease: 500 ms for the
+	// check below to run in (200 ms was overrun on a loaded machine).
+	const ttl = 3 * time.Second
 	token, asked := l.acquire(t, ttl)
 	h := lease.Renew(context.Background(), l, "k", token, ttl, asked, discard, "test")
 	defer h.Stop()
