@@ -265,22 +265,7 @@ chains: tool: [{use: "audit", trail: "logical"}, {use: "idempotent"}]
 // again was refused before its chain ran and was not in the audit trail.
 // Its chain runs to record it: audit records it failed, not in doubt.
 func TestMCPCallWhoseListingWaitIsSpentIsAudited(t *testing.T) {
-	defer func(d time.Duration) { listWaitFor = d }(listWaitFor)
-	listWaitFor = 50 * time.Millisecond
-	p := payDuringAHeldListing(t)
-	res, err := p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1"}})
-	require.NoError(t, err)
-	require.True(t, res.IsError)
-	assert.Contains(t, text(t, res), "its tools were still being listed again after the call waited")
-	var outcomes []runtime.AuditRecord
-	for _, r := range p.audit.Records() {
-		if r.Phase == runtime.PhaseOutcome && r.Tool == "refund" {
-			outcomes = append(outcomes, r)
-		}
-	}
-	require.Len(t, outcomes, 1, "the call is audited")
-	assert.Equal(t, runtime.DecisionFailed, outcomes[0].Decision, "%+v", outcomes[0])
-	assert.Zero(t, p.refunds.Load(), "the call was not sent")
+	callWithSpentListingWait(t, `{use: "audit", trail: "logical"}, {use: "idempotent"}`)
 }
 
 // TestMCPCallWhoseListingWaitIsSpentIsNotRetried: a call refused before its
@@ -289,9 +274,18 @@ func TestMCPCallWhoseListingWaitIsSpentIsAudited(t *testing.T) {
 // refusal, which no try within the chain changes: a retry in the chain
 // tried it again up to max_attempts, each try refused so. It is tried once.
 func TestMCPCallWhoseListingWaitIsSpentIsNotRetried(t *testing.T) {
+	r := callWithSpentListingWait(t, `{use: "audit", trail: "logical"}, {use: "retry", max_attempts: 3, initial_delay: "1ms", max_delay: "5ms"}`)
+	assert.Equal(t, 1, r.Attempts, "the refusal is not tried again: %+v", r)
+}
+
+// callWithSpentListingWait calls refund through chain while its upstream's
+// listing is held past the call's wait, checks the call is refused, not
+// sent and audited once as failed, and returns its outcome record.
+func callWithSpentListingWait(t *testing.T, chain string) runtime.AuditRecord {
+	t.Helper()
 	defer func(d time.Duration) { listWaitFor = d }(listWaitFor)
 	listWaitFor = 50 * time.Millisecond
-	p := payDuringAHeldListingWith(t, `{use: "audit", trail: "logical"}, {use: "retry", max_attempts: 3, initial_delay: "1ms", max_delay: "5ms"}`)
+	p := payDuringAHeldListingWith(t, chain)
 	res, err := p.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "refund", Arguments: map[string]any{"order_id": "A1"}})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
@@ -304,6 +298,6 @@ func TestMCPCallWhoseListingWaitIsSpentIsNotRetried(t *testing.T) {
 	}
 	require.Len(t, outcomes, 1, "the call is audited")
 	assert.Equal(t, runtime.DecisionFailed, outcomes[0].Decision, "%+v", outcomes[0])
-	assert.Equal(t, 1, outcomes[0].Attempts, "the refusal is not tried again: %+v", outcomes[0])
 	assert.Zero(t, p.refunds.Load(), "the call was not sent")
+	return outcomes[0]
 }
